@@ -1,0 +1,251 @@
+/*
+ * cmd_plan.c - `llmp plan`: fit a layout to a job size and print it.
+ *
+ * Everything a user can get wrong (an argument, a number, the layout) ends
+ * with exit status 2 and one line on stderr that names it.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmp_cli.h"
+#include "llmp_json.h"
+
+#define PROG "llmp plan"
+
+struct plan_args {
+	const char *spec;
+	uint32_t world, nodes, tasks_per_node;
+	int64_t rank; /* -1 for all ranks */
+	int json;
+};
+
+static void help(void)
+{
+	printf("usage: llmp plan (--world W | --nodes N --tasks-per-node T)\n"
+	       "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
+	       "\n"
+	       "Fit a 4D layout to a job and print its sizes and process groups.\n"
+	       "  -w, --world W            number of ranks in the job\n"
+	       "  -N, --nodes N            number of nodes (with --tasks-per-node)\n"
+	       "  -t, --tasks-per-node T   ranks per node; enables locality warnings\n"
+	       "  -p, --parallel SPEC      layout, e.g. tp=2,pp=2 (default: all 1, dp=auto);\n"
+	       "                           'help' prints the grammar\n"
+	       "  -r, --rank R             show only rank R: coordinates and its groups\n"
+	       "  -f, --format text|json   output format (JSON: doc/layout-json.md)\n"
+	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
+}
+
+/* Up to 60 bytes of user input with control and non-ASCII bytes as '?',
+ * so an argument cannot put escape sequences on the terminal. */
+static const char *printable(const char *s)
+{
+	static char buf[64];
+	size_t i;
+
+	for (i = 0; s[i] && i < sizeof(buf) - 4; i++)
+		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	strcpy(buf + i, s[i] ? "..." : "");
+	return buf;
+}
+
+static int usage_error(const char *fmt, const char *what)
+{
+	fprintf(stderr, PROG ": ");
+	fprintf(stderr, fmt, printable(what));
+	fprintf(stderr, "\n");
+	return LLMP_EXIT_USAGE;
+}
+
+/* The option getopt complains about: a short one by its letter (it may sit
+ * inside a group like -qz), a long one by its argument. */
+static const char *culprit(char **argv)
+{
+	static char shortopt[3] = "-?";
+	const char *arg = argv[optind - 1];
+
+	if (strncmp(arg, "--", 2) == 0)
+		return arg;
+	if (optopt) {
+		shortopt[1] = (char)optopt;
+		return shortopt;
+	}
+	return arg;
+}
+
+/* A count from the command line: decimal, 0 < value <= max. */
+static int parse_count(const char *opt, const char *text, uint64_t min,
+		       uint64_t max, uint64_t *out)
+{
+	char *end;
+
+	if (!*text || strspn(text, "0123456789") != strlen(text)) {
+		fprintf(stderr, PROG ": %s '%s': not a non-negative integer\n", opt,
+			printable(text));
+		return -1;
+	}
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno == ERANGE || v > max || v < min) {
+		fprintf(stderr, PROG ": %s %s: outside %" PRIu64 "..%" PRIu64 "\n", opt,
+			text, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct plan_args *a)
+{
+	static const struct option options[] = {
+		{"world", required_argument, NULL, 'w'},
+		{"nodes", required_argument, NULL, 'N'},
+		{"tasks-per-node", required_argument, NULL, 't'},
+		{"parallel", required_argument, NULL, 'p'},
+		{"rank", required_argument, NULL, 'r'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	uint64_t v;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->rank = -1;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:h", options, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+			if (parse_count("--world", optarg, 1, LLMP_WORLD_MAX, &v))
+				return LLMP_EXIT_USAGE;
+			a->world = (uint32_t)v;
+			break;
+		case 'N':
+			if (parse_count("--nodes", optarg, 1, LLMP_WORLD_MAX, &v))
+				return LLMP_EXIT_USAGE;
+			a->nodes = (uint32_t)v;
+			break;
+		case 't':
+			if (parse_count("--tasks-per-node", optarg, 1, LLMP_WORLD_MAX, &v))
+				return LLMP_EXIT_USAGE;
+			a->tasks_per_node = (uint32_t)v;
+			break;
+		case 'p':
+			a->spec = optarg;
+			break;
+		case 'r':
+			if (parse_count("--rank", optarg, 0, LLMP_WORLD_MAX - 1, &v))
+				return LLMP_EXIT_USAGE;
+			a->rank = (int64_t)v;
+			break;
+		case 'f':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
+				return usage_error("--format '%s': expected text or json",
+						   optarg);
+			a->json = strcmp(optarg, "json") == 0;
+			break;
+		case 'h':
+			help();
+			return -1;
+		case ':':
+			return usage_error("%s needs a value", culprit(argv));
+		default:
+			return usage_error("unknown option '%s' (see --help)",
+					   culprit(argv));
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	return LLMP_EXIT_OK;
+}
+
+/* The world from --world or --nodes x --tasks-per-node, checked for agreement. */
+static int resolve_world(struct plan_args *a)
+{
+	if (a->nodes && !a->tasks_per_node)
+		return usage_error("%s needs --tasks-per-node", "--nodes");
+	if (a->tasks_per_node && !a->nodes && !a->world)
+		return usage_error("%s needs --nodes (or --world)", "--tasks-per-node");
+	if (a->nodes) {
+		uint64_t world = (uint64_t)a->nodes * a->tasks_per_node;
+		if (world > LLMP_WORLD_MAX) {
+			fprintf(stderr, PROG ": %u nodes x %u tasks = %" PRIu64
+				" ranks, more than %u\n", a->nodes, a->tasks_per_node,
+				world, LLMP_WORLD_MAX);
+			return LLMP_EXIT_USAGE;
+		}
+		if (a->world && a->world != world) {
+			fprintf(stderr, PROG ": --world %u disagrees with %u nodes x %u "
+				"tasks = %" PRIu64 "\n", a->world, a->nodes,
+				a->tasks_per_node, world);
+			return LLMP_EXIT_USAGE;
+		}
+		a->world = (uint32_t)world;
+	}
+	if (!a->world)
+		return usage_error("%s", "give the job size: --world W, or --nodes N "
+					 "--tasks-per-node T");
+	if (a->rank >= (int64_t)a->world) {
+		fprintf(stderr, PROG ": --rank %" PRId64 " is outside 0..%u\n", a->rank,
+			a->world - 1);
+		return LLMP_EXIT_USAGE;
+	}
+	return LLMP_EXIT_OK;
+}
+
+int llmp_cmd_plan(int argc, char **argv)
+{
+	struct plan_args a;
+	char msg[LLMP_MSG_MAX];
+	llmp_spec spec;
+
+	int rc = parse_args(argc, argv, &a);
+	if (rc < 0)
+		return LLMP_EXIT_OK; /* --help */
+	if (rc)
+		return rc;
+
+	if (a.spec) {
+		if (llmp_spec_parse(a.spec, &spec, msg, sizeof(msg)) != LLMP_OK)
+			return usage_error("--parallel: %s", msg);
+		if (spec.help) {
+			fputs(llmp_spec_grammar(), stdout);
+			return LLMP_EXIT_OK;
+		}
+	} else {
+		llmp_spec_init(&spec);
+	}
+	rc = resolve_world(&a);
+	if (rc)
+		return rc;
+
+	llmp_plan *plan;
+	if (llmp_plan_create(&spec, a.world, a.tasks_per_node, &plan, msg,
+			     sizeof(msg)) != LLMP_OK)
+		return usage_error("%s", msg);
+
+	static char outbuf[1 << 16];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	if (a.json) {
+		uint32_t rank = a.rank < 0 ? LLMP_JSON_ALL_RANKS : (uint32_t)a.rank;
+		rc = llmp_plan_write_json(plan, rank, stdout) == LLMP_OK ? 0 : -1;
+	} else {
+		rc = llmp_plan_write_text(plan, a.nodes, a.rank, stdout);
+	}
+	if (fflush(stdout) != 0)
+		rc = -1;
+	/* Text output shows warnings inline; JSON readers get them on stderr too. */
+	for (size_t i = 0; a.json && i < llmp_plan_warning_count(plan); i++)
+		fprintf(stderr, PROG ": warning: %s\n", llmp_plan_warning(plan, i));
+	llmp_plan_destroy(plan);
+	if (rc) {
+		fprintf(stderr, PROG ": writing the output failed: %s\n", strerror(errno));
+		return LLMP_EXIT_FAILURE;
+	}
+	return LLMP_EXIT_OK;
+}

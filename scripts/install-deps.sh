@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install, from Debian's archive, everything llmp needs to build, test and run its
+# local Slurm cluster. Idempotent: safe to run again; apt-get skips what is present.
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: must run as root (it calls apt-get)" >&2
+	exit 1
+fi
+
+packages=(
+	# build
+	build-essential autoconf automake libtool pkg-config
+	# test framework and tools
+	libcmocka-dev bats valgrind clang libclang-rt-dev python3
+	# Slurm 22.05 with the SPANK header, munge for its authentication
+	slurmctld slurmd slurm-client libslurm-dev munge
+	# communication, checkpoint and topology libraries of the runtime
+	libpmix-dev libucx-dev libhdf5-dev libhwloc-dev
+	# the local cluster's network namespaces
+	iproute2 procps util-linux
+)
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${packages[@]}"

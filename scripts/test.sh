@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Set up this machine and run every test of llmp, as CI does:
+#   1. install the Debian packages (as root; skipped with a note otherwise),
+#   2. build, and `make check`: unit tests, CLI tests, local Slurm cluster tests,
+#   3. the unit and CLI tests again, built with AddressSanitizer + UBSan,
+#   4. the unit tests under valgrind,
+#   5. a short libFuzzer run of the layout parser (FUZZ_SECONDS, default 60),
+#   6. `make distcheck`.
+# Every stage runs even if an earlier one failed; the last line is the total,
+# "N passed, N failed, N skipped", and the exit status is 1 if anything failed.
+set -uo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+cd "$src"
+
+passed=0 failed=0 skipped=0
+failures=()
+
+# Add the counts of an automake test-suite.log to the totals.
+count_suite() {
+	local log=$1 stage=$2 p f s
+	if [ ! -f "$log" ]; then
+		failed=$((failed + 1))
+		failures+=("$stage: no test-suite.log (the build failed)")
+		return
+	fi
+	p=$(awk '/^# PASS:/ {print $3}' "$log")
+	s=$(awk '/^# SKIP:/ {print $3}' "$log")
+	f=$(awk '/^# (FAIL|XPASS|ERROR):/ {n += $3} END {print n + 0}' "$log")
+	passed=$((passed + ${p:-0}))
+	skipped=$((skipped + ${s:-0}))
+	failed=$((failed + f))
+	[ "$f" -eq 0 ] || failures+=("$stage: $f failed, see $log")
+}
+
+# A stage that is one check of its own: passes or fails as a whole.
+count_step() {
+	local stage=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		failures+=("$stage")
+	fi
+}
+
+if [ "$(id -u)" -eq 0 ]; then
+	scripts/install-deps.sh || { echo "test: installing packages failed" >&2; exit 1; }
+else
+	echo "test: not root, so no packages installed and cluster tests will be skipped" >&2
+fi
+
+echo "== build and make check"
+build=$src/build
+rm -f "$build/test-suite.log"
+if LLMP_BUILD_DIR=$build scripts/build.sh; then
+	make -C "$build" check
+fi
+count_suite "$build/test-suite.log" "make check"
+
+echo "== unit and CLI tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+asan=$src/build-asan
+san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
+rm -f "$asan/test-suite.log"
+if LLMP_BUILD_DIR=$asan scripts/build.sh --disable-cluster-tests \
+	CFLAGS="$san" LDFLAGS="-fsanitize=address,undefined"; then
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		make -C "$asan" check TESTS='$(unit_tests) tests/cli.bats'
+fi
+count_suite "$asan/test-suite.log" "sanitizer tests"
+
+echo "== unit tests under valgrind"
+vg_log=$build/valgrind-suite.log
+rm -f "$build"/tests/*.vg.log
+make -C "$build" check TESTS='$(unit_tests)' TEST_SUITE_LOG=valgrind-suite.log \
+	LOG_COMPILER="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
+count_suite "$vg_log" "valgrind"
+
+echo "== fuzzing the layout parser for ${FUZZ_SECONDS:-60} s"
+count_step "fuzz" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+
+echo "== make distcheck"
+count_step "distcheck" make -C "$build" distcheck \
+	DISTCHECK_CONFIGURE_FLAGS=--disable-cluster-tests
+
+for f in "${failures[@]}"; do
+	echo "FAILED: $f"
+done
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,319 @@
+#!/usr/bin/env bats
+# cli.bats - `llmp plan` end to end: text and JSON output, one rank's view,
+# locality warnings, the grammar, and exit status 2 with a message naming the
+# culprit (and nothing on stdout) for every kind of bad input.
+
+load helpers
+
+setup() {
+	llmp_setup
+}
+
+# ---------------------------------------------------------------- text output
+
+@test "text: summary and groups for --world 16 --parallel tp=2,pp=2,cp=2" {
+	llmp plan --world 16 --parallel tp=2,pp=2,cp=2
+	assert_status 0
+	[ -z "$stderr" ] || fail "unexpected stderr"
+	# 16 / (2*2*2) = 2
+	assert_line_matches '^sizes: .*\btp=2\b.*\bpp=2\b.*\bcp=2\b.*\bdp=2\b.*\bep=1\b'
+	assert_line_matches '^world: +16 ranks'
+	assert_line_matches '^order: +tp-cp-ep-dp-pp\b'
+	assert_line_matches '^layout: +tp=2,pp=2,cp=2$'
+	# rank = tp + 2*(cp + 2*(dp + 2*pp)): tp pairs are consecutive, pp stride 8,
+	# cp stride 2, dp stride 4.
+	assert_line_matches '^tp \(8 groups of 2\): \[0,1\] \[2,3\] \[4,5\] \[6,7\] \[8,9\] \[10,11\] \[12,13\] \[14,15\]$'
+	assert_line_matches '^pp \(8 groups of 2\): \[0,8\] \[1,9\] \[2,10\] \[3,11\] \[4,12\] \[5,13\] \[6,14\] \[7,15\]$'
+	assert_line_matches '^cp \(8 groups of 2\): \[0,2\] \[1,3\] \[4,6\] \[5,7\] '
+	assert_line_matches '^dp \(8 groups of 2\): \[0,4\] \[1,5\] \[2,6\] \[3,7\] '
+	assert_line_matches '^tp-dp-cp \(2 groups of 8\): \[0,1,2,3,4,5,6,7\] \[8,9,10,11,12,13,14,15\]$'
+	local kind
+	for kind in $GROUP_KINDS; do
+		assert_line_matches "^$kind \\([0-9]+ groups of [0-9]+\\):"
+	done
+	assert_not_contains "$output" "warning"
+}
+
+@test "text: --nodes 4 --tasks-per-node 4 is the same world as --world 16" {
+	llmp plan --world 16 --parallel tp=2,pp=2,cp=2
+	assert_status 0
+	local by_world
+	by_world=$(grep -v '^world:' <<<"$output")
+	llmp plan --nodes 4 --tasks-per-node 4 --parallel tp=2,pp=2,cp=2
+	assert_status 0
+	[ -z "$stderr" ] || fail "unexpected stderr"
+	assert_line_matches '^world: +16 ranks.*4 nodes'
+	[ "$(grep -v '^world:' <<<"$output")" = "$by_world" ] ||
+		fail "groups differ from --world 16"
+	# Short options and --opt=value forms too.
+	llmp plan -N 4 -t 4 -p tp=2,pp=2,cp=2
+	assert_status 0
+	[ "$(grep -v '^world:' <<<"$output")" = "$by_world" ] || fail "short options differ"
+	llmp plan --nodes=4 --tasks-per-node=4 --parallel=tp=2,pp=2,cp=2 --world=16
+	assert_status 0
+	[ "$(grep -v '^world:' <<<"$output")" = "$by_world" ] || fail "--opt=value differs"
+}
+
+@test "text: --rank 5 shows its coordinates and its groups" {
+	llmp plan --world 16 --parallel tp=2,pp=2,cp=2 --rank 5
+	assert_status 0
+	[ -z "$stderr" ] || fail "unexpected stderr"
+	# 5 = 1 + 2*(0 + 2*(1 + 2*0)): tp=1 cp=0 dp=1 pp=0
+	assert_line_matches '^rank: +5$'
+	assert_line_matches '^coords:.* tp=1 .*\bcp=0\b.*\bdp=1\b.*\bpp=0\b'
+	assert_line_matches '^ +tp +#[0-9]+ +\[4,5\]$'
+	assert_line_matches '^ +pp +#[0-9]+ +\[5,13\]$'
+	assert_line_matches '^ +cp +#[0-9]+ +\[5,7\]$'
+	assert_line_matches '^ +dp +#[0-9]+ +\[1,5\]$'
+	assert_line_matches '^ +dp-cp +#[0-9]+ +\[1,3,5,7\]$'
+	assert_line_matches '^ +tp-dp-cp +#[0-9]+ +\[0,1,2,3,4,5,6,7\]$'
+	assert_line_matches '^ +embedding +#[0-9]+ +\[5,13\]$'
+	assert_line_matches '^ +position-embedding +#[0-9]+ +\[5\]$'
+	# Only rank 5's groups: no line of the whole table.
+	assert_not_contains "$output" "groups of"
+	local kind
+	for kind in $GROUP_KINDS; do
+		assert_line_matches "^ +$kind "
+	done
+}
+
+@test "text: a last pipeline stage has no position-embedding group" {
+	# 13 = 1 + 2*(0 + 2*(0 + 2*1)): pp=1, the last of 2 stages
+	llmp plan --world 16 --parallel tp=2,pp=2,cp=2 --rank 13
+	assert_status 0
+	assert_line_matches '^ +embedding +#[0-9]+ +\[5,13\]$'
+	assert_line_matches '^ +position-embedding +-'
+}
+
+# ---------------------------------------------------------------- JSON output
+
+@test "json: whole document for tp=2,pp=2,cp=2 on 16 ranks matches Megatron's groups" {
+	need_python
+	llmp plan --world 16 --parallel tp=2,pp=2,cp=2 --format json
+	assert_status 0
+	[ -z "$stderr" ] || fail "unexpected stderr"
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/doc.json"
+	check_layout_json "$BATS_TEST_TMPDIR/doc.json" 16 2 2 2 1 2 tp-cp-ep-dp-pp ||
+		fail "layout check failed"
+	# The issue's literal example fragments.
+	python3 - "$BATS_TEST_TMPDIR/doc.json" <<'EOF' || fail "literal check failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["world"] == 16 and d["order"] == "tp-cp-ep-dp-pp", d
+s = d["sizes"]
+assert (s["tp"], s["pp"], s["cp"], s["dp"], s["ep"]) == (2, 2, 2, 2, 1), s
+assert d["groups"]["tp"][:2] == [[0, 1], [2, 3]], d["groups"]["tp"]
+assert "rank" not in d and "coords" not in d
+EOF
+	# Same document from --nodes x --tasks-per-node.
+	llmp plan --nodes 4 --tasks-per-node 4 --parallel tp=2,pp=2,cp=2 --format json
+	assert_status 0
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/doc.json")" ] || fail "differs from --world 16"
+}
+
+@test "json: groups recomputed independently for other layouts and orders" {
+	need_python
+	local world tp pp cp ep etp order spec
+	while read -r world tp pp cp ep etp order spec; do
+		llmp plan --world "$world" --parallel "$spec" --format json
+		assert_status 0
+		printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/doc.json"
+		check_layout_json "$BATS_TEST_TMPDIR/doc.json" "$world" "$tp" "$pp" "$cp" \
+			"$ep" "$etp" "$order" || fail "layout check failed for $spec on $world"
+	done <<'EOF'
+1 1 1 1 1 1 tp-cp-ep-dp-pp tp=1
+48 2 3 2 1 2 tp-cp-ep-dp-pp tp=2,pp=3,cp=2
+64 8 4 2 1 8 tp-cp-ep-dp-pp tp=8,pp=4,cp=2,ep=1,dp=auto,order=tp-cp-ep-dp-pp,vpp=2
+64 2 2 1 4 1 tp-cp-ep-dp-pp tp=2,pp=2,ep=4,etp=1
+32 2 2 2 1 2 tp-dp-cp-pp-ep tp=2,pp=2,cp=2,order=tp-dp-cp-pp
+2 2 1 1 1 2 tp-pp-dp-ep-cp tp=2,order=tp
+4 2 1 2 2 2 cp-tp-ep-pp-dp cp=2,tp=2,ep=2,order=cp-tp-ep
+24 2 2 1 2 1 dp-ep-tp-pp-cp tp=2,pp=2,ep=2,etp=1,order=dp-ep-tp-pp
+24 2 3 1 1 2 tp-dp-pp-ep-cp tp=2,pp=3,order=tp-dp-pp
+EOF
+}
+
+@test "json: --rank R holds R, its coordinates and only its groups" {
+	need_python
+	llmp plan --world 16 --parallel tp=2,pp=2,cp=2 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/full.json"
+	local r
+	for r in 0 5 13 15; do
+		llmp plan --world 16 --parallel tp=2,pp=2,cp=2 --format json --rank "$r"
+		assert_status 0
+		[ -z "$stderr" ] || fail "unexpected stderr"
+		printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/rank.json"
+		check_rank_json "$BATS_TEST_TMPDIR/full.json" "$BATS_TEST_TMPDIR/rank.json" "$r" ||
+			fail "rank view check failed for rank $r"
+	done
+	# Rank 5 by hand: 5 = 1 + 2*(0 + 2*(1 + 2*0)).
+	llmp plan --world 16 --parallel tp=2,pp=2,cp=2 --format json --rank 5
+	python3 - <<EOF || fail "rank 5 check failed"
+import json
+d = json.loads('''$output''')
+assert d["rank"] == 5
+c = d["coords"]
+assert (c["tp"], c["cp"], c["dp"], c["pp"], c["ep"]) == (1, 0, 1, 0, 0), c
+g = d["groups"]
+assert g["tp"] == [[4, 5]] and g["pp"] == [[5, 13]], g
+assert g["cp"] == [[5, 7]] and g["dp"] == [[1, 5]], g
+assert g["position-embedding"] == [[5]], g
+EOF
+	# Rank 13 is on the last stage: no position-embedding group.
+	llmp plan --world 16 --parallel tp=2,pp=2,cp=2 --format json --rank 13
+	python3 -c 'import json,sys; g=json.load(sys.stdin)["groups"]; assert g["position-embedding"] == [] and g["embedding"] == [[5, 13]], g' \
+		<<<"$output" || fail "rank 13 check failed"
+}
+
+# ---------------------------------------------------------------- warnings
+
+@test "warning: tp=8 on nodes of 4 tasks spans nodes (text)" {
+	llmp plan --nodes 4 --tasks-per-node 4 --parallel tp=8
+	assert_status 0
+	assert_line_matches '^warning: .*\btp\b'
+	assert_contains "$output" "8"
+}
+
+@test "warning: JSON on stdout, the warning in it and on stderr" {
+	need_python
+	llmp plan --nodes 4 --tasks-per-node 4 --parallel tp=8 --format json
+	assert_status 0
+	assert_contains "$stderr" "warning" "tp"
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["world"] == 16 and d["sizes"]["tp"] == 8 and d["sizes"]["dp"] == 2, d
+w = d["warnings"]
+assert len(w) >= 1 and any("tp" in x for x in w), w
+' <<<"$output" || fail "stdout is not the expected JSON"
+	assert_not_contains "$output" "llmp plan: warning"
+}
+
+@test "warning: none when groups fit in a node" {
+	need_python
+	llmp plan --nodes 4 --tasks-per-node 4 --parallel tp=4 --format json
+	assert_status 0
+	[ -z "$stderr" ] || fail "unexpected stderr"
+	python3 -c 'import json,sys; assert json.load(sys.stdin)["warnings"] == []' \
+		<<<"$output" || fail "warnings not empty"
+	llmp plan --nodes 4 --tasks-per-node 4 --parallel tp=4
+	assert_status 0
+	assert_not_contains "$output" "warning"
+}
+
+# ---------------------------------------------------------------- grammar, version
+
+@test "--parallel help prints the grammar and exits 0" {
+	llmp plan --parallel help
+	assert_status 0
+	[ -z "$stderr" ] || fail "unexpected stderr"
+	assert_contains "$output" "tp=" "pp=" "cp=" "ep=" "etp=" "dp=" "auto" "order=" "vpp=" \
+		"tp-cp-ep-dp-pp"
+	# The job size does not matter for help.
+	llmp plan --world 16 --parallel help
+	assert_status 0
+	assert_contains "$output" "order="
+}
+
+@test "llmp with no arguments exits 2 with usage on stderr" {
+	run --separate-stderr "$LLMP"
+	assert_status 2
+	[ -z "$output" ] || fail "expected no stdout"
+	assert_contains "$stderr" "usage"
+}
+
+@test "llmp --version exits 0" {
+	llmp --version
+	assert_status 0
+	[[ "$output" =~ ^llmp\ [0-9]+\.[0-9]+ ]] || fail "unexpected version line"
+}
+
+@test "llmp plan --help exits 0 and names the options" {
+	llmp plan --help
+	assert_status 0
+	assert_contains "$output" "--world" "--nodes" "--tasks-per-node" "--parallel" \
+		"--rank" "--format"
+}
+
+# ---------------------------------------------------------------- bad input: exit 2
+
+@test "bad spec: tp=0" {
+	expect_usage_error "tp=0|at least 1" plan --world 16 --parallel tp=0
+}
+
+@test "bad spec: unknown key" {
+	expect_usage_error "unknown key|foo" plan --world 16 --parallel tp=2,foo=1
+}
+
+@test "bad spec: other rejections name their culprit" {
+	expect_usage_error "tp|twice" plan --world 16 --parallel tp=2,tp=4
+	expect_usage_error "pp=x|not a number" plan --world 16 --parallel pp=x
+	expect_usage_error "order=tp-tp|twice" plan --world 16 --parallel order=tp-tp
+	expect_usage_error "omits pp|2" plan --world 16 --parallel pp=2,order=tp-dp
+	expect_usage_error "vpp=2|pp" plan --world 16 --parallel vpp=2
+	expect_usage_error "empty" plan --world 16 --parallel ''
+	expect_usage_error "longer than" plan --world 16 --parallel "$(printf 'tp=2,%.0s' {1..60})tp=2"
+	expect_usage_error "help|alone" plan --world 16 --parallel help,tp=2
+}
+
+@test "bad layout: tp*pp*cp does not divide the world" {
+	expect_usage_error "tp*pp*cp|3*2*1|6|16" plan --world 16 --parallel tp=3,pp=2
+	expect_usage_error "tp*pp*cp|4*4*2|32|16" plan --nodes 2 --tasks-per-node 8 --parallel tp=4,pp=4,cp=2
+	# An explicit dp that disagrees with the world.
+	expect_usage_error "dp|3|16" plan --world 16 --parallel dp=3
+}
+
+@test "bad --world: 0, abc, missing value" {
+	expect_usage_error "--world|0" plan --world 0
+	expect_usage_error "--world|abc" plan --world abc
+	expect_usage_error "--world|-3" plan --world -3
+	expect_usage_error "--world" plan --world
+	expect_usage_error "--world" plan --parallel tp=2 --world
+	expect_usage_error "--world|99999999999999999999" plan --world 99999999999999999999
+}
+
+@test "bad job size: none, --nodes without --tasks-per-node, disagreement" {
+	expect_usage_error "--world" plan --parallel tp=2
+	expect_usage_error "--nodes|--tasks-per-node" plan --nodes 4 --parallel tp=2
+	expect_usage_error "--tasks-per-node|--nodes" plan --tasks-per-node 4
+	expect_usage_error "--world 15|16" plan --world 15 --nodes 4 --tasks-per-node 4
+	expect_usage_error "--nodes|0" plan --nodes 0 --tasks-per-node 4
+}
+
+@test "bad --rank: out of range" {
+	expect_usage_error "--rank|16" plan --world 16 --rank 16
+	expect_usage_error "--rank|100" plan --nodes 4 --tasks-per-node 4 --rank 100
+	expect_usage_error "--rank|-1" plan --world 16 --rank -1
+	expect_usage_error "--rank|x" plan --world 16 --rank x
+	# The last rank is fine.
+	llmp plan --world 16 --rank 15
+	assert_status 0
+}
+
+@test "bad --format: xml" {
+	expect_usage_error "--format|xml" plan --world 16 --format xml
+	expect_usage_error "--format|JSON" plan --world 16 --format JSON
+}
+
+@test "bad arguments: unknown option, missing value, stray argument" {
+	expect_usage_error "--bogus" plan --world 16 --bogus
+	expect_usage_error "-z" plan --world 16 -z
+	expect_usage_error "--rank" plan --world 16 --rank
+	expect_usage_error "--format" plan --world 16 --format
+	expect_usage_error "--parallel" plan --world 16 --parallel
+	expect_usage_error "stray" plan --world 16 stray
+	expect_usage_error "extra" plan --world 16 --parallel tp=2 extra
+}
+
+@test "unknown subcommand exits 2" {
+	expect_usage_error "frobnicate" frobnicate
+}
+
+@test "bad input messages do not echo control characters from the layout" {
+	llmp plan --world 16 --parallel $'tp=\e[31m'
+	assert_status 2
+	[ -z "$output" ] || fail "expected no stdout"
+	[[ "$stderr" != *$'\e'* ]] || fail "escape character echoed to stderr"
+	assert_contains "$stderr" "tp="
+}

@@ -1,0 +1,23 @@
+/* llmp_status.c - text for each llmp_status. */
+#include "llmp_status.h"
+
+const char *llmp_strerror(llmp_status status)
+{
+	switch (status) {
+	case LLMP_OK:
+		return "success";
+	case LLMP_ERR_SPEC:
+		return "invalid layout specification";
+	case LLMP_ERR_LAYOUT:
+		return "layout does not fit the job";
+	case LLMP_ERR_RANGE:
+		return "value out of range";
+	case LLMP_ERR_ARG:
+		return "invalid argument";
+	case LLMP_ERR_NOMEM:
+		return "out of memory";
+	case LLMP_ERR_IO:
+		return "input/output error";
+	}
+	return "unknown status";
+}
