@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fail.h"
 #include "plan_internal.h"
 
 static const char *const axis_names[LLMP_NAXES] = {
@@ -20,21 +21,6 @@ static const char *const axis_names[LLMP_NAXES] = {
 const char *llmp_axis_name(enum llmp_axis axis)
 {
 	return (unsigned)axis < LLMP_NAXES ? axis_names[axis] : "?";
-}
-
-static llmp_status fail(llmp_status status, char *msg, size_t msglen,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static llmp_status fail(llmp_status status, char *msg, size_t msglen,
-			const char *fmt, ...)
-{
-	if (msg && msglen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, msglen, fmt, ap);
-		va_end(ap);
-	}
-	return status;
 }
 
 /* Sizes of one grid by order position, and the strides they imply. */
@@ -61,14 +47,14 @@ static llmp_status fit_sizes(llmp_plan *plan, char *msg, size_t msglen)
 	uint64_t model = tp * pp * cp, expert = etp * ep * pp;
 
 	if (world % model)
-		return fail(LLMP_ERR_LAYOUT, msg, msglen,
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
 			    "tp*pp*cp = %llu*%llu*%llu = %llu does not divide %llu tasks",
 			    (unsigned long long)tp, (unsigned long long)pp,
 			    (unsigned long long)cp, (unsigned long long)model,
 			    (unsigned long long)world);
 	uint64_t dp = world / model;
 	if (s->size[LLMP_DIM_DP] && s->size[LLMP_DIM_DP] != dp)
-		return fail(LLMP_ERR_LAYOUT, msg, msglen,
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
 			    "tp*pp*cp*dp = %llu*%llu*%llu*%u = %llu, but the job has "
 			    "%llu tasks (dp=auto would give dp=%llu)",
 			    (unsigned long long)tp, (unsigned long long)pp,
@@ -76,7 +62,7 @@ static llmp_status fit_sizes(llmp_plan *plan, char *msg, size_t msglen)
 			    (unsigned long long)(model * s->size[LLMP_DIM_DP]),
 			    (unsigned long long)world, (unsigned long long)dp);
 	if (world % expert)
-		return fail(LLMP_ERR_LAYOUT, msg, msglen,
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
 			    "expert grid: etp*ep*pp = %llu*%llu*%llu = %llu does not divide "
 			    "%llu tasks",
 			    (unsigned long long)etp, (unsigned long long)ep,
@@ -110,7 +96,7 @@ static llmp_status fit_order(llmp_plan *plan, char *msg, size_t msglen)
 	/* dp is only known now; an order that leaves it out needs it to be 1. */
 	if (s->order_len && plan->pos[LLMP_DIM_DP] >= s->order_len &&
 	    (z[LLMP_AXIS_DP] > 1 || z[LLMP_AXIS_EDP] > 1))
-		return fail(LLMP_ERR_LAYOUT, msg, msglen,
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
 			    "the order leaves out dp, but %s is %u on %u tasks",
 			    z[LLMP_AXIS_DP] > 1 ? "dp" : "expert-dp",
 			    z[LLMP_AXIS_DP] > 1 ? z[LLMP_AXIS_DP] : z[LLMP_AXIS_EDP],
@@ -133,7 +119,7 @@ static llmp_status fit_order(llmp_plan *plan, char *msg, size_t msglen)
 	 * attention and experts have the same data-parallel size. */
 	bool pp_last = s->order_len == 0 || s->order[s->order_len - 1] == LLMP_DIM_PP;
 	if (z[LLMP_AXIS_PP] > 1 && !pp_last && z[LLMP_AXIS_DP] != z[LLMP_AXIS_EDP])
-		return fail(LLMP_ERR_LAYOUT, msg, msglen,
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
 			    "order %s: with pp not last, dp (%u) and expert-dp (%u) "
 			    "must be equal; put pp last in the order, or choose "
 			    "etp*ep = tp*cp",
@@ -143,7 +129,7 @@ static llmp_status fit_order(llmp_plan *plan, char *msg, size_t msglen)
 	 * they do exactly when pp has the same stride in both. */
 	unsigned pp = plan->pos[LLMP_DIM_PP];
 	if (z[LLMP_AXIS_PP] > 1 && plan->dense.stride[pp] != plan->expert.stride[pp])
-		return fail(LLMP_ERR_LAYOUT, msg, msglen,
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
 			    "order %s: the pipeline groups of the expert grid (ranks %u "
 			    "apart) differ from those of the dense grid (ranks %u apart); "
 			    "put pp last in the order, or choose sizes whose product "
@@ -197,22 +183,22 @@ llmp_status llmp_plan_create(const llmp_spec *spec, uint32_t world,
 			     char *msg, size_t msglen)
 {
 	if (!out)
-		return fail(LLMP_ERR_ARG, msg, msglen, "nowhere to return the plan");
+		return llmp_fail(LLMP_ERR_ARG, msg, msglen, "nowhere to return the plan");
 	*out = NULL;
 	if (!spec)
-		return fail(LLMP_ERR_ARG, msg, msglen, "no layout given");
+		return llmp_fail(LLMP_ERR_ARG, msg, msglen, "no layout given");
 	if (spec->help)
-		return fail(LLMP_ERR_SPEC, msg, msglen, "'help' is not a layout");
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "'help' is not a layout");
 	llmp_status st = llmp_spec_check(spec, msg, msglen);
 	if (st != LLMP_OK)
 		return st;
 	if (world == 0 || world > LLMP_WORLD_MAX)
-		return fail(LLMP_ERR_RANGE, msg, msglen,
+		return llmp_fail(LLMP_ERR_RANGE, msg, msglen,
 			    "world size %u is outside 1..%u", world, LLMP_WORLD_MAX);
 
 	llmp_plan *plan = calloc(1, sizeof(*plan));
 	if (!plan)
-		return fail(LLMP_ERR_NOMEM, msg, msglen, "out of memory for a plan");
+		return llmp_fail(LLMP_ERR_NOMEM, msg, msglen, "out of memory for a plan");
 	plan->spec = *spec;
 	plan->world = world;
 	st = fit_sizes(plan, msg, msglen);

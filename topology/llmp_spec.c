@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fail.h"
+
 static const char *const dim_names[LLMP_NDIMS] = {"tp", "cp", "ep", "dp", "pp"};
 
 static const char *const key_names[LLMP_NKEYS] = {
@@ -43,22 +45,6 @@ void llmp_spec_init(llmp_spec *spec)
 		spec->size[d] = 1;
 	spec->size[LLMP_DIM_DP] = 0; /* auto */
 	memcpy(spec->order, default_order, sizeof(default_order));
-}
-
-/* snprintf into an optional buffer; always returns the given status. */
-static llmp_status fail(llmp_status status, char *msg, size_t msglen,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static llmp_status fail(llmp_status status, char *msg, size_t msglen,
-			const char *fmt, ...)
-{
-	if (msg && msglen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, msglen, fmt, ap);
-		va_end(ap);
-	}
-	return status;
 }
 
 /*
@@ -108,23 +94,23 @@ static llmp_status parse_size(const char *key, const char *v, size_t n,
 		for (i = 1; i < n && v[i] >= '0' && v[i] <= '9'; i++)
 			;
 		if (i == n)
-			return fail(LLMP_ERR_SPEC, msg, msglen,
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "%s=%s: must be a positive integer", key,
 				    show(shown, v, n));
 	}
 	for (i = 0; i < n; i++) {
 		if (v[i] < '0' || v[i] > '9')
-			return fail(LLMP_ERR_SPEC, msg, msglen,
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "%s=%s: not a number%s", key, show(shown, v, n),
 				    strcmp(key, "dp") == 0 ? " or 'auto'" : "");
 		value = value * 10 + (uint64_t)(v[i] - '0');
 		if (value > LLMP_SIZE_MAX)
-			return fail(LLMP_ERR_SPEC, msg, msglen,
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "%s=%s: larger than the largest size, %u", key,
 				    show(shown, v, n), LLMP_SIZE_MAX);
 	}
 	if (value == 0)
-		return fail(LLMP_ERR_SPEC, msg, msglen,
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 			    "%s=%s: must be at least 1", key, show(shown, v, n));
 	*out = (uint32_t)value;
 	return LLMP_OK;
@@ -143,17 +129,17 @@ static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec,
 			continue;
 		size_t tn = i - start;
 		if (tn == 0)
-			return fail(LLMP_ERR_SPEC, msg, msglen,
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "order=%s: empty dimension name (expected names "
 				    "joined by '-', e.g. tp-cp-ep-dp-pp)",
 				    show(shown, v, n));
 		int d = dim_lookup(v + start, tn);
 		if (d < 0)
-			return fail(LLMP_ERR_SPEC, msg, msglen,
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "order=%s: unknown dimension '%s' (known: tp cp ep dp pp)",
 				    show(shown, v, n), show(tok, v + start, tn));
 		if (seen & (1u << d))
-			return fail(LLMP_ERR_SPEC, msg, msglen,
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "order=%s: '%s' appears twice", show(shown, v, n),
 				    dim_names[d]);
 		seen |= 1u << d;
@@ -180,26 +166,26 @@ static llmp_status parse_item(const char *item, size_t n, llmp_spec *spec,
 
 	if (!eq) {
 		if (n == 4 && memcmp(item, "help", 4) == 0)
-			return fail(LLMP_ERR_SPEC, msg, msglen,
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "'help' must be given alone");
-		return fail(LLMP_ERR_SPEC, msg, msglen,
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 			    "'%s' is not key=value (e.g. tp=2)", show(shown, item, n));
 	}
 	size_t kn = (size_t)(eq - item), vn = n - kn - 1;
 	const char *v = eq + 1;
 	if (kn == 0)
-		return fail(LLMP_ERR_SPEC, msg, msglen, "'%s': missing key before '='",
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "'%s': missing key before '='",
 			    show(shown, item, n));
 	int key = key_lookup(item, kn);
 	if (key < 0)
-		return fail(LLMP_ERR_SPEC, msg, msglen,
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 			    "unknown key '%s' (known keys: tp pp cp ep etp dp order vpp)",
 			    show(shown, item, kn));
 	const char *name = key_names[key];
 	if (spec->given & (1u << key))
-		return fail(LLMP_ERR_SPEC, msg, msglen, "key '%s' given twice", name);
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "key '%s' given twice", name);
 	if (vn == 0)
-		return fail(LLMP_ERR_SPEC, msg, msglen, "%s=: missing value", name);
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=: missing value", name);
 
 	llmp_status st = LLMP_OK;
 	switch ((enum llmp_key)key) {
@@ -237,17 +223,17 @@ llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec,
 				    char *msg, size_t msglen)
 {
 	if (!spec)
-		return fail(LLMP_ERR_ARG, msg, msglen, "no spec to fill");
+		return llmp_fail(LLMP_ERR_ARG, msg, msglen, "no spec to fill");
 	llmp_spec_init(spec);
 	if (!text)
-		return fail(LLMP_ERR_ARG, msg, msglen, "no layout given");
+		return llmp_fail(LLMP_ERR_ARG, msg, msglen, "no layout given");
 
 	size_t len = strnlen(text, LLMP_SPEC_MAX_LEN + 1);
 	if (len > LLMP_SPEC_MAX_LEN)
-		return fail(LLMP_ERR_SPEC, msg, msglen,
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 			    "layout is longer than %d characters", LLMP_SPEC_MAX_LEN);
 	if (len == 0)
-		return fail(LLMP_ERR_SPEC, msg, msglen,
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 			    "empty layout (expected key=value items such as "
 			    "tp=2,pp=2, or 'help')");
 	if (strcmp(text, "help") == 0) {
@@ -262,7 +248,7 @@ llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec,
 		if (i < len && text[i] != ',')
 			continue;
 		if (i == start)
-			return fail(LLMP_ERR_SPEC, msg, msglen,
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "empty item at character %zu (two commas in a "
 				    "row, or a comma at an end)", start + 1);
 		llmp_status st = parse_item(text + start, i - start, &parsed, msg, msglen);
@@ -313,7 +299,7 @@ static void order_text(const llmp_spec *spec, char *buf, size_t buflen)
 llmp_status llmp_spec_check(const llmp_spec *spec, char *msg, size_t msglen)
 {
 	if (!spec)
-		return fail(LLMP_ERR_ARG, msg, msglen, "no spec to check");
+		return llmp_fail(LLMP_ERR_ARG, msg, msglen, "no spec to check");
 	if (spec->help)
 		return LLMP_OK;
 
@@ -324,17 +310,17 @@ llmp_status llmp_spec_check(const llmp_spec *spec, char *msg, size_t msglen)
 			enum llmp_dim d = spec->order[i];
 			uint32_t size = spec->size[d];
 			if (d == LLMP_DIM_TP && spec->etp > 1 && size == 1)
-				return fail(LLMP_ERR_SPEC, msg, msglen,
+				return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 					    "order=%s omits tp, but etp=%u", order,
 					    spec->etp);
 			if (size > 1)
-				return fail(LLMP_ERR_SPEC, msg, msglen,
+				return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 					    "order=%s omits %s, whose size is %u", order,
 					    dim_names[d], size);
 		}
 	}
 	if (spec->vpp && spec->size[LLMP_DIM_PP] < 2)
-		return fail(LLMP_ERR_SPEC, msg, msglen,
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 			    "vpp=%u needs pipeline parallelism, but pp is %u",
 			    spec->vpp, spec->size[LLMP_DIM_PP]);
 	return LLMP_OK;

@@ -1,5 +1,10 @@
-/* llmp_status.c - text for each llmp_status. */
+/* llmp_status.c - text for each llmp_status, and failure messages. */
 #include "llmp_status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "fail.h"
 
 const char *llmp_strerror(llmp_status status)
 {
@@ -20,4 +25,15 @@ const char *llmp_strerror(llmp_status status)
 		return "input/output error";
 	}
 	return "unknown status";
+}
+
+llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *fmt, ...)
+{
+	if (msg && msglen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, msglen, fmt, ap);
+		va_end(ap);
+	}
+	return status;
 }

@@ -1,0 +1,66 @@
+/*
+ * llm_parallel.c - the SPANK plugin's entry points: each callback is routed
+ * by context to the file that handles it (submission: submit.c; inside the
+ * job step: step.c). Nothing runs in slurmd or prolog/epilog contexts.
+ */
+#include "plugin.h"
+
+#include <stdio.h>
+
+SPANK_PLUGIN(llm_parallel, 1);
+
+int slurm_spank_init(spank_t sp, int argc, char **argv)
+{
+	char msg[LLMP_MSG_MAX];
+	spank_context_t ctx = spank_context();
+
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE)
+		return 0;
+	if (llmp_site_parse(&llmp_ctx()->site, argc, argv, msg, sizeof(msg)) < 0) {
+		slurm_error(PLUGIN_NAME ": %s", msg);
+		return -1;
+	}
+	return llmp_options_register(sp);
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	/* Only the submitting side may refuse here: a failure in slurmstepd's
+	 * init_post_opt would drain the node for a user's typo. */
+	if (spank_context() == S_CTX_LOCAL || spank_context() == S_CTX_ALLOCATOR)
+		return llmp_submit_check(sp);
+	return 0;
+}
+
+int slurm_spank_local_user_init(spank_t sp, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return llmp_submit_check_tasks(sp);
+}
+
+int slurm_spank_user_init(spank_t sp, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return llmp_step_prepare(sp);
+}
+
+int slurm_spank_task_init(spank_t sp, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return llmp_step_task(sp);
+}
+
+int slurm_spank_exit(spank_t sp, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	if (spank_context() == S_CTX_REMOTE)
+		llmp_step_finish(sp);
+	llmp_ctx_release();
+	return 0;
+}

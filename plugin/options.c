@@ -1,0 +1,86 @@
+/*
+ * options.c - the plugin's options and the one context they fill.
+ *
+ *   --llm-parallel=SPEC   the layout (grammar: llmp_spec.h); "help" prints it
+ *   --llm-gpu-bind=MODE   task: one GPU per local task (default); none
+ *
+ * Values are stored as given; they are checked in init_post_opt, once the
+ * environment and site defaults are known. A later value replaces an earlier
+ * one: srun processes an sbatch option (through SLURM_SPANK_* variables)
+ * before its own command line, which must win.
+ */
+#include "plugin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmp_spec.h"
+
+enum { OPT_PARALLEL = 1, OPT_GPU_BIND };
+
+static struct llmp_ctx ctx = {.gpu_bind = -1};
+
+struct llmp_ctx *llmp_ctx(void)
+{
+	return &ctx;
+}
+
+static int option_cb(int val, const char *optarg, int remote)
+{
+	if (val == OPT_GPU_BIND) {
+		if (!optarg || (strcmp(optarg, "task") != 0 && strcmp(optarg, "none") != 0)) {
+			llmp_user_message("--llm-gpu-bind: expected 'task' or 'none'");
+			return -1;
+		}
+		ctx.gpu_bind = strcmp(optarg, "task") == 0;
+		return 0;
+	}
+	/* "help" answers at once, on the submitting side, and submits nothing. */
+	if (!remote && optarg && strcmp(optarg, "help") == 0) {
+		fputs(llmp_spec_grammar(), stdout);
+		fputs("Other option: --llm-gpu-bind=task|none (one GPU per local task; default task)\n"
+		      "The environment variable LLMP_PARALLEL gives a layout too; the option wins\n"
+		      "key by key. See llm_parallel(8).\n",
+		      stdout);
+		exit(0);
+	}
+	char *copy = strdup(optarg ? optarg : "");
+	if (!copy)
+		return -1;
+	free(ctx.option);
+	ctx.option = copy;
+	return 0;
+}
+
+static struct spank_option options[] = {
+	{"llm-parallel", "SPEC",
+	 "[llm_parallel] 4D layout tp=N,pp=N,cp=N,ep=N,etp=N,dp=N|auto,"
+	 "order=tp-cp-ep-dp-pp,vpp=N; 'help' explains",
+	 1, OPT_PARALLEL, option_cb},
+	{"llm-gpu-bind", "task|none",
+	 "[llm_parallel] with --llm-parallel: one GPU per local task (task, the "
+	 "default) or leave CUDA_VISIBLE_DEVICES as Slurm set it (none)",
+	 1, OPT_GPU_BIND, option_cb},
+};
+
+int llmp_options_register(spank_t sp)
+{
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+		spank_err_t rc = spank_option_register(sp, &options[i]);
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error(PLUGIN_NAME ": cannot register --%s: %s", options[i].name,
+				    spank_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void llmp_ctx_release(void)
+{
+	free(ctx.option);
+	ctx.option = NULL;
+	llmp_plan_destroy(ctx.plan);
+	ctx.plan = NULL;
+}

@@ -1,0 +1,55 @@
+/*
+ * plugin.h - state and entry points shared by the files of llm_parallel.so.
+ *
+ * SPANK calls option callbacks without a handle, so the plugin keeps one
+ * context per process (srun, sbatch, salloc or one slurmstepd); every file
+ * reaches it through llmp_ctx().
+ */
+#ifndef LLMP_PLUGIN_H
+#define LLMP_PLUGIN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <slurm/spank.h>
+
+#include "llmp_plan.h"
+#include "site.h"
+
+#define PLUGIN_NAME "llm_parallel"
+
+struct llmp_ctx {
+	struct llmp_site site;
+	char *option;      /* --llm-parallel value, NULL if not given */
+	int gpu_bind;      /* --llm-gpu-bind: -1 not given, 0 none, 1 task */
+
+	/* slurmstepd only: prepared once per step in user_init */
+	bool active;
+	bool failed;                 /* task_init must fail every task */
+	char error[LLMP_MSG_MAX];    /* why, for the job's output */
+	llmp_plan *plan;
+	char layout_path[PATH_MAX];  /* "" when no file was written */
+	uint32_t job_id, step_id, nnodes, node_id;
+};
+
+struct llmp_ctx *llmp_ctx(void);
+
+/* options.c */
+int llmp_options_register(spank_t sp);
+void llmp_ctx_release(void);
+
+/* submit.c: srun, sbatch and salloc */
+int llmp_submit_check(spank_t sp);
+int llmp_submit_check_tasks(spank_t sp);
+
+/* step.c: slurmstepd */
+int llmp_step_prepare(spank_t sp);
+int llmp_step_task(spank_t sp);
+int llmp_step_finish(spank_t sp);
+
+/* log.c: messages for users start with the plugin's name */
+void llmp_user_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void llmp_task_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* LLMP_PLUGIN_H */

@@ -1,0 +1,49 @@
+/*
+ * resolve.c - layer site defaults, LLMP_PARALLEL and --llm-parallel.
+ */
+#include "resolve.h"
+
+#include <stdio.h>
+
+/* Parse one source into *layer, prefixing any error with where it came from. */
+static int parse_layer(const char *source, const char *text, llmp_spec *layer,
+		       char *msg, size_t msglen)
+{
+	char why[LLMP_MSG_MAX];
+
+	if (llmp_spec_parse_partial(text, layer, why, sizeof(why)) == LLMP_OK)
+		return 0;
+	snprintf(msg, msglen, "%s: %s", source, why);
+	return -1;
+}
+
+enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_text,
+				const char *option_text, llmp_spec *spec, char *msg,
+				size_t msglen)
+{
+	llmp_spec layer;
+	char why[LLMP_MSG_MAX];
+
+	if (!env_text && !option_text)
+		return LLMP_INACTIVE;
+	*spec = site->defaults;
+	if (env_text) {
+		if (parse_layer("LLMP_PARALLEL", env_text, &layer, msg, msglen))
+			return LLMP_INVALID;
+		llmp_spec_overlay(spec, &layer);
+	}
+	if (option_text) {
+		if (parse_layer("--llm-parallel", option_text, &layer, msg, msglen))
+			return LLMP_INVALID;
+		llmp_spec_overlay(spec, &layer);
+	}
+	if (spec->help)
+		return LLMP_HELP;
+	if (llmp_spec_check(spec, why, sizeof(why)) != LLMP_OK) {
+		snprintf(msg, msglen, "--llm-parallel: %s", why);
+		return LLMP_INVALID;
+	}
+	if (llmp_site_check(site, spec, msg, msglen) < 0)
+		return LLMP_INVALID;
+	return LLMP_ACTIVE;
+}

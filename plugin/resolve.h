@@ -1,0 +1,28 @@
+/*
+ * resolve.h - the layout a job asked for, from its three sources.
+ *
+ * Precedence, lowest first: the site's defaults (plugstack.conf), the
+ * LLMP_PARALLEL environment variable, the --llm-parallel option. Each key
+ * is taken from the highest source that gives it. The plugin is active only
+ * when the user asked, through the variable or the option.
+ */
+#ifndef LLMP_RESOLVE_H
+#define LLMP_RESOLVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "site.h"
+
+enum llmp_resolved {
+	LLMP_INACTIVE, /* neither the option nor the variable: leave the job alone */
+	LLMP_ACTIVE,   /* *spec holds the checked layout */
+	LLMP_HELP,     /* the user asked for the grammar */
+	LLMP_INVALID   /* msg says which source and what is wrong */
+};
+
+enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_text,
+				const char *option_text, llmp_spec *spec, char *msg,
+				size_t msglen);
+
+#endif /* LLMP_RESOLVE_H */

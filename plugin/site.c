@@ -1,0 +1,150 @@
+/*
+ * site.c - plugstack.conf arguments of the plugin.
+ *
+ * An unknown or malformed argument is an error of the administrator's, not
+ * of a user: it fails the plugin's init with a message naming the argument,
+ * as pyxis does, rather than being ignored.
+ */
+#include "site.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_PORT_BASE  20000 /* below Linux's ephemeral range (32768+) */
+#define DEFAULT_PORT_RANGE 10000
+
+/* A decimal number in min..max; -1 when it is not. */
+static int64_t number(const char *s, int64_t min, int64_t max)
+{
+	int64_t v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (*s - '0');
+		if (v > max)
+			return -1;
+	}
+	return v < min ? -1 : v;
+}
+
+static int bad(char *msg, size_t msglen, const char *arg, const char *why)
+{
+	snprintf(msg, msglen, "plugstack argument '%s': %s", arg, why);
+	return -1;
+}
+
+static int parse_arg(struct llmp_site *site, const char *arg, char *msg, size_t msglen)
+{
+	static const struct {
+		const char *name;
+		enum llmp_key key;
+	} ceilings[] = {
+		{"max_tp=", LLMP_KEY_TP}, {"max_pp=", LLMP_KEY_PP},
+		{"max_cp=", LLMP_KEY_CP}, {"max_ep=", LLMP_KEY_EP},
+		{"max_etp=", LLMP_KEY_ETP},
+	};
+	const char *eq = strchr(arg, '=');
+	if (!eq)
+		return bad(msg, msglen, arg, "expected key=value");
+	const char *v = eq + 1;
+	size_t klen = (size_t)(v - arg);
+
+	for (size_t i = 0; i < sizeof(ceilings) / sizeof(ceilings[0]); i++) {
+		if (strncmp(arg, ceilings[i].name, klen) != 0 || strlen(ceilings[i].name) != klen)
+			continue;
+		int64_t n = number(v, 1, LLMP_SIZE_MAX);
+		if (n < 0)
+			return bad(msg, msglen, arg, "expected a size from 1 to 1048576");
+		site->max[ceilings[i].key] = (uint32_t)n;
+		return 0;
+	}
+	if (strncmp(arg, "defaults=", klen) == 0 && klen == 9) {
+		char why[LLMP_MSG_MAX];
+		if (llmp_spec_parse_partial(v, &site->defaults, why, sizeof(why)) != 0)
+			return bad(msg, msglen, arg, why);
+		if (site->defaults.help)
+			return bad(msg, msglen, arg, "'help' is not a default layout");
+		return 0;
+	}
+	if (strncmp(arg, "gpu_bind=", klen) == 0 && klen == 9) {
+		if (strcmp(v, "task") != 0 && strcmp(v, "none") != 0)
+			return bad(msg, msglen, arg, "expected task or none");
+		site->gpu_bind = strcmp(v, "task") == 0;
+		return 0;
+	}
+	if (strncmp(arg, "port_base=", klen) == 0 && klen == 10) {
+		int64_t n = number(v, 1024, 65535);
+		if (n < 0)
+			return bad(msg, msglen, arg, "expected a port from 1024 to 65535");
+		site->port_base = (uint32_t)n;
+		return 0;
+	}
+	if (strncmp(arg, "port_range=", klen) == 0 && klen == 11) {
+		int64_t n = number(v, 1, 64511);
+		if (n < 0)
+			return bad(msg, msglen, arg, "expected a count from 1 to 64511");
+		site->port_range = (uint32_t)n;
+		return 0;
+	}
+	if (strncmp(arg, "layout_dir=", klen) == 0 && klen == 11) {
+		if (v[0] != '/' || strlen(v) >= sizeof(site->layout_dir))
+			return bad(msg, msglen, arg, "expected an absolute path under 256 bytes");
+		strcpy(site->layout_dir, v);
+		return 0;
+	}
+	return bad(msg, msglen, arg,
+		   "unknown (known: defaults= max_tp= max_pp= max_cp= max_ep= max_etp= "
+		   "gpu_bind= port_base= port_range= layout_dir=)");
+}
+
+int llmp_site_parse(struct llmp_site *site, int argc, char **argv, char *msg,
+		    size_t msglen)
+{
+	memset(site, 0, sizeof(*site));
+	llmp_spec_init(&site->defaults);
+	site->gpu_bind = true;
+	site->port_base = DEFAULT_PORT_BASE;
+	site->port_range = DEFAULT_PORT_RANGE;
+	for (int i = 0; i < argc; i++)
+		if (parse_arg(site, argv[i], msg, msglen) < 0)
+			return -1;
+	if (site->port_base + site->port_range - 1 > 65535) {
+		snprintf(msg, msglen,
+			 "plugstack arguments: port_base=%u + port_range=%u goes past 65535",
+			 site->port_base, site->port_range);
+		return -1;
+	}
+	return 0;
+}
+
+int llmp_site_check(const struct llmp_site *site, const llmp_spec *spec, char *msg,
+		    size_t msglen)
+{
+	for (int k = 0; k < LLMP_NKEYS; k++) {
+		uint32_t size;
+		if (!site->max[k])
+			continue;
+		if (k == LLMP_KEY_ETP)
+			size = spec->etp ? spec->etp : spec->size[LLMP_DIM_TP];
+		else
+			size = spec->size[k]; /* size keys share their dimension's index */
+		if (size > site->max[k]) {
+			snprintf(msg, msglen,
+				 "%s=%u is larger than this site allows (%u, set by the "
+				 "administrator in plugstack.conf)",
+				 llmp_key_name((enum llmp_key)k), size, site->max[k]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+uint32_t llmp_site_port(const struct llmp_site *site, uint32_t job_id, uint32_t step_id)
+{
+	/* Consecutive jobs, and the first 16 steps of a job, get distinct ports. */
+	uint64_t slot = (uint64_t)job_id * 16 + step_id % 16;
+	return site->port_base + (uint32_t)(slot % site->port_range);
+}

@@ -1,0 +1,44 @@
+/*
+ * site.h - the site's settings, given as plugstack.conf arguments:
+ *
+ *   required /usr/lib/llmp/llm_parallel.so defaults=order=tp-cp-ep-pp-dp max_tp=8
+ *
+ *   defaults=SPEC     layout keys that apply unless the user gives them
+ *   max_tp=N max_pp=N max_cp=N max_ep=N max_etp=N
+ *                     ceilings on sizes (e.g. tp no wider than a node's NVLink domain)
+ *   gpu_bind=task|none  default of --llm-gpu-bind (task: one GPU per local task)
+ *   port_base=N port_range=N
+ *                     MASTER_PORT is port_base + (job, step) mod port_range
+ *   layout_dir=DIR    where the per-node JSON layout file goes (default: the
+ *                     job's TMPDIR, else /tmp)
+ */
+#ifndef LLMP_SITE_H
+#define LLMP_SITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmp_spec.h"
+
+struct llmp_site {
+	llmp_spec defaults;
+	uint32_t max[LLMP_NKEYS]; /* ceiling per size key; 0 = none */
+	bool gpu_bind;
+	uint32_t port_base, port_range;
+	char layout_dir[256]; /* "" = the job's TMPDIR, else /tmp */
+};
+
+/* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */
+int llmp_site_parse(struct llmp_site *site, int argc, char **argv, char *msg,
+		    size_t msglen);
+
+/* Check a resolved layout against the site's ceilings. Returns 0 or -1. */
+int llmp_site_check(const struct llmp_site *site, const llmp_spec *spec, char *msg,
+		    size_t msglen);
+
+/* MASTER_PORT for a job step: the same on every node, different for steps
+ * that may run at the same time. */
+uint32_t llmp_site_port(const struct llmp_site *site, uint32_t job_id, uint32_t step_id);
+
+#endif /* LLMP_SITE_H */

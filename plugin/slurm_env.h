@@ -1,0 +1,24 @@
+/*
+ * slurm_env.h - reading the values Slurm puts in a step's environment.
+ *
+ * Pure string work, no Slurm library: unit-tested without a cluster.
+ */
+#ifndef LLMP_SLURM_ENV_H
+#define LLMP_SLURM_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The first host of a Slurm hostlist ("node[01-04,7],gpu1" -> "node01").
+ * Returns 0, or -1 if the list is empty, malformed or the name does not fit.
+ */
+int llmp_hostlist_first(const char *hostlist, char *host, size_t hostlen);
+
+/*
+ * SLURM_STEP_TASKS_PER_NODE ("4(x2),3", "2,2"): the common count when every
+ * node has the same number of tasks, 0 when counts differ, -1 when malformed.
+ */
+int64_t llmp_tasks_per_node_uniform(const char *text);
+
+#endif /* LLMP_SLURM_ENV_H */

@@ -1,0 +1,77 @@
+/*
+ * submit.c - the submitting side: srun (local) and sbatch/salloc (allocator).
+ *
+ * A layout that cannot be right whatever the job size is refused here, so no
+ * job is queued. sbatch cannot see the task count through SPANK; srun can,
+ * once the step exists (local_user_init), and then checks divisibility too.
+ * Everything is checked again inside the step, against its real geometry.
+ */
+#include "plugin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "resolve.h"
+
+/* The layout from site defaults, LLMP_PARALLEL and the option; -1 if invalid. */
+static int resolve_here(llmp_spec *spec, bool *active)
+{
+	char msg[LLMP_MSG_MAX];
+	struct llmp_ctx *c = llmp_ctx();
+
+	*active = false;
+	switch (llmp_resolve(&c->site, getenv("LLMP_PARALLEL"), c->option, spec, msg,
+			     sizeof(msg))) {
+	case LLMP_INACTIVE:
+		return 0;
+	case LLMP_HELP:
+		/* LLMP_PARALLEL=help: the option's own "help" already exited. */
+		fputs(llmp_spec_grammar(), stdout);
+		exit(0);
+	case LLMP_INVALID:
+		llmp_user_message("%s", msg);
+		return -1;
+	case LLMP_ACTIVE:
+		break;
+	}
+	*active = true;
+	return 0;
+}
+
+int llmp_submit_check(spank_t sp)
+{
+	llmp_spec spec;
+	bool active;
+
+	(void)sp;
+	return resolve_here(&spec, &active);
+}
+
+int llmp_submit_check_tasks(spank_t sp)
+{
+	char msg[LLMP_MSG_MAX];
+	uint32_t tasks = 0, nodes = 0;
+	llmp_spec spec;
+	llmp_plan *plan;
+	bool active;
+
+	if (resolve_here(&spec, &active) < 0)
+		return -1;
+	if (!active)
+		return 0;
+	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS || !tasks)
+		return 0; /* unknown here: the step checks it */
+
+	/* With an even spread, advise about groups that cross nodes. */
+	uint32_t per_node = nodes && tasks % nodes == 0 ? tasks / nodes : 0;
+	if (llmp_plan_create(&spec, tasks, per_node, &plan, msg, sizeof(msg)) != LLMP_OK) {
+		llmp_user_message("%s (%u tasks on %u node%s)", msg, tasks, nodes,
+				  nodes == 1 ? "" : "s");
+		return -1;
+	}
+	for (size_t i = 0; i < llmp_plan_warning_count(plan); i++)
+		llmp_user_message("warning: %s", llmp_plan_warning(plan, i));
+	llmp_plan_destroy(plan);
+	return 0;
+}

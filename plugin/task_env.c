@@ -1,0 +1,80 @@
+/*
+ * task_env.c - compute a task's environment from the plan.
+ *
+ * Pure: the slurmstepd side (step.c) sets what this returns, so the exact
+ * names and values are unit-tested without a cluster.
+ */
+#include "task_env.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
+{
+	if (env->n == LLMP_ENV_MAX || strlen(name) >= sizeof(env->var[0].name))
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	int len = vsnprintf(env->var[env->n].value, LLMP_ENV_VALUE_MAX, fmt, ap);
+	va_end(ap);
+	if (len < 0 || len >= LLMP_ENV_VALUE_MAX)
+		return -1;
+	strcpy(env->var[env->n++].name, name);
+	return 0;
+}
+
+/* "LLMP_EXPERT_TP_SIZE" from "expert-tp" and "SIZE". */
+static void axis_var(char *out, size_t outlen, enum llmp_axis axis, const char *what)
+{
+	size_t off = (size_t)snprintf(out, outlen, "LLMP_");
+	for (const char *s = llmp_axis_name(axis); *s && off + 1 < outlen; s++)
+		out[off++] = *s == '-' ? '_' : (char)toupper((unsigned char)*s);
+	snprintf(out + off, outlen - off, "_%s", what);
+}
+
+int llmp_task_env(const llmp_plan *plan, const struct llmp_task *t,
+		  struct llmp_env *env)
+{
+	char spec[LLMP_SPEC_MAX_LEN + 1], name[32];
+	uint32_t coords[LLMP_NAXES];
+	int rc = 0;
+
+	env->n = 0;
+	if (llmp_plan_coords(plan, t->rank, coords) != LLMP_OK)
+		return -1;
+	llmp_spec_format(llmp_plan_spec(plan), spec, sizeof(spec));
+
+	rc |= add(env, "LLMP_PARALLEL", "%s", spec);
+	rc |= add(env, "LLMP_ORDER", "%s", llmp_plan_order(plan));
+	rc |= add(env, "LLMP_WORLD_SIZE", "%u", llmp_plan_world(plan));
+	rc |= add(env, "LLMP_RANK", "%u", t->rank);
+	rc |= add(env, "LLMP_LOCAL_RANK", "%u", t->local_rank);
+	rc |= add(env, "LLMP_LOCAL_WORLD_SIZE", "%u", t->local_tasks);
+	rc |= add(env, "LLMP_NODE_RANK", "%u", t->node_rank);
+	rc |= add(env, "LLMP_NNODES", "%u", t->nnodes);
+	for (int a = 0; a < LLMP_NAXES; a++) {
+		axis_var(name, sizeof(name), (enum llmp_axis)a, "SIZE");
+		rc |= add(env, name, "%u", llmp_plan_size(plan, (enum llmp_axis)a));
+		axis_var(name, sizeof(name), (enum llmp_axis)a, "RANK");
+		rc |= add(env, name, "%u", coords[a]);
+	}
+	if (llmp_plan_vpp(plan))
+		rc |= add(env, "LLMP_VPP_SIZE", "%u", llmp_plan_vpp(plan));
+	if (t->layout_file)
+		rc |= add(env, "LLMP_LAYOUT_FILE", "%s", t->layout_file);
+
+	/* torch.distributed's env:// rendezvous */
+	rc |= add(env, "RANK", "%u", t->rank);
+	rc |= add(env, "LOCAL_RANK", "%u", t->local_rank);
+	rc |= add(env, "WORLD_SIZE", "%u", llmp_plan_world(plan));
+	rc |= add(env, "LOCAL_WORLD_SIZE", "%u", t->local_tasks);
+	rc |= add(env, "GROUP_RANK", "%u", t->node_rank);
+	rc |= add(env, "MASTER_ADDR", "%s", t->master_addr);
+	rc |= add(env, "MASTER_PORT", "%u", t->master_port);
+	return rc ? -1 : 0;
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/env bats
+# The SPANK plugin on a real three-node Slurm cluster: sbatch, salloc and srun
+# with --llm-parallel, checked task by task against layouts computed by
+# check_env.py, independently of llmp.
+
+load cluster/common
+
+setup_file() { cluster_setup_file; }
+teardown_file() { cluster_teardown_file; }
+setup() { cluster_setup; }
+
+# --------------------------------------------------------------- the option
+
+@test "sbatch, salloc and srun --help list --llm-parallel with its grammar" {
+	for cmd in sbatch salloc srun; do
+		run "$cmd" --help
+		[ "$status" -eq 0 ]
+		grep -q -- '--llm-parallel=SPEC' <<<"$output"
+		grep -q 'tp=N,pp=N' <<<"$output"
+		grep -q -- '--llm-gpu-bind' <<<"$output"
+	done
+}
+
+@test "--llm-parallel=help prints the grammar and submits nothing" {
+	for how in srun sbatch salloc; do
+		run submit "$how" --llm-parallel=help
+		[ "$status" -eq 0 ]
+		grep -q 'order=D-D-D-D-D' <<<"$output"
+	done
+	assert_queue_empty
+}
+
+# ------------------------------------------------------------ good layouts
+
+@test "srun: tp=2,pp=2 on one node, every task's variables" {
+	run srun -N1 -n4 --llm-parallel=tp=2,pp=2 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=2,pp=2 4
+}
+
+@test "srun: tp=2,pp=3 over three nodes" {
+	run srun -N3 --ntasks-per-node=4 --llm-parallel=tp=2,pp=3 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=2,pp=3 12 --master node1
+	# four tasks per node, node ranks 0..2
+	[ "$(grep -c 'GROUP_RANK=2 ' <<<"$output")" -eq 4 ]
+}
+
+@test "srun: every key, another order, experts and vpp over two nodes" {
+	spec=tp=2,cp=2,ep=2,etp=1,pp=2,vpp=3,order=tp-cp-ep-dp-pp
+	run srun -N2 -n16 --llm-parallel=$spec "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks $spec 16
+	spec=tp=2,pp=2,order=pp-tp-cp-ep-dp
+	run srun -N2 -n8 --llm-parallel=$spec "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks $spec 8
+}
+
+@test "srun: uneven tasks per node (3 + 1) and a step not starting on node1" {
+	run srun -w node2,node3 -N2 -n4 -m block --ntasks-per-node=3 --llm-parallel=tp=2 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=2 4 --master node2
+	grep -q 'task 0 SLURMD_NODENAME=node2 ' <<<"$output"
+	grep -q 'task 3 SLURMD_NODENAME=node3 ' <<<"$output"
+}
+
+@test "the layout file is complete before tasks start, equals llmp plan, and is removed" {
+	LLMP_TEST_COPY=$WORK/layout.json run srun -N2 -n8 --llm-parallel=tp=2,pp=2 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	path=$(grep -o 'LLMP_LAYOUT_FILE=[^ ]*' <<<"$output" | sort -u | cut -d= -f2)
+	[ "$(wc -l <<<"$path")" -eq 2 ] # one per node
+	"$LLMP" plan --world 8 --parallel tp=2,pp=2 --format json >"$WORK/expected.json"
+	python3 - "$WORK/layout.json" "$WORK/expected.json" <<-'PY'
+		import json, sys
+		got, want = (json.load(open(p)) for p in sys.argv[1:])
+		assert got == want, (got, want)
+	PY
+	for p in $path; do [ ! -e "$p" ]; done
+}
+
+@test "sbatch: the option reaches srun steps; the batch step is left alone" {
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		echo "batch LLMP_RANK=\${LLMP_RANK-<unset>} RANK=\${RANK-<unset>}"
+		srun "$TASK_ENV"
+	EOF
+	run sbatch --wait -N2 -n6 -o "$WORK/out" --llm-parallel=tp=3 "$WORK/job.sh"
+	[ "$status" -eq 0 ]
+	output=$(cat "$WORK/out")
+	grep -q '^batch LLMP_RANK=<unset> RANK=<unset>$' <<<"$output"
+	check_tasks tp=3 6 --master node1
+}
+
+@test "salloc: the option reaches srun inside the allocation" {
+	run salloc -N1 -n2 --llm-parallel=tp=2 srun "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=2 2
+}
+
+@test "LLMP_PARALLEL alone turns the plugin on; the option wins key by key" {
+	LLMP_PARALLEL=tp=2,pp=2 run srun -N1 -n8 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=2,pp=2 8
+	LLMP_PARALLEL=tp=2,pp=2 run srun -N1 -n8 --llm-parallel=tp=4 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=4,pp=2 8
+	grep -q 'LLMP_PARALLEL=tp=4,pp=2 ' <<<"$output"
+}
+
+@test "site defaults apply below the user's keys; ceilings refuse at submission" {
+	write_plugstack defaults=order=tp-cp-ep-pp-dp,tp=2 max_tp=4
+	run srun -N1 -n8 --llm-parallel=pp=2 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=2,pp=2,order=tp-cp-ep-pp-dp 8
+	grep -q 'LLMP_PARALLEL=tp=2,pp=2,order=tp-cp-ep-pp-dp ' <<<"$output"
+	run srun -N1 -n8 --llm-parallel=tp=1 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=1,order=tp-cp-ep-pp-dp 8
+	run submit sbatch -n8 --llm-parallel=tp=8
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: tp=8 is larger than this site allows (4' <<<"$output"
+	assert_queue_empty
+}
+
+@test "GPU binding: one GPU per local task, or none with --llm-gpu-bind=none" {
+	run srun -N2 --ntasks-per-node=4 --gres=gpu:4 --llm-parallel=tp=4 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=4 8 --gpus 4
+	run srun -N2 --ntasks-per-node=4 --gres=gpu:4 --llm-parallel=tp=4 --llm-gpu-bind=none "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=4 8 --gpus 4 --no-gpu-bind
+	write_plugstack gpu_bind=none
+	run srun -N1 -n4 --gres=gpu:4 --llm-parallel=tp=4 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=4 4 --gpus 4 --no-gpu-bind
+}
+
+@test "fewer GPUs than tasks: a warning, CUDA_VISIBLE_DEVICES left as Slurm set it" {
+	run srun -N1 -n4 --gres=gpu:2 --llm-parallel=tp=4 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	grep -q 'llm_parallel: warning: 4 tasks on this node but 2 GPUs' <<<"$output"
+	[ "$(grep -c 'CUDA_VISIBLE_DEVICES=0,1 ' <<<"$output")" -eq 4 ]
+}
+
+@test "a job without the option is untouched" {
+	run srun -N2 -n4 --gres=gpu:4 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	! grep -q 'LLMP_[A-Z_]*=[^<]' <<<"$output"
+	[ "$(grep -c 'RANK=<unset> LOCAL_RANK=<unset> WORLD_SIZE=<unset>' <<<"$output")" -eq 4 ]
+	[ "$(grep -c 'CUDA_VISIBLE_DEVICES=0,1,2,3 ' <<<"$output")" -eq 4 ]
+}
+
+@test "MASTER_PORT differs between jobs and between steps of a job" {
+	run srun -n1 --llm-parallel=tp=1 "$TASK_ENV"
+	a=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")
+	run srun -n1 --llm-parallel=tp=1 "$TASK_ENV"
+	b=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")
+	[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]
+	run salloc -n1 sh -c "srun --llm-parallel=tp=1 '$TASK_ENV'; srun --llm-parallel=tp=1 '$TASK_ENV'"
+	[ "$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output" | sort -u | wc -l)" -eq 2 ]
+}
+
+# -------------------------------------------------------------- bad layouts
+
+@test "bad specs are refused at submission by sbatch, salloc and srun: nothing queued" {
+	for spec in tp=0 tp=-2 tp=x xp=2 tp=2,tp=4 order=tp-tp vpp=2 order=tp-pp,cp=2; do
+		for how in sbatch srun salloc; do
+			run submit "$how" --llm-parallel=$spec
+			[ "$status" -ne 0 ] || { echo "$how accepted $spec"; false; }
+			grep -q "^llm_parallel: --llm-parallel: " <<<"$output" ||
+				{ echo "$how $spec: $output"; false; }
+		done
+	done
+	run submit sbatch --llm-parallel=tp=0
+	grep -q '^llm_parallel: --llm-parallel: tp=0: must be at least 1$' <<<"$output"
+	LLMP_PARALLEL=pp=zero run submit srun
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: LLMP_PARALLEL: pp=zero: not a number' <<<"$output"
+	assert_queue_empty
+	assert_cluster_idle
+}
+
+@test "srun refuses a layout that does not divide its tasks before launching" {
+	run srun -N1 -n6 --llm-parallel=tp=4 "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: tp\*pp\*cp = 4\*1\*1 = 4 does not divide 6 tasks (6 tasks on 1 node)$' <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	assert_cluster_idle
+}
+
+@test "sbatch: an inner srun whose layout does not fit fails the job; nodes stay idle" {
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		srun "$TASK_ENV"
+	EOF
+	run sbatch --wait -N3 -n9 -o "$WORK/out" --llm-parallel=tp=2 "$WORK/job.sh"
+	[ "$status" -ne 0 ]
+	output=$(cat "$WORK/out")
+	grep -q '^llm_parallel: tp\*pp\*cp = 2\*1\*1 = 2 does not divide 9 tasks (9 tasks on 3 nodes)$' <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	assert_cluster_idle
+	assert_queue_empty
+}
+
+@test "inside the step: a layout only the tasks see fails them, with the reason, no drain" {
+	# srun cannot see a variable exported to the tasks only: the step must refuse.
+	run srun -N2 -n4 --export=ALL,LLMP_PARALLEL=tp=3 "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: tp\*pp\*cp = 3\*1\*1 = 3 does not divide 4 tasks (job step [0-9]*\.0: 4 tasks on 2 nodes)$' <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	assert_cluster_idle
+}
+
+@test "a node that cannot write the layout file fails the step with the reason" {
+	write_plugstack layout_dir=/nonexistent
+	run srun -N2 -n4 --llm-parallel=tp=2 "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: cannot create the layout file in /nonexistent: No such file or directory$' <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	assert_cluster_idle
+}
+
+@test "a mistyped plugstack argument stops submissions with the argument named" {
+	write_plugstack max_tpp=4
+	run srun -n1 --llm-parallel=tp=1 true
+	[ "$status" -ne 0 ]
+	grep -q "llm_parallel: plugstack argument 'max_tpp=4': unknown" <<<"$output"
+	assert_cluster_idle
+}

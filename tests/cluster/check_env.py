@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Check the task lines of task_env.sh against a layout computed here.
+
+usage: check_env.py SPEC WORLD [--gpus N] [--no-gpu-bind] [--master NODE] < lines
+
+The expected coordinates come from Megatron-Core's numbering written out
+independently of llmp: a mixed-radix number over the order, leftmost
+dimension fastest, dense grid tp/cp/dp/pp and expert grid etp/ep/edp/pp.
+Exits 1 with one line per mismatch.
+"""
+import sys
+
+DEFAULT_ORDER = ["tp", "cp", "ep", "dp", "pp"]
+APPEND = ["tp", "pp", "dp", "ep", "cp"]  # Megatron appends missing dims so
+
+
+def parse_spec(text):
+    keys = dict(item.split("=", 1) for item in text.split(",") if item)
+    size = {d: int(keys.get(d, 1)) for d in ("tp", "pp", "cp", "ep")}
+    size["etp"] = int(keys.get("etp", size["tp"]))
+    order = keys["order"].split("-") if "order" in keys else list(DEFAULT_ORDER)
+    order += [d for d in APPEND if d not in order]
+    vpp = keys.get("vpp")
+    dp = keys.get("dp", "auto")
+    return size, order, vpp, dp
+
+
+def coords(rank, order, sizes):
+    out, rest = {}, rank
+    for dim in order:
+        out[dim] = rest % sizes[dim]
+        rest //= sizes[dim]
+    return out
+
+
+def main():
+    args = sys.argv[1:]
+    spec, world = args[0], int(args[1])
+    gpus = int(args[args.index("--gpus") + 1]) if "--gpus" in args else 0
+    bind = "--no-gpu-bind" not in args
+    master = args[args.index("--master") + 1] if "--master" in args else None
+    size, order, vpp, _ = parse_spec(spec)
+    dp = world // (size["tp"] * size["pp"] * size["cp"])
+    edp = world // (size["etp"] * size["ep"] * size["pp"])
+    dense = {"tp": size["tp"], "cp": size["cp"], "ep": 1, "dp": dp, "pp": size["pp"]}
+    expert = {"tp": size["etp"], "cp": 1, "ep": size["ep"], "dp": edp, "pp": size["pp"]}
+
+    tasks = {}
+    for line in sys.stdin:
+        if not line.startswith("task "):
+            continue
+        fields = line.split()
+        tasks[int(fields[1])] = dict(f.split("=", 1) for f in fields[2:])
+    errors = []
+    if sorted(tasks) != list(range(world)):
+        errors.append(f"expected tasks 0..{world - 1}, got {sorted(tasks)}")
+    ports = {t.get("MASTER_PORT") for t in tasks.values()}
+    if len(ports) != 1:
+        errors.append(f"MASTER_PORT differs between tasks: {ports}")
+    # MASTER_ADDR: the step's first node, where rank 0 runs in block order.
+    masters = {t.get("MASTER_ADDR") for t in tasks.values()}
+    first = master or tasks.get(0, {}).get("SLURMD_NODENAME")
+    if masters != {first}:
+        errors.append(f"MASTER_ADDR {masters}, expected {first}")
+
+    per_node = {}
+    for env in tasks.values():
+        per_node[env["SLURMD_NODENAME"]] = per_node.get(env["SLURMD_NODENAME"], 0) + 1
+
+    for rank, env in sorted(tasks.items()):
+        local = per_node[env["SLURMD_NODENAME"]]
+        for name in ("LOCAL_WORLD_SIZE", "LLMP_LOCAL_WORLD_SIZE"):
+            if env.get(name) != str(local):
+                errors.append(f"task {rank}: {name}={env.get(name)}, expected {local}")
+        d, e = coords(rank, order, dense), coords(rank, order, expert)
+        expect = {
+            "LLMP_WORLD_SIZE": world, "WORLD_SIZE": world,
+            "LLMP_RANK": rank, "RANK": rank,
+            "LOCAL_RANK": env["SLURM_LOCALID"], "LLMP_LOCAL_RANK": env["SLURM_LOCALID"],
+            "GROUP_RANK": env["SLURM_NODEID"], "LLMP_NODE_RANK": env["SLURM_NODEID"],
+            "LLMP_ORDER": "-".join(order),
+            "LLMP_TP_SIZE": size["tp"], "LLMP_TP_RANK": d["tp"],
+            "LLMP_CP_SIZE": size["cp"], "LLMP_CP_RANK": d["cp"],
+            "LLMP_DP_SIZE": dp, "LLMP_DP_RANK": d["dp"],
+            "LLMP_PP_SIZE": size["pp"], "LLMP_PP_RANK": d["pp"],
+            "LLMP_EP_SIZE": size["ep"], "LLMP_EP_RANK": e["ep"],
+            "LLMP_EXPERT_TP_SIZE": size["etp"], "LLMP_EXPERT_TP_RANK": e["tp"],
+            "LLMP_EXPERT_DP_SIZE": edp, "LLMP_EXPERT_DP_RANK": e["dp"],
+            "LLMP_VPP_SIZE": vpp if vpp else "<unset>",
+        }
+        for name, want in expect.items():
+            if env.get(name) != str(want):
+                errors.append(f"task {rank}: {name}={env.get(name)}, expected {want}")
+        if gpus:
+            visible = env["CUDA_VISIBLE_DEVICES"]
+            want = env["SLURM_LOCALID"] if bind else ",".join(map(str, range(gpus)))
+            if visible != want:
+                errors.append(f"task {rank}: CUDA_VISIBLE_DEVICES={visible}, expected {want}")
+    for e in errors:
+        print(e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,540 @@
+#!/usr/bin/env bash
+# A real three-node Slurm cluster on one machine, for the test suite.
+#
+#   cluster.sh start  STATEDIR PLUGSTACK_CONF|none
+#   cluster.sh stop   STATEDIR
+#   cluster.sh status STATEDIR
+#
+# Each daemon runs in its own network namespace, joined to a private bridge in the
+# root namespace: llmp-ctl holds munged and slurmctld, llmp-node1..3 hold one slurmd
+# each. Clients (srun, sbatch, sinfo) run in the root namespace after sourcing
+# STATEDIR/env. Putting every daemon in a namespace of ours means that whatever they
+# spawn (slurmstepd, user tasks) can be found with `ip netns pids` and killed, even after
+# a previous run was killed before it could stop its cluster.
+#
+# Must run as root. Only one cluster can run at a time on a machine: the namespace
+# names, the bridge, the subnet and RUNDIR are fixed.
+set -euo pipefail
+# Directories made here must be readable by munged's checks and by job users.
+umask 022
+
+readonly NAME_PREFIX=llmp
+readonly BRIDGE=${NAME_PREFIX}-br0
+readonly CTL_NS=${NAME_PREFIX}-ctl
+readonly NODES=(node1 node2 node3)
+# A private /24 that is unlikely to be routed on a CI machine.
+readonly SUBNET=10.213.7
+readonly BRIDGE_ADDR=${SUBNET}.1
+readonly CTL_ADDR=${SUBNET}.2
+readonly NODE_ADDR_BASE=11 # node1 is .11, node2 .12, ...
+# Not Slurm's defaults (6817/6818), so a system Slurm cannot answer by mistake.
+readonly SLURMCTLD_PORT=16817
+readonly SLURMD_PORT=16818
+readonly GPUS_PER_NODE=4
+readonly CPUS_PER_NODE=8
+# Unix sockets (munged's, slurmstepd's, PMIx's) must have paths shorter than 108 bytes,
+# and munged insists that every directory above its socket be searchable by all users.
+# A test's STATEDIR may be long and under a 0700 directory, so these live here instead.
+readonly RUNDIR=/run/${NAME_PREFIX}-cluster
+readonly LOCKFILE=/run/${NAME_PREFIX}-cluster.lock
+readonly START_TIMEOUT_S=60
+readonly STOP_GRACE_S=5
+
+die() {
+	echo "cluster.sh: $*" >&2
+	exit 1
+}
+
+log() {
+	echo "cluster.sh: $*" >&2
+}
+
+usage() {
+	cat >&2 <<-EOF
+		usage: cluster.sh start  STATEDIR PLUGSTACK_CONF|none
+		       cluster.sh stop   STATEDIR
+		       cluster.sh status STATEDIR
+	EOF
+	exit 2
+}
+
+node_addr() { # index (0-based)
+	echo "${SUBNET}.$((NODE_ADDR_BASE + $1))"
+}
+
+node_ns() { # node name
+	echo "${NAME_PREFIX}-$1"
+}
+
+# All namespaces this script creates, controller first.
+all_namespaces() {
+	local node
+	echo "$CTL_NS"
+	for node in "${NODES[@]}"; do
+		node_ns "$node"
+	done
+}
+
+# Root-side end of the veth into a namespace; at most 15 characters.
+veth_of_ns() { # namespace
+	echo "${NAME_PREFIX}-v${1#"${NAME_PREFIX}"-}"
+}
+
+# ---------------------------------------------------------------- processes
+
+# Field 22 of /proc/PID/stat: the start time, which with the pid names a process
+# uniquely, so a recycled pid is never mistaken for one of ours.
+start_time_of() { # pid
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	# The command name (field 2) may hold spaces; the fields after it do not.
+	stat=${stat##*) }
+	# shellcheck disable=SC2086 # split on purpose
+	set -- $stat
+	echo "${20}"
+}
+
+# A zombie counts as dead: it holds nothing, and in a container PID 1 may never reap it.
+is_running() { # pid
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[ "${stat%% *}" != Z ]
+}
+
+record_pid() { # statedir pid label
+	local start
+	start=$(start_time_of "$2") || die "process $3 (pid $2) exited at once"
+	echo "$2 $start $3" >>"$1/pids"
+}
+
+# Run a daemon in the foreground, in its own session, detached from our stdio and from
+# every other inherited descriptor (bats waits for its fd 3 to close). The subshell execs
+# setsid, which execs nsenter, which execs the daemon, so $! is the daemon's pid.
+launch() { # statedir label namespace outfile command...
+	local statedir=$1 label=$2 ns=$3 out=$4
+	shift 4
+	(
+		local fd
+		for fd in /proc/self/fd/*; do
+			fd=${fd##*/}
+			if [ "$fd" -gt 2 ]; then
+				eval "exec ${fd}>&-" 2>/dev/null || true
+			fi
+		done
+		exec setsid nsenter "--net=/run/netns/$ns" "$@" </dev/null >>"$out" 2>&1
+	) &
+	record_pid "$statedir" "$!" "$label"
+}
+
+# Pids (one a line) of recorded processes that are still the ones we started.
+recorded_live_pids() { # statedir
+	local pid start label
+	[ -f "$1/pids" ] || return 0
+	while read -r pid start label; do
+		[ -n "$pid" ] || continue
+		if is_running "$pid" && [ "$(start_time_of "$pid" || true)" = "$start" ]; then
+			echo "$pid"
+		fi
+	done <"$1/pids"
+}
+
+# Pids of every live process in our namespaces: only our daemons and what they spawned.
+namespace_pids() {
+	local ns pid
+	for ns in $(all_namespaces); do
+		[ -e "/run/netns/$ns" ] || continue
+		for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
+			if is_running "$pid"; then
+				echo "$pid"
+			fi
+		done
+	done
+}
+
+# Our processes: the recorded ones, and with "all" every process in our namespaces.
+our_live_pids() { # statedir scope(recorded|all)
+	{
+		recorded_live_pids "$1"
+		if [ "$2" = all ]; then
+			namespace_pids
+		fi
+	} | sort -un
+}
+
+# TERM, a grace period, then KILL. Pids are re-derived each round, so a pid that was
+# recycled meanwhile is not hit.
+kill_ours() { # statedir scope(recorded|all)
+	local statedir=$1 scope=$2 pids signal waited
+	for signal in TERM KILL; do
+		pids=$(our_live_pids "$statedir" "$scope")
+		[ -n "$pids" ] || return 0
+		# shellcheck disable=SC2086 # one pid per word
+		kill "-$signal" $pids 2>/dev/null || true
+		for ((waited = 0; waited < STOP_GRACE_S * 10; waited++)); do
+			[ -n "$(our_live_pids "$statedir" "$scope")" ] || return 0
+			sleep 0.1
+		done
+	done
+	pids=$(our_live_pids "$statedir" "$scope")
+	if [ -n "$pids" ]; then
+		log "warning: processes survived SIGKILL: $(echo "$pids" | tr '\n' ' ')"
+	fi
+}
+
+# ---------------------------------------------------------------- network
+
+teardown_network() {
+	local ns veth
+	for ns in $(all_namespaces); do
+		if [ -e "/run/netns/$ns" ]; then
+			ip netns delete "$ns" || log "warning: cannot delete namespace $ns"
+		fi
+		# Deleting the namespace deletes the veth pair; this catches a half-made one.
+		veth=$(veth_of_ns "$ns")
+		if ip link show "$veth" >/dev/null 2>&1; then
+			ip link delete "$veth" || true
+		fi
+	done
+	if ip link show "$BRIDGE" >/dev/null 2>&1; then
+		ip link delete "$BRIDGE" || log "warning: cannot delete bridge $BRIDGE"
+	fi
+}
+
+setup_network() {
+	local ns addr veth i
+
+	if [ -n "$(ip -4 route show "${SUBNET}.0/24")" ]; then
+		die "${SUBNET}.0/24 is already routed on this machine: $(ip -4 route show "${SUBNET}.0/24")"
+	fi
+	ip link add "$BRIDGE" type bridge
+	ip addr add "${BRIDGE_ADDR}/24" dev "$BRIDGE"
+	ip link set "$BRIDGE" up
+
+	for ((i = 0; i <= ${#NODES[@]}; i++)); do
+		if ((i == 0)); then
+			ns=$CTL_NS
+			addr=$CTL_ADDR
+		else
+			ns=$(node_ns "${NODES[i - 1]}")
+			addr=$(node_addr $((i - 1)))
+		fi
+		veth=$(veth_of_ns "$ns")
+		ip netns add "$ns"
+		ip link add "$veth" type veth peer name eth0 netns "$ns"
+		ip link set "$veth" master "$BRIDGE"
+		ip link set "$veth" up
+		ip -n "$ns" link set lo up
+		ip -n "$ns" addr add "${addr}/24" dev eth0
+		ip -n "$ns" link set eth0 up
+	done
+}
+
+# ---------------------------------------------------------------- configuration
+
+write_slurm_conf() { # statedir plugstack
+	local statedir=$1 plugstack=$2 i
+
+	{
+		cat <<-EOF
+			# Generated by tests/cluster/cluster.sh; every path points into this cluster.
+			ClusterName=${NAME_PREFIX}
+			# slurmctld only runs where this name is the machine's host name.
+			SlurmctldHost=$(hostname -s)(${CTL_ADDR})
+			SlurmctldPort=${SLURMCTLD_PORT}
+			SlurmdPort=${SLURMD_PORT}
+			SlurmUser=root
+			SlurmdUser=root
+			AuthType=auth/munge
+			CredType=cred/munge
+			AuthInfo=socket=${RUNDIR}/munge/munge.socket
+			StateSaveLocation=${statedir}/ctld/state
+			SlurmctldPidFile=${statedir}/ctld/slurmctld.pid
+			SlurmctldLogFile=${statedir}/log/slurmctld.log
+			SlurmctldDebug=info
+			# %n is the node name: three slurmd share this file. mpi/pmix expands %n in
+			# a peer's spool path itself when it messages that peer.
+			SlurmdSpoolDir=${RUNDIR}/nodes/%n/spool
+			SlurmdPidFile=${RUNDIR}/nodes/%n/slurmd.pid
+			SlurmdLogFile=${statedir}/log/slurmd-%n.log
+			SlurmdDebug=info
+			# mpi/pmix makes each step's client directory (spmix_appdir_*) here; its server
+			# directory and socket go in the spool.
+			TmpFS=${RUNDIR}/nodes/%n/tmp
+			# Lets each node declare more CPUs than the machine has.
+			SlurmdParameters=config_overrides
+			# No cgroups: the namespaced slurmd share one kernel and one cgroup tree.
+			ProctrackType=proctrack/linuxproc
+			TaskPlugin=task/none
+			JobAcctGatherType=jobacct_gather/none
+			AccountingStorageType=accounting_storage/none
+			JobCompType=jobcomp/none
+			SelectType=select/cons_tres
+			SelectTypeParameters=CR_Core
+			GresTypes=gpu
+			TopologyPlugin=topology/tree
+			MpiDefault=none
+			PlugStackConfig=${plugstack}
+			MailProg=/bin/true
+			# A node that was down comes back as soon as its slurmd registers.
+			ReturnToService=2
+			# Fast failure detection and clean-up: tests should not wait on timeouts.
+			SlurmdTimeout=30
+			SlurmctldTimeout=30
+			MessageTimeout=10
+			KillWait=2
+			InactiveLimit=0
+			# sbatch --wait polls every 2 s while 2 < MinJobAge/2, and backs off to 8 s
+			# then 32 s otherwise; 4 keeps it at 2 s. Finished jobs are then forgotten
+			# after 4 s or more (slurmctld purges them on its own timer).
+			MinJobAge=4
+			# Schedule a batch job when it is submitted, not up to 3 s later.
+			SchedulerParameters=batch_sched_delay=0
+		EOF
+		for i in "${!NODES[@]}"; do
+			echo "NodeName=${NODES[i]} NodeAddr=$(node_addr "$i")" \
+				"CPUs=${CPUS_PER_NODE} Sockets=1 CoresPerSocket=${CPUS_PER_NODE}" \
+				"ThreadsPerCore=1 RealMemory=4096 Gres=gpu:${GPUS_PER_NODE} State=UNKNOWN"
+		done
+		echo "PartitionName=main Nodes=$(
+			IFS=,
+			echo "${NODES[*]}"
+		) Default=YES MaxTime=INFINITE State=UP"
+	} >"$statedir/slurm.conf"
+}
+
+# Fake GPUs: character devices with NVIDIA's major number. Nothing opens them; gres/gpu
+# only needs them to exist to count them and set CUDA_VISIBLE_DEVICES.
+write_gres_conf() { # statedir
+	local statedir=$1 k
+	mkdir -p "$statedir/dev"
+	for ((k = 0; k < GPUS_PER_NODE; k++)); do
+		rm -f "$statedir/dev/nvidia$k"
+		mknod "$statedir/dev/nvidia$k" c 195 "$k"
+	done
+	cat >"$statedir/gres.conf" <<-EOF
+		AutoDetect=off
+		Name=gpu File=${statedir}/dev/nvidia[0-$((GPUS_PER_NODE - 1))]
+	EOF
+}
+
+# Two leaf switches under one spine: node1 and node2 share leaf1, node3 is on leaf2.
+write_topology_conf() { # statedir
+	cat >"$1/topology.conf" <<-EOF
+		SwitchName=leaf1 Nodes=node[1-2]
+		SwitchName=leaf2 Nodes=node3
+		SwitchName=spine Switches=leaf[1-2]
+	EOF
+}
+
+write_env() { # statedir
+	cat >"$1/env" <<-EOF
+		# Source this to use the test cluster started by tests/cluster/cluster.sh.
+		export SLURM_CONF=$1/slurm.conf
+		export LLMP_CLUSTER_STATEDIR=$1
+		export LLMP_CLUSTER_NODES="${NODES[*]}"
+	EOF
+}
+
+# ---------------------------------------------------------------- start and stop
+
+# Wait until a command succeeds, at most START_TIMEOUT_S seconds from the start. Give up
+# at once if a daemon we started has died: waiting longer cannot help.
+wait_for() { # statedir description command...
+	local statedir=$1 what=$2 pid start label
+	shift 2
+	while ! "$@" >/dev/null 2>&1; do
+		while read -r pid start label; do
+			if ! is_running "$pid"; then
+				log "$label (pid $pid) died while waiting for $what"
+				return 1
+			fi
+		done <"$statedir/pids"
+		if ((SECONDS >= START_TIMEOUT_S)); then
+			log "timed out after ${START_TIMEOUT_S}s waiting for $what"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+munge_answers() {
+	munge -S "$RUNDIR/munge/munge.socket" -n </dev/null | unmunge -S "$RUNDIR/munge/munge.socket"
+}
+
+all_nodes_idle() { # statedir
+	local states
+	states=$(SLURM_CONF=$1/slurm.conf sinfo -h -N -o '%N %T')
+	[ "$(grep -c ' idle$' <<<"$states")" -eq "${#NODES[@]}" ]
+}
+
+print_logs() { # statedir
+	local f
+	for f in "$1"/log/*; do
+		[ -f "$f" ] || continue
+		echo "==== $f (last 40 lines)" >&2
+		tail -n 40 "$f" >&2
+	done
+	if [ -f "$1/slurm.conf" ]; then
+		echo "==== sinfo" >&2
+		SLURM_CONF=$1/slurm.conf sinfo -N -l >&2 2>&1 || true
+	fi
+}
+
+# Take the machine-wide lock, so two starts or stops cannot interleave. The daemons do
+# not inherit it: launch closes every descriptor above 2.
+take_lock() {
+	exec {lock_fd}>"$LOCKFILE"
+	flock -w 120 "$lock_fd" || die "another cluster.sh holds $LOCKFILE"
+}
+
+# The namespaces, the bridge and RUNDIR are shared by name with any other cluster this
+# script started. stop leaves them to the cluster that owns them (RUNDIR/owner names its
+# STATEDIR), so stopping a stale STATEDIR cannot take down a newer cluster; start takes
+# everything over ("force"), as a cluster left behind by a killed run must go.
+do_stop() { # statedir [force]
+	local statedir=$1 force=${2:-} owner=""
+	if [ -f "$RUNDIR/owner" ]; then
+		owner=$(cat "$RUNDIR/owner")
+	fi
+	if [ "$force" = force ] || [ -z "$owner" ] || [ "$owner" = "$statedir" ]; then
+		kill_ours "$statedir" all
+		teardown_network
+		rm -rf "$RUNDIR"
+	else
+		log "the running namespaces belong to the cluster in $owner; left alone"
+		kill_ours "$statedir" recorded
+	fi
+	rm -f "$statedir/pids" "$statedir/env"
+}
+
+start_daemons() { # statedir
+	local statedir=$1 node
+	export SLURM_CONF=$statedir/slurm.conf
+
+	launch "$statedir" munged "$CTL_NS" "$statedir/log/munged.log" \
+		munged --foreground --force \
+		--socket="$RUNDIR/munge/munge.socket" \
+		--key-file="$statedir/munge/munge.key" \
+		--pid-file="$RUNDIR/munge/munged.pid" \
+		--seed-file="$statedir/munge/munged.seed" \
+		--log-file="$statedir/log/munged.log"
+	wait_for "$statedir" "munged" munge_answers
+
+	# -c: start from empty state, so jobs of a previous cluster are not recovered.
+	launch "$statedir" slurmctld "$CTL_NS" "$statedir/log/slurmctld.out" \
+		slurmctld -D -c
+	wait_for "$statedir" "slurmctld" scontrol ping
+
+	for node in "${NODES[@]}"; do
+		launch "$statedir" "slurmd-$node" "$(node_ns "$node")" "$statedir/log/slurmd-$node.out" \
+			slurmd -D -N "$node"
+	done
+	wait_for "$statedir" "all nodes idle" all_nodes_idle "$statedir"
+}
+
+prepare_statedir() { # statedir plugstack
+	local statedir=$1 plugstack=$2 node
+
+	# Only what this script creates; STATEDIR may hold the caller's own files.
+	rm -rf "${statedir:?}/ctld" "${statedir:?}/log" "${statedir:?}/munge" "${statedir:?}/dev"
+	rm -f "$statedir/pids" "$statedir/env"
+	mkdir -p "$statedir/ctld/state" "$statedir/log"
+	# Users other than root must reach slurm.conf (through SLURM_CONF) and the logs.
+	chmod 0755 "$statedir"
+	mkdir -m 0700 "$statedir/munge"
+	head -c 1024 /dev/urandom >"$statedir/munge/munge.key"
+	chmod 0400 "$statedir/munge/munge.key"
+
+	mkdir -p "$RUNDIR/munge"
+	echo "$statedir" >"$RUNDIR/owner"
+	for node in "${NODES[@]}"; do
+		mkdir -p "$RUNDIR/nodes/$node/spool" "$RUNDIR/nodes/$node/tmp"
+		# Like /tmp: PMIx creates each job's directory here as the job's user.
+		chmod 1777 "$RUNDIR/nodes/$node/tmp"
+	done
+
+	if [ "$plugstack" = none ]; then
+		plugstack=$statedir/plugstack.conf
+		: >"$plugstack"
+	fi
+	write_slurm_conf "$statedir" "$plugstack"
+	write_gres_conf "$statedir"
+	write_topology_conf "$statedir"
+}
+
+on_start_failure() {
+	log "start failed; logs follow"
+	print_logs "$failed_start_statedir"
+	do_stop "$failed_start_statedir"
+	exit 1
+}
+
+cmd_start() { # statedir plugstack
+	local statedir=$1 plugstack=$2
+	if [ "$plugstack" != none ]; then
+		plugstack=$(realpath -m -- "$plugstack")
+		[ -f "$plugstack" ] || log "warning: $plugstack does not exist (yet)"
+	fi
+
+	# A previous cluster (this STATEDIR's, or one whose run was killed) goes first.
+	do_stop "$statedir" force
+
+	SECONDS=0
+	# The trap runs after this function's locals are gone, hence a global.
+	failed_start_statedir=$statedir
+	trap on_start_failure EXIT
+	prepare_statedir "$statedir" "$plugstack"
+	setup_network
+	start_daemons "$statedir"
+	write_env "$statedir"
+	trap - EXIT
+	log "cluster up in ${SECONDS}s; source $statedir/env"
+}
+
+cmd_status() { # statedir
+	local statedir=$1 pid start label state
+	[ -f "$statedir/pids" ] || {
+		echo "no cluster recorded in $statedir"
+		return 1
+	}
+	while read -r pid start label; do
+		state=dead
+		if is_running "$pid" && [ "$(start_time_of "$pid" || true)" = "$start" ]; then
+			state=running
+		fi
+		printf '%-14s %8s %s\n' "$label" "$pid" "$state"
+	done <"$statedir/pids"
+	SLURM_CONF=$statedir/slurm.conf sinfo -N -o '%N %T %G %c' || return 1
+}
+
+main() {
+	[ $# -ge 2 ] || usage
+	local cmd=$1 statedir
+	[ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces, daemons)"
+	case $cmd in
+	start)
+		[ $# -eq 3 ] || usage
+		mkdir -p -- "$2"
+		;;
+	stop | status)
+		[ $# -eq 2 ] || usage
+		;;
+	*) usage ;;
+	esac
+	statedir=$(realpath -m -- "$2")
+
+	case $cmd in
+	start)
+		take_lock
+		cmd_start "$statedir" "$3"
+		;;
+	stop)
+		take_lock
+		do_stop "$statedir"
+		;;
+	status) cmd_status "$statedir" ;;
+	esac
+}
+
+main "$@"

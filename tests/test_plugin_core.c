@@ -1,0 +1,308 @@
+/*
+ * test_plugin_core.c - the parts of the SPANK plugin that need no Slurm:
+ * hostlists and task counts, GPU choice, plugstack arguments, precedence of
+ * the layout's sources, and the environment each task gets.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpu_bind.h"
+#include "resolve.h"
+#include "site.h"
+#include "slurm_env.h"
+#include "task_env.h"
+
+static void first_host_of_hostlists(void **state)
+{
+	(void)state;
+	char host[32];
+	static const struct {
+		const char *list, *first;
+	} cases[] = {
+		{"node1", "node1"},
+		{"node[1-3]", "node1"},
+		{"node[01-04,7],gpu1", "node01"},
+		{"node[7,1-3]", "node7"},
+		{"a,b", "a"},
+		{"rack[2-3]-n[05-08]", "rack2-n05"},
+		{"n[3]x", "n3x"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(llmp_hostlist_first(cases[i].list, host, sizeof(host)), 0);
+		assert_string_equal(host, cases[i].first);
+	}
+	const char *bad[] = {"", ",a", "node[", "node[a-b]", "n]", "[1-2"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(llmp_hostlist_first(bad[i], host, sizeof(host)), -1);
+	assert_int_equal(llmp_hostlist_first(NULL, host, sizeof(host)), -1);
+	/* "node12345" needs 10 bytes */
+	assert_int_equal(llmp_hostlist_first("node12345", host, 9), -1);
+	assert_int_equal(llmp_hostlist_first("node12345", host, 10), 0);
+}
+
+static void uniform_tasks_per_node(void **state)
+{
+	(void)state;
+	assert_int_equal(llmp_tasks_per_node_uniform("4"), 4);
+	assert_int_equal(llmp_tasks_per_node_uniform("4(x2)"), 4);
+	assert_int_equal(llmp_tasks_per_node_uniform("2,2,2"), 2);
+	assert_int_equal(llmp_tasks_per_node_uniform("2(x2),2"), 2);
+	assert_int_equal(llmp_tasks_per_node_uniform("3,1"), 0);
+	assert_int_equal(llmp_tasks_per_node_uniform("4(x2),3"), 0);
+	const char *bad[] = {"", "x", "4,", "4(y2)", "4(x)", "4(x2", ",4", "3,1,z"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(llmp_tasks_per_node_uniform(bad[i]), -1);
+	assert_int_equal(llmp_tasks_per_node_uniform(NULL), -1);
+}
+
+static void one_gpu_per_local_task(void **state)
+{
+	(void)state;
+	char gpu[16];
+	uint32_t n;
+
+	assert_int_equal(llmp_gpu_pick(NULL, 0, 4, gpu, sizeof(gpu), &n), LLMP_GPU_NONE);
+	assert_int_equal(llmp_gpu_pick("", 0, 4, gpu, sizeof(gpu), &n), LLMP_GPU_NONE);
+	assert_int_equal(llmp_gpu_pick("3", 0, 1, gpu, sizeof(gpu), &n),
+			 LLMP_GPU_ALREADY_BOUND);
+	assert_int_equal(llmp_gpu_pick("0,1,2,3", 2, 4, gpu, sizeof(gpu), &n), LLMP_GPU_BOUND);
+	assert_string_equal(gpu, "2");
+	assert_int_equal(n, 4);
+	/* Entries are taken as written: the step may hold GPUs 4-7 of the node. */
+	assert_int_equal(llmp_gpu_pick("4,5,6,7", 0, 4, gpu, sizeof(gpu), &n), LLMP_GPU_BOUND);
+	assert_string_equal(gpu, "4");
+	assert_int_equal(llmp_gpu_pick("GPU-aa,GPU-bb", 1, 2, gpu, sizeof(gpu), &n),
+			 LLMP_GPU_BOUND);
+	assert_string_equal(gpu, "GPU-bb");
+	/* More GPUs than tasks: each task still takes the one at its index. */
+	assert_int_equal(llmp_gpu_pick("0,1,2,3,4,5,6,7", 3, 4, gpu, sizeof(gpu), &n),
+			 LLMP_GPU_BOUND);
+	assert_string_equal(gpu, "3");
+	assert_int_equal(llmp_gpu_pick("0,1", 1, 4, gpu, sizeof(gpu), &n), LLMP_GPU_TOO_FEW);
+	assert_int_equal(n, 2);
+	assert_int_equal(llmp_gpu_pick("GPU-0123456789abcdef,GPU-1", 0, 2, gpu, 8, &n),
+			 LLMP_GPU_TOO_FEW); /* does not fit the buffer: left alone */
+}
+
+static int site_of(struct llmp_site *site, const char *args, char *msg)
+{
+	char buf[512], *argv[16];
+	int argc = 0;
+
+	snprintf(buf, sizeof(buf), "%s", args);
+	for (char *tok = strtok(buf, " "); tok && argc < 16; tok = strtok(NULL, " "))
+		argv[argc++] = tok;
+	return llmp_site_parse(site, argc, argv, msg, LLMP_MSG_MAX);
+}
+
+static void site_arguments(void **state)
+{
+	(void)state;
+	struct llmp_site site;
+	char msg[LLMP_MSG_MAX];
+
+	assert_int_equal(site_of(&site, "", msg), 0);
+	assert_true(site.gpu_bind);
+	assert_int_equal(site.port_base, 20000);
+	assert_int_equal(site.port_range, 10000);
+	assert_int_equal(site.defaults.given, 0);
+	assert_string_equal(site.layout_dir, "");
+
+	assert_int_equal(site_of(&site, "defaults=order=tp-cp-ep-pp-dp,tp=2 max_tp=8 "
+				 "max_ep=4 gpu_bind=none port_base=40000 port_range=100 "
+				 "layout_dir=/var/tmp", msg), 0);
+	assert_int_equal(site.defaults.size[LLMP_DIM_TP], 2);
+	assert_int_equal(site.defaults.order[3], LLMP_DIM_PP);
+	assert_int_equal(site.max[LLMP_KEY_TP], 8);
+	assert_int_equal(site.max[LLMP_KEY_EP], 4);
+	assert_false(site.gpu_bind);
+	assert_int_equal(site.port_base, 40000);
+	assert_int_equal(site.port_range, 100);
+	assert_string_equal(site.layout_dir, "/var/tmp");
+
+	static const struct {
+		const char *args, *culprit, *why;
+	} bad[] = {
+		{"colour=blue", "'colour=blue'", "unknown"},
+		{"max_tp", "'max_tp'", "key=value"},
+		{"max_tp=0", "'max_tp=0'", "size"},
+		{"max_xx=4", "'max_xx=4'", "unknown"},
+		{"defaults=tp=0", "'defaults=tp=0'", "at least 1"},
+		{"defaults=help", "'defaults=help'", "help"},
+		{"gpu_bind=all", "'gpu_bind=all'", "task or none"},
+		{"port_base=80", "'port_base=80'", "1024"},
+		{"port_base=60000 port_range=10000", "port_base=60000", "65535"},
+		{"layout_dir=tmp", "'layout_dir=tmp'", "absolute"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		msg[0] = '\0';
+		assert_int_equal(site_of(&site, bad[i].args, msg), -1);
+		if (!strstr(msg, bad[i].culprit) || !strstr(msg, bad[i].why))
+			fail_msg("'%s' gave '%s'", bad[i].args, msg);
+	}
+}
+
+static void ports_differ_between_jobs_and_steps(void **state)
+{
+	(void)state;
+	struct llmp_site site;
+	char msg[LLMP_MSG_MAX];
+
+	assert_int_equal(site_of(&site, "", msg), 0);
+	uint32_t a = llmp_site_port(&site, 1000, 0);
+	assert_int_equal(a, llmp_site_port(&site, 1000, 0)); /* deterministic */
+	assert_int_not_equal(a, llmp_site_port(&site, 1001, 0));
+	assert_int_not_equal(a, llmp_site_port(&site, 1000, 1));
+	for (uint32_t job = 0; job < 5000; job += 7) {
+		uint32_t port = llmp_site_port(&site, job, job % 20);
+		assert_in_range(port, 20000, 29999);
+	}
+}
+
+static enum llmp_resolved resolve(const char *site_args, const char *env,
+				  const char *option, llmp_spec *spec, char *msg)
+{
+	struct llmp_site site;
+
+	assert_int_equal(site_of(&site, site_args, msg), 0);
+	return llmp_resolve(&site, env, option, spec, msg, LLMP_MSG_MAX);
+}
+
+static void sources_take_precedence_key_by_key(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX] = "";
+	llmp_spec s;
+
+	assert_int_equal(resolve("defaults=tp=2", NULL, NULL, &s, msg), LLMP_INACTIVE);
+	assert_int_equal(resolve("defaults=tp=2,pp=2,order=tp-cp-ep-pp-dp", "pp=4,cp=2",
+				 "cp=4,ep=2", &s, msg), LLMP_ACTIVE);
+	assert_int_equal(s.size[LLMP_DIM_TP], 2);  /* site */
+	assert_int_equal(s.size[LLMP_DIM_PP], 4);  /* env over site */
+	assert_int_equal(s.size[LLMP_DIM_CP], 4);  /* option over env */
+	assert_int_equal(s.size[LLMP_DIM_EP], 2);  /* option */
+	assert_int_equal(s.order[3], LLMP_DIM_PP); /* site order kept */
+	/* The variable alone turns the plugin on. */
+	assert_int_equal(resolve("", "tp=2", NULL, &s, msg), LLMP_ACTIVE);
+	assert_int_equal(s.size[LLMP_DIM_TP], 2);
+	assert_int_equal(resolve("", NULL, "help", &s, msg), LLMP_HELP);
+	assert_int_equal(resolve("", "help", NULL, &s, msg), LLMP_HELP);
+}
+
+static void each_source_is_named_in_errors(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX];
+	llmp_spec s;
+
+	assert_int_equal(resolve("", "tp=x", "tp=2", &s, msg), LLMP_INVALID);
+	assert_non_null(strstr(msg, "LLMP_PARALLEL: tp=x"));
+	assert_int_equal(resolve("", "tp=2", "tp=0", &s, msg), LLMP_INVALID);
+	assert_non_null(strstr(msg, "--llm-parallel: tp=0"));
+	/* Each source is fine alone; merged, the site's order leaves out cp=2. */
+	assert_int_equal(resolve("defaults=order=tp-dp-pp", NULL, "cp=2", &s, msg),
+			 LLMP_INVALID);
+	assert_non_null(strstr(msg, "omits cp, whose size is 2"));
+	assert_int_equal(resolve("max_tp=8", NULL, "tp=16", &s, msg), LLMP_INVALID);
+	assert_non_null(strstr(msg, "tp=16 is larger than this site allows (8"));
+	/* etp defaults to tp, so the tp ceiling is not the etp one. */
+	assert_int_equal(resolve("max_etp=4", NULL, "tp=8", &s, msg), LLMP_INVALID);
+	assert_non_null(strstr(msg, "etp=8"));
+	assert_int_equal(resolve("max_etp=4", NULL, "tp=8,etp=4", &s, msg), LLMP_ACTIVE);
+}
+
+/* Find a variable of the env by name; NULL if absent. */
+static const char *var(const struct llmp_env *env, const char *name)
+{
+	for (size_t i = 0; i < env->n; i++)
+		if (strcmp(env->var[i].name, name) == 0)
+			return env->var[i].value;
+	return NULL;
+}
+
+static void task_environment(void **state)
+{
+	(void)state;
+	static struct llmp_env env;
+	char msg[LLMP_MSG_MAX], expect[16];
+	llmp_spec spec;
+	llmp_plan *plan;
+
+	assert_int_equal(llmp_spec_parse("tp=2,pp=2,ep=2,vpp=3", &spec, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 8, 4, &plan, msg, sizeof(msg)), LLMP_OK);
+	for (uint32_t rank = 0; rank < 8; rank++) {
+		struct llmp_task t = {
+			.rank = rank, .local_rank = rank % 4, .local_tasks = 4,
+			.node_rank = rank / 4, .nnodes = 2, .master_addr = "node1",
+			.master_port = 20123, .layout_file = "/tmp/l.json",
+		};
+		assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+		/* rank = tp + 2*dp + 4*pp; experts: rank = etp + 2*(ep + 2*edp*...) */
+		const uint32_t expected[][2] = {
+			{0, rank}, {1, rank % 2}, {2, rank / 2 % 2}, {3, rank / 4},
+			{4, rank / 2 % 2}, {5, rank % 2},
+		};
+		const char *names[] = {"RANK", "LLMP_TP_RANK", "LLMP_DP_RANK", "LLMP_PP_RANK",
+				       "LLMP_EP_RANK", "LLMP_EXPERT_TP_RANK"};
+		for (size_t i = 0; i < 6; i++) {
+			snprintf(expect, sizeof(expect), "%u", expected[i][1]);
+			assert_non_null(var(&env, names[i]));
+			if (strcmp(var(&env, names[i]), expect) != 0)
+				fail_msg("rank %u: %s=%s, expected %s", rank, names[i],
+					 var(&env, names[i]), expect);
+		}
+		snprintf(expect, sizeof(expect), "%u", rank % 4);
+		assert_string_equal(var(&env, "LOCAL_RANK"), expect);
+		assert_string_equal(var(&env, "LLMP_LOCAL_RANK"), expect);
+		snprintf(expect, sizeof(expect), "%u", rank / 4);
+		assert_string_equal(var(&env, "GROUP_RANK"), expect);
+		assert_string_equal(var(&env, "LLMP_NODE_RANK"), expect);
+	}
+	assert_string_equal(var(&env, "WORLD_SIZE"), "8");
+	assert_string_equal(var(&env, "LLMP_WORLD_SIZE"), "8");
+	assert_string_equal(var(&env, "LOCAL_WORLD_SIZE"), "4");
+	assert_string_equal(var(&env, "MASTER_ADDR"), "node1");
+	assert_string_equal(var(&env, "MASTER_PORT"), "20123");
+	assert_string_equal(var(&env, "LLMP_TP_SIZE"), "2");
+	assert_string_equal(var(&env, "LLMP_DP_SIZE"), "2");
+	assert_string_equal(var(&env, "LLMP_EXPERT_DP_SIZE"), "1");
+	assert_string_equal(var(&env, "LLMP_VPP_SIZE"), "3");
+	assert_string_equal(var(&env, "LLMP_ORDER"), "tp-cp-ep-dp-pp");
+	assert_string_equal(var(&env, "LLMP_PARALLEL"), "tp=2,pp=2,ep=2,vpp=3");
+	assert_string_equal(var(&env, "LLMP_LAYOUT_FILE"), "/tmp/l.json");
+	assert_string_equal(var(&env, "LLMP_NNODES"), "2");
+
+	/* No vpp, no layout file: those variables are absent, not empty. */
+	llmp_plan_destroy(plan);
+	assert_int_equal(llmp_spec_parse("tp=2", &spec, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof(msg)), LLMP_OK);
+	struct llmp_task t = {.rank = 1, .local_tasks = 2, .nnodes = 1, .master_addr = "n"};
+	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_null(var(&env, "LLMP_VPP_SIZE"));
+	assert_null(var(&env, "LLMP_LAYOUT_FILE"));
+	/* A rank outside the plan is refused. */
+	t.rank = 2;
+	assert_int_equal(llmp_task_env(plan, &t, &env), -1);
+	llmp_plan_destroy(plan);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(first_host_of_hostlists),
+		cmocka_unit_test(uniform_tasks_per_node),
+		cmocka_unit_test(one_gpu_per_local_task),
+		cmocka_unit_test(site_arguments),
+		cmocka_unit_test(ports_differ_between_jobs_and_steps),
+		cmocka_unit_test(sources_take_precedence_key_by_key),
+		cmocka_unit_test(each_source_is_named_in_errors),
+		cmocka_unit_test(task_environment),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
