@@ -32,6 +32,17 @@ count_suite() {
 	[ "$f" -eq 0 ] || failures+=("$stage: $f failed, see $log")
 }
 
+# Run a command with its output in a log, shown (the end of it) only on failure.
+quietly() { # log command...
+	local log=$1
+	shift
+	if "$@" >"$log" 2>&1; then
+		return 0
+	fi
+	tail -n 40 "$log"
+	return 1
+}
+
 # A stage that is one check of its own: passes or fails as a whole.
 count_step() {
 	local stage=$1
@@ -77,11 +88,13 @@ make -C "$build" check TESTS='$(unit_tests)' TEST_SUITE_LOG=valgrind-suite.log \
 count_suite "$vg_log" "valgrind"
 
 echo "== fuzzing the layout parser for ${FUZZ_SECONDS:-60} s"
-count_step "fuzz" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+count_step "fuzz" quietly "$build/fuzz.log" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+tail -n 1 "$build/fuzz.log"
 
 echo "== make distcheck"
-count_step "distcheck" make -C "$build" distcheck \
+count_step "distcheck" quietly "$build/distcheck.log" make -C "$build" distcheck \
 	DISTCHECK_CONFIGURE_FLAGS=--disable-cluster-tests
+grep -A1 'archives ready' "$build/distcheck.log" || true
 
 for f in "${failures[@]}"; do
 	echo "FAILED: $f"

@@ -151,6 +151,12 @@ setup() { cluster_setup; }
 	[ "$(grep -c 'CUDA_VISIBLE_DEVICES=0,1,2,3 ' <<<"$output")" -eq 4 ]
 }
 
+@test "MASTER_ADDR and MASTER_PORT carry a real rendezvous across nodes" {
+	run srun -N3 --ntasks-per-node=2 --llm-parallel=tp=2 python3 "$LLMP_SRCDIR/tests/cluster/rendezvous.py"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^rendezvous [0-9]* ok$' <<<"$output")" -eq 6 ]
+}
+
 @test "MASTER_PORT differs between jobs and between steps of a job" {
 	run srun -n1 --llm-parallel=tp=1 "$TASK_ENV"
 	a=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")

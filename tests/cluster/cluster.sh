@@ -184,8 +184,29 @@ kill_ours() { # statedir scope(recorded|all)
 
 # ---------------------------------------------------------------- network
 
+# Node names resolve on a real cluster, and MASTER_ADDR names the step's first node,
+# so the names go into /etc/hosts, each line tagged as ours. The file may be a bind
+# mount (containers), so it is rewritten in place, never replaced.
+readonly HOSTS_TAG="# ${NAME_PREFIX}-cluster"
+
+remove_hosts_entries() {
+	local kept
+	[ -w /etc/hosts ] && grep -q -- "$HOSTS_TAG\$" /etc/hosts || return 0
+	kept=$(grep -v -- "$HOSTS_TAG\$" /etc/hosts || true)
+	printf '%s\n' "$kept" >/etc/hosts
+}
+
+add_hosts_entries() {
+	local i
+	remove_hosts_entries
+	for ((i = 0; i < ${#NODES[@]}; i++)); do
+		echo "$(node_addr "$i") ${NODES[i]} $HOSTS_TAG" >>/etc/hosts
+	done
+}
+
 teardown_network() {
 	local ns veth
+	remove_hosts_entries
 	for ns in $(all_namespaces); do
 		if [ -e "/run/netns/$ns" ]; then
 			ip netns delete "$ns" || log "warning: cannot delete namespace $ns"
@@ -228,6 +249,7 @@ setup_network() {
 		ip -n "$ns" addr add "${addr}/24" dev eth0
 		ip -n "$ns" link set eth0 up
 	done
+	add_hosts_entries
 }
 
 # ---------------------------------------------------------------- configuration

@@ -9,12 +9,18 @@ CHECK_ENV="$LLMP_SRCDIR/tests/cluster/check_env.py"
 PLUGIN="$LLMP_BUILDDIR/plugin/.libs/llm_parallel.so"
 LLMP="$LLMP_BUILDDIR/cli/llmp"
 
-# Skip the whole file, with the reason, where a cluster cannot run.
-cluster_skip_unless_possible() {
-	[ "${LLMP_CLUSTER_TESTS:-yes}" != no ] || skip "cluster tests disabled (--disable-cluster-tests)"
-	[ "$(id -u)" -eq 0 ] || skip "the local Slurm cluster needs root"
-	command -v slurmctld >/dev/null || skip "slurmctld not installed"
-	[ -f "$PLUGIN" ] || skip "plugin not built ($PLUGIN)"
+# Why a cluster cannot run here, or nothing. bats 1.8 cannot skip from
+# setup_file, so setup_file records the reason and each test skips with it.
+cluster_unavailable() {
+	if [ "${LLMP_CLUSTER_TESTS:-yes}" = no ]; then
+		echo "cluster tests disabled (--disable-cluster-tests)"
+	elif [ "$(id -u)" -ne 0 ]; then
+		echo "the local Slurm cluster needs root"
+	elif ! command -v slurmctld >/dev/null; then
+		echo "slurmctld not installed"
+	elif [ ! -f "$PLUGIN" ]; then
+		echo "plugin not built ($PLUGIN)"
+	fi
 }
 
 # Point the cluster's plugstack at the build's plugin with these site arguments.
@@ -24,7 +30,9 @@ write_plugstack() {
 }
 
 cluster_setup_file() {
-	cluster_skip_unless_possible
+	CLUSTER_SKIP=$(cluster_unavailable)
+	export CLUSTER_SKIP
+	[ -z "$CLUSTER_SKIP" ] || return 0
 	CLUSTER_STATE=$(mktemp -d /tmp/llmp-cluster-test.XXXXXX)
 	export CLUSTER_STATE
 	chmod 755 "$CLUSTER_STATE"
@@ -36,13 +44,18 @@ cluster_setup_file() {
 }
 
 cluster_teardown_file() {
-	[ -n "${CLUSTER_STATE:-}" ] || return 0
+	if [ -z "${CLUSTER_STATE:-}" ]; then
+		return 0
+	fi
 	"$CLUSTER" stop "$CLUSTER_STATE" >&3 2>&1 || true
 	rm -rf "$CLUSTER_STATE"
 }
 
 # Every test runs with the cluster's client configuration.
 cluster_setup() {
+	if [ -n "$CLUSTER_SKIP" ]; then
+		skip "$CLUSTER_SKIP"
+	fi
 	# shellcheck disable=SC1091
 	. "$CLUSTER_STATE/env"
 	write_plugstack
