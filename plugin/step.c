@@ -74,10 +74,13 @@ int llmp_step_prepare(spank_t sp)
 	    c->step_id > SLURM_MAX_NORMAL_STEP_ID)
 		return 0;
 
-	/* An over-long variable reads as unset here; keep it visible as an error. */
+	/* A variable too long for the buffer would read as unset: say so instead. */
 	const char *env_text = step_env(sp, "LLMP_PARALLEL", env, sizeof(env));
-	if (!env_text && spank_getenv(sp, "LLMP_PARALLEL", env, 1) == ESPANK_NOSPACE)
-		env_text = "(longer than the grammar allows)";
+	if (!env_text && spank_getenv(sp, "LLMP_PARALLEL", env, 1) == ESPANK_NOSPACE) {
+		c->active = true;
+		return fail_step("LLMP_PARALLEL: layout is longer than %d characters",
+				 LLMP_SPEC_MAX_LEN);
+	}
 	switch (llmp_resolve(&c->site, env_text, c->option, &spec, msg, sizeof(msg))) {
 	case LLMP_INACTIVE:
 		return 0;

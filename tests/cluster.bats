@@ -215,6 +215,12 @@ setup() { cluster_setup; }
 	[ "$status" -ne 0 ]
 	grep -q '^llm_parallel: tp\*pp\*cp = 3\*1\*1 = 3 does not divide 4 tasks (job step [0-9]*\.0: 4 tasks on 2 nodes)$' <<<"$output"
 	! grep -q '^task ' <<<"$output"
+	# Too long for the step's buffer: refused by name, not taken as unset.
+	long=tp=$(printf '0%.0s' $(seq 300))1
+	run srun -N1 -n2 --export=ALL,LLMP_PARALLEL=$long "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: LLMP_PARALLEL: layout is longer than 256 characters$' <<<"$output"
+	! grep -q '^task ' <<<"$output"
 	assert_cluster_idle
 }
 
