@@ -36,15 +36,27 @@ static int bad(char *msg, size_t msglen, const char *arg, const char *why)
 	return -1;
 }
 
+/* Is the key of arg (its first klen bytes, '=' included) this name? */
+static bool is_key(const char *arg, size_t klen, const char *name)
+{
+	return klen == strlen(name) + 1 && strncmp(arg, name, klen - 1) == 0;
+}
+
 static int parse_arg(struct llmp_site *site, const char *arg, char *msg, size_t msglen)
 {
-	static const struct {
+	const struct {
 		const char *name;
-		enum llmp_key key;
-	} ceilings[] = {
-		{"max_tp=", LLMP_KEY_TP}, {"max_pp=", LLMP_KEY_PP},
-		{"max_cp=", LLMP_KEY_CP}, {"max_ep=", LLMP_KEY_EP},
-		{"max_etp=", LLMP_KEY_ETP},
+		uint32_t *field;
+		int64_t min, max;
+		const char *why;
+	} numbers[] = {
+		{"max_tp", &site->max[LLMP_KEY_TP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
+		{"max_pp", &site->max[LLMP_KEY_PP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
+		{"max_cp", &site->max[LLMP_KEY_CP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
+		{"max_ep", &site->max[LLMP_KEY_EP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
+		{"max_etp", &site->max[LLMP_KEY_ETP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
+		{"port_base", &site->port_base, 1024, 65535, "expected a port from 1024 to 65535"},
+		{"port_range", &site->port_range, 1, 64511, "expected a count from 1 to 64511"},
 	};
 	const char *eq = strchr(arg, '=');
 	if (!eq)
@@ -52,16 +64,16 @@ static int parse_arg(struct llmp_site *site, const char *arg, char *msg, size_t 
 	const char *v = eq + 1;
 	size_t klen = (size_t)(v - arg);
 
-	for (size_t i = 0; i < sizeof(ceilings) / sizeof(ceilings[0]); i++) {
-		if (strncmp(arg, ceilings[i].name, klen) != 0 || strlen(ceilings[i].name) != klen)
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		if (!is_key(arg, klen, numbers[i].name))
 			continue;
-		int64_t n = number(v, 1, LLMP_SIZE_MAX);
+		int64_t n = number(v, numbers[i].min, numbers[i].max);
 		if (n < 0)
-			return bad(msg, msglen, arg, "expected a size from 1 to 1048576");
-		site->max[ceilings[i].key] = (uint32_t)n;
+			return bad(msg, msglen, arg, numbers[i].why);
+		*numbers[i].field = (uint32_t)n;
 		return 0;
 	}
-	if (strncmp(arg, "defaults=", klen) == 0 && klen == 9) {
+	if (is_key(arg, klen, "defaults")) {
 		char why[LLMP_MSG_MAX];
 		if (llmp_spec_parse_partial(v, &site->defaults, why, sizeof(why)) != 0)
 			return bad(msg, msglen, arg, why);
@@ -69,27 +81,13 @@ static int parse_arg(struct llmp_site *site, const char *arg, char *msg, size_t 
 			return bad(msg, msglen, arg, "'help' is not a default layout");
 		return 0;
 	}
-	if (strncmp(arg, "gpu_bind=", klen) == 0 && klen == 9) {
+	if (is_key(arg, klen, "gpu_bind")) {
 		if (strcmp(v, "task") != 0 && strcmp(v, "none") != 0)
 			return bad(msg, msglen, arg, "expected task or none");
 		site->gpu_bind = strcmp(v, "task") == 0;
 		return 0;
 	}
-	if (strncmp(arg, "port_base=", klen) == 0 && klen == 10) {
-		int64_t n = number(v, 1024, 65535);
-		if (n < 0)
-			return bad(msg, msglen, arg, "expected a port from 1024 to 65535");
-		site->port_base = (uint32_t)n;
-		return 0;
-	}
-	if (strncmp(arg, "port_range=", klen) == 0 && klen == 11) {
-		int64_t n = number(v, 1, 64511);
-		if (n < 0)
-			return bad(msg, msglen, arg, "expected a count from 1 to 64511");
-		site->port_range = (uint32_t)n;
-		return 0;
-	}
-	if (strncmp(arg, "layout_dir=", klen) == 0 && klen == 11) {
+	if (is_key(arg, klen, "layout_dir")) {
 		if (v[0] != '/' || strlen(v) >= sizeof(site->layout_dir))
 			return bad(msg, msglen, arg, "expected an absolute path under 256 bytes");
 		strcpy(site->layout_dir, v);
