@@ -19,7 +19,15 @@ typedef enum llmp_status {
 	LLMP_ERR_RANGE,   /* a rank, index or count outside what exists */
 	LLMP_ERR_ARG,     /* a NULL pointer or a buffer too small */
 	LLMP_ERR_NOMEM,
-	LLMP_ERR_IO
+	LLMP_ERR_IO,
+	/* Runtime (libllmp) failures. */
+	LLMP_ERR_WIREUP,      /* PMIx: no launcher data, or a put/get/fence failed */
+	LLMP_ERR_MISMATCH,    /* ranks disagree (layout, world size, collective arguments) */
+	LLMP_ERR_TRANSPORT,   /* UCX reported an error */
+	LLMP_ERR_TIMEOUT,     /* a peer did not answer within the operation timeout */
+	LLMP_ERR_PEER,        /* a peer failed or was reported failed by another rank */
+	LLMP_ERR_UNSUPPORTED, /* valid, but not done by this build (e.g. device memory) */
+	LLMP_ERR_STATE        /* the handle cannot be used any more (after a failure) */
 } llmp_status;
 
 /* A short, static description of a status; never NULL. */

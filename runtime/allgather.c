@@ -1,0 +1,25 @@
+/* allgather.c - llmp_allgather: every member's block to every member, around a ring. */
+#include <string.h>
+
+#include "coll.h"
+
+llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf,
+			   size_t count, llmp_dtype dtype)
+{
+	if (comm && count > SIZE_MAX / comm->size)
+		return rt_fail(comm->ctx, LLMP_ERR_ARG, "allgather on %s: %zu x %u elements overflow",
+			       llmp_comm_name(comm), count, comm->size);
+	rt_call call;
+	llmp_status st = rt_call_begin(&call, comm, "allgather", sendbuf, recvbuf,
+				       comm ? count * comm->size : 0, dtype, LLMP_SUM, false);
+	if (st != LLMP_OK || count == 0)
+		return st;
+	size_t bytes = count * call.esize;
+	char *own = (char *)recvbuf + comm->rank * bytes;
+	if (own != sendbuf)
+		memmove(own, sendbuf, bytes);
+	if (comm->size == 1)
+		return LLMP_OK;
+	rt_blocks blocks = rt_blocks_of(count * comm->size, comm->size, call.esize);
+	return rt_ring_allgather(&call, recvbuf, &blocks, 0);
+}

@@ -1,0 +1,72 @@
+/*
+ * coll.h - what the collective algorithms share: argument checks, the
+ * split of a buffer into one block per member, and the ring allgather that
+ * ends allreduce, allgather and large broadcasts.
+ */
+#ifndef LLMP_COLL_H
+#define LLMP_COLL_H
+
+#include "rt.h"
+#include "transport.h"
+
+/* The arguments of one collective call, checked. */
+typedef struct rt_call {
+	llmp_comm *comm;
+	const char *op_name;  /* "allreduce", ... for messages */
+	llmp_dtype dtype;
+	llmp_op op;
+	size_t esize;         /* bytes per element */
+	uint64_t seq;         /* this operation's sequence number on comm */
+} rt_call;
+
+/*
+ * Check what every call takes: a usable communicator, dtype (and op
+ * when op_used), buffers that are not NULL when elements > 0 and are host
+ * memory, and elements * dtype size that fits in size_t. comm == NULL can
+ * only be reported by status.
+ */
+llmp_status rt_check_args(rt_call *call, llmp_comm *comm, const char *op_name,
+			  const void *sendbuf, const void *recvbuf, size_t elements,
+			  llmp_dtype dtype, llmp_op op, bool op_used);
+
+/* rt_check_args, then give a collective its sequence number on comm. */
+llmp_status rt_call_begin(rt_call *call, llmp_comm *comm, const char *op_name,
+			  const void *sendbuf, const void *recvbuf, size_t elements,
+			  llmp_dtype dtype, llmp_op op, bool op_used);
+
+/* The tag of this call's messages from comm rank src. */
+static inline uint64_t rt_call_tag(const rt_call *call, uint32_t src)
+{
+	return rt_tag(call->comm->kind, false, call->seq, src);
+}
+
+/* count elements in n blocks, the first count % n one element longer. */
+typedef struct rt_blocks {
+	size_t quot, rem, esize;
+} rt_blocks;
+
+static inline rt_blocks rt_blocks_of(size_t count, uint32_t n, size_t esize)
+{
+	rt_blocks b = {count / n, count % n, esize};
+	return b;
+}
+static inline size_t rt_block_elems(const rt_blocks *b, uint32_t i)
+{
+	return b->quot + (i < b->rem);
+}
+static inline size_t rt_block_offset(const rt_blocks *b, uint32_t i) /* bytes */
+{
+	return (i * b->quot + (i < b->rem ? i : b->rem)) * b->esize;
+}
+
+/*
+ * Ring allgather in place over blocks: member r starts with block
+ * (r + shift) mod n complete in buf and ends with all of them.
+ */
+llmp_status rt_ring_allgather(rt_call *call, char *buf, const rt_blocks *blocks, uint32_t shift);
+
+/* Send to dst and receive from src (either may be UINT32_MAX: none), then wait. */
+llmp_status rt_exchange(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst,
+			void *recvbuf, size_t recvbytes, uint32_t src);
+
+#endif /* LLMP_COLL_H */

@@ -1,0 +1,229 @@
+/* ctx.c - llmp_init and llmp_finalize: a process joining and leaving the job. */
+#include "rt.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "transport.h"
+#include "wireup.h"
+
+llmp_status rt_fail(llmp_ctx *ctx, llmp_status status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+double rt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void llmp_init_opts_default(llmp_init_opts *opts)
+{
+	if (opts)
+		memset(opts, 0, sizeof *opts);
+}
+
+/* A positive number from the environment, or `fallback` when unset. */
+static llmp_status env_number(llmp_ctx *ctx, const char *name, double fallback, double *out)
+{
+	const char *text = getenv(name);
+	*out = fallback;
+	if (!text || !*text)
+		return LLMP_OK;
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (errno || *end || !(v > 0) || !isfinite(v))
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s='%.40s': expected a positive number", name, text);
+	*out = v;
+	return LLMP_OK;
+}
+
+static llmp_status read_options(llmp_ctx *ctx, const llmp_init_opts *opts)
+{
+	llmp_status st;
+	if (opts && opts->timeout_s != 0) {
+		if (!(opts->timeout_s > 0) || !isfinite(opts->timeout_s))
+			return rt_fail(ctx, LLMP_ERR_ARG, "timeout_s=%g: must be a positive number of seconds",
+				       opts->timeout_s);
+		ctx->timeout_s = opts->timeout_s;
+	} else if ((st = env_number(ctx, "LLMP_TIMEOUT", RT_DEFAULT_TIMEOUT_S, &ctx->timeout_s)) != LLMP_OK) {
+		return st;
+	}
+	if (opts && opts->ring_threshold) {
+		ctx->ring_threshold = opts->ring_threshold;
+	} else {
+		double v;
+		st = env_number(ctx, "LLMP_RING_THRESHOLD", (double)RT_DEFAULT_RING_THRESHOLD, &v);
+		if (st != LLMP_OK)
+			return st;
+		ctx->ring_threshold = (size_t)v;
+	}
+	return LLMP_OK;
+}
+
+/* The plugin's numbering must be PMIx's, or the layout would be applied to other ranks. */
+static llmp_status check_plugin_env(llmp_ctx *ctx)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} vars[] = {
+		{"LLMP_RANK", offsetof(llmp_ctx, rank)},
+		{"LLMP_WORLD_SIZE", offsetof(llmp_ctx, world)},
+	};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *text = getenv(vars[i].name);
+		if (!text)
+			continue;
+		uint32_t pmix_value;
+		memcpy(&pmix_value, (const char *)ctx + vars[i].offset, sizeof pmix_value);
+		char *end;
+		unsigned long v = strtoul(text, &end, 10);
+		if (*end || v != pmix_value)
+			return rt_fail(ctx, LLMP_ERR_MISMATCH,
+				       "%s=%.20s from the plugin, but PMIx says %u: was the step "
+				       "launched with another task numbering?",
+				       vars[i].name, text, pmix_value);
+	}
+	return LLMP_OK;
+}
+
+/* The resolved layout, as text every rank can compare: sizes after dp is derived. */
+static void describe_plan(llmp_ctx *ctx)
+{
+	const llmp_plan *p = ctx->plan;
+	snprintf(ctx->layout, sizeof ctx->layout,
+		 "tp=%u,cp=%u,ep=%u,etp=%u,dp=%u,pp=%u,vpp=%u,order=%s,world=%u",
+		 llmp_plan_size(p, LLMP_AXIS_TP), llmp_plan_size(p, LLMP_AXIS_CP),
+		 llmp_plan_size(p, LLMP_AXIS_EP), llmp_plan_size(p, LLMP_AXIS_ETP),
+		 llmp_plan_size(p, LLMP_AXIS_DP), llmp_plan_size(p, LLMP_AXIS_PP),
+		 llmp_plan_vpp(p), llmp_plan_order(p), ctx->world);
+}
+
+static llmp_status plan_layout(llmp_ctx *ctx, const llmp_init_opts *opts)
+{
+	const char *given = opts ? opts->spec : NULL;
+	const char *plugin = getenv("LLMP_PARALLEL");
+	const char *text = given ? given : plugin ? plugin : "dp=auto";
+	const char *source = given ? "llmp_init_opts.spec" : plugin ? "LLMP_PARALLEL" : "the default";
+	char msg[LLMP_MSG_MAX];
+	llmp_spec spec;
+
+	if (llmp_spec_parse(text, &spec, msg, sizeof msg) != LLMP_OK)
+		return rt_fail(ctx, LLMP_ERR_SPEC, "%s: %s", source, msg);
+	if (spec.help)
+		return rt_fail(ctx, LLMP_ERR_SPEC, "%s: 'help' is not a layout", source);
+	if (given && plugin) {
+		llmp_spec from_plugin;
+		if (llmp_spec_parse(plugin, &from_plugin, msg, sizeof msg) != LLMP_OK)
+			return rt_fail(ctx, LLMP_ERR_SPEC, "LLMP_PARALLEL: %s", msg);
+		if (!llmp_spec_equal(&spec, &from_plugin))
+			return rt_fail(ctx, LLMP_ERR_MISMATCH,
+				       "llmp_init_opts.spec '%.100s' differs from the plugin's "
+				       "LLMP_PARALLEL '%.100s'", given, plugin);
+	}
+	if (llmp_plan_create(&spec, ctx->world, 0, &ctx->plan, msg, sizeof msg) != LLMP_OK)
+		return rt_fail(ctx, LLMP_ERR_LAYOUT, "%s: %s", source, msg);
+	describe_plan(ctx);
+	return LLMP_OK;
+}
+
+/*
+ * Everything init does before the exchange. A failure here does not skip
+ * the exchange: the rank still joins the fence with its error in place of
+ * a layout, so the other ranks fail at once, naming it, instead of waiting
+ * for it until their timeout.
+ */
+static llmp_status prepare(llmp_ctx *ctx, const llmp_init_opts *opts, void **addr, size_t *addrlen)
+{
+	llmp_status st = check_plugin_env(ctx);
+	if (st == LLMP_OK)
+		st = plan_layout(ctx, opts);
+	if (st == LLMP_OK)
+		st = rt_tx_init(ctx, addr, addrlen);
+	if (st != LLMP_OK)
+		snprintf(ctx->layout, sizeof ctx->layout, "!%.*s", (int)sizeof ctx->layout - 2, ctx->errmsg);
+	return st;
+}
+
+llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
+{
+	if (!out)
+		return LLMP_ERR_ARG;
+	llmp_ctx *ctx = calloc(1, sizeof *ctx);
+	*out = ctx;
+	if (!ctx)
+		return LLMP_ERR_NOMEM;
+	double start = rt_now();
+
+	llmp_status st = read_options(ctx, opts);
+	if (st == LLMP_OK)
+		st = rt_wireup_init(ctx);
+	if (st != LLMP_OK)
+		return st;
+	rt_memtype_init(ctx);
+
+	void *addr = NULL;
+	size_t addrlen = 0;
+	llmp_status local = prepare(ctx, opts, &addr, &addrlen);
+	char local_msg[LLMP_MSG_MAX];
+	memcpy(local_msg, ctx->errmsg, sizeof local_msg);
+
+	st = rt_wireup_exchange(ctx, addr ? addr : "", addr ? addrlen : 0);
+	if (addr)
+		rt_tx_release_address(ctx, addr);
+	if (local != LLMP_OK) {
+		memcpy(ctx->errmsg, local_msg, sizeof local_msg);
+		return local;
+	}
+	if (st == LLMP_OK)
+		st = rt_wireup_check_layouts(ctx);
+	ctx->stats.init_seconds = rt_now() - start;
+	return st;
+}
+
+llmp_status llmp_finalize(llmp_ctx *ctx)
+{
+	if (!ctx)
+		return LLMP_OK;
+	for (int k = 0; k < RT_NCOMMS; k++)
+		rt_comm_free(ctx->comms[k]);
+	rt_tx_fini(ctx);
+	rt_wireup_fini(ctx);
+	llmp_plan_destroy(ctx->plan);
+	free(ctx);
+	return LLMP_OK;
+}
+
+const char *llmp_errmsg(const llmp_ctx *ctx)
+{
+	if (!ctx)
+		return "no context (llmp_init failed to allocate one, or NULL was passed)";
+	return ctx->errmsg[0] ? ctx->errmsg : "no error";
+}
+
+uint32_t llmp_rank(const llmp_ctx *ctx) { return ctx ? ctx->rank : 0; }
+uint32_t llmp_world_size(const llmp_ctx *ctx) { return ctx ? ctx->world : 0; }
+uint32_t llmp_local_rank(const llmp_ctx *ctx) { return ctx ? ctx->local_rank : 0; }
+uint32_t llmp_local_size(const llmp_ctx *ctx) { return ctx ? ctx->local_size : 0; }
+const llmp_plan *llmp_layout(const llmp_ctx *ctx) { return ctx ? ctx->plan : NULL; }
+
+llmp_status llmp_get_stats(const llmp_ctx *ctx, llmp_stats *stats)
+{
+	if (!ctx || !stats)
+		return LLMP_ERR_ARG;
+	*stats = ctx->stats;
+	return LLMP_OK;
+}

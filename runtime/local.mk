@@ -1,0 +1,23 @@
+# runtime/local.mk - libllmp (included by Makefile.am when PMIx and UCX exist).
+#
+# The planner and the kernels are linked in statically, so a program needs
+# -lllmp alone (pkg-config llmp). Only the public API is exported.
+runtime_sources = \
+	runtime/llmp.h runtime/rt.h runtime/ctx.c runtime/memtype.c \
+	runtime/wireup.h runtime/wireup.c \
+	runtime/transport.h runtime/transport.c \
+	runtime/failure.h runtime/failure.c \
+	runtime/comm.c \
+	runtime/coll.h runtime/coll.c runtime/allreduce.c runtime/reduce_scatter.c \
+	runtime/allgather.c runtime/broadcast.c runtime/barrier.c runtime/p2p.c
+
+lib_LTLIBRARIES += runtime/libllmp.la
+runtime_libllmp_la_SOURCES = $(runtime_sources)
+runtime_libllmp_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE $(PMIX_CFLAGS) $(UCX_CFLAGS)
+runtime_libllmp_la_LIBADD = topology/libplanner.la kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS)
+runtime_libllmp_la_LDFLAGS = -version-info 0:0:0 \
+	-export-symbols-regex '^llmp_(strerror|dim_name|key_name|axis_name|group_name|group_from_name|spec_|plan_|dtype_|op_name|op_from_name|init|finalize|errmsg|rank|world_size|local_|layout|get_stats|comm_|allreduce|reduce_scatter|allgather|broadcast|barrier|send|recv|sendrecv)'
+
+pkginclude_HEADERS += runtime/llmp.h
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = runtime/llmp.pc

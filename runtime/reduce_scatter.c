@@ -1,0 +1,50 @@
+/*
+ * reduce_scatter.c - llmp_reduce_scatter around a ring.
+ *
+ * At step s member r passes on its partial result for block r-s-1 and
+ * folds its own contribution into block r-s-2; after n-1 steps it holds
+ * block r reduced over every member. One member reduces each block, so the
+ * result does not depend on who asks.
+ */
+#include <string.h>
+
+#include "coll.h"
+#include "reduce.h"
+
+llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf,
+				size_t count, llmp_dtype dtype, llmp_op op)
+{
+	if (comm && count > SIZE_MAX / comm->size)
+		return rt_fail(comm->ctx, LLMP_ERR_ARG, "reduce_scatter on %s: %zu x %u elements overflow",
+			       llmp_comm_name(comm), count, comm->size);
+	rt_call call;
+	llmp_status st = rt_call_begin(&call, comm, "reduce_scatter", sendbuf, recvbuf,
+				       comm ? count * comm->size : 0, dtype, op, true);
+	if (st != LLMP_OK || count == 0)
+		return st;
+	uint32_t n = comm->size, r = comm->rank;
+	size_t bytes = count * call.esize;
+	const char *in_blocks = sendbuf;
+	if (n == 1) {
+		if (recvbuf != sendbuf)
+			memcpy(recvbuf, sendbuf, bytes);
+		return LLMP_OK;
+	}
+
+	char *scratch;
+	if ((st = rt_scratch(comm, 2 * bytes, (void **)&scratch)) != LLMP_OK)
+		return st;
+	char *tmp = scratch, *partial = scratch + bytes;
+	uint32_t right = (r + 1) % n, left = (r + n - 1) % n;
+	for (uint32_t step = 0; st == LLMP_OK && step + 1 < n; step++) {
+		uint32_t out = (r + 2 * n - step - 1) % n, in = (r + 2 * n - step - 2) % n;
+		const char *send = step == 0 ? in_blocks + out * bytes : partial;
+		char *dst = step + 2 == n ? recvbuf : partial;
+		st = rt_exchange(&call, send, bytes, right, tmp, bytes, left);
+		if (st == LLMP_OK)
+			st = llmp_reduce(dst, in_blocks + in * bytes, tmp, count, dtype, op);
+	}
+	if (st == LLMP_OK && op == LLMP_AVG)
+		st = llmp_reduce_divide(recvbuf, count, dtype, n);
+	return st;
+}

@@ -1,0 +1,289 @@
+/* transport.c - UCX tag messages with timeouts, failure detection and reports. */
+#include "transport.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "failure.h"
+#include "wireup.h"
+
+/* How long to spend closing endpoints at the end. */
+#define CLOSE_MAX_S 5.0
+/* Polls without progress before looking at the clock and yielding the core. */
+#define IDLE_POLLS 64
+
+static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+	struct rt_peer *peer = arg;
+	(void)ep;
+	if (!peer->failed)
+		snprintf(peer->why, sizeof peer->why, "%s", ucs_status_string(status));
+	peer->failed = true;
+}
+
+llmp_status rt_tx_init(llmp_ctx *ctx, void **addr, size_t *addrlen)
+{
+	ucp_config_t *config;
+	ucs_status_t s = ucp_config_read(NULL, NULL, &config);
+	if (s != UCS_OK)
+		return rt_fail(ctx, LLMP_ERR_TRANSPORT, "ucp_config_read: %s", ucs_status_string(s));
+	ucp_params_t params = {
+		.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS,
+		.features = UCP_FEATURE_TAG,
+		.estimated_num_eps = 16,
+	};
+	s = ucp_init(&params, config, &ctx->ucp);
+	ucp_config_release(config);
+	if (s != UCS_OK)
+		return rt_fail(ctx, LLMP_ERR_TRANSPORT, "ucp_init: %s", ucs_status_string(s));
+
+	ucp_worker_params_t wparams = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_SERIALIZED,
+	};
+	s = ucp_worker_create(ctx->ucp, &wparams, &ctx->worker);
+	if (s != UCS_OK)
+		return rt_fail(ctx, LLMP_ERR_TRANSPORT, "ucp_worker_create: %s", ucs_status_string(s));
+
+	ucp_worker_attr_t attr = {.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS};
+	s = ucp_worker_query(ctx->worker, &attr);
+	if (s != UCS_OK)
+		return rt_fail(ctx, LLMP_ERR_TRANSPORT, "ucp_worker_query: %s", ucs_status_string(s));
+
+	ctx->peers = calloc(ctx->world, sizeof *ctx->peers);
+	if (!ctx->peers) {
+		ucp_worker_release_address(ctx->worker, attr.address);
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "peer table for %u ranks", ctx->world);
+	}
+	*addr = attr.address;
+	*addrlen = attr.address_length;
+	return LLMP_OK;
+}
+
+void rt_tx_release_address(llmp_ctx *ctx, void *addr)
+{
+	ucp_worker_release_address(ctx->worker, addr);
+}
+
+void rt_tx_wait_request(llmp_ctx *ctx, void *req, double deadline)
+{
+	if (!UCS_PTR_IS_PTR(req))
+		return;
+	while (ucp_request_check_status(req) == UCS_INPROGRESS && rt_now() < deadline)
+		if (!ucp_worker_progress(ctx->worker))
+			sched_yield();
+	ucp_request_free(req);
+}
+
+void rt_tx_fini(llmp_ctx *ctx)
+{
+	if (ctx->peers) {
+		/*
+		 * A send is complete when its buffer may be reused, not when it
+		 * has arrived: closing in flush mode delivers what is still in
+		 * flight. A failed peer's endpoint can only be closed by force.
+		 */
+		double deadline = rt_now() + (ctx->timeout_s < CLOSE_MAX_S ? ctx->timeout_s : CLOSE_MAX_S);
+		for (uint32_t r = 0; r < ctx->world; r++) {
+			struct rt_peer *p = &ctx->peers[r];
+			if (!p->ep)
+				continue;
+			ucp_request_param_t prm = {
+				.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+				.flags = p->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+			};
+			rt_tx_wait_request(ctx, ucp_ep_close_nbx(p->ep, &prm), deadline);
+			p->ep = NULL;
+		}
+		free(ctx->peers);
+		ctx->peers = NULL;
+	}
+	if (ctx->worker)
+		ucp_worker_destroy(ctx->worker);
+	if (ctx->ucp)
+		ucp_cleanup(ctx->ucp);
+	ctx->worker = NULL;
+	ctx->ucp = NULL;
+}
+
+llmp_status rt_tx_peer_ep(llmp_comm *comm, uint32_t peer, ucp_ep_h *ep)
+{
+	llmp_ctx *ctx = comm->ctx;
+	uint32_t w = rt_world_rank(comm, peer);
+	struct rt_peer *p = &ctx->peers[w];
+	char name[64];
+
+	if (p->failed)
+		return rt_fail(ctx, LLMP_ERR_PEER, "%s on %s failed earlier: %s",
+			       rt_member_name(comm, peer, name, sizeof name), llmp_comm_name(comm), p->why);
+	if (!p->ep) {
+		pmix_value_t *addr;
+		llmp_status st = rt_wireup_peer_address(ctx, w, &addr);
+		if (st != LLMP_OK)
+			return st;
+		ucp_ep_params_t params = {
+			.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+				      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+				      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+			.address = (const ucp_address_t *)addr->data.bo.bytes,
+			.err_mode = UCP_ERR_HANDLING_MODE_PEER,
+			.err_handler = {.cb = peer_failed, .arg = p},
+		};
+		ucs_status_t s = ucp_ep_create(ctx->worker, &params, &p->ep);
+		rt_wireup_release(addr);
+		if (s != UCS_OK) {
+			p->ep = NULL;
+			return rt_fail(ctx, LLMP_ERR_TRANSPORT, "connecting to %s: %s",
+				       rt_member_name(comm, peer, name, sizeof name), ucs_status_string(s));
+		}
+		ctx->stats.endpoints++;
+	}
+	*ep = p->ep;
+	return LLMP_OK;
+}
+
+llmp_status rt_tx_isend(llmp_comm *comm, uint32_t peer, uint64_t tag,
+			const void *buf, size_t bytes, rt_req *req)
+{
+	ucp_ep_h ep;
+	memset(req, 0, sizeof *req);
+	req->comm_peer = peer;
+	llmp_status st = rt_tx_peer_ep(comm, peer, &ep);
+	if (st != LLMP_OK)
+		return st;
+	ucp_request_param_t prm = {.op_attr_mask = 0};
+	void *r = ucp_tag_send_nbx(ep, buf, bytes, tag, &prm);
+	if (UCS_PTR_IS_ERR(r)) {
+		char name[64];
+		return rt_fail(comm->ctx, LLMP_ERR_TRANSPORT, "send to %s: %s",
+			       rt_member_name(comm, peer, name, sizeof name),
+			       ucs_status_string(UCS_PTR_STATUS(r)));
+	}
+	req->ucx = r;
+	return LLMP_OK;
+}
+
+llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag,
+			void *buf, size_t bytes, rt_req *req)
+{
+	ucp_ep_h ep;
+	memset(req, 0, sizeof *req);
+	req->comm_peer = peer;
+	req->recv = true;
+	req->bytes = bytes;
+	req->info.length = bytes; /* replaced when a message completes the receive */
+	/* The endpoint is not needed to receive, but it is how a dead sender is noticed. */
+	llmp_status st = rt_tx_peer_ep(comm, peer, &ep);
+	if (st != LLMP_OK)
+		return st;
+	ucp_request_param_t prm = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO,
+		.recv_info.tag_info = &req->info,
+	};
+	void *r = ucp_tag_recv_nbx(comm->ctx->worker, buf, bytes, tag, UINT64_MAX, &prm);
+	if (UCS_PTR_IS_ERR(r)) {
+		char name[64];
+		return rt_fail(comm->ctx, LLMP_ERR_TRANSPORT, "receive from %s: %s",
+			       rt_member_name(comm, peer, name, sizeof name),
+			       ucs_status_string(UCS_PTR_STATUS(r)));
+	}
+	req->ucx = r;
+	return LLMP_OK;
+}
+
+/* Cancel what is pending; UCX releases each request once it has let go of it. */
+static void drop_requests(llmp_ctx *ctx, rt_req *reqs, size_t n)
+{
+	double deadline = rt_now() + RT_NOTIFY_MAX_S;
+	for (size_t i = 0; i < n; i++) {
+		if (!reqs[i].ucx)
+			continue;
+		if (reqs[i].recv)
+			ucp_request_cancel(ctx->worker, reqs[i].ucx);
+		rt_tx_wait_request(ctx, reqs[i].ucx, reqs[i].recv ? deadline : rt_now());
+		reqs[i].ucx = NULL;
+	}
+}
+
+static llmp_status fail(llmp_comm *comm, const char *op, rt_req *reqs, size_t n,
+			enum rt_failure kind, const rt_req *at, const char *detail)
+{
+	drop_requests(comm->ctx, reqs, n);
+	return rt_fail_comm(comm, op, kind, at ? at->comm_peer : UINT32_MAX, at ? at->bytes : 0,
+			    at ? at->info.length : 0, detail);
+}
+
+/* ------------------------------------------------------------------ wait */
+
+/* One pass over the requests: 1 while some are pending, 0 when all are done, -1 on failure. */
+static int poll_requests(rt_req *reqs, size_t n, size_t *failed, ucs_status_t *why)
+{
+	int pending = 0;
+	for (size_t i = 0; i < n; i++) {
+		rt_req *q = &reqs[i];
+		if (q->ucx) {
+			ucs_status_t s = q->recv ? ucp_tag_recv_request_test(q->ucx, &q->info)
+						 : ucp_request_check_status(q->ucx);
+			if (s == UCS_INPROGRESS) {
+				pending = 1;
+				continue;
+			}
+			ucp_request_free(q->ucx);
+			q->ucx = NULL;
+			if (s != UCS_OK) {
+				*failed = i;
+				*why = s;
+				return -1;
+			}
+		}
+		if (q->recv && q->info.length != q->bytes) {
+			*failed = i;
+			*why = UCS_ERR_MESSAGE_TRUNCATED;
+			return -1;
+		}
+	}
+	return pending;
+}
+
+llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
+{
+	llmp_ctx *ctx = comm->ctx;
+	double deadline = rt_now() + ctx->timeout_s;
+	unsigned idle = 0;
+
+	for (;;) {
+		unsigned progressed = ucp_worker_progress(ctx->worker);
+		size_t bad = 0;
+		ucs_status_t why = UCS_OK;
+		int state = poll_requests(reqs, n, &bad, &why);
+		if (state == 0)
+			return LLMP_OK;
+		if (state < 0) {
+			struct rt_peer *p = &ctx->peers[rt_world_rank(comm, reqs[bad].comm_peer)];
+			enum rt_failure kind = why == UCS_ERR_MESSAGE_TRUNCATED ? RT_FAILED_LENGTH
+					       : p->failed			? RT_FAILED_PEER
+									: RT_FAILED_UCX;
+			return fail(comm, op, reqs, n, kind, &reqs[bad], ucs_status_string(why));
+		}
+		if (rt_report_arrived(comm))
+			return fail(comm, op, reqs, n, RT_FAILED_REPORTED, NULL, NULL);
+		for (size_t i = 0; i < n; i++)
+			if (reqs[i].ucx && ctx->peers[rt_world_rank(comm, reqs[i].comm_peer)].failed)
+				return fail(comm, op, reqs, n, RT_FAILED_PEER, &reqs[i], NULL);
+		if (progressed) {
+			idle = 0;
+			continue;
+		}
+		if (++idle % IDLE_POLLS)
+			continue;
+		if (rt_now() > deadline) {
+			for (size_t i = 0; i < n; i++)
+				if (reqs[i].ucx)
+					return fail(comm, op, reqs, n, RT_FAILED_TIMEOUT, &reqs[i], NULL);
+		}
+		/* More ranks than cores is common in tests: let the others run. */
+		sched_yield();
+	}
+}

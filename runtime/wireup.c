@@ -1,0 +1,184 @@
+/* wireup.c - PMIx: who we are, and one exchange with every other rank. */
+#include "wireup.h"
+
+#include <string.h>
+
+#define KEY_UCX_ADDR "llmp.ucx.addr"
+#define KEY_LAYOUT   "llmp.layout"
+
+/* Values PMIx may return for a size or a rank, whatever integer type it uses. */
+static bool value_to_u32(const pmix_value_t *v, uint32_t *out)
+{
+	switch (v->type) {
+	case PMIX_UINT32:
+		*out = v->data.uint32;
+		return true;
+	case PMIX_UINT16:
+		*out = v->data.uint16;
+		return true;
+	case PMIX_PROC_RANK:
+		*out = v->data.rank;
+		return true;
+	case PMIX_INT:
+		if (v->data.integer < 0)
+			return false;
+		*out = (uint32_t)v->data.integer;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static llmp_status get_u32(llmp_ctx *ctx, const pmix_proc_t *proc, const char *key, uint32_t *out)
+{
+	pmix_value_t *v = NULL;
+	pmix_status_t rc = PMIx_Get(proc, key, NULL, 0, &v);
+	if (rc != PMIX_SUCCESS)
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx_Get(%s): %s", key, PMIx_Error_string(rc));
+	bool ok = value_to_u32(v, out);
+	PMIX_VALUE_RELEASE(v);
+	if (!ok)
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx_Get(%s): unexpected value type", key);
+	return LLMP_OK;
+}
+
+llmp_status rt_wireup_init(llmp_ctx *ctx)
+{
+	pmix_status_t rc = PMIx_Init(&ctx->me, NULL, 0);
+	/* No server to reach: PMIx makes this process a singleton and says so. */
+	if (rc != PMIX_SUCCESS && rc != PMIX_ERR_UNREACH)
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx_Init: %s", PMIx_Error_string(rc));
+	ctx->pmix_up = true;
+	ctx->rank = ctx->me.rank;
+
+	pmix_proc_t job;
+	PMIX_LOAD_PROCID(&job, ctx->me.nspace, PMIX_RANK_WILDCARD);
+	llmp_status st = get_u32(ctx, &job, PMIX_JOB_SIZE, &ctx->world);
+	if (st == LLMP_OK)
+		st = get_u32(ctx, &ctx->me, PMIX_LOCAL_RANK, &ctx->local_rank);
+	if (st == LLMP_OK)
+		st = get_u32(ctx, &job, PMIX_LOCAL_SIZE, &ctx->local_size);
+	if (st != LLMP_OK)
+		return st;
+	if (ctx->world == 0 || ctx->rank >= ctx->world)
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx says rank %u of a world of %u",
+			       ctx->rank, ctx->world);
+	return LLMP_OK;
+}
+
+static llmp_status put(llmp_ctx *ctx, const char *key, pmix_value_t *value)
+{
+	pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, value);
+	if (rc != PMIX_SUCCESS)
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx_Put(%s): %s", key, PMIx_Error_string(rc));
+	return LLMP_OK;
+}
+
+llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
+{
+	pmix_value_t value;
+	value.type = PMIX_BYTE_OBJECT;
+	value.data.bo.bytes = (char *)addr; /* PMIx_Put copies it */
+	value.data.bo.size = addrlen;
+	llmp_status st = put(ctx, KEY_UCX_ADDR, &value);
+	if (st != LLMP_OK)
+		return st;
+	value.type = PMIX_STRING;
+	value.data.string = ctx->layout;
+	if ((st = put(ctx, KEY_LAYOUT, &value)) != LLMP_OK)
+		return st;
+
+	pmix_status_t rc = PMIx_Commit();
+	if (rc != PMIX_SUCCESS)
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx_Commit: %s", PMIx_Error_string(rc));
+
+	/*
+	 * A fence without PMIX_COLLECT_DATA does not wait for the other nodes
+	 * on Slurm's PMIx (seen on the test cluster), and every rank reads
+	 * every layout next, so the data is collected.
+	 */
+	pmix_info_t info[2];
+	bool collect = true;
+	int timeout = ctx->timeout_s >= 1 ? (int)ctx->timeout_s : 1;
+	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+	rc = PMIx_Fence(NULL, 0, info, 2);
+	PMIX_INFO_DESTRUCT(&info[0]);
+	PMIX_INFO_DESTRUCT(&info[1]);
+	ctx->stats.init_fences++;
+	if (rc != PMIX_SUCCESS)
+		return rt_fail(ctx, LLMP_ERR_WIREUP,
+			       "PMIx_Fence across %u ranks: %s (a rank did not join within %d s?)",
+			       ctx->world, PMIx_Error_string(rc), timeout);
+	return LLMP_OK;
+}
+
+/* After the collecting fence every value is local: ask for nothing remote. */
+static pmix_status_t get_local(llmp_ctx *ctx, uint32_t rank, const char *key, pmix_value_t **value)
+{
+	pmix_proc_t peer;
+	pmix_info_t info;
+	bool optional = true;
+	PMIX_LOAD_PROCID(&peer, ctx->me.nspace, rank);
+	PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &optional, PMIX_BOOL);
+	pmix_status_t rc = PMIx_Get(&peer, key, &info, 1, value);
+	PMIX_INFO_DESTRUCT(&info);
+	return rc;
+}
+
+llmp_status rt_wireup_check_layouts(llmp_ctx *ctx)
+{
+	/*
+	 * Every rank looks at every layout, so that when one rank disagrees
+	 * all of them fail (none is left waiting in a collective for it). The
+	 * values are already local after the fence: this costs O(world) memory
+	 * lookups, no messages.
+	 */
+	for (uint32_t r = 0; r < ctx->world; r++) {
+		if (r == ctx->rank)
+			continue;
+		pmix_value_t *v = NULL;
+		pmix_status_t rc = get_local(ctx, r, KEY_LAYOUT, &v);
+		if (rc != PMIX_SUCCESS)
+			return rt_fail(ctx, LLMP_ERR_WIREUP, "layout of rank %u: PMIx_Get: %s", r,
+				       PMIx_Error_string(rc));
+		bool same = v->type == PMIX_STRING && strcmp(v->data.string, ctx->layout) == 0;
+		if (!same) {
+			rt_fail(ctx, LLMP_ERR_MISMATCH,
+				"ranks disagree on the layout: rank %u has '%s', rank %u has '%s'",
+				r, v->type == PMIX_STRING ? v->data.string : "?", ctx->rank,
+				ctx->layout);
+			PMIX_VALUE_RELEASE(v);
+			return LLMP_ERR_MISMATCH;
+		}
+		PMIX_VALUE_RELEASE(v);
+	}
+	return LLMP_OK;
+}
+
+llmp_status rt_wireup_peer_address(llmp_ctx *ctx, uint32_t rank, pmix_value_t **value)
+{
+	*value = NULL;
+	pmix_status_t rc = get_local(ctx, rank, KEY_UCX_ADDR, value);
+	if (rc != PMIX_SUCCESS || (*value)->type != PMIX_BYTE_OBJECT) {
+		if (*value)
+			PMIX_VALUE_RELEASE(*value);
+		*value = NULL;
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "UCX address of rank %u: %s", rank,
+			       rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a byte object");
+	}
+	return LLMP_OK;
+}
+
+void rt_wireup_release(pmix_value_t *value)
+{
+	if (value)
+		PMIX_VALUE_RELEASE(value);
+}
+
+void rt_wireup_fini(llmp_ctx *ctx)
+{
+	if (ctx->pmix_up)
+		PMIx_Finalize(NULL, 0);
+	ctx->pmix_up = false;
+}

@@ -1,0 +1,32 @@
+/*
+ * wireup.h - joining the job through PMIx.
+ *
+ * Init asks the launcher's PMIx server who this process is, publishes the
+ * two things peers need (its UCX address and its layout) and exchanges them
+ * with one collecting fence: the only fence of llmp_init, whatever the world
+ * size and however many communicators are made later. Without a launcher the
+ * process is a PMIx singleton: rank 0 of a world of 1.
+ */
+#ifndef LLMP_WIREUP_H
+#define LLMP_WIREUP_H
+
+#include <stddef.h>
+
+#include "rt.h"
+
+/* PMIx_Init and the job facts: rank, world, local rank and size. */
+llmp_status rt_wireup_init(llmp_ctx *ctx);
+
+/* Put the UCX address and ctx->layout, commit, and fence once, collecting. */
+llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen);
+
+/* Every rank's layout equals ours; else LLMP_ERR_MISMATCH naming one that differs. */
+llmp_status rt_wireup_check_layouts(llmp_ctx *ctx);
+
+/* A peer's UCX address; release with rt_wireup_release(). */
+llmp_status rt_wireup_peer_address(llmp_ctx *ctx, uint32_t rank, pmix_value_t **value);
+void rt_wireup_release(pmix_value_t *value);
+
+void rt_wireup_fini(llmp_ctx *ctx);
+
+#endif /* LLMP_WIREUP_H */
