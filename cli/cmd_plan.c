@@ -40,63 +40,12 @@ static void help(void)
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
 }
 
-/* Up to 60 bytes of user input with control and non-ASCII bytes as '?',
- * so an argument cannot put escape sequences on the terminal. */
-static const char *printable(const char *s)
-{
-	static char buf[64];
-	size_t i;
-
-	for (i = 0; s[i] && i < sizeof(buf) - 4; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	strcpy(buf + i, s[i] ? "..." : "");
-	return buf;
-}
-
 static int usage_error(const char *fmt, const char *what)
 {
 	fprintf(stderr, PROG ": ");
-	fprintf(stderr, fmt, printable(what));
+	fprintf(stderr, fmt, llmp_cli_printable(what));
 	fprintf(stderr, "\n");
 	return LLMP_EXIT_USAGE;
-}
-
-/* The option getopt complains about: a short one by its letter (it may sit
- * inside a group like -qz), a long one by its argument. */
-static const char *culprit(char **argv)
-{
-	static char shortopt[3] = "-?";
-	const char *arg = argv[optind - 1];
-
-	if (strncmp(arg, "--", 2) == 0)
-		return arg;
-	if (optopt) {
-		shortopt[1] = (char)optopt;
-		return shortopt;
-	}
-	return arg;
-}
-
-/* A count from the command line: decimal, 0 < value <= max. */
-static int parse_count(const char *opt, const char *text, uint64_t min,
-		       uint64_t max, uint64_t *out)
-{
-	char *end;
-
-	if (!*text || strspn(text, "0123456789") != strlen(text)) {
-		fprintf(stderr, PROG ": %s '%s': not a non-negative integer\n", opt,
-			printable(text));
-		return -1;
-	}
-	errno = 0;
-	unsigned long long v = strtoull(text, &end, 10);
-	if (errno == ERANGE || v > max || v < min) {
-		fprintf(stderr, PROG ": %s %s: outside %" PRIu64 "..%" PRIu64 "\n", opt,
-			text, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct plan_args *a)
@@ -121,17 +70,17 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:h", options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
-			if (parse_count("--world", optarg, 1, LLMP_WORLD_MAX, &v))
+			if (llmp_cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
 				return LLMP_EXIT_USAGE;
 			a->world = (uint32_t)v;
 			break;
 		case 'N':
-			if (parse_count("--nodes", optarg, 1, LLMP_WORLD_MAX, &v))
+			if (llmp_cli_parse_count(PROG, "--nodes", optarg, 1, LLMP_WORLD_MAX, &v))
 				return LLMP_EXIT_USAGE;
 			a->nodes = (uint32_t)v;
 			break;
 		case 't':
-			if (parse_count("--tasks-per-node", optarg, 1, LLMP_WORLD_MAX, &v))
+			if (llmp_cli_parse_count(PROG, "--tasks-per-node", optarg, 1, LLMP_WORLD_MAX, &v))
 				return LLMP_EXIT_USAGE;
 			a->tasks_per_node = (uint32_t)v;
 			break;
@@ -139,7 +88,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			a->spec = optarg;
 			break;
 		case 'r':
-			if (parse_count("--rank", optarg, 0, LLMP_WORLD_MAX - 1, &v))
+			if (llmp_cli_parse_count(PROG, "--rank", optarg, 0, LLMP_WORLD_MAX - 1, &v))
 				return LLMP_EXIT_USAGE;
 			a->rank = (int64_t)v;
 			break;
@@ -153,10 +102,10 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			help();
 			return -1;
 		case ':':
-			return usage_error("%s needs a value", culprit(argv));
+			return usage_error("%s needs a value", llmp_cli_culprit(argv));
 		default:
 			return usage_error("unknown option '%s' (see --help)",
-					   culprit(argv));
+					   llmp_cli_culprit(argv));
 		}
 	}
 	if (optind < argc)

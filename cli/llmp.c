@@ -12,9 +12,10 @@ static void usage(FILE *out)
 {
 	fputs("usage: llmp plan (--world W | --nodes N --tasks-per-node T)\n"
 	      "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
+	      "       llmp bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "       llmp --version\n"
-	      "Run 'llmp plan --help' for details, 'llmp plan --parallel help' for the\n"
-	      "layout grammar.\n",
+	      "Run 'llmp plan --help' or 'llmp bench --help' for details, and\n"
+	      "'llmp plan --parallel help' for the layout grammar.\n",
 	      out);
 }
 
@@ -26,6 +27,14 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "plan") == 0)
 		return llmp_cmd_plan(argc - 1, argv + 1);
+	if (strcmp(argv[1], "bench") == 0) {
+#ifdef LLMP_HAVE_RUNTIME
+		return llmp_cmd_bench(argc - 1, argv + 1);
+#else
+		fputs("llmp bench: not built: configure found no PMIx or UCX for the runtime\n", stderr);
+		return LLMP_EXIT_FAILURE;
+#endif
+	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout);
 		return LLMP_EXIT_OK;

@@ -148,10 +148,82 @@ DEFINE_LOOPS(f64_prod, double, PROD)
 DEFINE_LOOPS(f64_min, double, min_f64)
 DEFINE_LOOPS(f64_max, double, max_f64)
 
-DEFINE_LOOPS(bf16_sum, uint16_t, sum_bf16)
-DEFINE_LOOPS(bf16_prod, uint16_t, prod_bf16)
-DEFINE_LOOPS(bf16_min, uint16_t, min_bf16)
-DEFINE_LOOPS(bf16_max, uint16_t, max_bf16)
+/*
+ * bfloat16 goes two elements at a time, as one 32-bit word: both halves take
+ * the same arithmetic in 32-bit lanes, so the vectoriser needs no unpacking
+ * of 16-bit lanes to 32 and packing back, which SSE2 does slowly (measured:
+ * 1.6x faster with gcc, equal with clang). Each half goes back where it came
+ * from, so byte order does not matter. The words are read with memcpy: the
+ * buffers hold uint16_t objects, with only their alignment. (float16 gains
+ * nothing from this: its conversions cost more than the packing.)
+ */
+static inline uint32_t word_at(const unsigned char *p, size_t i)
+{
+	uint32_t w;
+	memcpy(&w, p + 4 * i, sizeof(w));
+	return w;
+}
+
+static inline void set_word(unsigned char *p, size_t i, uint32_t w)
+{
+	memcpy(p + 4 * i, &w, sizeof(w));
+}
+
+#define PAIRWISE(combine, u, v)                                     \
+	((uint32_t)combine((uint16_t)(u), (uint16_t)(v)) |          \
+	 (uint32_t)combine((uint16_t)((u) >> 16), (uint16_t)((v) >> 16)) << 16)
+
+/* The odd last element, if any, alone. */
+#define LAST_ALONE(combine, d, x, y, n)                                     \
+	if ((n) % 2) {                                                      \
+		uint16_t xl, yl, dl;                                        \
+		memcpy(&xl, (x) + 2 * ((n) - 1), 2);                        \
+		memcpy(&yl, (y) + 2 * ((n) - 1), 2);                        \
+		dl = combine(xl, yl);                                       \
+		memcpy((d) + 2 * ((n) - 1), &dl, 2);                        \
+	}
+
+#define DEFINE_PAIR_LOOPS(name, combine)                                            \
+	static void name##_apart(void *restrict dst, const void *a, const void *b,  \
+				 size_t n)                                          \
+	{                                                                           \
+		unsigned char *d = dst;                                             \
+		const unsigned char *x = a, *y = b;                                 \
+		for (size_t i = 0; i < n / 2; i++)                                  \
+			set_word(d, i, PAIRWISE(combine, word_at(x, i), word_at(y, i))); \
+		LAST_ALONE(combine, d, x, y, n)                                     \
+	}                                                                           \
+	static void name##_into_a(void *restrict dst, const void *b, size_t n)      \
+	{                                                                           \
+		unsigned char *d = dst;                                             \
+		const unsigned char *y = b;                                         \
+		for (size_t i = 0; i < n / 2; i++)                                  \
+			set_word(d, i, PAIRWISE(combine, word_at(d, i), word_at(y, i))); \
+		LAST_ALONE(combine, d, d, y, n)                                     \
+	}                                                                           \
+	static void name##_into_b(void *restrict dst, const void *a, size_t n)      \
+	{                                                                           \
+		unsigned char *d = dst;                                             \
+		const unsigned char *x = a;                                         \
+		for (size_t i = 0; i < n / 2; i++)                                  \
+			set_word(d, i, PAIRWISE(combine, word_at(x, i), word_at(d, i))); \
+		LAST_ALONE(combine, d, x, d, n)                                     \
+	}                                                                           \
+	static void name##_self(void *dst, size_t n)                                \
+	{                                                                           \
+		unsigned char *d = dst;                                             \
+		for (size_t i = 0; i < n / 2; i++)                                  \
+			set_word(d, i, PAIRWISE(combine, word_at(d, i), word_at(d, i))); \
+		LAST_ALONE(combine, d, d, d, n)                                     \
+	}                                                                           \
+	static const struct reduce_loops name = {                                   \
+		name##_apart, name##_into_a, name##_into_b, name##_self             \
+	};
+
+DEFINE_PAIR_LOOPS(bf16_sum, sum_bf16)
+DEFINE_PAIR_LOOPS(bf16_prod, prod_bf16)
+DEFINE_PAIR_LOOPS(bf16_min, min_bf16)
+DEFINE_PAIR_LOOPS(bf16_max, max_bf16)
 
 DEFINE_LOOPS(f16_sum, uint16_t, sum_f16)
 DEFINE_LOOPS(f16_prod, uint16_t, prod_f16)

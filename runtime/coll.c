@@ -59,23 +59,20 @@ llmp_status rt_exchange(rt_call *call, const void *sendbuf, size_t sendbytes, ui
 	size_t n = 0;
 	llmp_status st = LLMP_OK;
 
-	if (src != UINT32_MAX)
-		st = rt_tx_irecv(comm, src, rt_call_tag(call, src), recvbuf, recvbytes, &reqs[n++]);
-	if (st == LLMP_OK && dst != UINT32_MAX)
-		st = rt_tx_isend(comm, dst, rt_call_tag(call, comm->rank), sendbuf, sendbytes, &reqs[n++]);
-	if (st != LLMP_OK) {
-		/* Posting failed (an unreachable peer): what was posted must not linger. */
-		rt_req *posted = reqs;
-		size_t posted_n = n - 1;
-		if (posted_n && posted[0].ucx) {
-			ucp_request_cancel(comm->ctx->worker, posted[0].ucx);
-			ucp_request_free(posted[0].ucx);
-		}
-		comm->broken = true;
-		snprintf(comm->failure, sizeof comm->failure, "%s", comm->ctx->errmsg);
-		return st;
-	}
-	return rt_tx_wait(comm, call->op_name, reqs, n);
+	if (src != UINT32_MAX && (st = rt_tx_irecv(comm, src, rt_call_tag(call, src), recvbuf,
+						  recvbytes, &reqs[n])) == LLMP_OK)
+		n++;
+	if (st == LLMP_OK && dst != UINT32_MAX &&
+	    (st = rt_tx_isend(comm, dst, rt_call_tag(call, comm->rank), sendbuf, sendbytes,
+			      &reqs[n])) == LLMP_OK)
+		n++;
+	if (st == LLMP_OK)
+		return rt_tx_wait(comm, call->op_name, reqs, n);
+	/* Posting failed (an unreachable peer): what was posted must not linger. */
+	rt_tx_drop(comm->ctx, reqs, n);
+	comm->broken = true;
+	snprintf(comm->failure, sizeof comm->failure, "%s", comm->ctx->errmsg);
+	return st;
 }
 
 llmp_status rt_ring_allgather(rt_call *call, char *buf, const rt_blocks *blocks, uint32_t shift)

@@ -7,6 +7,7 @@ runtime_sources = \
 	runtime/wireup.h runtime/wireup.c \
 	runtime/transport.h runtime/transport.c \
 	runtime/failure.h runtime/failure.c \
+	runtime/liveness.h runtime/liveness.c \
 	runtime/comm.c \
 	runtime/coll.h runtime/coll.c runtime/allreduce.c runtime/reduce_scatter.c \
 	runtime/allgather.c runtime/broadcast.c runtime/barrier.c runtime/p2p.c

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <pmix.h>
 #include <ucp/api/ucp.h>
@@ -28,6 +29,7 @@
 struct rt_peer {
 	ucp_ep_h ep;     /* NULL until first needed */
 	bool failed;     /* UCX reported the peer gone, or it timed out */
+	pid_t pid;       /* on this machine: its process, watched while waiting; else 0 */
 	char why[96];    /* how it failed, for messages */
 };
 
@@ -68,6 +70,7 @@ struct llmp_ctx {
 	ucp_context_h ucp;
 	ucp_worker_h worker;
 	struct rt_peer *peers; /* world entries, zeroed until used */
+	char machine_id[96];   /* liveness.h: peers with the same one share this kernel */
 
 	llmp_comm *comms[RT_NCOMMS];
 	llmp_stats stats;

@@ -7,12 +7,15 @@
 #include <string.h>
 
 #include "failure.h"
+#include "liveness.h"
 #include "wireup.h"
 
 /* How long to spend closing endpoints at the end. */
 #define CLOSE_MAX_S 5.0
 /* Polls without progress before looking at the clock and yielding the core. */
 #define IDLE_POLLS 64
+/* How often a stuck wait looks whether its peers on this machine still run. */
+#define LIVENESS_PERIOD_S 0.1
 
 static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
@@ -52,6 +55,7 @@ llmp_status rt_tx_init(llmp_ctx *ctx, void **addr, size_t *addrlen)
 	if (s != UCS_OK)
 		return rt_fail(ctx, LLMP_ERR_TRANSPORT, "ucp_worker_query: %s", ucs_status_string(s));
 
+	rt_machine_id(ctx->machine_id, sizeof ctx->machine_id);
 	ctx->peers = calloc(ctx->world, sizeof *ctx->peers);
 	if (!ctx->peers) {
 		ucp_worker_release_address(ctx->worker, attr.address);
@@ -120,15 +124,20 @@ llmp_status rt_tx_peer_ep(llmp_comm *comm, uint32_t peer, ucp_ep_h *ep)
 			       rt_member_name(comm, peer, name, sizeof name), llmp_comm_name(comm), p->why);
 	if (!p->ep) {
 		pmix_value_t *addr;
-		llmp_status st = rt_wireup_peer_address(ctx, w, &addr);
+		char process[160];
+		llmp_status st = rt_wireup_peer_process(ctx, w, process, sizeof process);
+		if (st == LLMP_OK)
+			st = rt_wireup_peer_address(ctx, w, &addr);
 		if (st != LLMP_OK)
 			return st;
+		/* liveness.h: on this machine, shared memory and a pid check; elsewhere UCX watches. */
+		bool local = rt_same_machine(process, ctx->machine_id, &p->pid);
 		ucp_ep_params_t params = {
 			.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
 				      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
 				      UCP_EP_PARAM_FIELD_ERR_HANDLER,
 			.address = (const ucp_address_t *)addr->data.bo.bytes,
-			.err_mode = UCP_ERR_HANDLING_MODE_PEER,
+			.err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
 			.err_handler = {.cb = peer_failed, .arg = p},
 		};
 		ucs_status_t s = ucp_ep_create(ctx->worker, &params, &p->ep);
@@ -193,8 +202,7 @@ llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag,
 	return LLMP_OK;
 }
 
-/* Cancel what is pending; UCX releases each request once it has let go of it. */
-static void drop_requests(llmp_ctx *ctx, rt_req *reqs, size_t n)
+void rt_tx_drop(llmp_ctx *ctx, rt_req *reqs, size_t n)
 {
 	double deadline = rt_now() + RT_NOTIFY_MAX_S;
 	for (size_t i = 0; i < n; i++) {
@@ -210,7 +218,7 @@ static void drop_requests(llmp_ctx *ctx, rt_req *reqs, size_t n)
 static llmp_status fail(llmp_comm *comm, const char *op, rt_req *reqs, size_t n,
 			enum rt_failure kind, const rt_req *at, const char *detail)
 {
-	drop_requests(comm->ctx, reqs, n);
+	rt_tx_drop(comm->ctx, reqs, n);
 	return rt_fail_comm(comm, op, kind, at ? at->comm_peer : UINT32_MAX, at ? at->bytes : 0,
 			    at ? at->info.length : 0, detail);
 }
@@ -247,10 +255,27 @@ static int poll_requests(rt_req *reqs, size_t n, size_t *failed, ucs_status_t *w
 	return pending;
 }
 
+/* A pending request's peer on this machine whose process is gone (liveness.h); n if none. */
+static size_t find_dead_local_peer(llmp_comm *comm, const rt_req *reqs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!reqs[i].ucx)
+			continue;
+		struct rt_peer *p = &comm->ctx->peers[rt_world_rank(comm, reqs[i].comm_peer)];
+		if (p->pid && !rt_pid_alive(p->pid)) {
+			snprintf(p->why, sizeof p->why, "its process (pid %ld) exited", (long)p->pid);
+			p->failed = true;
+			return i;
+		}
+	}
+	return n;
+}
+
 llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 {
 	llmp_ctx *ctx = comm->ctx;
 	double deadline = rt_now() + ctx->timeout_s;
+	double next_liveness_check = rt_now() + LIVENESS_PERIOD_S;
 	unsigned idle = 0;
 
 	for (;;) {
@@ -278,10 +303,17 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 		}
 		if (++idle % IDLE_POLLS)
 			continue;
-		if (rt_now() > deadline) {
+		double t = rt_now();
+		if (t > deadline) {
 			for (size_t i = 0; i < n; i++)
 				if (reqs[i].ucx)
 					return fail(comm, op, reqs, n, RT_FAILED_TIMEOUT, &reqs[i], NULL);
+		}
+		if (t > next_liveness_check) {
+			size_t dead = find_dead_local_peer(comm, reqs, n);
+			if (dead < n)
+				return fail(comm, op, reqs, n, RT_FAILED_PEER, &reqs[dead], NULL);
+			next_liveness_check = t + LIVENESS_PERIOD_S;
 		}
 		/* More ranks than cores is common in tests: let the others run. */
 		sched_yield();

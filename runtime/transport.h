@@ -63,6 +63,9 @@ llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag,
  */
 llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n);
 
+/* Cancel what is pending; UCX releases each request once it has let go of it. */
+void rt_tx_drop(llmp_ctx *ctx, rt_req *reqs, size_t n);
+
 /* The endpoint to a member, made on first use from its published address. */
 llmp_status rt_tx_peer_ep(llmp_comm *comm, uint32_t peer, ucp_ep_h *ep);
 

@@ -1,10 +1,14 @@
 /* wireup.c - PMIx: who we are, and one exchange with every other rank. */
 #include "wireup.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "liveness.h"
 
 #define KEY_UCX_ADDR "llmp.ucx.addr"
 #define KEY_LAYOUT   "llmp.layout"
+#define KEY_PROCESS  "llmp.process"
 
 /* Values PMIx may return for a size or a rank, whatever integer type it uses. */
 static bool value_to_u32(const pmix_value_t *v, uint32_t *out)
@@ -87,6 +91,11 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 	value.data.string = ctx->layout;
 	if ((st = put(ctx, KEY_LAYOUT, &value)) != LLMP_OK)
 		return st;
+	char process[160];
+	rt_process_id(process, sizeof process);
+	value.data.string = process;
+	if ((st = put(ctx, KEY_PROCESS, &value)) != LLMP_OK)
+		return st;
 
 	pmix_status_t rc = PMIx_Commit();
 	if (rc != PMIX_SUCCESS)
@@ -167,6 +176,21 @@ llmp_status rt_wireup_peer_address(llmp_ctx *ctx, uint32_t rank, pmix_value_t **
 		return rt_fail(ctx, LLMP_ERR_WIREUP, "UCX address of rank %u: %s", rank,
 			       rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a byte object");
 	}
+	return LLMP_OK;
+}
+
+llmp_status rt_wireup_peer_process(llmp_ctx *ctx, uint32_t rank, char *buf, size_t len)
+{
+	pmix_value_t *v = NULL;
+	pmix_status_t rc = get_local(ctx, rank, KEY_PROCESS, &v);
+	if (rc != PMIX_SUCCESS || v->type != PMIX_STRING) {
+		if (v)
+			PMIX_VALUE_RELEASE(v);
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "process of rank %u: %s", rank,
+			       rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a string");
+	}
+	snprintf(buf, len, "%s", v->data.string);
+	PMIX_VALUE_RELEASE(v);
 	return LLMP_OK;
 }
 

@@ -27,6 +27,9 @@ llmp_status rt_wireup_check_layouts(llmp_ctx *ctx);
 llmp_status rt_wireup_peer_address(llmp_ctx *ctx, uint32_t rank, pmix_value_t **value);
 void rt_wireup_release(pmix_value_t *value);
 
+/* A peer's process id as published (liveness.h: "BOOT-ID:PIDNS:PID"). */
+llmp_status rt_wireup_peer_process(llmp_ctx *ctx, uint32_t rank, char *buf, size_t len);
+
 void rt_wireup_fini(llmp_ctx *ctx);
 
 #endif /* LLMP_WIREUP_H */

@@ -1,0 +1,76 @@
+/* args.c - command-line argument helpers shared by the subcommands. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmp_cli.h"
+
+const char *llmp_cli_printable(const char *s)
+{
+	static char buf[64];
+	size_t i;
+
+	for (i = 0; s[i] && i < sizeof(buf) - 4; i++)
+		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	strcpy(buf + i, s[i] ? "..." : "");
+	return buf;
+}
+
+const char *llmp_cli_culprit(char **argv)
+{
+	static char shortopt[3] = "-?";
+	const char *arg = argv[optind - 1];
+
+	if (strncmp(arg, "--", 2) == 0)
+		return arg;
+	if (optopt) {
+		shortopt[1] = (char)optopt;
+		return shortopt;
+	}
+	return arg;
+}
+
+/* digits followed by at most `suffixes` characters allowed: the number, or -1 and a message. */
+static int parse_scaled(const char *prog, const char *opt, const char *text, uint64_t min,
+			uint64_t max, bool sized, uint64_t *out)
+{
+	size_t digits = strspn(text, "0123456789");
+	uint64_t scale = 1;
+	const char *suffix = text + digits;
+
+	if (sized && *suffix && !suffix[1]) {
+		const char *units = "KMG", *u = strchr(units, *suffix);
+		if (u && *u)
+			scale = UINT64_C(1) << (10 * (u - units + 1));
+	}
+	if (!digits || (*suffix && scale == 1)) {
+		fprintf(stderr, "%s: %s '%s': not a %s\n", prog, opt, llmp_cli_printable(text),
+			sized ? "size (digits with an optional K, M or G)" : "non-negative integer");
+		return -1;
+	}
+	errno = 0;
+	unsigned long long v = strtoull(text, NULL, 10);
+	if (errno == ERANGE || v > max / scale || v * scale < min) {
+		fprintf(stderr, "%s: %s %s: outside %" PRIu64 "..%" PRIu64 "\n", prog, opt,
+			llmp_cli_printable(text), min, max);
+		return -1;
+	}
+	*out = v * scale;
+	return 0;
+}
+
+int llmp_cli_parse_count(const char *prog, const char *opt, const char *text,
+			 uint64_t min, uint64_t max, uint64_t *out)
+{
+	return parse_scaled(prog, opt, text, min, max, false, out);
+}
+
+int llmp_cli_parse_size(const char *prog, const char *opt, const char *text,
+			uint64_t min, uint64_t max, uint64_t *out)
+{
+	return parse_scaled(prog, opt, text, min, max, true, out);
+}

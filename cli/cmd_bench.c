@@ -1,0 +1,478 @@
+/*
+ * cmd_bench.c - `llmp bench`: collective bandwidth and latency of libllmp.
+ *
+ * Launched like any job (srun --mpi=pmix, mpirun, or alone as a world of
+ * one). For each collective and group kind it prints a table in
+ * nccl-tests' conventions: size, count, type, redop, time, algbw, busbw and
+ * #wrong, with busbw = algbw * 2(n-1)/n for allreduce, algbw * (n-1)/n for
+ * allgather and reduce-scatter, algbw for broadcast. In the same run it
+ * measures single-thread memcpy bandwidth and prints busbw/memcpy.
+ *
+ * All groups of a kind run at once (every tp group, say), as in training;
+ * a time is the slowest rank's average over the iterations.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "half.h"
+#include "llmp.h"
+#include "llmp_cli.h"
+
+#define PROG "llmp bench"
+
+enum coll { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_BROADCAST, NCOLLS };
+static const char *const coll_names[NCOLLS] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
+
+#define GROUP_WORLD LLMP_NGROUPS /* after the planner's kinds */
+#define GROUP_ALL   (-1)
+
+struct bench_args {
+	int coll;  /* enum coll, or -1 for all */
+	int group; /* enum llmp_group, GROUP_WORLD or GROUP_ALL */
+	uint64_t minbytes, maxbytes, factor, iters, warmup, check;
+	llmp_dtype dtype;
+	llmp_op op;
+	const char *spec;
+};
+
+/* Everything one measurement needs. */
+struct bench {
+	const struct bench_args *args;
+	llmp_ctx *ctx;
+	llmp_comm *world;
+	char *send, *recv; /* maxbytes each (allgather receives n times its send) */
+	size_t capacity;
+	double memcpy_gbs;
+};
+
+static void help(void)
+{
+	printf("usage: llmp bench [-c COLL] [-g GROUP] [-b MIN] [-e MAX] [-f FACTOR]\n"
+	       "                  [-n ITERS] [-w WARMUP] [-d DTYPE] [-o OP] [-C 0|1] [-p SPEC]\n"
+	       "\n"
+	       "Measure libllmp's collectives; run it with srun --mpi=pmix (or mpirun) like a job.\n"
+	       "  -c, --collective C   allreduce, reduce_scatter, allgather, broadcast or all\n"
+	       "                       (default allreduce)\n"
+	       "  -g, --group G        world, a group of the layout (tp, dp, tp-cp, ...) or all:\n"
+	       "                       world and every kind with more than one member (default world)\n"
+	       "  -b, --minbytes SIZE  smallest message, e.g. 8, 4K (default 8)\n"
+	       "  -e, --maxbytes SIZE  largest message, e.g. 64M (default 64M)\n"
+	       "  -f, --stepfactor F   size multiplier between rows (default 2)\n"
+	       "  -n, --iters N        timed iterations per size (default 20)\n"
+	       "  -w, --warmup N       untimed iterations before them (default 5)\n"
+	       "  -d, --dtype T        float32 float64 bfloat16 float16 int32 int64 uint8 (default float32)\n"
+	       "  -o, --op OP          sum prod min max avg (default sum)\n"
+	       "  -C, --check 0|1      check every result against one computed here (default 1)\n"
+	       "  -p, --parallel SPEC  layout (default: the plugin's LLMP_PARALLEL, else all dp)\n"
+	       "Sizes are bytes per rank as in nccl-tests: the buffer reduced (allreduce), the\n"
+	       "whole gathered or scattered buffer (allgather, reduce_scatter), the message (broadcast).\n"
+	       "Exit status: 0 success, 1 a failed or wrong collective, 2 bad input.\n");
+}
+
+static int usage_error(const char *what, const char *text)
+{
+	fprintf(stderr, PROG ": %s '%s'\n", what, llmp_cli_printable(text));
+	return LLMP_EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, struct bench_args *a)
+{
+	static const struct option options[] = {
+		{"collective", required_argument, NULL, 'c'}, {"group", required_argument, NULL, 'g'},
+		{"minbytes", required_argument, NULL, 'b'},   {"maxbytes", required_argument, NULL, 'e'},
+		{"stepfactor", required_argument, NULL, 'f'}, {"iters", required_argument, NULL, 'n'},
+		{"warmup", required_argument, NULL, 'w'},     {"dtype", required_argument, NULL, 'd'},
+		{"op", required_argument, NULL, 'o'},         {"check", required_argument, NULL, 'C'},
+		{"parallel", required_argument, NULL, 'p'},   {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const uint64_t big = UINT64_C(1) << 40;
+	int c, v;
+
+	*a = (struct bench_args){.coll = COLL_ALLREDUCE, .group = GROUP_WORLD, .minbytes = 8,
+				 .maxbytes = 64 << 20, .factor = 2, .iters = 20, .warmup = 5,
+				 .check = 1, .dtype = LLMP_FLOAT32, .op = LLMP_SUM};
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":c:g:b:e:f:n:w:d:o:C:p:h", options, NULL)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case 'c':
+			a->coll = -2;
+			for (int k = 0; k < NCOLLS; k++)
+				if (strcmp(optarg, coll_names[k]) == 0)
+					a->coll = k;
+			if (strcmp(optarg, "all") == 0)
+				a->coll = -1;
+			if (a->coll == -2)
+				return usage_error("--collective: not a collective:", optarg);
+			break;
+		case 'g':
+			if (strcmp(optarg, "world") == 0)
+				a->group = GROUP_WORLD;
+			else if (strcmp(optarg, "all") == 0)
+				a->group = GROUP_ALL;
+			else if ((a->group = llmp_group_from_name(optarg)) < 0)
+				return usage_error("--group: not a group name:", optarg);
+			break;
+		case 'b':
+			bad = llmp_cli_parse_size(PROG, "--minbytes", optarg, 1, big, &a->minbytes);
+			break;
+		case 'e':
+			bad = llmp_cli_parse_size(PROG, "--maxbytes", optarg, 1, big, &a->maxbytes);
+			break;
+		case 'f':
+			bad = llmp_cli_parse_count(PROG, "--stepfactor", optarg, 2, 1024, &a->factor);
+			break;
+		case 'n':
+			bad = llmp_cli_parse_count(PROG, "--iters", optarg, 1, 1000000000, &a->iters);
+			break;
+		case 'w':
+			bad = llmp_cli_parse_count(PROG, "--warmup", optarg, 0, 1000000000, &a->warmup);
+			break;
+		case 'C':
+			bad = llmp_cli_parse_count(PROG, "--check", optarg, 0, 1, &a->check);
+			break;
+		case 'd':
+			if ((v = llmp_dtype_from_name(optarg)) < 0)
+				return usage_error("--dtype: not a dtype:", optarg);
+			a->dtype = (llmp_dtype)v;
+			break;
+		case 'o':
+			if ((v = llmp_op_from_name(optarg)) < 0)
+				return usage_error("--op: not a reduction:", optarg);
+			a->op = (llmp_op)v;
+			break;
+		case 'p':
+			a->spec = optarg;
+			break;
+		case 'h':
+			help();
+			return -1;
+		case ':':
+			return usage_error("missing value for", llmp_cli_culprit(argv));
+		default:
+			return usage_error("unknown option", llmp_cli_culprit(argv));
+		}
+		if (bad)
+			return LLMP_EXIT_USAGE;
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument", argv[optind]);
+	if (a->minbytes > a->maxbytes) {
+		fprintf(stderr, PROG ": --minbytes is larger than --maxbytes\n");
+		return LLMP_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Best of five single-thread memcpy of `bytes`, in GB/s (1e9 bytes copied per second). */
+static double memcpy_bandwidth(char *dst, const char *src, size_t bytes)
+{
+	double best = 0;
+	memcpy(dst, src, bytes); /* fault the pages in */
+	for (int i = 0; i < 5; i++) {
+		double t = now();
+		memcpy(dst, src, bytes);
+		t = now() - t;
+		if (t > 0 && bytes / t / 1e9 > best)
+			best = bytes / t / 1e9;
+	}
+	return best;
+}
+
+/* ---------------------------------------------------------------- checks */
+
+/* A small integer input every rank can recompute: exact in every dtype, sums included. */
+static int input_value(uint32_t rank, size_t i, llmp_op op)
+{
+	if (op == LLMP_PROD)
+		return (i + rank) % 5 == 0 ? 2 : 1;
+	return (int)((i * 7 + rank * 3) % 11);
+}
+
+static void store(llmp_dtype t, void *buf, size_t i, double v)
+{
+	switch (t) {
+	case LLMP_FLOAT32: ((float *)buf)[i] = (float)v; break;
+	case LLMP_FLOAT64: ((double *)buf)[i] = v; break;
+	case LLMP_BFLOAT16: ((uint16_t *)buf)[i] = llmp_f32_to_bf16((float)v); break;
+	case LLMP_FLOAT16: ((uint16_t *)buf)[i] = llmp_f32_to_f16((float)v); break;
+	case LLMP_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+	case LLMP_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+	default: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+	}
+}
+
+static double load(llmp_dtype t, const void *buf, size_t i)
+{
+	switch (t) {
+	case LLMP_FLOAT32: return ((const float *)buf)[i];
+	case LLMP_FLOAT64: return ((const double *)buf)[i];
+	case LLMP_BFLOAT16: return llmp_bf16_to_f32(((const uint16_t *)buf)[i]);
+	case LLMP_FLOAT16: return llmp_f16_to_f32(((const uint16_t *)buf)[i]);
+	case LLMP_INT32: return ((const int32_t *)buf)[i];
+	case LLMP_INT64: return (double)((const int64_t *)buf)[i];
+	default: return ((const uint8_t *)buf)[i];
+	}
+}
+
+/* The reduction of element i over the members of comm, in double; wraps like the dtype. */
+static double expected_reduction(const llmp_comm *comm, size_t i, llmp_op op, llmp_dtype t)
+{
+	uint32_t n = llmp_comm_size(comm);
+	double acc = input_value(llmp_comm_world_rank(comm, 0), i, op);
+	for (uint32_t m = 1; m < n; m++) {
+		double v = input_value(llmp_comm_world_rank(comm, m), i, op);
+		acc = op == LLMP_PROD ? acc * v : op == LLMP_MIN ? fmin(acc, v)
+		    : op == LLMP_MAX  ? fmax(acc, v) : acc + v;
+	}
+	if (t == LLMP_UINT8)
+		acc = fmod(acc, 256);
+	if (op == LLMP_AVG)
+		acc = t == LLMP_INT32 || t == LLMP_INT64 || t == LLMP_UINT8 ? floor(acc / n) : acc / n;
+	return acc;
+}
+
+static bool close_enough(double got, double want, llmp_dtype t)
+{
+	double tol = t == LLMP_BFLOAT16 ? 1.0 / 128 : t == LLMP_FLOAT16 ? 1.0 / 1024
+		   : t == LLMP_FLOAT32	 ? 1e-6 : 0;
+	return fabs(got - want) <= tol * fmax(1, fabs(want));
+}
+
+/* Fill the send buffer for one call of coll with `count` elements (per block). */
+static void fill_inputs(struct bench *b, const llmp_comm *comm, enum coll coll, size_t count)
+{
+	const struct bench_args *a = b->args;
+	uint32_t me = llmp_rank(b->ctx), n = llmp_comm_size(comm);
+	size_t total = coll == COLL_REDUCE_SCATTER ? count * n : count;
+	for (size_t i = 0; i < total; i++)
+		store(a->dtype, b->send, i, input_value(me, i, a->op));
+	if (coll == COLL_BROADCAST)
+		for (size_t i = 0; i < total; i++)
+			store(a->dtype, b->send, i, (double)((i + llmp_comm_world_rank(comm, 0)) % 100));
+}
+
+/* Wrong elements of the result of one call. */
+static uint64_t count_wrong(struct bench *b, const llmp_comm *comm, enum coll coll, size_t count)
+{
+	const struct bench_args *a = b->args;
+	uint32_t n = llmp_comm_size(comm), r = llmp_comm_rank(comm);
+	uint64_t wrong = 0;
+	for (size_t i = 0; i < (coll == COLL_ALLGATHER ? count * n : count); i++) {
+		double want;
+		if (coll == COLL_ALLREDUCE)
+			want = expected_reduction(comm, i, a->op, a->dtype);
+		else if (coll == COLL_REDUCE_SCATTER)
+			want = expected_reduction(comm, r * count + i, a->op, a->dtype);
+		else if (coll == COLL_ALLGATHER)
+			want = input_value(llmp_comm_world_rank(comm, (uint32_t)(i / count)), i % count, a->op);
+		else
+			want = (double)((i + llmp_comm_world_rank(comm, 0)) % 100);
+		if (!close_enough(load(a->dtype, b->recv, i), want, a->dtype))
+			wrong++;
+	}
+	return wrong;
+}
+
+/* ----------------------------------------------------------------- timing */
+
+static llmp_status run_once(struct bench *b, llmp_comm *comm, enum coll coll, size_t count)
+{
+	const struct bench_args *a = b->args;
+	switch (coll) {
+	case COLL_ALLREDUCE:
+		return llmp_allreduce(comm, b->send, b->recv, count, a->dtype, a->op);
+	case COLL_REDUCE_SCATTER:
+		return llmp_reduce_scatter(comm, b->send, b->recv, count, a->dtype, a->op);
+	case COLL_ALLGATHER:
+		return llmp_allgather(comm, b->send, b->recv, count, a->dtype);
+	default:
+		return llmp_broadcast(comm, b->send, b->recv, count, a->dtype, 0);
+	}
+}
+
+static int report_failure(struct bench *b, const char *what)
+{
+	fprintf(stderr, PROG ": rank %u: %s: %s\n", llmp_rank(b->ctx), what, llmp_errmsg(b->ctx));
+	return LLMP_EXIT_FAILURE;
+}
+
+/* The largest of every rank's value (comm NULL: this rank is in no such group). */
+static int world_max(struct bench *b, double *value)
+{
+	if (llmp_allreduce(b->world, value, value, 1, LLMP_FLOAT64, LLMP_MAX) != LLMP_OK)
+		return report_failure(b, "collecting results");
+	return 0;
+}
+
+/* Bus bandwidth factor of nccl-tests for n ranks. */
+static double bus_factor(enum coll coll, uint32_t n)
+{
+	if (coll == COLL_ALLREDUCE)
+		return 2.0 * (n - 1) / n;
+	if (coll == COLL_BROADCAST)
+		return 1;
+	return (double)(n - 1) / n;
+}
+
+static int bench_rows(struct bench *b, llmp_comm *comm, enum coll coll, uint32_t n)
+{
+	const struct bench_args *a = b->args;
+	size_t esize = llmp_dtype_size(a->dtype);
+	bool leader = llmp_rank(b->ctx) == 0;
+
+	for (uint64_t bytes = a->minbytes; bytes <= a->maxbytes; bytes *= a->factor) {
+		/* Elements per call argument: per block for the gathering and scattering ones. */
+		bool blocked = coll == COLL_ALLGATHER || coll == COLL_REDUCE_SCATTER;
+		size_t count = bytes / esize / (blocked ? n : 1);
+		if (count == 0)
+			continue;
+		size_t size = count * esize * (blocked ? n : 1);
+		double t = 0, wrong = 0;
+		if (comm) {
+			llmp_status st = LLMP_OK;
+			if (a->check) {
+				fill_inputs(b, comm, coll, count);
+				st = run_once(b, comm, coll, count);
+				if (st == LLMP_OK)
+					wrong = (double)count_wrong(b, comm, coll, count);
+			}
+			for (uint64_t i = 0; st == LLMP_OK && i < a->warmup; i++)
+				st = run_once(b, comm, coll, count);
+			if (st == LLMP_OK)
+				st = llmp_barrier(comm);
+			double start = now();
+			for (uint64_t i = 0; st == LLMP_OK && i < a->iters; i++)
+				st = run_once(b, comm, coll, count);
+			t = (now() - start) / (double)a->iters;
+			if (st != LLMP_OK)
+				return report_failure(b, coll_names[coll]);
+		}
+		int rc = world_max(b, &t);
+		if (!rc)
+			rc = llmp_allreduce(b->world, &wrong, &wrong, 1, LLMP_FLOAT64, LLMP_SUM) == LLMP_OK
+				     ? 0 : report_failure(b, "collecting #wrong");
+		if (rc)
+			return rc;
+		double algbw = size / t / 1e9, busbw = algbw * bus_factor(coll, n);
+		if (leader)
+			printf("%12zu %12zu %9s %6s %10.2f %11.3f %11.3f %12.3f %7.0f\n", size, count,
+			       llmp_dtype_name(a->dtype), coll == COLL_ALLGATHER || coll == COLL_BROADCAST
+								  ? "none" : llmp_op_name(a->op),
+			       t * 1e6, algbw, busbw, busbw / b->memcpy_gbs, wrong);
+		if (wrong > 0 && leader)
+			fprintf(stderr, PROG ": %s on %s: %.0f wrong elements at %zu bytes\n",
+				coll_names[coll], comm ? llmp_comm_name(comm) : "?", wrong, size);
+	}
+	return 0;
+}
+
+static int bench_one(struct bench *b, int group, enum coll coll)
+{
+	llmp_comm *comm = NULL;
+	llmp_status st = group == GROUP_WORLD ? llmp_comm_world(b->ctx, &comm)
+					      : llmp_comm_get(b->ctx, (enum llmp_group)group, &comm);
+	if (st != LLMP_OK && st != LLMP_ERR_RANGE)
+		return report_failure(b, "making the communicator");
+	/* Ranks outside every group of the kind (middle pipeline stages) only take part in the world's reductions. */
+	double size = comm ? llmp_comm_size(comm) : 0;
+	if (world_max(b, &size))
+		return LLMP_EXIT_FAILURE;
+	const char *name = group == GROUP_WORLD ? "world" : llmp_group_name((enum llmp_group)group);
+	if (llmp_rank(b->ctx) == 0) {
+		printf("#\n# %s on %s groups of %.0f ranks: %s, out of place\n", coll_names[coll], name,
+		       size, llmp_dtype_name(b->args->dtype));
+		printf("# %10s %12s %9s %6s %10s %11s %11s %12s %7s\n", "size", "count", "type", "redop",
+		       "time(us)", "algbw(GB/s)", "busbw(GB/s)", "busbw/memcpy", "#wrong");
+	}
+	return bench_rows(b, comm, coll, (uint32_t)size);
+}
+
+static int run(struct bench *b)
+{
+	const struct bench_args *a = b->args;
+	uint32_t n = llmp_world_size(b->ctx);
+	const llmp_plan *plan = llmp_layout(b->ctx);
+	int rc = 0;
+
+	/* Rank 0 measures memcpy while the others wait, so it has a core to itself. */
+	b->memcpy_gbs = llmp_rank(b->ctx) == 0 ? memcpy_bandwidth(b->recv, b->send, b->capacity) : 0;
+	if (world_max(b, &b->memcpy_gbs))
+		return LLMP_EXIT_FAILURE;
+	if (llmp_rank(b->ctx) == 0) {
+		char host[64] = "?";
+		gethostname(host, sizeof host - 1);
+		printf("# llmp bench: %u ranks (%u on %s), layout tp=%u cp=%u ep=%u dp=%u pp=%u\n", n,
+		       llmp_local_size(b->ctx), host, llmp_plan_size(plan, LLMP_AXIS_TP),
+		       llmp_plan_size(plan, LLMP_AXIS_CP), llmp_plan_size(plan, LLMP_AXIS_EP),
+		       llmp_plan_size(plan, LLMP_AXIS_DP), llmp_plan_size(plan, LLMP_AXIS_PP));
+		printf("# memcpy, one thread, %zu bytes: %.2f GB/s (GB = 1e9 bytes)\n", b->capacity,
+		       b->memcpy_gbs);
+		const char *tls = getenv("UCX_TLS");
+		printf("# UCX_TLS=%s; %u iterations after %u warm-up; time is the slowest rank's mean\n",
+		       tls ? tls : "(UCX's choice)", (unsigned)a->iters, (unsigned)a->warmup);
+	}
+	for (int coll = 0; coll < NCOLLS && !rc; coll++) {
+		if (a->coll >= 0 && a->coll != coll)
+			continue;
+		if (a->group != GROUP_ALL) {
+			rc = bench_one(b, a->group, (enum coll)coll);
+			continue;
+		}
+		rc = bench_one(b, GROUP_WORLD, (enum coll)coll);
+		for (int g = 0; g < LLMP_NGROUPS && !rc; g++)
+			if (llmp_plan_group_size(plan, (enum llmp_group)g) > 1)
+				rc = bench_one(b, g, (enum coll)coll);
+	}
+	return rc;
+}
+
+int llmp_cmd_bench(int argc, char **argv)
+{
+	struct bench_args args;
+	int rc = parse_args(argc, argv, &args);
+	if (rc)
+		return rc < 0 ? LLMP_EXIT_OK : rc;
+
+	struct bench b = {.args = &args};
+	llmp_init_opts opts;
+	llmp_init_opts_default(&opts);
+	opts.spec = args.spec;
+	llmp_status st = llmp_init(&opts, &b.ctx);
+	if (st != LLMP_OK) {
+		fprintf(stderr, PROG ": %s: %s\n", llmp_strerror(st), llmp_errmsg(b.ctx));
+		llmp_finalize(b.ctx);
+		return st == LLMP_ERR_SPEC || st == LLMP_ERR_LAYOUT ? LLMP_EXIT_USAGE : LLMP_EXIT_FAILURE;
+	}
+	/* Sizes count the whole buffer (allgather's output, reduce-scatter's input). */
+	b.capacity = (size_t)args.maxbytes;
+	b.send = malloc(b.capacity);
+	b.recv = malloc(b.capacity);
+	if (!b.send || !b.recv) {
+		fprintf(stderr, PROG ": no memory for two buffers of %zu bytes\n", b.capacity);
+		rc = LLMP_EXIT_FAILURE;
+	} else {
+		memset(b.send, 0, b.capacity);
+		memset(b.recv, 0, b.capacity);
+		rc = llmp_comm_world(b.ctx, &b.world) == LLMP_OK ? run(&b) : report_failure(&b, "world");
+	}
+	free(b.send);
+	free(b.recv);
+	llmp_finalize(b.ctx);
+	return rc;
+}
