@@ -10,6 +10,11 @@
 /* Longest wait, after a timeout, for the others' reports. */
 #define GRACE_MAX_S 2.0
 
+double rt_failure_grace(const llmp_ctx *ctx)
+{
+	return ctx->timeout_s / 5 < GRACE_MAX_S ? ctx->timeout_s / 5 : GRACE_MAX_S;
+}
+
 static uint64_t report_tag(const llmp_comm *comm, uint32_t src)
 {
 	return rt_tag(comm->kind, true, RT_TAG_ABORT_SEQ, src);
@@ -136,7 +141,7 @@ llmp_status rt_fail_comm(llmp_comm *comm, const char *op, enum rt_failure kind, 
 	llmp_ctx *ctx = comm->ctx;
 	uint32_t suspect = peer != UINT32_MAX ? rt_world_rank(comm, peer) : UINT32_MAX;
 	uint32_t reporter = ctx->rank;
-	double grace = ctx->timeout_s / 4 < GRACE_MAX_S ? ctx->timeout_s / 4 : GRACE_MAX_S;
+	double grace = rt_failure_grace(ctx);
 	char who[64], by[64], waited[64];
 	const char *cname = llmp_comm_name(comm);
 	llmp_status st;

@@ -22,6 +22,12 @@ enum rt_failure {
 	RT_FAILED_UCX       /* any other transport error */
 };
 
+/*
+ * After a timeout, how long to listen for the others' reports. A wait
+ * gives up this much before timeout_s, so that the error comes within it.
+ */
+double rt_failure_grace(const llmp_ctx *ctx);
+
 /* Keep a receive posted for failure reports on comm. */
 llmp_status rt_listen_reports(llmp_comm *comm);
 void rt_unlisten_reports(llmp_comm *comm);

@@ -274,7 +274,7 @@ static size_t find_dead_local_peer(llmp_comm *comm, const rt_req *reqs, size_t n
 llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 {
 	llmp_ctx *ctx = comm->ctx;
-	double deadline = rt_now() + ctx->timeout_s;
+	double deadline = rt_now() + ctx->timeout_s - rt_failure_grace(ctx);
 	double next_liveness_check = rt_now() + LIVENESS_PERIOD_S;
 	unsigned idle = 0;
 

@@ -1,0 +1,253 @@
+#!/usr/bin/env bats
+# libllmp on a real three-node Slurm cluster: tests/runtime/rt_check run as the
+# tasks of `srun --mpi=pmix` steps (and alone, as a PMIx singleton). Every rank
+# computes the expected results itself and prints "rank R: N checks, M wrong";
+# a test passes when every rank printed it with M = 0 and the step succeeded.
+
+load cluster/common
+
+RT_CHECK="$LLMP_BUILDDIR/tests/runtime/rt_check"
+
+setup_file() { cluster_setup_file; }
+teardown_file() { cluster_teardown_file; }
+
+setup() {
+	[ -x "$RT_CHECK" ] || skip "rt_check not built ($RT_CHECK)"
+	# The singleton tests need no cluster, only no launcher.
+	case $BATS_TEST_DESCRIPTION in
+	singleton*) ;;
+	*) cluster_setup ;;
+	esac
+}
+
+# srun --mpi=pmix, capped: a hang fails the test instead of stalling the suite.
+# The runtime's own timeout (LLMP_TIMEOUT) is far below the cap, so a lost peer
+# is reported by the ranks themselves first.
+rt_srun() { # seconds srun-arguments...
+	local limit=$1
+	shift
+	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
+}
+
+# Every rank 0..N-1 printed its summary once, with at least MIN checks and none
+# wrong, and the step exited 0. The output is printed first: bats shows it
+# only when the test fails.
+assert_ranks_ok() { # N [MIN]
+	local n=$1 min=${2:-1} summaries r
+	echo "$output" | tail -n 80
+	[ "$status" -eq 0 ] || { echo "exit status $status"; return 1; }
+	summaries=$(grep -E '^rank [0-9]+: [0-9]+ checks, [0-9]+ wrong$' <<<"$output" || true)
+	[ "$(wc -l <<<"$summaries")" -eq "$n" ] || { echo "expected $n summaries"; return 1; }
+	for ((r = 0; r < n; r++)); do
+		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$summaries" ||
+			{ echo "rank $r: no summary, or something wrong"; return 1; }
+	done
+	while read -r _ _ checks _; do
+		[ "$checks" -ge "$min" ] || { echo "only $checks checks on a rank (want >= $min)"; return 1; }
+	done <<<"$summaries"
+}
+
+# How many ranks swept a group of this name and size.
+count_swept() { # NAME SIZE
+	grep -c "^rank [0-9]*: swept $1 (size $2," <<<"$output" || true
+}
+
+# ------------------------------------------------------------- collectives
+
+@test "coll: 1 rank" {
+	run rt_srun 120 -N1 -n1 "$RT_CHECK" coll
+	assert_ranks_ok 1 1000
+}
+
+@test "coll: 2 ranks on one node" {
+	run rt_srun 180 -N1 -n2 "$RT_CHECK" coll
+	assert_ranks_ok 2 1000
+	[ "$(count_swept world 2)" -eq 2 ]
+}
+
+@test "coll: 4 ranks on 2 nodes (3 + 1)" {
+	run rt_srun 240 -N2 -n4 "$RT_CHECK" coll
+	assert_ranks_ok 4 1000
+	[ "$(count_swept world 4)" -eq 4 ]
+}
+
+@test "coll: 3 ranks on 3 nodes, one each" {
+	run rt_srun 240 -N3 -n3 "$RT_CHECK" coll
+	assert_ranks_ok 3 1000
+}
+
+@test "coll: 5 ranks on 3 nodes (uneven), ring below 64 bytes via LLMP_RING_THRESHOLD" {
+	LLMP_RING_THRESHOLD=64 run rt_srun 300 -N3 -n5 "$RT_CHECK" coll
+	assert_ranks_ok 5 1000
+}
+
+@test "coll: 8 ranks on 2 nodes, ring from 1 byte via llmp_init_opts" {
+	run rt_srun 300 -N2 -n8 "$RT_CHECK" coll --ring-threshold 1
+	assert_ranks_ok 8 1000
+}
+
+@test "coll: 8 ranks on 2 nodes, default thresholds" {
+	run rt_srun 300 -N2 -n8 "$RT_CHECK" coll
+	assert_ranks_ok 8 1000
+}
+
+@test "coll: --llm-parallel=tp=2,pp=2,cp=2 on 8 ranks over 2 nodes: every group of the 4D layout" {
+	run rt_srun 400 -N2 -n8 --llm-parallel=tp=2,pp=2,cp=2 "$RT_CHECK" coll
+	assert_ranks_ok 8 1000
+	# the layout came from the plugin's environment: the groups have its sizes
+	[ "$(count_swept world 8)" -eq 8 ]
+	[ "$(count_swept tp 2)" -eq 8 ]
+	[ "$(count_swept pp 2)" -eq 8 ]
+	[ "$(count_swept cp 2)" -eq 8 ]
+	[ "$(count_swept dp 1)" -eq 8 ]
+	[ "$(count_swept tp-cp 4)" -eq 8 ]
+	[ "$(count_swept tp-pp 4)" -eq 8 ]
+	# with pp=2 every rank is a first or last stage: all are in an embedding group
+	[ "$(count_swept embedding 2)" -eq 8 ]
+}
+
+@test "coll: a middle pipeline stage is in no embedding group (pp=3 on 3 nodes)" {
+	run rt_srun 400 -N3 -n6 --llm-parallel=tp=2,pp=3 "$RT_CHECK" coll --quick
+	assert_ranks_ok 6 1000
+	[ "$(grep -c '^rank [0-9]*: not in a embedding group$' <<<"$output")" -eq 2 ]
+	[ "$(count_swept embedding 2)" -eq 4 ]
+}
+
+@test "coll: UCX_TLS=tcp, so data crosses the namespaces' network" {
+	UCX_TLS=tcp run rt_srun 300 -N3 -n3 --llm-parallel=tp=1 "$RT_CHECK" coll --quick
+	assert_ranks_ok 3 1000
+}
+
+@test "coll: the layout given both by --parallel and by the plugin, agreeing" {
+	run rt_srun 300 -N2 -n4 --llm-parallel=tp=2 "$RT_CHECK" coll --quick --parallel tp=2
+	assert_ranks_ok 4 1000
+	[ "$(count_swept tp 2)" -eq 4 ]
+}
+
+# ---------------------------------------------------------- point to point
+
+@test "p2p: pipeline of 4 stages on 2 nodes (--llm-parallel=pp=4)" {
+	run rt_srun 120 -N2 -n4 --llm-parallel=pp=4 "$RT_CHECK" p2p
+	assert_ranks_ok 4 20
+	[ "$(grep -c '^rank [0-9]*: p2p along pp (stage [0-3] of 4)' <<<"$output")" -eq 4 ]
+}
+
+@test "p2p: pp=3 with tp=2 on 3 nodes, and along the world over TCP" {
+	run rt_srun 120 -N3 -n6 --llm-parallel=tp=2,pp=3 "$RT_CHECK" p2p
+	assert_ranks_ok 6 20
+	UCX_TLS=tcp run rt_srun 120 -N3 -n5 "$RT_CHECK" p2p --group world
+	assert_ranks_ok 5 20
+}
+
+@test "p2p: a group of one cannot be tested, and says so" {
+	run rt_srun 60 -N1 -n2 "$RT_CHECK" p2p
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[ "$(grep -c 'p2p needs a layout where it has 2 or more' <<<"$output")" -eq 2 ]
+}
+
+# --------------------------------------------------------------- wire-up
+
+@test "stats: one init fence at every world size; a group of one opens no endpoint" {
+	run rt_srun 120 -N1 -n2 "$RT_CHECK" stats
+	assert_ranks_ok 2 10
+	run rt_srun 120 -N2 -n4 "$RT_CHECK" stats
+	assert_ranks_ok 4 10
+	run rt_srun 120 -N3 -n5 "$RT_CHECK" stats
+	assert_ranks_ok 5 10
+	# many more groups made: still one fence
+	run rt_srun 120 -N3 -n12 --llm-parallel=pp=2,cp=2 "$RT_CHECK" stats
+	assert_ranks_ok 12 10
+	[ "$(grep -c 'stats after every group: init_fences=1 ' <<<"$output")" -eq 12 ]
+}
+
+@test "mismatch: one rank with another layout fails init on every rank, naming it" {
+	cat >"$WORK/odd.sh" <<-EOF
+		#!/bin/sh
+		if [ "\$SLURM_PROCID" = 1 ]; then LLMP_TEST_SPEC=tp=2; else LLMP_TEST_SPEC=tp=1; fi
+		export LLMP_TEST_SPEC
+		exec "$RT_CHECK" mismatch --odd 1
+	EOF
+	chmod +x "$WORK/odd.sh"
+	run rt_srun 60 -N2 -n4 "$WORK/odd.sh"
+	assert_ranks_ok 4 2
+	[ "$(grep -c 'llmp_init: .*mismatch\|llmp_init: .*disagree' <<<"$output")" -ge 1 ]
+}
+
+@test "mismatch: --parallel disagreeing with the plugin's layout fails init on every rank" {
+	run rt_srun 60 -N1 -n4 --llm-parallel=tp=2 "$RT_CHECK" coll --quick --parallel tp=4
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[ "$(grep -c '^rank ?: WRONG: llmp_init: ' <<<"$output")" -eq 4 ]
+}
+
+# -------------------------------------------------------------- failures
+
+# Once a task died by a signal, srun stops relaying the other tasks' output
+# ("Force Terminated"), even though they go on and finish: so each task
+# writes its own file, through slurmstepd.
+@test "kill: a rank killed mid-allreduce; survivors report it within the timeout" {
+	run rt_srun 90 -N3 -n4 --kill-on-bad-exit=0 --output="$WORK/kill-%t.out" \
+		"$RT_CHECK" kill --victim 3 --timeout 5
+	step_status=$status
+	output=$(cat "$WORK"/kill-*.out)
+	echo "$output"
+	# the victim died by SIGKILL, so the step fails; but it ended, not timed out
+	[ "$step_status" -ne 0 ] && [ "$step_status" -ne 124 ]
+	grep -q '^rank 3: killing myself at iteration 20$' <<<"$output"
+	for r in 0 1 2; do
+		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: " <<<"$output"
+		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+	done
+	[ "$(grep -c '^rank 3: [0-9]* checks' <<<"$output")" -eq 0 ]
+	assert_cluster_idle
+	assert_queue_empty
+}
+
+@test "kill: rank 0 killed, timeout from LLMP_TIMEOUT" {
+	LLMP_TIMEOUT=4 run rt_srun 90 -N2 -n3 --kill-on-bad-exit=0 --output="$WORK/kill-%t.out" \
+		"$RT_CHECK" kill --victim 0
+	step_status=$status
+	output=$(cat "$WORK"/kill-*.out)
+	echo "$output"
+	[ "$step_status" -ne 0 ] && [ "$step_status" -ne 124 ]
+	for r in 1 2; do
+		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+	done
+	assert_cluster_idle
+}
+
+@test "kill --hang: a rank alive but silent; the others time out on it, naming it" {
+	# On one machine a dead peer is seen by its pid; a silent one only by the timeout.
+	run rt_srun 90 -N3 -n4 --output="$WORK/hang-%t.out" "$RT_CHECK" kill --victim 2 --hang --timeout 5
+	step_status=$status
+	output=$(cat "$WORK"/hang-*.out)
+	echo "$output"
+	[ "$step_status" -eq 0 ]
+	for r in 0 1 3; do
+		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: " <<<"$output"
+		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+	done
+	# at least the ranks waiting on it directly saw the timeout
+	grep -q '^rank [013]: error after .*: LLMP_ERR_TIMEOUT ' <<<"$output"
+	assert_cluster_idle
+}
+
+# ------------------------------------------------------------ singleton
+
+@test "singleton: no launcher, a world of one, every collective" {
+	run env -u PMIX_RANK -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u SLURM_JOB_ID \
+		timeout -k 5 120 "$RT_CHECK" singleton
+	assert_ranks_ok 1 1000
+	grep -q '^rank 0: stats: init_fences=1 ' <<<"$output"
+}
+
+@test "singleton: bad arguments everywhere are refused with a message, no crash" {
+	run env -u PMIX_RANK -u PMIX_NAMESPACE timeout -k 5 60 "$RT_CHECK" badargs
+	assert_ranks_ok 1 40
+}
+
+@test "badargs under srun: refused locally on every rank; the world still works after" {
+	run rt_srun 60 -N2 -n3 "$RT_CHECK" badargs --skip-bad-init
+	assert_ranks_ok 3 40
+}
