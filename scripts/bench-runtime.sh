@@ -22,7 +22,7 @@ mpicc -O2 -o "$build/bench_mpi_allreduce" "$src/tests/bench_mpi_allreduce.c"
 
 mpirun_() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$@"; }
 echo "# $(date -u +%F) $(uname -n): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
-echo "# UCX $(ucx_info -v 2>/dev/null | sed -n 's/.*version=\([^ ]*\).*/\1/p' | head -1), $(mpirun --version | head -1)"
+echo "# UCX $(ucx_info -v 2>/dev/null | sed -n 's/.*[Vv]ersion[: =]*\([0-9][0-9.]*\).*/\1/p' | head -1), $(mpirun --version | head -1)"
 for round in $(seq 1 "$rounds"); do
 	echo "## round $round"
 	mpirun_ "$build/cli/llmp" bench -b 64M -e 64M -n 10 -w 2 | grep -v '^#$'
