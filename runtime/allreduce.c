@@ -69,9 +69,10 @@ static llmp_status recursive_doubling(rt_call *call, char *buf, size_t count)
 
 /*
  * Reduce-scatter around the ring: at step s member r sends block r-s
- * (its own data at s = 0, a partial sum after) and reduces block r-s-1,
- * so that it ends owning block r+1 fully reduced. Out of place, its own
- * contribution is read from sendbuf, so recvbuf needs no initial copy.
+ * (its own data at s = 0, a partial result after) and folds block r-s-1
+ * into recvbuf as its segments arrive, so that it ends owning block r+1
+ * fully reduced. Out of place its own contribution is read from sendbuf,
+ * so recvbuf needs no initial copy. Then a ring allgather.
  */
 static llmp_status ring(rt_call *call, const char *sendbuf, char *recvbuf, size_t count)
 {
@@ -79,20 +80,17 @@ static llmp_status ring(rt_call *call, const char *sendbuf, char *recvbuf, size_
 	uint32_t n = comm->size, r = comm->rank;
 	uint32_t right = (r + 1) % n, left = (r + n - 1) % n;
 	rt_blocks blocks = rt_blocks_of(count, n, call->esize);
-	void *tmp;
-	llmp_status st = rt_scratch(comm, rt_block_elems(&blocks, 0) * call->esize, &tmp);
+	llmp_status st = LLMP_OK;
 
 	for (uint32_t step = 0; st == LLMP_OK && step + 1 < n; step++) {
 		uint32_t out = (r + n - step) % n, in = (r + 2 * n - step - 1) % n;
 		const char *src = step == 0 ? sendbuf : recvbuf;
-		size_t in_elems = rt_block_elems(&blocks, in);
-		st = rt_exchange(call, src + rt_block_offset(&blocks, out),
-				 rt_block_elems(&blocks, out) * call->esize, right, tmp,
-				 in_elems * call->esize, left);
-		if (st == LLMP_OK)
-			st = llmp_reduce(recvbuf + rt_block_offset(&blocks, in),
-					 sendbuf + rt_block_offset(&blocks, in), tmp, in_elems,
-					 call->dtype, call->op);
+		struct rt_fold fold = {recvbuf + rt_block_offset(&blocks, in),
+				    sendbuf + rt_block_offset(&blocks, in), call};
+		st = rt_exchange_segments(call, src + rt_block_offset(&blocks, out),
+					  rt_block_elems(&blocks, out) * call->esize, right, NULL,
+					  rt_block_elems(&blocks, in) * call->esize, left,
+					  rt_fold_segment, &fold);
 	}
 	uint32_t owned = (r + 1) % n;
 	if (st == LLMP_OK && call->op == LLMP_AVG) /* once, by the owner, before it is copied */

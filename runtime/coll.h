@@ -60,6 +60,38 @@ static inline size_t rt_block_offset(const rt_blocks *b, uint32_t i) /* bytes */
 }
 
 /*
+ * Large transfers go as segments, RT_WINDOW of them in flight each way, so
+ * that a received segment is reduced while it is still in cache and the
+ * next ones arrive meanwhile. Chosen by measurement on the development VM
+ * (doc/benchmarks.md: 16 KiB-1 MiB segments, windows of 4-32); a multiple
+ * of every element size. The landing slots (RT_WINDOW segments) belong to
+ * the context: calls on it are serialised.
+ */
+#define RT_SEGMENT_BYTES ((size_t)256 << 10)
+#define RT_WINDOW 8
+
+/* Takes one received segment: `bytes` at `offset` of the transfer. */
+typedef llmp_status (*rt_consume_fn)(void *arg, size_t offset, const void *data, size_t bytes);
+
+/*
+ * Send sendbytes to dst and receive recvbytes from src in segments. With
+ * consume NULL they land in recvbuf; otherwise in scratch slots, each
+ * handed to consume (in order) as soon as it arrives.
+ */
+llmp_status rt_exchange_segments(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst,
+				 void *recvbuf, size_t recvbytes, uint32_t src,
+				 rt_consume_fn consume, void *arg);
+
+/* Where received segments are reduced: dst[k] = mine[k] op segment[k]. */
+struct rt_fold {
+	char *dst;
+	const char *mine;
+	const rt_call *call;
+};
+/* An rt_consume_fn; arg is a struct rt_fold. */
+llmp_status rt_fold_segment(void *arg, size_t offset, const void *data, size_t bytes);
+
+/*
  * Ring allgather in place over blocks: member r starts with block
  * (r + shift) mod n complete in buf and ends with all of them.
  */

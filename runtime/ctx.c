@@ -203,6 +203,7 @@ llmp_status llmp_finalize(llmp_ctx *ctx)
 	rt_tx_fini(ctx);
 	rt_wireup_fini(ctx);
 	llmp_plan_destroy(ctx->plan);
+	free(ctx->slots);
 	free(ctx);
 	return LLMP_OK;
 }

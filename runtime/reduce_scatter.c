@@ -2,7 +2,8 @@
  * reduce_scatter.c - llmp_reduce_scatter around a ring.
  *
  * At step s member r passes on its partial result for block r-s-1 and
- * folds its own contribution into block r-s-2; after n-1 steps it holds
+ * folds its own contribution into block r-s-2 as the segments of the
+ * left neighbour's partial arrive; after n-1 steps it holds
  * block r reduced over every member. One member reduces each block, so the
  * result does not depend on who asks.
  */
@@ -31,18 +32,19 @@ llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recv
 		return LLMP_OK;
 	}
 
+	/* Partial results alternate between two buffers: one is sent while the other fills. */
 	char *scratch;
 	if ((st = rt_scratch(comm, 2 * bytes, (void **)&scratch)) != LLMP_OK)
 		return st;
-	char *tmp = scratch, *partial = scratch + bytes;
+	char *partial[2] = {scratch, scratch + bytes};
 	uint32_t right = (r + 1) % n, left = (r + n - 1) % n;
 	for (uint32_t step = 0; st == LLMP_OK && step + 1 < n; step++) {
 		uint32_t out = (r + 2 * n - step - 1) % n, in = (r + 2 * n - step - 2) % n;
-		const char *send = step == 0 ? in_blocks + out * bytes : partial;
-		char *dst = step + 2 == n ? recvbuf : partial;
-		st = rt_exchange(&call, send, bytes, right, tmp, bytes, left);
-		if (st == LLMP_OK)
-			st = llmp_reduce(dst, in_blocks + in * bytes, tmp, count, dtype, op);
+		const char *send = step == 0 ? in_blocks + out * bytes : partial[step % 2];
+		struct rt_fold fold = {step + 2 == n ? recvbuf : partial[(step + 1) % 2],
+				       in_blocks + in * bytes, &call};
+		st = rt_exchange_segments(&call, send, bytes, right, NULL, bytes, left,
+					  rt_fold_segment, &fold);
 	}
 	if (st == LLMP_OK && op == LLMP_AVG)
 		st = llmp_reduce_divide(recvbuf, count, dtype, n);

@@ -73,6 +73,7 @@ struct llmp_ctx {
 	char machine_id[96];   /* liveness.h: peers with the same one share this kernel */
 
 	llmp_comm *comms[RT_NCOMMS];
+	char *slots; /* where pipelined segments land (coll.c) */
 	llmp_stats stats;
 
 	/* CUDA driver's pointer query, if the process has loaded the driver. */
