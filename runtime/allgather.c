@@ -6,12 +6,9 @@
 llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf,
 			   size_t count, llmp_dtype dtype)
 {
-	if (comm && count > SIZE_MAX / comm->size)
-		return rt_fail(comm->ctx, LLMP_ERR_ARG, "allgather on %s: %zu x %u elements overflow",
-			       llmp_comm_name(comm), count, comm->size);
 	rt_call call;
-	llmp_status st = rt_call_begin(&call, comm, "allgather", sendbuf, recvbuf,
-				       comm ? count * comm->size : 0, dtype, LLMP_SUM, false);
+	llmp_status st = rt_call_begin_blocks(&call, comm, "allgather", sendbuf, recvbuf, count,
+					      dtype, LLMP_SUM, false);
 	if (st != LLMP_OK || count == 0)
 		return st;
 	size_t bytes = count * call.esize;

@@ -54,6 +54,17 @@ llmp_status rt_call_begin(rt_call *call, llmp_comm *comm, const char *op_name,
 	return st;
 }
 
+llmp_status rt_call_begin_blocks(rt_call *call, llmp_comm *comm, const char *op_name,
+				 const void *sendbuf, const void *recvbuf, size_t count,
+				 llmp_dtype dtype, llmp_op op, bool op_used)
+{
+	if (comm && count > SIZE_MAX / comm->size)
+		return rt_fail(comm->ctx, LLMP_ERR_ARG, "%s on %s: %zu x %u elements overflow",
+			       op_name, llmp_comm_name(comm), count, comm->size);
+	return rt_call_begin(call, comm, op_name, sendbuf, recvbuf, comm ? count * comm->size : 0,
+			     dtype, op, op_used);
+}
+
 llmp_status rt_exchange(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst,
 			void *recvbuf, size_t recvbytes, uint32_t src)
 {

@@ -34,6 +34,11 @@ llmp_status rt_call_begin(rt_call *call, llmp_comm *comm, const char *op_name,
 			  const void *sendbuf, const void *recvbuf, size_t elements,
 			  llmp_dtype dtype, llmp_op op, bool op_used);
 
+/* rt_call_begin for a call whose buffer holds one block of count per member. */
+llmp_status rt_call_begin_blocks(rt_call *call, llmp_comm *comm, const char *op_name,
+				 const void *sendbuf, const void *recvbuf, size_t count,
+				 llmp_dtype dtype, llmp_op op, bool op_used);
+
 /* The tag of this call's messages from comm rank src. */
 static inline uint64_t rt_call_tag(const rt_call *call, uint32_t src)
 {

@@ -15,12 +15,9 @@
 llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf,
 				size_t count, llmp_dtype dtype, llmp_op op)
 {
-	if (comm && count > SIZE_MAX / comm->size)
-		return rt_fail(comm->ctx, LLMP_ERR_ARG, "reduce_scatter on %s: %zu x %u elements overflow",
-			       llmp_comm_name(comm), count, comm->size);
 	rt_call call;
-	llmp_status st = rt_call_begin(&call, comm, "reduce_scatter", sendbuf, recvbuf,
-				       comm ? count * comm->size : 0, dtype, op, true);
+	llmp_status st = rt_call_begin_blocks(&call, comm, "reduce_scatter", sendbuf, recvbuf, count,
+					      dtype, op, true);
 	if (st != LLMP_OK || count == 0)
 		return st;
 	uint32_t n = comm->size, r = comm->rank;
