@@ -1,23 +1,18 @@
 #!/usr/bin/env bats
 # libllmp on a real three-node Slurm cluster: tests/runtime/rt_check run as the
-# tasks of `srun --mpi=pmix` steps (and alone, as a PMIx singleton). Every rank
+# tasks of `srun --mpi=pmix` steps (tests/runtime_singleton.bats runs it alone). Every rank
 # computes the expected results itself and prints "rank R: N checks, M wrong";
 # a test passes when every rank printed it with M = 0 and the step succeeded.
 
 load cluster/common
-
-RT_CHECK="$LLMP_BUILDDIR/tests/runtime/rt_check"
+load runtime/common
 
 setup_file() { cluster_setup_file; }
 teardown_file() { cluster_teardown_file; }
 
 setup() {
 	[ -x "$RT_CHECK" ] || skip "rt_check not built ($RT_CHECK)"
-	# The singleton tests need no cluster, only no launcher.
-	case $BATS_TEST_DESCRIPTION in
-	singleton*) ;;
-	*) cluster_setup ;;
-	esac
+	cluster_setup
 }
 
 # srun --mpi=pmix, capped: a hang fails the test instead of stalling the suite.
@@ -29,23 +24,6 @@ rt_srun() { # seconds srun-arguments...
 	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
 }
 
-# Every rank 0..N-1 printed its summary once, with at least MIN checks and none
-# wrong, and the step exited 0. The output is printed first: bats shows it
-# only when the test fails.
-assert_ranks_ok() { # N [MIN]
-	local n=$1 min=${2:-1} summaries r
-	echo "$output" | tail -n 80
-	[ "$status" -eq 0 ] || { echo "exit status $status"; return 1; }
-	summaries=$(grep -E '^rank [0-9]+: [0-9]+ checks, [0-9]+ wrong$' <<<"$output" || true)
-	[ "$(wc -l <<<"$summaries")" -eq "$n" ] || { echo "expected $n summaries"; return 1; }
-	for ((r = 0; r < n; r++)); do
-		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$summaries" ||
-			{ echo "rank $r: no summary, or something wrong"; return 1; }
-	done
-	while read -r _ _ checks _; do
-		[ "$checks" -ge "$min" ] || { echo "only $checks checks on a rank (want >= $min)"; return 1; }
-	done <<<"$summaries"
-}
 
 # How many ranks swept a group of this name and size.
 count_swept() { # NAME SIZE
@@ -231,20 +209,6 @@ count_swept() { # NAME SIZE
 	# at least the ranks waiting on it directly saw the timeout
 	grep -q '^rank [013]: error after .*: LLMP_ERR_TIMEOUT ' <<<"$output"
 	assert_cluster_idle
-}
-
-# ------------------------------------------------------------ singleton
-
-@test "singleton: no launcher, a world of one, every collective" {
-	run env -u PMIX_RANK -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u SLURM_JOB_ID \
-		timeout -k 5 120 "$RT_CHECK" singleton
-	assert_ranks_ok 1 1000
-	grep -q '^rank 0: stats: init_fences=1 ' <<<"$output"
-}
-
-@test "singleton: bad arguments everywhere are refused with a message, no crash" {
-	run env -u PMIX_RANK -u PMIX_NAMESPACE timeout -k 5 60 "$RT_CHECK" badargs
-	assert_ranks_ok 1 40
 }
 
 @test "badargs under srun: refused locally on every rank; the world still works after" {

@@ -22,9 +22,10 @@ tests_runtime_rt_check_LDADD = runtime/libllmp.la -lm
 tests_runtime_rt_check_LDFLAGS = -static
 
 if HAVE_BATS
+TESTS += tests/runtime_singleton.bats
 if BUILD_PLUGIN
 # Starts the local three-node Slurm cluster; skipped (and counted so) without root.
 TESTS += tests/runtime.bats
 endif
 endif
-EXTRA_DIST += tests/runtime.bats
+EXTRA_DIST += tests/runtime.bats tests/runtime_singleton.bats tests/runtime/common.bash
