@@ -2,15 +2,17 @@
 #
 # Portable C that needs nothing but libc. Built position-independent into a
 # convenience library that libllmp links statically. The loops are written
-# for the auto-vectoriser; -ftree-vectorize with the dynamic cost model is
-# given explicitly because it survives whatever -O level CFLAGS carries.
+# for the auto-vectoriser; configure's KERNEL_VEC_CFLAGS asks for it
+# explicitly (-ftree-vectorize, and gcc's dynamic cost model where accepted)
+# because that survives whatever -O level CFLAGS carries.
 kernels_sources = \
 	kernels/llmp_dtype.h kernels/dtype.c \
 	kernels/half.h \
-	kernels/reduce.h kernels/reduce.c
+	kernels/reduce.h kernels/reduce.c \
+	kernels/crc32c.h kernels/crc32c.c
 
 noinst_LTLIBRARIES += kernels/libkernels.la
 kernels_libkernels_la_SOURCES = $(kernels_sources)
-kernels_libkernels_la_CFLAGS = $(LLMP_CFLAGS) -ftree-vectorize -fvect-cost-model=dynamic
+kernels_libkernels_la_CFLAGS = $(LLMP_CFLAGS) $(KERNEL_VEC_CFLAGS)
 
 pkginclude_HEADERS += kernels/llmp_dtype.h

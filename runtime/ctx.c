@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,13 @@ static llmp_status prepare(llmp_ctx *ctx, const llmp_init_opts *opts, void **add
 	return st;
 }
 
+/*
+ * Whether a context exists in this process. It is the one piece of state
+ * outside a context, because what it guards is process-wide: init
+ * publishes under fixed PMIx keys, which a second context would overwrite.
+ */
+static atomic_bool context_exists;
+
 llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 {
 	if (!out)
@@ -167,6 +175,10 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 	if (!ctx)
 		return LLMP_ERR_NOMEM;
 	double start = rt_now();
+	if (atomic_exchange(&context_exists, true))
+		return rt_fail(ctx, LLMP_ERR_STATE, "llmp_init: this process already has a context; "
+			       "finalize it first (init publishes under fixed PMIx keys)");
+	ctx->owns_process = true;
 
 	llmp_status st = read_options(ctx, opts);
 	if (st == LLMP_OK)
@@ -204,6 +216,8 @@ llmp_status llmp_finalize(llmp_ctx *ctx)
 	rt_wireup_fini(ctx);
 	llmp_plan_destroy(ctx->plan);
 	free(ctx->slots);
+	if (ctx->owns_process)
+		atomic_store(&context_exists, false);
 	free(ctx);
 	return LLMP_OK;
 }

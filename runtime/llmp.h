@@ -15,7 +15,10 @@
  * Threads: llmp_strerror() and the llmp_dtype/llmp_op helpers are safe from
  * any thread. Every other call on a context, or on a communicator of it,
  * must be serialised by the caller (one thread at a time, any thread), as
- * MPI_THREAD_SERIALIZED. Different contexts are independent.
+ * MPI_THREAD_SERIALIZED. A process has one context at a time: init
+ * publishes under fixed PMIx keys. llmp_init is collective over the job
+ * (every rank calls it); after llmp_finalize a process may init again,
+ * together with every other rank.
  *
  * Buffers: every data argument may in principle be host or device memory;
  * the runtime asks the CUDA driver (only if the process has loaded it) what

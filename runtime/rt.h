@@ -62,6 +62,8 @@ struct llmp_ctx {
 	double timeout_s;
 	size_t ring_threshold;
 
+	bool owns_process; /* this is the process's one context (ctx.c) */
+
 	/* wire-up */
 	bool pmix_up;
 	pmix_proc_t me;

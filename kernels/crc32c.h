@@ -1,0 +1,19 @@
+/*
+ * crc32c.h - CRC-32C (Castagnoli), the checksum of llmp's checkpoints.
+ *
+ * The polynomial of iSCSI, ext4 and Btrfs (0x1EDC6F41, reflected
+ * 0x82F63B78), with the usual initial value and final XOR of 0xFFFFFFFF.
+ * Incremental: crc = llmp_crc32c(0, a, na); crc = llmp_crc32c(crc, b, nb)
+ * equals llmp_crc32c(0, ab, na + nb). llmp_crc32c(0, "123456789", 9) is
+ * 0xE3069283.
+ */
+#ifndef LLMP_KERNELS_CRC32C_H
+#define LLMP_KERNELS_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Continue crc (0 to start) over len bytes of buf; buf may be NULL when len is 0. Thread-safe. */
+uint32_t llmp_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#endif /* LLMP_KERNELS_CRC32C_H */
