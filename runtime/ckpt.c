@@ -1,0 +1,252 @@
+/* ckpt.c - checkpoint handles, registration, and what every rank must agree on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_internal.h"
+
+uint64_t ck_volume(const struct ck_slice *s)
+{
+	uint64_t v = 1;
+	for (unsigned d = 0; d < s->ndim; d++)
+		v *= s->shape[d];
+	return v;
+}
+
+uint64_t ck_bytes(const struct ck_slice *s)
+{
+	return ck_volume(s) * llmp_dtype_size((llmp_dtype)s->dtype);
+}
+
+llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt **out)
+{
+	if (!out)
+		return LLMP_ERR_ARG;
+	*out = NULL;
+	if (!ctx)
+		return LLMP_ERR_ARG;
+	if (!opts || !opts->root || !*opts->root)
+		return rt_fail(ctx, LLMP_ERR_ARG, "llmp_ckpt_open: no checkpoint root directory");
+	llmp_ckpt *ck = calloc(1, sizeof *ck);
+	if (!ck || !(ck->root = strdup(opts->root))) {
+		free(ck);
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "llmp_ckpt_open");
+	}
+	ck->ctx = ctx;
+	ck->keep = opts->keep ? opts->keep : 2;
+	ck->alignment = opts->alignment ? opts->alignment : (size_t)1 << 20;
+	*out = ck;
+	return LLMP_OK;
+}
+
+void llmp_ckpt_close(llmp_ckpt *ck)
+{
+	if (!ck)
+		return;
+	free(ck->tensors);
+	free(ck->root);
+	free(ck);
+}
+
+/* Names become HDF5 paths and MANIFEST words: printable, no spaces, no empty parts. */
+static bool valid_name(const char *name)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len > LLMP_CKPT_MAX_NAME || name[0] == '/' || name[len - 1] == '/' ||
+	    strstr(name, "//") || strcmp(name, ".") == 0)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			return false;
+	return true;
+}
+
+llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype,
+			       unsigned ndim, const uint64_t *global_shape,
+			       const uint64_t *offset, const uint64_t *shape, void *data)
+{
+	if (!ck)
+		return LLMP_ERR_ARG;
+	llmp_ctx *ctx = ck->ctx;
+	if (!name || !valid_name(name))
+		return rt_fail(ctx, LLMP_ERR_ARG, "llmp_ckpt_register: tensor name '%.40s' must be 1-%d "
+			       "printable characters without spaces", name ? name : "(null)", LLMP_CKPT_MAX_NAME);
+	if ((unsigned)dtype >= LLMP_NDTYPES)
+		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: dtype %d is not an llmp_dtype", name, (int)dtype);
+	if (ndim < 1 || ndim > LLMP_CKPT_MAX_DIMS)
+		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: %u dimensions (1..%d)", name, ndim, LLMP_CKPT_MAX_DIMS);
+	if (!global_shape || !offset || !shape)
+		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: a shape or offset array is NULL", name);
+	for (size_t i = 0; i < ck->ntensors; i++)
+		if (strcmp(ck->tensors[i].slice.name, name) == 0)
+			return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s is already registered on this rank", name);
+	struct ck_slice s = {.dtype = (uint32_t)dtype, .ndim = ndim, .rank = ctx->rank};
+	snprintf(s.name, sizeof s.name, "%s", name);
+	for (unsigned d = 0; d < ndim; d++) {
+		if (global_shape[d] == 0 || shape[d] == 0 || offset[d] > global_shape[d] ||
+		    shape[d] > global_shape[d] - offset[d])
+			return rt_fail(ctx, LLMP_ERR_RANGE, "tensor %s, dimension %u: slice [%llu, +%llu) "
+				       "outside the global size %llu", name, d, (unsigned long long)offset[d],
+				       (unsigned long long)shape[d], (unsigned long long)global_shape[d]);
+		s.global[d] = global_shape[d];
+		s.offset[d] = offset[d];
+		s.shape[d] = shape[d];
+	}
+	if (!data)
+		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: data is NULL", name);
+	if (ck->ntensors == ck->cap) {
+		size_t cap = ck->cap ? 2 * ck->cap : 16;
+		struct ck_tensor *grown = realloc(ck->tensors, cap * sizeof *grown);
+		if (!grown)
+			return rt_fail(ctx, LLMP_ERR_NOMEM, "registering tensor %s", name);
+		ck->tensors = grown;
+		ck->cap = cap;
+	}
+	ck->tensors[ck->ntensors++] = (struct ck_tensor){.slice = s, .data = data};
+	return LLMP_OK;
+}
+
+llmp_status ck_agree(llmp_ckpt *ck, const char *doing, llmp_status local)
+{
+	llmp_ctx *ctx = ck->ctx;
+	llmp_comm *world;
+	llmp_status st = llmp_comm_world(ctx, &world);
+	if (st != LLMP_OK)
+		return st;
+	/* The first failing rank, by a min-reduction of "my rank if I failed". */
+	int64_t first = local != LLMP_OK ? (int64_t)ctx->rank : INT64_MAX;
+	if ((st = llmp_allreduce(world, &first, &first, 1, LLMP_INT64, LLMP_MIN)) != LLMP_OK)
+		return st;
+	if (first == INT64_MAX)
+		return LLMP_OK;
+	struct {
+		int32_t status;
+		char msg[LLMP_MSG_MAX];
+	} why = {(int32_t)local, ""};
+	if ((uint32_t)first == ctx->rank)
+		snprintf(why.msg, sizeof why.msg, "%s", ctx->errmsg);
+	if ((st = llmp_broadcast(world, &why, &why, sizeof why, LLMP_UINT8, (uint32_t)first)) != LLMP_OK)
+		return st;
+	why.msg[sizeof why.msg - 1] = '\0';
+	return rt_fail(ctx, (llmp_status)why.status, "%s: rank %lld: %s", doing, (long long)first, why.msg);
+}
+
+/* --------------------------------------------------- gathering the plan */
+
+static int compare_slices(const void *pa, const void *pb)
+{
+	const struct ck_slice *a = pa, *b = pb;
+	int c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	for (unsigned d = 0; d < a->ndim && d < b->ndim; d++) {
+		if (a->offset[d] != b->offset[d])
+			return a->offset[d] < b->offset[d] ? -1 : 1;
+		if (a->shape[d] != b->shape[d])
+			return a->shape[d] < b->shape[d] ? -1 : 1;
+	}
+	return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+static bool same_slice(const struct ck_slice *a, const struct ck_slice *b)
+{
+	if (strcmp(a->name, b->name) || a->ndim != b->ndim)
+		return false;
+	for (unsigned d = 0; d < a->ndim; d++)
+		if (a->offset[d] != b->offset[d] || a->shape[d] != b->shape[d])
+			return false;
+	return true;
+}
+
+static bool overlap(const struct ck_slice *a, const struct ck_slice *b)
+{
+	for (unsigned d = 0; d < a->ndim; d++)
+		if (a->offset[d] >= b->offset[d] + b->shape[d] || b->offset[d] >= a->offset[d] + a->shape[d])
+			return false;
+	return true;
+}
+
+/*
+ * Every tensor: the same dtype and global shape everywhere, and distinct
+ * slices that tile it exactly (no overlap, nothing missing). Identical on
+ * every rank, so every rank fails alike.
+ */
+static llmp_status validate(llmp_ctx *ctx, const struct ck_slice *all, size_t n)
+{
+	for (size_t first = 0; first < n;) {
+		size_t end = first;
+		uint64_t covered = 0, global = 1;
+		const struct ck_slice *t = &all[first];
+		for (unsigned d = 0; d < t->ndim; d++)
+			global *= t->global[d];
+		while (end < n && strcmp(all[end].name, t->name) == 0)
+			end++;
+		for (size_t i = first; i < end; i++) {
+			const struct ck_slice *s = &all[i];
+			bool shape_ok = s->ndim == t->ndim && s->dtype == t->dtype;
+			for (unsigned d = 0; shape_ok && d < t->ndim; d++)
+				shape_ok = s->global[d] == t->global[d];
+			if (!shape_ok)
+				return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: rank %u registered another "
+					       "dtype or global shape than rank %u", t->name, s->rank, t->rank);
+			if (s->owner != s->rank)
+				continue; /* a replica */
+			covered += ck_volume(s);
+			for (size_t j = first; j < i; j++)
+				if (all[j].owner == all[j].rank && overlap(&all[j], s))
+					return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: the slices of ranks "
+						       "%u and %u overlap without being equal", t->name,
+						       all[j].rank, s->rank);
+		}
+		if (covered != global)
+			return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: the registered slices cover %llu "
+				       "of its %llu elements", t->name, (unsigned long long)covered,
+				       (unsigned long long)global);
+		first = end;
+	}
+	return LLMP_OK;
+}
+
+llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
+{
+	llmp_ctx *ctx = ck->ctx;
+	llmp_comm *world;
+	uint32_t n = ctx->world;
+	llmp_status st = llmp_comm_world(ctx, &world);
+	if (st != LLMP_OK)
+		return st;
+	int64_t mine = (int64_t)ck->ntensors, most = mine;
+	if ((st = llmp_allreduce(world, &most, &most, 1, LLMP_INT64, LLMP_MAX)) != LLMP_OK)
+		return st;
+	size_t per = (size_t)most, rec = sizeof(struct ck_slice);
+	struct ck_slice *send = calloc(per ? per : 1, rec);
+	struct ck_slice *all = calloc(per * n > 0 ? per * n : 1, rec);
+	if (!send || !all) {
+		free(send);
+		free(all);
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "gathering %zu x %u slice records", per, n);
+	}
+	for (size_t i = 0; i < ck->ntensors; i++)
+		send[i] = ck->tensors[i].slice;
+	/* Unused records have an empty name; they sort first and are dropped. */
+	st = llmp_allgather(world, send, all, per * rec, LLMP_UINT8);
+	free(send);
+	if (st != LLMP_OK) {
+		free(all);
+		return st;
+	}
+	size_t count = 0;
+	for (size_t i = 0; i < per * n; i++)
+		if (all[i].name[0])
+			all[count++] = all[i];
+	qsort(all, count, rec, compare_slices);
+	for (size_t i = 0; i < count; i++)
+		all[i].owner = i > 0 && same_slice(&all[i - 1], &all[i]) ? all[i - 1].owner : all[i].rank;
+	if ((st = validate(ctx, all, count)) != LLMP_OK) {
+		free(all);
+		return st;
+	}
+	*out = all;
+	*nout = count;
+	return LLMP_OK;
+}

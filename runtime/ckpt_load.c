@@ -1,0 +1,236 @@
+/*
+ * ckpt_load.c - llmp_ckpt_load: each registered slice from the shards that
+ * hold its parts, whatever layout saved them, every byte checked.
+ *
+ * For every saved slice that intersects a slice this rank registered, the
+ * whole saved slice is read from its shard and its CRC-32C compared with the
+ * MANIFEST before the intersection is copied in. Nothing is read through
+ * the index's virtual datasets: HDF5 reads a missing source file there as
+ * fill values without an error, which would turn a lost shard into zeros.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt_internal.h"
+#include "crc32c.h"
+
+/* Copy the part of saved slice src (data sdata) that lies in dst (data ddata). */
+static void copy_intersection(const struct ck_slice *src, const char *sdata, const struct ck_slice *dst,
+			      char *ddata, size_t esize)
+{
+	unsigned nd = dst->ndim;
+	uint64_t lo[LLMP_CKPT_MAX_DIMS], hi[LLMP_CKPT_MAX_DIMS], idx[LLMP_CKPT_MAX_DIMS];
+	for (unsigned d = 0; d < nd; d++) {
+		lo[d] = src->offset[d] > dst->offset[d] ? src->offset[d] : dst->offset[d];
+		uint64_t se = src->offset[d] + src->shape[d], de = dst->offset[d] + dst->shape[d];
+		hi[d] = se < de ? se : de;
+		if (lo[d] >= hi[d])
+			return;
+		idx[d] = lo[d];
+	}
+	size_t run = (size_t)(hi[nd - 1] - lo[nd - 1]) * esize;
+	for (;;) {
+		/* Row-major positions of idx in both slices. */
+		uint64_t spos = 0, dpos = 0;
+		for (unsigned d = 0; d < nd; d++) {
+			spos = spos * src->shape[d] + (idx[d] - src->offset[d]);
+			dpos = dpos * dst->shape[d] + (idx[d] - dst->offset[d]);
+		}
+		memcpy(ddata + dpos * esize, sdata + spos * esize, run);
+		/* Next row: odometer over every dimension but the last. */
+		int d = (int)nd - 2;
+		while (d >= 0 && ++idx[d] == hi[d]) {
+			idx[d] = lo[d];
+			d--;
+		}
+		if (d < 0)
+			return;
+	}
+}
+
+static bool intersects(const struct ck_slice *a, const struct ck_slice *b)
+{
+	for (unsigned d = 0; d < a->ndim; d++)
+		if (a->offset[d] >= b->offset[d] + b->shape[d] || b->offset[d] >= a->offset[d] + a->shape[d])
+			return false;
+	return true;
+}
+
+/* Every shard the manifest lists is there with its size: a missing one would read as zeros. */
+static llmp_status check_shards(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m)
+{
+	for (size_t i = 0; i < m->nshards; i++) {
+		char path[4200];
+		struct stat sb;
+		snprintf(path, sizeof path, "%s/shard-%u.h5", dir, m->shard_ranks[i]);
+		if (stat(path, &sb) != 0)
+			return rt_fail(ctx, LLMP_ERR_IO, "%s: %s", path, strerror(errno));
+		if ((uint64_t)sb.st_size != m->shard_bytes[i])
+			return rt_fail(ctx, LLMP_ERR_IO, "%s has %lld bytes, its MANIFEST says %llu", path,
+				       (long long)sb.st_size, (unsigned long long)m->shard_bytes[i]);
+	}
+	return LLMP_OK;
+}
+
+static llmp_status load_tensor(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m,
+			       struct ck_tensor *t, void **buf, size_t *bufcap)
+{
+	llmp_ctx *ctx = ck->ctx;
+	const struct ck_slice *mine = &t->slice;
+	size_t esize = llmp_dtype_size((llmp_dtype)mine->dtype);
+	bool found = false;
+	for (size_t i = 0; i < m->nslices; i++) {
+		const struct ck_slice *s = &m->slices[i];
+		if (strcmp(s->name, mine->name) != 0)
+			continue;
+		bool same = s->dtype == mine->dtype && s->ndim == mine->ndim;
+		for (unsigned d = 0; same && d < s->ndim; d++)
+			same = s->global[d] == mine->global[d];
+		if (!same)
+			return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: %s/MANIFEST has it as %s with "
+				       "another shape or dtype than registered (%s)", mine->name, dir,
+				       llmp_dtype_name((llmp_dtype)s->dtype), llmp_dtype_name((llmp_dtype)mine->dtype));
+		found = true;
+		if (!intersects(s, mine))
+			continue;
+		size_t bytes = (size_t)ck_bytes(s);
+		if (bytes > *bufcap) {
+			void *grown = realloc(*buf, bytes);
+			if (!grown)
+				return rt_fail(ctx, LLMP_ERR_NOMEM, "tensor %s: %zu bytes", s->name, bytes);
+			*buf = grown;
+			*bufcap = bytes;
+		}
+		char shard[4200];
+		snprintf(shard, sizeof shard, "%s/shard-%u.h5", dir, s->owner);
+		llmp_status st = ck_read_slice(ctx, shard, s, *buf);
+		if (st != LLMP_OK)
+			return st;
+		uint32_t crc = llmp_crc32c(0, *buf, bytes);
+		if (crc != s->crc)
+			return rt_fail(ctx, LLMP_ERR_IO, "tensor %s in %s fails its checksum (CRC-32C 0x%08x, "
+				       "MANIFEST 0x%08x): the file is corrupted", s->name, shard, crc, s->crc);
+		copy_intersection(s, *buf, mine, t->data, esize);
+	}
+	if (!found)
+		return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s is not in %s", mine->name, dir);
+	return LLMP_OK;
+}
+
+static llmp_status read_meta(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m, void *meta,
+			     size_t metacap, size_t *metalen)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/meta.bin", dir);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return rt_fail(ctx, LLMP_ERR_IO, "open %s: %s", path, strerror(errno));
+	char *all = malloc(m->meta_bytes ? m->meta_bytes : 1);
+	size_t got = all ? fread(all, 1, m->meta_bytes, f) : 0;
+	fclose(f);
+	llmp_status st = LLMP_OK;
+	if (!all)
+		st = rt_fail(ctx, LLMP_ERR_NOMEM, "metadata of %llu bytes", (unsigned long long)m->meta_bytes);
+	else if (got != m->meta_bytes || llmp_crc32c(0, all, got) != m->meta_crc)
+		st = rt_fail(ctx, LLMP_ERR_IO, "%s is truncated or corrupted", path);
+	if (st == LLMP_OK) {
+		if (meta)
+			memcpy(meta, all, got < metacap ? got : metacap);
+		if (metalen)
+			*metalen = got;
+	}
+	free(all);
+	return st;
+}
+
+/* This rank's part of loading one checkpoint directory. */
+static llmp_status load_step(llmp_ckpt *ck, uint64_t step, void *meta, size_t metacap, size_t *metalen)
+{
+	llmp_ctx *ctx = ck->ctx;
+	char dir[4096], path[4200];
+	snprintf(dir, sizeof dir, "%s/step-%llu", ck->root, (unsigned long long)step);
+	snprintf(path, sizeof path, "%s/MANIFEST", dir);
+	struct ck_manifest m;
+	llmp_status st = ck_manifest_read(ctx, path, &m);
+	if (st != LLMP_OK)
+		return st;
+	st = check_shards(ctx, dir, &m);
+	void *buf = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; st == LLMP_OK && i < ck->ntensors; i++)
+		st = load_tensor(ck, dir, &m, &ck->tensors[i], &buf, &cap);
+	if (st == LLMP_OK)
+		st = read_meta(ctx, dir, &m, meta, metacap, metalen);
+	free(buf);
+	ck_manifest_free(&m);
+	return st;
+}
+
+/* Rank 0 lists the candidates (newest first, or the one asked for); everyone gets the list. */
+static llmp_status candidates(llmp_ckpt *ck, uint64_t step, int64_t **list, int64_t *count)
+{
+	llmp_ctx *ctx = ck->ctx;
+	llmp_comm *world;
+	llmp_status st = llmp_comm_world(ctx, &world), local = LLMP_OK;
+	uint64_t *steps = NULL;
+	size_t n = 0;
+	if (ctx->rank == 0)
+		local = ck_list_steps(ctx, ck->root, &steps, &n);
+	if (st == LLMP_OK)
+		st = ck_agree(ck, "checkpoint load: listing", local);
+	if (step != LLMP_CKPT_NEWEST && st == LLMP_OK) {
+		bool present = false;
+		for (size_t i = 0; i < n; i++)
+			present |= steps[i] == step;
+		n = present ? 1 : 0;
+		if (present)
+			steps[0] = step;
+	}
+	*count = (int64_t)n;
+	if (st == LLMP_OK)
+		st = llmp_broadcast(world, count, count, 1, LLMP_INT64, 0);
+	*list = st == LLMP_OK ? calloc(*count ? (size_t)*count : 1, sizeof **list) : NULL;
+	if (st == LLMP_OK && !*list)
+		st = rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint list");
+	for (int64_t i = 0; st == LLMP_OK && ctx->rank == 0 && i < *count; i++)
+		(*list)[i] = (int64_t)steps[i];
+	if (st == LLMP_OK)
+		st = llmp_broadcast(world, *list, *list, (size_t)*count, LLMP_INT64, 0);
+	free(steps);
+	return st;
+}
+
+llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step,
+			   void *meta, size_t metacap, size_t *metalen)
+{
+	if (!ck)
+		return LLMP_ERR_ARG;
+	llmp_ctx *ctx = ck->ctx;
+	int64_t *list = NULL, count = 0;
+	llmp_status st = candidates(ck, step, &list, &count);
+	if (st == LLMP_OK && count == 0)
+		st = rt_fail(ctx, LLMP_ERR_IO, step == LLMP_CKPT_NEWEST ? "no complete checkpoint under %s"
+									 : "%s has no complete step-%llu",
+			     ck->root, (unsigned long long)step);
+	for (int64_t i = 0; st == LLMP_OK && i < count; i++) {
+		char doing[64];
+		snprintf(doing, sizeof doing, "checkpoint load of step-%lld", (long long)list[i]);
+		st = ck_agree(ck, doing, load_step(ck, (uint64_t)list[i], meta, metacap, metalen));
+		if (st == LLMP_OK) {
+			if (loaded_step)
+				*loaded_step = (uint64_t)list[i];
+			break;
+		}
+		/* Newest-first: a damaged checkpoint is reported and the one before it tried. */
+		if (step != LLMP_CKPT_NEWEST || st != LLMP_ERR_IO || i + 1 == count)
+			break;
+		if (ctx->rank == 0)
+			fprintf(stderr, "llmp: %s; trying step-%lld\n", ctx->errmsg, (long long)list[i + 1]);
+		st = LLMP_OK;
+	}
+	free(list);
+	return st;
+}

@@ -1,0 +1,75 @@
+/*
+ * llmp_ckpt.h - sharded HDF5 checkpoints of a job's tensors.
+ *
+ * A program registers its tensors once: name, dtype, global shape, and the
+ * slice this rank holds (offset and shape in every dimension). A save
+ * writes, under ROOT/step-N/, one HDF5 shard per rank holding the slices it
+ * owns (a slice registered identically by several ranks, a replica, is
+ * written once, by the lowest of them), an HDF5 index whose virtual
+ * datasets show every tensor whole (h5py and h5dump read it with no llmp
+ * code), and a MANIFEST with the layout, the step and a CRC-32C of every
+ * slice. Everything is written under step-N.tmp, flushed and fsynced, then
+ * renamed: a checkpoint is either complete or invisible. A load reads each
+ * registered slice from whichever shards hold it, so the saving layout
+ * (tp, dp, world size) need not be the loading one, and checks every byte
+ * it reads against the manifest's checksums. The format is doc/checkpoint.md.
+ *
+ * Save and load are collective over the world communicator; every rank
+ * gets the same status, and llmp_errmsg() names the tensor, the file and
+ * the rank that failed.
+ */
+#ifndef LLMP_CKPT_H
+#define LLMP_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct llmp_ckpt llmp_ckpt;
+
+#define LLMP_CKPT_MAX_DIMS 8
+#define LLMP_CKPT_MAX_NAME 127      /* bytes of a tensor name */
+#define LLMP_CKPT_NEWEST UINT64_MAX /* llmp_ckpt_load: the newest complete checkpoint */
+
+typedef struct llmp_ckpt_opts {
+	const char *root;     /* directory of the checkpoints; created if missing */
+	unsigned keep;        /* complete checkpoints kept; 0: 2. Never fewer than 1 */
+	size_t alignment;     /* file offset alignment of large datasets; 0: 1 MiB */
+} llmp_ckpt_opts;
+
+/* Not collective. The handle belongs to ctx; close it before llmp_finalize. */
+llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt **ckpt);
+void llmp_ckpt_close(llmp_ckpt *ckpt);
+
+/*
+ * Register this rank's slice of a tensor: data holds shape[0] x ... x
+ * shape[ndim-1] elements, row-major, and must stay valid while registered;
+ * a save reads it, a load writes it. Every rank that holds part of the
+ * tensor registers it, with the same dtype and global shape.
+ */
+llmp_status llmp_ckpt_register(llmp_ckpt *ckpt, const char *name, llmp_dtype dtype,
+			       unsigned ndim, const uint64_t *global_shape,
+			       const uint64_t *offset, const uint64_t *shape, void *data);
+
+/* Collective: write checkpoint `step` with metalen bytes of user metadata. */
+llmp_status llmp_ckpt_save(llmp_ckpt *ckpt, uint64_t step, const void *meta, size_t metalen);
+
+/*
+ * Collective: fill every registered slice from checkpoint `step`, or from
+ * the newest complete one (LLMP_CKPT_NEWEST; a corrupted one is reported
+ * and the one before it used). *loaded_step and the metadata (up to
+ * metacap bytes; *metalen gets its full size) say what was loaded.
+ */
+llmp_status llmp_ckpt_load(llmp_ckpt *ckpt, uint64_t step, uint64_t *loaded_step,
+			   void *meta, size_t metacap, size_t *metalen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMP_CKPT_H */
