@@ -17,6 +17,8 @@ packages=(
 	slurmctld slurmd slurm-client libslurm-dev munge
 	# communication, checkpoint and topology libraries of the runtime
 	libpmix-dev libucx-dev libhdf5-dev libhwloc-dev
+	# reading checkpoints without llmp, as the tests do: h5py, h5dump
+	python3-h5py hdf5-tools
 	# the local cluster's network namespaces
 	iproute2 procps util-linux
 )
