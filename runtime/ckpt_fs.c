@@ -147,12 +147,15 @@ llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step)
 	return ck_fsync_path(ctx, root);
 }
 
-llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep)
+llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep, uint64_t saved)
 {
 	uint64_t *steps;
 	size_t n;
+	unsigned kept = 1; /* the checkpoint just saved, whatever its number */
 	llmp_status st = ck_list_steps(ctx, root, &steps, &n);
-	for (size_t i = keep; st == LLMP_OK && i < n; i++) {
+	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
+		if (steps[i] == saved || kept++ < keep)
+			continue;
 		/* Renamed first: a deletion cut short must not leave a "complete" step-N. */
 		char path[4096], doomed[4200];
 		snprintf(path, sizeof path, "%s/step-%llu", root, (unsigned long long)steps[i]);

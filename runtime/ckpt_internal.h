@@ -65,8 +65,12 @@ llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path);
 llmp_status ck_list_steps(llmp_ctx *ctx, const char *root, uint64_t **steps, size_t *n);
 /* Write root/latest (via latest.tmp, fsync, rename, fsync root). */
 llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step);
-/* Remove complete checkpoints beyond the newest `keep`. */
-llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep);
+/*
+ * Keep the checkpoint just saved and the keep - 1 highest-numbered others;
+ * remove the rest. The one just saved is never removed, even when higher
+ * steps exist (a job that went back to an older checkpoint).
+ */
+llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep, uint64_t saved);
 
 /* ckpt_manifest.c */
 struct ck_manifest {

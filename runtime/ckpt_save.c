@@ -80,7 +80,7 @@ static llmp_status commit(llmp_ckpt *ck, uint64_t step, struct ck_manifest *m, c
 	if (st == LLMP_OK)
 		st = ck_write_latest(ctx, ck->root, step);
 	if (st == LLMP_OK)
-		st = ck_retain(ctx, ck->root, ck->keep);
+		st = ck_retain(ctx, ck->root, ck->keep, step);
 	return st;
 }
 

@@ -183,10 +183,20 @@ llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag,
 	req->recv = true;
 	req->bytes = bytes;
 	req->info.length = bytes; /* replaced when a message completes the receive */
-	/* The endpoint is not needed to receive, but it is how a dead sender is noticed. */
-	llmp_status st = rt_tx_peer_ep(comm, peer, &ep);
-	if (st != LLMP_OK)
-		return st;
+	/*
+	 * The endpoint is not needed to receive; it is how a dead sender gets
+	 * noticed. So failing to open one is no failure of the receive: the
+	 * sender may have sent everything and left already (a finished rank
+	 * need not wait for its last receivers). A sender known to have
+	 * failed is.
+	 */
+	char saved[LLMP_MSG_MAX];
+	memcpy(saved, comm->ctx->errmsg, sizeof saved);
+	if (rt_tx_peer_ep(comm, peer, &ep) != LLMP_OK) {
+		if (comm->ctx->peers[rt_world_rank(comm, peer)].failed)
+			return LLMP_ERR_PEER;
+		memcpy(comm->ctx->errmsg, saved, sizeof saved);
+	}
 	ucp_request_param_t prm = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO,
 		.recv_info.tag_info = &req->info,

@@ -162,7 +162,9 @@ setup() { cluster_setup; }
 	a=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")
 	run srun -n1 --llm-parallel=tp=1 "$TASK_ENV"
 	b=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")
-	[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]
+	[ -n "$a" ]
+	[ -n "$b" ]
+	[ "$a" != "$b" ]
 	run salloc -n1 sh -c "srun --llm-parallel=tp=1 '$TASK_ENV'; srun --llm-parallel=tp=1 '$TASK_ENV'"
 	[ "$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output" | sort -u | wc -l)" -eq 2 ]
 }

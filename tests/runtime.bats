@@ -155,7 +155,8 @@ count_swept() { # NAME SIZE
 @test "mismatch: --parallel disagreeing with the plugin's layout fails init on every rank" {
 	run rt_srun 60 -N1 -n4 --llm-parallel=tp=2 "$RT_CHECK" coll --quick --parallel tp=4
 	echo "$output"
-	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[ "$status" -ne 0 ]
+	[ "$status" -ne 124 ]
 	[ "$(grep -c '^rank ?: WRONG: llmp_init: ' <<<"$output")" -eq 4 ]
 }
 
@@ -171,7 +172,8 @@ count_swept() { # NAME SIZE
 	output=$(cat "$WORK"/kill-*.out)
 	echo "$output"
 	# the victim died by SIGKILL, so the step fails; but it ended, not timed out
-	[ "$step_status" -ne 0 ] && [ "$step_status" -ne 124 ]
+	[ "$step_status" -ne 0 ]
+	[ "$step_status" -ne 124 ]
 	grep -q '^rank 3: killing myself at iteration 20$' <<<"$output"
 	for r in 0 1 2; do
 		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: " <<<"$output"
@@ -188,7 +190,8 @@ count_swept() { # NAME SIZE
 	step_status=$status
 	output=$(cat "$WORK"/kill-*.out)
 	echo "$output"
-	[ "$step_status" -ne 0 ] && [ "$step_status" -ne 124 ]
+	[ "$step_status" -ne 0 ]
+	[ "$step_status" -ne 124 ]
 	for r in 1 2; do
 		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
 	done

@@ -1,0 +1,369 @@
+#!/usr/bin/env bats
+# Sharded HDF5 checkpoints (runtime/llmp_ckpt.h) on the real three-node Slurm
+# cluster: tests/ckpt/ck_check run as the tasks of `srun --mpi=pmix` steps.
+# Every rank computes the values it must read back from (global index, step)
+# and prints "rank R: N checks, M wrong"; tests/ckpt/check_view.py reads the
+# same checkpoints with h5py alone. The checkpoint root is under the test's
+# $WORK, on the filesystem every "node" shares (they are one machine).
+
+load cluster/common
+load runtime/common
+
+CK_CHECK="$LLMP_BUILDDIR/tests/ckpt/ck_check"
+CHECK_VIEW="$LLMP_SRCDIR/tests/ckpt/check_view.py"
+
+setup_file() { cluster_setup_file; }
+teardown_file() { cluster_teardown_file; }
+
+setup() {
+	[ -x "$CK_CHECK" ] || skip "ck_check not built ($CK_CHECK)"
+	case $BATS_TEST_DESCRIPTION in
+	singleton*) WORK=$BATS_TEST_TMPDIR ;; # no cluster needed
+	*) cluster_setup ;;
+	esac
+	ROOT="$WORK/ckpt"
+}
+
+# srun --mpi=pmix, capped: a hang fails the test instead of stalling the suite.
+ck_srun() { # seconds srun-arguments...
+	local limit=$1
+	shift
+	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
+}
+
+# A python3 that has h5py (Debian's python3-h5py is for /usr/bin/python3).
+h5py_python() {
+	local p
+	for p in python3 /usr/bin/python3; do
+		if "$p" -c 'import h5py' 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# The reference checkpoint: tp=2 (dp=2) on 4 ranks over 2 nodes, steps 100,
+# 200, 300, keep=2.
+save_reference() {
+	run ck_srun 120 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+		--steps 100,200,300 --keep 2
+	assert_ranks_ok 4 3
+	[ "$(grep -c '^rank [0-3]: saved step 300$' <<<"$output")" -eq 4 ]
+}
+
+# Load with these srun arguments (the layout and the world); the rest are ck_check's.
+load_as() { # srun-arguments... -- ck_check-arguments...
+	local sargs=()
+	while [ "$1" != -- ]; do
+		sargs+=("$1")
+		shift
+	done
+	shift
+	run ck_srun 120 "${sargs[@]}" "$CK_CHECK" load --root "$ROOT" "$@"
+}
+
+# Fails when the command succeeds (`! cmd` does not fail a bats test).
+refute() {
+	if "$@"; then
+		echo "unexpectedly true: $*"
+		return 1
+	fi
+}
+
+# The steps of the complete checkpoints under ROOT, newest first.
+complete_steps() {
+	find "$ROOT" -mindepth 1 -maxdepth 1 -type d -regex '.*/step-[0-9]+' -printf '%f\n' |
+		sed 's/^step-//' | sort -rn
+}
+
+# ----------------------------------------------------------------- save
+
+@test "save: tp=2 (dp=2 auto) on 4 ranks over 2 nodes, keep=2: two step dirs, latest, no .tmp" {
+	save_reference
+	ls -la "$ROOT"
+	[ "$(complete_steps | tr '\n' ' ')" = "300 200 " ]
+	[ "$(cat "$ROOT/latest")" = step-300 ]
+	[ -z "$(find "$ROOT" -name '*.tmp' -o -name '*.deleting')" ]
+	[ "$(find "$ROOT" -mindepth 1 -maxdepth 1 | wc -l)" -eq 3 ] # step-200 step-300 latest
+	# every rank owns a distinct slice of something, so each wrote a shard
+	for r in 0 1 2 3; do
+		[ -s "$ROOT/step-300/shard-$r.h5" ]
+	done
+	[ -s "$ROOT/step-300/index.h5" ]
+	[ -s "$ROOT/step-300/MANIFEST" ]
+	grep -qx 'step 300' "$ROOT/step-300/MANIFEST"
+	grep -qx 'world 4' "$ROOT/step-300/MANIFEST"
+	grep -q '^layout tp=2,.*dp=2' "$ROOT/step-300/MANIFEST"
+	[ "$(tail -n1 "$ROOT/step-300/MANIFEST")" = end ]
+	# the replicated bias is one slice, written once
+	[ "$(grep -c '^slice layers/0/bias ' "$ROOT/step-300/MANIFEST")" -eq 1 ]
+	[ "$(grep -c '^slice layers/0/w_row ' "$ROOT/step-300/MANIFEST")" -eq 2 ]
+	[ "$(grep -c '^slice emb/u8 ' "$ROOT/step-300/MANIFEST")" -eq 4 ]
+	assert_cluster_idle
+
+	# the same layout reads back the newest, and step 200 when asked
+	load_as -N2 -n4 --llm-parallel=tp=2 -- --expect-step 300
+	assert_ranks_ok 4 8
+	[ "$(grep -c '^rank [0-3]: loaded step 300$' <<<"$output")" -eq 4 ]
+	load_as -N2 -n4 --llm-parallel=tp=2 -- --step 200
+	assert_ranks_ok 4 8
+	[ "$(grep -c '^rank [0-3]: loaded step 200$' <<<"$output")" -eq 4 ]
+	# step 100 went with keep=2
+	load_as -N2 -n4 --llm-parallel=tp=2 -- --step 100 --sync-exit 1 --expect-fail LLMP_ERR_IO --expect-msg step-100
+	assert_ranks_ok 4 3
+	assert_cluster_idle
+}
+
+@test "restore: the tp=2,dp=2 checkpoint as tp=1,dp=4 and as tp=4,dp=1 (4 ranks)" {
+	save_reference
+	load_as -N2 -n4 --llm-parallel=tp=1 -- --expect-step 300
+	assert_ranks_ok 4 8
+	[ "$(grep -c '^rank [0-3]: layout: tp 0 of 1, dp [0-3] of 4, world 4$' <<<"$output")" -eq 4 ]
+	load_as -N2 -n4 --llm-parallel=tp=4 -- --expect-step 300
+	assert_ranks_ok 4 8
+	[ "$(grep -c '^rank [0-3]: layout: tp [0-3] of 4, dp 0 of 1, world 4$' <<<"$output")" -eq 4 ]
+	load_as -N3 -n4 --llm-parallel=tp=4 -- --step 200 --expect-step 200
+	assert_ranks_ok 4 8
+	assert_cluster_idle
+}
+
+@test "restore on other world sizes: 1, 2 (tp=2), 3 (tp=1, tp=3: uneven rows), 6 (tp=2), 5 (tp=1)" {
+	save_reference
+	load_as -N1 -n1 -- --expect-step 300
+	assert_ranks_ok 1 8
+	load_as -N2 -n2 --llm-parallel=tp=2 -- --expect-step 300
+	assert_ranks_ok 2 8
+	load_as -N3 -n3 --llm-parallel=tp=1 -- --expect-step 300
+	assert_ranks_ok 3 8
+	load_as -N3 -n3 --llm-parallel=tp=3 -- --expect-step 300
+	assert_ranks_ok 3 8
+	load_as -N3 -n6 --llm-parallel=tp=2 -- --expect-step 300
+	assert_ranks_ok 6 8
+	[ "$(grep -c '^rank [0-5]: layout: tp [01] of 2, dp [0-2] of 3, world 6$' <<<"$output")" -eq 6 ]
+	# a layout given by --parallel (llmp_init_opts.spec) rather than the plugin
+	load_as -N3 -n5 -- --parallel tp=1 --step 200
+	assert_ranks_ok 5 8
+	assert_cluster_idle
+}
+
+@test "restore: a checkpoint saved on 6 ranks (tp=3) loads on 4 (tp=2) and on 1" {
+	run ck_srun 120 -N3 -n6 --llm-parallel=tp=3 "$CK_CHECK" save --root "$ROOT" --steps 5,6
+	assert_ranks_ok 6 3
+	[ "$(complete_steps | tr '\n' ' ')" = "6 5 " ]
+	load_as -N2 -n4 --llm-parallel=tp=2 -- --expect-step 6
+	assert_ranks_ok 4 8
+	load_as -N1 -n1 -- --step 5
+	assert_ranks_ok 1 8
+	assert_cluster_idle
+}
+
+# ------------------------------------------------------------- global view
+
+@test "view: h5py reads index.h5 whole (virtual datasets) and each shard directly" {
+	local py
+	py=$(h5py_python) || skip "no python3 with h5py (Debian: python3-h5py)"
+	save_reference
+	run "$py" "$CHECK_VIEW" view "$ROOT/step-300" 300
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^check_view: [0-9]* checks, 0 wrong$' <<<"$output"
+	grep -q '^OK index.h5 layers/0/w_row: float32 (13, 10) bit-identical' <<<"$output"
+	grep -q '^OK index.h5 layers/0/w_col: float64 (6, 12) bit-identical' <<<"$output"
+	grep -q '^OK index.h5 layers/0/bias: int32 (10,) bit-identical' <<<"$output"
+	grep -q '^OK index.h5 emb/u8: uint8 (12, 12, 5) bit-identical' <<<"$output"
+	grep -q '^OK index.h5 norm/f16: float16 (24,) bit-identical' <<<"$output"
+	grep -q '^OK index.h5 layers/0/w_col_bf16: bfloat16 raw bits' <<<"$output"
+	[ "$(grep -c '^OK .*/shard-[0-3].h5 holds exactly the slices it owns' <<<"$output")" -eq 4 ]
+	# and a checkpoint of another step does not pass for this one
+	run "$py" "$CHECK_VIEW" view "$ROOT/step-200" 300
+	[ "$status" -eq 1 ]
+	run "$py" "$CHECK_VIEW" view "$ROOT/step-200" 200
+	[ "$status" -eq 0 ]
+}
+
+# ------------------------------------------------------- damaged checkpoints
+
+@test "fallback: a flipped byte in a shard of the newest: load takes the one before, naming the shard" {
+	local py
+	py=$(h5py_python) || skip "no python3 with h5py (Debian: python3-h5py)"
+	save_reference
+	# the w_row slice rank 1 owns (tp 1): found by its known bytes
+	run "$py" "$CHECK_VIEW" corrupt "$ROOT/step-300" layers/0/w_row 300 1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == "corrupted $ROOT/step-300/shard-1.h5 at byte "* ]]
+
+	load_as -N2 -n4 --llm-parallel=tp=2 --error="$WORK/err-%t" -- --expect-step 200
+	assert_ranks_ok 4 8
+	cat "$WORK"/err-*
+	grep -q "fails its checksum" "$WORK/err-0"
+	grep -q "tensor layers/0/w_row in $ROOT/step-300/shard-1.h5 fails its checksum" "$WORK/err-0"
+	grep -q "trying step-200" "$WORK/err-0"
+	for r in 1 2 3; do refute grep -q checksum "$WORK/err-$r"; done
+
+	# another layout, where every rank reads that slice: the same
+	load_as -N3 -n3 --llm-parallel=tp=1 -- --expect-step 200
+	assert_ranks_ok 3 8
+	grep -q "shard-1.h5 fails its checksum" <<<"$output"
+
+	# asked for explicitly: an error on every rank, no fallback
+	load_as -N2 -n4 --llm-parallel=tp=2 -- --step 300 --sync-exit 1 --expect-fail LLMP_ERR_IO \
+		--expect-msg "$ROOT/step-300/shard-1.h5" --expect-msg "fails its checksum"
+	assert_ranks_ok 4 3
+	[ "$(grep -c '^rank [0-3]: llmp_ckpt_load: LLMP_ERR_IO (input/output error): .*checksum' <<<"$output")" -eq 4 ]
+	refute grep -q 'trying step' <<<"$output"
+	assert_cluster_idle
+}
+
+@test "fallback: a shard of the newest deleted, or its metadata damaged: the one before, naming the file" {
+	save_reference
+	mv "$ROOT/step-300/shard-2.h5" "$WORK/shard-2.h5"
+	load_as -N2 -n4 --llm-parallel=tp=2 --error="$WORK/err-%t" -- --expect-step 200
+	assert_ranks_ok 4 8
+	cat "$WORK"/err-*
+	grep -q "$ROOT/step-300/shard-2.h5: No such file or directory; trying step-200" "$WORK/err-0"
+	load_as -N2 -n4 --llm-parallel=tp=4 -- --step 300 --sync-exit 1 --expect-fail LLMP_ERR_IO \
+		--expect-msg "$ROOT/step-300/shard-2.h5"
+	assert_ranks_ok 4 3
+	[ "$(grep -c '^rank [0-3]: llmp_ckpt_load: LLMP_ERR_IO ' <<<"$output")" -eq 4 ]
+
+	# the shard back, and the user metadata damaged instead
+	mv "$WORK/shard-2.h5" "$ROOT/step-300/shard-2.h5"
+	load_as -N2 -n4 --llm-parallel=tp=2 -- --expect-step 300
+	assert_ranks_ok 4 8
+	printf 'X' | dd of="$ROOT/step-300/meta.bin" bs=1 seek=3 conv=notrunc status=none
+	load_as -N2 -n4 --llm-parallel=tp=2 --error="$WORK/err2-%t" -- --expect-step 200
+	assert_ranks_ok 4 8
+	grep -q "$ROOT/step-300/meta.bin is truncated or corrupted" "$WORK/err2-0"
+
+	# both damaged: nothing left to fall back on
+	rm "$ROOT/step-200/shard-0.h5"
+	load_as -N2 -n4 --llm-parallel=tp=2 -- --sync-exit 1 --expect-fail LLMP_ERR_IO --expect-msg step-200/shard-0.h5
+	assert_ranks_ok 4 3
+	assert_cluster_idle
+}
+
+@test "failed load: every rank gets LLMP_ERR_IO even when ranks leave right after it (no barrier)" {
+	# llmp_finalize is not collective, so a program may exit as soon as its
+	# load failed. The ranks that learn the failure first must not make the
+	# others fail otherwise. (The tests above put a barrier before
+	# llmp_finalize, --sync-exit 1, so that they test the checkpoint alone.)
+	local py i
+	py=$(h5py_python) || skip "no python3 with h5py (Debian: python3-h5py)"
+	save_reference
+	run "$py" "$CHECK_VIEW" corrupt "$ROOT/step-300" layers/0/w_row 300 1
+	[ "$status" -eq 0 ]
+	for i in 1 2 3 4 5; do
+		load_as -N2 -n4 --llm-parallel=tp=2 -- --step 300 --expect-fail LLMP_ERR_IO \
+			--expect-msg "$ROOT/step-300/shard-1.h5"
+		assert_ranks_ok 4 3
+	done
+	assert_cluster_idle
+}
+
+# ------------------------------------------------------- a killed writer
+
+@test "kill: a writer killed -9 mid-save; the newest step-N loads, step-N.tmp is ignored, then cleared" {
+	local srun_pid victim step_status newest tmp t started=$SECONDS
+	# 12.6 MB a save, 200 saves: the loop runs far longer than the wait below
+	LLMP_TIMEOUT=15 ck_srun 300 -N2 -n4 --llm-parallel=tp=2 --kill-on-bad-exit=0 \
+		--output="$WORK/save-%t.out" "$CK_CHECK" save --root "$ROOT" --big 64 --keep 2 \
+		--steps "$(seq -s, 1 200)" &
+	srun_pid=$!
+	# kill once a checkpoint is complete (latest) and the next one is under way (a .tmp)
+	for _ in $(seq 1 1200); do
+		if [ -f "$ROOT/latest" ] && compgen -G "$ROOT/step-*.tmp" >/dev/null; then
+			break
+		fi
+		sleep 0.05
+	done
+	[ -f "$ROOT/latest" ]
+	victim=$(sed -n 's/^rank 1: pid \([0-9]*\)$/\1/p' "$WORK/save-1.out")
+	[ -n "$victim" ]
+	kill -9 "$victim"
+	wait "$srun_pid" && step_status=0 || step_status=$?
+	cat "$WORK"/save-*.out | tail -n 40
+	ls -la "$ROOT"
+	# the step failed (a task died: srun says 137) and ended well before the cap
+	[ "$step_status" -ne 0 ]
+	[ "$step_status" -ne 124 ]
+	[ $((SECONDS - started)) -lt 250 ]
+	# the loop was cut short: nobody saved the last step
+	refute grep -q '^rank [0-3]: saved step 200$' "$WORK"/save-*.out
+	refute grep -q '^rank 1: [0-9]* checks' "$WORK/save-1.out"
+	refute kill -0 "$victim" 2>/dev/null
+	assert_cluster_idle
+
+	newest=$(complete_steps | head -n1)
+	[ -n "$newest" ]
+	echo "newest complete: step-$newest; latest: $(cat "$ROOT/latest")"
+	# at most keep + 1 complete ones (a kill between commit and retention)
+	[ "$(complete_steps | wc -l)" -le 3 ]
+	tmp=$(find "$ROOT" -mindepth 1 -maxdepth 1 -name 'step-*.tmp' -printf '%f\n')
+	[ "$(wc -w <<<"$tmp")" -le 1 ]
+	if [ -n "$tmp" ]; then
+		t=${tmp#step-}
+		t=${t%.tmp}
+		echo "the kill left $tmp"
+		[ "$t" -gt "$newest" ]
+	else
+		# the kill fell between two saves: make the partial save it could have left
+		t=$((newest + 1))
+		echo "the kill left no .tmp; making step-$t.tmp from step-$newest, one shard cut"
+		cp -r "$ROOT/step-$newest" "$ROOT/step-$t.tmp"
+		truncate -s 1000 "$ROOT/step-$t.tmp/shard-0.h5"
+	fi
+
+	# the newest complete one loads, under another layout; the .tmp is ignored
+	load_as -N3 -n3 --llm-parallel=tp=3 -- --big 64 --expect-step "$newest"
+	assert_ranks_ok 3 8
+	refute grep -q 'llmp: .*trying step' <<<"$output" # not even tried
+	[ -d "$ROOT/step-$t.tmp" ]
+	# a save of the step the .tmp was left by clears it and commits
+	run ck_srun 120 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" --big 64 --keep 2 \
+		--steps "$t"
+	assert_ranks_ok 4 3
+	[ -z "$(find "$ROOT" -name '*.tmp')" ]
+	[ -d "$ROOT/step-$t" ]
+	[ "$(cat "$ROOT/latest")" = "step-$t" ]
+	load_as -N2 -n2 --llm-parallel=tp=2 -- --big 64 --expect-step "$t"
+	assert_ranks_ok 2 8
+	assert_cluster_idle
+	assert_queue_empty
+}
+
+# ------------------------------------------------------ what is refused
+
+@test "singleton: badargs with no launcher: every bad argument refused with a message, no crash" {
+	run env -u PMIX_RANK -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u SLURM_JOB_ID \
+		timeout -k 5 60 "$CK_CHECK" badargs --root "$ROOT"
+	assert_ranks_ok 1 150
+	grep -q "^rank 0: load from an empty root: LLMP_ERR_IO .*$ROOT/empty" <<<"$output"
+	grep -q "^rank 0: load of step 8, which was never saved: LLMP_ERR_IO .*step-8" <<<"$output"
+}
+
+@test "badargs under srun: the same on every rank of 3 over 2 nodes, the collectives stay matched" {
+	run ck_srun 60 -N2 -n3 "$CK_CHECK" badargs --root "$ROOT"
+	assert_ranks_ok 3 150
+	[ "$(grep -c '^rank [0-2]: save with meta NULL and metalen 5: LLMP_ERR_ARG ' <<<"$output")" -eq 3 ]
+	[ "$(grep -c '^rank [0-2]: save under a root that is a regular file: LLMP_ERR_IO ' <<<"$output")" -eq 3 ]
+	assert_cluster_idle
+}
+
+@test "mismatch: inconsistent registrations fail save on every rank; bad loads name tensor and dir" {
+	run ck_srun 60 -N2 -n4 "$CK_CHECK" mismatch --root "$ROOT"
+	assert_ranks_ok 4 30
+	local what
+	for what in "another global shape on the last rank" "another dtype on the last rank" \
+		"slices that leave a hole" "slices that overlap" "a tensor only rank 0 registered"; do
+		[ "$(grep -c "^rank [0-3]: save: $what: LLMP_ERR_MISMATCH " <<<"$output")" -eq 4 ]
+	done
+	[ "$(grep -c "^rank [0-3]: load: .*: LLMP_ERR_MISMATCH .*$ROOT/step-2" <<<"$output")" -eq 12 ]
+	[ ! -e "$ROOT/step-1" ]
+	assert_cluster_idle
+	# and on 3 nodes, one rank each
+	run ck_srun 60 -N3 -n3 "$CK_CHECK" mismatch --root "$WORK/ckpt3"
+	assert_ranks_ok 3 30
+	assert_cluster_idle
+}

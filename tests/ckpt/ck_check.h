@@ -1,0 +1,62 @@
+/*
+ * ck_check.h - the checkpoint test program (tests/ckpt.bats): a synthetic
+ * model saved and loaded through llmp_ckpt, whose every value is a function
+ * of its global index and of the step, so each rank computes what it must
+ * read back by itself (tests/ckpt/check_view.py uses the same formulas).
+ */
+#ifndef CK_CHECK_H
+#define CK_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmp.h"
+#include "llmp_ckpt.h"
+
+#define CK_MAX_STEPS 1024
+#define CK_MAX_MSGS 4
+
+typedef struct ck_args {
+	const char *root;
+	const char *spec;      /* --parallel, else $LLMP_TEST_SPEC, else the plugin's */
+	uint64_t steps[CK_MAX_STEPS];
+	size_t nsteps;
+	unsigned keep;
+	uint64_t step;         /* load: LLMP_CKPT_NEWEST unless --step */
+	uint64_t expect_step;  /* load: UINT64_MAX unless --expect-step */
+	int expect_fail;       /* load: -1, or the status the load must fail with */
+	const char *expect_msg[CK_MAX_MSGS]; /* ... and words its message must hold */
+	size_t nmsgs;
+	unsigned big;          /* adds big/w, 48*big rows of 1024 float32 */
+	double timeout_s;
+	bool sync_exit;        /* --sync-exit 1: a world barrier before llmp_finalize */
+} ck_args;
+
+/* Reporting: every line starts "rank R: "; the summary is "rank R: N checks, M wrong". */
+void ck_set_rank(uint32_t rank);
+void ck_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool ck_expect(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ck_summary(void); /* prints the summary; 0 if nothing was wrong, else 1 */
+const char *ck_status_name(llmp_status st);
+int ck_status_from_name(const char *name);
+
+/* A call that must fail with `want` and a message holding every word of msgs. */
+bool ck_expect_fail(llmp_ctx *ctx, llmp_status got, llmp_status want, const char *what,
+		    const char *const *msgs, size_t nmsgs);
+
+llmp_status ck_init(const ck_args *args, llmp_ctx **ctx);
+/* llmp_finalize, after a world barrier with --sync-exit 1 (the barrier's failure is a check). */
+void ck_finalize(const ck_args *args, llmp_ctx *ctx);
+
+/* Element values: exact in their type, the same formulas as check_view.py. */
+enum ck_tensor_id { CK_W_ROW, CK_W_COL, CK_W_COL_BF16, CK_BIAS, CK_EMB_U8, CK_NORM_F16, CK_BIG, CK_NTENSORS };
+void ck_value(int id, llmp_dtype dtype, uint64_t g, uint64_t step, void *out);
+uint16_t ck_float_to_half(float f);
+
+int ck_cmd_save(const ck_args *args);
+int ck_cmd_load(const ck_args *args);
+int ck_cmd_badargs(const ck_args *args);
+int ck_cmd_mismatch(const ck_args *args);
+
+#endif /* CK_CHECK_H */

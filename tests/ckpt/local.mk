@@ -1,0 +1,24 @@
+# tests/ckpt/local.mk - the checkpoint tests (included by Makefile.am inside
+# `if BUILD_RUNTIME`).
+#
+# ck_check saves and loads a synthetic model through llmp_ckpt (subcommands
+# save, load, badargs, mismatch) and checks every value itself;
+# tests/ckpt.bats runs it through srun --mpi=pmix on the local three-node
+# Slurm cluster (and alone as a PMIx singleton for badargs), and reads the
+# checkpoints back with h5py (tests/ckpt/check_view.py).
+check_PROGRAMS += tests/ckpt/ck_check
+tests_ckpt_ck_check_SOURCES = \
+	tests/ckpt/ck_check.c tests/ckpt/ck_check.h \
+	tests/ckpt/ck_badargs.c
+tests_ckpt_ck_check_LDADD = runtime/libllmp.la -lm
+# libllmp linked in statically: srun runs the real binary, with no libtool
+# wrapper script and no LD_LIBRARY_PATH to carry into the tasks.
+tests_ckpt_ck_check_LDFLAGS = -static
+
+if HAVE_BATS
+if BUILD_PLUGIN
+# Starts the local three-node Slurm cluster; skipped (and counted so) without root.
+TESTS += tests/ckpt.bats
+endif
+endif
+EXTRA_DIST += tests/ckpt.bats tests/ckpt/check_view.py
