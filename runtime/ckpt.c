@@ -35,6 +35,7 @@ llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt 
 	ck->ctx = ctx;
 	ck->keep = opts->keep ? opts->keep : 2;
 	ck->alignment = opts->alignment ? opts->alignment : (size_t)1 << 20;
+	ck->staging_max = opts->staging_max;
 	*out = ck;
 	return LLMP_OK;
 }
@@ -43,6 +44,8 @@ void llmp_ckpt_close(llmp_ckpt *ck)
 {
 	if (!ck)
 		return;
+	llmp_ckpt_wait(ck); /* its status stays in llmp_errmsg() */
+	free(ck->staging);
 	free(ck->tensors);
 	free(ck->root);
 	free(ck);
@@ -103,6 +106,14 @@ llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype
 		ck->cap = cap;
 	}
 	ck->tensors[ck->ntensors++] = (struct ck_tensor){.slice = s, .data = data};
+	return LLMP_OK;
+}
+
+llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ck, llmp_ckpt_stats *stats)
+{
+	if (!ck || !stats)
+		return LLMP_ERR_ARG;
+	*stats = ck->stats;
 	return LLMP_OK;
 }
 

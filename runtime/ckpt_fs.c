@@ -62,18 +62,27 @@ llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path)
 	return st;
 }
 
-llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path)
+llmp_status ck_fsync_msg(const char *path, char *msg, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return rt_fail(ctx, LLMP_ERR_IO, "open %s for fsync: %s", path, strerror(errno));
+	if (fd < 0) {
+		snprintf(msg, len, "open %s for fsync: %s", path, strerror(errno));
+		return LLMP_ERR_IO;
+	}
 	int rc = fsync(fd);
 	int saved = errno;
 	close(fd);
 	/* Some filesystems cannot fsync a directory; the data files are what matter most. */
-	if (rc != 0 && !(saved == EINVAL || saved == EBADF))
-		return rt_fail(ctx, LLMP_ERR_IO, "fsync %s: %s", path, strerror(saved));
+	if (rc != 0 && !(saved == EINVAL || saved == EBADF)) {
+		snprintf(msg, len, "fsync %s: %s", path, strerror(saved));
+		return LLMP_ERR_IO;
+	}
 	return LLMP_OK;
+}
+
+llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path)
+{
+	return ck_fsync_msg(path, ctx->errmsg, sizeof ctx->errmsg);
 }
 
 /* N from "step-N" exactly; false for anything else (step-N.tmp included). */

@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <hdf5.h>
 
@@ -42,23 +43,16 @@ static hid_t file_type(llmp_dtype dtype)
 	}
 }
 
-static hid_t file_access(const llmp_ckpt *ck)
+/* alignment 0: none. */
+static hid_t file_access(size_t alignment)
 {
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
 	if (fapl >= 0) {
 		H5Pset_file_locking(fapl, 0, 1);
-		if (ck)
-			H5Pset_alignment(fapl, ck->alignment / 2 ? ck->alignment / 2 : 1, ck->alignment);
+		if (alignment)
+			H5Pset_alignment(fapl, alignment / 2 ? alignment / 2 : 1, alignment);
 	}
 	return fapl;
-}
-
-static const struct ck_tensor *my_tensor(const llmp_ckpt *ck, const char *name)
-{
-	for (size_t i = 0; i < ck->ntensors; i++)
-		if (strcmp(ck->tensors[i].slice.name, name) == 0)
-			return &ck->tensors[i];
-	return NULL;
 }
 
 static herr_t write_dataset(hid_t file, hid_t lcpl, const struct ck_slice *s, const void *data)
@@ -76,32 +70,39 @@ static herr_t write_dataset(hid_t file, hid_t lcpl, const struct ck_slice *s, co
 	return rc;
 }
 
-llmp_status ck_write_shard(llmp_ckpt *ck, const char *path, struct ck_slice *all, size_t n)
+llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
 {
-	llmp_ctx *ctx = ck->ctx;
 	llmp_status st = LLMP_OK;
 	H5E_BEGIN_TRY {
-		hid_t fapl = file_access(ck), lcpl = H5Pcreate(H5P_LINK_CREATE);
+		hid_t fapl = file_access(job->alignment), lcpl = H5Pcreate(H5P_LINK_CREATE);
 		H5Pset_create_intermediate_group(lcpl, 1);
-		hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-		if (file < 0)
-			st = rt_fail(ctx, LLMP_ERR_IO, "cannot create %s", path);
-		for (size_t i = 0; st == LLMP_OK && i < n; i++) {
-			struct ck_slice *s = &all[i];
-			if (s->owner != ctx->rank || s->rank != ctx->rank)
-				continue;
-			const struct ck_tensor *t = my_tensor(ck, s->name);
-			/* The checksum is taken from memory, as the bytes go to the file. */
-			s->crc = llmp_crc32c(0, t->data, ck_bytes(s));
-			if (write_dataset(file, lcpl, s, t->data) < 0)
-				st = rt_fail(ctx, LLMP_ERR_IO, "writing tensor %s to %s failed", s->name, path);
+		hid_t file = H5Fcreate(job->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+		if (file < 0) {
+			snprintf(msg, msglen, "cannot create %s", job->path);
+			st = LLMP_ERR_IO;
 		}
-		if (file >= 0 && (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) && st == LLMP_OK)
-			st = rt_fail(ctx, LLMP_ERR_IO, "closing %s failed (disk full?)", path);
+		for (size_t i = 0; st == LLMP_OK && i < job->n; i++) {
+			struct ck_slice *s = &job->all[i];
+			if (!job->data[i])
+				continue;
+			s->crc = llmp_crc32c(0, job->data[i], ck_bytes(s));
+			if (write_dataset(file, lcpl, s, job->data[i]) < 0) {
+				snprintf(msg, msglen, "writing tensor %s to %s failed", s->name, job->path);
+				st = LLMP_ERR_IO;
+			}
+		}
+		if (file >= 0 && (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) && st == LLMP_OK) {
+			snprintf(msg, msglen, "closing %s failed (disk full?)", job->path);
+			st = LLMP_ERR_IO;
+		}
 		H5Pclose(lcpl);
 		H5Pclose(fapl);
 	} H5E_END_TRY;
-	return st == LLMP_OK ? ck_fsync_path(ctx, path) : st;
+	if (st == LLMP_OK)
+		st = ck_fsync_msg(job->path, msg, msglen);
+	struct stat sb;
+	job->bytes_written = st == LLMP_OK && stat(job->path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+	return st;
 }
 
 /* One tensor's virtual dataset: each distinct slice mapped from its owner's shard. */
@@ -146,7 +147,7 @@ llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slic
 	llmp_ctx *ctx = ck->ctx;
 	llmp_status st = LLMP_OK;
 	H5E_BEGIN_TRY {
-		hid_t fapl = file_access(NULL), lcpl = H5Pcreate(H5P_LINK_CREATE);
+		hid_t fapl = file_access(0), lcpl = H5Pcreate(H5P_LINK_CREATE);
 		H5Pset_create_intermediate_group(lcpl, 1);
 		hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 		if (file < 0)
@@ -170,7 +171,7 @@ llmp_status ck_read_slice(llmp_ctx *ctx, const char *shard_path, const struct ck
 {
 	llmp_status st = LLMP_OK;
 	H5E_BEGIN_TRY {
-		hid_t fapl = file_access(NULL);
+		hid_t fapl = file_access(0);
 		hid_t file = H5Fopen(shard_path, H5F_ACC_RDONLY, fapl);
 		hid_t dset = file < 0 ? -1 : H5Dopen2(file, s->name, H5P_DEFAULT);
 		hid_t space = dset < 0 ? -1 : H5Dget_space(dset);

@@ -9,6 +9,7 @@
 #define LLMP_CKPT_INTERNAL_H
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "llmp_ckpt.h"
@@ -35,13 +36,53 @@ struct ck_tensor {
 	void *data;
 };
 
+/*
+ * One rank's shard: the slices of all[] whose data[i] is not NULL, each
+ * checksummed (all[i].crc) and written, then the file fsynced. Touches no
+ * context (it runs on the writer thread of an async save): errors go to msg.
+ */
+struct ck_shard_job {
+	char path[4200];
+	size_t alignment;
+	struct ck_slice *all;
+	const void **data;
+	size_t n;
+	uint64_t bytes_written; /* the file's size afterwards */
+};
+/*
+ * A save between its call and its commit. With staging, the writer thread
+ * owns `job` and `status`/`msg` until joined; the main thread touches
+ * neither meanwhile.
+ */
+struct ck_pending {
+	bool active;
+	uint64_t step;
+	struct ck_slice *all; /* every rank's slices; CRCs of ours filled by the writer */
+	size_t n;
+	const void **data;    /* per slice: where this rank's owned bytes are; NULL if not ours */
+	char *meta;
+	size_t metalen;
+	struct ck_shard_job job;
+	bool writes;          /* this rank owns a slice */
+	bool threaded;
+	pthread_t thread;
+	llmp_status status;
+	char msg[LLMP_MSG_MAX];
+	double started;
+};
+
 struct llmp_ckpt {
 	llmp_ctx *ctx;
 	char *root;
 	unsigned keep;
 	size_t alignment;
+	size_t staging_max;
+	char *staging;        /* an async save's copies of this rank's slices; kept for the next */
+	size_t staging_cap;
 	struct ck_tensor *tensors;
 	size_t ntensors, cap;
+	struct ck_pending pending;
+	llmp_ckpt_stats stats;
 };
 
 /* Elements and bytes of a slice. */
@@ -61,6 +102,8 @@ llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **all, size_t *n);
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path);
 llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path);
 llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path);
+/* The same, with the message in msg: for the writer thread, which must not touch ctx. */
+llmp_status ck_fsync_msg(const char *path, char *msg, size_t len);
 /* Steps of the complete checkpoints under root, newest first. */
 llmp_status ck_list_steps(llmp_ctx *ctx, const char *root, uint64_t **steps, size_t *n);
 /* Write root/latest (via latest.tmp, fsync, rename, fsync root). */
@@ -89,8 +132,9 @@ llmp_status ck_manifest_write(llmp_ctx *ctx, const char *path, const struct ck_m
 llmp_status ck_manifest_read(llmp_ctx *ctx, const char *path, struct ck_manifest *m);
 void ck_manifest_free(struct ck_manifest *m);
 
+llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen);
+
 /* ckpt_hdf5.c */
-llmp_status ck_write_shard(llmp_ckpt *ck, const char *path, struct ck_slice *all, size_t n);
 llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slice *all, size_t n);
 /* Read one whole slice (dataset s->name) of a shard into buf. */
 llmp_status ck_read_slice(llmp_ctx *ctx, const char *shard_path, const struct ck_slice *s, void *buf);

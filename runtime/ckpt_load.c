@@ -210,7 +210,9 @@ llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step,
 		return LLMP_ERR_ARG;
 	llmp_ctx *ctx = ck->ctx;
 	int64_t *list = NULL, count = 0;
-	llmp_status st = candidates(ck, step, &list, &count);
+	llmp_status st = llmp_ckpt_wait(ck); /* a pending save is committed first */
+	if (st == LLMP_OK)
+		st = candidates(ck, step, &list, &count);
 	if (st == LLMP_OK && count == 0)
 		st = rt_fail(ctx, LLMP_ERR_IO, step == LLMP_CKPT_NEWEST ? "no complete checkpoint under %s"
 									 : "%s has no complete step-%llu",

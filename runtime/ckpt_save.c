@@ -139,65 +139,166 @@ static llmp_status build_manifest(llmp_ckpt *ck, uint64_t step, const struct ck_
 	return LLMP_OK;
 }
 
-static bool owns_any(const llmp_ctx *ctx, const struct ck_slice *all, size_t n)
+static void *writer(void *arg)
 {
-	for (size_t i = 0; i < n; i++)
-		if (all[i].owner == ctx->rank && all[i].rank == ctx->rank)
-			return true;
-	return false;
+	struct ck_pending *p = arg;
+	p->status = ck_write_shard(&p->job, p->msg, sizeof p->msg);
+	return NULL;
+}
+
+static void drop_pending(struct ck_pending *p)
+{
+	free(p->all);
+	free(p->data);
+	free(p->meta);
+	memset(p, 0, sizeof *p);
+}
+
+/*
+ * Where this rank's owned slices are read from: staged copies when async
+ * and within staging_max, else the program's own buffers. Returns the
+ * bytes staged.
+ */
+static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async, size_t *staged)
+{
+	llmp_ctx *ctx = ck->ctx;
+	size_t owned = 0;
+	*staged = 0;
+	if (!(p->data = calloc(p->n ? p->n : 1, sizeof *p->data)))
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu slice pointers", p->n);
+	for (size_t i = 0; i < p->n; i++) {
+		struct ck_slice *s = &p->all[i];
+		if (s->owner != ctx->rank || s->rank != ctx->rank)
+			continue;
+		for (size_t t = 0; t < ck->ntensors; t++)
+			if (strcmp(ck->tensors[t].slice.name, s->name) == 0)
+				p->data[i] = ck->tensors[t].data;
+		owned += (size_t)ck_bytes(s);
+		p->writes = true;
+	}
+	if (!async || !p->writes || (ck->staging_max && owned > ck->staging_max))
+		return LLMP_OK;
+	/* Kept from save to save: fresh pages would be faulted in during the stall. */
+	if (owned > ck->staging_cap) {
+		free(ck->staging);
+		ck->staging_cap = 0;
+		if (!(ck->staging = malloc(owned)))
+			return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu bytes of staging memory", owned);
+		ck->staging_cap = owned;
+	}
+	for (size_t i = 0, off = 0; i < p->n; i++) {
+		if (!p->data[i])
+			continue;
+		size_t bytes = (size_t)ck_bytes(&p->all[i]);
+		memcpy(ck->staging + off, p->data[i], bytes);
+		p->data[i] = ck->staging + off;
+		off += bytes;
+	}
+	*staged = owned;
+	return LLMP_OK;
+}
+
+/* Everything of a save up to the shard write, which starts (staged) or is done (not staged). */
+static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, size_t metalen, bool async)
+{
+	llmp_ctx *ctx = ck->ctx;
+	struct ck_pending *p = &ck->pending;
+	double started = rt_now();
+	llmp_status st = llmp_ckpt_wait(ck); /* a save still pending is committed first */
+	if (st != LLMP_OK)
+		return st;
+	llmp_status local = metalen && !meta ? rt_fail(ctx, LLMP_ERR_ARG, "meta is NULL with %zu bytes", metalen)
+			    : step == LLMP_CKPT_NEWEST ? rt_fail(ctx, LLMP_ERR_ARG, "step %llu is reserved",
+								 (unsigned long long)step)
+						       : LLMP_OK;
+	if (local == LLMP_OK && ctx->rank == 0)
+		local = prepare(ck, step);
+	if ((st = ck_agree(ck, "checkpoint save", local)) != LLMP_OK)
+		return st;
+	if ((st = ck_gather_slices(ck, &p->all, &p->n)) != LLMP_OK)
+		return st; /* the same on every rank: the same data, the same checks */
+
+	size_t staged = 0;
+	p->step = step;
+	p->started = started;
+	p->metalen = metalen;
+	local = place_slices(ck, p, async, &staged);
+	if (local == LLMP_OK && metalen && !(p->meta = malloc(metalen)))
+		local = rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu bytes of metadata", metalen);
+	if (local == LLMP_OK && metalen)
+		memcpy(p->meta, meta, metalen);
+	if (local == LLMP_OK && p->writes) {
+		struct ck_shard_job *job = &p->job;
+		snprintf(job->path, sizeof job->path, "%s/step-%llu.tmp/shard-%u.h5", ck->root,
+			 (unsigned long long)step, ctx->rank);
+		job->alignment = ck->alignment;
+		job->all = p->all;
+		job->data = p->data;
+		job->n = p->n;
+		if (staged && pthread_create(&p->thread, NULL, writer, p) == 0)
+			p->threaded = true;
+		else
+			writer(p); /* not staged, or no thread to be had: write now */
+	}
+	p->active = true;
+	ck->stats = (llmp_ckpt_stats){.step = step, .staged_bytes = staged, .staging_max = ck->staging_max,
+				      .stall_seconds = rt_now() - started};
+	/* A failure here is reported by the wait, which every rank reaches. */
+	if (local != LLMP_OK) {
+		p->status = local;
+		snprintf(p->msg, sizeof p->msg, "%s", ctx->errmsg);
+	}
+	return LLMP_OK;
+}
+
+llmp_status llmp_ckpt_wait(llmp_ckpt *ck)
+{
+	if (!ck)
+		return LLMP_ERR_ARG;
+	struct ck_pending *p = &ck->pending;
+	llmp_ctx *ctx = ck->ctx;
+	if (!p->active)
+		return LLMP_OK;
+	if (p->threaded)
+		pthread_join(p->thread, NULL);
+	llmp_status local = p->status;
+	if (local != LLMP_OK)
+		rt_fail(ctx, local, "%s", p->msg);
+	llmp_status st = ck_agree(ck, "checkpoint save: writing shards", local);
+
+	int64_t *sizes = st == LLMP_OK ? malloc(ctx->world * sizeof *sizes) : NULL;
+	if (st == LLMP_OK && !sizes)
+		st = rt_fail(ctx, LLMP_ERR_NOMEM, "shard sizes");
+	if (st == LLMP_OK)
+		st = share_results(ck, p->all, p->n, p->job.bytes_written, sizes);
+	if (st == LLMP_OK) {
+		struct ck_manifest m;
+		local = LLMP_OK;
+		if (ctx->rank == 0) {
+			local = build_manifest(ck, p->step, p->all, p->n, sizes, p->meta, p->metalen, &m);
+			if (local == LLMP_OK)
+				local = commit(ck, p->step, &m, p->meta, p->metalen);
+			ck_manifest_free(&m); /* zeroed if build_manifest failed */
+		}
+		st = ck_agree(ck, "checkpoint save: commit", local);
+	}
+	free(sizes);
+	ck->stats.total_seconds = rt_now() - p->started;
+	drop_pending(p);
+	return st;
 }
 
 llmp_status llmp_ckpt_save(llmp_ckpt *ck, uint64_t step, const void *meta, size_t metalen)
 {
 	if (!ck)
 		return LLMP_ERR_ARG;
-	llmp_ctx *ctx = ck->ctx;
-	bool leader = ctx->rank == 0;
-	llmp_status local = metalen && !meta ? rt_fail(ctx, LLMP_ERR_ARG, "meta is NULL with %zu bytes", metalen)
-			    : step == LLMP_CKPT_NEWEST ? rt_fail(ctx, LLMP_ERR_ARG, "step %llu is reserved",
-								 (unsigned long long)step)
-						       : LLMP_OK;
-	if (local == LLMP_OK && leader)
-		local = prepare(ck, step);
-	llmp_status st = ck_agree(ck, "checkpoint save", local);
-	if (st != LLMP_OK)
-		return st;
+	llmp_status st = start_save(ck, step, meta, metalen, false);
+	return st == LLMP_OK ? llmp_ckpt_wait(ck) : st;
+}
 
-	struct ck_slice *all = NULL;
-	size_t n = 0;
-	if ((st = ck_gather_slices(ck, &all, &n)) != LLMP_OK)
-		return st; /* the same on every rank: the same data, the same checks */
-
-	char tmp[4096], shard[4200];
-	step_dir(ck, step, ".tmp", tmp, sizeof tmp);
-	snprintf(shard, sizeof shard, "%s/shard-%u.h5", tmp, ctx->rank);
-	uint64_t shard_bytes = 0;
-	local = LLMP_OK;
-	if (owns_any(ctx, all, n)) {
-		struct stat sb;
-		local = ck_write_shard(ck, shard, all, n);
-		if (local == LLMP_OK && stat(shard, &sb) == 0)
-			shard_bytes = (uint64_t)sb.st_size;
-	}
-	st = ck_agree(ck, "checkpoint save: writing shards", local);
-
-	int64_t *sizes = st == LLMP_OK ? malloc(ctx->world * sizeof *sizes) : NULL;
-	if (st == LLMP_OK && !sizes)
-		st = rt_fail(ctx, LLMP_ERR_NOMEM, "shard sizes");
-	if (st == LLMP_OK)
-		st = share_results(ck, all, n, shard_bytes, sizes);
-	if (st == LLMP_OK) {
-		struct ck_manifest m;
-		local = LLMP_OK;
-		if (leader) {
-			local = build_manifest(ck, step, all, n, sizes, meta, metalen, &m);
-			if (local == LLMP_OK)
-				local = commit(ck, step, &m, meta, metalen);
-			ck_manifest_free(&m); /* zeroed if build_manifest failed */
-		}
-		st = ck_agree(ck, "checkpoint save: commit", local);
-	}
-	free(sizes);
-	free(all);
-	return st;
+llmp_status llmp_ckpt_save_async(llmp_ckpt *ck, uint64_t step, const void *meta, size_t metalen)
+{
+	if (!ck)
+		return LLMP_ERR_ARG;
+	return start_save(ck, step, meta, metalen, true);
 }

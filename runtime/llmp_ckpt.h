@@ -16,7 +16,8 @@
  *
  * Save and load are collective over the world communicator; every rank
  * gets the same status, and llmp_errmsg() names the tensor, the file and
- * the rank that failed.
+ * the rank that failed. A handle is used by one thread at a time, like
+ * its context; an async save's writer thread touches only files.
  */
 #ifndef LLMP_CKPT_H
 #define LLMP_CKPT_H
@@ -40,10 +41,12 @@ typedef struct llmp_ckpt_opts {
 	const char *root;     /* directory of the checkpoints; created if missing */
 	unsigned keep;        /* complete checkpoints kept; 0: 2. Never fewer than 1 */
 	size_t alignment;     /* file offset alignment of large datasets; 0: 1 MiB */
+	size_t staging_max;   /* bytes an async save may copy on this rank; 0: no limit */
 } llmp_ckpt_opts;
 
 /* Not collective. The handle belongs to ctx; close it before llmp_finalize. */
 llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt **ckpt);
+/* Collective while an async save is pending (it is completed first); else local. */
 void llmp_ckpt_close(llmp_ckpt *ckpt);
 
 /*
@@ -58,6 +61,29 @@ llmp_status llmp_ckpt_register(llmp_ckpt *ckpt, const char *name, llmp_dtype dty
 
 /* Collective: write checkpoint `step` with metalen bytes of user metadata. */
 llmp_status llmp_ckpt_save(llmp_ckpt *ckpt, uint64_t step, const void *meta, size_t metalen);
+
+/*
+ * Collective, like llmp_ckpt_save, but it returns once this rank's slices
+ * are copied to staging memory: the program may change its tensors at
+ * once, while a thread writes the shard. The save is committed, and its
+ * errors reported, by llmp_ckpt_wait, or by the next save, load or close,
+ * which wait first. When this rank's slices exceed staging_max they are
+ * written before the call returns (stats.staged_bytes is then 0).
+ */
+llmp_status llmp_ckpt_save_async(llmp_ckpt *ckpt, uint64_t step, const void *meta, size_t metalen);
+
+/* Collective when a save is pending: finish and commit it. Otherwise returns at once. */
+llmp_status llmp_ckpt_wait(llmp_ckpt *ckpt);
+
+/* What the last save cost this rank. */
+typedef struct llmp_ckpt_stats {
+	uint64_t step;        /* the last save started */
+	size_t staged_bytes;  /* staging memory it used (0: written during the call) */
+	size_t staging_max;   /* the bound, from llmp_ckpt_opts (0: none) */
+	double stall_seconds; /* how long the save call blocked */
+	double total_seconds; /* from the save call to the commit */
+} llmp_ckpt_stats;
+llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ckpt, llmp_ckpt_stats *stats);
 
 /*
  * Collective: fill every registered slice from checkpoint `step`, or from

@@ -17,7 +17,7 @@ runtime_sources = \
 lib_LTLIBRARIES += runtime/libllmp.la
 runtime_libllmp_la_SOURCES = $(runtime_sources)
 runtime_libllmp_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE $(PMIX_CFLAGS) $(UCX_CFLAGS) $(HDF5_CFLAGS)
-runtime_libllmp_la_LIBADD = topology/libplanner.la kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS)
+runtime_libllmp_la_LIBADD = topology/libplanner.la kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS) -lpthread
 runtime_libllmp_la_LDFLAGS = -version-info 0:0:0 \
 	-export-symbols-regex '^llmp_(strerror|dim_name|key_name|axis_name|group_name|group_from_name|spec_|plan_|dtype_|op_name|op_from_name|init|finalize|errmsg|rank|world_size|local_|layout|get_stats|comm_|allreduce|reduce_scatter|allgather|broadcast|barrier|send|recv|sendrecv|ckpt_)'
 

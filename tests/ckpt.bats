@@ -160,6 +160,21 @@ complete_steps() {
 
 # ------------------------------------------------------------- global view
 
+@test "async save: tensors overwritten as soon as each save returns; every kept step loads exact" {
+	# ck_check --async 1 refills its tensors with other values right after
+	# each llmp_ckpt_save_async returns; a checkpoint holding any of them fails the loads.
+	run ck_srun 180 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+		--steps 100,200,300 --keep 2 --async 1 --big 4
+	assert_ranks_ok 4 3
+	[ "$(complete_steps | tr '\n' ' ')" = "300 200 " ]
+	refute ls -d "$ROOT"/*.tmp
+	load_as -N2 -n4 --llm-parallel=tp=1 -- --big 4 --expect-step 300
+	assert_ranks_ok 4 8
+	load_as -N1 -n2 --llm-parallel=tp=2 -- --big 4 --step 200 --expect-step 200
+	assert_ranks_ok 2 8
+	assert_cluster_idle
+}
+
 @test "view: h5py reads index.h5 whole (virtual datasets) and each shard directly" {
 	local py
 	py=$(h5py_python) || skip "no python3 with h5py (Debian: python3-h5py)"

@@ -361,11 +361,25 @@ int ck_cmd_save(const ck_args *args)
 			char meta[128];
 			int len = meta_text(args->steps[i], meta, sizeof meta);
 			model_fill(&m, args->steps[i]);
-			llmp_status st = llmp_ckpt_save(ck, args->steps[i], meta, (size_t)len);
+			llmp_status st = args->async ? llmp_ckpt_save_async(ck, args->steps[i], meta, (size_t)len)
+						     : llmp_ckpt_save(ck, args->steps[i], meta, (size_t)len);
 			if (!ck_expect(st == LLMP_OK, "llmp_ckpt_save step %" PRIu64 ": %s (%s): %s", args->steps[i],
 				       ck_status_name(st), llmp_strerror(st), llmp_errmsg(ctx)))
 				break;
+			if (args->async) {
+				/* The save owns copies now: what the program does next must not reach the files. */
+				llmp_ckpt_stats stats;
+				llmp_ckpt_get_stats(ck, &stats);
+				ck_expect(stats.step == args->steps[i] && stats.staged_bytes > 0, /* norm/f16 is split over every rank */
+					  "async save of step %" PRIu64 " staged %zu bytes", args->steps[i],
+					  stats.staged_bytes);
+				model_fill(&m, args->steps[i] + 1000003);
+			}
 			ck_note("saved step %" PRIu64, args->steps[i]);
+		}
+		if (args->async) {
+			llmp_status st = llmp_ckpt_wait(ck);
+			ck_expect(st == LLMP_OK, "llmp_ckpt_wait: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
 		}
 	}
 	llmp_ckpt_close(ck);
@@ -450,7 +464,9 @@ static void usage(FILE *f)
 		   "  --expect-msg TEXT      ... and a message holding TEXT (up to %d times)\n"
 		   "  --big K                add big/w, 48*K x 1024 float32 split along the world\n"
 		   "  --timeout S            llmp_init_opts.timeout_s\n"
-		   "  --sync-exit 1          a world barrier before llmp_finalize\n", CK_MAX_MSGS);
+		   "  --sync-exit 1          a world barrier before llmp_finalize\n"
+		   "  --async 1              save: llmp_ckpt_save_async, the tensors overwritten as soon as\n"
+		   "                         it returns, llmp_ckpt_wait at the end\n", CK_MAX_MSGS);
 }
 
 static bool parse_u64(const char *s, uint64_t *v)
@@ -516,6 +532,8 @@ static int parse_args(int argc, char **argv, ck_args *a)
 			a->sync_exit = v != 0;
 		} else if (parse_u64(val, &v) && strcmp(o, "--big") == 0) {
 			a->big = (unsigned)v;
+		} else if (parse_u64(val, &v) && strcmp(o, "--async") == 0) {
+			a->async = v != 0;
 		} else {
 			fprintf(stderr, "ck_check: %s %s: unknown option or bad number\n", o, val);
 			return -1;

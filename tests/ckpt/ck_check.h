@@ -31,6 +31,7 @@ typedef struct ck_args {
 	unsigned big;          /* adds big/w, 48*big rows of 1024 float32 */
 	double timeout_s;
 	bool sync_exit;        /* --sync-exit 1: a world barrier before llmp_finalize */
+	bool async;            /* --async 1: save with llmp_ckpt_save_async */
 } ck_args;
 
 /* Reporting: every line starts "rank R: "; the summary is "rank R: N checks, M wrong". */
