@@ -169,7 +169,7 @@ static bool same_slice(const struct ck_slice *a, const struct ck_slice *b)
 	return true;
 }
 
-static bool overlap(const struct ck_slice *a, const struct ck_slice *b)
+bool ck_intersects(const struct ck_slice *a, const struct ck_slice *b)
 {
 	for (unsigned d = 0; d < a->ndim; d++)
 		if (a->offset[d] >= b->offset[d] + b->shape[d] || b->offset[d] >= a->offset[d] + a->shape[d])
@@ -204,7 +204,7 @@ static llmp_status validate(llmp_ctx *ctx, const struct ck_slice *all, size_t n)
 				continue; /* a replica */
 			covered += ck_volume(s);
 			for (size_t j = first; j < i; j++)
-				if (all[j].owner == all[j].rank && overlap(&all[j], s))
+				if (all[j].owner == all[j].rank && ck_intersects(&all[j], s))
 					return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: the slices of ranks "
 						       "%u and %u overlap without being equal", t->name,
 						       all[j].rank, s->rank);

@@ -16,6 +16,19 @@
 
 #include "ckpt_internal.h"
 
+void ck_step_path(const char *root, uint64_t step, const char *suffix, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/step-%llu%s", root, (unsigned long long)step, suffix);
+}
+
+void ck_shard_path(const char *dir, uint32_t rank, char *buf, size_t len)
+{
+	if (dir)
+		snprintf(buf, len, "%s/shard-%u.h5", dir, rank);
+	else
+		snprintf(buf, len, "shard-%u.h5", rank);
+}
+
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path)
 {
 	char buf[4096];
@@ -167,7 +180,7 @@ llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep, uint64_t s
 			continue;
 		/* Renamed first: a deletion cut short must not leave a "complete" step-N. */
 		char path[4096], doomed[4200];
-		snprintf(path, sizeof path, "%s/step-%llu", root, (unsigned long long)steps[i]);
+		ck_step_path(root, steps[i], "", path, sizeof path);
 		snprintf(doomed, sizeof doomed, "%s.deleting", path);
 		if (rename(path, doomed) != 0)
 			st = rt_fail(ctx, LLMP_ERR_IO, "rename %s: %s", path, strerror(errno));

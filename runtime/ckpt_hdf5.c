@@ -125,7 +125,7 @@ static herr_t write_virtual(hid_t file, hid_t lcpl, const struct ck_slice *all, 
 			count[d] = s->shape[d];
 		}
 		char source[32];
-		snprintf(source, sizeof source, "shard-%u.h5", s->owner); /* relative: beside the index */
+		ck_shard_path(NULL, s->owner, source, sizeof source); /* relative: beside the index */
 		hid_t sspace = H5Screate_simple((int)s->ndim, count, NULL);
 		rc = H5Sselect_hyperslab(vspace, H5S_SELECT_SET, start, NULL, count, NULL);
 		if (rc >= 0)

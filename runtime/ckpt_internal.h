@@ -98,7 +98,14 @@ llmp_status ck_agree(llmp_ckpt *ck, const char *doing, llmp_status local);
 /* All ranks' slices, sorted by (name, offset, shape, rank), owners set. */
 llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **all, size_t *n);
 
-/* ckpt_fs.c: the filesystem side of an atomic commit. */
+/* Whether two slices of one tensor share an element. */
+bool ck_intersects(const struct ck_slice *a, const struct ck_slice *b);
+
+/* ckpt_fs.c: the names of the format (doc/checkpoint.md) and the filesystem side of a commit. */
+/* ROOT/step-N plus suffix ("" or ".tmp"). */
+void ck_step_path(const char *root, uint64_t step, const char *suffix, char *buf, size_t len);
+/* DIR/shard-RANK.h5; with dir NULL the bare name, as the index refers to it. */
+void ck_shard_path(const char *dir, uint32_t rank, char *buf, size_t len);
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path);
 llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path);
 llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path);

@@ -51,21 +51,13 @@ static void copy_intersection(const struct ck_slice *src, const char *sdata, con
 	}
 }
 
-static bool intersects(const struct ck_slice *a, const struct ck_slice *b)
-{
-	for (unsigned d = 0; d < a->ndim; d++)
-		if (a->offset[d] >= b->offset[d] + b->shape[d] || b->offset[d] >= a->offset[d] + a->shape[d])
-			return false;
-	return true;
-}
-
 /* Every shard the manifest lists is there with its size: a missing one would read as zeros. */
 static llmp_status check_shards(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m)
 {
 	for (size_t i = 0; i < m->nshards; i++) {
 		char path[4200];
 		struct stat sb;
-		snprintf(path, sizeof path, "%s/shard-%u.h5", dir, m->shard_ranks[i]);
+		ck_shard_path(dir, m->shard_ranks[i], path, sizeof path);
 		if (stat(path, &sb) != 0)
 			return rt_fail(ctx, LLMP_ERR_IO, "%s: %s", path, strerror(errno));
 		if ((uint64_t)sb.st_size != m->shard_bytes[i])
@@ -94,7 +86,7 @@ static llmp_status load_tensor(llmp_ckpt *ck, const char *dir, const struct ck_m
 				       "another shape or dtype than registered (%s)", mine->name, dir,
 				       llmp_dtype_name((llmp_dtype)s->dtype), llmp_dtype_name((llmp_dtype)mine->dtype));
 		found = true;
-		if (!intersects(s, mine))
+		if (!ck_intersects(s, mine))
 			continue;
 		size_t bytes = (size_t)ck_bytes(s);
 		if (bytes > *bufcap) {
@@ -105,7 +97,7 @@ static llmp_status load_tensor(llmp_ckpt *ck, const char *dir, const struct ck_m
 			*bufcap = bytes;
 		}
 		char shard[4200];
-		snprintf(shard, sizeof shard, "%s/shard-%u.h5", dir, s->owner);
+		ck_shard_path(dir, s->owner, shard, sizeof shard);
 		llmp_status st = ck_read_slice(ctx, shard, s, *buf);
 		if (st != LLMP_OK)
 			return st;
@@ -151,7 +143,7 @@ static llmp_status load_step(llmp_ckpt *ck, uint64_t step, void *meta, size_t me
 {
 	llmp_ctx *ctx = ck->ctx;
 	char dir[4096], path[4200];
-	snprintf(dir, sizeof dir, "%s/step-%llu", ck->root, (unsigned long long)step);
+	ck_step_path(ck->root, step, "", dir, sizeof dir);
 	snprintf(path, sizeof path, "%s/MANIFEST", dir);
 	struct ck_manifest m;
 	llmp_status st = ck_manifest_read(ctx, path, &m);

@@ -19,19 +19,14 @@
 #include "ckpt_internal.h"
 #include "crc32c.h"
 
-static void step_dir(const llmp_ckpt *ck, uint64_t step, const char *suffix, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/step-%llu%s", ck->root, (unsigned long long)step, suffix);
-}
-
 /* Rank 0: a fresh, empty step-N.tmp; refuses to overwrite a complete step-N. */
 static llmp_status prepare(llmp_ckpt *ck, uint64_t step)
 {
 	llmp_ctx *ctx = ck->ctx;
 	char dir[4096], tmp[4096];
 	struct stat sb;
-	step_dir(ck, step, "", dir, sizeof dir);
-	step_dir(ck, step, ".tmp", tmp, sizeof tmp);
+	ck_step_path(ck->root, step, "", dir, sizeof dir);
+	ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
 	llmp_status st = ck_mkdirs(ctx, ck->root);
 	if (st == LLMP_OK && stat(dir, &sb) == 0)
 		st = rt_fail(ctx, LLMP_ERR_ARG, "%s exists: step %llu was saved already", dir,
@@ -60,8 +55,8 @@ static llmp_status commit(llmp_ckpt *ck, uint64_t step, struct ck_manifest *m, c
 {
 	llmp_ctx *ctx = ck->ctx;
 	char dir[4096], tmp[4096], path[4200];
-	step_dir(ck, step, "", dir, sizeof dir);
-	step_dir(ck, step, ".tmp", tmp, sizeof tmp);
+	ck_step_path(ck->root, step, "", dir, sizeof dir);
+	ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
 
 	snprintf(path, sizeof path, "%s/index.h5", tmp);
 	llmp_status st = ck_write_index(ck, path, m->slices, m->nslices);
@@ -229,8 +224,9 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 		memcpy(p->meta, meta, metalen);
 	if (local == LLMP_OK && p->writes) {
 		struct ck_shard_job *job = &p->job;
-		snprintf(job->path, sizeof job->path, "%s/step-%llu.tmp/shard-%u.h5", ck->root,
-			 (unsigned long long)step, ctx->rank);
+		char tmp[4096];
+		ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
+		ck_shard_path(tmp, ctx->rank, job->path, sizeof job->path);
 		job->alignment = ck->alignment;
 		job->all = p->all;
 		job->data = p->data;

@@ -20,6 +20,16 @@ uint32_t rt_world_rank(const llmp_comm *comm, uint32_t comm_rank)
 	return comm->members ? comm->members[comm_rank] : comm_rank;
 }
 
+uint32_t rt_comm_rank_of(const llmp_comm *comm, uint32_t world_rank)
+{
+	if (!comm->members)
+		return world_rank < comm->size ? world_rank : UINT32_MAX;
+	for (uint32_t m = 0; m < comm->size; m++)
+		if (comm->members[m] == world_rank)
+			return m;
+	return UINT32_MAX;
+}
+
 const char *rt_member_name(const llmp_comm *comm, uint32_t comm_rank, char *buf, size_t len)
 {
 	if (comm->kind == RT_COMM_WORLD)
@@ -31,7 +41,7 @@ const char *rt_member_name(const llmp_comm *comm, uint32_t comm_rank, char *buf,
 }
 
 static llmp_status comm_new(llmp_ctx *ctx, int kind, uint32_t *members, uint32_t size,
-			    uint32_t rank, llmp_comm **out)
+			    llmp_comm **out)
 {
 	llmp_comm *comm = calloc(1, sizeof *comm);
 	if (!comm) {
@@ -42,7 +52,7 @@ static llmp_status comm_new(llmp_ctx *ctx, int kind, uint32_t *members, uint32_t
 	comm->kind = kind;
 	comm->members = members;
 	comm->size = size;
-	comm->rank = rank;
+	comm->rank = rt_comm_rank_of(comm, ctx->rank);
 	if (size > 1) {
 		llmp_status st = rt_listen_reports(comm);
 		if (st != LLMP_OK) {
@@ -86,10 +96,7 @@ llmp_status llmp_comm_get(llmp_ctx *ctx, enum llmp_group group, llmp_comm **out)
 			 ctx->rank, llmp_group_name(group));
 		return rt_fail(ctx, LLMP_ERR_RANGE, "%s", msg);
 	}
-	uint32_t rank = 0;
-	while (rank < n && members[rank] != ctx->rank)
-		rank++;
-	return comm_new(ctx, (int)group, members, n, rank, out);
+	return comm_new(ctx, (int)group, members, n, out);
 }
 
 llmp_status llmp_comm_world(llmp_ctx *ctx, llmp_comm **out)
@@ -103,7 +110,7 @@ llmp_status llmp_comm_world(llmp_ctx *ctx, llmp_comm **out)
 		*out = ctx->comms[RT_COMM_WORLD];
 		return LLMP_OK;
 	}
-	return comm_new(ctx, RT_COMM_WORLD, NULL, ctx->world, ctx->rank, out);
+	return comm_new(ctx, RT_COMM_WORLD, NULL, ctx->world, out);
 }
 
 void rt_comm_free(llmp_comm *comm)

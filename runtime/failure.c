@@ -117,17 +117,9 @@ static uint32_t follow_blame(const llmp_comm *comm, uint32_t suspect, uint32_t *
 	return suspect;
 }
 
-static uint32_t comm_rank_of(const llmp_comm *comm, uint32_t world_rank)
-{
-	for (uint32_t m = 0; m < comm->size; m++)
-		if (rt_world_rank(comm, m) == world_rank)
-			return m;
-	return UINT32_MAX;
-}
-
 static const char *name_of(const llmp_comm *comm, uint32_t world_rank, char *buf, size_t len)
 {
-	uint32_t m = comm_rank_of(comm, world_rank);
+	uint32_t m = rt_comm_rank_of(comm, world_rank);
 	if (m == UINT32_MAX)
 		snprintf(buf, len, "rank %u", world_rank);
 	else

@@ -94,6 +94,8 @@ const char *rt_member_name(const llmp_comm *comm, uint32_t comm_rank, char *buf,
 
 /* comm.c */
 uint32_t rt_world_rank(const llmp_comm *comm, uint32_t comm_rank);
+/* The comm rank of a world rank; UINT32_MAX if it is not a member. */
+uint32_t rt_comm_rank_of(const llmp_comm *comm, uint32_t world_rank);
 void rt_comm_free(llmp_comm *comm);
 /* Scratch space of at least bytes, kept for the next call. */
 llmp_status rt_scratch(llmp_comm *comm, size_t bytes, void **buf);

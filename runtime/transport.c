@@ -190,12 +190,17 @@ llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag,
 	 * need not wait for its last receivers). A sender known to have
 	 * failed is.
 	 */
-	char saved[LLMP_MSG_MAX];
-	memcpy(saved, comm->ctx->errmsg, sizeof saved);
-	if (rt_tx_peer_ep(comm, peer, &ep) != LLMP_OK) {
-		if (comm->ctx->peers[rt_world_rank(comm, peer)].failed)
-			return LLMP_ERR_PEER;
-		memcpy(comm->ctx->errmsg, saved, sizeof saved);
+	struct rt_peer *p = &comm->ctx->peers[rt_world_rank(comm, peer)];
+	if (p->failed)
+		return rt_tx_peer_ep(comm, peer, &ep); /* fails, naming the peer */
+	if (!p->ep) {
+		char saved[LLMP_MSG_MAX];
+		memcpy(saved, comm->ctx->errmsg, sizeof saved);
+		if (rt_tx_peer_ep(comm, peer, &ep) != LLMP_OK) {
+			if (p->failed)
+				return LLMP_ERR_PEER;
+			memcpy(comm->ctx->errmsg, saved, sizeof saved);
+		}
 	}
 	ucp_request_param_t prm = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO,
