@@ -61,9 +61,9 @@ int ck_cmd_badargs(const ck_args *args)
 {
 	llmp_ctx *ctx = NULL;
 	llmp_status st = ck_init(args, &ctx);
-	if (!ck_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(ctx))) {
+	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(ctx))) {
 		ck_finalize(args, ctx);
-		return ck_summary();
+		return report_summary();
 	}
 	uint32_t rank = llmp_rank(ctx), world = llmp_world_size(ctx);
 	char okroot[4096], empty[4096], missing[4096], afile[4096];
@@ -72,9 +72,9 @@ int ck_cmd_badargs(const ck_args *args)
 	join(missing, sizeof missing, args->root, "never-made");
 	join(afile, sizeof afile, args->root, "a-file");
 	mkdirs(empty);
-	ck_expect(exists(empty), "mkdir -p %s failed", empty);
+	report_expect(exists(empty), "mkdir -p %s failed", empty);
 	FILE *f = fopen(afile, "a");
-	if (ck_expect(f != NULL, "create %s: %s", afile, strerror(errno)))
+	if (report_expect(f != NULL, "create %s: %s", afile, strerror(errno)))
 		fclose(f);
 
 	/* ---- open */
@@ -82,7 +82,7 @@ int ck_cmd_badargs(const ck_args *args)
 	llmp_ckpt_opts o = {.root = okroot, .keep = 1};
 	st = llmp_ckpt_open(NULL, &o, &ck);
 	ck_expect_fail(NULL, st, LLMP_ERR_ARG, "open with a NULL context", NOWORDS);
-	ck_expect(ck == NULL, "open with a NULL context left the handle set");
+	report_expect(ck == NULL, "open with a NULL context left the handle set");
 	st = llmp_ckpt_open(ctx, &o, NULL);
 	ck_expect_fail(NULL, st, LLMP_ERR_ARG, "open with a NULL handle pointer", NOWORDS);
 	st = llmp_ckpt_open(ctx, NULL, &ck);
@@ -93,13 +93,13 @@ int ck_cmd_badargs(const ck_args *args)
 	bad.root = "";
 	st = llmp_ckpt_open(ctx, &bad, &ck);
 	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "open with an empty root", WORDS("root"));
-	ck_expect(ck == NULL, "a failed open left the handle set");
+	report_expect(ck == NULL, "a failed open left the handle set");
 	llmp_ckpt_close(NULL); /* accepted */
 
 	st = llmp_ckpt_open(ctx, &o, &ck);
-	if (!ck_expect(st == LLMP_OK, "llmp_ckpt_open %s: %s", okroot, llmp_errmsg(ctx))) {
+	if (!report_expect(st == LLMP_OK, "llmp_ckpt_open %s: %s", okroot, llmp_errmsg(ctx))) {
 		ck_finalize(args, ctx);
-		return ck_summary();
+		return report_summary();
 	}
 
 	/* ---- register */
@@ -179,13 +179,13 @@ int ck_cmd_badargs(const ck_args *args)
 
 	/* what is fine: a name of 127 characters, 8 dimensions; then a duplicate */
 	st = llmp_ckpt_register(ck, name127, LLMP_UINT8, LLMP_CKPT_MAX_DIMS, g1, o1, s1, data);
-	ck_expect(st == LLMP_OK, "register %d dimensions and a name of %d characters: %s: %s", LLMP_CKPT_MAX_DIMS,
+	report_expect(st == LLMP_OK, "register %d dimensions and a name of %d characters: %s: %s", LLMP_CKPT_MAX_DIMS,
 		  LLMP_CKPT_MAX_NAME, ck_status_name(st), llmp_errmsg(ctx));
 	/* "good": this rank's 2 elements, at global 2*rank, in data[0..1] */
 	for (int i = 0; i < 2; i++)
 		data[i] = (float)((2 * rank + (unsigned)i) * 3 + 1);
 	st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
-	ck_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
+	report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 	st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data2);
 	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register good twice", WORDS("good", "already registered"));
 
@@ -206,7 +206,7 @@ int ck_cmd_badargs(const ck_args *args)
 
 	/* a good save, then the same step again and a step that is not there */
 	st = llmp_ckpt_save(ck, 7, meta, sizeof meta);
-	ck_expect(st == LLMP_OK, "save step 7: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+	report_expect(st == LLMP_OK, "save step 7: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
 	st = llmp_ckpt_save(ck, 7, meta, sizeof meta);
 	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "save of step 7 again", WORDS("step-7", "exists"));
 	st = llmp_ckpt_load(ck, 8, &loaded, got, sizeof got, &metalen);
@@ -217,28 +217,28 @@ int ck_cmd_badargs(const ck_args *args)
 	memset(got, '#', sizeof got);
 	loaded = 0;
 	st = llmp_ckpt_load(ck, 7, &loaded, got, 4, &metalen);
-	if (ck_expect(st == LLMP_OK, "load step 7 into 4 bytes of metadata: %s", llmp_errmsg(ctx))) {
-		ck_expect(loaded == 7, "loaded step %" PRIu64 ", expected 7", loaded);
-		ck_expect(metalen == sizeof meta, "metalen %zu, expected %zu", metalen, sizeof meta);
-		ck_expect(memcmp(got, meta, 4) == 0 && got[4] == '#',
+	if (report_expect(st == LLMP_OK, "load step 7 into 4 bytes of metadata: %s", llmp_errmsg(ctx))) {
+		report_expect(loaded == 7, "loaded step %" PRIu64 ", expected 7", loaded);
+		report_expect(metalen == sizeof meta, "metalen %zu, expected %zu", metalen, sizeof meta);
+		report_expect(memcmp(got, meta, 4) == 0 && got[4] == '#',
 			  "metadata not cut at 4 bytes: '%.8s'", got);
 		bool same = true;
 		for (int i = 0; i < 2; i++)
 			same &= data[i] == (float)((2 * rank + (unsigned)i) * 3 + 1);
-		ck_expect(same, "good: values not restored");
+		report_expect(same, "good: values not restored");
 	}
 	st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, NULL, NULL, 0, NULL);
-	ck_expect(st == LLMP_OK, "load the newest with every output NULL: %s", llmp_errmsg(ctx));
+	report_expect(st == LLMP_OK, "load the newest with every output NULL: %s", llmp_errmsg(ctx));
 
 	/* keep=1 and a lower step than the newest (a job gone back): the one just saved stays */
 	st = llmp_ckpt_save(ck, 0, NULL, 0);
-	ck_expect(st == LLMP_OK, "save step 0 with no metadata: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+	report_expect(st == LLMP_OK, "save step 0 with no metadata: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
 	if (rank == 0) {
 		char p0[4200], p7[4200];
 		snprintf(p0, sizeof p0, "%s/step-0", okroot);
 		snprintf(p7, sizeof p7, "%s/step-7", okroot);
-		ck_expect(exists(p0), "keep=1: step 0, just saved, was removed");
-		ck_expect(!exists(p7), "keep=1: step 7 is still there after step 0 was saved");
+		report_expect(exists(p0), "keep=1: step 0, just saved, was removed");
+		report_expect(!exists(p7), "keep=1: step 7 is still there after step 0 was saved");
 	}
 	llmp_ckpt_close(ck);
 
@@ -248,10 +248,10 @@ int ck_cmd_badargs(const ck_args *args)
 		llmp_ckpt_opts eo = {.root = roots[i]};
 		ck = NULL;
 		st = llmp_ckpt_open(ctx, &eo, &ck);
-		if (!ck_expect(st == LLMP_OK, "open %s: %s", roots[i], llmp_errmsg(ctx)))
+		if (!report_expect(st == LLMP_OK, "open %s: %s", roots[i], llmp_errmsg(ctx)))
 			continue;
 		st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
-		ck_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
 		ck_expect_fail(ctx, st, LLMP_ERR_IO, i ? "load from a missing root" : "load from an empty root",
 			       WORDS(roots[i]));
@@ -259,14 +259,14 @@ int ck_cmd_badargs(const ck_args *args)
 		ck_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 3 from a root without it", WORDS(roots[i], "step-3"));
 		llmp_ckpt_close(ck);
 	}
-	ck_expect(!exists(missing), "a load created %s", missing);
+	report_expect(!exists(missing), "a load created %s", missing);
 
 	llmp_ckpt_opts fo = {.root = afile};
 	ck = NULL;
 	st = llmp_ckpt_open(ctx, &fo, &ck);
-	if (ck_expect(st == LLMP_OK, "open %s: %s", afile, llmp_errmsg(ctx))) {
+	if (report_expect(st == LLMP_OK, "open %s: %s", afile, llmp_errmsg(ctx))) {
 		st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
-		ck_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_save(ck, 1, meta, sizeof meta);
 		ck_expect_fail(ctx, st, LLMP_ERR_IO, "save under a root that is a regular file", WORDS(afile));
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
@@ -278,33 +278,33 @@ int ck_cmd_badargs(const ck_args *args)
 	llmp_ckpt_opts ao = {.root = okroot, .keep = 1};
 	ck = NULL;
 	st = llmp_ckpt_open(ctx, &ao, &ck);
-	if (ck_expect(st == LLMP_OK, "open %s again: %s", okroot, llmp_errmsg(ctx))) {
+	if (report_expect(st == LLMP_OK, "open %s again: %s", okroot, llmp_errmsg(ctx))) {
 		for (int i = 0; i < 2; i++)
 			data[i] = (float)((2 * rank + (unsigned)i) * 5) - 7.0f;
 		st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
-		ck_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_save(ck, 9, "after", 5);
-		ck_expect(st == LLMP_OK, "save step 9 after the failures: %s: %s", ck_status_name(st),
+		report_expect(st == LLMP_OK, "save step 9 after the failures: %s: %s", ck_status_name(st),
 			  llmp_errmsg(ctx));
 		memset(data, 0, sizeof data);
 		metalen = 0;
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
-		if (ck_expect(st == LLMP_OK, "load after the failures: %s", llmp_errmsg(ctx))) {
-			ck_expect(loaded == 9 && metalen == 5 && memcmp(got, "after", 5) == 0,
+		if (report_expect(st == LLMP_OK, "load after the failures: %s", llmp_errmsg(ctx))) {
+			report_expect(loaded == 9 && metalen == 5 && memcmp(got, "after", 5) == 0,
 				  "loaded step %" PRIu64 " with %zu bytes of metadata, expected step 9 'after'",
 				  loaded, metalen);
-			ck_expect(data[0] == (float)(2 * rank * 5) - 7.0f &&
+			report_expect(data[0] == (float)(2 * rank * 5) - 7.0f &&
 				  data[1] == (float)((2 * rank + 1) * 5) - 7.0f,
 				  "good: values after the reload");
 		}
 		/* keep=1: 9 is the only complete step left; 7 and 0 went */
 		char p[4200];
 		snprintf(p, sizeof p, "%s/step-7", okroot);
-		ck_expect(!exists(p), "keep=1, yet %s is still there", p);
+		report_expect(!exists(p), "keep=1, yet %s is still there", p);
 		llmp_ckpt_close(ck);
 	}
 	ck_finalize(args, ctx);
-	return ck_summary();
+	return report_summary();
 }
 
 /* ------------------------------------------------------------- mismatch */
@@ -317,10 +317,10 @@ static void save_must_fail(llmp_ctx *ctx, const ck_args *args, const char *what,
 	llmp_ckpt_opts o = {.root = args->root};
 	float data[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 	llmp_status st = llmp_ckpt_open(ctx, &o, &ck);
-	if (!ck_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx)))
+	if (!report_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx)))
 		return;
 	st = register_fn(ck, llmp_rank(ctx), llmp_world_size(ctx), data);
-	if (ck_expect(st == LLMP_OK, "%s: register: %s", what, llmp_errmsg(ctx))) {
+	if (report_expect(st == LLMP_OK, "%s: register: %s", what, llmp_errmsg(ctx))) {
 		st = llmp_ckpt_save(ck, 1, "m", 1);
 		if (word)
 			ck_expect_fail(ctx, st, LLMP_ERR_MISMATCH, what, WORDS(tensor, word));
@@ -328,7 +328,7 @@ static void save_must_fail(llmp_ctx *ctx, const ck_args *args, const char *what,
 			ck_expect_fail(ctx, st, LLMP_ERR_MISMATCH, what, WORDS(tensor));
 		char p[4200];
 		snprintf(p, sizeof p, "%s/step-1", args->root);
-		ck_expect(!exists(p), "%s: %s exists after a failed save", what, p);
+		report_expect(!exists(p), "%s: %s exists after a failed save", what, p);
 	}
 	llmp_ckpt_close(ck);
 }
@@ -390,14 +390,14 @@ int ck_cmd_mismatch(const ck_args *args)
 {
 	llmp_ctx *ctx = NULL;
 	llmp_status st = ck_init(args, &ctx);
-	if (!ck_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(ctx))) {
+	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(ctx))) {
 		ck_finalize(args, ctx);
-		return ck_summary();
+		return report_summary();
 	}
 	uint32_t rank = llmp_rank(ctx), world = llmp_world_size(ctx);
-	if (!ck_expect(world >= 2, "mismatch needs 2 or more ranks, not %u", world)) {
+	if (!report_expect(world >= 2, "mismatch needs 2 or more ranks, not %u", world)) {
 		ck_finalize(args, ctx);
-		return ck_summary();
+		return report_summary();
 	}
 	save_must_fail(ctx, args, "save: another global shape on the last rank", "mm/shape", NULL, reg_shape);
 	save_must_fail(ctx, args, "save: another dtype on the last rank", "mm/dtype", NULL, reg_dtype);
@@ -415,13 +415,13 @@ int ck_cmd_mismatch(const ck_args *args)
 	a[0] = (float)(2 * rank);
 	a[1] = (float)(2 * rank + 1);
 	st = llmp_ckpt_open(ctx, &o, &ck);
-	if (ck_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx))) {
+	if (report_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx))) {
 		st = reg_split(ck, "ld/a", LLMP_FLOAT32, rank, world, a);
 		if (st == LLMP_OK)
 			st = llmp_ckpt_register(ck, "ld/b", LLMP_FLOAT32, 1, &bg, &bo, &bg, b);
 		if (st == LLMP_OK)
 			st = llmp_ckpt_save(ck, 2, "good", 4);
-		ck_expect(st == LLMP_OK, "save of a good step 2: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "save of a good step 2: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
 		llmp_ckpt_close(ck);
 	}
 
@@ -438,20 +438,20 @@ int ck_cmd_mismatch(const ck_args *args)
 		uint64_t g = 2 * (uint64_t)world + c->extra, off = 2 * (uint64_t)rank, sh = 2, loaded = 0;
 		ck = NULL;
 		st = llmp_ckpt_open(ctx, &o, &ck);
-		if (!ck_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx)))
+		if (!report_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx)))
 			continue;
 		st = llmp_ckpt_register(ck, "ld/b", LLMP_FLOAT32, 1, &bg, &bo, &bg, bb);
 		if (st == LLMP_OK)
 			st = llmp_ckpt_register(ck, c->name, c->dtype, 1, &g, &off, &sh, buf);
-		if (!ck_expect(st == LLMP_OK, "%s: register: %s", c->what, llmp_errmsg(ctx))) {
+		if (!report_expect(st == LLMP_OK, "%s: register: %s", c->what, llmp_errmsg(ctx))) {
 			llmp_ckpt_close(ck);
 			continue;
 		}
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, NULL, 0, NULL);
 		if (c->ok) {
 			const float *fa = (const float *)buf;
-			if (ck_expect(st == LLMP_OK, "%s: %s: %s", c->what, ck_status_name(st), llmp_errmsg(ctx)))
-				ck_expect(loaded == 2 && fa[0] == (float)(2 * rank) && fa[1] == (float)(2 * rank + 1) &&
+			if (report_expect(st == LLMP_OK, "%s: %s: %s", c->what, ck_status_name(st), llmp_errmsg(ctx)))
+				report_expect(loaded == 2 && fa[0] == (float)(2 * rank) && fa[1] == (float)(2 * rank + 1) &&
 					  bb[0] == 7 && bb[2] == 9, "%s: wrong values or step %" PRIu64, c->what, loaded);
 		} else {
 			ck_expect_fail(ctx, st, LLMP_ERR_MISMATCH, c->what, WORDS(c->name, dir, c->word));
@@ -462,15 +462,15 @@ int ck_cmd_mismatch(const ck_args *args)
 	/* Only ld/b: a subset of what was saved loads. */
 	ck = NULL;
 	st = llmp_ckpt_open(ctx, &o, &ck);
-	if (ck_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx))) {
+	if (report_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx))) {
 		float bb[3] = {0, 0, 0};
 		st = llmp_ckpt_register(ck, "ld/b", LLMP_FLOAT32, 1, &bg, &bo, &bg, bb);
 		if (st == LLMP_OK)
 			st = llmp_ckpt_load(ck, 2, NULL, NULL, 0, NULL);
-		ck_expect(st == LLMP_OK && bb[0] == 7 && bb[1] == 8 && bb[2] == 9,
+		report_expect(st == LLMP_OK && bb[0] == 7 && bb[1] == 8 && bb[2] == 9,
 			  "load of ld/b alone: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
 		llmp_ckpt_close(ck);
 	}
 	ck_finalize(args, ctx);
-	return ck_summary();
+	return report_summary();
 }

@@ -21,69 +21,12 @@
 #include "ck_check.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ reporting */
-
-/* The test program's own bookkeeping. */
-static uint32_t report_rank = UINT32_MAX;
-static unsigned long checks, wrong, printed;
-#define MAX_PRINTED 12
-
-void ck_set_rank(uint32_t rank)
-{
-	report_rank = rank;
-}
-
-static void prefix(void)
-{
-	if (report_rank == UINT32_MAX)
-		printf("rank ?: ");
-	else
-		printf("rank %u: ", report_rank);
-}
-
-void ck_note(const char *fmt, ...)
-{
-	va_list ap;
-	prefix();
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-bool ck_expect(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-	checks++;
-	if (ok)
-		return true;
-	wrong++;
-	if (printed++ < MAX_PRINTED) {
-		prefix();
-		printf("WRONG: ");
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-		putchar('\n');
-		fflush(stdout);
-	}
-	return false;
-}
-
-int ck_summary(void)
-{
-	prefix();
-	printf("%lu checks, %lu wrong\n", checks, wrong);
-	fflush(stdout);
-	return wrong ? 1 : 0;
-}
 
 static const char *const status_names[] = {
 	"LLMP_OK", "LLMP_ERR_SPEC", "LLMP_ERR_LAYOUT", "LLMP_ERR_RANGE", "LLMP_ERR_ARG",
@@ -111,14 +54,14 @@ bool ck_expect_fail(llmp_ctx *ctx, llmp_status got, llmp_status want, const char
 		    const char *const *msgs, size_t nmsgs)
 {
 	const char *msg = llmp_errmsg(ctx);
-	ck_note("%s: %s (%s): %s", what, ck_status_name(got), llmp_strerror(got),
+	report_note("%s: %s (%s): %s", what, ck_status_name(got), llmp_strerror(got),
 		got == LLMP_OK ? "-" : msg);
-	if (!ck_expect(got == want, "%s: got %s, expected %s", what, ck_status_name(got), ck_status_name(want)))
+	if (!report_expect(got == want, "%s: got %s, expected %s", what, ck_status_name(got), ck_status_name(want)))
 		return false;
-	bool ok = ck_expect(ctx == NULL || (msg[0] && strcmp(msg, "no error") != 0),
+	bool ok = report_expect(ctx == NULL || (msg[0] && strcmp(msg, "no error") != 0),
 			    "%s: no error message", what);
 	for (size_t i = 0; i < nmsgs; i++)
-		ok &= ck_expect(ctx == NULL || strstr(msg, msgs[i]) != NULL,
+		ok &= report_expect(ctx == NULL || strstr(msg, msgs[i]) != NULL,
 				"%s: message '%s' does not name '%s'", what, msg, msgs[i]);
 	return ok;
 }
@@ -220,13 +163,13 @@ static int model_build(llmp_ctx *ctx, const ck_args *args, struct model *m)
 	m->rank = llmp_rank(ctx);
 	m->world = llmp_world_size(ctx);
 	llmp_status st = plan ? llmp_plan_coords(plan, m->rank, coords) : LLMP_ERR_ARG;
-	if (!ck_expect(st == LLMP_OK, "llmp_plan_coords: %s: %s", llmp_strerror(st), llmp_errmsg(ctx)))
+	if (!report_expect(st == LLMP_OK, "llmp_plan_coords: %s: %s", llmp_strerror(st), llmp_errmsg(ctx)))
 		return -1;
 	m->tp = coords[LLMP_AXIS_TP];
 	m->dp = coords[LLMP_AXIS_DP];
 	m->tp_size = llmp_plan_size(plan, LLMP_AXIS_TP);
 	m->dp_size = llmp_plan_size(plan, LLMP_AXIS_DP);
-	ck_note("layout: tp %u of %u, dp %u of %u, world %u", m->tp, m->tp_size, m->dp, m->dp_size, m->world);
+	report_note("layout: tp %u of %u, dp %u of %u, world %u", m->tp, m->tp_size, m->dp, m->dp_size, m->world);
 
 	struct model_tensor *t;
 	/* row-parallel: dim 0 split along tp (13 rows: uneven for tp 2, 3, 4, 6) */
@@ -262,7 +205,7 @@ static int model_build(llmp_ctx *ctx, const ck_args *args, struct model *m)
 		for (unsigned d = 0; d < t->ndim; d++)
 			t->count *= (size_t)t->shape[d];
 		t->data = malloc(t->count * t->esize);
-		if (!ck_expect(t->data != NULL, "out of memory for %s", t->name))
+		if (!report_expect(t->data != NULL, "out of memory for %s", t->name))
 			return -1;
 	}
 	return 0;
@@ -308,7 +251,7 @@ static void model_check(const struct model *m, uint64_t step)
 			if (memcmp(want, t->data + k * t->esize, t->esize) != 0 && bad++ == 0)
 				first = k;
 		}
-		if (!ck_expect(bad == 0, "%s: %zu of %zu elements differ from step %" PRIu64 "'s; first at "
+		if (!report_expect(bad == 0, "%s: %zu of %zu elements differ from step %" PRIu64 "'s; first at "
 			       "global index %" PRIu64, t->name, bad, t->count, step, global_index(t, first)))
 			continue;
 	}
@@ -336,16 +279,16 @@ static int meta_text(uint64_t step, char *buf, size_t len)
 static int open_model(const ck_args *args, llmp_ctx **ctx, llmp_ckpt **ck, struct model *m)
 {
 	llmp_status st = ck_init(args, ctx);
-	if (!ck_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
+	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
 		return -1;
 	if (model_build(*ctx, args, m) != 0)
 		return -1;
 	llmp_ckpt_opts o = {.root = args->root, .keep = args->keep};
 	st = llmp_ckpt_open(*ctx, &o, ck);
-	if (!ck_expect(st == LLMP_OK, "llmp_ckpt_open: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
+	if (!report_expect(st == LLMP_OK, "llmp_ckpt_open: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
 		return -1;
 	st = model_register(*ck, m);
-	if (!ck_expect(st == LLMP_OK, "llmp_ckpt_register: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
+	if (!report_expect(st == LLMP_OK, "llmp_ckpt_register: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
 		return -1;
 	return 0;
 }
@@ -356,36 +299,36 @@ int ck_cmd_save(const ck_args *args)
 	llmp_ckpt *ck = NULL;
 	struct model m = {0};
 	if (open_model(args, &ctx, &ck, &m) == 0) {
-		ck_note("pid %ld", (long)getpid());
+		report_note("pid %ld", (long)getpid());
 		for (size_t i = 0; i < args->nsteps; i++) {
 			char meta[128];
 			int len = meta_text(args->steps[i], meta, sizeof meta);
 			model_fill(&m, args->steps[i]);
 			llmp_status st = args->async ? llmp_ckpt_save_async(ck, args->steps[i], meta, (size_t)len)
 						     : llmp_ckpt_save(ck, args->steps[i], meta, (size_t)len);
-			if (!ck_expect(st == LLMP_OK, "llmp_ckpt_save step %" PRIu64 ": %s (%s): %s", args->steps[i],
+			if (!report_expect(st == LLMP_OK, "llmp_ckpt_save step %" PRIu64 ": %s (%s): %s", args->steps[i],
 				       ck_status_name(st), llmp_strerror(st), llmp_errmsg(ctx)))
 				break;
 			if (args->async) {
 				/* The save owns copies now: what the program does next must not reach the files. */
 				llmp_ckpt_stats stats;
 				llmp_ckpt_get_stats(ck, &stats);
-				ck_expect(stats.step == args->steps[i] && stats.staged_bytes > 0, /* norm/f16 is split over every rank */
+				report_expect(stats.step == args->steps[i] && stats.staged_bytes > 0, /* norm/f16 is split over every rank */
 					  "async save of step %" PRIu64 " staged %zu bytes", args->steps[i],
 					  stats.staged_bytes);
 				model_fill(&m, args->steps[i] + 1000003);
 			}
-			ck_note("saved step %" PRIu64, args->steps[i]);
+			report_note("saved step %" PRIu64, args->steps[i]);
 		}
 		if (args->async) {
 			llmp_status st = llmp_ckpt_wait(ck);
-			ck_expect(st == LLMP_OK, "llmp_ckpt_wait: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+			report_expect(st == LLMP_OK, "llmp_ckpt_wait: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
 		}
 	}
 	llmp_ckpt_close(ck);
 	model_free(&m);
 	ck_finalize(args, ctx);
-	return ck_summary();
+	return report_summary();
 }
 
 int ck_cmd_load(const ck_args *args)
@@ -403,18 +346,18 @@ int ck_cmd_load(const ck_args *args)
 		if (args->expect_fail >= 0) {
 			ck_expect_fail(ctx, st, (llmp_status)args->expect_fail, "llmp_ckpt_load", args->expect_msg,
 				       args->nmsgs);
-		} else if (ck_expect(st == LLMP_OK, "llmp_ckpt_load: %s (%s): %s", ck_status_name(st),
+		} else if (report_expect(st == LLMP_OK, "llmp_ckpt_load: %s (%s): %s", ck_status_name(st),
 				     llmp_strerror(st), llmp_errmsg(ctx))) {
-			ck_note("loaded step %" PRIu64, loaded);
+			report_note("loaded step %" PRIu64, loaded);
 			if (args->expect_step != UINT64_MAX)
-				ck_expect(loaded == args->expect_step, "loaded step %" PRIu64 ", expected %" PRIu64,
+				report_expect(loaded == args->expect_step, "loaded step %" PRIu64 ", expected %" PRIu64,
 					  loaded, args->expect_step);
 			if (args->step != LLMP_CKPT_NEWEST)
-				ck_expect(loaded == args->step, "asked for step %" PRIu64 ", loaded %" PRIu64,
+				report_expect(loaded == args->step, "asked for step %" PRIu64 ", loaded %" PRIu64,
 					  args->step, loaded);
 			int wlen = meta_text(loaded, want, sizeof want);
 			meta[metalen < sizeof meta ? metalen : sizeof meta - 1] = '\0';
-			ck_expect(metalen == (size_t)wlen && strcmp(meta, want) == 0,
+			report_expect(metalen == (size_t)wlen && strcmp(meta, want) == 0,
 				  "metadata '%s' (%zu bytes), expected '%s'", meta, metalen, want);
 			model_check(&m, loaded);
 		}
@@ -422,7 +365,7 @@ int ck_cmd_load(const ck_args *args)
 	llmp_ckpt_close(ck);
 	model_free(&m);
 	ck_finalize(args, ctx);
-	return ck_summary();
+	return report_summary();
 }
 
 /* ------------------------------------------------------------------ main */
@@ -436,7 +379,7 @@ llmp_status ck_init(const ck_args *args, llmp_ctx **ctx)
 	*ctx = NULL;
 	llmp_status st = llmp_init(&opts, ctx);
 	if (st == LLMP_OK && *ctx)
-		ck_set_rank(llmp_rank(*ctx));
+		report_set_rank(llmp_rank(*ctx));
 	return st;
 }
 
@@ -447,7 +390,7 @@ void ck_finalize(const ck_args *args, llmp_ctx *ctx)
 		llmp_status st = llmp_comm_world(ctx, &world);
 		if (st == LLMP_OK)
 			st = llmp_barrier(world);
-		ck_expect(st == LLMP_OK, "barrier before llmp_finalize: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "barrier before llmp_finalize: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
 	}
 	llmp_finalize(ctx);
 }

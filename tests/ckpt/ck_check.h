@@ -13,6 +13,7 @@
 
 #include "llmp.h"
 #include "llmp_ckpt.h"
+#include "report.h"
 
 #define CK_MAX_STEPS 1024
 #define CK_MAX_MSGS 4
@@ -34,11 +35,7 @@ typedef struct ck_args {
 	bool async;            /* --async 1: save with llmp_ckpt_save_async */
 } ck_args;
 
-/* Reporting: every line starts "rank R: "; the summary is "rank R: N checks, M wrong". */
-void ck_set_rank(uint32_t rank);
-void ck_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-bool ck_expect(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int ck_summary(void); /* prints the summary; 0 if nothing was wrong, else 1 */
+/* Reporting: report.h. */
 const char *ck_status_name(llmp_status st);
 int ck_status_from_name(const char *name);
 

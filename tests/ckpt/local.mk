@@ -9,7 +9,8 @@
 check_PROGRAMS += tests/ckpt/ck_check
 tests_ckpt_ck_check_SOURCES = \
 	tests/ckpt/ck_check.c tests/ckpt/ck_check.h \
-	tests/ckpt/ck_badargs.c
+	tests/ckpt/ck_badargs.c tests/report.c tests/report.h
+tests_ckpt_ck_check_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_ckpt_ck_check_LDADD = runtime/libllmp.la -lm
 # libllmp linked in statically: srun runs the real binary, with no libtool
 # wrapper script and no LD_LIBRARY_PATH to carry into the tasks.

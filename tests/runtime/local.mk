@@ -8,7 +8,7 @@
 check_PROGRAMS += tests/runtime/rt_check
 tests_runtime_rt_check_SOURCES = \
 	tests/runtime/rt_check.c tests/runtime/rt_check.h \
-	tests/runtime/rt_report.c \
+	tests/runtime/rt_report.c tests/report.c tests/report.h \
 	tests/runtime/rt_values.c tests/runtime/rt_values.h \
 	tests/runtime/rt_coll.c \
 	tests/runtime/rt_p2p.c \
@@ -16,6 +16,7 @@ tests_runtime_rt_check_SOURCES = \
 	tests/runtime/rt_fault.c \
 	tests/runtime/rt_singleton.c \
 	tests/runtime/rt_badargs.c
+tests_runtime_rt_check_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 tests_runtime_rt_check_LDADD = runtime/libllmp.la -lm
 # libllmp linked in statically: srun runs the real binary, with no libtool
 # wrapper script and no LD_LIBRARY_PATH to carry into the tasks.

@@ -15,11 +15,11 @@
 static void refused(llmp_ctx *ctx, const char *call, llmp_status st)
 {
 	const char *msg = ctx ? llmp_errmsg(ctx) : NULL;
-	if (!chk_expect(st != LLMP_OK, "%s returned LLMP_OK", call))
+	if (!report_expect(st != LLMP_OK, "%s returned LLMP_OK", call))
 		return;
 	if (ctx)
-		chk_expect(msg && *msg, "%s returned %s with an empty llmp_errmsg", call, llmp_strerror(st));
-	chk_note("%s -> %s: %s", call, llmp_strerror(st), msg ? msg : "(no context)");
+		report_expect(msg && *msg, "%s returned %s with an empty llmp_errmsg", call, llmp_strerror(st));
+	report_note("%s -> %s: %s", call, llmp_strerror(st), msg ? msg : "(no context)");
 }
 
 /* llmp_init refuses a malformed layout and one that does not fit the world. */
@@ -43,7 +43,7 @@ static void bad_inits(void)
 		llmp_status st = llmp_init(&opts, &ctx);
 		snprintf(call, sizeof call, "llmp_init(spec=%s)", cases[i].spec);
 		refused(ctx, call, st);
-		chk_expect(st == cases[i].want, "%s returned %s, expected %s", call, llmp_strerror(st),
+		report_expect(st == cases[i].want, "%s returned %s, expected %s", call, llmp_strerror(st),
 			  llmp_strerror(cases[i].want));
 		llmp_finalize(ctx);
 	}
@@ -63,8 +63,8 @@ static void bad_context_calls(llmp_ctx *ctx)
 	refused(ctx, "llmp_comm_get(ctx, -1, &c)", llmp_comm_get(ctx, (enum llmp_group)-1, &c));
 	refused(NULL, "llmp_comm_world(NULL, &c)", llmp_comm_world(NULL, &c));
 	refused(ctx, "llmp_comm_world(ctx, NULL)", llmp_comm_world(ctx, NULL));
-	chk_expect(llmp_errmsg(NULL) != NULL, "llmp_errmsg(NULL) returned NULL");
-	chk_expect(llmp_strerror((llmp_status)1000) != NULL, "llmp_strerror(1000) returned NULL");
+	report_expect(llmp_errmsg(NULL) != NULL, "llmp_errmsg(NULL) returned NULL");
+	report_expect(llmp_strerror((llmp_status)1000) != NULL, "llmp_strerror(1000) returned NULL");
 }
 
 static void bad_collectives(llmp_ctx *ctx, llmp_comm *w)
@@ -130,27 +130,27 @@ int chk_cmd_badargs(const chk_args *args)
 	if (!args->skip_bad_init)
 		bad_inits();
 	st = chk_init(args, &ctx);
-	if (!chk_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), ctx ? llmp_errmsg(ctx) : "")) {
+	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), ctx ? llmp_errmsg(ctx) : "")) {
 		llmp_finalize(ctx);
-		return chk_summary();
+		return report_summary();
 	}
 	bad_context_calls(ctx);
 	st = llmp_comm_world(ctx, &world);
-	if (chk_expect(st == LLMP_OK && world, "llmp_comm_world: %s", llmp_strerror(st))) {
+	if (report_expect(st == LLMP_OK && world, "llmp_comm_world: %s", llmp_strerror(st))) {
 		uint32_t n = llmp_comm_size(world);
-		chk_expect(llmp_comm_world_rank(world, n) == UINT32_MAX,
+		report_expect(llmp_comm_world_rank(world, n) == UINT32_MAX,
 			  "llmp_comm_world_rank(world, size) is not UINT32_MAX");
 		bad_collectives(ctx, world);
 		bad_p2p(ctx, world);
 		/* still usable: the bad calls sent nothing */
 		int32_t one = 1, sum = 0;
 		st = llmp_allreduce(world, &one, &sum, 1, LLMP_INT32, LLMP_SUM);
-		chk_expect(st == LLMP_OK && sum == (int32_t)n,
+		report_expect(st == LLMP_OK && sum == (int32_t)n,
 			  "allreduce after the bad calls: %s, sum %d of %u ranks: %s", llmp_strerror(st), sum, n,
 			  llmp_errmsg(ctx));
 	}
-	chk_expect(llmp_finalize(NULL) == LLMP_OK, "llmp_finalize(NULL) is not accepted");
+	report_expect(llmp_finalize(NULL) == LLMP_OK, "llmp_finalize(NULL) is not accepted");
 	st = llmp_finalize(ctx);
-	chk_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
-	return chk_summary();
+	report_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
+	return report_summary();
 }

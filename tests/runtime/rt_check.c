@@ -134,7 +134,7 @@ llmp_status chk_init(const chk_args *args, llmp_ctx **ctx)
 	*ctx = NULL;
 	st = llmp_init(&opts, ctx);
 	if (st == LLMP_OK && *ctx)
-		chk_report_set_rank(llmp_rank(*ctx));
+		report_set_rank(llmp_rank(*ctx));
 	return st;
 }
 

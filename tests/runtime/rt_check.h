@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "llmp.h"
+#include "report.h"
 
 /* What the command line asked for; shared by every subcommand. */
 typedef struct chk_args {
@@ -51,24 +52,12 @@ typedef struct chk_case {
 	int64_t root;       /* broadcast root or p2p peer, or -1 */
 } chk_case;
 
-/* The rank reports are prefixed with; set once init has told it. */
-void chk_report_set_rank(uint32_t rank);
-/* One check done: passed or not. */
-void chk_done(bool ok);
-/* Count the checks of ok and return ok: `if (!chk_expect(...)) ...` */
-bool chk_expect(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Counting and printing checks: report.h. */
 /* One wrong element; printed for the first few only. */
 void chk_wrong_elem(const chk_case *c, size_t index, const void *got,
 		   const void *expected, const char *why);
-/* A further line about something wrong; printed for the first few only. */
-void chk_wrong_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A call that returned a status it should not have. */
 void chk_wrong_status(const chk_case *c, llmp_status st, const char *errmsg);
-/* A line every rank prints, prefixed with its rank. */
-void chk_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* "rank R: N checks, M wrong"; returns the exit status (0 or 1). */
-int chk_summary(void);
-unsigned long chk_wrong_count(void);
 
 /* Seconds on a monotonic clock. */
 double chk_now(void);

@@ -78,19 +78,19 @@ static void check_elems(const chk_case *c, const void *got, const void *exp, siz
 		}
 	}
 	if (bad > 3)
-		chk_wrong_line("... %zu of %zu elements wrong in that %s", bad, count, c->what);
-	chk_done(bad == 0);
+		report_wrong("... %zu of %zu elements wrong in that %s", bad, count, c->what);
+	report_done(bad == 0);
 }
 
 static void check_canary(const chk_case *c, const void *p, size_t bytes, const char *which)
 {
-	chk_expect(canary_intact(p, bytes), "%s group=%s dtype=%s count=%zu: wrote past the end of %s",
+	report_expect(canary_intact(p, bytes), "%s group=%s dtype=%s count=%zu: wrote past the end of %s",
 		  c->what, c->group, chk_dtype_name(c->dtype), c->count, which);
 }
 
 static void check_unchanged(const chk_case *c, const void *p, const void *copy, size_t bytes)
 {
-	chk_expect(memcmp(p, copy, bytes) == 0, "%s group=%s op=%s dtype=%s count=%zu: sendbuf modified",
+	report_expect(memcmp(p, copy, bytes) == 0, "%s group=%s op=%s dtype=%s count=%zu: sendbuf modified",
 		  c->what, c->group, chk_op_name(c->op), chk_dtype_name(c->dtype), c->count);
 }
 
@@ -100,7 +100,7 @@ static bool status_ok(sweep *s, const chk_case *c, llmp_status st, llmp_ctx *ctx
 	s->in_calls += chk_now() - t0;
 	if (st == LLMP_OK)
 		return true;
-	chk_done(false);
+	report_done(false);
 	chk_wrong_status(c, st, llmp_errmsg(ctx));
 	s->broken = true;
 	return false;
@@ -248,7 +248,7 @@ static void run_barrier(sweep *s, llmp_ctx *ctx)
 	t0 = chk_now();
 	st = llmp_barrier(s->comm);
 	if (status_ok(s, &c, st, ctx, t0))
-		chk_done(true);
+		report_done(true);
 }
 
 /*
@@ -272,7 +272,7 @@ static void run_barrier_waits(sweep *s, llmp_ctx *ctx)
 	if (!status_ok(s, &c, st, ctx, t0))
 		return;
 	if (s->me != s->n - 1)
-		chk_expect(chk_now() - t0 >= least,
+		report_expect(chk_now() - t0 >= least,
 			  "barrier group=%s returned after %.3f s, before its last member entered (%.1f s late)",
 			  s->name, chk_now() - t0, delay);
 }
@@ -338,7 +338,7 @@ static void run_random_allreduce(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op,
 				chk_wrong_elem(&c, i, (char *)recv + i * esz, e, "beyond rounding tolerance");
 			}
 		}
-		chk_done(bad == 0);
+		report_done(bad == 0);
 		check_canary(&c, recv, bytes, "recvbuf");
 	}
 	free(send);
@@ -431,7 +431,7 @@ static void sweep_dtype(sweep *s, llmp_ctx *ctx, llmp_dtype dt)
 static void sweep_comm(sweep *s, llmp_ctx *ctx)
 {
 	double t0 = chk_now();
-	unsigned long before = chk_wrong_count();
+	unsigned long before = report_wrong_count();
 
 	for (int dt = 0; dt < LLMP_NDTYPES && !s->broken; dt++)
 		sweep_dtype(s, ctx, (llmp_dtype)dt);
@@ -446,9 +446,9 @@ static void sweep_comm(sweep *s, llmp_ctx *ctx)
 	}
 	if (!s->broken)
 		run_barrier_waits(s, ctx);
-	chk_note("swept %s (size %u, comm rank %u%s): %llu calls, %.2f s (%.2f s in libllmp), %lu wrong",
+	report_note("swept %s (size %u, comm rank %u%s): %llu calls, %.2f s (%.2f s in libllmp), %lu wrong",
 		s->name, s->n, s->me, s->large ? "" : ", no large count: one member, or the members of an earlier group",
-		(unsigned long long)s->serial, chk_now() - t0, s->in_calls, chk_wrong_count() - before);
+		(unsigned long long)s->serial, chk_now() - t0, s->in_calls, report_wrong_count() - before);
 }
 
 /* ------------------------------------------------------- the communicators */
@@ -464,35 +464,35 @@ static bool check_comm_shape(llmp_ctx *ctx, llmp_comm *comm, int kind, uint32_t 
 	const char *want = kind == WORLD_KIND ? "world" : llmp_group_name((enum llmp_group)kind);
 	bool ok = true;
 
-	ok &= chk_expect(name && strcmp(name, want) == 0, "comm name %s, expected %s",
+	ok &= report_expect(name && strcmp(name, want) == 0, "comm name %s, expected %s",
 			name ? name : "(null)", want);
-	ok &= chk_expect(n >= 1 && cr < n, "comm %s: rank %u of size %u", want, cr, n);
+	ok &= report_expect(n >= 1 && cr < n, "comm %s: rank %u of size %u", want, cr, n);
 	for (uint32_t r = 0; r < n; r++)
 		wranks[r] = llmp_comm_world_rank(comm, r);
-	ok &= chk_expect(n == 0 || wranks[cr] == me, "comm %s: comm rank %u is world rank %u, not this rank %u",
+	ok &= report_expect(n == 0 || wranks[cr] == me, "comm %s: comm rank %u is world rank %u, not this rank %u",
 			want, cr, n ? wranks[cr] : 0, me);
-	ok &= chk_expect(llmp_comm_world_rank(comm, n) == UINT32_MAX,
+	ok &= report_expect(llmp_comm_world_rank(comm, n) == UINT32_MAX,
 			"comm %s: world rank of member %u (one past the end) is not UINT32_MAX", want, n);
 
 	if (kind == WORLD_KIND) {
-		ok &= chk_expect(n == llmp_world_size(ctx), "world comm size %u, world %u", n,
+		ok &= report_expect(n == llmp_world_size(ctx), "world comm size %u, world %u", n,
 				llmp_world_size(ctx));
 		for (uint32_t r = 0; r < n; r++)
-			ok &= chk_expect(wranks[r] == r, "world comm member %u is world rank %u", r, wranks[r]);
+			ok &= report_expect(wranks[r] == r, "world comm member %u is world rank %u", r, wranks[r]);
 		return ok;
 	}
 
 	uint32_t members[4096], m = 0, index = 0;
 	llmp_status st = llmp_plan_group_of(llmp_layout(ctx), (enum llmp_group)kind, me, members,
 					    4096, &m, &index);
-	ok &= chk_expect(st == LLMP_OK && m == n, "comm %s: size %u, the layout says %u (%s)", want, n, m,
+	ok &= report_expect(st == LLMP_OK && m == n, "comm %s: size %u, the layout says %u (%s)", want, n, m,
 			llmp_strerror(st));
 	for (uint32_t r = 0; ok && r < n; r++)
-		ok &= chk_expect(wranks[r] == members[r], "comm %s: member %u is world rank %u, the layout says %u",
+		ok &= report_expect(wranks[r] == members[r], "comm %s: member %u is world rank %u, the layout says %u",
 				want, r, wranks[r], members[r]);
 	llmp_comm *again = NULL;
 	st = llmp_comm_get(ctx, (enum llmp_group)kind, &again);
-	ok &= chk_expect(st == LLMP_OK && again == comm, "comm %s: a second llmp_comm_get gave another handle",
+	ok &= report_expect(st == LLMP_OK && again == comm, "comm %s: a second llmp_comm_get gave another handle",
 			want);
 	return ok;
 }
@@ -523,13 +523,13 @@ void chk_sweep_all(llmp_ctx *ctx, const chk_args *args)
 			uint32_t m = 1, index = 0, members[1];
 			llmp_plan_group_of(llmp_layout(ctx), (enum llmp_group)kind, llmp_rank(ctx),
 					   members, 1, &m, &index);
-			chk_expect(comm == NULL && m == 0, "llmp_comm_get(%s) said not a member, the layout says %u members",
+			report_expect(comm == NULL && m == 0, "llmp_comm_get(%s) said not a member, the layout says %u members",
 				  name, m);
-			chk_note("not in a %s group", name);
+			report_note("not in a %s group", name);
 			continue;
 		}
 		if (st != LLMP_OK || !comm) {
-			chk_expect(false, "llmp_comm_get(%s): %s: %s", name, llmp_strerror(st), llmp_errmsg(ctx));
+			report_expect(false, "llmp_comm_get(%s): %s: %s", name, llmp_strerror(st), llmp_errmsg(ctx));
 			continue;
 		}
 		uint32_t n = llmp_comm_size(comm);
@@ -546,7 +546,7 @@ void chk_sweep_all(llmp_ctx *ctx, const chk_args *args)
 		seen_n[nseen++] = n;
 		if (s.broken) {
 			/* the others may now wait on this rank: stop rather than hang */
-			chk_note("stopping the sweep: %s is unusable after a failed call", name);
+			report_note("stopping the sweep: %s is unusable after a failed call", name);
 			break;
 		}
 	}
@@ -559,13 +559,13 @@ int chk_cmd_coll(const chk_args *args)
 	llmp_ctx *ctx = NULL;
 	llmp_status st = chk_init(args, &ctx);
 	if (st != LLMP_OK) {
-		chk_expect(false, "llmp_init: %s: %s", llmp_strerror(st),
+		report_expect(false, "llmp_init: %s: %s", llmp_strerror(st),
 			  ctx ? llmp_errmsg(ctx) : "(no context)");
 		llmp_finalize(ctx);
-		return chk_summary();
+		return report_summary();
 	}
 	chk_sweep_all(ctx, args);
 	st = llmp_finalize(ctx);
-	chk_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
-	return chk_summary();
+	report_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
+	return report_summary();
 }

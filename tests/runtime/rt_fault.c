@@ -26,25 +26,25 @@ int chk_cmd_mismatch(const chk_args *args)
 	llmp_status st;
 	const char *msg;
 
-	chk_report_set_rank(me);
-	chk_note("layout %s", args->spec ? args->spec : "(none)");
+	report_set_rank(me);
+	report_note("layout %s", args->spec ? args->spec : "(none)");
 	st = chk_init(args, &ctx);
 	msg = ctx ? llmp_errmsg(ctx) : "";
-	chk_note("llmp_init: %s: %s", llmp_strerror(st), msg);
-	chk_expect(st == LLMP_ERR_MISMATCH, "llmp_init returned %s, not %s", llmp_strerror(st),
+	report_note("llmp_init: %s: %s", llmp_strerror(st), msg);
+	report_expect(st == LLMP_ERR_MISMATCH, "llmp_init returned %s, not %s", llmp_strerror(st),
 		  llmp_strerror(LLMP_ERR_MISMATCH));
 	if (me == args->odd) {
 		/* the odd one out: any other rank disagrees with it */
 		bool named = false;
 		for (uint32_t r = 0; r < 4096 && !named; r++)
 			named = r != me && chk_names_rank(msg, r);
-		chk_expect(named, "the message names no other rank: '%s'", msg);
+		report_expect(named, "the message names no other rank: '%s'", msg);
 	} else {
-		chk_expect(chk_names_rank(msg, args->odd), "the message does not name rank %u: '%s'",
+		report_expect(chk_names_rank(msg, args->odd), "the message does not name rank %u: '%s'",
 			  args->odd, msg);
 	}
 	llmp_finalize(ctx);
-	return chk_summary();
+	return report_summary();
 }
 
 /*
@@ -64,19 +64,19 @@ int chk_cmd_kill(const chk_args *args)
 	uint32_t me, iter;
 
 	if (st != LLMP_OK) {
-		chk_expect(false, "llmp_init: %s: %s", llmp_strerror(st), ctx ? llmp_errmsg(ctx) : "");
+		report_expect(false, "llmp_init: %s: %s", llmp_strerror(st), ctx ? llmp_errmsg(ctx) : "");
 		llmp_finalize(ctx);
-		return chk_summary();
+		return report_summary();
 	}
 	me = llmp_rank(ctx);
 	timeout = args->timeout_s > 0 ? args->timeout_s
 		: getenv("LLMP_TIMEOUT") ? strtod(getenv("LLMP_TIMEOUT"), NULL) : 300;
 	limit = args->max_seconds > 0 ? args->max_seconds : timeout + 0.5;
-	if (!chk_expect(llmp_comm_world(ctx, &world) == LLMP_OK, "llmp_comm_world: %s", llmp_errmsg(ctx)) ||
-	    !chk_expect(args->victim < llmp_world_size(ctx) && llmp_world_size(ctx) >= 2,
+	if (!report_expect(llmp_comm_world(ctx, &world) == LLMP_OK, "llmp_comm_world: %s", llmp_errmsg(ctx)) ||
+	    !report_expect(args->victim < llmp_world_size(ctx) && llmp_world_size(ctx) >= 2,
 		       "--victim %u in a world of %u", args->victim, llmp_world_size(ctx))) {
 		llmp_finalize(ctx);
-		return chk_summary();
+		return report_summary();
 	}
 	for (int i = 0; i < COUNT; i++)
 		in[i] = 1.0f;
@@ -87,19 +87,19 @@ int chk_cmd_kill(const chk_args *args)
 		if (me == args->victim && iter == KILL_AT) {
 			if (args->hang) {
 				/* alive but silent: the others can only time out on it */
-				chk_note("not answering for %.0f s from iteration %u", limit + 3, iter);
+				report_note("not answering for %.0f s from iteration %u", limit + 3, iter);
 				chk_sleep(limit + 3);
 				llmp_finalize(ctx);
-				return chk_summary();
+				return report_summary();
 			}
-			chk_note("killing myself at iteration %u", iter);
+			report_note("killing myself at iteration %u", iter);
 			raise(SIGKILL);
 		}
 		t_start = chk_now();
 		st = llmp_allreduce(world, in, out, COUNT, LLMP_FLOAT32, LLMP_SUM);
 		t_end = chk_now();
 		if (st == LLMP_OK && out[0] != (float)llmp_world_size(ctx)) {
-			chk_expect(false, "iteration %u: allreduce gave %g, not %u", iter, out[0],
+			report_expect(false, "iteration %u: allreduce gave %g, not %u", iter, out[0],
 				  llmp_world_size(ctx));
 			break;
 		}
@@ -107,27 +107,27 @@ int chk_cmd_kill(const chk_args *args)
 		if (t_end - t_begin > 4 * limit + 30)
 			break;
 	}
-	if (chk_expect(st != LLMP_OK, "rank %u was killed, but allreduce kept returning OK (%u iterations, %.1f s)",
+	if (report_expect(st != LLMP_OK, "rank %u was killed, but allreduce kept returning OK (%u iterations, %.1f s)",
 		      args->victim, iter, t_end - t_begin)) {
 		const char *msg = llmp_errmsg(ctx);
 		double took = t_end - t_start;
-		chk_note("error after %.3f s at iteration %u: %s (%s): %s", took, iter - 1,
+		report_note("error after %.3f s at iteration %u: %s (%s): %s", took, iter - 1,
 			 st == LLMP_ERR_TIMEOUT ? "LLMP_ERR_TIMEOUT" : st == LLMP_ERR_PEER ? "LLMP_ERR_PEER" : "other",
 			 llmp_strerror(st), msg);
-		chk_expect(st == LLMP_ERR_PEER || st == LLMP_ERR_TIMEOUT,
+		report_expect(st == LLMP_ERR_PEER || st == LLMP_ERR_TIMEOUT,
 			  "status %s, expected %s or %s", llmp_strerror(st), llmp_strerror(LLMP_ERR_PEER),
 			  llmp_strerror(LLMP_ERR_TIMEOUT));
-		chk_expect(chk_names_rank(msg, args->victim), "the message does not name rank %u: '%s'",
+		report_expect(chk_names_rank(msg, args->victim), "the message does not name rank %u: '%s'",
 			  args->victim, msg);
-		chk_expect(took <= limit, "the failure took %.3f s to report; allowed %.1f s (timeout %.1f s)",
+		report_expect(took <= limit, "the failure took %.3f s to report; allowed %.1f s (timeout %.1f s)",
 			  took, limit, timeout);
 		/* the communicator is unusable now, and says so */
 		st = llmp_barrier(world);
-		chk_expect(st != LLMP_OK, "a barrier after the failure returned OK");
-		chk_note("barrier after the failure: %s", llmp_strerror(st));
+		report_expect(st != LLMP_OK, "a barrier after the failure returned OK");
+		report_note("barrier after the failure: %s", llmp_strerror(st));
 	}
 	st = llmp_finalize(ctx);
-	chk_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
-	chk_note("finalized");
-	return chk_summary();
+	report_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
+	report_note("finalized");
+	return report_summary();
 }

@@ -44,7 +44,7 @@ static bool ok_status(stages *p, const chk_case *c, llmp_status st)
 {
 	if (st == LLMP_OK)
 		return true;
-	chk_done(false);
+	report_done(false);
 	chk_wrong_status(c, st, llmp_errmsg(p->ctx));
 	p->broken = true;
 	return false;
@@ -75,8 +75,8 @@ static void check_message(const stages *p, const chk_case *c, const void *got, u
 			chk_wrong_elem(c, i, g, e, "message out of order or corrupted");
 	}
 	if (bad > 3)
-		chk_wrong_line("... %zu of %zu elements wrong", bad, c->count);
-	chk_done(bad == 0);
+		report_wrong("... %zu of %zu elements wrong", bad, c->count);
+	report_done(bad == 0);
 	free(exp);
 }
 
@@ -87,7 +87,7 @@ static void send_msg(stages *p, uint32_t to, unsigned phase, size_t k)
 	chk_case c = {"p2p send", p->name, -1, (int)dt, count, false, to};
 	void *buf = filled(p, p->me, phase, k, dt, count);
 	if (ok_status(p, &c, llmp_send(p->comm, buf, count, dt, to)))
-		chk_done(true);
+		report_done(true);
 	free(buf);
 }
 
@@ -177,9 +177,9 @@ int chk_cmd_p2p(const chk_args *args)
 	int kind;
 
 	if (st != LLMP_OK) {
-		chk_expect(false, "llmp_init: %s: %s", llmp_strerror(st), ctx ? llmp_errmsg(ctx) : "");
+		report_expect(false, "llmp_init: %s: %s", llmp_strerror(st), ctx ? llmp_errmsg(ctx) : "");
 		llmp_finalize(ctx);
-		return chk_summary();
+		return report_summary();
 	}
 	kind = strcmp(args->group, "world") == 0 ? -1 : llmp_group_from_name(args->group);
 	if (kind == -1 && strcmp(args->group, "world") != 0) {
@@ -188,17 +188,17 @@ int chk_cmd_p2p(const chk_args *args)
 		return 2;
 	}
 	st = kind < 0 ? llmp_comm_world(ctx, &comm) : llmp_comm_get(ctx, (enum llmp_group)kind, &comm);
-	if (!chk_expect(st == LLMP_OK && comm, "llmp_comm_get(%s): %s: %s", args->group,
+	if (!report_expect(st == LLMP_OK && comm, "llmp_comm_get(%s): %s: %s", args->group,
 		       llmp_strerror(st), llmp_errmsg(ctx))) {
 		llmp_finalize(ctx);
-		return chk_summary();
+		return report_summary();
 	}
 	stages p = {ctx, comm, llmp_comm_name(comm), llmp_comm_size(comm), llmp_comm_rank(comm), NULL, false};
 	/* a test that cannot send anything would pass vacuously: refuse it */
-	if (!chk_expect(p.n >= 2, "the %s group has %u member: p2p needs a layout where it has 2 or more",
+	if (!report_expect(p.n >= 2, "the %s group has %u member: p2p needs a layout where it has 2 or more",
 		       args->group, p.n)) {
 		llmp_finalize(ctx);
-		return chk_summary();
+		return report_summary();
 	}
 	p.wranks = calloc(p.n, sizeof *p.wranks);
 	if (!p.wranks)
@@ -212,14 +212,14 @@ int chk_cmd_p2p(const chk_args *args)
 		burst(&p);
 	if (!p.broken)
 		sendrecv_patterns(&p);
-	chk_note("p2p along %s (stage %u of %u): %.2f s", p.name, p.me, p.n, chk_now() - t0);
+	report_note("p2p along %s (stage %u of %u): %.2f s", p.name, p.me, p.n, chk_now() - t0);
 	/* everyone done before anyone leaves */
 	if (!p.broken) {
 		st = llmp_barrier(comm);
-		chk_expect(st == LLMP_OK, "final barrier: %s: %s", llmp_strerror(st), llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "final barrier: %s: %s", llmp_strerror(st), llmp_errmsg(ctx));
 	}
 	free(p.wranks);
 	st = llmp_finalize(ctx);
-	chk_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
-	return chk_summary();
+	report_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
+	return report_summary();
 }

@@ -1,5 +1,5 @@
 /*
- * rt_report.c - counting checks and naming what was wrong.
+ * rt_report.c - naming what was wrong in a collective check (report.c counts).
  *
  * Every line starts with "rank R: " so the output of all tasks of a step,
  * interleaved by srun, can still be read and grepped per rank. Only the
@@ -11,65 +11,9 @@
 #include "rt_values.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-#define MAX_PRINTED 12
-
-/* A test program's own bookkeeping; the library keeps no such globals. */
-static uint32_t report_rank = UINT32_MAX;
-static unsigned long checks, wrong, printed;
-
-void chk_report_set_rank(uint32_t rank)
-{
-	report_rank = rank;
-}
-
-static void prefix(void)
-{
-	if (report_rank == UINT32_MAX)
-		printf("rank ?: ");
-	else
-		printf("rank %u: ", report_rank);
-}
-
-void chk_note(const char *fmt, ...)
-{
-	va_list ap;
-	prefix();
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-void chk_done(bool ok)
-{
-	checks++;
-	if (!ok)
-		wrong++;
-}
-
-bool chk_expect(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-	chk_done(ok);
-	if (ok)
-		return true;
-	if (printed++ < MAX_PRINTED) {
-		prefix();
-		printf("WRONG: ");
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-		putchar('\n');
-		fflush(stdout);
-	}
-	return false;
-}
 
 static void describe(const chk_case *c, char *buf, size_t len)
 {
@@ -85,55 +29,22 @@ static void describe(const chk_case *c, char *buf, size_t len)
 		snprintf(buf + n, len - (size_t)n, " root/peer=%lld", (long long)c->root);
 }
 
-void chk_wrong_line(const char *fmt, ...)
-{
-	va_list ap;
-	if (printed++ >= MAX_PRINTED)
-		return;
-	prefix();
-	printf("WRONG: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
 void chk_wrong_elem(const chk_case *c, size_t index, const void *got,
 		   const void *expected, const char *why)
 {
 	char what[256], g[64], e[64];
-	if (printed++ >= MAX_PRINTED)
-		return;
 	describe(c, what, sizeof what);
 	chk_elem_format((llmp_dtype)c->dtype, got, g, sizeof g);
 	chk_elem_format((llmp_dtype)c->dtype, expected, e, sizeof e);
-	prefix();
-	printf("WRONG: %s index=%zu: got %s expected %s%s%s\n", what, index, g, e,
-	       why ? ": " : "", why ? why : "");
-	fflush(stdout);
+	report_wrong("%s index=%zu: got %s expected %s%s%s", what, index, g, e, why ? ": " : "",
+		     why ? why : "");
 }
 
 void chk_wrong_status(const chk_case *c, llmp_status st, const char *errmsg)
 {
 	char what[256];
 	describe(c, what, sizeof what);
-	prefix();
-	printf("WRONG: %s returned %s: %s\n", what, llmp_strerror(st), errmsg ? errmsg : "(null)");
-	fflush(stdout);
-}
-
-unsigned long chk_wrong_count(void)
-{
-	return wrong;
-}
-
-int chk_summary(void)
-{
-	prefix();
-	printf("%lu checks, %lu wrong\n", checks, wrong);
-	fflush(stdout);
-	return wrong ? 1 : 0;
+	report_note("WRONG: %s returned %s: %s", what, llmp_strerror(st), errmsg ? errmsg : "(null)");
 }
 
 double chk_now(void)
