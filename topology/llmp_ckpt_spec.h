@@ -1,0 +1,87 @@
+/*
+ * llmp_ckpt_spec.h - the --llm-checkpoint option grammar.
+ *
+ *     DIR[,every=N|Nmin][,keep=N][,restarts=N]
+ *
+ *   DIR         the checkpoint root (one directory per step below it);
+ *               relative to the job's working directory unless absolute
+ *   every=N     a checkpoint every N steps; every=Nmin: every N minutes
+ *               (rank 0's clock decides, all ranks agree at a step
+ *               boundary). Unset: only when the job is asked to stop.
+ *   keep=N      complete checkpoints kept (default 2)
+ *   restarts=N  consecutive failed runs without a new checkpoint after
+ *               which the job is no longer requeued (default 3; 0: never
+ *               requeue after a failure)
+ *
+ * DIR may also be given as dir=DIR, and may come last. Like the layout, the
+ * option is assembled from several sources (site defaults < LLMP_CHECKPOINT
+ * < --llm-checkpoint): parse each with llmp_ckpt_spec_parse_partial(), layer
+ * them with llmp_ckpt_spec_overlay(), then llmp_ckpt_spec_check() once, which
+ * fills the defaults. The plugin and the runtime use this one parser.
+ */
+#ifndef LLMP_CKPT_SPEC_H
+#define LLMP_CKPT_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmp_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLMP_CKPT_DIR_MAX 1024 /* bytes of DIR, NUL included */
+#define LLMP_CKPT_SPEC_MAX_LEN (LLMP_CKPT_DIR_MAX + 64)
+#define LLMP_CKPT_DEFAULT_KEEP 2
+#define LLMP_CKPT_DEFAULT_RESTARTS 3
+
+/* Which keys a (partial) spec was given, as bits of llmp_ckpt_spec.given. */
+enum {
+	LLMP_CKPT_GIVEN_DIR = 1u << 0,
+	LLMP_CKPT_GIVEN_EVERY = 1u << 1,
+	LLMP_CKPT_GIVEN_KEEP = 1u << 2,
+	LLMP_CKPT_GIVEN_RESTARTS = 1u << 3,
+};
+
+typedef struct llmp_ckpt_spec {
+	char dir[LLMP_CKPT_DIR_MAX];
+	uint32_t every;         /* 0: only when stopping */
+	bool every_minutes;     /* every counts minutes, not steps */
+	uint32_t keep;          /* >= 1 once checked */
+	uint32_t max_restarts;  /* consecutive failed runs tolerated */
+	unsigned given;         /* LLMP_CKPT_GIVEN_* */
+} llmp_ckpt_spec;
+
+/* An empty spec: nothing given. */
+void llmp_ckpt_spec_init(llmp_ckpt_spec *spec);
+
+/*
+ * Parse one source into *spec (initialised first). Keys may repeat (the last
+ * wins). On error msg names the key or text at fault and *spec is unusable.
+ */
+llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec, char *msg,
+					 size_t msglen);
+
+/* Copy into *base every key *top was given. */
+void llmp_ckpt_spec_overlay(llmp_ckpt_spec *base, const llmp_ckpt_spec *top);
+
+/* Require DIR and fill the defaults of the keys not given. */
+llmp_status llmp_ckpt_spec_check(llmp_ckpt_spec *spec, char *msg, size_t msglen);
+
+/*
+ * The canonical text of a checked spec ("DIR,every=30min,keep=2,restarts=3"),
+ * which parses back to the same spec. Returns the length it needed, like
+ * snprintf.
+ */
+int llmp_ckpt_spec_format(const llmp_ckpt_spec *spec, char *out, size_t outlen);
+
+/* The grammar, for --llm-checkpoint=help. */
+const char *llmp_ckpt_spec_grammar(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMP_CKPT_SPEC_H */
