@@ -13,6 +13,7 @@ static void usage(FILE *out)
 	fputs("usage: llmp plan (--world W | --nodes N --tasks-per-node T)\n"
 	      "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
 	      "       llmp bench [options]   (run under srun --mpi=pmix like a job)\n"
+	      "       llmp job-end [options] [RC]   (last line of a batch script)\n"
 	      "       llmp --version\n"
 	      "Run 'llmp plan --help' or 'llmp bench --help' for details, and\n"
 	      "'llmp plan --parallel help' for the layout grammar.\n",
@@ -32,6 +33,14 @@ int main(int argc, char **argv)
 		return llmp_cmd_bench(argc - 1, argv + 1);
 #else
 		fputs("llmp bench: not built: configure found no PMIx or UCX for the runtime\n", stderr);
+		return LLMP_EXIT_FAILURE;
+#endif
+	}
+	if (strcmp(argv[1], "job-end") == 0) {
+#ifdef LLMP_HAVE_RUNTIME
+		return llmp_cmd_job_end(argc - 1, argv + 1);
+#else
+		fputs("llmp job-end: not built: configure found no PMIx or UCX for the runtime\n", stderr);
 		return LLMP_EXIT_FAILURE;
 #endif
 	}

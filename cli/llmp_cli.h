@@ -43,4 +43,7 @@ int llmp_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank,
 /* `llmp bench ...` (built with the runtime); argv[0] is "bench". */
 int llmp_cmd_bench(int argc, char **argv);
 
+/* `llmp job-end [RC]` (built with the runtime): requeue the job, or not. */
+int llmp_cmd_job_end(int argc, char **argv);
+
 #endif /* LLMP_CLI_H */

@@ -8,6 +8,7 @@
 #ifndef LLMP_CKPT_INTERNAL_H
 #define LLMP_CKPT_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -66,6 +67,7 @@ struct ck_pending {
 	bool writes;          /* this rank owns a slice */
 	bool threaded;
 	pthread_t thread;
+	atomic_bool written;  /* set by the writer thread when its shard is done */
 	llmp_status status;
 	char msg[LLMP_MSG_MAX];
 	double started;
@@ -84,6 +86,14 @@ struct llmp_ckpt {
 	struct ck_pending pending;
 	llmp_ckpt_stats stats;
 };
+
+/*
+ * For the job layer (job.c): whether a pending save's shard is written on
+ * this rank (so its commit would not wait for I/O), and how to drop a
+ * pending save without any collective, after a failure.
+ */
+bool ck_pending_written(const llmp_ckpt *ck);
+void ck_abandon(llmp_ckpt *ck);
 
 /* Elements and bytes of a slice. */
 uint64_t ck_volume(const struct ck_slice *s);

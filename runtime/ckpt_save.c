@@ -138,6 +138,7 @@ static void *writer(void *arg)
 {
 	struct ck_pending *p = arg;
 	p->status = ck_write_shard(&p->job, p->msg, sizeof p->msg);
+	atomic_store(&p->written, true);
 	return NULL;
 }
 
@@ -282,6 +283,22 @@ llmp_status llmp_ckpt_wait(llmp_ckpt *ck)
 	ck->stats.total_seconds = rt_now() - p->started;
 	drop_pending(p);
 	return st;
+}
+
+bool ck_pending_written(const llmp_ckpt *ck)
+{
+	const struct ck_pending *p = &ck->pending;
+	return !p->active || !p->threaded || atomic_load(&p->written);
+}
+
+void ck_abandon(llmp_ckpt *ck)
+{
+	struct ck_pending *p = &ck->pending;
+	if (!p->active)
+		return;
+	if (p->threaded)
+		pthread_join(p->thread, NULL);
+	drop_pending(p); /* its step-N.tmp stays: invisible, removed by the next save of N */
 }
 
 llmp_status llmp_ckpt_save(llmp_ckpt *ck, uint64_t step, const void *meta, size_t metalen)

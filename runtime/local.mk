@@ -12,15 +12,18 @@ runtime_sources = \
 	runtime/coll.h runtime/coll.c runtime/allreduce.c runtime/reduce_scatter.c \
 	runtime/allgather.c runtime/broadcast.c runtime/barrier.c runtime/p2p.c \
 	runtime/llmp_ckpt.h runtime/ckpt_internal.h runtime/ckpt.c runtime/ckpt_fs.c \
-	runtime/ckpt_manifest.c runtime/ckpt_hdf5.c runtime/ckpt_save.c runtime/ckpt_load.c
+	runtime/ckpt_manifest.c runtime/ckpt_hdf5.c runtime/ckpt_save.c runtime/ckpt_load.c \
+	runtime/agree.c \
+	runtime/llmp_job.h runtime/job_internal.h runtime/job.c runtime/job_signal.c \
+	runtime/job_record.c runtime/job_log.c
 
 lib_LTLIBRARIES += runtime/libllmp.la
 runtime_libllmp_la_SOURCES = $(runtime_sources)
 runtime_libllmp_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE $(PMIX_CFLAGS) $(UCX_CFLAGS) $(HDF5_CFLAGS)
 runtime_libllmp_la_LIBADD = topology/libplanner.la kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS) -lpthread
 runtime_libllmp_la_LDFLAGS = -version-info 0:0:0 \
-	-export-symbols-regex '^llmp_(strerror|dim_name|key_name|axis_name|group_name|group_from_name|spec_|plan_|dtype_|op_name|op_from_name|init|finalize|errmsg|rank|world_size|local_|layout|get_stats|comm_|allreduce|reduce_scatter|allgather|broadcast|barrier|send|recv|sendrecv|ckpt_)'
+	-export-symbols-regex '^llmp_(strerror|dim_name|key_name|axis_name|group_name|group_from_name|spec_|plan_|dtype_|op_name|op_from_name|init|finalize|errmsg|rank|world_size|local_|layout|get_stats|comm_|allreduce|reduce_scatter|allgather|broadcast|barrier|send|recv|sendrecv|ckpt_|job_|run_)'
 
-pkginclude_HEADERS += runtime/llmp.h runtime/llmp_ckpt.h
+pkginclude_HEADERS += runtime/llmp.h runtime/llmp_ckpt.h runtime/llmp_job.h
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = runtime/llmp.pc

@@ -86,6 +86,13 @@ struct llmp_ctx {
 llmp_status rt_fail(llmp_ctx *ctx, llmp_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * agree.c: every rank learns whether any rank's local status failed, and
+ * the first failing rank's message (from its llmp_errmsg), prefixed with
+ * what was being done. Collective over the world.
+ */
+llmp_status rt_agree(llmp_ctx *ctx, const char *doing, llmp_status local);
+
 /* Seconds on a monotonic clock. */
 double rt_now(void);
 

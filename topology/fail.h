@@ -14,4 +14,14 @@
 llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *fmt,
 		      ...) __attribute__((format(printf, 4, 5)));
 
+/*
+ * User text for a message: at most LLMP_SHOW_TEXT bytes of s[0..n) with every
+ * byte that is not printable ASCII shown as '?', and "..." when cut, so a
+ * message stays short and a hostile option cannot write escape sequences to a
+ * terminal or a job log. Returns out, which needs LLMP_SHOW_MAX bytes.
+ */
+#define LLMP_SHOW_TEXT 40
+#define LLMP_SHOW_MAX (LLMP_SHOW_TEXT + 4)
+const char *llmp_show(char out[LLMP_SHOW_MAX], const char *s, size_t n);
+
 #endif /* LLMP_FAIL_H */

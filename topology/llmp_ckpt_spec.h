@@ -36,6 +36,7 @@ extern "C" {
 #define LLMP_CKPT_SPEC_MAX_LEN (LLMP_CKPT_DIR_MAX + 64)
 #define LLMP_CKPT_DEFAULT_KEEP 2
 #define LLMP_CKPT_DEFAULT_RESTARTS 3
+#define LLMP_CKPT_NUMBER_MAX 1000000000u /* largest every, keep or restarts */
 
 /* Which keys a (partial) spec was given, as bits of llmp_ckpt_spec.given. */
 enum {
@@ -52,6 +53,7 @@ typedef struct llmp_ckpt_spec {
 	uint32_t keep;          /* >= 1 once checked */
 	uint32_t max_restarts;  /* consecutive failed runs tolerated */
 	unsigned given;         /* LLMP_CKPT_GIVEN_* */
+	bool help;              /* the text was "help": print the grammar */
 } llmp_ckpt_spec;
 
 /* An empty spec: nothing given. */
@@ -59,20 +61,25 @@ void llmp_ckpt_spec_init(llmp_ckpt_spec *spec);
 
 /*
  * Parse one source into *spec (initialised first). Keys may repeat (the last
- * wins). On error msg names the key or text at fault and *spec is unusable.
+ * wins), but a bare DIR comes at most once and not beside dir=, so a comma
+ * inside a path is an error, not a second item. The single word "help" sets
+ * spec->help and nothing else. On error msg names the key or
+ * text at fault and *spec is unusable.
  */
 llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec, char *msg,
 					 size_t msglen);
 
-/* Copy into *base every key *top was given. */
+/* Copy into *base every key *top was given; a help request carries over. */
 void llmp_ckpt_spec_overlay(llmp_ckpt_spec *base, const llmp_ckpt_spec *top);
 
-/* Require DIR and fill the defaults of the keys not given. */
+/* Require DIR and fill the defaults of the keys not given (given is kept).
+ * A spec asking for help is refused: the caller answers it first. */
 llmp_status llmp_ckpt_spec_check(llmp_ckpt_spec *spec, char *msg, size_t msglen);
 
 /*
- * The canonical text of a checked spec ("DIR,every=30min,keep=2,restarts=3"),
- * which parses back to the same spec. Returns the length it needed, like
+ * The canonical text of a checked spec ("DIR,every=30min,keep=2,restarts=3";
+ * no every when it is 0; dir=DIR when DIR holds '=' or is "help"), which
+ * parses back to the same spec. Returns the length it needed, like
  * snprintf.
  */
 int llmp_ckpt_spec_format(const llmp_ckpt_spec *spec, char *out, size_t outlen);

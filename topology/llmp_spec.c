@@ -47,25 +47,6 @@ void llmp_spec_init(llmp_spec *spec)
 	memcpy(spec->order, default_order, sizeof(default_order));
 }
 
-/*
- * Copy at most 40 bytes of s[0..n) into out as printable ASCII, so messages
- * stay short and safe whatever the user typed.
- */
-#define SHOW_MAX 40
-static const char *show(char out[SHOW_MAX + 4], const char *s, size_t n)
-{
-	size_t i, k = n > SHOW_MAX ? SHOW_MAX : n;
-
-	for (i = 0; i < k; i++)
-		out[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	if (k < n) {
-		memcpy(out + k, "...", 3);
-		k += 3;
-	}
-	out[k] = '\0';
-	return out;
-}
-
 static int key_lookup(const char *s, size_t n)
 {
 	for (int k = 0; k < LLMP_NKEYS; k++)
@@ -86,7 +67,7 @@ static int dim_lookup(const char *s, size_t n)
 static llmp_status parse_size(const char *key, const char *v, size_t n,
 			      uint32_t *out, char *msg, size_t msglen)
 {
-	char shown[SHOW_MAX + 4];
+	char shown[LLMP_SHOW_MAX];
 	uint64_t value = 0;
 	size_t i;
 
@@ -96,22 +77,22 @@ static llmp_status parse_size(const char *key, const char *v, size_t n,
 		if (i == n)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "%s=%s: must be a positive integer", key,
-				    show(shown, v, n));
+				    llmp_show(shown, v, n));
 	}
 	for (i = 0; i < n; i++) {
 		if (v[i] < '0' || v[i] > '9')
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "%s=%s: not a number%s", key, show(shown, v, n),
+				    "%s=%s: not a number%s", key, llmp_show(shown, v, n),
 				    strcmp(key, "dp") == 0 ? " or 'auto'" : "");
 		value = value * 10 + (uint64_t)(v[i] - '0');
 		if (value > LLMP_SIZE_MAX)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "%s=%s: larger than the largest size, %u", key,
-				    show(shown, v, n), LLMP_SIZE_MAX);
+				    llmp_show(shown, v, n), LLMP_SIZE_MAX);
 	}
 	if (value == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-			    "%s=%s: must be at least 1", key, show(shown, v, n));
+			    "%s=%s: must be at least 1", key, llmp_show(shown, v, n));
 	*out = (uint32_t)value;
 	return LLMP_OK;
 }
@@ -120,7 +101,7 @@ static llmp_status parse_size(const char *key, const char *v, size_t n,
 static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec,
 			       char *msg, size_t msglen)
 {
-	char shown[SHOW_MAX + 4], tok[SHOW_MAX + 4];
+	char shown[LLMP_SHOW_MAX], tok[LLMP_SHOW_MAX];
 	unsigned seen = 0, len = 0;
 	size_t start = 0;
 
@@ -132,15 +113,15 @@ static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec,
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "order=%s: empty dimension name (expected names "
 				    "joined by '-', e.g. tp-cp-ep-dp-pp)",
-				    show(shown, v, n));
+				    llmp_show(shown, v, n));
 		int d = dim_lookup(v + start, tn);
 		if (d < 0)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "order=%s: unknown dimension '%s' (known: tp cp ep dp pp)",
-				    show(shown, v, n), show(tok, v + start, tn));
+				    llmp_show(shown, v, n), llmp_show(tok, v + start, tn));
 		if (seen & (1u << d))
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "order=%s: '%s' appears twice", show(shown, v, n),
+				    "order=%s: '%s' appears twice", llmp_show(shown, v, n),
 				    dim_names[d]);
 		seen |= 1u << d;
 		spec->order[len++] = (enum llmp_dim)d;
@@ -161,7 +142,7 @@ static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec,
 static llmp_status parse_item(const char *item, size_t n, llmp_spec *spec,
 			      char *msg, size_t msglen)
 {
-	char shown[SHOW_MAX + 4];
+	char shown[LLMP_SHOW_MAX];
 	const char *eq = memchr(item, '=', n);
 
 	if (!eq) {
@@ -169,18 +150,18 @@ static llmp_status parse_item(const char *item, size_t n, llmp_spec *spec,
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				    "'help' must be given alone");
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-			    "'%s' is not key=value (e.g. tp=2)", show(shown, item, n));
+			    "'%s' is not key=value (e.g. tp=2)", llmp_show(shown, item, n));
 	}
 	size_t kn = (size_t)(eq - item), vn = n - kn - 1;
 	const char *v = eq + 1;
 	if (kn == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "'%s': missing key before '='",
-			    show(shown, item, n));
+			    llmp_show(shown, item, n));
 	int key = key_lookup(item, kn);
 	if (key < 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 			    "unknown key '%s' (known keys: tp pp cp ep etp dp order vpp)",
-			    show(shown, item, kn));
+			    llmp_show(shown, item, kn));
 	const char *name = key_names[key];
 	if (spec->given & (1u << key))
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "key '%s' given twice", name);

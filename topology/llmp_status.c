@@ -1,8 +1,9 @@
-/* llmp_status.c - text for each llmp_status, and failure messages. */
+/* llmp_status.c - text for each llmp_status, failure messages and the user text in them. */
 #include "llmp_status.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "fail.h"
 
@@ -50,4 +51,18 @@ llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *
 		va_end(ap);
 	}
 	return status;
+}
+
+const char *llmp_show(char out[LLMP_SHOW_MAX], const char *s, size_t n)
+{
+	size_t i, k = n > LLMP_SHOW_TEXT ? LLMP_SHOW_TEXT : n;
+
+	for (i = 0; i < k; i++)
+		out[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	if (k < n) {
+		memcpy(out + k, "...", 3);
+		k += 3;
+	}
+	out[k] = '\0';
+	return out;
 }

@@ -269,7 +269,10 @@ write_slurm_conf() { # statedir plugstack
 			SlurmdUser=root
 			AuthType=auth/munge
 			CredType=cred/munge
-			AuthInfo=socket=${RUNDIR}/munge/munge.socket
+			# cred_expire is also how long Slurm holds a requeued job (default 120 s).
+			AuthInfo=socket=${RUNDIR}/munge/munge.socket,cred_expire=5
+			# What etc/slurm/llmp-requeue.conf ships: a batch script exiting 75 is requeued.
+			RequeueExit=75
 			StateSaveLocation=${statedir}/ctld/state
 			SlurmctldPidFile=${statedir}/ctld/slurmctld.pid
 			SlurmctldLogFile=${statedir}/log/slurmctld.log
@@ -311,7 +314,9 @@ write_slurm_conf() { # statedir plugstack
 			# after 4 s or more (slurmctld purges them on its own timer).
 			MinJobAge=4
 			# Schedule a batch job when it is submitted, not up to 3 s later.
-			SchedulerParameters=batch_sched_delay=0
+			# A requeued job becomes eligible after cred_expire, and nothing but the
+			# scheduler's timer looks again on an idle cluster: every second here.
+			SchedulerParameters=batch_sched_delay=0,sched_interval=1,bf_interval=1
 		EOF
 		for i in "${!NODES[@]}"; do
 			echo "NodeName=${NODES[i]} NodeAddr=$(node_addr "$i")" \

@@ -1,0 +1,252 @@
+/*
+ * cmd_job_end.c - `llmp job-end [RC]`: the last line of a batch script.
+ *
+ * The ranks of a run decide together whether the job should come back (it
+ * was asked to stop, or a peer failed and the crash-loop limit allows), and
+ * write that into the run record under the checkpoint root. srun's exit
+ * code cannot carry it: srun reports the largest code of any task, and a
+ * task killed by a signal (the hung rank, the one that crashed) outranks
+ * the survivors' verdict. So the batch script ends with
+ *
+ *     srun --kill-on-bad-exit=1 ./train; exec llmp job-end $?
+ *
+ * which reads the record of this run and exits 0 (done), 76 (do not
+ * requeue) or 75 after asking Slurm to requeue the job: by exiting 75 where
+ * slurm.conf has RequeueExit=75 (etc/slurm/llmp-requeue.conf), else with
+ * `scontrol requeue`. A run that left no record (the program never reached
+ * llmp_job_open) passes RC through untouched.
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "llmp_ckpt_spec.h"
+#include "llmp_cli.h"
+#include "llmp_job.h"
+
+#define PROG "llmp job-end"
+
+enum requeue_how { REQUEUE_AUTO, REQUEUE_EXIT, REQUEUE_SCONTROL, REQUEUE_NONE };
+
+struct job_end {
+	const char *dir;
+	enum requeue_how how;
+	int rc; /* the step's exit code, passed through when there is no record */
+	const char *job_id;
+	uint64_t restart;
+};
+
+static void usage(FILE *out)
+{
+	fputs("usage: llmp job-end [--checkpoint DIR] [--requeue auto|exit|scontrol|none] [RC]\n"
+	      "Ends a batch script: reads the run record in the checkpoint root\n"
+	      "(--checkpoint, else $LLMP_CHECKPOINT_DIR, else $LLMP_CHECKPOINT) and exits\n"
+	      "0 when the run finished, 76 when it must not be requeued, and 75 after\n"
+	      "asking Slurm to requeue the job when it stopped or failed:\n"
+	      "  exit      exit 75 only (slurm.conf has RequeueExit=75)\n"
+	      "  scontrol  run `scontrol requeue $SLURM_JOB_ID`, then exit 75\n"
+	      "  auto      exit if slurm.conf's RequeueExit includes 75, else scontrol (default)\n"
+	      "  none      exit 75 and requeue nothing\n"
+	      "RC (default 1) is returned when the run left no record of itself.\n",
+	      out);
+}
+
+/* The checkpoint root: the option, the plugin's variables, in that order. */
+static const char *find_dir(const char *given, llmp_ckpt_spec *spec)
+{
+	char why[LLMP_MSG_MAX];
+	const char *text;
+
+	if (given)
+		return given;
+	if ((text = getenv("LLMP_CHECKPOINT_DIR")) && *text)
+		return text;
+	if ((text = getenv("LLMP_CHECKPOINT")) && *text) {
+		if (llmp_ckpt_spec_parse_partial(text, spec, why, sizeof why) != LLMP_OK ||
+		    llmp_ckpt_spec_check(spec, why, sizeof why) != LLMP_OK) {
+			fprintf(stderr, PROG ": LLMP_CHECKPOINT: %s\n", why);
+			return NULL;
+		}
+		return spec->dir;
+	}
+	fputs(PROG ": no checkpoint root: give --checkpoint DIR, or submit with "
+	      "--llm-checkpoint\n",
+	      stderr);
+	return NULL;
+}
+
+/* Is code within a RequeueExit= list such as "75,80-90"? */
+static bool in_exit_list(const char *list, int code)
+{
+	while (*list) {
+		char *end;
+		long lo = strtol(list, &end, 10), hi = lo;
+		if (end == list)
+			return false;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (code >= lo && code <= hi)
+			return true;
+		list = end + strspn(end, ", ");
+	}
+	return false;
+}
+
+/* Whether the controller's RequeueExit requeues an exit with LLMP_EXIT_REQUEUE. */
+static bool site_requeues_on_exit(void)
+{
+	char line[1024];
+	bool found = false;
+	FILE *p = popen("scontrol show config 2>/dev/null", "r");
+	if (!p)
+		return false;
+	while (fgets(line, sizeof line, p)) {
+		const char *eq = strchr(line, '=');
+		if (strncmp(line, "RequeueExit ", 12) != 0 || !eq)
+			continue;
+		found = in_exit_list(eq + 1 + strspn(eq + 1, " "), LLMP_EXIT_REQUEUE);
+	}
+	pclose(p);
+	return found;
+}
+
+static int requeue(const struct job_end *e)
+{
+	enum requeue_how how = e->how;
+	if (!e->job_id[0]) {
+		fputs(PROG ": not in a Slurm job: nothing to requeue\n", stderr);
+		return LLMP_EXIT_REQUEUE;
+	}
+	if (how == REQUEUE_AUTO)
+		how = site_requeues_on_exit() ? REQUEUE_EXIT : REQUEUE_SCONTROL;
+	if (how != REQUEUE_SCONTROL)
+		return LLMP_EXIT_REQUEUE;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("scontrol", "scontrol", "requeue", e->job_id, (char *)NULL);
+		fprintf(stderr, PROG ": cannot run scontrol: %s\n", strerror(errno));
+		_exit(127);
+	}
+	int status = 0;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		fprintf(stderr, PROG ": `scontrol requeue %s` failed; the job will not come back "
+				"by itself\n",
+			e->job_id);
+	return LLMP_EXIT_REQUEUE;
+}
+
+/* Is the record about this run of this job? */
+static bool is_this_run(const struct job_end *e, const llmp_run_record *rec)
+{
+	if (e->job_id[0] && rec->job_id[0] && strcmp(e->job_id, rec->job_id) != 0)
+		return false;
+	return rec->restart == e->restart;
+}
+
+static int decide(const struct job_end *e)
+{
+	llmp_run_record rec;
+	char msg[LLMP_MSG_MAX];
+
+	if (llmp_run_record_read(e->dir, &rec, msg, sizeof msg) != LLMP_OK || !is_this_run(e, &rec)) {
+		fprintf(stderr, PROG ": no record of run %" PRIu64 " of job %s in %s (the program "
+				"did not reach llmp_job_open); exit code %d passed on\n",
+			e->restart, e->job_id[0] ? e->job_id : "-", e->dir, e->rc);
+		return e->rc;
+	}
+	const char *reason = rec.reason[0] ? rec.reason : "-";
+	switch (rec.outcome) {
+	case LLMP_RUN_DONE:
+		fprintf(stderr, PROG ": run %" PRIu64 " finished\n", rec.restart);
+		return LLMP_EXIT_DONE;
+	case LLMP_RUN_GAVE_UP:
+		fprintf(stderr, PROG ": run %" PRIu64 " gave up (%s): not requeueing\n", rec.restart,
+			reason);
+		return LLMP_EXIT_NO_REQUEUE;
+	case LLMP_RUN_STOPPED:
+	case LLMP_RUN_FAILED:
+	case LLMP_RUN_RUNNING:
+		break;
+	}
+	fprintf(stderr, PROG ": run %" PRIu64 " %s (%s): requeueing\n", rec.restart,
+		rec.outcome == LLMP_RUN_RUNNING ? "ended without a word" : llmp_run_outcome_name(rec.outcome),
+		rec.outcome == LLMP_RUN_RUNNING ? "a rank died or was killed" : reason);
+	return requeue(e);
+}
+
+static int parse_how(const char *text, enum requeue_how *how)
+{
+	static const char *const names[] = {"auto", "exit", "scontrol", "none"};
+	for (int i = 0; i < 4; i++)
+		if (strcmp(text, names[i]) == 0) {
+			*how = (enum requeue_how)i;
+			return 0;
+		}
+	fprintf(stderr, PROG ": --requeue '%s': expected auto, exit, scontrol or none\n",
+		llmp_cli_printable(text));
+	return -1;
+}
+
+int llmp_cmd_job_end(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"checkpoint", required_argument, NULL, 'c'},
+		{"requeue", required_argument, NULL, 'r'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct job_end e = {.how = REQUEUE_AUTO, .rc = 1};
+	const char *given = NULL;
+	llmp_ckpt_spec spec;
+	uint64_t n;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:r:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			given = optarg;
+			break;
+		case 'r':
+			if (parse_how(optarg, &e.how) < 0)
+				return LLMP_EXIT_USAGE;
+			break;
+		case 'h':
+			usage(stdout);
+			return LLMP_EXIT_OK;
+		default:
+			fprintf(stderr, PROG ": bad option %s\n", llmp_cli_culprit(argv));
+			usage(stderr);
+			return LLMP_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		fprintf(stderr, PROG ": one exit code at most, got '%s' too\n",
+			llmp_cli_printable(argv[optind + 1]));
+		return LLMP_EXIT_USAGE;
+	}
+	if (optind < argc) {
+		if (llmp_cli_parse_count(PROG, "RC", argv[optind], 0, 255, &n) < 0)
+			return LLMP_EXIT_USAGE;
+		e.rc = (int)n;
+	}
+	llmp_ckpt_spec_init(&spec);
+	if (!(e.dir = find_dir(given, &spec)))
+		return LLMP_EXIT_USAGE;
+	const char *id = getenv("SLURM_JOB_ID");
+	e.job_id = id ? id : "";
+	const char *count = getenv("SLURM_RESTART_COUNT");
+	if (count && llmp_cli_parse_count(PROG, "SLURM_RESTART_COUNT", count, 0, UINT32_MAX, &n) < 0)
+		return LLMP_EXIT_USAGE;
+	e.restart = count ? n : 0;
+	return decide(&e);
+}

@@ -1,0 +1,557 @@
+/*
+ * job.c - a run of a long training job: resume, stop on request, and end
+ * with an exit code that says whether to requeue (llmp_job.h).
+ *
+ * Every decision that changes what ranks do next is taken together: the
+ * stop and the periodic checkpoint by one allreduce per step, the start of
+ * a run by rank 0 reading the record and broadcasting what it found. Only
+ * the end of a failed run is local, since the communicators can no longer
+ * be trusted; each survivor then records the failure itself.
+ */
+#include "job_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt_internal.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* ------------------------------------------------------------------ open */
+
+/* The checkpoint spec from opts, else from LLMP_CHECKPOINT, checked. */
+static llmp_status read_spec(llmp_job *job, const char *text)
+{
+	const char *source = text ? "llmp_job_opts.checkpoint" : "LLMP_CHECKPOINT";
+	char why[LLMP_MSG_MAX];
+
+	if (!text)
+		text = getenv("LLMP_CHECKPOINT");
+	if (!text || !*text)
+		return rt_fail(job->ctx, LLMP_ERR_ARG,
+			       "llmp_job_open: no checkpoint directory: submit with "
+			       "--llm-checkpoint=DIR, or set LLMP_CHECKPOINT");
+	if (llmp_ckpt_spec_parse_partial(text, &job->spec, why, sizeof why) != LLMP_OK ||
+	    llmp_ckpt_spec_check(&job->spec, why, sizeof why) != LLMP_OK)
+		return rt_fail(job->ctx, LLMP_ERR_SPEC, "%s: %s", source, why);
+	return LLMP_OK;
+}
+
+/* LLMP_RESTART_COUNT (the plugin's), else Slurm's SLURM_RESTART_COUNT, else 0. */
+static llmp_status read_restart_count(llmp_job *job, uint64_t *count)
+{
+	const char *name = "LLMP_RESTART_COUNT", *text = getenv(name);
+	if (!text) {
+		name = "SLURM_RESTART_COUNT";
+		text = getenv(name);
+	}
+	*count = 0;
+	if (!text)
+		return LLMP_OK;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text || *end || *text == '-')
+		return rt_fail(job->ctx, LLMP_ERR_ARG, "%s='%s' is not a restart count", name, text);
+	*count = v;
+	return LLMP_OK;
+}
+
+/* The newest complete checkpoint under the root; LLMP_NO_STEP for none. */
+static llmp_status newest_step(llmp_job *job, uint64_t *step)
+{
+	uint64_t *steps;
+	size_t n;
+	llmp_status st = ck_list_steps(job->ctx, job->spec.dir, &steps, &n);
+	*step = st == LLMP_OK && n ? steps[0] : LLMP_NO_STEP;
+	free(steps);
+	return st;
+}
+
+/* Did a run that started with newest checkpoint `before` commit a newer one? */
+static bool made_progress(uint64_t before, uint64_t now)
+{
+	return now != LLMP_NO_STEP && (before == LLMP_NO_STEP || now > before);
+}
+
+/*
+ * Rank 0: from the previous run's record, why this run started and how
+ * many runs in a row failed before it (failures).
+ */
+static void judge_previous_run(llmp_job *job, const llmp_run_record *prev, bool have_prev,
+			       uint64_t newest)
+{
+	llmp_run_record *run = &job->run;
+	char *why = job->restart_reason;
+	size_t len = sizeof job->restart_reason;
+	bool failed = true;
+
+	if (!have_prev) {
+		failed = run->restart > 0;
+		snprintf(why, len, failed ? "the previous run left no record in %s" : "first run",
+			 job->spec.dir);
+	} else if (prev->job_id[0] && run->job_id[0] && strcmp(prev->job_id, run->job_id) != 0) {
+		failed = false;
+		snprintf(why, len, "new job; the checkpoints are from job %s", prev->job_id);
+	} else {
+		switch (prev->outcome) {
+		case LLMP_RUN_DONE:
+			failed = false;
+			snprintf(why, len, "the previous run had finished");
+			break;
+		case LLMP_RUN_STOPPED:
+			failed = false;
+			snprintf(why, len, "stopped: %s", prev->reason);
+			break;
+		case LLMP_RUN_FAILED:
+		case LLMP_RUN_GAVE_UP:
+			snprintf(why, len, "failed: %s", prev->reason);
+			break;
+		case LLMP_RUN_RUNNING:
+			snprintf(why, len,
+				 "the previous run (restart %" PRIu64 ") ended without a word: "
+				 "node failure, kill or crash", prev->restart);
+			break;
+		}
+	}
+	if (!failed)
+		run->failures = 0;
+	else if (!have_prev || made_progress(prev->ckpt_at_start, newest))
+		run->failures = 1;
+	else
+		run->failures = prev->failures + 1;
+	job->over_limit = run->failures > job->spec.max_restarts;
+}
+
+/* What rank 0 tells the others about the run that starts. */
+struct run_start {
+	uint32_t failures;
+	uint8_t over_limit;
+	uint64_t ckpt_at_start;
+	char reason[LLMP_MSG_MAX];
+};
+
+static llmp_status start_run_on_rank0(llmp_job *job)
+{
+	llmp_run_record prev;
+	char msg[LLMP_MSG_MAX];
+	llmp_status st = ck_mkdirs(job->ctx, job->spec.dir);
+	if (st == LLMP_OK)
+		st = newest_step(job, &job->run.ckpt_at_start);
+	if (st != LLMP_OK)
+		return st;
+	bool have_prev = llmp_run_record_read(job->spec.dir, &prev, msg, sizeof msg) == LLMP_OK;
+	judge_previous_run(job, &prev, have_prev, job->run.ckpt_at_start);
+
+	job->run.outcome = LLMP_RUN_RUNNING;
+	if (job->over_limit) {
+		job->run.outcome = LLMP_RUN_GAVE_UP;
+		snprintf(job->run.reason, sizeof job->run.reason,
+			 "%u failed runs in a row without a new checkpoint (restarts=%u)",
+			 job->run.failures, job->spec.max_restarts);
+	}
+	if (job_record_write(job->spec.dir, &job->run, 0, msg, sizeof msg) != LLMP_OK)
+		return rt_fail(job->ctx, LLMP_ERR_IO, "%s", msg);
+	return LLMP_OK;
+}
+
+/* Collective: rank 0 reads the record and writes this run's; all learn the verdict. */
+static llmp_status start_run(llmp_job *job)
+{
+	struct run_start start;
+	llmp_status st = LLMP_OK;
+
+	if (job->ctx->rank == 0)
+		st = start_run_on_rank0(job);
+	if ((st = rt_agree(job->ctx, "llmp_job_open", st)) != LLMP_OK)
+		return st;
+	memset(&start, 0, sizeof start);
+	start.failures = job->run.failures;
+	start.over_limit = job->over_limit;
+	start.ckpt_at_start = job->run.ckpt_at_start;
+	snprintf(start.reason, sizeof start.reason, "%s", job->restart_reason);
+	st = llmp_broadcast(job->world, &start, &start, sizeof start, LLMP_UINT8, 0);
+	if (st != LLMP_OK)
+		return st;
+	job->run.failures = start.failures;
+	job->over_limit = start.over_limit;
+	job->run.ckpt_at_start = start.ckpt_at_start;
+	snprintf(job->restart_reason, sizeof job->restart_reason, "%.*s",
+		 (int)sizeof start.reason - 1, start.reason);
+	if (job->over_limit) {
+		job_log(job, "giving up: %u failed runs in a row without a new checkpoint "
+			     "(restarts=%u); the last: %s",
+			job->run.failures, job->spec.max_restarts, job->restart_reason);
+		return rt_fail(job->ctx, LLMP_ERR_STATE,
+			       "llmp_job_open: crash loop: %u failed runs in a row without a new "
+			       "checkpoint (restarts=%u); the last: %s",
+			       job->run.failures, job->spec.max_restarts, job->restart_reason);
+	}
+	return LLMP_OK;
+}
+
+static llmp_status open_parts(llmp_job *job, const llmp_job_opts *opts)
+{
+	llmp_ckpt_opts ck = {0};
+	llmp_status st;
+
+	if ((st = read_spec(job, opts ? opts->checkpoint : NULL)) != LLMP_OK ||
+	    (st = read_restart_count(job, &job->run.restart)) != LLMP_OK)
+		return st;
+	const char *id = getenv("SLURM_JOB_ID");
+	snprintf(job->run.job_id, sizeof job->run.job_id, "%s", id ? id : "");
+	if (opts && opts->ckpt)
+		ck = *opts->ckpt;
+	ck.root = job->spec.dir;
+	ck.keep = job->spec.keep;
+	if ((st = llmp_ckpt_open(job->ctx, &ck, &job->ckpt)) != LLMP_OK)
+		return st;
+	if ((st = job_signals_install(job, opts ? opts->stop_signals : NULL)) != LLMP_OK)
+		return st;
+	job->signals_installed = true;
+	return LLMP_OK;
+}
+
+llmp_status llmp_job_open(llmp_ctx *ctx, const llmp_job_opts *opts, llmp_job **out)
+{
+	if (!out)
+		return LLMP_ERR_ARG;
+	*out = NULL;
+	if (!ctx)
+		return LLMP_ERR_ARG;
+	llmp_job *job = calloc(1, sizeof *job);
+	if (!job)
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "llmp_job_open");
+	job->ctx = ctx;
+	job->run.ckpt_at_start = job->run.step = LLMP_NO_STEP;
+	job->resumed_step = job->pending_step = job->last_saved = LLMP_NO_STEP;
+	job->last_save_time = rt_now();
+	llmp_ckpt_spec_init(&job->spec);
+	*out = job;
+
+	llmp_status st = llmp_comm_world(ctx, &job->world);
+	if (st == LLMP_OK)
+		st = open_parts(job, opts);
+	/* Every rank learns of a bad spec or signal on any rank, not just its own. */
+	st = rt_agree(ctx, "llmp_job_open", st);
+	if (st != LLMP_OK)
+		return st;
+	return start_run(job);
+}
+
+llmp_ckpt *llmp_job_ckpt(llmp_job *job)
+{
+	return job ? job->ckpt : NULL;
+}
+
+/* ---------------------------------------------------------------- resume */
+
+llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size_t metacap,
+			    size_t *metalen)
+{
+	if (!job || !next_step || (metacap && !meta))
+		return job ? rt_fail(job->ctx, LLMP_ERR_ARG, "llmp_job_resume: NULL argument")
+			   : LLMP_ERR_ARG;
+	*next_step = 0;
+	if (metalen)
+		*metalen = 0;
+	if (job->over_limit)
+		return rt_fail(job->ctx, LLMP_ERR_STATE, "llmp_job_resume: the run gave up at open");
+	if (job->run.ckpt_at_start == LLMP_NO_STEP) {
+		job_log(job, "run %" PRIu64 " (%s): no checkpoint yet, starting at step 0",
+			job->run.restart, job->restart_reason);
+		return LLMP_OK;
+	}
+	double started = rt_now();
+	uint64_t loaded;
+	size_t len = 0;
+	llmp_status st = llmp_ckpt_load(job->ckpt, LLMP_CKPT_NEWEST, &loaded, meta, metacap, &len);
+	if (st != LLMP_OK)
+		return st;
+	if (metalen)
+		*metalen = len;
+	job->resumed_step = loaded;
+	*next_step = loaded + 1;
+	job_log(job, "run %" PRIu64 " (%s): resuming at step %" PRIu64
+		     " from checkpoint step-%" PRIu64 ", loaded in %.3f s",
+		job->run.restart, job->restart_reason, *next_step, loaded, rt_now() - started);
+	return LLMP_OK;
+}
+
+/* ----------------------------------------------------------------- steps */
+
+static double rank_mib(const llmp_job *job)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < job->ckpt->ntensors; i++)
+		bytes += ck_bytes(&job->ckpt->tensors[i].slice);
+	return (double)bytes / MIB;
+}
+
+/* Commit the pending async save, if any (collective). */
+static llmp_status commit_pending(llmp_job *job)
+{
+	if (job->pending_step == LLMP_NO_STEP)
+		return LLMP_OK;
+	uint64_t step = job->pending_step;
+	job->pending_step = LLMP_NO_STEP;
+	llmp_status st = llmp_ckpt_wait(job->ckpt);
+	if (st != LLMP_OK)
+		return st;
+	llmp_ckpt_stats stats;
+	llmp_ckpt_get_stats(job->ckpt, &stats);
+	job_log(job, "checkpoint step %" PRIu64 " committed: %.1f MiB on this rank, %.3f s "
+		     "(%.3f s stalled)",
+		step, rank_mib(job), stats.total_seconds, stats.stall_seconds);
+	return LLMP_OK;
+}
+
+static llmp_status save(llmp_job *job, uint64_t step, const void *meta, size_t metalen,
+			bool async)
+{
+	llmp_status st = commit_pending(job);
+	if (st != LLMP_OK)
+		return st;
+	job_log(job, "checkpoint step %" PRIu64 " started%s", step, async ? " (async)" : "");
+	double started = rt_now();
+	job->last_saved = step;
+	job->last_save_time = started;
+	if (async) {
+		st = llmp_ckpt_save_async(job->ckpt, step, meta, metalen);
+		if (st == LLMP_OK)
+			job->pending_step = step;
+		return st;
+	}
+	if ((st = llmp_ckpt_save(job->ckpt, step, meta, metalen)) == LLMP_OK)
+		job_log(job, "checkpoint step %" PRIu64 " committed: %.1f MiB on this rank, %.3f s",
+			step, rank_mib(job), rt_now() - started);
+	return st;
+}
+
+static const char *signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* The agreed stop: the checkpoint of this step, then LLMP_JOB_STOP. */
+static llmp_status stop(llmp_job *job, uint64_t step, const void *meta, size_t metalen,
+			int64_t request, llmp_job_action *action)
+{
+	char name[32];
+	signal_name((int)(request >> 32), name, sizeof name);
+	uint32_t by = (uint32_t)(request & 0xffffffff) - 1;
+	job_log(job, "stop agreed at step %" PRIu64 " (%s on rank %u)", step, name, by);
+	snprintf(job->run.reason, sizeof job->run.reason, "%s on rank %u at step %" PRIu64, name,
+		 by, step);
+	llmp_status st = job->pending_step == step ? commit_pending(job)
+						   : save(job, step, meta, metalen, false);
+	if (st != LLMP_OK)
+		return st;
+	job->stopped = true;
+	*action = LLMP_JOB_STOP;
+	return LLMP_OK;
+}
+
+/* Whether a periodic checkpoint is due after this step (rank 0's clock for minutes). */
+static bool checkpoint_due(const llmp_job *job, uint64_t step)
+{
+	const llmp_ckpt_spec *s = &job->spec;
+	if (!s->every)
+		return false;
+	if (!s->every_minutes)
+		return (step + 1) % s->every == 0;
+	return job->ctx->rank == 0 && rt_now() - job->last_save_time >= s->every * 60.0;
+}
+
+llmp_status llmp_job_step_end(llmp_job *job, uint64_t step, const void *meta, size_t metalen,
+			      llmp_job_action *action)
+{
+	if (!job || !action || (metalen && !meta))
+		return job ? rt_fail(job->ctx, LLMP_ERR_ARG, "llmp_job_step_end: NULL argument")
+			   : LLMP_ERR_ARG;
+	*action = LLMP_JOB_CONTINUE;
+	if (job->over_limit || job->stopped)
+		return rt_fail(job->ctx, LLMP_ERR_STATE, "llmp_job_step_end: the run %s",
+			       job->stopped ? "was stopped" : "gave up at open");
+
+	struct timespec when;
+	char name[32], at[64];
+	int sig = job_signal_received(&when);
+	if (sig && !job->signal_logged) {
+		job_format_time(&when, at, sizeof at);
+		job_log(job, "signal %s received at %s", signal_name(sig, name, sizeof name), at);
+		job->signal_logged = true;
+	}
+	/* One agreement per step: who was asked to stop, whether a save is due, whether
+	 * a pending save would still wait for this rank's writer. */
+	int64_t vote[3] = {
+		sig ? (int64_t)sig << 32 | (int64_t)(job->ctx->rank + 1) : 0,
+		checkpoint_due(job, step),
+		!ck_pending_written(job->ckpt),
+	};
+	llmp_status st = llmp_allreduce(job->world, vote, vote, 3, LLMP_INT64, LLMP_MAX);
+	if (st != LLMP_OK)
+		return st;
+	job->run.step = step;
+	if (vote[0])
+		return stop(job, step, meta, metalen, vote[0], action);
+	if (vote[1])
+		return save(job, step, meta, metalen, true);
+	if (!vote[2])
+		return commit_pending(job); /* every shard is written: committing costs no wait */
+	return LLMP_OK;
+}
+
+/* ------------------------------------------------------------------- end */
+
+static void close_job(llmp_job *job)
+{
+	if (job->signals_installed)
+		job_signals_restore();
+	llmp_ckpt_close(job->ckpt); /* nothing pending by now: no collective */
+	free(job);
+}
+
+static void record(llmp_job *job, llmp_run_outcome outcome)
+{
+	char msg[LLMP_MSG_MAX];
+	job->run.outcome = outcome;
+	if (job_record_write(job->spec.dir, &job->run, job->ctx->rank, msg, sizeof msg) != LLMP_OK)
+		job_log(job, "%s", msg);
+}
+
+/* Errors no restart can cure: the program or its input is wrong. */
+static bool permanent(llmp_status status)
+{
+	switch (status) {
+	case LLMP_ERR_SPEC:
+	case LLMP_ERR_LAYOUT:
+	case LLMP_ERR_RANGE:
+	case LLMP_ERR_ARG:
+	case LLMP_ERR_MISMATCH:
+	case LLMP_ERR_UNSUPPORTED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A failed run: local only, the communicators are not to be trusted. */
+static int end_failed(llmp_job *job, llmp_status status)
+{
+	llmp_run_record current;
+	char msg[LLMP_MSG_MAX], after[48] = "";
+	uint64_t newest;
+
+	/* Taken first: the calls below may overwrite the context's message. */
+	if (job->run.step != LLMP_NO_STEP)
+		snprintf(after, sizeof after, " after step %" PRIu64, job->run.step);
+	snprintf(job->run.reason, sizeof job->run.reason, "%s%s", llmp_errmsg(job->ctx), after);
+	job_log(job, "failure%s: %s", after, llmp_errmsg(job->ctx));
+
+	ck_abandon(job->ckpt);
+	if (newest_step(job, &newest) != LLMP_OK)
+		newest = LLMP_NO_STEP;
+	uint32_t failures = (made_progress(job->run.ckpt_at_start, newest) ? 0 : job->run.failures) + 1;
+	bool give_up = permanent(status) || failures > job->spec.max_restarts;
+
+	/* A rank that gave up for good is not overruled by one that saw only the fallout. */
+	if (llmp_run_record_read(job->spec.dir, &current, msg, sizeof msg) == LLMP_OK &&
+	    current.outcome == LLMP_RUN_GAVE_UP && current.restart == job->run.restart &&
+	    strcmp(current.job_id, job->run.job_id) == 0)
+		give_up = true;
+	else
+		record(job, give_up ? LLMP_RUN_GAVE_UP : LLMP_RUN_FAILED);
+	if (give_up) {
+		if (permanent(status))
+			job_log(job, "exit: not requeueing, restarting cannot cure this (code %d)",
+				LLMP_EXIT_NO_REQUEUE);
+		else
+			job_log(job, "exit: giving up after %u failed runs in a row without a new "
+				     "checkpoint (restarts=%u) (code %d)",
+				failures, job->spec.max_restarts, LLMP_EXIT_NO_REQUEUE);
+		return LLMP_EXIT_NO_REQUEUE;
+	}
+	job_log(job, "exit: requeue, failed run %u of at most %u in a row (code %d)", failures,
+		job->spec.max_restarts + 1, LLMP_EXIT_REQUEUE);
+	return LLMP_EXIT_REQUEUE;
+}
+
+/* A run that finished or stopped: record it, then leave together. */
+static int end_cleanly(llmp_job *job)
+{
+	llmp_status st = commit_pending(job);
+	if (st != LLMP_OK)
+		return end_failed(job, st);
+	/* Record before the barrier: once one rank exits, srun may kill the rest. */
+	if (job->ctx->rank == 0)
+		record(job, job->stopped ? LLMP_RUN_STOPPED : LLMP_RUN_DONE);
+	if ((st = llmp_barrier(job->world)) != LLMP_OK)
+		return end_failed(job, st);
+	if (job->stopped) {
+		job_log(job, "exit: stopped (%s), requeue (code %d)", job->run.reason,
+			LLMP_EXIT_REQUEUE);
+		return LLMP_EXIT_REQUEUE;
+	}
+	job_log(job, "exit: done (code %d)", LLMP_EXIT_DONE);
+	return LLMP_EXIT_DONE;
+}
+
+int llmp_job_finish(llmp_job *job, llmp_status status)
+{
+	if (!job)
+		return status == LLMP_OK ? LLMP_EXIT_DONE : LLMP_EXIT_NO_REQUEUE;
+	int code;
+	if (job->over_limit)
+		code = LLMP_EXIT_NO_REQUEUE; /* open recorded it */
+	else if (!job->world || !job->ckpt)
+		code = LLMP_EXIT_NO_REQUEUE; /* open failed before anything was recorded */
+	else if (status == LLMP_OK)
+		code = end_cleanly(job);
+	else
+		code = end_failed(job, status);
+	close_job(job);
+	return code;
+}
+
+int llmp_job_give_up(llmp_job *job, const char *why)
+{
+	if (!job)
+		return LLMP_EXIT_NO_REQUEUE;
+	if (job->world && job->ckpt && !job->over_limit) {
+		ck_abandon(job->ckpt);
+		snprintf(job->run.reason, sizeof job->run.reason, "%s", why ? why : "the program gave up");
+		record(job, LLMP_RUN_GAVE_UP);
+		job_log(job, "exit: the program gave up: %s (code %d)", job->run.reason,
+			LLMP_EXIT_NO_REQUEUE);
+	}
+	close_job(job);
+	return LLMP_EXIT_NO_REQUEUE;
+}
+
+/* ------------------------------------------------------------- queries */
+
+const char *llmp_job_errmsg(const llmp_job *job)
+{
+	return job ? llmp_errmsg(job->ctx) : "no job";
+}
+
+llmp_status llmp_job_get_info(const llmp_job *job, llmp_job_info *info)
+{
+	if (!job || !info)
+		return LLMP_ERR_ARG;
+	info->restart = job->run.restart;
+	info->failures = job->run.failures;
+	info->restart_reason = job->restart_reason;
+	info->resumed_step = job->resumed_step;
+	return LLMP_OK;
+}

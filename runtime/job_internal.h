@@ -1,0 +1,54 @@
+/*
+ * job_internal.h - what the files of the job layer share (job*.c).
+ */
+#ifndef LLMP_JOB_INTERNAL_H
+#define LLMP_JOB_INTERNAL_H
+
+#include <stdbool.h>
+#include <time.h>
+
+#include "llmp_ckpt_spec.h"
+#include "llmp_job.h"
+#include "rt.h"
+
+struct llmp_job {
+	llmp_ctx *ctx;
+	llmp_comm *world;
+	llmp_ckpt *ckpt;
+	llmp_ckpt_spec spec;
+	char errmsg[LLMP_MSG_MAX];
+	bool signals_installed;
+
+	/* This run, as its record says (job_record.c). */
+	llmp_run_record run;
+	char restart_reason[LLMP_MSG_MAX];
+	bool over_limit;        /* open found the crash-loop limit exceeded */
+	uint64_t resumed_step;  /* LLMP_NO_STEP until resume loaded one */
+
+	/* Saves */
+	uint64_t pending_step;  /* an async save not yet committed; LLMP_NO_STEP: none */
+	uint64_t last_saved;    /* newest step saved by this run; LLMP_NO_STEP: none */
+	double last_save_time;  /* rt_now() of it, or of open: for every=Nmin */
+	size_t rank_bytes;      /* bytes of the slices this rank registered */
+
+	/* Stop */
+	bool signal_logged;
+	bool stopped;           /* a stop was agreed and its checkpoint committed */
+};
+
+/* job_signal.c: the stop-request flag, set by signal handlers. */
+llmp_status job_signals_install(llmp_job *job, const int *signals);
+void job_signals_restore(void);
+/* The first stop signal received (0: none) and when, on the wall clock. */
+int job_signal_received(struct timespec *when);
+
+/* job_record.c: ROOT/llmp-run, the record of the newest run. */
+llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint32_t rank,
+			     char *msg, size_t msglen);
+
+/* job_log.c: "llmp: TIME rank R: ..." on stderr, one line per event. */
+void job_log(const llmp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The wall-clock time as the log writes it ("2026-11-21T13:42:10.123"). */
+void job_format_time(const struct timespec *when, char *buf, size_t len);
+
+#endif /* LLMP_JOB_INTERNAL_H */

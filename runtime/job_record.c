@@ -1,0 +1,209 @@
+/*
+ * job_record.c - ROOT/llmp-run: how the newest run of a job went.
+ *
+ * A small text file next to the checkpoints (doc/fault-tolerance.md):
+ *
+ *     llmp-run 1
+ *     job 1234
+ *     restart 2
+ *     outcome stopped
+ *     failures 0
+ *     ckpt-at-start 39
+ *     step 42
+ *     reason SIGTERM on rank 3
+ *     end
+ *
+ * A run writes it as "running" when it opens and with its outcome when it
+ * ends, each time under a temporary name then renamed, so a reader sees one
+ * whole version or the other. A run that dies without a word leaves
+ * "running": the next run counts that as a failure.
+ */
+#include "job_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RECORD_NAME "llmp-run"
+#define RECORD_VERSION 1
+
+static const char *const outcome_names[] = {
+	[LLMP_RUN_RUNNING] = "running", [LLMP_RUN_DONE] = "done",
+	[LLMP_RUN_STOPPED] = "stopped", [LLMP_RUN_FAILED] = "failed",
+	[LLMP_RUN_GAVE_UP] = "gave-up",
+};
+
+const char *llmp_run_outcome_name(llmp_run_outcome outcome)
+{
+	if ((unsigned)outcome >= sizeof outcome_names / sizeof outcome_names[0])
+		return "unknown";
+	return outcome_names[outcome];
+}
+
+static void format_step(uint64_t step, char *buf, size_t len)
+{
+	if (step == LLMP_NO_STEP)
+		snprintf(buf, len, "none");
+	else
+		snprintf(buf, len, "%" PRIu64, step);
+}
+
+/* Write all of text to path and fsync it. */
+static int write_synced(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	size_t len = strlen(text), done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, text + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	if (fsync(fd) != 0) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint32_t rank,
+			     char *msg, size_t msglen)
+{
+	char path[LLMP_CKPT_DIR_MAX + 32], tmp[LLMP_CKPT_DIR_MAX + 48];
+	char text[LLMP_MSG_MAX + 512], at_start[24], step[24], reason[LLMP_MSG_MAX];
+
+	/* One line each: a newline in a reason would end it early. */
+	snprintf(reason, sizeof reason, "%s", rec->reason);
+	for (char *c = reason; *c; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+	format_step(rec->ckpt_at_start, at_start, sizeof at_start);
+	format_step(rec->step, step, sizeof step);
+	snprintf(text, sizeof text,
+		 "llmp-run %d\njob %s\nrestart %" PRIu64 "\noutcome %s\nfailures %u\n"
+		 "ckpt-at-start %s\nstep %s\nreason %s\nend\n",
+		 RECORD_VERSION, rec->job_id[0] ? rec->job_id : "-", rec->restart,
+		 llmp_run_outcome_name(rec->outcome), rec->failures, at_start, step, reason);
+	snprintf(path, sizeof path, "%s/%s", root, RECORD_NAME);
+	/* Ranks that all record a failure each use a name of their own. */
+	snprintf(tmp, sizeof tmp, "%s/%s.tmp.%u", root, RECORD_NAME, rank);
+	if (write_synced(tmp, text) != 0 || rename(tmp, path) != 0) {
+		snprintf(msg, msglen, "cannot write the run record %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return LLMP_ERR_IO;
+	}
+	int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir >= 0) {
+		fsync(dir);
+		close(dir);
+	}
+	return LLMP_OK;
+}
+
+static bool parse_u64(const char *text, uint64_t *out)
+{
+	if (strcmp(text, "none") == 0) {
+		*out = LLMP_NO_STEP;
+		return true;
+	}
+	if (*text < '0' || *text > '9')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_outcome(const char *text, llmp_run_outcome *out)
+{
+	for (size_t i = 0; i < sizeof outcome_names / sizeof outcome_names[0]; i++)
+		if (strcmp(text, outcome_names[i]) == 0) {
+			*out = (llmp_run_outcome)i;
+			return true;
+		}
+	return false;
+}
+
+/* One "key value" line into rec; false when the key or value is wrong. */
+static bool parse_line(char *line, llmp_run_record *rec, unsigned *seen)
+{
+	char *value = strchr(line, ' ');
+	uint64_t n;
+	if (!value)
+		return false;
+	*value++ = '\0';
+	if (strcmp(line, "llmp-run") == 0) {
+		*seen |= 1;
+		return parse_u64(value, &n) && n == RECORD_VERSION;
+	}
+	if (strcmp(line, "job") == 0) {
+		snprintf(rec->job_id, sizeof rec->job_id, "%s", strcmp(value, "-") ? value : "");
+		return true;
+	}
+	if (strcmp(line, "restart") == 0)
+		return parse_u64(value, &rec->restart) && rec->restart != LLMP_NO_STEP;
+	if (strcmp(line, "outcome") == 0)
+		return parse_outcome(value, &rec->outcome);
+	if (strcmp(line, "failures") == 0) {
+		*seen |= 2;
+		return parse_u64(value, &n) && n <= UINT32_MAX && (rec->failures = (uint32_t)n, true);
+	}
+	if (strcmp(line, "ckpt-at-start") == 0)
+		return parse_u64(value, &rec->ckpt_at_start);
+	if (strcmp(line, "step") == 0)
+		return parse_u64(value, &rec->step);
+	if (strcmp(line, "reason") == 0) {
+		snprintf(rec->reason, sizeof rec->reason, "%s", value);
+		return true;
+	}
+	return false;
+}
+
+llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg,
+				 size_t msglen)
+{
+	char path[LLMP_CKPT_DIR_MAX + 32], line[LLMP_MSG_MAX + 64];
+	unsigned seen = 0, lineno = 0;
+	bool ended = false;
+
+	if (!root || !rec || !msg)
+		return LLMP_ERR_ARG;
+	memset(rec, 0, sizeof *rec);
+	rec->ckpt_at_start = rec->step = LLMP_NO_STEP;
+	snprintf(path, sizeof path, "%s/%s", root, RECORD_NAME);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		snprintf(msg, msglen, "%s: %s", path, strerror(errno));
+		return LLMP_ERR_IO;
+	}
+	while (!ended && fgets(line, sizeof line, f)) {
+		lineno++;
+		line[strcspn(line, "\n")] = '\0';
+		if (strcmp(line, "end") == 0)
+			ended = true;
+		else if (!parse_line(line, rec, &seen)) {
+			snprintf(msg, msglen, "%s:%u: not a run record line", path, lineno);
+			fclose(f);
+			return LLMP_ERR_IO;
+		}
+	}
+	fclose(f);
+	if (!ended || seen != 3) {
+		snprintf(msg, msglen, "%s: incomplete run record", path);
+		return LLMP_ERR_IO;
+	}
+	return LLMP_OK;
+}
