@@ -73,7 +73,7 @@ static void usage(FILE *to)
 		"  --in D           inputs per sample (default 16)\n"
 		"  --out O          outputs per sample (default 4)\n"
 		"  --batch B        samples per step, split over dp (default 64)\n"
-		"  --lr F           learning rate (default 0.05)\n"
+		"  --lr F           learning rate (default 0.1)\n"
 		"  --seed S         seed of the weights, the data and the noise (default 1)\n"
 		"  --sleep-ms MS    sleep after each step, so a test can interrupt mid-way\n"
 		"  --hang-rank R, --hang-step N\n"
@@ -138,7 +138,7 @@ static void set_defaults(mlp_options *o)
 	o->dims = (mlp_dims){.in = 16, .hidden = 64, .out = 4, .batch = 64};
 	o->steps = 100;
 	o->seed = 1;
-	o->lr = 0.05;
+	o->lr = 0.1;
 	o->faults.hang_rank = MLP_NO_RANK;
 	o->faults.crash_rank = MLP_NO_RANK;
 	o->faults.hang_step = UINT64_MAX;
