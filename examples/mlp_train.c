@@ -207,7 +207,7 @@ static int run_all(run *r)
 	if (r->opts->grad_check)
 		return grad_check(r);
 	if ((st = llmp_job_open(r->ctx, NULL, &r->job)) != LLMP_OK) {
-		fprintf(stderr, MLP_PROG ": rank %u: llmp_job_open: %s\n", llmp_rank(r->ctx),
+		fprintf(stderr, MLP_PROG ": rank %u: %s\n", llmp_rank(r->ctx),
 			r->job ? llmp_job_errmsg(r->job) : llmp_errmsg(r->ctx));
 		return llmp_job_finish(r->job, st);
 	}

@@ -1,0 +1,264 @@
+#!/usr/bin/env bats
+# examples/mlp_train, the example training program, alone as a PMIx
+# singleton (a world of one, no launcher, no cluster): its gradients against
+# finite differences, its determinism, its resume from a checkpoint, its
+# training, its faults and its refusals. The cluster tests run it through
+# etc/examples/mlp-train.sbatch on several nodes.
+
+bats_require_minimum_version 1.5.0
+
+: "${LLMP_SRCDIR:=$(cd "$BATS_TEST_DIRNAME/.." && pwd)}"
+: "${LLMP_BUILDDIR:=$LLMP_SRCDIR}"
+MLP="$LLMP_BUILDDIR/examples/mlp_train"
+
+setup() {
+	[ -x "$MLP" ] || skip "mlp_train not built ($MLP)"
+	WORK=$(mktemp -d "${BATS_TMPDIR:-/tmp}/example-mlp.XXXXXX")
+	# As in tests/runtime_singleton.bats, for the sanitizer build.
+	export LSAN_OPTIONS="suppressions=$LLMP_SRCDIR/tests/lsan.supp"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+}
+
+teardown() {
+	rm -rf "$WORK"
+}
+
+# Run mlp_train as a singleton with checkpoints under $WORK/CKPT-SPEC
+# ("-" for none), stdout in $output and stderr in $stderr. Nothing of a
+# launcher, of Slurm or of the caller's llmp settings leaks in; RESTART sets
+# the restart count the job reads (LLMP_RESTART_COUNT).
+mlp() { # CKPT-SPEC ARGS...
+	local spec=$1
+	shift
+	local ckpt=()
+	[ "$spec" = - ] || ckpt=("LLMP_CHECKPOINT=$WORK/$spec")
+	run --separate-stderr env -u PMIX_RANK -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 \
+		-u SLURM_JOB_ID -u SLURM_RESTART_COUNT -u LLMP_RESTART_COUNT \
+		-u LLMP_PARALLEL -u LLMP_CHECKPOINT -u LLMP_TIMEOUT \
+		${RESTART:+LLMP_RESTART_COUNT=$RESTART} "${ckpt[@]}" \
+		timeout -k 5 120 "$MLP" "$@"
+}
+
+# Show what the program said (bats prints it only when a test fails).
+show() {
+	printf '%s\n' "--- stdout" "$output" "--- stderr" "$stderr" "--- status $status"
+}
+
+# The lines a comparison of two runs looks at: the loss of every step and the
+# final checksum, sum and RNG word.
+trace() {
+	grep -E '^(step [0-9]+ loss |final )' <<<"$output" || true
+}
+
+# The lines of a trace on stdin from step FIRST on, final lines included.
+from_step() { # FIRST
+	awk -v first="$1" '$1 == "final" || ($1 == "step" && $2 >= first)'
+}
+
+# The loss of every step, one "N X" per line.
+losses() {
+	awk '$1 == "step" && $3 == "loss" {print $2, $4}' <<<"$output"
+}
+
+@test "mlp: the analytic gradients match central finite differences" {
+	# a tiny model, and the default one: every parameter is checked
+	for dims in "4 3 2 8" "64 16 4 64"; do
+		read -r h d o b <<<"$dims"
+		mlp - --grad-check --hidden "$h" --in "$d" --out "$o" --batch "$b"
+		show
+		[ "$status" -eq 0 ]
+		local n=$((h * d + h + o * h + o))
+		grep -qE "^grad-check max relative error [0-9.e+-]+ over $n parameters " <<<"$output"
+		awk '/^grad-check/ { exit !($5 < 1e-5) }' <<<"$output" ||
+			{ echo "relative error not below 1e-5"; return 1; }
+	done
+}
+
+@test "mlp: two runs print the same loss trace and checksum, bit for bit" {
+	mlp ck1 --steps 15
+	show
+	[ "$status" -eq 0 ]
+	local first
+	first=$(trace)
+	[ "$(grep -c '^step ' <<<"$first")" -eq 15 ]
+	grep -qE '^final checksum 0x[0-9a-f]{8}$' <<<"$first"
+	grep -qE '^final params sum -?[0-9.e+-]+$' <<<"$first"
+	grep -qE '^final rng 0x[0-9a-f]{16}$' <<<"$first"
+
+	mlp ck2 --steps 15
+	[ "$status" -eq 0 ]
+	diff <(echo "$first") <(trace)
+
+	# and the seed matters: another one gives another model
+	mlp ck3 --steps 15 --seed 2
+	[ "$status" -eq 0 ]
+	[ "$(trace | grep '^final checksum')" != "$(grep '^final checksum' <<<"$first")" ]
+}
+
+@test "mlp: 10 steps, then a new process resuming from step 9's checkpoint, equal 20 steps" {
+	mlp ck-whole,every=10 --steps 20
+	show
+	[ "$status" -eq 0 ]
+	local whole
+	whole=$(trace)
+	[ "$(grep -c '^step ' <<<"$whole")" -eq 20 ]
+
+	mlp ck-split,every=10 --steps 10
+	show
+	[ "$status" -eq 0 ]
+	[ -d "$WORK/ck-split/step-9" ]
+	diff <(grep -E '^step [0-9] ' <<<"$whole") <(trace | grep '^step ')
+
+	mlp ck-split,every=10 --steps 20
+	show
+	[ "$status" -eq 0 ]
+	grep -q 'resuming at step 10 from checkpoint step-9' <<<"$stderr"
+	grep -q '^mlp_train: .*from step 10 of 20$' <<<"$output"
+	[ "$(trace | grep -c '^step ')" -eq 10 ]
+	diff <(from_step 10 <<<"$whole") <(trace)
+}
+
+@test "mlp: SIGUSR1 stops at a step with a checkpoint (exit 75); the resumed run ends bit-identical" {
+	mlp ck-whole --steps 30
+	[ "$status" -eq 0 ]
+	local whole
+	whole=$(trace)
+
+	env -u PMIX_RANK -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u SLURM_JOB_ID \
+		-u SLURM_RESTART_COUNT -u LLMP_RESTART_COUNT -u LLMP_PARALLEL \
+		LLMP_CHECKPOINT="$WORK/ck-stop" "$MLP" --steps 30 --sleep-ms 100 \
+		>"$WORK/stop.out" 2>"$WORK/stop.err" &
+	local pid=$! tries
+	for ((tries = 0; tries < 200; tries++)); do
+		grep -q '^step 3 ' "$WORK/stop.out" && break
+		sleep 0.1
+	done
+	kill -USR1 "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	cat "$WORK/stop.out" "$WORK/stop.err"
+	[ "$rc" -eq 75 ]
+	grep -q 'stop agreed at step' "$WORK/stop.err"
+	grep -qE '^mlp_train: stopped after step [0-9]+, checkpoint committed$' "$WORK/stop.out"
+	[ "$(grep -c '^final' "$WORK/stop.out")" -eq 0 ]
+	local last
+	last=$(awk '$1 == "step" {n = $2} END {print n}' "$WORK/stop.out")
+	[ "$last" -lt 29 ]
+
+	mlp ck-stop --steps 30
+	show
+	[ "$status" -eq 0 ]
+	grep -q "^mlp_train: .*stopped: SIGUSR1 .*from step $((last + 1)) of 30\$" <<<"$output"
+	diff <(echo "$whole") <(grep -E '^(step|final)' "$WORK/stop.out"; trace)
+}
+
+@test "mlp: the loss decreases" {
+	mlp ck --steps 60
+	show
+	[ "$status" -eq 0 ]
+	# the mean of the last 10 steps' losses is below half that of the first 10
+	losses | awk '$1 < 10 {a += $2} $1 >= 50 {b += $2}
+		END {printf "first 10: %g, last 10: %g\n", a / 10, b / 10; exit !(b < a / 2)}'
+}
+
+@test "mlp: a crash fault fires on the first run only, unless --fault-always" {
+	mlp ck-whole --steps 8
+	[ "$status" -eq 0 ]
+	local whole
+	whole=$(trace)
+
+	# run 0 aborts at the start of step 5; checkpoints every 2 steps
+	mlp ck,every=2 --steps 8 --crash-rank 0 --crash-step 5
+	show
+	[ "$status" -eq 134 ] # SIGABRT
+	grep -q 'mlp_train: rank 0: --crash-rank: aborting at step 5' <<<"$stderr"
+	[ "$(losses | tail -n 1 | cut -d' ' -f1)" -eq 4 ]
+
+	# with --fault-always (alias --fail-always), run 1 crashes again
+	RESTART=1 mlp ck,every=2 --steps 8 --crash-rank 0 --crash-step 5 --fail-always
+	show
+	[ "$status" -eq 134 ]
+	grep -q 'aborting at step 5' <<<"$stderr"
+
+	# without it, run 2 goes through and ends where the uninterrupted run did.
+	# It resumes from the newest checkpoint committed before the crash: step 3's
+	# if its writer thread had finished by the end of step 4, else step 1's.
+	RESTART=2 mlp ck,every=2 --steps 8 --crash-rank 0 --crash-step 5
+	show
+	[ "$status" -eq 0 ]
+	local from
+	from=$(sed -n 's/.*resuming at step \([0-9]*\) from checkpoint.*/\1/p' <<<"$stderr")
+	[ "$from" = 2 ] || [ "$from" = 4 ]
+	diff <(from_step "$from" <<<"$whole") <(trace)
+}
+
+@test "mlp: a hang fault stops answering, even to SIGTERM" {
+	# timeout sends SIGTERM after 3 s, which the job only notes; SIGKILL after 3 more
+	run --separate-stderr env -u PMIX_RANK -u PMIX_NAMESPACE -u SLURM_JOB_ID \
+		-u SLURM_RESTART_COUNT -u LLMP_RESTART_COUNT -u LLMP_PARALLEL \
+		LLMP_CHECKPOINT="$WORK/ck" timeout -k 3 3 "$MLP" --steps 8 --hang-rank 0 --hang-step 2
+	show
+	[ "$status" -eq 137 ]
+	grep -qE 'mlp_train: rank 0: --hang-rank: hanging at step 2 \(pid [0-9]+\)' <<<"$stderr"
+	[ "$(losses | cut -d' ' -f1 | xargs)" = "0 1" ]
+}
+
+@test "mlp: a checkpoint of another model or data set is refused, naming the option" {
+	mlp ck,every=5 --steps 5
+	[ "$status" -eq 0 ]
+	mlp ck,every=5 --steps 10 --seed 7
+	show
+	[ "$status" -eq 76 ]
+	grep -q 'mlp_train: rank 0: the checkpoint was written with --seed 1, this run has --seed 7' \
+		<<<"$stderr"
+	mlp ck,every=5 --steps 10 --batch 32
+	[ "$status" -eq 76 ]
+	grep -q 'the checkpoint was written with --batch 64, this run has --batch 32' <<<"$stderr"
+	mlp ck,every=5 --steps 10 --hidden 32
+	show
+	[ "$status" -eq 76 ]
+	grep -q 'W1' <<<"$stderr"
+}
+
+@test "mlp: bad options are refused with a message naming them (exit 76, no requeue)" {
+	local cases=(
+		"--steps abc|--steps 'abc': expected an integer"
+		"--steps -3|--steps '-3': expected an integer"
+		"--hidden 0|--hidden 0: must be at least 1"
+		"--batch 99999999|--batch '99999999': expected an integer from 0 to 65536"
+		"--lr 0|--lr '0': expected a finite number above 0"
+		"--lr nan|--lr 'nan': expected a finite number above 0"
+		"--lr 1x|--lr '1x': expected a finite number above 0"
+		"--bogus|unknown option '--bogus'"
+		"-x|unknown option '-x'"
+		"--steps|--steps needs a value"
+		"extra|unexpected argument 'extra'"
+		"--crash-rank 0|--crash-rank given without --crash-step"
+		"--hang-step 3|--hang-step given without --hang-rank"
+		"--steps 5 --crash-rank 0 --crash-step 5|--crash-step 5 is not below --steps 5"
+		"--fault-always|--fault-always needs --hang-rank/--hang-step or --crash-rank/--crash-step"
+	)
+	local c args want
+	for c in "${cases[@]}"; do
+		args=${c%%|*} want=${c#*|}
+		# shellcheck disable=SC2086 # the arguments are words
+		mlp ck $args
+		echo "$args -> $status: $stderr"
+		[ "$status" -eq 76 ]
+		grep -qF "mlp_train: $want" <<<"$stderr"
+		[ -z "$output" ]
+	done
+	[ ! -e "$WORK/ck" ] # refused before the job started
+
+	# what needs the world or the job is refused once they exist
+	mlp ck --steps 5 --hang-rank 3 --hang-step 1
+	[ "$status" -eq 76 ]
+	grep -qF 'mlp_train: rank 0: --hang-rank 3: the world has 1 ranks' <<<"$stderr"
+	mlp - --steps 5
+	[ "$status" -eq 76 ]
+	grep -q 'llmp_job_open: .*no checkpoint directory' <<<"$stderr"
+
+	mlp - --help
+	[ "$status" -eq 0 ]
+	grep -q '^usage: mlp_train ' <<<"$output"
+}
