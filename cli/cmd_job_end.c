@@ -54,6 +54,7 @@ static void usage(FILE *out)
 	      "  scontrol  run `scontrol requeue $SLURM_JOB_ID`, then exit 75\n"
 	      "  auto      exit if slurm.conf's RequeueExit includes 75, else scontrol (default)\n"
 	      "  none      exit 75 and requeue nothing\n"
+	      "The default comes from $LLMP_REQUEUE when set.\n"
 	      "RC (default 1) is returned when the run left no record of itself.\n",
 	      out);
 }
@@ -210,6 +211,9 @@ int llmp_cmd_job_end(int argc, char **argv)
 	uint64_t n;
 	int c;
 
+	const char *how = getenv("LLMP_REQUEUE");
+	if (how && *how && parse_how(how, &e.how) < 0)
+		return LLMP_EXIT_USAGE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+c:r:h", longopts, NULL)) != -1) {
 		switch (c) {

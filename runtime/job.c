@@ -19,8 +19,6 @@
 
 #include "ckpt_internal.h"
 
-#define MIB (1024.0 * 1024.0)
-
 /* ------------------------------------------------------------------ open */
 
 /* The checkpoint spec from opts, else from LLMP_CHECKPOINT, checked. */
@@ -92,7 +90,7 @@ static void judge_previous_run(llmp_job *job, const llmp_run_record *prev, bool 
 
 	if (!have_prev) {
 		failed = run->restart > 0;
-		snprintf(why, len, failed ? "the previous run left no record in %s" : "first run",
+		snprintf(why, len, failed ? "the previous run left no record in %.300s" : "first run",
 			 job->spec.dir);
 	} else if (prev->job_id[0] && run->job_id[0] && strcmp(prev->job_id, run->job_id) != 0) {
 		failed = false;
@@ -105,11 +103,11 @@ static void judge_previous_run(llmp_job *job, const llmp_run_record *prev, bool 
 			break;
 		case LLMP_RUN_STOPPED:
 			failed = false;
-			snprintf(why, len, "stopped: %s", prev->reason);
+			snprintf(why, len, "stopped: %.400s", prev->reason);
 			break;
 		case LLMP_RUN_FAILED:
 		case LLMP_RUN_GAVE_UP:
-			snprintf(why, len, "failed: %s", prev->reason);
+			snprintf(why, len, "failed: %.400s", prev->reason);
 			break;
 		case LLMP_RUN_RUNNING:
 			snprintf(why, len,
@@ -284,12 +282,21 @@ llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size
 
 /* ----------------------------------------------------------------- steps */
 
-static double rank_mib(const llmp_job *job)
+/* "12.5 MiB": the bytes this rank registered, for the log. */
+static const char *rank_size(const llmp_job *job, char *buf, size_t len)
 {
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < job->ckpt->ntensors; i++)
 		bytes += ck_bytes(&job->ckpt->tensors[i].slice);
-	return (double)bytes / MIB;
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+	return buf;
 }
 
 /* Commit the pending async save, if any (collective). */
@@ -303,10 +310,11 @@ static llmp_status commit_pending(llmp_job *job)
 	if (st != LLMP_OK)
 		return st;
 	llmp_ckpt_stats stats;
+	char size[32];
 	llmp_ckpt_get_stats(job->ckpt, &stats);
-	job_log(job, "checkpoint step %" PRIu64 " committed: %.1f MiB on this rank, %.3f s "
+	job_log(job, "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s "
 		     "(%.3f s stalled)",
-		step, rank_mib(job), stats.total_seconds, stats.stall_seconds);
+		step, rank_size(job, size, sizeof size), stats.total_seconds, stats.stall_seconds);
 	return LLMP_OK;
 }
 
@@ -326,9 +334,10 @@ static llmp_status save(llmp_job *job, uint64_t step, const void *meta, size_t m
 			job->pending_step = step;
 		return st;
 	}
+	char size[32];
 	if ((st = llmp_ckpt_save(job->ckpt, step, meta, metalen)) == LLMP_OK)
-		job_log(job, "checkpoint step %" PRIu64 " committed: %.1f MiB on this rank, %.3f s",
-			step, rank_mib(job), rt_now() - started);
+		job_log(job, "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s", step,
+			rank_size(job, size, sizeof size), rt_now() - started);
 	return st;
 }
 

@@ -4,6 +4,8 @@
 #   cluster.sh start  STATEDIR PLUGSTACK_CONF|none
 #   cluster.sh stop   STATEDIR
 #   cluster.sh status STATEDIR
+#   cluster.sh kill-node  STATEDIR NODE   (a node dies: SIGKILL to all it runs)
+#   cluster.sh start-node STATEDIR NODE   (its slurmd comes back)
 #
 # Each daemon runs in its own network namespace, joined to a private bridge in the
 # root namespace: llmp-ctl holds munged and slurmctld, llmp-node1..3 hold one slurmd
@@ -54,6 +56,8 @@ usage() {
 		usage: cluster.sh start  STATEDIR PLUGSTACK_CONF|none
 		       cluster.sh stop   STATEDIR
 		       cluster.sh status STATEDIR
+		       cluster.sh kill-node  STATEDIR NODE
+		       cluster.sh start-node STATEDIR NODE
 	EOF
 	exit 2
 }
@@ -535,6 +539,32 @@ cmd_status() { # statedir
 	SLURM_CONF=$statedir/slurm.conf sinfo -N -o '%N %T %G %c' || return 1
 }
 
+valid_node() { # node
+	local node
+	for node in "${NODES[@]}"; do
+		[ "$node" = "$1" ] && return 0
+	done
+	die "no node '$1' (nodes: ${NODES[*]})"
+}
+
+# A node failing as a whole: its slurmd, slurmstepds and tasks all die at once, with
+# no chance to clean up or tell anyone, as when a machine loses power.
+cmd_kill_node() { # statedir node
+	local pids
+	valid_node "$2"
+	pids=$(ip netns pids "$(node_ns "$2")" 2>/dev/null || true)
+	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+	log "killed node $2 (pids: ${pids//$'\n'/ })"
+}
+
+cmd_start_node() { # statedir node
+	local statedir=$1
+	valid_node "$2"
+	export SLURM_CONF=$statedir/slurm.conf
+	launch "$statedir" "slurmd-$2" "$(node_ns "$2")" "$statedir/log/slurmd-$2.out" \
+		slurmd -D -N "$2"
+}
+
 main() {
 	[ $# -ge 2 ] || usage
 	local cmd=$1 statedir
@@ -546,6 +576,9 @@ main() {
 		;;
 	stop | status)
 		[ $# -eq 2 ] || usage
+		;;
+	kill-node | start-node)
+		[ $# -eq 3 ] || usage
 		;;
 	*) usage ;;
 	esac
@@ -561,6 +594,8 @@ main() {
 		do_stop "$statedir"
 		;;
 	status) cmd_status "$statedir" ;;
+	kill-node) cmd_kill_node "$statedir" "$3" ;;
+	start-node) cmd_start_node "$statedir" "$3" ;;
 	esac
 }
 

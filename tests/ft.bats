@@ -1,0 +1,268 @@
+#!/usr/bin/env bats
+# Fault tolerance on the local three-node Slurm cluster: the example program
+# (examples/mlp_train) run by etc/examples/mlp-train.sbatch with --requeue,
+# interrupted every way the issue names, must end exactly where an
+# uninterrupted run ends. The cluster requeues a job in about 6 s
+# (cred_expire=5, 1 s scheduler ticks: tests/cluster/cluster.sh).
+
+load cluster/common
+
+STEPS=30
+SLEEP_MS=150
+TRAIN_ARGS=(--steps "$STEPS" --sleep-ms "$SLEEP_MS")
+
+setup_file() {
+	cluster_setup_file
+}
+
+teardown_file() {
+	cluster_teardown_file
+}
+
+setup() {
+	cluster_setup
+	MLP_TRAIN="$LLMP_BUILDDIR/examples/mlp_train"
+	[ -x "$MLP_TRAIN" ] || skip "examples/mlp_train not built"
+	export MLP_TRAIN LLMP_BIN="$LLMP"
+	SCRIPT="$LLMP_SRCDIR/etc/examples/mlp-train.sbatch"
+	COMPARE="$LLMP_SRCDIR/tests/ft/compare_traces.py"
+}
+
+teardown() {
+	# Whatever a test did to the nodes, the next one starts with all three up.
+	[ -n "${CLUSTER_SKIP:-}" ] && return 0
+	local node
+	for node in node1 node2 node3; do
+		if ! ip netns pids "llmp-$node" 2>/dev/null | grep -q .; then
+			"$CLUSTER" start-node "$CLUSTER_STATE" "$node" >/dev/null 2>&1 || true
+		fi
+	done
+	scontrol update NodeName=node[1-3] State=RESUME >/dev/null 2>&1 || true
+	scancel --full "${JOB:-0}" >/dev/null 2>&1 || true
+	assert_cluster_idle || true
+}
+
+# Submit the example; sets JOB. Options up to "--" go to sbatch, the rest to mlp_train.
+submit_mlp() { # OUT [sbatch option...] -- [program option...]
+	local out=$1 sb=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		sb+=("$1")
+		shift
+	done
+	shift
+	JOB=$(sbatch --parsable -o "$out" "${sb[@]}" "$SCRIPT" "$@")
+	[ -n "$JOB" ]
+}
+
+# Wait until the job has left the queue for good (a requeued job is pending).
+wait_job_gone() { # JOB [seconds]
+	local i
+	for ((i = 0; i < ${2:-180} * 2; i++)); do
+		if ! squeue -h -j "$1" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	echo "job $1 still queued:" >&2
+	squeue -j "$1" >&2 || true
+	return 1
+}
+
+# Wait until a line matching REGEX is in FILE.
+wait_line() { # FILE REGEX [seconds]
+	local i
+	for ((i = 0; i < ${3:-120} * 5; i++)); do
+		if grep -Eq "$2" "$1" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "no line /$2/ in $1 after ${3:-120} s:" >&2
+	tail -n 30 "$1" >&2 || true
+	return 1
+}
+
+# The uninterrupted run, once per file: tp=2 dp=2 on 4 ranks over 2 nodes.
+reference() {
+	REF="$CLUSTER_STATE/reference.out"
+	[ -s "$REF" ] && grep -q '^final checksum' "$REF" && return 0
+	submit_mlp "$REF" -N2 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$CLUSTER_STATE/reference-ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_job_gone "$JOB"
+	grep -q '^final checksum' "$REF" || {
+		cat "$REF" >&2
+		return 1
+	}
+	# Uninterrupted: one run, no restart.
+	[ "$(grep -c 'rank 0: run [0-9]* (' "$REF")" -eq 1 ]
+}
+
+# Pid of the task with LLMP_RANK=R of the running mlp_train (all nodes share a kernel).
+rank_pid() { # R
+	local pid
+	for pid in $(pgrep -x mlp_train); do
+		if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "LLMP_RANK=$1"; then
+			echo "$pid"
+			return 0
+		fi
+	done
+	return 1
+}
+
+assert_no_tasks_left() {
+	local left
+	left=$(pgrep -x mlp_train || true)
+	[ -z "$left" ] || {
+		echo "mlp_train processes left: $left" >&2
+		return 1
+	}
+}
+
+runs_of() { # OUT: how many runs rank 0 started
+	grep -c 'rank 0: run [0-9]* (' "$1"
+}
+
+@test "requeue: scontrol requeue mid-way (SIGTERM to all): resumes, bit-identical, no step redone" {
+	reference
+	local out="$WORK/job.out"
+	submit_mlp "$out" -N2 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 8 loss'
+	scontrol requeue "$JOB"
+	wait_job_gone "$JOB"
+	run python3 "$COMPARE" "$REF" "$out" --no-redo
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(runs_of "$out")" -eq 2 ]
+	# Every rank saw the stop and logged it; the second run says why it started.
+	[ "$(grep -c 'stop agreed at step [0-9]* (SIGTERM on rank' "$out")" -eq 4 ]
+	grep -q 'rank 0: run 1 (stopped: SIGTERM on rank [0-3] at step [0-9]*): resuming at step' "$out"
+	assert_no_tasks_left
+}
+
+@test "requeue: scancel --signal=USR1 mid-way: checkpoint, exit 75, RequeueExit requeues, bit-identical" {
+	reference
+	local out="$WORK/job.out"
+	submit_mlp "$out" -N2 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 12 loss'
+	scancel --signal=USR1 "$JOB"
+	wait_job_gone "$JOB"
+	run python3 "$COMPARE" "$REF" "$out" --no-redo
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(runs_of "$out")" -eq 2 ]
+	grep -q 'llmp job-end: run 0 stopped (SIGUSR1 on rank [0-3] at step [0-9]*): requeueing' "$out"
+	grep -q 'llmp job-end: run 1 finished' "$out"
+	# The stop checkpoint is the step the second run resumed after.
+	local stopped resumed
+	stopped=$(sed -n 's/.*rank 0: stop agreed at step \([0-9]*\) .*/\1/p' "$out")
+	resumed=$(sed -n 's/.*rank 0: run 1 .*resuming at step \([0-9]*\) from checkpoint step-\([0-9]*\).*/\1 \2/p' "$out")
+	[ "$resumed" = "$((stopped + 1)) $stopped" ]
+}
+
+@test "requeue: one rank alone signalled; all stop at one step; requeued by scontrol (no site change)" {
+	reference
+	local out="$WORK/job.out" pid
+	submit_mlp "$out" -N2 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" --export=ALL,LLMP_REQUEUE=scontrol -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 10 loss'
+	pid=$(rank_pid 3)
+	kill -USR1 "$pid"
+	wait_job_gone "$JOB"
+	run python3 "$COMPARE" "$REF" "$out" --no-redo
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'signal SIGUSR1 received' "$out")" -eq 1 ]
+	grep -q 'rank 3: signal SIGUSR1 received' "$out"
+	# Four ranks, one step, one culprit named.
+	[ "$(grep -c 'stop agreed at step [0-9]* (SIGUSR1 on rank 3)' "$out")" -eq 4 ]
+	[ "$(sed -n 's/.*stop agreed at step \([0-9]*\) .*/\1/p' "$out" | sort -u | wc -l)" -eq 1 ]
+	[ "$(runs_of "$out")" -eq 2 ]
+}
+
+@test "node loss: a node of a 2-node job dies; requeued onto the healthy nodes, bit-identical" {
+	reference
+	local out="$WORK/job.out" nodes victim first
+	submit_mlp "$out" -N2 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 12 loss'
+	nodes=$(squeue -h -j "$JOB" -o %N)
+	first=$(scontrol show hostnames "$nodes" | head -n1)
+	victim=$(scontrol show hostnames "$nodes" | tail -n1)
+	[ "$first" != "$victim" ]
+	"$CLUSTER" kill-node "$CLUSTER_STATE" "$victim"
+	# Requeued: a second run starts, on nodes that do not include the dead one.
+	wait_line "$out" 'rank 0: run 1 \(' 150
+	local again
+	again=$(squeue -h -j "$JOB" -o %N)
+	echo "first run on $nodes, second on $again, $victim killed"
+	! scontrol show hostnames "$again" | grep -qx "$victim"
+	wait_job_gone "$JOB"
+	run python3 "$COMPARE" "$REF" "$out"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q 'failure after step [0-9]*: .*rank [0-3]' "$out"
+}
+
+@test "shrink: requeued onto one node with dp=auto: re-planned (dp 2 -> 1), resharded, same values within 1e-4" {
+	reference
+	local out="$WORK/job.out" nodes first others
+	submit_mlp "$out" -N1-2 --ntasks-per-node=2 --llm-parallel=tp=2,dp=auto \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 8 loss'
+	nodes=$(squeue -h -j "$JOB" -o %N)
+	[ "$(scontrol show hostnames "$nodes" | wc -l)" -eq 2 ]
+	first=$(scontrol show hostnames "$nodes" | head -n1)
+	others=$(scontrol show hostnames node[1-3] | grep -vx "$first" | paste -sd,)
+	scontrol update NodeName="$others" State=DRAIN Reason=shrink-test
+	scontrol requeue "$JOB"
+	wait_job_gone "$JOB"
+	scontrol update NodeName="$others" State=RESUME
+	grep -q 'mlp_train: tp=2 dp=2 world=4' "$out"
+	grep -q 'mlp_train: tp=2 dp=1 world=2' "$out"
+	run python3 "$COMPARE" "$REF" "$out" --rtol 1e-4
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "hang: a rank stops answering; the step ends within timeout + 3 s naming it, nothing left, requeued" {
+	reference
+	local out="$WORK/job.out" hung t_step t_fail
+	submit_mlp "$out" -N2 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" --export=ALL,LLMP_TIMEOUT=4 -- \
+		"${TRAIN_ARGS[@]}" --hang-rank 3 --hang-step 10
+	wait_line "$out" '^step 9 loss'
+	t_step=$(date +%s.%N)
+	hung=$(rank_pid 3)
+	wait_line "$out" 'failure after step' 30
+	# Three survivors, each naming rank 3.
+	wait_line "$out" 'rank 0: exit: requeue' 30
+	[ "$(grep -c 'failure after step [0-9]*: .*rank 3' "$out")" -ge 1 ]
+	t_fail=$(date +%s.%N)
+	echo "the survivors' verdict came $(awk -v a="$t_fail" -v b="$t_step" 'BEGIN { print a - b }') s after step 9"
+	awk -v a="$t_fail" -v b="$t_step" 'BEGIN { exit !(a - b < 4 + 3) }'
+	# The hung rank is killed (srun --kill-on-bad-exit), the job requeued and finished.
+	wait_job_gone "$JOB"
+	! kill -0 "$hung" 2>/dev/null
+	assert_no_tasks_left
+	[ "$(runs_of "$out")" -eq 2 ]
+	run python3 "$COMPARE" "$REF" "$out"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "crash loop: a rank crashes every run; after restarts=2 the job stops with a clear message" {
+	local out="$WORK/job.out"
+	submit_mlp "$out" -N1 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=10,restarts=2" -- \
+		--steps 20 --sleep-ms 50 --crash-rank 1 --crash-step 3 --fault-always
+	wait_job_gone "$JOB" 120
+	cat "$out"
+	[ "$(runs_of "$out")" -eq 3 ]
+	grep -q 'rank 0: exit: giving up after 3 failed runs in a row without a new checkpoint (restarts=2)' "$out"
+	grep -q 'llmp job-end: run 2 gave up' "$out"
+	! grep -q '^final checksum' "$out"
+	grep -qx 'outcome gave-up' "$WORK/ckpt/llmp-run"
+}

@@ -1,0 +1,15 @@
+# tests/ft/local.mk - fault-tolerance tests (included by Makefile.am inside
+# `if BUILD_RUNTIME`).
+#
+# tests/job_end.bats checks `llmp job-end` against run records it writes
+# itself (no cluster). tests/ft.bats runs examples/mlp_train through
+# etc/examples/mlp-train.sbatch on the local three-node Slurm cluster and
+# interrupts it: scontrol requeue, scancel --signal, one rank signalled, a
+# node killed, a shrink, a hung rank, a crash loop.
+if HAVE_BATS
+TESTS += tests/job_end.bats
+if BUILD_PLUGIN
+TESTS += tests/ft.bats
+endif
+endif
+EXTRA_DIST += tests/job_end.bats tests/ft.bats tests/ft/compare_traces.py
