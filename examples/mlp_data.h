@@ -12,6 +12,7 @@
 #ifndef MLP_DATA_H
 #define MLP_DATA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mlp_options.h"

@@ -19,6 +19,7 @@
 #ifndef MLP_MODEL_H
 #define MLP_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
