@@ -490,8 +490,9 @@ static int end_failed(llmp_job *job, llmp_status status)
 				failures, job->spec.max_restarts, LLMP_EXIT_NO_REQUEUE);
 		return LLMP_EXIT_NO_REQUEUE;
 	}
-	job_log(job, "exit: requeue, failed run %u of at most %u in a row (code %d)", failures,
-		job->spec.max_restarts + 1, LLMP_EXIT_REQUEUE);
+	job_log(job, "exit: requeue; %u failed run%s in a row without a new checkpoint, "
+		     "restarts=%u allowed (code %d)",
+		failures, failures == 1 ? "" : "s", job->spec.max_restarts, LLMP_EXIT_REQUEUE);
 	return LLMP_EXIT_REQUEUE;
 }
 
