@@ -2,6 +2,7 @@
  * options.c - the plugin's options and the one context they fill.
  *
  *   --llm-parallel=SPEC   the layout (grammar: llmp_spec.h); "help" prints it
+ *   --llm-checkpoint=SPEC checkpoint root and policy (llmp_ckpt_spec.h); "help"
  *   --llm-gpu-bind=MODE   task: one GPU per local task (default); none
  *
  * Values are stored as given; they are checked in init_post_opt, once the
@@ -17,7 +18,7 @@
 
 #include "llmp_spec.h"
 
-enum { OPT_PARALLEL = 1, OPT_GPU_BIND };
+enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND };
 
 static struct llmp_ctx ctx = {.gpu_bind = -1};
 
@@ -38,8 +39,16 @@ static int option_cb(int val, const char *optarg, int remote)
 	}
 	/* "help" answers at once, on the submitting side, and submits nothing. */
 	if (!remote && optarg && strcmp(optarg, "help") == 0) {
+		if (val == OPT_CHECKPOINT) {
+			fputs(llmp_ckpt_spec_grammar(), stdout);
+			fputs("The environment variable LLMP_CHECKPOINT gives a spec too; the option\n"
+			      "wins key by key. Use with sbatch --requeue. See llm_parallel(8).\n",
+			      stdout);
+			exit(0);
+		}
 		fputs(llmp_spec_grammar(), stdout);
-		fputs("Other option: --llm-gpu-bind=task|none (one GPU per local task; default task)\n"
+		fputs("Other options: --llm-gpu-bind=task|none (one GPU per local task; default\n"
+		      "task), --llm-checkpoint=DIR[,...] (--llm-checkpoint=help explains)\n"
 		      "The environment variable LLMP_PARALLEL gives a layout too; the option wins\n"
 		      "key by key. See llm_parallel(8).\n",
 		      stdout);
@@ -48,8 +57,9 @@ static int option_cb(int val, const char *optarg, int remote)
 	char *copy = strdup(optarg ? optarg : "");
 	if (!copy)
 		return -1;
-	free(ctx.option);
-	ctx.option = copy;
+	char **slot = val == OPT_CHECKPOINT ? &ctx.ckpt_option : &ctx.option;
+	free(*slot);
+	*slot = copy;
 	return 0;
 }
 
@@ -58,6 +68,10 @@ static struct spank_option options[] = {
 	 "[llm_parallel] 4D layout tp=N,pp=N,cp=N,ep=N,etp=N,dp=N|auto,"
 	 "order=tp-cp-ep-dp-pp,vpp=N; 'help' explains",
 	 1, OPT_PARALLEL, option_cb},
+	{"llm-checkpoint", "SPEC",
+	 "[llm_parallel] checkpoints of a requeued job "
+	 "DIR[,every=N|Nmin][,keep=N][,restarts=N]; 'help' explains",
+	 1, OPT_CHECKPOINT, option_cb},
 	{"llm-gpu-bind", "task|none",
 	 "[llm_parallel] with --llm-parallel: one GPU per local task (task, the "
 	 "default) or leave CUDA_VISIBLE_DEVICES as Slurm set it (none)",
@@ -81,6 +95,8 @@ void llmp_ctx_release(void)
 {
 	free(ctx.option);
 	ctx.option = NULL;
+	free(ctx.ckpt_option);
+	ctx.ckpt_option = NULL;
 	llmp_plan_destroy(ctx.plan);
 	ctx.plan = NULL;
 }

@@ -14,6 +14,7 @@
 
 #include <slurm/spank.h>
 
+#include "llmp_ckpt_spec.h"
 #include "llmp_plan.h"
 #include "site.h"
 
@@ -22,10 +23,15 @@
 struct llmp_ctx {
 	struct llmp_site site;
 	char *option;      /* --llm-parallel value, NULL if not given */
+	char *ckpt_option; /* --llm-checkpoint value, NULL if not given */
 	int gpu_bind;      /* --llm-gpu-bind: -1 not given, 0 none, 1 task */
 
 	/* slurmstepd only: prepared once per step in user_init */
+	bool batch;                  /* the batch script's step: checkpoint variables only */
 	bool active;
+	bool ckpt_active;            /* ckpt holds the checked checkpoint spec */
+	llmp_ckpt_spec ckpt;
+	uint32_t restart_count;      /* SLURM_RESTART_COUNT of the step */
 	bool failed;                 /* task_init must fail every task */
 	char error[LLMP_MSG_MAX];    /* why, for the job's output */
 	llmp_plan *plan;

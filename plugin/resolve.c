@@ -18,13 +18,13 @@ static int parse_layer(const char *source, const char *text, llmp_spec *layer,
 }
 
 enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_text,
-				const char *option_text, llmp_spec *spec, char *msg,
-				size_t msglen)
+				const char *option_text, bool wanted, llmp_spec *spec,
+				char *msg, size_t msglen)
 {
 	llmp_spec layer;
 	char why[LLMP_MSG_MAX];
 
-	if (!env_text && !option_text)
+	if (!env_text && !option_text && !wanted)
 		return LLMP_INACTIVE;
 	*spec = site->defaults;
 	if (env_text) {

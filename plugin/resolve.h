@@ -4,7 +4,9 @@
  * Precedence, lowest first: the site's defaults (plugstack.conf), the
  * LLMP_PARALLEL environment variable, the --llm-parallel option. Each key
  * is taken from the highest source that gives it. The plugin is active only
- * when the user asked, through the variable or the option.
+ * when the user asked, through the variable or the option, or through another
+ * option of the plugin (--llm-checkpoint): then the layout is the site's
+ * default one (all data parallel unless defaults= says otherwise).
  */
 #ifndef LLMP_RESOLVE_H
 #define LLMP_RESOLVE_H
@@ -21,8 +23,9 @@ enum llmp_resolved {
 	LLMP_INVALID   /* msg says which source and what is wrong */
 };
 
+/* wanted: active even when neither source gives a layout. */
 enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_text,
-				const char *option_text, llmp_spec *spec, char *msg,
-				size_t msglen);
+				const char *option_text, bool wanted, llmp_spec *spec,
+				char *msg, size_t msglen);
 
 #endif /* LLMP_RESOLVE_H */

@@ -81,6 +81,14 @@ static int parse_arg(struct llmp_site *site, const char *arg, char *msg, size_t 
 			return bad(msg, msglen, arg, "'help' is not a default layout");
 		return 0;
 	}
+	if (is_key(arg, klen, "checkpoint")) {
+		char why[LLMP_MSG_MAX];
+		if (llmp_ckpt_spec_parse_partial(v, &site->ckpt_defaults, why, sizeof(why)) != 0)
+			return bad(msg, msglen, arg, why);
+		if (site->ckpt_defaults.help)
+			return bad(msg, msglen, arg, "'help' is not a default checkpoint spec");
+		return 0;
+	}
 	if (is_key(arg, klen, "gpu_bind")) {
 		if (strcmp(v, "task") != 0 && strcmp(v, "none") != 0)
 			return bad(msg, msglen, arg, "expected task or none");
@@ -94,8 +102,8 @@ static int parse_arg(struct llmp_site *site, const char *arg, char *msg, size_t 
 		return 0;
 	}
 	return bad(msg, msglen, arg,
-		   "unknown (known: defaults= max_tp= max_pp= max_cp= max_ep= max_etp= "
-		   "gpu_bind= port_base= port_range= layout_dir=)");
+		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
+		   "max_etp= gpu_bind= port_base= port_range= layout_dir=)");
 }
 
 int llmp_site_parse(struct llmp_site *site, int argc, char **argv, char *msg,
@@ -103,6 +111,7 @@ int llmp_site_parse(struct llmp_site *site, int argc, char **argv, char *msg,
 {
 	memset(site, 0, sizeof(*site));
 	llmp_spec_init(&site->defaults);
+	llmp_ckpt_spec_init(&site->ckpt_defaults);
 	site->gpu_bind = true;
 	site->port_base = DEFAULT_PORT_BASE;
 	site->port_range = DEFAULT_PORT_RANGE;

@@ -4,6 +4,9 @@
  *   required /usr/lib/llmp/llm_parallel.so defaults=order=tp-cp-ep-pp-dp max_tp=8
  *
  *   defaults=SPEC     layout keys that apply unless the user gives them
+ *   checkpoint=SPEC   --llm-checkpoint keys that apply unless the user gives
+ *                     them (e.g. every=30min,keep=3,restarts=5); they do not
+ *                     turn checkpointing on by themselves
  *   max_tp=N max_pp=N max_cp=N max_ep=N max_etp=N
  *                     ceilings on sizes (e.g. tp no wider than a node's NVLink domain)
  *   gpu_bind=task|none  default of --llm-gpu-bind (task: one GPU per local task)
@@ -19,10 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "llmp_ckpt_spec.h"
 #include "llmp_spec.h"
 
 struct llmp_site {
 	llmp_spec defaults;
+	llmp_ckpt_spec ckpt_defaults;
 	uint32_t max[LLMP_NKEYS]; /* ceiling per size key; 0 = none */
 	bool gpu_bind;
 	uint32_t port_base, port_range;

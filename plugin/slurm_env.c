@@ -1,5 +1,5 @@
 /*
- * slurm_env.c - hostlists and task counts as Slurm writes them.
+ * slurm_env.c - hostlists, task counts and restart counts as Slurm writes them.
  */
 #include "slurm_env.h"
 
@@ -89,4 +89,14 @@ int64_t llmp_tasks_per_node_uniform(const char *text)
 			return -1;
 	}
 	return common == -2 ? 0 : common;
+}
+
+int64_t llmp_restart_count(const char *text)
+{
+	const char *p = text;
+
+	if (!text)
+		return 0; /* Slurm sets it only once the job has been requeued */
+	int64_t n = number(&p);
+	return n >= 0 && *p == '\0' ? n : -1;
 }

@@ -21,4 +21,10 @@ int llmp_hostlist_first(const char *hostlist, char *host, size_t hostlen);
  */
 int64_t llmp_tasks_per_node_uniform(const char *text);
 
+/*
+ * SLURM_RESTART_COUNT: how many times the job was requeued; 0 when unset
+ * (NULL), -1 when not a decimal number (or above 2^24).
+ */
+int64_t llmp_restart_count(const char *text);
+
 #endif /* LLMP_SLURM_ENV_H */

@@ -8,8 +8,12 @@
  * Slurm fails the job for it and leaves the node alone, whereas a failure
  * in an earlier remote callback drains the node or is ignored.
  *
- * The batch script's own step (and the extern and interactive steps) are
- * left alone: an sbatch option is meant for the srun steps inside.
+ * The extern and interactive steps are left alone, and so is the batch
+ * script's own step, but for the checkpoint variables: an sbatch option is
+ * meant for the srun steps inside, while the script itself needs to know
+ * where the checkpoints go (`llmp job-end` reads the run record there).
+ * Nothing in the batch step may fail the job: it warns and goes on, and the
+ * srun steps inside refuse a bad spec properly.
  */
 #include "plugin.h"
 
@@ -19,9 +23,11 @@
 
 #include <slurm/slurm.h>
 
+#include "fail.h" /* llmp_show */
 #include "gpu_bind.h"
 #include "layout_file.h"
 #include "resolve.h"
+#include "resolve_ckpt.h"
 #include "slurm_env.h"
 #include "task_env.h"
 
@@ -62,26 +68,121 @@ static uint32_t block_tasks_per_node(spank_t sp, uint32_t node_id)
 	return (uint32_t)per_node;
 }
 
-int llmp_step_prepare(spank_t sp)
+/*
+ * Like step_env, but a value too long for buf reads as an error (-1), not as
+ * unset: a spec cut short, or ignored, would be a different request.
+ */
+static int step_env_whole(spank_t sp, const char *name, char *buf, int len,
+			  const char **value)
+{
+	char probe[1];
+
+	*value = step_env(sp, name, buf, len);
+	return !*value && spank_getenv(sp, name, probe, 1) == ESPANK_NOSPACE ? -1 : 0;
+}
+
+/* SLURM_RESTART_COUNT of the step (0 when unset); -1 with msg when malformed. */
+static int read_restart_count(spank_t sp, uint32_t *count, char *msg, size_t msglen)
+{
+	char buf[32];
+	const char *text;
+	int64_t n = -1;
+
+	if (step_env_whole(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf), &text) == 0)
+		n = llmp_restart_count(text);
+	if (n < 0) {
+		char shown[LLMP_SHOW_MAX];
+		snprintf(msg, msglen, "SLURM_RESTART_COUNT=%s: not a restart count",
+			 text ? llmp_show(shown, text, strlen(text)) : "(too long)");
+		return -1;
+	}
+	*count = (uint32_t)n;
+	return 0;
+}
+
+/*
+ * The checkpoint spec from the site, LLMP_CHECKPOINT and the option. Help is
+ * invalid here: it is answered at submission. Returns LLMP_ACTIVE,
+ * LLMP_INACTIVE, or LLMP_INVALID with msg saying why.
+ */
+static enum llmp_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec, char *msg,
+					       size_t msglen)
 {
 	struct llmp_ctx *c = llmp_ctx();
-	char env[LLMP_SPEC_MAX_LEN + 2], msg[LLMP_MSG_MAX], dir[PATH_MAX];
+	char env[LLMP_CKPT_SPEC_MAX_LEN + 2];
+	const char *env_text;
+
+	if (step_env_whole(sp, "LLMP_CHECKPOINT", env, sizeof(env), &env_text) < 0) {
+		snprintf(msg, msglen, "LLMP_CHECKPOINT: checkpoint spec is longer than %d "
+			 "characters", LLMP_CKPT_SPEC_MAX_LEN);
+		return LLMP_INVALID;
+	}
+	enum llmp_resolved r = llmp_resolve_ckpt(&c->site, env_text, c->ckpt_option, spec,
+						 msg, msglen);
+	if (r == LLMP_HELP) {
+		snprintf(msg, msglen, "--llm-checkpoint: 'help' is answered at submission, "
+			 "not inside a job");
+		return LLMP_INVALID;
+	}
+	return r;
+}
+
+/* Fit the layout to the step's geometry and write the node's layout file. */
+static int plan_step(spank_t sp, const llmp_spec *spec)
+{
+	struct llmp_ctx *c = llmp_ctx();
+	char msg[LLMP_MSG_MAX], dir[PATH_MAX];
 	uint32_t world = 0;
+
+	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NNODES, &c->nnodes) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NODEID, &c->node_id) != ESPANK_SUCCESS)
+		return fail_step("cannot read the step's geometry from Slurm");
+
+	uint32_t per_node = block_tasks_per_node(sp, c->node_id);
+	if (llmp_plan_create(spec, world, per_node, &c->plan, msg, sizeof(msg)) != LLMP_OK)
+		return fail_step("%s (job step %u.%u: %u tasks on %u node%s)", msg, c->job_id,
+				 c->step_id, world, c->nnodes, c->nnodes == 1 ? "" : "s");
+
+	const char *where = c->site.layout_dir[0] ? c->site.layout_dir
+			    : step_env(sp, "TMPDIR", dir, sizeof(dir)) ? dir : "/tmp";
+	if (llmp_layout_file_write(c->plan, where, c->job_id, c->step_id, c->node_id,
+				   c->layout_path, sizeof(c->layout_path), msg, sizeof(msg)) < 0) {
+		c->layout_path[0] = '\0';
+		return fail_step("%s", msg);
+	}
+	return 0;
+}
+
+/*
+ * Resolve the checkpoint spec and the layout, read the restart count and plan
+ * the step. Any failure is kept for task_init (fail_step).
+ */
+static int prepare_normal_step(spank_t sp)
+{
+	struct llmp_ctx *c = llmp_ctx();
+	char env[LLMP_SPEC_MAX_LEN + 2], msg[LLMP_MSG_MAX];
+	const char *env_text;
 	llmp_spec spec;
 
-	if (spank_get_item(sp, S_JOB_ID, &c->job_id) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_STEPID, &c->step_id) != ESPANK_SUCCESS ||
-	    c->step_id > SLURM_MAX_NORMAL_STEP_ID)
-		return 0;
-
-	/* A variable too long for the buffer would read as unset: say so instead. */
-	const char *env_text = step_env(sp, "LLMP_PARALLEL", env, sizeof(env));
-	if (!env_text && spank_getenv(sp, "LLMP_PARALLEL", env, 1) == ESPANK_NOSPACE) {
+	switch (resolve_ckpt_in_step(sp, &c->ckpt, msg, sizeof(msg))) {
+	case LLMP_INACTIVE:
+		break;
+	case LLMP_ACTIVE:
+		c->ckpt_active = true;
+		break;
+	case LLMP_HELP:
+	case LLMP_INVALID:
+		c->active = true;
+		return fail_step("%s", msg);
+	}
+	if (step_env_whole(sp, "LLMP_PARALLEL", env, sizeof(env), &env_text) < 0) {
 		c->active = true;
 		return fail_step("LLMP_PARALLEL: layout is longer than %d characters",
 				 LLMP_SPEC_MAX_LEN);
 	}
-	switch (llmp_resolve(&c->site, env_text, c->option, &spec, msg, sizeof(msg))) {
+	switch (llmp_resolve(&c->site, env_text, c->option, c->ckpt_active, &spec, msg,
+			     sizeof(msg))) {
 	case LLMP_INACTIVE:
 		return 0;
 	case LLMP_HELP:
@@ -94,25 +195,25 @@ int llmp_step_prepare(spank_t sp)
 		break;
 	}
 	c->active = true;
-
-	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_NNODES, &c->nnodes) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_NODEID, &c->node_id) != ESPANK_SUCCESS)
-		return fail_step("cannot read the step's geometry from Slurm");
-
-	uint32_t per_node = block_tasks_per_node(sp, c->node_id);
-	if (llmp_plan_create(&spec, world, per_node, &c->plan, msg, sizeof(msg)) != LLMP_OK)
-		return fail_step("%s (job step %u.%u: %u tasks on %u node%s)", msg, c->job_id,
-				 c->step_id, world, c->nnodes, c->nnodes == 1 ? "" : "s");
-
-	const char *where = c->site.layout_dir[0] ? c->site.layout_dir
-			    : step_env(sp, "TMPDIR", dir, sizeof(dir)) ? dir : "/tmp";
-	if (llmp_layout_file_write(c->plan, where, c->job_id, c->step_id, c->node_id,
-				   c->layout_path, sizeof(c->layout_path), msg, sizeof(msg)) < 0) {
-		c->layout_path[0] = '\0';
+	if (read_restart_count(sp, &c->restart_count, msg, sizeof(msg)) < 0)
 		return fail_step("%s", msg);
+	return plan_step(sp, &spec);
+}
+
+int llmp_step_prepare(spank_t sp)
+{
+	struct llmp_ctx *c = llmp_ctx();
+
+	if (spank_get_item(sp, S_JOB_ID, &c->job_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &c->step_id) != ESPANK_SUCCESS)
+		return 0;
+	if (c->step_id == SLURM_BATCH_SCRIPT) {
+		c->batch = true; /* task_init does the little there is to do */
+		return 0;
 	}
-	return 0;
+	if (c->step_id > SLURM_MAX_NORMAL_STEP_ID)
+		return 0; /* the extern and interactive steps */
+	return prepare_normal_step(sp);
 }
 
 /* Bind the task to its GPU; advice goes to the job's output once per node. */
@@ -144,6 +245,52 @@ static int bind_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks)
 	return 0;
 }
 
+/* Set every variable of env in the task; -1 with a message naming the failed one. */
+static int set_task_env(spank_t sp, const struct llmp_env *env)
+{
+	for (size_t i = 0; i < env->n; i++)
+		if (spank_setenv(sp, env->var[i].name, env->var[i].value, 1) != ESPANK_SUCCESS) {
+			llmp_task_message("cannot set %s in the task environment",
+					  env->var[i].name);
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * The batch script: the checkpoint variables when checkpointing is asked
+ * for, nothing else. Never fails: the srun steps inside refuse a bad spec.
+ */
+static int batch_task(spank_t sp)
+{
+	static struct llmp_env env;
+	char msg[LLMP_MSG_MAX];
+	llmp_ckpt_spec spec;
+	uint32_t restarts;
+
+	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof(msg))) {
+	case LLMP_INACTIVE:
+		return 0;
+	case LLMP_HELP:
+	case LLMP_INVALID:
+		llmp_task_message("warning: %s; the batch script gets no checkpoint variables",
+				  msg);
+		return 0;
+	case LLMP_ACTIVE:
+		break;
+	}
+	if (read_restart_count(sp, &restarts, msg, sizeof(msg)) < 0) {
+		llmp_task_message("warning: %s; the batch script gets no checkpoint variables",
+				  msg);
+		return 0;
+	}
+	env.n = 0;
+	if (llmp_ckpt_env(&spec, restarts, &env) < 0 || set_task_env(sp, &env) < 0)
+		llmp_task_message("warning: the batch script's checkpoint variables could "
+				  "not be set");
+	return 0;
+}
+
 int llmp_step_task(spank_t sp)
 {
 	struct llmp_ctx *c = llmp_ctx();
@@ -152,6 +299,8 @@ int llmp_step_task(spank_t sp)
 	uint32_t rank = 0, local_tasks = 0;
 	int local_rank = 0;
 
+	if (c->batch)
+		return batch_task(sp);
 	if (!c->active)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS ||
@@ -177,17 +326,15 @@ int llmp_step_task(spank_t sp)
 		.master_addr = first,
 		.master_port = llmp_site_port(&c->site, c->job_id, c->step_id),
 		.layout_file = c->layout_path[0] ? c->layout_path : NULL,
+		.ckpt = c->ckpt_active ? &c->ckpt : NULL,
+		.restart_count = c->restart_count,
 	};
 	if (llmp_task_env(c->plan, &task, &env) < 0) {
 		llmp_task_message("cannot compute the task environment of rank %u", rank);
 		return -1;
 	}
-	for (size_t i = 0; i < env.n; i++)
-		if (spank_setenv(sp, env.var[i].name, env.var[i].value, 1) != ESPANK_SUCCESS) {
-			llmp_task_message("cannot set %s in the task environment",
-					  env.var[i].name);
-			return -1;
-		}
+	if (set_task_env(sp, &env) < 0)
+		return -1;
 	if (bind_gpu(sp, (uint32_t)local_rank, local_tasks) < 0) {
 		llmp_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;

@@ -5,6 +5,7 @@
  * job is queued. sbatch cannot see the task count through SPANK; srun can,
  * once the step exists (local_user_init), and then checks divisibility too.
  * Everything is checked again inside the step, against its real geometry.
+ * The checkpoint spec needs no geometry: it is refused here or never.
  */
 #include "plugin.h"
 
@@ -12,15 +13,46 @@
 #include <stdlib.h>
 
 #include "resolve.h"
+#include "resolve_ckpt.h"
 
-/* The layout from site defaults, LLMP_PARALLEL and the option; -1 if invalid. */
+/* Is checkpointing asked for, through LLMP_CHECKPOINT or the option? -1 if invalid. */
+static int resolve_ckpt_here(bool *active)
+{
+	char msg[LLMP_MSG_MAX];
+	struct llmp_ctx *c = llmp_ctx();
+	llmp_ckpt_spec spec;
+
+	*active = false;
+	switch (llmp_resolve_ckpt(&c->site, getenv("LLMP_CHECKPOINT"), c->ckpt_option, &spec,
+				  msg, sizeof(msg))) {
+	case LLMP_INACTIVE:
+		return 0;
+	case LLMP_HELP:
+		/* LLMP_CHECKPOINT=help: the option's own "help" already exited. */
+		fputs(llmp_ckpt_spec_grammar(), stdout);
+		exit(0);
+	case LLMP_INVALID:
+		llmp_user_message("%s", msg);
+		return -1;
+	case LLMP_ACTIVE:
+		break;
+	}
+	*active = true;
+	return 0;
+}
+
+/* The layout from site defaults, LLMP_PARALLEL and the option; -1 if invalid.
+ * Checkpointing turns the plugin on with the default layout. */
 static int resolve_here(llmp_spec *spec, bool *active)
 {
 	char msg[LLMP_MSG_MAX];
 	struct llmp_ctx *c = llmp_ctx();
+	bool ckpt;
 
 	*active = false;
-	switch (llmp_resolve(&c->site, getenv("LLMP_PARALLEL"), c->option, spec, msg,
+	if (resolve_ckpt_here(&ckpt) < 0)
+		return -1;
+	switch (llmp_resolve(&c->site, getenv("LLMP_PARALLEL"), c->option, ckpt, spec, msg,
 			     sizeof(msg))) {
 	case LLMP_INACTIVE:
 		return 0;

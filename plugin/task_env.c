@@ -76,5 +76,29 @@ int llmp_task_env(const llmp_plan *plan, const struct llmp_task *t,
 	rc |= add(env, "GROUP_RANK", "%u", t->node_rank);
 	rc |= add(env, "MASTER_ADDR", "%s", t->master_addr);
 	rc |= add(env, "MASTER_PORT", "%u", t->master_port);
+	rc |= llmp_ckpt_env(t->ckpt, t->restart_count, env);
+	return rc ? -1 : 0;
+}
+
+int llmp_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct llmp_env *env)
+{
+	char spec[LLMP_CKPT_SPEC_MAX_LEN + 1];
+	int rc = 0;
+
+	if (ckpt) {
+		int len = llmp_ckpt_spec_format(ckpt, spec, sizeof(spec));
+		if (len < 0 || (size_t)len >= sizeof(spec))
+			return -1;
+		/* The canonical text, so a program that parses LLMP_CHECKPOINT
+		 * (libllmp does) sees exactly what the plugin resolved. */
+		rc |= add(env, "LLMP_CHECKPOINT", "%s", spec);
+		rc |= add(env, "LLMP_CHECKPOINT_DIR", "%s", ckpt->dir);
+		if (ckpt->every)
+			rc |= add(env, "LLMP_CHECKPOINT_EVERY", "%u%s", ckpt->every,
+				  ckpt->every_minutes ? "min" : "");
+		rc |= add(env, "LLMP_CHECKPOINT_KEEP", "%u", ckpt->keep);
+		rc |= add(env, "LLMP_MAX_RESTARTS", "%u", ckpt->max_restarts);
+	}
+	rc |= add(env, "LLMP_RESTART_COUNT", "%u", restart_count);
 	return rc ? -1 : 0;
 }

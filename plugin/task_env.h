@@ -1,7 +1,8 @@
 /*
  * task_env.h - the environment a task gets (doc/llm_parallel.8):
- * LLMP_* for the layout and this task's place in it, and the variables
- * PyTorch's env:// rendezvous reads, so scripts run unchanged.
+ * LLMP_* for the layout and this task's place in it, the variables
+ * PyTorch's env:// rendezvous reads, so scripts run unchanged, and the
+ * checkpoint settings with the job's restart count.
  */
 #ifndef LLMP_TASK_ENV_H
 #define LLMP_TASK_ENV_H
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "llmp_ckpt_spec.h"
 #include "llmp_plan.h"
 
 /* Where a task sits in its step, as Slurm describes it. */
@@ -17,10 +19,12 @@ struct llmp_task {
 	const char *master_addr; /* first node of the step */
 	uint32_t master_port;
 	const char *layout_file; /* path of the per-node JSON layout */
+	const llmp_ckpt_spec *ckpt; /* checked; NULL when checkpointing is off */
+	uint32_t restart_count;  /* SLURM_RESTART_COUNT, 0 when unset */
 };
 
 #define LLMP_ENV_MAX 48
-#define LLMP_ENV_VALUE_MAX 512
+#define LLMP_ENV_VALUE_MAX (LLMP_CKPT_SPEC_MAX_LEN + 1) /* LLMP_CHECKPOINT is the longest */
 
 struct llmp_env {
 	size_t n;
@@ -33,5 +37,12 @@ struct llmp_env {
 /* Fill env for one task. Returns 0, or -1 if a value does not fit. */
 int llmp_task_env(const llmp_plan *plan, const struct llmp_task *task,
 		  struct llmp_env *env);
+
+/*
+ * Append the checkpoint variables of a checked spec (none when ckpt is NULL)
+ * and LLMP_RESTART_COUNT to env: part of every task's environment, and all
+ * that the batch script's own step gets. Returns 0, or -1 if they do not fit.
+ */
+int llmp_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct llmp_env *env);
 
 #endif /* LLMP_TASK_ENV_H */

@@ -1,7 +1,8 @@
 /*
  * test_plugin_core.c - the parts of the SPANK plugin that need no Slurm:
- * hostlists and task counts, GPU choice, plugstack arguments, precedence of
- * the layout's sources, and the environment each task gets.
+ * hostlists, task and restart counts, GPU choice, plugstack arguments,
+ * precedence of the layout's and the checkpoint spec's sources, and the
+ * environment each task (and the batch script) gets.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include "gpu_bind.h"
 #include "resolve.h"
+#include "resolve_ckpt.h"
 #include "site.h"
 #include "slurm_env.h"
 #include "task_env.h"
@@ -59,6 +61,19 @@ static void uniform_tasks_per_node(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(llmp_tasks_per_node_uniform(bad[i]), -1);
 	assert_int_equal(llmp_tasks_per_node_uniform(NULL), -1);
+}
+
+static void restart_counts(void **state)
+{
+	(void)state;
+	assert_int_equal(llmp_restart_count(NULL), 0); /* unset: never requeued */
+	assert_int_equal(llmp_restart_count("0"), 0);
+	assert_int_equal(llmp_restart_count("3"), 3);
+	assert_int_equal(llmp_restart_count("65535"), 65535);
+	const char *bad[] = {"", "x", "-1", "+1", "1x", " 1", "1 ", "1.0", "99999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (llmp_restart_count(bad[i]) != -1)
+			fail_msg("'%s' read as a restart count", bad[i]);
 }
 
 static void one_gpu_per_local_task(void **state)
@@ -112,6 +127,7 @@ static void site_arguments(void **state)
 	assert_int_equal(site.port_base, 20000);
 	assert_int_equal(site.port_range, 10000);
 	assert_int_equal(site.defaults.given, 0);
+	assert_int_equal(site.ckpt_defaults.given, 0);
 	assert_string_equal(site.layout_dir, "");
 
 	assert_int_equal(site_of(&site, "defaults=order=tp-cp-ep-pp-dp,tp=2 max_tp=8 "
@@ -126,6 +142,16 @@ static void site_arguments(void **state)
 	assert_int_equal(site.port_range, 100);
 	assert_string_equal(site.layout_dir, "/var/tmp");
 
+	assert_int_equal(site_of(&site, "checkpoint=every=30min,keep=3,restarts=5", msg), 0);
+	assert_int_equal(site.ckpt_defaults.given, LLMP_CKPT_GIVEN_EVERY |
+			 LLMP_CKPT_GIVEN_KEEP | LLMP_CKPT_GIVEN_RESTARTS);
+	assert_int_equal(site.ckpt_defaults.every, 30);
+	assert_true(site.ckpt_defaults.every_minutes);
+	assert_int_equal(site.ckpt_defaults.keep, 3);
+	assert_int_equal(site.ckpt_defaults.max_restarts, 5);
+	assert_int_equal(site_of(&site, "checkpoint=/scratch/ckpt", msg), 0);
+	assert_string_equal(site.ckpt_defaults.dir, "/scratch/ckpt");
+
 	static const struct {
 		const char *args, *culprit, *why;
 	} bad[] = {
@@ -139,6 +165,12 @@ static void site_arguments(void **state)
 		{"port_base=80", "'port_base=80'", "1024"},
 		{"port_base=60000 port_range=10000", "port_base=60000", "65535"},
 		{"layout_dir=tmp", "'layout_dir=tmp'", "absolute"},
+		{"checkpoint=keep=0", "'checkpoint=keep=0'", "keep=0: must be at least 1"},
+		{"checkpoint=every=5m", "'checkpoint=every=5m'", "not a number"},
+		{"checkpoint=kept=2", "'checkpoint=kept=2'", "unknown key 'kept'"},
+		{"checkpoint=help", "'checkpoint=help'", "'help' is not a default"},
+		{"checkpoint=", "'checkpoint='", "empty checkpoint spec"},
+		{"checkpoints=keep=2", "'checkpoints=keep=2'", "checkpoint="},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		msg[0] = '\0';
@@ -171,7 +203,7 @@ static enum llmp_resolved resolve(const char *site_args, const char *env,
 	struct llmp_site site;
 
 	assert_int_equal(site_of(&site, site_args, msg), 0);
-	return llmp_resolve(&site, env, option, spec, msg, LLMP_MSG_MAX);
+	return llmp_resolve(&site, env, option, false, spec, msg, LLMP_MSG_MAX);
 }
 
 static void sources_take_precedence_key_by_key(void **state)
@@ -215,6 +247,97 @@ static void each_source_is_named_in_errors(void **state)
 	assert_int_equal(resolve("max_etp=4", NULL, "tp=8", &s, msg), LLMP_INVALID);
 	assert_non_null(strstr(msg, "etp=8"));
 	assert_int_equal(resolve("max_etp=4", NULL, "tp=8,etp=4", &s, msg), LLMP_ACTIVE);
+}
+
+static void checkpoint_turns_on_the_default_layout(void **state)
+{
+	(void)state;
+	struct llmp_site site;
+	char msg[LLMP_MSG_MAX] = "";
+	llmp_spec s;
+
+	/* Wanted by --llm-checkpoint, without any layout source: all dp. */
+	assert_int_equal(site_of(&site, "", msg), 0);
+	assert_int_equal(llmp_resolve(&site, NULL, NULL, true, &s, msg, sizeof(msg)),
+			 LLMP_ACTIVE);
+	assert_int_equal(s.given, 0);
+	assert_int_equal(s.size[LLMP_DIM_TP], 1);
+	assert_int_equal(s.size[LLMP_DIM_PP], 1);
+	assert_int_equal(s.size[LLMP_DIM_DP], 0); /* auto */
+	/* The site's default layout applies then too. */
+	assert_int_equal(site_of(&site, "defaults=tp=2", msg), 0);
+	assert_int_equal(llmp_resolve(&site, NULL, NULL, true, &s, msg, sizeof(msg)),
+			 LLMP_ACTIVE);
+	assert_int_equal(s.size[LLMP_DIM_TP], 2);
+	/* The user's layout still wins. */
+	assert_int_equal(llmp_resolve(&site, NULL, "tp=4", true, &s, msg, sizeof(msg)),
+			 LLMP_ACTIVE);
+	assert_int_equal(s.size[LLMP_DIM_TP], 4);
+}
+
+static enum llmp_resolved resolve_ckpt(const char *site_args, const char *env,
+				       const char *option, llmp_ckpt_spec *spec, char *msg)
+{
+	struct llmp_site site;
+
+	assert_int_equal(site_of(&site, site_args, msg), 0);
+	return llmp_resolve_ckpt(&site, env, option, spec, msg, LLMP_MSG_MAX);
+}
+
+static void checkpoint_sources_take_precedence_key_by_key(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX] = "";
+	const char *site = "checkpoint=/site,every=30min,keep=3,restarts=5";
+	llmp_ckpt_spec s;
+
+	/* Site defaults alone turn nothing on. */
+	assert_int_equal(resolve_ckpt(site, NULL, NULL, &s, msg), LLMP_INACTIVE);
+	/* The option alone: its keys over the site's. */
+	assert_int_equal(resolve_ckpt(site, NULL, "/opt,every=100", &s, msg), LLMP_ACTIVE);
+	assert_string_equal(s.dir, "/opt");
+	assert_int_equal(s.every, 100);
+	assert_false(s.every_minutes);
+	assert_int_equal(s.keep, 3);
+	assert_int_equal(s.max_restarts, 5);
+	/* All three: option > LLMP_CHECKPOINT > site, key by key. */
+	assert_int_equal(resolve_ckpt(site, "/env,keep=4,every=7", "restarts=0", &s, msg),
+			 LLMP_ACTIVE);
+	assert_string_equal(s.dir, "/env");   /* env over site */
+	assert_int_equal(s.every, 7);         /* env over site */
+	assert_false(s.every_minutes);
+	assert_int_equal(s.keep, 4);          /* env over site */
+	assert_int_equal(s.max_restarts, 0);  /* option over site */
+	/* The variable alone turns checkpointing on; the site gives the DIR. */
+	assert_int_equal(resolve_ckpt(site, "keep=9", NULL, &s, msg), LLMP_ACTIVE);
+	assert_string_equal(s.dir, "/site");
+	assert_int_equal(s.every, 30);
+	assert_true(s.every_minutes);
+	assert_int_equal(s.keep, 9);
+	/* Without a site: the built-in defaults. */
+	assert_int_equal(resolve_ckpt("", NULL, "ckpt", &s, msg), LLMP_ACTIVE);
+	assert_string_equal(s.dir, "ckpt");
+	assert_int_equal(s.every, 0);
+	assert_int_equal(s.keep, LLMP_CKPT_DEFAULT_KEEP);
+	assert_int_equal(s.max_restarts, LLMP_CKPT_DEFAULT_RESTARTS);
+	assert_int_equal(resolve_ckpt("", NULL, "help", &s, msg), LLMP_HELP);
+	assert_int_equal(resolve_ckpt("", "help", "/x", &s, msg), LLMP_HELP);
+}
+
+static void checkpoint_errors_name_their_source(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX];
+	llmp_ckpt_spec s;
+
+	assert_int_equal(resolve_ckpt("", "/a,keep=0", "/b", &s, msg), LLMP_INVALID);
+	assert_string_equal(msg, "LLMP_CHECKPOINT: keep=0: must be at least 1");
+	assert_int_equal(resolve_ckpt("", "/a", "/b,every=5m", &s, msg), LLMP_INVALID);
+	assert_non_null(strstr(msg, "--llm-checkpoint: every=5m: not a number"));
+	/* Each source is fine alone; merged, there is still no directory. */
+	assert_int_equal(resolve_ckpt("checkpoint=keep=3", "every=10", "restarts=1", &s, msg),
+			 LLMP_INVALID);
+	assert_string_equal(msg, "--llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)");
 }
 
 /* Find a variable of the env by name; NULL if absent. */
@@ -286,10 +409,121 @@ static void task_environment(void **state)
 	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
 	assert_null(var(&env, "LLMP_VPP_SIZE"));
 	assert_null(var(&env, "LLMP_LAYOUT_FILE"));
+	/* No checkpointing: only the restart count, 0 by default. */
+	assert_string_equal(var(&env, "LLMP_RESTART_COUNT"), "0");
+	assert_null(var(&env, "LLMP_CHECKPOINT"));
+	assert_null(var(&env, "LLMP_CHECKPOINT_DIR"));
+	assert_null(var(&env, "LLMP_MAX_RESTARTS"));
 	/* A rank outside the plan is refused. */
 	t.rank = 2;
 	assert_int_equal(llmp_task_env(plan, &t, &env), -1);
 	llmp_plan_destroy(plan);
+}
+
+static llmp_ckpt_spec checked_ckpt(const char *text)
+{
+	char msg[LLMP_MSG_MAX];
+	llmp_ckpt_spec spec;
+
+	if (llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof(msg)) != LLMP_OK ||
+	    llmp_ckpt_spec_check(&spec, msg, sizeof(msg)) != LLMP_OK)
+		fail_msg("'%s': %s", text, msg);
+	return spec;
+}
+
+/* No name twice: a later duplicate would silently override the first. */
+static void assert_names_unique(const struct llmp_env *env)
+{
+	for (size_t i = 0; i < env->n; i++)
+		for (size_t j = i + 1; j < env->n; j++)
+			if (strcmp(env->var[i].name, env->var[j].name) == 0)
+				fail_msg("%s set twice", env->var[i].name);
+}
+
+static void checkpoint_environment(void **state)
+{
+	(void)state;
+	static struct llmp_env env;
+	char msg[LLMP_MSG_MAX];
+	llmp_spec spec;
+	llmp_plan *plan;
+
+	/* The largest layout environment (vpp, layout file) plus every checkpoint variable. */
+	assert_int_equal(llmp_spec_parse("tp=2,pp=2,vpp=2", &spec, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof(msg)), LLMP_OK);
+	llmp_ckpt_spec ckpt = checked_ckpt("every=30min,/scratch/run1,keep=3");
+	struct llmp_task t = {.rank = 3, .local_tasks = 4, .nnodes = 1, .master_addr = "n",
+			      .layout_file = "/tmp/l.json", .ckpt = &ckpt, .restart_count = 4};
+	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_names_unique(&env);
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT"),
+			    "/scratch/run1,every=30min,keep=3,restarts=3");
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_DIR"), "/scratch/run1");
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_EVERY"), "30min");
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_KEEP"), "3");
+	assert_string_equal(var(&env, "LLMP_MAX_RESTARTS"), "3");
+	assert_string_equal(var(&env, "LLMP_RESTART_COUNT"), "4");
+	/* The layout is there as well. */
+	assert_string_equal(var(&env, "LLMP_PARALLEL"), "tp=2,pp=2,vpp=2");
+	assert_string_equal(var(&env, "RANK"), "3");
+	assert_string_equal(var(&env, "LLMP_LAYOUT_FILE"), "/tmp/l.json");
+
+	/* every in steps; no every: the variable is absent, not empty. */
+	ckpt = checked_ckpt("ckpt,every=100,restarts=0");
+	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_EVERY"), "100");
+	assert_string_equal(var(&env, "LLMP_MAX_RESTARTS"), "0");
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT"), "ckpt,every=100,keep=2,restarts=0");
+	ckpt = checked_ckpt("ckpt");
+	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_null(var(&env, "LLMP_CHECKPOINT_EVERY"));
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_KEEP"), "2");
+
+	/* The longest directory and spec fit. */
+	char text[1200], dir[1024];
+	memset(dir, 'd', 1023);
+	dir[0] = '/';
+	dir[1023] = '\0';
+	snprintf(text, sizeof(text), "%s,every=1000000000min,keep=1000000000,"
+		 "restarts=1000000000", dir);
+	ckpt = checked_ckpt(text);
+	t.restart_count = 65535;
+	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_DIR"), dir);
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT"), text);
+	assert_string_equal(var(&env, "LLMP_RESTART_COUNT"), "65535");
+	llmp_plan_destroy(plan);
+}
+
+static void batch_script_environment(void **state)
+{
+	(void)state;
+	static struct llmp_env env;
+	static const char *const names[] = {"LLMP_CHECKPOINT", "LLMP_CHECKPOINT_DIR",
+					    "LLMP_CHECKPOINT_EVERY", "LLMP_CHECKPOINT_KEEP",
+					    "LLMP_MAX_RESTARTS", "LLMP_RESTART_COUNT"};
+	llmp_ckpt_spec ckpt = checked_ckpt("dir=/a=b,every=5,keep=1,restarts=2");
+
+	/* Exactly the checkpoint variables: no layout, no rank. */
+	env.n = 0;
+	assert_int_equal(llmp_ckpt_env(&ckpt, 1, &env), 0);
+	assert_int_equal(env.n, 6);
+	for (size_t i = 0; i < 6; i++)
+		assert_string_equal(env.var[i].name, names[i]);
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT"), "dir=/a=b,every=5,keep=1,restarts=2");
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_DIR"), "/a=b");
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_EVERY"), "5");
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT_KEEP"), "1");
+	assert_string_equal(var(&env, "LLMP_MAX_RESTARTS"), "2");
+	assert_string_equal(var(&env, "LLMP_RESTART_COUNT"), "1");
+	/* Without a spec, only the restart count. */
+	env.n = 0;
+	assert_int_equal(llmp_ckpt_env(NULL, 0, &env), 0);
+	assert_int_equal(env.n, 1);
+	assert_string_equal(var(&env, "LLMP_RESTART_COUNT"), "0");
+	/* A full env is refused, not overrun. */
+	env.n = LLMP_ENV_MAX;
+	assert_int_equal(llmp_ckpt_env(&ckpt, 0, &env), -1);
 }
 
 int main(void)
@@ -297,12 +531,18 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_host_of_hostlists),
 		cmocka_unit_test(uniform_tasks_per_node),
+		cmocka_unit_test(restart_counts),
 		cmocka_unit_test(one_gpu_per_local_task),
 		cmocka_unit_test(site_arguments),
 		cmocka_unit_test(ports_differ_between_jobs_and_steps),
 		cmocka_unit_test(sources_take_precedence_key_by_key),
 		cmocka_unit_test(each_source_is_named_in_errors),
+		cmocka_unit_test(checkpoint_turns_on_the_default_layout),
+		cmocka_unit_test(checkpoint_sources_take_precedence_key_by_key),
+		cmocka_unit_test(checkpoint_errors_name_their_source),
 		cmocka_unit_test(task_environment),
+		cmocka_unit_test(checkpoint_environment),
+		cmocka_unit_test(batch_script_environment),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
