@@ -43,4 +43,7 @@ int llmp_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank,
 /* `llmp bench ...` (built with the runtime); argv[0] is "bench". */
 int llmp_cmd_bench(int argc, char **argv);
 
+/* `llmp ckpt list|verify|inspect|bench ...` (built with the runtime); argv[0] is "ckpt". */
+int llmp_cmd_ckpt(int argc, char **argv);
+
 #endif /* LLMP_CLI_H */

@@ -98,7 +98,7 @@ static llmp_status load_tensor(llmp_ckpt *ck, const char *dir, const struct ck_m
 		}
 		char shard[4200];
 		ck_shard_path(dir, s->owner, shard, sizeof shard);
-		llmp_status st = ck_read_slice(ctx, shard, s, *buf);
+		llmp_status st = ck_read_slice(shard, s, *buf, ctx->errmsg, sizeof ctx->errmsg);
 		if (st != LLMP_OK)
 			return st;
 		uint32_t crc = llmp_crc32c(0, *buf, bytes);
@@ -116,7 +116,7 @@ static llmp_status read_meta(llmp_ctx *ctx, const char *dir, const struct ck_man
 			     size_t metacap, size_t *metalen)
 {
 	char path[4200];
-	snprintf(path, sizeof path, "%s/meta.bin", dir);
+	snprintf(path, sizeof path, "%s/" CK_META, dir);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return rt_fail(ctx, LLMP_ERR_IO, "open %s: %s", path, strerror(errno));
@@ -144,9 +144,9 @@ static llmp_status load_step(llmp_ckpt *ck, uint64_t step, void *meta, size_t me
 	llmp_ctx *ctx = ck->ctx;
 	char dir[4096], path[4200];
 	ck_step_path(ck->root, step, "", dir, sizeof dir);
-	snprintf(path, sizeof path, "%s/MANIFEST", dir);
+	snprintf(path, sizeof path, "%s/" CK_MANIFEST, dir);
 	struct ck_manifest m;
-	llmp_status st = ck_manifest_read(ctx, path, &m);
+	llmp_status st = ck_manifest_read(path, &m, ctx->errmsg, sizeof ctx->errmsg);
 	if (st != LLMP_OK)
 		return st;
 	st = check_shards(ctx, dir, &m);

@@ -26,7 +26,7 @@ static llmp_status prepare(llmp_ckpt *ck, uint64_t step)
 	char dir[4096], tmp[4096];
 	struct stat sb;
 	ck_step_path(ck->root, step, "", dir, sizeof dir);
-	ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
+	ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
 	llmp_status st = ck_mkdirs(ctx, ck->root);
 	if (st == LLMP_OK && stat(dir, &sb) == 0)
 		st = rt_fail(ctx, LLMP_ERR_ARG, "%s exists: step %llu was saved already", dir,
@@ -56,14 +56,14 @@ static llmp_status commit(llmp_ckpt *ck, uint64_t step, struct ck_manifest *m, c
 	llmp_ctx *ctx = ck->ctx;
 	char dir[4096], tmp[4096], path[4200];
 	ck_step_path(ck->root, step, "", dir, sizeof dir);
-	ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
+	ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
 
-	snprintf(path, sizeof path, "%s/index.h5", tmp);
+	snprintf(path, sizeof path, "%s/" CK_INDEX, tmp);
 	llmp_status st = ck_write_index(ck, path, m->slices, m->nslices);
-	snprintf(path, sizeof path, "%s/meta.bin", tmp);
+	snprintf(path, sizeof path, "%s/" CK_META, tmp);
 	if (st == LLMP_OK)
 		st = write_meta(ctx, path, meta, metalen);
-	snprintf(path, sizeof path, "%s/MANIFEST", tmp);
+	snprintf(path, sizeof path, "%s/" CK_MANIFEST, tmp);
 	if (st == LLMP_OK)
 		st = ck_manifest_write(ctx, path, m);
 	if (st == LLMP_OK)
@@ -225,7 +225,7 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 	if (local == LLMP_OK && p->writes) {
 		struct ck_shard_job *job = &p->job;
 		char tmp[4096];
-		ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
+		ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
 		ck_shard_path(tmp, ctx->rank, job->path, sizeof job->path);
 		job->alignment = ck->alignment;
 		job->all = p->all;
