@@ -103,7 +103,7 @@ struct ck_manifest {
 	char layout[LLMP_SPEC_MAX_LEN + 64];
 	uint64_t meta_bytes;
 	uint32_t meta_crc;
-	uint32_t *shard_ranks; /* ranks with a shard file */
+	uint32_t *shard_ranks; /* ranks with a shard file, increasing */
 	uint64_t *shard_bytes;
 	size_t nshards;
 	struct ck_slice *slices; /* owners and CRCs set; sorted as ck_gather_slices */
@@ -114,11 +114,10 @@ llmp_status ck_manifest_read(const char *path, struct ck_manifest *m, char *msg,
 void ck_manifest_free(struct ck_manifest *m);
 /* Distinct tensor names among m's slices (they are sorted by name). */
 size_t ck_manifest_tensors(const struct ck_manifest *m);
+/* The index of rank's shard line in m; m->nshards when it has none. */
+size_t ck_manifest_shard(const struct ck_manifest *m, uint32_t rank);
 
 /* ------------------------------------------------------------- shards */
-
-/* Read one whole slice (dataset s->name) of a shard into buf. */
-llmp_status ck_read_slice(const char *shard_path, const struct ck_slice *s, void *buf, char *msg, size_t len);
 
 /*
  * A shard or the index opened for checking (HDF5 stays inside

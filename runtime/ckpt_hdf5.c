@@ -184,37 +184,7 @@ llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slic
 	return st == LLMP_OK ? ck_fsync_path(ctx, path) : st;
 }
 
-llmp_status ck_read_slice(const char *shard_path, const struct ck_slice *s, void *buf, char *msg, size_t len)
-{
-	llmp_status st = LLMP_OK;
-	H5E_BEGIN_TRY {
-		hid_t fapl = file_access(0);
-		hid_t file = H5Fopen(shard_path, H5F_ACC_RDONLY, fapl);
-		hid_t dset = file < 0 ? -1 : H5Dopen2(file, s->name, H5P_DEFAULT);
-		hid_t space = dset < 0 ? -1 : H5Dget_space(dset);
-		hid_t type = file_type((llmp_dtype)s->dtype);
-		if (file < 0)
-			st = ck_fail(msg, len, LLMP_ERR_IO, "cannot open %s as HDF5", shard_path);
-		else if (dset < 0)
-			st = ck_fail(msg, len, LLMP_ERR_IO, "%s has no dataset for tensor %s", shard_path, s->name);
-		else if (!same_extent(space, s->ndim, s->shape))
-			st = ck_fail(msg, len, LLMP_ERR_IO, "%s: tensor %s has another shape than its manifest says",
-				       shard_path, s->name);
-		else if (H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
-			st = ck_fail(msg, len, LLMP_ERR_IO, "reading tensor %s from %s failed", s->name, shard_path);
-		H5Tclose(type);
-		if (space >= 0)
-			H5Sclose(space);
-		if (dset >= 0)
-			H5Dclose(dset);
-		if (file >= 0)
-			H5Fclose(file);
-		H5Pclose(fapl);
-	} H5E_END_TRY;
-	return st;
-}
-
-/* ------------------------------------------------ checking (no context) */
+/* ------------------------------------- reading and checking (no context) */
 
 struct ck_h5 {
 	hid_t file;

@@ -102,6 +102,13 @@ llmp_status ck_manifest_write(llmp_ctx *ctx, const char *path, const struct ck_m
 
 llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen);
 
+/*
+ * ckpt_read.c: fill this rank's registered slices from step directory dir,
+ * whose MANIFEST is m, checking every saved slice read against its CRC.
+ * On failure the slices may hold part of the checkpoint.
+ */
+llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m);
+
 /* ckpt_hdf5.c (reading: ckpt_format.h) */
 llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slice *all, size_t n);
 

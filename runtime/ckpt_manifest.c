@@ -137,13 +137,14 @@ static bool parse_slice(char *rest, struct ck_slice *s)
 	return sane_slice(s);
 }
 
-/* "shard RANK BYTES" */
+/* "shard RANK BYTES", in increasing rank order as the save lists them (readers search them). */
 static bool parse_shard(char *rest, struct ck_manifest *m)
 {
 	char *save;
 	uint64_t rank, bytes;
 	if (!parse_number(strtok_r(rest, " ", &save), 10, UINT32_MAX, &rank) ||
 	    !next_number(&save, 10, UINT64_MAX, &bytes) || strtok_r(NULL, " ", &save) ||
+	    (m->nshards && rank <= m->shard_ranks[m->nshards - 1]) ||
 	    !grow((void **)&m->shard_ranks, m->nshards, sizeof *m->shard_ranks) ||
 	    !grow((void **)&m->shard_bytes, m->nshards, sizeof *m->shard_bytes))
 		return false;
@@ -238,6 +239,19 @@ llmp_status ck_manifest_read(const char *path, struct ck_manifest *m, char *msg,
 		return LLMP_ERR_IO;
 	}
 	return LLMP_OK;
+}
+
+size_t ck_manifest_shard(const struct ck_manifest *m, uint32_t rank)
+{
+	size_t lo = 0, hi = m->nshards;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->shard_ranks[mid] < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->nshards && m->shard_ranks[lo] == rank ? lo : m->nshards;
 }
 
 size_t ck_manifest_tensors(const struct ck_manifest *m)

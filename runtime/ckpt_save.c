@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -150,6 +151,32 @@ static void drop_pending(struct ck_pending *p)
 }
 
 /*
+ * Staging memory, faulted in at once. The first async save copies into
+ * fresh memory, and faulting it in page by page as the copy touches it cost
+ * 40-50 times the copy itself on the VM of doc/benchmarks.md. So: huge
+ * pages where the kernel gives them on request (transparent huge pages in
+ * "madvise" mode), and every page populated by one call (Linux 5.14) before
+ * the copy. Both are advice: a kernel that refuses them leaves plain pages.
+ */
+static char *alloc_staging(size_t bytes)
+{
+	const size_t huge = (size_t)2 << 20;
+	size_t rounded = (bytes + huge - 1) / huge * huge;
+	void *p = NULL;
+	if (bytes < huge)
+		return malloc(bytes);
+	if (posix_memalign(&p, huge, rounded) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+	madvise(p, rounded, MADV_POPULATE_WRITE);
+#endif
+	return p;
+}
+
+/*
  * Where this rank's owned slices are read from: staged copies when async
  * and within staging_max, else the program's own buffers. Returns the
  * bytes staged.
@@ -177,7 +204,7 @@ static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async,
 	if (owned > ck->staging_cap) {
 		free(ck->staging);
 		ck->staging_cap = 0;
-		if (!(ck->staging = malloc(owned)))
+		if (!(ck->staging = alloc_staging(owned)))
 			return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu bytes of staging memory", owned);
 		ck->staging_cap = owned;
 	}

@@ -37,7 +37,6 @@ struct verifier {
 	struct ck_verify_totals *totals;
 	const struct ck_manifest *m;
 	struct owned *owned;  /* m->nslices, by owner then MANIFEST order */
-	uint32_t *shard_ranks; /* m->nshards, sorted */
 	uint64_t total_bytes; /* of every slice, for progress */
 	char *buf;            /* CHUNK_BYTES */
 	char *first;          /* the first problem's message */
@@ -68,12 +67,6 @@ static void progress(struct verifier *v, const char *file, const char *tensor)
 {
 	if (v->hooks && v->hooks->progress)
 		v->hooks->progress(v->hooks->arg, v->totals->bytes, v->total_bytes, file, tensor);
-}
-
-static int compare_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
 }
 
 static int compare_owned(const void *a, const void *b)
@@ -118,20 +111,16 @@ static void check_manifest(struct verifier *v, uint64_t step)
 	if (world && world != m->world)
 		problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": world %u, its layout says world=%lu", v->dir,
 			 m->world, world);
-	if (m->nshards && v->shard_ranks[m->nshards - 1] >= m->world)
+	if (m->nshards && m->shard_ranks[m->nshards - 1] >= m->world) /* ranks increase */
 		problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": a shard of rank %u in a world of %u", v->dir,
-			 v->shard_ranks[m->nshards - 1], m->world);
+			 m->shard_ranks[m->nshards - 1], m->world);
 	if (ck_validate_slices(m->slices, m->nslices, &culprit, text, sizeof text) != LLMP_OK)
 		problemf(v, CK_MANIFEST, m->slices[culprit].name, "%s/" CK_MANIFEST ": %s", v->dir, text);
-	for (size_t k = 1; k < m->nshards; k++)
-		if (v->shard_ranks[k] == v->shard_ranks[k - 1])
-			problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": the shard of rank %u is listed twice",
-				 v->dir, v->shard_ranks[k]);
 	for (size_t i = 0; i < m->nslices; i++) {
 		const struct ck_slice *s = &m->slices[v->owned[i].slice];
 		if (i > 0 && v->owned[i - 1].owner == s->owner)
 			continue;
-		if (!bsearch(&s->owner, v->shard_ranks, m->nshards, sizeof *v->shard_ranks, compare_u32))
+		if (ck_manifest_shard(m, s->owner) == m->nshards)
 			problemf(v, CK_MANIFEST, s->name, "%s/" CK_MANIFEST ": tensor %s: a slice is in the shard of "
 				 "rank %u, which it does not list", v->dir, s->name, s->owner);
 	}
@@ -277,11 +266,9 @@ llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verif
 	}
 	v.buf = malloc(CHUNK_BYTES);
 	v.owned = malloc((m.nslices ? m.nslices : 1) * sizeof *v.owned);
-	v.shard_ranks = malloc((m.nshards ? m.nshards : 1) * sizeof *v.shard_ranks);
-	if (!v.buf || !v.owned || !v.shard_ranks) {
+	if (!v.buf || !v.owned) {
 		free(v.buf);
 		free(v.owned);
-		free(v.shard_ranks);
 		ck_manifest_free(&m);
 		return ck_fail(msg, len, LLMP_ERR_NOMEM, "verifying %s: out of memory", dir);
 	}
@@ -294,10 +281,6 @@ llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verif
 	}
 	if (m.nslices)
 		qsort(v.owned, m.nslices, sizeof *v.owned, compare_owned);
-	if (m.nshards)
-		memcpy(v.shard_ranks, m.shard_ranks, m.nshards * sizeof *v.shard_ranks);
-	if (m.nshards)
-		qsort(v.shard_ranks, m.nshards, sizeof *v.shard_ranks, compare_u32);
 	check_manifest(&v, step);
 	for (size_t k = 0; k < m.nshards; k++)
 		check_shard(&v, m.shard_ranks[k], m.shard_bytes[k]);
@@ -305,7 +288,6 @@ llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verif
 	check_meta(&v);
 	free(v.buf);
 	free(v.owned);
-	free(v.shard_ranks);
 	ck_manifest_free(&m);
 	return totals->problems ? LLMP_ERR_IO : LLMP_OK;
 }

@@ -18,7 +18,7 @@ runtime_sources = \
 	runtime/allgather.c runtime/broadcast.c runtime/barrier.c runtime/p2p.c \
 	runtime/llmp_ckpt.h runtime/ckpt_format.h runtime/ckpt_internal.h runtime/ckpt.c \
 	runtime/ckpt_fs.c runtime/ckpt_manifest.c runtime/ckpt_hdf5.c runtime/ckpt_save.c \
-	runtime/ckpt_load.c runtime/ckpt_verify.c
+	runtime/ckpt_load.c runtime/ckpt_read.c runtime/ckpt_verify.c
 
 noinst_LTLIBRARIES += runtime/libllmp_core.la
 runtime_libllmp_core_la_SOURCES = $(runtime_sources)
