@@ -56,6 +56,7 @@ void llmp_ckpt_close(llmp_ckpt *ck)
 		return;
 	llmp_ckpt_wait(ck); /* its status stays in llmp_errmsg() */
 	free(ck->staging);
+	free(ck->plan);
 	free(ck->tensors);
 	free(ck->root);
 	free(ck);
@@ -116,6 +117,7 @@ llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype
 		ck->cap = cap;
 	}
 	ck->tensors[ck->ntensors++] = (struct ck_tensor){.slice = s, .data = data};
+	ck->plan_current = false;
 	return LLMP_OK;
 }
 
@@ -234,7 +236,7 @@ llmp_status ck_validate_slices(const struct ck_slice *all, size_t n, size_t *cul
 	return LLMP_OK;
 }
 
-llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
+static llmp_status gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
 {
 	llmp_ctx *ctx = ck->ctx;
 	llmp_comm *world;
@@ -253,8 +255,10 @@ llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
 		free(all);
 		return rt_fail(ctx, LLMP_ERR_NOMEM, "gathering %zu x %u slice records", per, n);
 	}
-	for (size_t i = 0; i < ck->ntensors; i++)
+	for (size_t i = 0; i < ck->ntensors; i++) {
 		send[i] = ck->tensors[i].slice;
+		send[i].tensor = (uint32_t)i;
+	}
 	/* Unused records have an empty name; they sort first and are dropped. */
 	st = llmp_allgather(world, send, all, per * rec, LLMP_UINT8);
 	free(send);
@@ -275,5 +279,30 @@ llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
 	}
 	*out = all;
 	*nout = count;
+	return LLMP_OK;
+}
+
+llmp_status ck_plan_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
+{
+	llmp_ctx *ctx = ck->ctx;
+	llmp_comm *world;
+	int64_t stale = !ck->plan_current;
+	llmp_status st = llmp_comm_world(ctx, &world);
+	if (st == LLMP_OK)
+		st = llmp_allreduce(world, &stale, &stale, 1, LLMP_INT64, LLMP_MAX);
+	if (st == LLMP_OK && stale) {
+		free(ck->plan);
+		ck->plan = NULL;
+		ck->nplan = 0;
+		st = gather_slices(ck, &ck->plan, &ck->nplan);
+		ck->plan_current = st == LLMP_OK;
+	}
+	if (st != LLMP_OK)
+		return st;
+	size_t bytes = (ck->nplan ? ck->nplan : 1) * sizeof **out;
+	if (!(*out = malloc(bytes)))
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu slice records", ck->nplan);
+	memcpy(*out, ck->plan, ck->nplan * sizeof **out);
+	*nout = ck->nplan;
 	return LLMP_OK;
 }

@@ -39,7 +39,7 @@ struct ck_slice {
 	uint32_t rank;  /* world rank that registered it */
 	uint32_t owner; /* world rank that writes it: the lowest with the same slice */
 	uint32_t crc;   /* CRC-32C of its bytes, once written */
-	uint32_t reserved;
+	uint32_t tensor; /* its place among the tensors `rank` registered (not in the MANIFEST) */
 };
 
 /* Print a message to msg and return status: rt_fail for code without a context. */
@@ -106,7 +106,7 @@ struct ck_manifest {
 	uint32_t *shard_ranks; /* ranks with a shard file, increasing */
 	uint64_t *shard_bytes;
 	size_t nshards;
-	struct ck_slice *slices; /* owners and CRCs set; sorted as ck_gather_slices */
+	struct ck_slice *slices; /* owners and CRCs set; sorted as ck_plan_slices: by name, offset, shape */
 	size_t nslices;
 };
 /* Parse path; on failure m is empty and msg names the file and the line. */

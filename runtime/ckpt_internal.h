@@ -67,6 +67,9 @@ struct llmp_ckpt {
 	size_t staging_cap;
 	struct ck_tensor *tensors;
 	size_t ntensors, cap;
+	struct ck_slice *plan;  /* every rank's slices as the last save gathered them */
+	size_t nplan;
+	bool plan_current;      /* no tensor registered on this rank since */
 	struct ck_pending pending;
 	llmp_ckpt_stats stats;
 };
@@ -77,8 +80,13 @@ struct llmp_ckpt {
  */
 llmp_status ck_agree(llmp_ckpt *ck, const char *doing, llmp_status local);
 
-/* All ranks' slices, sorted by (name, offset, shape, rank), owners set. */
-llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **all, size_t *n);
+/*
+ * All ranks' slices, sorted by (name, offset, shape, rank), owners set and
+ * checked (*all is the caller's copy). They are gathered and checked again
+ * only when some rank registered a tensor since the last time: one
+ * 8-byte allreduce otherwise, whatever the number of tensors.
+ */
+llmp_status ck_plan_slices(llmp_ckpt *ck, struct ck_slice **all, size_t *n);
 
 /* ckpt_fs.c: the filesystem side of a commit (the names are in ckpt_format.h). */
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path);

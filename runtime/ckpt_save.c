@@ -192,9 +192,7 @@ static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async,
 		struct ck_slice *s = &p->all[i];
 		if (s->owner != ctx->rank || s->rank != ctx->rank)
 			continue;
-		for (size_t t = 0; t < ck->ntensors; t++)
-			if (strcmp(ck->tensors[t].slice.name, s->name) == 0)
-				p->data[i] = ck->tensors[t].data;
+		p->data[i] = ck->tensors[s->tensor].data;
 		owned += (size_t)ck_bytes(s);
 		p->writes = true;
 	}
@@ -237,7 +235,7 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 		local = prepare(ck, step);
 	if ((st = ck_agree(ck, "checkpoint save", local)) != LLMP_OK)
 		return st;
-	if ((st = ck_gather_slices(ck, &p->all, &p->n)) != LLMP_OK)
+	if ((st = ck_plan_slices(ck, &p->all, &p->n)) != LLMP_OK)
 		return st; /* the same on every rank: the same data, the same checks */
 
 	size_t staged = 0;
