@@ -218,7 +218,8 @@ static bool model_shape(struct bench *b)
 		return true;
 	if (m->rank == 0)
 		fprintf(stderr, PROG ": --size %" PRIu64 " makes %zu tensors of %" PRIu64 " x %" PRIu64 ": too small "
-			"to split over %u ranks both ways\n", a->size, m->tensors, m->rows, m->cols, m->world);
+			"to split over %u rank%s both ways\n", a->size, m->tensors, m->rows, m->cols, m->world,
+			m->world == 1 ? "" : "s");
 	return false;
 }
 
@@ -452,8 +453,8 @@ static void print_header(const struct bench *b)
 	char host[64] = "?", total[32], per[32];
 	uint64_t bytes = (uint64_t)m->tensors * m->rows * m->cols * sizeof(float);
 	gethostname(host, sizeof host - 1);
-	printf("# llmp ckpt bench: %u ranks (%u on %s); model %s: %zu float32 tensors of %" PRIu64 " x %" PRIu64
-	       ", about %s per rank\n", m->world, llmp_local_size(b->ctx), host,
+	printf("# llmp ckpt bench: %u rank%s (%u on %s); model %s: %zu float32 tensors of %" PRIu64 " x %" PRIu64
+	       ", about %s per rank\n", m->world, m->world == 1 ? "" : "s", llmp_local_size(b->ctx), host,
 	       ckpt_human_bytes(bytes, total, sizeof total), m->tensors, m->rows, m->cols,
 	       ckpt_human_bytes(bytes / m->world, per, sizeof per));
 	printf("# files in %s (%s); reads %s\n", b->dir, bench_fs_name(b->dir),

@@ -84,7 +84,8 @@ static void json_layout(struct json_writer *w, const char *layout)
 			continue;
 		*eq++ = '\0';
 		uint64_t v;
-		if (*eq && strspn(eq, "0123456789") == strlen(eq) && strlen(eq) < 19 && sscanf(eq, "%" SCNu64, &v) == 1)
+		bool number = *eq && strspn(eq, "0123456789") == strlen(eq) && strlen(eq) < 19;
+		if (number && sscanf(eq, "%" SCNu64, &v) == 1)
 			json_uint(w, kv, v);
 		else
 			json_string(w, kv, eq);
@@ -194,15 +195,17 @@ static void write_text(const char *dir, const struct ck_manifest *m, FILE *out)
 	fprintf(out, "meta        " CK_META ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->meta_bytes, m->meta_crc);
 	fprintf(out, "shards      %zu, %s:", m->nshards, ckpt_human_bytes(total_shard_bytes(m), a, sizeof a));
 	for (size_t i = 0; i < m->nshards; i++)
-		fprintf(out, " shard-%u.h5 (%s)", m->shard_ranks[i], ckpt_human_bytes(m->shard_bytes[i], b, sizeof b));
+		fprintf(out, " shard-%u.h5 (%s)", m->shard_ranks[i],
+			ckpt_human_bytes(m->shard_bytes[i], b, sizeof b));
 	fprintf(out, "\ntensors     %zu, %s in %zu slices\n\n", ck_manifest_tensors(m),
 		ckpt_human_bytes(tensor_bytes, a, sizeof a), m->nslices);
 	fprintf(out, "%-32s %-9s %-16s %12s %6s\n", "tensor", "dtype", "shape", "bytes", "slices");
 	for (size_t first = 0; first < m->nslices; first = t.end) {
 		next_tensor(m, first, &t);
 		const struct ck_slice *s0 = &m->slices[first];
-		fprintf(out, "%-32s %-9s %-16s %12" PRIu64 " %6zu\n", s0->name, llmp_dtype_name((llmp_dtype)s0->dtype),
-			dims_text(s0->global, s0->ndim, a, sizeof a), t.bytes, t.end - t.first);
+		fprintf(out, "%-32s %-9s %-16s %12" PRIu64 " %6zu\n", s0->name,
+			llmp_dtype_name((llmp_dtype)s0->dtype), dims_text(s0->global, s0->ndim, a, sizeof a), t.bytes,
+			t.end - t.first);
 		for (size_t i = t.first; i < t.end; i++) {
 			const struct ck_slice *s = &m->slices[i];
 			fprintf(out, "    %-28s owner %-5u shard-%u.h5  crc32c 0x%08x\n",

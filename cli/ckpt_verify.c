@@ -177,7 +177,8 @@ static bool verify_one(const struct ckpt_root *root, const struct ckpt_args *a, 
 	llmp_status st = ck_verify_step(dir, r->step, &hooks, &totals, msg, sizeof msg);
 	clear_progress(r);
 	if (st == LLMP_ERR_NOMEM || r->out_of_memory) {
-		fprintf(stderr, PROG ": step-%" PRIu64 ": %s\n", r->step, st == LLMP_ERR_NOMEM ? msg : "out of memory");
+		fprintf(stderr, PROG ": step-%" PRIu64 ": %s\n", r->step,
+			st == LLMP_ERR_NOMEM ? msg : "out of memory");
 		totals.problems += totals.problems == 0;
 	}
 	if (a->json)

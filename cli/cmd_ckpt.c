@@ -78,8 +78,11 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":f:s:h", options, NULL)) != -1) {
-		if ((c == 's' && !(allowed & CKPT_OPT_STEP)) || ((c == 'P' || c == 'Q') && !(allowed & CKPT_OPT_PROGRESS)))
-			c = '?';
+		if (c == 's' && !(allowed & CKPT_OPT_STEP))
+			return usage_error(prog, "unknown option for this subcommand:", "--step");
+		if ((c == 'P' || c == 'Q') && !(allowed & CKPT_OPT_PROGRESS))
+			return usage_error(prog, "unknown option for this subcommand:",
+					   c == 'P' ? "--progress" : "--no-progress");
 		switch (c) {
 		case 'j':
 			a->json = true;

@@ -109,9 +109,10 @@ static bool parse_digits(const char *name, const char *end, uint64_t *step)
 	if (name == end || (name[0] == '0' && end - name > 1))
 		return false;
 	for (const char *p = name; p < end; p++) {
-		if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+		uint64_t digit = (uint64_t)(*p - '0');
+		if (*p < '0' || *p > '9' || v > (UINT64_MAX - digit) / 10)
 			return false;
-		v = v * 10 + (uint64_t)(*p - '0');
+		v = v * 10 + digit;
 	}
 	*step = v;
 	return true;

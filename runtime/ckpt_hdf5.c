@@ -241,7 +241,8 @@ static llmp_status locate(struct ck_h5 *h5, hid_t dset, const struct ck_slice *s
 	haddr_t where = H5Dget_offset(dset);
 	llmp_status st = LLMP_OK;
 	if (!same_extent(space, s->ndim, s->shape))
-		st = ck_fail(msg, len, LLMP_ERR_IO, "%s: tensor %s: another shape than its MANIFEST says", path, name);
+		st = ck_fail(msg, len, LLMP_ERR_IO, "%s: tensor %s: another shape than its MANIFEST says", path,
+			     name);
 	else if (!same_type(dset, (llmp_dtype)s->dtype))
 		st = ck_fail(msg, len, LLMP_ERR_IO, "%s: tensor %s: stored with another type than its MANIFEST's %s",
 			     path, name, llmp_dtype_name((llmp_dtype)s->dtype));

@@ -183,12 +183,15 @@ static bool parse_line(char *line, char *rest, struct ck_manifest *m, bool *ende
 	if (strcmp(line, "shard") == 0 && rest)
 		return parse_shard(rest, m);
 	if (strcmp(line, "slice") == 0 && rest) {
+		if (!grow((void **)&m->slices, m->nslices, sizeof *m->slices) ||
+		    !parse_slice(rest, &m->slices[m->nslices]))
+			return false;
 		/* Sorted by name, as the save lists them: a tensor's slices are consecutive. */
-		bool ok = grow((void **)&m->slices, m->nslices, sizeof *m->slices) &&
-			  parse_slice(rest, &m->slices[m->nslices]) &&
-			  (m->nslices == 0 || strcmp(m->slices[m->nslices - 1].name, m->slices[m->nslices].name) <= 0);
-		m->nslices += ok;
-		return ok;
+		const struct ck_slice *s = &m->slices[m->nslices];
+		if (m->nslices > 0 && strcmp(s[-1].name, s->name) > 0)
+			return false;
+		m->nslices++;
+		return true;
 	}
 	if (strcmp(line, "end") == 0 && !rest)
 		return (*ended = true);

@@ -119,7 +119,8 @@ static llmp_status plan_tensor(llmp_ckpt *ck, const char *dir, const struct ck_m
 		if (!same)
 			return rt_fail(ck->ctx, LLMP_ERR_MISMATCH, "tensor %s: %s/" CK_MANIFEST " has it as %s with "
 				       "another shape or dtype than registered (%s)", mine->name, dir,
-				       llmp_dtype_name((llmp_dtype)s->dtype), llmp_dtype_name((llmp_dtype)mine->dtype));
+				       llmp_dtype_name((llmp_dtype)s->dtype),
+				       llmp_dtype_name((llmp_dtype)mine->dtype));
 		if (ck_intersects(s, mine))
 			needs[(*n)++] = (struct need){.saved = s, .tensor = t};
 	}
