@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,6 +158,13 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return LLMP_EXIT_USAGE;
 	if (optind < argc)
 		return usage_error("unexpected argument", argv[optind]);
+	struct stat sb;
+	int missing = stat(a->dir, &sb);
+	if (missing || !S_ISDIR(sb.st_mode)) {
+		fprintf(stderr, PROG ": --dir %s: %s\n", llmp_cli_printable(a->dir),
+			missing ? strerror(errno) : "not a directory");
+		return LLMP_EXIT_USAGE;
+	}
 	return 0;
 }
 

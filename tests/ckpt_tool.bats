@@ -373,6 +373,9 @@ EOF
 	expect_usage_error "--iters|0" ckpt bench --iters 0
 	expect_usage_error "unknown option|--bogus" ckpt bench --bogus
 	expect_usage_error "unexpected argument|extra" ckpt bench extra
+	expect_usage_error "--dir|No such file or directory" ckpt bench --dir "$BATS_TEST_TMPDIR/none"
+	touch "$BATS_TEST_TMPDIR/file"
+	expect_usage_error "--dir|not a directory" ckpt bench --dir "$BATS_TEST_TMPDIR/file"
 	# too small to split (checked after joining the job)
 	run --separate-stderr singleton "$LLMP" ckpt bench --size 64K --cols 100000 --dir "$BATS_TEST_TMPDIR"
 	[ "$status" -eq 2 ]
