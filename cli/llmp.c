@@ -14,8 +14,10 @@ static void usage(FILE *out)
 	      "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
 	      "       llmp bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "       llmp job-end [options] [RC]   (last line of a batch script)\n"
+	      "       llmp ckpt list|verify|inspect DIR [options]\n"
+	      "       llmp ckpt bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "       llmp --version\n"
-	      "Run 'llmp plan --help' or 'llmp bench --help' for details, and\n"
+	      "Run 'llmp plan --help', 'llmp bench --help' or 'llmp ckpt --help' for details, and\n"
 	      "'llmp plan --parallel help' for the layout grammar.\n",
 	      out);
 }
@@ -41,6 +43,14 @@ int main(int argc, char **argv)
 		return llmp_cmd_job_end(argc - 1, argv + 1);
 #else
 		fputs("llmp job-end: not built: configure found no PMIx or UCX for the runtime\n", stderr);
+		return LLMP_EXIT_FAILURE;
+#endif
+	}
+	if (strcmp(argv[1], "ckpt") == 0) {
+#ifdef LLMP_HAVE_RUNTIME
+		return llmp_cmd_ckpt(argc - 1, argv + 1);
+#else
+		fputs("llmp ckpt: not built: configure found no PMIx, UCX or HDF5 for the runtime\n", stderr);
 		return LLMP_EXIT_FAILURE;
 #endif
 	}

@@ -46,4 +46,7 @@ int llmp_cmd_bench(int argc, char **argv);
 /* `llmp job-end [RC]` (built with the runtime): requeue the job, or not. */
 int llmp_cmd_job_end(int argc, char **argv);
 
+/* `llmp ckpt list|verify|inspect|bench ...` (built with the runtime); argv[0] is "ckpt". */
+int llmp_cmd_ckpt(int argc, char **argv);
+
 #endif /* LLMP_CLI_H */

@@ -1,9 +1,19 @@
 /* ckpt.c - checkpoint handles, registration, and what every rank must agree on. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckpt_internal.h"
+
+llmp_status ck_fail(char *msg, size_t len, llmp_status status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+	return status;
+}
 
 uint64_t ck_volume(const struct ck_slice *s)
 {
@@ -46,6 +56,7 @@ void llmp_ckpt_close(llmp_ckpt *ck)
 		return;
 	llmp_ckpt_wait(ck); /* its status stays in llmp_errmsg() */
 	free(ck->staging);
+	free(ck->plan);
 	free(ck->tensors);
 	free(ck->root);
 	free(ck);
@@ -106,6 +117,7 @@ llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype
 		ck->cap = cap;
 	}
 	ck->tensors[ck->ntensors++] = (struct ck_tensor){.slice = s, .data = data};
+	ck->plan_current = false;
 	return LLMP_OK;
 }
 
@@ -158,11 +170,11 @@ bool ck_intersects(const struct ck_slice *a, const struct ck_slice *b)
 }
 
 /*
- * Every tensor: the same dtype and global shape everywhere, and distinct
- * slices that tile it exactly (no overlap, nothing missing). Identical on
- * every rank, so every rank fails alike.
+ * Identical on every rank, so every rank fails alike; the tool checks a
+ * MANIFEST's slices with it too, hence "the slice of rank R", not "rank R
+ * registered".
  */
-static llmp_status validate(llmp_ctx *ctx, const struct ck_slice *all, size_t n)
+llmp_status ck_validate_slices(const struct ck_slice *all, size_t n, size_t *culprit, char *msg, size_t len)
 {
 	for (size_t first = 0; first < n;) {
 		size_t end = first;
@@ -172,33 +184,39 @@ static llmp_status validate(llmp_ctx *ctx, const struct ck_slice *all, size_t n)
 			global *= t->global[d];
 		while (end < n && strcmp(all[end].name, t->name) == 0)
 			end++;
+		if (culprit)
+			*culprit = first;
 		for (size_t i = first; i < end; i++) {
 			const struct ck_slice *s = &all[i];
 			bool shape_ok = s->ndim == t->ndim && s->dtype == t->dtype;
 			for (unsigned d = 0; shape_ok && d < t->ndim; d++)
 				shape_ok = s->global[d] == t->global[d];
-			if (!shape_ok)
-				return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: rank %u registered another "
-					       "dtype or global shape than rank %u", t->name, s->rank, t->rank);
+			if (!shape_ok) {
+				snprintf(msg, len, "tensor %s: the slice of rank %u has another dtype or global "
+					 "shape than that of rank %u", t->name, s->rank, t->rank);
+				return LLMP_ERR_MISMATCH;
+			}
 			if (s->owner != s->rank)
 				continue; /* a replica */
 			covered += ck_volume(s);
 			for (size_t j = first; j < i; j++)
-				if (all[j].owner == all[j].rank && ck_intersects(&all[j], s))
-					return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: the slices of ranks "
-						       "%u and %u overlap without being equal", t->name,
-						       all[j].rank, s->rank);
+				if (all[j].owner == all[j].rank && ck_intersects(&all[j], s)) {
+					snprintf(msg, len, "tensor %s: the slices of ranks %u and %u overlap "
+						 "without being equal", t->name, all[j].rank, s->rank);
+					return LLMP_ERR_MISMATCH;
+				}
 		}
-		if (covered != global)
-			return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: the registered slices cover %llu "
-				       "of its %llu elements", t->name, (unsigned long long)covered,
-				       (unsigned long long)global);
+		if (covered != global) {
+			snprintf(msg, len, "tensor %s: the slices cover %llu of its %llu elements", t->name,
+				 (unsigned long long)covered, (unsigned long long)global);
+			return LLMP_ERR_MISMATCH;
+		}
 		first = end;
 	}
 	return LLMP_OK;
 }
 
-llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
+static llmp_status gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
 {
 	llmp_ctx *ctx = ck->ctx;
 	llmp_comm *world;
@@ -217,8 +235,10 @@ llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
 		free(all);
 		return rt_fail(ctx, LLMP_ERR_NOMEM, "gathering %zu x %u slice records", per, n);
 	}
-	for (size_t i = 0; i < ck->ntensors; i++)
+	for (size_t i = 0; i < ck->ntensors; i++) {
 		send[i] = ck->tensors[i].slice;
+		send[i].tensor = (uint32_t)i;
+	}
 	/* Unused records have an empty name; they sort first and are dropped. */
 	st = llmp_allgather(world, send, all, per * rec, LLMP_UINT8);
 	free(send);
@@ -233,11 +253,36 @@ llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
 	qsort(all, count, rec, compare_slices);
 	for (size_t i = 0; i < count; i++)
 		all[i].owner = i > 0 && same_slice(&all[i - 1], &all[i]) ? all[i - 1].owner : all[i].rank;
-	if ((st = validate(ctx, all, count)) != LLMP_OK) {
+	if ((st = ck_validate_slices(all, count, NULL, ctx->errmsg, sizeof ctx->errmsg)) != LLMP_OK) {
 		free(all);
 		return st;
 	}
 	*out = all;
 	*nout = count;
+	return LLMP_OK;
+}
+
+llmp_status ck_plan_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
+{
+	llmp_ctx *ctx = ck->ctx;
+	llmp_comm *world;
+	int64_t stale = !ck->plan_current;
+	llmp_status st = llmp_comm_world(ctx, &world);
+	if (st == LLMP_OK)
+		st = llmp_allreduce(world, &stale, &stale, 1, LLMP_INT64, LLMP_MAX);
+	if (st == LLMP_OK && stale) {
+		free(ck->plan);
+		ck->plan = NULL;
+		ck->nplan = 0;
+		st = gather_slices(ck, &ck->plan, &ck->nplan);
+		ck->plan_current = st == LLMP_OK;
+	}
+	if (st != LLMP_OK)
+		return st;
+	size_t bytes = (ck->nplan ? ck->nplan : 1) * sizeof **out;
+	if (!(*out = malloc(bytes)))
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu slice records", ck->nplan);
+	memcpy(*out, ck->plan, ck->nplan * sizeof **out);
+	*nout = ck->nplan;
 	return LLMP_OK;
 }

@@ -1,9 +1,10 @@
 /*
- * ckpt_fs.c - the filesystem side of an atomic commit: directories made and
- * removed, fsync of files and directories, the `latest` pointer, retention.
+ * ckpt_fs.c - the names of a checkpoint root and the filesystem side of an
+ * atomic commit: the listing of a root, directories made and removed, fsync
+ * of files and directories, the `latest` pointer, retention.
  *
  * A checkpoint directory is step-N once complete and step-N.tmp before;
- * the rename is the commit. Only names of the form step-<digits> count.
+ * the rename is the commit. Only directories named step-<digits> count.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -98,64 +99,140 @@ llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path)
 	return ck_fsync_msg(path, ctx->errmsg, sizeof ctx->errmsg);
 }
 
-/* N from "step-N" exactly; false for anything else (step-N.tmp included). */
-static bool parse_step(const char *name, uint64_t *step)
+/*
+ * N from the digits at name, up to end; false for none, junk, overflow or
+ * a leading zero (step-007 is not the directory ck_step_path names for 7).
+ */
+static bool parse_digits(const char *name, const char *end, uint64_t *step)
 {
-	if (strncmp(name, "step-", 5) != 0 || !name[5])
-		return false;
 	uint64_t v = 0;
-	for (const char *p = name + 5; *p; p++) {
-		if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+	if (name == end || (name[0] == '0' && end - name > 1))
+		return false;
+	for (const char *p = name; p < end; p++) {
+		uint64_t digit = (uint64_t)(*p - '0');
+		if (*p < '0' || *p > '9' || v > (UINT64_MAX - digit) / 10)
 			return false;
-		v = v * 10 + (uint64_t)(*p - '0');
+		v = v * 10 + digit;
 	}
 	*step = v;
 	return true;
 }
 
+enum ck_entry_kind ck_parse_entry_name(const char *name, uint64_t *step)
+{
+	static const struct {
+		const char *suffix;
+		enum ck_entry_kind kind;
+	} kinds[] = {{"", CK_ENTRY_COMPLETE}, {CK_SUFFIX_TMP, CK_ENTRY_TMP}, {CK_SUFFIX_DELETING, CK_ENTRY_DELETING}};
+	if (strncmp(name, "step-", 5) != 0)
+		return CK_ENTRY_OTHER;
+	const char *digits = name + 5, *end = digits + strspn(digits, "0123456789");
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (strcmp(end, kinds[i].suffix) == 0)
+			return parse_digits(digits, end, step) ? kinds[i].kind : CK_ENTRY_OTHER;
+	return CK_ENTRY_OTHER;
+}
+
 static int newest_first(const void *a, const void *b)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x > y ? -1 : x < y;
+	const struct ck_entry *x = a, *y = b;
+	if (x->step != y->step)
+		return x->step > y->step ? -1 : 1;
+	return (int)x->kind - (int)y->kind;
+}
+
+static bool is_directory(const char *root, const char *name)
+{
+	char path[4200];
+	struct stat sb;
+	snprintf(path, sizeof path, "%s/%s", root, name);
+	return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+llmp_status ck_list_entries(const char *root, struct ck_entry **entries, size_t *n, char *msg, size_t len)
+{
+	*entries = NULL;
+	*n = 0;
+	DIR *dir = opendir(root);
+	if (!dir) {
+		if (errno == ENOENT)
+			return LLMP_OK;
+		snprintf(msg, len, "opendir %s: %s", root, strerror(errno));
+		return LLMP_ERR_IO;
+	}
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		struct ck_entry entry;
+		entry.kind = ck_parse_entry_name(e->d_name, &entry.step);
+		if (entry.kind == CK_ENTRY_OTHER || !is_directory(root, e->d_name))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct ck_entry *grown = realloc(*entries, cap * sizeof *grown);
+			if (!grown) {
+				closedir(dir);
+				free(*entries);
+				*entries = NULL;
+				*n = 0;
+				snprintf(msg, len, "listing %s: out of memory", root);
+				return LLMP_ERR_NOMEM;
+			}
+			*entries = grown;
+		}
+		(*entries)[(*n)++] = entry;
+	}
+	closedir(dir);
+	if (*n)
+		qsort(*entries, *n, sizeof **entries, newest_first);
+	return LLMP_OK;
 }
 
 llmp_status ck_list_steps(llmp_ctx *ctx, const char *root, uint64_t **steps, size_t *n)
 {
+	struct ck_entry *entries;
+	size_t count;
 	*steps = NULL;
 	*n = 0;
-	DIR *dir = opendir(root);
-	if (!dir)
-		return errno == ENOENT ? LLMP_OK : rt_fail(ctx, LLMP_ERR_IO, "opendir %s: %s", root, strerror(errno));
-	size_t cap = 0;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		uint64_t step;
-		if (!parse_step(e->d_name, &step))
-			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			uint64_t *grown = realloc(*steps, cap * sizeof *grown);
-			if (!grown) {
-				closedir(dir);
-				free(*steps);
-				*steps = NULL;
-				return rt_fail(ctx, LLMP_ERR_NOMEM, "listing %s", root);
-			}
-			*steps = grown;
-		}
-		(*steps)[(*n)++] = step;
+	llmp_status st = ck_list_entries(root, &entries, &count, ctx->errmsg, sizeof ctx->errmsg);
+	if (st != LLMP_OK || count == 0)
+		return st;
+	if (!(*steps = malloc(count * sizeof **steps))) {
+		free(entries);
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "listing %s", root);
 	}
-	closedir(dir);
-	if (*n)
-		qsort(*steps, *n, sizeof **steps, newest_first);
+	for (size_t i = 0; i < count; i++)
+		if (entries[i].kind == CK_ENTRY_COMPLETE)
+			(*steps)[(*n)++] = entries[i].step;
+	free(entries);
+	return LLMP_OK;
+}
+
+llmp_status ck_read_latest(const char *root, uint64_t *step, char *msg, size_t len)
+{
+	char path[4200], text[64] = "";
+	snprintf(path, sizeof path, "%s/" CK_LATEST, root);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(msg, len, "%s: %s", path, strerror(errno));
+		return LLMP_ERR_IO;
+	}
+	size_t got = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[got] = '\0';
+	char *nl = strchr(text, '\n');
+	if (!nl || nl[1] || (*nl = '\0', ck_parse_entry_name(text, step) != CK_ENTRY_COMPLETE)) {
+		snprintf(msg, len, "%s does not hold a line step-N", path);
+		return LLMP_ERR_IO;
+	}
 	return LLMP_OK;
 }
 
 llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step)
 {
 	char tmp[4096], final[4096];
-	snprintf(tmp, sizeof tmp, "%s/latest.tmp", root);
-	snprintf(final, sizeof final, "%s/latest", root);
+	snprintf(tmp, sizeof tmp, "%s/" CK_LATEST CK_SUFFIX_TMP, root);
+	snprintf(final, sizeof final, "%s/" CK_LATEST, root);
 	FILE *f = fopen(tmp, "w");
 	if (!f)
 		return rt_fail(ctx, LLMP_ERR_IO, "create %s: %s", tmp, strerror(errno));
@@ -181,7 +258,7 @@ llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep, uint64_t s
 		/* Renamed first: a deletion cut short must not leave a "complete" step-N. */
 		char path[4096], doomed[4200];
 		ck_step_path(root, steps[i], "", path, sizeof path);
-		snprintf(doomed, sizeof doomed, "%s.deleting", path);
+		snprintf(doomed, sizeof doomed, "%s" CK_SUFFIX_DELETING, path);
 		if (rename(path, doomed) != 0)
 			st = rt_fail(ctx, LLMP_ERR_IO, "rename %s: %s", path, strerror(errno));
 		else

@@ -13,23 +13,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "ckpt_format.h"
 #include "llmp_ckpt.h"
 #include "rt.h"
-
-#define CK_FORMAT_VERSION 1
-
-/* One registered slice, as exchanged between ranks (fixed size, no pointers). */
-struct ck_slice {
-	char name[LLMP_CKPT_MAX_NAME + 1];
-	uint32_t dtype, ndim;
-	uint64_t global[LLMP_CKPT_MAX_DIMS];
-	uint64_t offset[LLMP_CKPT_MAX_DIMS];
-	uint64_t shape[LLMP_CKPT_MAX_DIMS];
-	uint32_t rank;  /* world rank that registered it */
-	uint32_t owner; /* world rank that writes it: the lowest with the same slice */
-	uint32_t crc;   /* CRC-32C of its bytes, once written */
-	uint32_t reserved;
-};
 
 /* A tensor this rank registered. */
 struct ck_tensor {
@@ -83,6 +69,9 @@ struct llmp_ckpt {
 	size_t staging_cap;
 	struct ck_tensor *tensors;
 	size_t ntensors, cap;
+	struct ck_slice *plan;  /* every rank's slices as the last save gathered them */
+	size_t nplan;
+	bool plan_current;      /* no tensor registered on this rank since */
 	struct ck_pending pending;
 	llmp_ckpt_stats stats;
 };
@@ -95,27 +84,21 @@ struct llmp_ckpt {
 bool ck_pending_written(const llmp_ckpt *ck);
 void ck_abandon(llmp_ckpt *ck);
 
-/* Elements and bytes of a slice. */
-uint64_t ck_volume(const struct ck_slice *s);
-uint64_t ck_bytes(const struct ck_slice *s);
-
 /*
  * Every rank learns whether any rank failed, and the first failing rank's
  * message, prefixed with what was being done. Collective over the world.
  */
 llmp_status ck_agree(llmp_ckpt *ck, const char *doing, llmp_status local);
 
-/* All ranks' slices, sorted by (name, offset, shape, rank), owners set. */
-llmp_status ck_gather_slices(llmp_ckpt *ck, struct ck_slice **all, size_t *n);
+/*
+ * All ranks' slices, sorted by (name, offset, shape, rank), owners set and
+ * checked (*all is the caller's copy). They are gathered and checked again
+ * only when some rank registered a tensor since the last time: one
+ * 8-byte allreduce otherwise, whatever the number of tensors.
+ */
+llmp_status ck_plan_slices(llmp_ckpt *ck, struct ck_slice **all, size_t *n);
 
-/* Whether two slices of one tensor share an element. */
-bool ck_intersects(const struct ck_slice *a, const struct ck_slice *b);
-
-/* ckpt_fs.c: the names of the format (doc/checkpoint.md) and the filesystem side of a commit. */
-/* ROOT/step-N plus suffix ("" or ".tmp"). */
-void ck_step_path(const char *root, uint64_t step, const char *suffix, char *buf, size_t len);
-/* DIR/shard-RANK.h5; with dir NULL the bare name, as the index refers to it. */
-void ck_shard_path(const char *dir, uint32_t rank, char *buf, size_t len);
+/* ckpt_fs.c: the filesystem side of a commit (the names are in ckpt_format.h). */
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path);
 llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path);
 llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path);
@@ -132,28 +115,19 @@ llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step);
  */
 llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep, uint64_t saved);
 
-/* ckpt_manifest.c */
-struct ck_manifest {
-	uint64_t step;
-	uint32_t world;
-	char layout[LLMP_SPEC_MAX_LEN + 64];
-	uint64_t meta_bytes;
-	uint32_t meta_crc;
-	uint32_t *shard_ranks; /* ranks with a shard file */
-	uint64_t *shard_bytes;
-	size_t nshards;
-	struct ck_slice *slices; /* owners and CRCs set; sorted as ck_gather_slices */
-	size_t nslices;
-};
+/* ckpt_manifest.c (reading it: ckpt_format.h) */
 llmp_status ck_manifest_write(llmp_ctx *ctx, const char *path, const struct ck_manifest *m);
-llmp_status ck_manifest_read(llmp_ctx *ctx, const char *path, struct ck_manifest *m);
-void ck_manifest_free(struct ck_manifest *m);
 
 llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen);
 
-/* ckpt_hdf5.c */
+/*
+ * ckpt_read.c: fill this rank's registered slices from step directory dir,
+ * whose MANIFEST is m, checking every saved slice read against its CRC.
+ * On failure the slices may hold part of the checkpoint.
+ */
+llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m);
+
+/* ckpt_hdf5.c (reading: ckpt_format.h) */
 llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slice *all, size_t n);
-/* Read one whole slice (dataset s->name) of a shard into buf. */
-llmp_status ck_read_slice(llmp_ctx *ctx, const char *shard_path, const struct ck_slice *s, void *buf);
 
 #endif /* LLMP_CKPT_INTERNAL_H */

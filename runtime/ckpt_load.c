@@ -1,12 +1,11 @@
 /*
- * ckpt_load.c - llmp_ckpt_load: each registered slice from the shards that
- * hold its parts, whatever layout saved them, every byte checked.
+ * ckpt_load.c - llmp_ckpt_load: which checkpoint, the checks of its
+ * MANIFEST, shards and metadata, and the fall back past a damaged one. The
+ * slices themselves are read by ckpt_read.c, every byte checked.
  *
- * For every saved slice that intersects a slice this rank registered, the
- * whole saved slice is read from its shard and its CRC-32C compared with the
- * MANIFEST before the intersection is copied in. Nothing is read through
- * the index's virtual datasets: HDF5 reads a missing source file there as
- * fill values without an error, which would turn a lost shard into zeros.
+ * Nothing is read through the index's virtual datasets: HDF5 reads a
+ * missing source file there as fill values without an error, which would
+ * turn a lost shard into zeros.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,40 +15,6 @@
 
 #include "ckpt_internal.h"
 #include "crc32c.h"
-
-/* Copy the part of saved slice src (data sdata) that lies in dst (data ddata). */
-static void copy_intersection(const struct ck_slice *src, const char *sdata, const struct ck_slice *dst,
-			      char *ddata, size_t esize)
-{
-	unsigned nd = dst->ndim;
-	uint64_t lo[LLMP_CKPT_MAX_DIMS], hi[LLMP_CKPT_MAX_DIMS], idx[LLMP_CKPT_MAX_DIMS];
-	for (unsigned d = 0; d < nd; d++) {
-		lo[d] = src->offset[d] > dst->offset[d] ? src->offset[d] : dst->offset[d];
-		uint64_t se = src->offset[d] + src->shape[d], de = dst->offset[d] + dst->shape[d];
-		hi[d] = se < de ? se : de;
-		if (lo[d] >= hi[d])
-			return;
-		idx[d] = lo[d];
-	}
-	size_t run = (size_t)(hi[nd - 1] - lo[nd - 1]) * esize;
-	for (;;) {
-		/* Row-major positions of idx in both slices. */
-		uint64_t spos = 0, dpos = 0;
-		for (unsigned d = 0; d < nd; d++) {
-			spos = spos * src->shape[d] + (idx[d] - src->offset[d]);
-			dpos = dpos * dst->shape[d] + (idx[d] - dst->offset[d]);
-		}
-		memcpy(ddata + dpos * esize, sdata + spos * esize, run);
-		/* Next row: odometer over every dimension but the last. */
-		int d = (int)nd - 2;
-		while (d >= 0 && ++idx[d] == hi[d]) {
-			idx[d] = lo[d];
-			d--;
-		}
-		if (d < 0)
-			return;
-	}
-}
 
 /* Every shard the manifest lists is there with its size: a missing one would read as zeros. */
 static llmp_status check_shards(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m)
@@ -67,56 +32,11 @@ static llmp_status check_shards(llmp_ctx *ctx, const char *dir, const struct ck_
 	return LLMP_OK;
 }
 
-static llmp_status load_tensor(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m,
-			       struct ck_tensor *t, void **buf, size_t *bufcap)
-{
-	llmp_ctx *ctx = ck->ctx;
-	const struct ck_slice *mine = &t->slice;
-	size_t esize = llmp_dtype_size((llmp_dtype)mine->dtype);
-	bool found = false;
-	for (size_t i = 0; i < m->nslices; i++) {
-		const struct ck_slice *s = &m->slices[i];
-		if (strcmp(s->name, mine->name) != 0)
-			continue;
-		bool same = s->dtype == mine->dtype && s->ndim == mine->ndim;
-		for (unsigned d = 0; same && d < s->ndim; d++)
-			same = s->global[d] == mine->global[d];
-		if (!same)
-			return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s: %s/MANIFEST has it as %s with "
-				       "another shape or dtype than registered (%s)", mine->name, dir,
-				       llmp_dtype_name((llmp_dtype)s->dtype), llmp_dtype_name((llmp_dtype)mine->dtype));
-		found = true;
-		if (!ck_intersects(s, mine))
-			continue;
-		size_t bytes = (size_t)ck_bytes(s);
-		if (bytes > *bufcap) {
-			void *grown = realloc(*buf, bytes);
-			if (!grown)
-				return rt_fail(ctx, LLMP_ERR_NOMEM, "tensor %s: %zu bytes", s->name, bytes);
-			*buf = grown;
-			*bufcap = bytes;
-		}
-		char shard[4200];
-		ck_shard_path(dir, s->owner, shard, sizeof shard);
-		llmp_status st = ck_read_slice(ctx, shard, s, *buf);
-		if (st != LLMP_OK)
-			return st;
-		uint32_t crc = llmp_crc32c(0, *buf, bytes);
-		if (crc != s->crc)
-			return rt_fail(ctx, LLMP_ERR_IO, "tensor %s in %s fails its checksum (CRC-32C 0x%08x, "
-				       "MANIFEST 0x%08x): the file is corrupted", s->name, shard, crc, s->crc);
-		copy_intersection(s, *buf, mine, t->data, esize);
-	}
-	if (!found)
-		return rt_fail(ctx, LLMP_ERR_MISMATCH, "tensor %s is not in %s", mine->name, dir);
-	return LLMP_OK;
-}
-
 static llmp_status read_meta(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m, void *meta,
 			     size_t metacap, size_t *metalen)
 {
 	char path[4200];
-	snprintf(path, sizeof path, "%s/meta.bin", dir);
+	snprintf(path, sizeof path, "%s/" CK_META, dir);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return rt_fail(ctx, LLMP_ERR_IO, "open %s: %s", path, strerror(errno));
@@ -144,19 +64,16 @@ static llmp_status load_step(llmp_ckpt *ck, uint64_t step, void *meta, size_t me
 	llmp_ctx *ctx = ck->ctx;
 	char dir[4096], path[4200];
 	ck_step_path(ck->root, step, "", dir, sizeof dir);
-	snprintf(path, sizeof path, "%s/MANIFEST", dir);
+	snprintf(path, sizeof path, "%s/" CK_MANIFEST, dir);
 	struct ck_manifest m;
-	llmp_status st = ck_manifest_read(ctx, path, &m);
+	llmp_status st = ck_manifest_read(path, &m, ctx->errmsg, sizeof ctx->errmsg);
 	if (st != LLMP_OK)
 		return st;
 	st = check_shards(ctx, dir, &m);
-	void *buf = NULL;
-	size_t cap = 0;
-	for (size_t i = 0; st == LLMP_OK && i < ck->ntensors; i++)
-		st = load_tensor(ck, dir, &m, &ck->tensors[i], &buf, &cap);
+	if (st == LLMP_OK)
+		st = ck_read_tensors(ck, dir, &m);
 	if (st == LLMP_OK)
 		st = read_meta(ctx, dir, &m, meta, metacap, metalen);
-	free(buf);
 	ck_manifest_free(&m);
 	return st;
 }

@@ -12,10 +12,14 @@
  *     slice NAME DTYPE NDIM GLOBAL... OFFSET... SHAPE... OWNER CRC
  *     end
  *
- * The last line is "end": a manifest without it is not one.
+ * The last line is "end": a manifest without it is not one. Reading one
+ * needs no context (ckpt_format.h), and is strict: every number whole and
+ * in range, every slice inside its tensor, nothing after "end". A reader
+ * can then trust the sizes it computes from it.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,42 @@ static bool grow(void **array, size_t n, size_t size)
 	return true;
 }
 
+/* A whole decimal (or, with base 16, 0x-prefixed hex) word that fits max. */
+static bool parse_number(const char *tok, int base, uint64_t max, uint64_t *out)
+{
+	if (!tok)
+		return false;
+	if (base == 16 && strncmp(tok, "0x", 2) != 0)
+		return false;
+	const char *digits = base == 16 ? tok + 2 : tok;
+	if (!*digits || strspn(digits, base == 16 ? "0123456789abcdefABCDEF" : "0123456789") != strlen(digits))
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(digits, NULL, base);
+	if (errno == ERANGE || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool next_number(char **save, int base, uint64_t max, uint64_t *out)
+{
+	return parse_number(strtok_r(NULL, " ", save), base, max, out);
+}
+
+/* Sizes a reader can trust: inside the global shape, and a byte count that fits 63 bits. */
+static bool sane_slice(const struct ck_slice *s)
+{
+	uint64_t elements = 1, limit = UINT64_C(1) << 62;
+	for (unsigned d = 0; d < s->ndim; d++) {
+		if (s->global[d] == 0 || s->shape[d] == 0 || s->offset[d] > s->global[d] ||
+		    s->shape[d] > s->global[d] - s->offset[d] || s->global[d] > limit / elements)
+			return false;
+		elements *= s->global[d];
+	}
+	return elements <= limit / llmp_dtype_size((llmp_dtype)s->dtype);
+}
+
 static bool parse_slice(char *rest, struct ck_slice *s)
 {
 	char *save, *tok = strtok_r(rest, " ", &save);
@@ -78,33 +118,94 @@ static bool parse_slice(char *rest, struct ck_slice *s)
 	memset(s, 0, sizeof *s);
 	snprintf(s->name, sizeof s->name, "%s", tok);
 	int dtype = (tok = strtok_r(NULL, " ", &save)) ? llmp_dtype_from_name(tok) : -1;
-	if (dtype < 0 || !(tok = strtok_r(NULL, " ", &save)))
+	uint64_t v;
+	if (dtype < 0 || !next_number(&save, 10, LLMP_CKPT_MAX_DIMS, &v) || v < 1)
 		return false;
 	s->dtype = (uint32_t)dtype;
-	s->ndim = (uint32_t)strtoul(tok, NULL, 10);
-	if (s->ndim < 1 || s->ndim > LLMP_CKPT_MAX_DIMS)
-		return false;
+	s->ndim = (uint32_t)v;
 	uint64_t *parts[3] = {s->global, s->offset, s->shape};
 	for (int p = 0; p < 3; p++)
-		for (unsigned d = 0; d < s->ndim; d++) {
-			if (!(tok = strtok_r(NULL, " ", &save)))
+		for (unsigned d = 0; d < s->ndim; d++)
+			if (!next_number(&save, 10, UINT64_MAX, &parts[p][d]))
 				return false;
-			parts[p][d] = strtoull(tok, NULL, 10);
-		}
-	char *owner = strtok_r(NULL, " ", &save), *crc = strtok_r(NULL, " \n", &save);
-	if (!owner || !crc)
+	if (!next_number(&save, 10, UINT32_MAX, &v))
 		return false;
-	s->owner = s->rank = (uint32_t)strtoul(owner, NULL, 10);
-	s->crc = (uint32_t)strtoul(crc, NULL, 16);
+	s->owner = s->rank = (uint32_t)v;
+	if (!next_number(&save, 16, UINT32_MAX, &v) || strtok_r(NULL, " ", &save))
+		return false;
+	s->crc = (uint32_t)v;
+	return sane_slice(s);
+}
+
+/* "shard RANK BYTES", in increasing rank order as the save lists them (readers search them). */
+static bool parse_shard(char *rest, struct ck_manifest *m)
+{
+	char *save;
+	uint64_t rank, bytes;
+	if (!parse_number(strtok_r(rest, " ", &save), 10, UINT32_MAX, &rank) ||
+	    !next_number(&save, 10, UINT64_MAX, &bytes) || strtok_r(NULL, " ", &save) ||
+	    (m->nshards && rank <= m->shard_ranks[m->nshards - 1]) ||
+	    !grow((void **)&m->shard_ranks, m->nshards, sizeof *m->shard_ranks) ||
+	    !grow((void **)&m->shard_bytes, m->nshards, sizeof *m->shard_bytes))
+		return false;
+	m->shard_ranks[m->nshards] = (uint32_t)rank;
+	m->shard_bytes[m->nshards++] = bytes;
 	return true;
 }
 
-llmp_status ck_manifest_read(llmp_ctx *ctx, const char *path, struct ck_manifest *m)
+/* "meta BYTES CRC" */
+static bool parse_meta(char *rest, struct ck_manifest *m)
+{
+	char *save;
+	uint64_t crc;
+	if (!parse_number(strtok_r(rest, " ", &save), 10, UINT64_MAX, &m->meta_bytes) ||
+	    !next_number(&save, 16, UINT32_MAX, &crc) || strtok_r(NULL, " ", &save))
+		return false;
+	m->meta_crc = (uint32_t)crc;
+	return true;
+}
+
+/* One line after the first; false when it is not a MANIFEST line. */
+static bool parse_line(char *line, char *rest, struct ck_manifest *m, bool *ended)
+{
+	uint64_t v;
+	if (strcmp(line, "step") == 0 && rest)
+		return parse_number(rest, 10, UINT64_MAX, &m->step);
+	if (strcmp(line, "world") == 0 && rest) {
+		bool ok = parse_number(rest, 10, UINT32_MAX, &v) && v > 0;
+		m->world = (uint32_t)v;
+		return ok;
+	}
+	if (strcmp(line, "layout") == 0 && rest)
+		return snprintf(m->layout, sizeof m->layout, "%s", rest) < (int)sizeof m->layout;
+	if (strcmp(line, "meta") == 0 && rest)
+		return parse_meta(rest, m);
+	if (strcmp(line, "shard") == 0 && rest)
+		return parse_shard(rest, m);
+	if (strcmp(line, "slice") == 0 && rest) {
+		if (!grow((void **)&m->slices, m->nslices, sizeof *m->slices) ||
+		    !parse_slice(rest, &m->slices[m->nslices]))
+			return false;
+		/* Sorted by name, as the save lists them: a tensor's slices are consecutive. */
+		const struct ck_slice *s = &m->slices[m->nslices];
+		if (m->nslices > 0 && strcmp(s[-1].name, s->name) > 0)
+			return false;
+		m->nslices++;
+		return true;
+	}
+	if (strcmp(line, "end") == 0 && !rest)
+		return (*ended = true);
+	return false;
+}
+
+llmp_status ck_manifest_read(const char *path, struct ck_manifest *m, char *msg, size_t len)
 {
 	memset(m, 0, sizeof *m);
 	FILE *f = fopen(path, "r");
-	if (!f)
-		return rt_fail(ctx, LLMP_ERR_IO, "open %s: %s", path, strerror(errno));
+	if (!f) {
+		snprintf(msg, len, "open %s: %s", path, strerror(errno));
+		return LLMP_ERR_IO;
+	}
 	char *line = NULL;
 	size_t cap = 0;
 	unsigned lineno = 0;
@@ -116,41 +217,50 @@ llmp_status ck_manifest_read(llmp_ctx *ctx, const char *path, struct ck_manifest
 		char *rest = strchr(line, ' ');
 		if (rest)
 			*rest++ = '\0';
-		if (lineno == 1)
-			ok = strcmp(line, "llmp-checkpoint") == 0 && rest && (version = atoi(rest)) == CK_FORMAT_VERSION;
-		else if (strcmp(line, "step") == 0 && rest)
-			m->step = strtoull(rest, NULL, 10);
-		else if (strcmp(line, "world") == 0 && rest)
-			m->world = (uint32_t)strtoul(rest, NULL, 10);
-		else if (strcmp(line, "layout") == 0 && rest)
-			snprintf(m->layout, sizeof m->layout, "%s", rest);
-		else if (strcmp(line, "meta") == 0 && rest)
-			ok = sscanf(rest, "%" SCNu64 " %" SCNx32, &m->meta_bytes, &m->meta_crc) == 2;
-		else if (strcmp(line, "shard") == 0 && rest) {
-			ok = grow((void **)&m->shard_ranks, m->nshards, sizeof *m->shard_ranks) &&
-			     grow((void **)&m->shard_bytes, m->nshards, sizeof *m->shard_bytes) &&
-			     sscanf(rest, "%" SCNu32 " %" SCNu64, &m->shard_ranks[m->nshards],
-				    &m->shard_bytes[m->nshards]) == 2;
-			m->nshards += ok;
-		} else if (strcmp(line, "slice") == 0 && rest) {
-			ok = grow((void **)&m->slices, m->nslices, sizeof *m->slices) &&
-			     parse_slice(rest, &m->slices[m->nslices]);
-			m->nslices += ok;
-		} else if (strcmp(line, "end") == 0) {
-			ended = true;
-		} else {
-			ok = false;
+		uint64_t v = 0;
+		if (lineno == 1) {
+			ok = strcmp(line, "llmp-checkpoint") == 0 && parse_number(rest, 10, 1000000, &v);
+			version = (int)v;
+			ok = ok && version == CK_FORMAT_VERSION;
 		}
+		else
+			ok = parse_line(line, rest, m, &ended);
 	}
+	/* Anything after "end" means the file is not what was committed. */
+	bool trailing = ok && ended && getline(&line, &cap, f) > 0;
 	free(line);
 	fclose(f);
-	if (!ok || !ended) {
+	if (!ok || !ended || trailing) {
 		ck_manifest_free(m);
-		if (lineno <= 1 && version != CK_FORMAT_VERSION && version != 0)
-			return rt_fail(ctx, LLMP_ERR_IO, "%s: format version %d; this llmp reads %d", path,
-				       version, CK_FORMAT_VERSION);
-		return rt_fail(ctx, LLMP_ERR_IO, "%s: %s at line %u", path,
-			       ended ? "malformed" : ok ? "truncated (no 'end')" : "malformed", lineno);
+		if (lineno == 1 && version != CK_FORMAT_VERSION && version > 0)
+			snprintf(msg, len, "%s: format version %d; this llmp reads %d", path, version,
+				 CK_FORMAT_VERSION);
+		else
+			snprintf(msg, len, "%s: %s at line %u", path,
+				 trailing ? "text after 'end'" : ok ? "truncated (no 'end')" : "malformed",
+				 trailing ? lineno + 1 : lineno);
+		return LLMP_ERR_IO;
 	}
 	return LLMP_OK;
+}
+
+size_t ck_manifest_shard(const struct ck_manifest *m, uint32_t rank)
+{
+	size_t lo = 0, hi = m->nshards;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->shard_ranks[mid] < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->nshards && m->shard_ranks[lo] == rank ? lo : m->nshards;
+}
+
+size_t ck_manifest_tensors(const struct ck_manifest *m)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->nslices; i++)
+		n += i == 0 || strcmp(m->slices[i].name, m->slices[i - 1].name) != 0;
+	return n;
 }

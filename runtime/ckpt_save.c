@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,7 +27,7 @@ static llmp_status prepare(llmp_ckpt *ck, uint64_t step)
 	char dir[4096], tmp[4096];
 	struct stat sb;
 	ck_step_path(ck->root, step, "", dir, sizeof dir);
-	ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
+	ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
 	llmp_status st = ck_mkdirs(ctx, ck->root);
 	if (st == LLMP_OK && stat(dir, &sb) == 0)
 		st = rt_fail(ctx, LLMP_ERR_ARG, "%s exists: step %llu was saved already", dir,
@@ -56,14 +57,14 @@ static llmp_status commit(llmp_ckpt *ck, uint64_t step, struct ck_manifest *m, c
 	llmp_ctx *ctx = ck->ctx;
 	char dir[4096], tmp[4096], path[4200];
 	ck_step_path(ck->root, step, "", dir, sizeof dir);
-	ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
+	ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
 
-	snprintf(path, sizeof path, "%s/index.h5", tmp);
+	snprintf(path, sizeof path, "%s/" CK_INDEX, tmp);
 	llmp_status st = ck_write_index(ck, path, m->slices, m->nslices);
-	snprintf(path, sizeof path, "%s/meta.bin", tmp);
+	snprintf(path, sizeof path, "%s/" CK_META, tmp);
 	if (st == LLMP_OK)
 		st = write_meta(ctx, path, meta, metalen);
-	snprintf(path, sizeof path, "%s/MANIFEST", tmp);
+	snprintf(path, sizeof path, "%s/" CK_MANIFEST, tmp);
 	if (st == LLMP_OK)
 		st = ck_manifest_write(ctx, path, m);
 	if (st == LLMP_OK)
@@ -151,6 +152,32 @@ static void drop_pending(struct ck_pending *p)
 }
 
 /*
+ * Staging memory, faulted in at once. The first async save copies into
+ * fresh memory, and faulting it in page by page as the copy touches it cost
+ * 40-50 times the copy itself on the VM of doc/benchmarks.md. So: huge
+ * pages where the kernel gives them on request (transparent huge pages in
+ * "madvise" mode), and every page populated by one call (Linux 5.14) before
+ * the copy. Both are advice: a kernel that refuses them leaves plain pages.
+ */
+static char *alloc_staging(size_t bytes)
+{
+	const size_t huge = (size_t)2 << 20;
+	size_t rounded = (bytes + huge - 1) / huge * huge;
+	void *p = NULL;
+	if (bytes < huge)
+		return malloc(bytes);
+	if (posix_memalign(&p, huge, rounded) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+	madvise(p, rounded, MADV_POPULATE_WRITE);
+#endif
+	return p;
+}
+
+/*
  * Where this rank's owned slices are read from: staged copies when async
  * and within staging_max, else the program's own buffers. Returns the
  * bytes staged.
@@ -166,9 +193,7 @@ static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async,
 		struct ck_slice *s = &p->all[i];
 		if (s->owner != ctx->rank || s->rank != ctx->rank)
 			continue;
-		for (size_t t = 0; t < ck->ntensors; t++)
-			if (strcmp(ck->tensors[t].slice.name, s->name) == 0)
-				p->data[i] = ck->tensors[t].data;
+		p->data[i] = ck->tensors[s->tensor].data;
 		owned += (size_t)ck_bytes(s);
 		p->writes = true;
 	}
@@ -178,7 +203,7 @@ static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async,
 	if (owned > ck->staging_cap) {
 		free(ck->staging);
 		ck->staging_cap = 0;
-		if (!(ck->staging = malloc(owned)))
+		if (!(ck->staging = alloc_staging(owned)))
 			return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu bytes of staging memory", owned);
 		ck->staging_cap = owned;
 	}
@@ -211,7 +236,7 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 		local = prepare(ck, step);
 	if ((st = ck_agree(ck, "checkpoint save", local)) != LLMP_OK)
 		return st;
-	if ((st = ck_gather_slices(ck, &p->all, &p->n)) != LLMP_OK)
+	if ((st = ck_plan_slices(ck, &p->all, &p->n)) != LLMP_OK)
 		return st; /* the same on every rank: the same data, the same checks */
 
 	size_t staged = 0;
@@ -226,7 +251,7 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 	if (local == LLMP_OK && p->writes) {
 		struct ck_shard_job *job = &p->job;
 		char tmp[4096];
-		ck_step_path(ck->root, step, ".tmp", tmp, sizeof tmp);
+		ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
 		ck_shard_path(tmp, ctx->rank, job->path, sizeof job->path);
 		job->alignment = ck->alignment;
 		job->all = p->all;

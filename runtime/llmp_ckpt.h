@@ -89,7 +89,8 @@ llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ckpt, llmp_ckpt_stats *stats);
  * Collective: fill every registered slice from checkpoint `step`, or from
  * the newest complete one (LLMP_CKPT_NEWEST; a corrupted one is reported
  * and the one before it used). *loaded_step and the metadata (up to
- * metacap bytes; *metalen gets its full size) say what was loaded.
+ * metacap bytes; *metalen gets its full size) say what was loaded. On
+ * failure the registered slices may hold part of a checkpoint.
  */
 llmp_status llmp_ckpt_load(llmp_ckpt *ckpt, uint64_t step, uint64_t *loaded_step,
 			   void *meta, size_t metacap, size_t *metalen);

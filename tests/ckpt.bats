@@ -197,6 +197,59 @@ complete_steps() {
 	[ "$status" -eq 0 ]
 }
 
+# ------------------------------------------------------------ llmp ckpt
+
+@test "llmp ckpt: inspect, list and verify the tp=2 checkpoint of 4 ranks; a flipped byte is named" {
+	local py
+	save_reference
+	"$LLMP" ckpt inspect "$ROOT" --json >"$WORK/inspect.json"
+	# every slice and owner, from ck_check's split rules: part i of k of n is [i*n/k, (i+1)*n/k);
+	# tp rank = world rank % 2, dp rank = world rank / 2; a replica belongs to the lowest rank
+	python3 - "$WORK/inspect.json" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+def part(n, k, i): return [i * n // k, (i + 1) * n // k - i * n // k]
+want = {
+    "layers/0/w_row": [([part(13, 2, t)[0], 0], [part(13, 2, t)[1], 10], t) for t in range(2)],
+    "layers/0/w_col": [([0, part(12, 2, t)[0]], [6, part(12, 2, t)[1]], t) for t in range(2)],
+    "layers/0/w_col_bf16": [([0, part(12, 2, t)[0]], [4, part(12, 2, t)[1]], t) for t in range(2)],
+    "layers/0/bias": [([0], [10], 0)],
+    "emb/u8": [([part(12, 2, d)[0], part(12, 2, t)[0], 0], [part(12, 2, d)[1], part(12, 2, t)[1], 5], 2 * d + t)
+               for d in range(2) for t in range(2)],
+    "norm/f16": [([part(24, 4, r)[0]], [part(24, 4, r)[1]], r) for r in range(4)],
+}
+assert doc["step"] == 300 and doc["world"] == 4, doc
+assert doc["layout"]["tp"] == 2 and doc["layout"]["dp"] == 2, doc["layout"]
+assert [s["rank"] for s in doc["shards"]] == [0, 1, 2, 3], doc["shards"]
+got = {t["name"]: sorted((s["offset"], s["shape"], s["owner"]) for s in t["slices"]) for t in doc["tensors"]}
+assert sorted(got) == sorted(want), sorted(got)
+for name in want:
+    if got[name] != sorted(want[name]):
+        sys.exit("%s: slices %r, expected %r" % (name, got[name], sorted(want[name])))
+for t in doc["tensors"]:
+    for s in t["slices"]:
+        assert s["file"] == "shard-%d.h5" % s["owner"], s
+EOF
+	run "$LLMP" ckpt list "$ROOT"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -Eq '^ +300  latest .* 6 +4 +4  tp=2,' <<<"$output"
+	grep -Eq '^ +200  complete .* 6 +4 +4  tp=2,' <<<"$output"
+	run "$LLMP" ckpt verify "$ROOT"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^step-300: OK: 6 tensors, 15 slices in 4 shards' <<<"$output"
+
+	py=$(h5py_python) || skip "no python3 with h5py (Debian: python3-h5py)"
+	run "$py" "$CHECK_VIEW" corrupt "$ROOT/step-300" layers/0/w_row 300 1
+	[ "$status" -eq 0 ]
+	run "$LLMP" ckpt verify "$ROOT" --step 300
+	echo "$output"
+	[ "$status" -eq 1 ]
+	grep -q "step-300: $ROOT/step-300/shard-1.h5: tensor layers/0/w_row: CRC-32C" <<<"$output"
+	[ "$(grep -c 'CRC-32C' <<<"$output")" -eq 1 ]
+}
+
 # ------------------------------------------------------- damaged checkpoints
 
 @test "fallback: a flipped byte in a shard of the newest: load takes the one before, naming the shard" {

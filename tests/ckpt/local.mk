@@ -16,10 +16,18 @@ tests_ckpt_ck_check_LDADD = runtime/libllmp.la -lm
 # wrapper script and no LD_LIBRARY_PATH to carry into the tasks.
 tests_ckpt_ck_check_LDFLAGS = -static
 
+# The context-free reading of checkpoints (runtime/ckpt_format.h), which
+# only libllmp_core has: libllmp exports the public API alone. A unit test
+# (Makefile.am's unit_tests).
+tests_test_ckpt_format_CFLAGS = $(LLMP_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_ckpt_format_LDADD = runtime/libllmp_core.la $(CMOCKA_LIBS)
+
 if HAVE_BATS
+# `llmp ckpt` on checkpoints ck_check saves as a PMIx singleton: no cluster.
+TESTS += tests/ckpt_tool.bats
 if BUILD_PLUGIN
 # Starts the local three-node Slurm cluster; skipped (and counted so) without root.
 TESTS += tests/ckpt.bats
 endif
 endif
-EXTRA_DIST += tests/ckpt.bats tests/ckpt/check_view.py
+EXTRA_DIST += tests/ckpt.bats tests/ckpt/check_view.py tests/ckpt_tool.bats tests/ckpt/tool_expect.py

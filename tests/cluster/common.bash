@@ -33,6 +33,10 @@ cluster_setup_file() {
 	CLUSTER_SKIP=$(cluster_unavailable)
 	export CLUSTER_SKIP
 	[ -z "$CLUSTER_SKIP" ] || return 0
+	# One test file's cluster at a time: under `make -j check` the files run in
+	# parallel, and a cluster's start takes over any other. Held until teardown.
+	exec {CLUSTER_FILE_LOCK}>/run/llmp-cluster-tests.lock
+	flock -w 3600 "$CLUSTER_FILE_LOCK" || return 1
 	CLUSTER_STATE=$(mktemp -d /tmp/llmp-cluster-test.XXXXXX)
 	export CLUSTER_STATE
 	chmod 755 "$CLUSTER_STATE"
@@ -44,11 +48,13 @@ cluster_setup_file() {
 }
 
 cluster_teardown_file() {
-	if [ -z "${CLUSTER_STATE:-}" ]; then
-		return 0
+	if [ -n "${CLUSTER_STATE:-}" ]; then
+		"$CLUSTER" stop "$CLUSTER_STATE" >&3 2>&1 || true
+		rm -rf "$CLUSTER_STATE"
 	fi
-	"$CLUSTER" stop "$CLUSTER_STATE" >&3 2>&1 || true
-	rm -rf "$CLUSTER_STATE"
+	if [ -n "${CLUSTER_FILE_LOCK:-}" ]; then
+		exec {CLUSTER_FILE_LOCK}>&-
+	fi
 }
 
 # Every test runs with the cluster's client configuration.

@@ -1,0 +1,174 @@
+/*
+ * ckpt_format.h - a checkpoint on disk, read without a context.
+ *
+ * The names of doc/checkpoint.md, the MANIFEST, the listing of a root, the
+ * slices of a shard and the verification of a whole step directory. The
+ * runtime (ckpt_*.c) and the `llmp ckpt` tool share this code, so the tool
+ * checks a checkpoint exactly as a load reads it, without joining a job.
+ * Nothing here touches an llmp_ctx: a failure returns a status and leaves
+ * its message in the caller's buffer (msg, len).
+ */
+#ifndef LLMP_CKPT_FORMAT_H
+#define LLMP_CKPT_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmp_ckpt.h"
+#include "llmp_spec.h"
+#include "llmp_status.h"
+
+#define CK_FORMAT_VERSION 1
+
+/* The names in a checkpoint root and in a step directory. */
+#define CK_LATEST          "latest"
+#define CK_MANIFEST        "MANIFEST"
+#define CK_INDEX           "index.h5"
+#define CK_META            "meta.bin"
+#define CK_SUFFIX_TMP      ".tmp"      /* a save in progress, or one that was killed */
+#define CK_SUFFIX_DELETING ".deleting" /* a checkpoint being removed by retention */
+
+/* One registered slice, as exchanged between ranks (fixed size, no pointers). */
+struct ck_slice {
+	char name[LLMP_CKPT_MAX_NAME + 1];
+	uint32_t dtype, ndim;
+	uint64_t global[LLMP_CKPT_MAX_DIMS];
+	uint64_t offset[LLMP_CKPT_MAX_DIMS];
+	uint64_t shape[LLMP_CKPT_MAX_DIMS];
+	uint32_t rank;  /* world rank that registered it */
+	uint32_t owner; /* world rank that writes it: the lowest with the same slice */
+	uint32_t crc;   /* CRC-32C of its bytes, once written */
+	uint32_t tensor; /* its place among the tensors `rank` registered (not in the MANIFEST) */
+};
+
+/* Print a message to msg and return status: rt_fail for code without a context. */
+llmp_status ck_fail(char *msg, size_t len, llmp_status status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Elements and bytes of a slice. */
+uint64_t ck_volume(const struct ck_slice *s);
+uint64_t ck_bytes(const struct ck_slice *s);
+
+/* Whether two slices of one tensor share an element. */
+bool ck_intersects(const struct ck_slice *a, const struct ck_slice *b);
+
+/*
+ * Every tensor of all[] (sorted by name; replicas have owner != rank and
+ * are skipped for coverage): the same dtype and global shape in every
+ * slice, and distinct slices that tile it exactly. On failure *culprit (if
+ * not NULL) is the index of a slice of the offending tensor.
+ */
+llmp_status ck_validate_slices(const struct ck_slice *all, size_t n, size_t *culprit, char *msg, size_t len);
+
+/* ------------------------------------------------------------- names */
+
+/* ROOT/step-N plus suffix ("" or CK_SUFFIX_TMP). */
+void ck_step_path(const char *root, uint64_t step, const char *suffix, char *buf, size_t len);
+/* DIR/shard-RANK.h5; with dir NULL the bare name, as the index refers to it. */
+void ck_shard_path(const char *dir, uint32_t rank, char *buf, size_t len);
+
+/* What a name in a checkpoint root is. */
+enum ck_entry_kind {
+	CK_ENTRY_OTHER,    /* not a checkpoint's name */
+	CK_ENTRY_COMPLETE, /* step-N: committed */
+	CK_ENTRY_TMP,      /* step-N.tmp */
+	CK_ENTRY_DELETING  /* step-N.deleting */
+};
+/* The kind of a directory name, and its N; digits only, no sign, no leading junk. */
+enum ck_entry_kind ck_parse_entry_name(const char *name, uint64_t *step);
+
+struct ck_entry {
+	uint64_t step;
+	enum ck_entry_kind kind;
+};
+/*
+ * The checkpoint entries of root (directories only), by step from the
+ * highest down, and for one step complete before temporary before deleting.
+ * A root that does not exist has none (LLMP_OK).
+ */
+llmp_status ck_list_entries(const char *root, struct ck_entry **entries, size_t *n, char *msg, size_t len);
+
+/*
+ * The step ROOT/latest names. LLMP_ERR_IO when it is missing (message:
+ * the errno text) or does not hold "step-N\n".
+ */
+llmp_status ck_read_latest(const char *root, uint64_t *step, char *msg, size_t len);
+
+/* ----------------------------------------------------------- MANIFEST */
+
+struct ck_manifest {
+	uint64_t step;
+	uint32_t world;
+	char layout[LLMP_SPEC_MAX_LEN + 64];
+	uint64_t meta_bytes;
+	uint32_t meta_crc;
+	uint32_t *shard_ranks; /* ranks with a shard file, increasing */
+	uint64_t *shard_bytes;
+	size_t nshards;
+	struct ck_slice *slices; /* owners and CRCs set; sorted as ck_plan_slices: by name, offset, shape */
+	size_t nslices;
+};
+/* Parse path; on failure m is empty and msg names the file and the line. */
+llmp_status ck_manifest_read(const char *path, struct ck_manifest *m, char *msg, size_t len);
+void ck_manifest_free(struct ck_manifest *m);
+/* Distinct tensor names among m's slices (they are sorted by name). */
+size_t ck_manifest_tensors(const struct ck_manifest *m);
+/* The index of rank's shard line in m; m->nshards when it has none. */
+size_t ck_manifest_shard(const struct ck_manifest *m, uint32_t rank);
+
+/* ------------------------------------------------------------- shards */
+
+/*
+ * A shard or the index opened for checking (HDF5 stays inside
+ * ckpt_hdf5.c). ck_h5_locate finds where a slice's bytes are: its dataset
+ * must have the slice's shape and the dtype's file type, and be stored
+ * contiguously, as llmp writes it; those bytes are then exactly the
+ * slice's row-major little-endian bytes the MANIFEST's CRC covers.
+ */
+struct ck_h5;
+llmp_status ck_h5_open(const char *path, struct ck_h5 **h5, char *msg, size_t len);
+void ck_h5_close(struct ck_h5 *h5);
+llmp_status ck_h5_locate(struct ck_h5 *h5, const struct ck_slice *s, uint64_t *file_offset, char *msg, size_t len);
+/* The datasets in the file, at any depth. */
+llmp_status ck_h5_count_datasets(struct ck_h5 *h5, size_t *n, char *msg, size_t len);
+/*
+ * The index's virtual dataset of the tensor whose slices are s[0..n):
+ * global shape, file type, and one mapping per slice, from that slice's
+ * region to dataset NAME of shard-OWNER.h5 whole.
+ */
+llmp_status ck_h5_check_virtual(struct ck_h5 *h5, const struct ck_slice *s, size_t n, char *msg, size_t len);
+
+/* ------------------------------------------------------- verification */
+
+/* What a verification tells its caller as it goes. */
+struct ck_verify_hooks {
+	/*
+	 * One problem: file is a name in the step directory (CK_MANIFEST,
+	 * "shard-1.h5", ...), tensor the tensor concerned or NULL.
+	 */
+	void (*problem)(void *arg, const char *file, const char *tensor, const char *msg);
+	/* done of total slice bytes checksummed; file and tensor being read. */
+	void (*progress)(void *arg, uint64_t done, uint64_t total, const char *file, const char *tensor);
+	void *arg;
+};
+
+struct ck_verify_totals {
+	size_t tensors, slices, shards; /* as the MANIFEST lists them */
+	uint64_t bytes;     /* slice bytes read and checksummed */
+	unsigned problems;
+};
+
+/*
+ * Check step directory dir, which should hold checkpoint `step`: the
+ * MANIFEST parses and names that step, its slices tile every tensor, every
+ * shard it lists is there with its size, every slice's bytes match its
+ * CRC-32C, the index maps every slice from its owner's shard, and meta.bin
+ * matches its size and CRC. Every problem found goes to hooks->problem.
+ * Returns LLMP_OK when there was none, LLMP_ERR_IO when there were
+ * (msg: the first), LLMP_ERR_NOMEM when the check itself could not run.
+ */
+llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verify_hooks *hooks,
+			   struct ck_verify_totals *totals, char *msg, size_t len);
+
+#endif /* LLMP_CKPT_FORMAT_H */
