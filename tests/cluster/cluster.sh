@@ -269,7 +269,9 @@ write_slurm_conf() { # statedir plugstack
 			SlurmdUser=root
 			AuthType=auth/munge
 			CredType=cred/munge
-			AuthInfo=socket=${RUNDIR}/munge/munge.socket
+			# A requeued job may start again only cred_expire seconds (default 120)
+			# after it ended; the tests requeue jobs.
+			AuthInfo=socket=${RUNDIR}/munge/munge.socket,cred_expire=10
 			StateSaveLocation=${statedir}/ctld/state
 			SlurmctldPidFile=${statedir}/ctld/slurmctld.pid
 			SlurmctldLogFile=${statedir}/log/slurmctld.log
