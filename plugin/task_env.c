@@ -47,7 +47,10 @@ int llmp_task_env(const llmp_plan *plan, const struct llmp_task *t,
 	env->n = 0;
 	if (llmp_plan_coords(plan, t->rank, coords) != LLMP_OK)
 		return -1;
-	llmp_spec_format(llmp_plan_spec(plan), spec, sizeof(spec));
+	/* With no key given (--llm-checkpoint alone), name the default layout:
+	 * libllmp parses LLMP_PARALLEL, and an empty text is not a layout. */
+	if (llmp_spec_format(llmp_plan_spec(plan), spec, sizeof(spec)) == 0)
+		snprintf(spec, sizeof(spec), "dp=auto");
 
 	rc |= add(env, "LLMP_PARALLEL", "%s", spec);
 	rc |= add(env, "LLMP_ORDER", "%s", llmp_plan_order(plan));

@@ -1,13 +1,15 @@
 #!/usr/bin/env bats
 # The SPANK plugin on a real three-node Slurm cluster: sbatch, salloc and srun
-# with --llm-parallel, checked task by task against layouts computed by
-# check_env.py, independently of llmp.
+# with --llm-parallel and --llm-checkpoint, checked task by task against
+# layouts computed by check_env.py, independently of llmp, and against
+# checkpoint settings written out here from the precedence rules.
 
 load cluster/common
 
 setup_file() { cluster_setup_file; }
 teardown_file() { cluster_teardown_file; }
 setup() { cluster_setup; }
+teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 
 # --------------------------------------------------------------- the option
 
@@ -240,5 +242,157 @@ setup() { cluster_setup; }
 	run srun -n1 --llm-parallel=tp=1 true
 	[ "$status" -ne 0 ]
 	grep -q "llm_parallel: plugstack argument 'max_tpp=4': unknown" <<<"$output"
+	write_plugstack checkpoint=every=30,keep=0
+	run srun -n1 --llm-checkpoint="$WORK/ck" true
+	[ "$status" -ne 0 ]
+	grep -q "llm_parallel: plugstack argument 'checkpoint=every=30,keep=0': keep=0: must be at least 1" <<<"$output"
 	assert_cluster_idle
+}
+
+# ---------------------------------------------------------------- checkpoints
+
+@test "--llm-checkpoint=help prints its grammar and submits nothing; --help lists it" {
+	for how in srun sbatch salloc; do
+		run submit "$how" --llm-checkpoint=help
+		[ "$status" -eq 0 ]
+		grep -q 'DIR\[,every=N|Nmin\]\[,keep=N\]\[,restarts=N\]' <<<"$output"
+		grep -q 'every=Nmin' <<<"$output"
+	done
+	for cmd in sbatch salloc srun; do
+		run "$cmd" --help
+		grep -q -- '--llm-checkpoint=SPEC' <<<"$output"
+	done
+	assert_queue_empty
+}
+
+@test "sbatch --llm-checkpoint: the tasks get the checkpoint variables, the batch script only those" {
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		"$BATCH_ENV"
+		srun "$TASK_ENV"
+	EOF
+	run sbatch --wait -N2 -n4 -o "$WORK/out" --llm-parallel=tp=2 \
+		--llm-checkpoint="every=30min,$WORK/ck,keep=3" "$WORK/job.sh"
+	[ "$status" -eq 0 ]
+	output=$(cat "$WORK/out")
+	# keep and every as given, restarts by default (3); DIR first when printed.
+	check_tasks tp=2 4 --master node1 --checkpoint "$WORK/ck,every=30min,keep=3,restarts=3"
+	want="batch LLMP_CHECKPOINT=$WORK/ck,every=30min,keep=3,restarts=3"
+	want="$want LLMP_CHECKPOINT_DIR=$WORK/ck LLMP_CHECKPOINT_EVERY=30min"
+	want="$want LLMP_CHECKPOINT_KEEP=3 LLMP_MAX_RESTARTS=3 LLMP_RESTART_COUNT=0"
+	want="$want SLURM_RESTART_COUNT=<unset> LLMP_PARALLEL=<unset> LLMP_RANK=<unset>"
+	want="$want RANK=<unset> MASTER_ADDR=<unset>"
+	grep -qxF "$want" <<<"$output" || { grep '^batch' <<<"$output"; echo "expected: $want"; false; }
+}
+
+@test "--llm-checkpoint alone turns the plugin on with the default layout" {
+	run srun -N2 -n4 --llm-checkpoint="$WORK/ck,restarts=0" "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks "" 4 --checkpoint "$WORK/ck,keep=2,restarts=0"
+	grep -q 'LLMP_PARALLEL=dp=auto ' <<<"$output"
+	grep -q 'LLMP_DP_SIZE=4 ' <<<"$output"
+}
+
+@test "checkpoint keys: option over LLMP_CHECKPOINT over site defaults, key by key" {
+	write_plugstack checkpoint=every=30min,keep=3,restarts=5
+	# The site's defaults alone turn nothing on.
+	run srun -N1 -n2 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	! grep -q 'LLMP_[A-Z_]*=[^<]' <<<"$output"
+	# The variable alone does: its DIR and keep, the site's every and restarts.
+	LLMP_CHECKPOINT="$WORK/env,keep=4" run srun -N1 -n4 "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks "" 4 --checkpoint "$WORK/env,every=30min,keep=4,restarts=5"
+	# The option's DIR and every (in steps) win; keep stays the variable's.
+	LLMP_CHECKPOINT="$WORK/env,keep=4" run srun -N2 -n4 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/opt,every=100" "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=2 4 --checkpoint "$WORK/opt,every=100,keep=4,restarts=5"
+	# Through sbatch, into the batch script and the srun inside.
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		"$BATCH_ENV"
+		srun "$TASK_ENV"
+	EOF
+	LLMP_CHECKPOINT="restarts=1" run sbatch --wait -N1 -n2 -o "$WORK/out" \
+		--llm-checkpoint="dir=$WORK/b" "$WORK/job.sh"
+	[ "$status" -eq 0 ]
+	output=$(cat "$WORK/out")
+	check_tasks "" 2 --checkpoint "$WORK/b,every=30min,keep=3,restarts=1"
+	grep -q "^batch LLMP_CHECKPOINT=$WORK/b,every=30min,keep=3,restarts=1 LLMP_CHECKPOINT_DIR=$WORK/b " <<<"$output"
+}
+
+@test "a bad --llm-checkpoint is refused at submission by sbatch, salloc and srun: nothing queued" {
+	for spec in d,keep=0 d,every=5m d,kep=2 /a,b d,restarts=-1 every=10 help,d; do
+		for how in sbatch srun salloc; do
+			run submit "$how" "--llm-checkpoint=$spec"
+			[ "$status" -ne 0 ] || { echo "$how accepted $spec"; false; }
+			grep -q "^llm_parallel: --llm-checkpoint: " <<<"$output" ||
+				{ echo "$how $spec: $output"; false; }
+		done
+	done
+	run submit sbatch --llm-parallel=tp=2 --llm-checkpoint=d,keep=0
+	[ "$status" -ne 0 ]
+	grep -qx 'llm_parallel: --llm-checkpoint: keep=0: must be at least 1' <<<"$output"
+	run submit sbatch --llm-checkpoint=every=10
+	grep -qx 'llm_parallel: --llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)' <<<"$output"
+	run submit sbatch --llm-checkpoint=d,kep=2
+	grep -qx "llm_parallel: --llm-checkpoint: unknown key 'kep' (known keys: dir every keep restarts)" <<<"$output"
+	LLMP_CHECKPOINT=d,keep=x run submit sbatch
+	[ "$status" -ne 0 ]
+	grep -qx 'llm_parallel: LLMP_CHECKPOINT: keep=x: not a number' <<<"$output"
+	assert_queue_empty
+	assert_cluster_idle
+}
+
+@test "a bad spec only the job sees: the step fails with the reason; the batch script warns and goes on" {
+	# srun cannot see a variable exported to the tasks only: task_init refuses.
+	run srun -N2 -n4 --export=ALL,LLMP_CHECKPOINT=every=0 "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -qx 'llm_parallel: LLMP_CHECKPOINT: every=0: must be at least 1' <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	# In the batch step it is only a warning; the srun inside refuses it.
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		"$BATCH_ENV"
+		srun "$TASK_ENV"
+		echo "srun exit \$?"
+	EOF
+	run sbatch --wait -N1 -n2 -o "$WORK/out" --export=ALL,LLMP_CHECKPOINT=every=0 "$WORK/job.sh"
+	[ "$status" -eq 0 ]
+	output=$(cat "$WORK/out")
+	grep -qx 'llm_parallel: warning: LLMP_CHECKPOINT: every=0: must be at least 1; the batch script gets no checkpoint variables' <<<"$output"
+	grep -q '^batch LLMP_CHECKPOINT=every=0 LLMP_CHECKPOINT_DIR=<unset> ' <<<"$output"
+	grep -qx 'llm_parallel: LLMP_CHECKPOINT: every=0: must be at least 1' <<<"$output"
+	grep -qx 'srun exit 1' <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	assert_cluster_idle
+}
+
+@test "LLMP_RESTART_COUNT counts requeues, in the batch script and in its tasks" {
+	# The first run waits to be requeued; the next one ends at once.
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		"$BATCH_ENV"
+		srun "$TASK_ENV"
+		if [ "\${SLURM_RESTART_COUNT:-0}" = 0 ]; then touch "$WORK/ran"; sleep 120; fi
+	EOF
+	jid=$(sbatch --parsable --requeue -N1 -n2 -o "$WORK/out" --open-mode=append \
+		--llm-checkpoint="$WORK/ck,every=10" "$WORK/job.sh")
+	for _ in $(seq 1 30); do [ -e "$WORK/ran" ] && break; sleep 1; done
+	[ -e "$WORK/ran" ]
+	scontrol requeue "$jid"
+	# Slurm holds a requeued job for AuthInfo's cred_expire (10 s here).
+	state=$(wait_job_end "$jid" 90)
+	[ "$state" = COMPLETED ] || [ "$state" = PURGED ]
+	output=$(cat "$WORK/out")
+	[ "$(grep -c '^batch ' <<<"$output")" -eq 2 ]
+	run1=$(awk '/^batch /{n++} n==1' <<<"$output")
+	run2=$(awk '/^batch /{n++} n==2' <<<"$output")
+	grep -q '^batch .* LLMP_RESTART_COUNT=0 ' <<<"$run1"
+	grep -q '^batch .* LLMP_RESTART_COUNT=1 SLURM_RESTART_COUNT=1 ' <<<"$run2"
+	output=$run1
+	check_tasks "" 2 --checkpoint "$WORK/ck,every=10,keep=2,restarts=3"
+	output=$run2
+	check_tasks "" 2 --checkpoint "$WORK/ck,every=10,keep=2,restarts=3" --restart-count 1
 }

@@ -4,6 +4,8 @@
  * For any bytes: parsing must not crash, leak or hit undefined behaviour;
  * an accepted spec must print and re-parse to itself; a plan built from it
  * must put every queried rank inside its own groups, in increasing order.
+ * The same bytes go through the --llm-checkpoint grammar too: a checked
+ * checkpoint spec must print within its bound and re-parse to itself.
  * Built with clang -fsanitize=fuzzer by `make fuzz`, and replayed over the
  * stored corpus by tests/fuzz_replay in `make check`.
  */
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llmp_ckpt_spec.h"
 #include "llmp_plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -61,6 +64,23 @@ static void check_plan(const llmp_spec *spec, uint32_t world, uint32_t per_node)
 	llmp_plan_destroy(plan);
 }
 
+static void check_ckpt(const char *text)
+{
+	char msg[LLMP_MSG_MAX], out[LLMP_CKPT_SPEC_MAX_LEN + 1];
+	llmp_ckpt_spec spec, again;
+
+	if (llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof(msg)) != LLMP_OK || spec.help ||
+	    llmp_ckpt_spec_check(&spec, msg, sizeof(msg)) != LLMP_OK)
+		return;
+	int n = llmp_ckpt_spec_format(&spec, out, sizeof(out));
+	CHECK(n > 0 && (size_t)n < sizeof(out));
+	CHECK(llmp_ckpt_spec_parse_partial(out, &again, msg, sizeof(msg)) == LLMP_OK);
+	CHECK(llmp_ckpt_spec_check(&again, msg, sizeof(msg)) == LLMP_OK);
+	CHECK(strcmp(again.dir, spec.dir) == 0 && again.every == spec.every &&
+	      again.every_minutes == spec.every_minutes && again.keep == spec.keep &&
+	      again.max_restarts == spec.max_restarts);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char msg[LLMP_MSG_MAX];
@@ -87,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 	}
+	check_ckpt(text);
 	free(text);
 	return 0;
 }

@@ -414,6 +414,13 @@ static void task_environment(void **state)
 	assert_null(var(&env, "LLMP_CHECKPOINT"));
 	assert_null(var(&env, "LLMP_CHECKPOINT_DIR"));
 	assert_null(var(&env, "LLMP_MAX_RESTARTS"));
+	/* The default layout (--llm-checkpoint alone) is named, not left empty. */
+	llmp_plan_destroy(plan);
+	llmp_spec_init(&spec);
+	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_string_equal(var(&env, "LLMP_PARALLEL"), "dp=auto");
+	assert_string_equal(var(&env, "LLMP_DP_SIZE"), "2");
 	/* A rank outside the plan is refused. */
 	t.rank = 2;
 	assert_int_equal(llmp_task_env(plan, &t, &env), -1);

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Check the task lines of task_env.sh against a layout computed here.
 
-usage: check_env.py SPEC WORLD [--gpus N] [--no-gpu-bind] [--master NODE] < lines
+usage: check_env.py SPEC WORLD [--gpus N] [--no-gpu-bind] [--master NODE]
+                    [--checkpoint CKPT] [--restart-count N] < lines
 
 The expected coordinates come from Megatron-Core's numbering written out
 independently of llmp: a mixed-radix number over the order, leftmost
 dimension fastest, dense grid tp/cp/dp/pp and expert grid etp/ep/edp/pp.
+SPEC "" is the default layout (--llm-checkpoint alone). CKPT is the
+checkpoint spec the tasks must see, every key written out by the caller
+(DIR,every=...,keep=N,restarts=N); without it, no checkpoint variable may be
+set. LLMP_RESTART_COUNT must be N (default 0).
 Exits 1 with one line per mismatch.
 """
 import sys
@@ -25,6 +30,26 @@ def parse_spec(text):
     return size, order, vpp, dp
 
 
+def checkpoint_vars(text):
+    """The checkpoint variables for a spec whose keys are all given."""
+    if text is None:
+        names = ("LLMP_CHECKPOINT", "LLMP_CHECKPOINT_DIR", "LLMP_CHECKPOINT_EVERY",
+                 "LLMP_CHECKPOINT_KEEP", "LLMP_MAX_RESTARTS")
+        return {name: "<unset>" for name in names}
+    items = text.split(",")
+    keys = dict(item.split("=", 1) for item in items[1:])
+    every = keys.get("every")
+    canonical = f"{items[0]}{',every=' + every if every else ''}," \
+                f"keep={keys['keep']},restarts={keys['restarts']}"
+    return {
+        "LLMP_CHECKPOINT": canonical,
+        "LLMP_CHECKPOINT_DIR": items[0],
+        "LLMP_CHECKPOINT_EVERY": every or "<unset>",
+        "LLMP_CHECKPOINT_KEEP": keys["keep"],
+        "LLMP_MAX_RESTARTS": keys["restarts"],
+    }
+
+
 def coords(rank, order, sizes):
     out, rest = {}, rank
     for dim in order:
@@ -39,6 +64,8 @@ def main():
     gpus = int(args[args.index("--gpus") + 1]) if "--gpus" in args else 0
     bind = "--no-gpu-bind" not in args
     master = args[args.index("--master") + 1] if "--master" in args else None
+    ckpt = args[args.index("--checkpoint") + 1] if "--checkpoint" in args else None
+    restarts = args[args.index("--restart-count") + 1] if "--restart-count" in args else "0"
     size, order, vpp, _ = parse_spec(spec)
     dp = world // (size["tp"] * size["pp"] * size["cp"])
     edp = world // (size["etp"] * size["ep"] * size["pp"])
@@ -87,7 +114,11 @@ def main():
             "LLMP_EXPERT_TP_SIZE": size["etp"], "LLMP_EXPERT_TP_RANK": e["tp"],
             "LLMP_EXPERT_DP_SIZE": edp, "LLMP_EXPERT_DP_RANK": e["dp"],
             "LLMP_VPP_SIZE": vpp if vpp else "<unset>",
+            "LLMP_RESTART_COUNT": restarts,
         }
+        if not spec:  # the default layout is named, never left empty
+            expect["LLMP_PARALLEL"] = "dp=auto"
+        expect.update(checkpoint_vars(ckpt))
         for name, want in expect.items():
             if env.get(name) != str(want):
                 errors.append(f"task {rank}: {name}={env.get(name)}, expected {want}")

@@ -5,6 +5,7 @@
 : "${LLMP_BUILDDIR:=$LLMP_SRCDIR}"
 CLUSTER="$LLMP_SRCDIR/tests/cluster/cluster.sh"
 TASK_ENV="$LLMP_SRCDIR/tests/cluster/task_env.sh"
+BATCH_ENV="$LLMP_SRCDIR/tests/cluster/batch_env.sh"
 CHECK_ENV="$LLMP_SRCDIR/tests/cluster/check_env.py"
 PLUGIN="$LLMP_BUILDDIR/plugin/.libs/llm_parallel.so"
 LLMP="$LLMP_BUILDDIR/cli/llmp"
@@ -29,14 +30,21 @@ write_plugstack() {
 	echo "required $PLUGIN $*" >"$CLUSTER_STATE/plugstack.conf"
 }
 
+# One cluster runs on a machine at a time, but `make -j check` runs test files
+# side by side: each file holds this lock from setup_file until its bats
+# process exits. cluster.sh closes the descriptor for the daemons it starts.
+CLUSTER_SUITE_LOCK=/run/llmp-cluster-suite.lock
+CLUSTER_SUITE_WAIT_S=3600
+
 cluster_setup_file() {
 	CLUSTER_SKIP=$(cluster_unavailable)
 	export CLUSTER_SKIP
 	[ -z "$CLUSTER_SKIP" ] || return 0
-	# One test file's cluster at a time: under `make -j check` the files run in
-	# parallel, and a cluster's start takes over any other. Held until teardown.
-	exec {CLUSTER_FILE_LOCK}>/run/llmp-cluster-tests.lock
-	flock -w 3600 "$CLUSTER_FILE_LOCK" || return 1
+	exec {CLUSTER_LOCK_FD}>"$CLUSTER_SUITE_LOCK"
+	if ! flock -w "$CLUSTER_SUITE_WAIT_S" "$CLUSTER_LOCK_FD"; then
+		echo "another test file kept $CLUSTER_SUITE_LOCK for ${CLUSTER_SUITE_WAIT_S} s" >&2
+		return 1
+	fi
 	CLUSTER_STATE=$(mktemp -d /tmp/llmp-cluster-test.XXXXXX)
 	export CLUSTER_STATE
 	chmod 755 "$CLUSTER_STATE"
@@ -52,8 +60,8 @@ cluster_teardown_file() {
 		"$CLUSTER" stop "$CLUSTER_STATE" >&3 2>&1 || true
 		rm -rf "$CLUSTER_STATE"
 	fi
-	if [ -n "${CLUSTER_FILE_LOCK:-}" ]; then
-		exec {CLUSTER_FILE_LOCK}>&-
+	if [ -n "${CLUSTER_LOCK_FD:-}" ]; then
+		exec {CLUSTER_LOCK_FD}>&-
 	fi
 }
 
@@ -81,6 +89,32 @@ assert_cluster_idle() {
 	done
 	echo "nodes not idle: $states" >&2
 	return 1
+}
+
+# Wait until a job has left the queue for good (requeues included); its
+# final state on stdout. Fails after the limit.
+wait_job_end() { # JOBID SECONDS
+	local state
+	for _ in $(seq 1 "$2"); do
+		state=$(scontrol -o show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+		case $state in
+		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | "")
+			echo "${state:-PURGED}"
+			return 0
+			;;
+		esac
+		sleep 1
+	done
+	echo "job $1 still $state after $2 s" >&2
+	return 1
+}
+
+# Cancel whatever a failed test left in the queue, so the next test starts clean.
+cancel_leftover_jobs() {
+	local jobs
+	jobs=$(squeue -h -o %i 2>/dev/null) || return 0
+	# shellcheck disable=SC2086 # one argument per job
+	[ -z "$jobs" ] || scancel $jobs || true
 }
 
 assert_queue_empty() {
