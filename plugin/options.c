@@ -27,6 +27,25 @@ struct llmp_ctx *llmp_ctx(void)
 	return &ctx;
 }
 
+/* The grammar of the option val, for OPTION=help; ends the process. */
+static void print_grammar_and_exit(int val)
+{
+	if (val == OPT_CHECKPOINT) {
+		fputs(llmp_ckpt_spec_grammar(), stdout);
+		fputs("The environment variable LLMP_CHECKPOINT gives a spec too; the option\n"
+		      "wins key by key. Use with sbatch --requeue. See llm_parallel(8).\n",
+		      stdout);
+	} else {
+		fputs(llmp_spec_grammar(), stdout);
+		fputs("Other options: --llm-gpu-bind=task|none (one GPU per local task; default\n"
+		      "task), --llm-checkpoint=DIR[,...] (--llm-checkpoint=help explains)\n"
+		      "The environment variable LLMP_PARALLEL gives a layout too; the option wins\n"
+		      "key by key. See llm_parallel(8).\n",
+		      stdout);
+	}
+	exit(0);
+}
+
 static int option_cb(int val, const char *optarg, int remote)
 {
 	if (val == OPT_GPU_BIND) {
@@ -38,22 +57,8 @@ static int option_cb(int val, const char *optarg, int remote)
 		return 0;
 	}
 	/* "help" answers at once, on the submitting side, and submits nothing. */
-	if (!remote && optarg && strcmp(optarg, "help") == 0) {
-		if (val == OPT_CHECKPOINT) {
-			fputs(llmp_ckpt_spec_grammar(), stdout);
-			fputs("The environment variable LLMP_CHECKPOINT gives a spec too; the option\n"
-			      "wins key by key. Use with sbatch --requeue. See llm_parallel(8).\n",
-			      stdout);
-			exit(0);
-		}
-		fputs(llmp_spec_grammar(), stdout);
-		fputs("Other options: --llm-gpu-bind=task|none (one GPU per local task; default\n"
-		      "task), --llm-checkpoint=DIR[,...] (--llm-checkpoint=help explains)\n"
-		      "The environment variable LLMP_PARALLEL gives a layout too; the option wins\n"
-		      "key by key. See llm_parallel(8).\n",
-		      stdout);
-		exit(0);
-	}
+	if (!remote && optarg && strcmp(optarg, "help") == 0)
+		print_grammar_and_exit(val);
 	char *copy = strdup(optarg ? optarg : "");
 	if (!copy)
 		return -1;

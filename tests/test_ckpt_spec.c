@@ -358,7 +358,8 @@ static void number_boundaries(void **state)
 	assert_int_equal(s.max_restarts, 1000000000u);
 	assert_int_equal(accept("d,every=1000000000min").every, 1000000000u);
 	assert_int_equal(accept("d,keep=0001000000000").keep, 1000000000u);
-	REJECT("d,every=1000000001", "every=1000000001: larger than the largest accepted, 1000000000");
+	REJECT("d,every=1000000001",
+	       "every=1000000001: larger than the largest accepted, 1000000000");
 	REJECT("d,every=1000000001min", "every=1000000001min: larger than");
 	REJECT("d,keep=1000000001", "keep=1000000001: larger than the largest accepted");
 	REJECT("d,restarts=1000000001", "restarts=1000000001: larger than");

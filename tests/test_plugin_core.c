@@ -337,7 +337,8 @@ static void checkpoint_errors_name_their_source(void **state)
 	/* Each source is fine alone; merged, there is still no directory. */
 	assert_int_equal(resolve_ckpt("checkpoint=keep=3", "every=10", "restarts=1", &s, msg),
 			 LLMP_INVALID);
-	assert_string_equal(msg, "--llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)");
+	assert_string_equal(msg,
+			    "--llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)");
 }
 
 /* Find a variable of the env by name; NULL if absent. */

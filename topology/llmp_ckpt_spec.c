@@ -12,7 +12,6 @@
 
 #include "llmp_ckpt_spec.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
