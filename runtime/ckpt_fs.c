@@ -228,22 +228,39 @@ llmp_status ck_read_latest(const char *root, uint64_t *step, char *msg, size_t l
 	return LLMP_OK;
 }
 
-llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step)
+llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_name,
+			    const char *text, char *msg, size_t len)
 {
 	char tmp[4096], final[4096];
-	snprintf(tmp, sizeof tmp, "%s/" CK_LATEST CK_SUFFIX_TMP, root);
-	snprintf(final, sizeof final, "%s/" CK_LATEST, root);
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return rt_fail(ctx, LLMP_ERR_IO, "create %s: %s", tmp, strerror(errno));
-	int bad = fprintf(f, "step-%llu\n", (unsigned long long)step) < 0;
+	snprintf(tmp, sizeof tmp, "%s/%s", dir, tmp_name);
+	snprintf(final, sizeof final, "%s/%s", dir, name);
+	FILE *f = fopen(tmp, "we");
+	if (!f) {
+		snprintf(msg, len, "create %s: %s", tmp, strerror(errno));
+		return LLMP_ERR_IO;
+	}
+	int bad = fputs(text, f) < 0;
 	bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
 	bad |= fclose(f) != 0;
-	if (bad)
-		return rt_fail(ctx, LLMP_ERR_IO, "write %s: %s", tmp, strerror(errno));
-	if (rename(tmp, final) != 0)
-		return rt_fail(ctx, LLMP_ERR_IO, "rename %s: %s", tmp, strerror(errno));
-	return ck_fsync_path(ctx, root);
+	if (bad) {
+		snprintf(msg, len, "write %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return LLMP_ERR_IO;
+	}
+	if (rename(tmp, final) != 0) {
+		snprintf(msg, len, "rename %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return LLMP_ERR_IO;
+	}
+	return ck_fsync_msg(dir, msg, len);
+}
+
+llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step)
+{
+	char text[32];
+	snprintf(text, sizeof text, "step-%llu\n", (unsigned long long)step);
+	return ck_replace_file(root, CK_LATEST, CK_LATEST CK_SUFFIX_TMP, text, ctx->errmsg,
+			       sizeof ctx->errmsg);
 }
 
 llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep, uint64_t saved)

@@ -106,6 +106,13 @@ llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path);
 llmp_status ck_fsync_msg(const char *path, char *msg, size_t len);
 /* Steps of the complete checkpoints under root, newest first. */
 llmp_status ck_list_steps(llmp_ctx *ctx, const char *root, uint64_t **steps, size_t *n);
+/*
+ * Replace dir/name with text so a reader sees the old or the new whole:
+ * written to dir/tmp_name, fsynced, renamed, then dir fsynced. Touches no
+ * context (the run record of a failed job is written without one's help).
+ */
+llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_name,
+			    const char *text, char *msg, size_t len);
 /* Write root/latest (via latest.tmp, fsync, rename, fsync root). */
 llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step);
 /*

@@ -20,13 +20,13 @@
  */
 #include "job_internal.h"
 
+#include "ckpt_internal.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define RECORD_NAME "llmp-run"
 #define RECORD_VERSION 1
@@ -52,35 +52,10 @@ static void format_step(uint64_t step, char *buf, size_t len)
 		snprintf(buf, len, "%" PRIu64, step);
 }
 
-/* Write all of text to path and fsync it. */
-static int write_synced(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	size_t len = strlen(text), done = 0;
-	while (done < len) {
-		ssize_t n = write(fd, text + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return -1;
-		}
-		done += (size_t)n;
-	}
-	if (fsync(fd) != 0) {
-		close(fd);
-		return -1;
-	}
-	return close(fd);
-}
-
 llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint32_t rank,
 			     char *msg, size_t msglen)
 {
-	char path[LLMP_CKPT_DIR_MAX + 32], tmp[LLMP_CKPT_DIR_MAX + 48];
-	char text[LLMP_MSG_MAX + 512], at_start[24], step[24], reason[LLMP_MSG_MAX];
+	char tmp[64], text[LLMP_MSG_MAX + 512], at_start[24], step[24], reason[LLMP_MSG_MAX];
 
 	/* One line each: a newline in a reason would end it early. */
 	snprintf(reason, sizeof reason, "%s", rec->reason);
@@ -94,20 +69,13 @@ llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint3
 		 "ckpt-at-start %s\nstep %s\nreason %s\nend\n",
 		 RECORD_VERSION, rec->job_id[0] ? rec->job_id : "-", rec->restart,
 		 llmp_run_outcome_name(rec->outcome), rec->failures, at_start, step, reason);
-	snprintf(path, sizeof path, "%s/%s", root, RECORD_NAME);
-	/* Ranks that all record a failure each use a name of their own. */
-	snprintf(tmp, sizeof tmp, "%s/%s.tmp.%u", root, RECORD_NAME, rank);
-	if (write_synced(tmp, text) != 0 || rename(tmp, path) != 0) {
-		snprintf(msg, msglen, "cannot write the run record %s: %s", path, strerror(errno));
-		unlink(tmp);
-		return LLMP_ERR_IO;
-	}
-	int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir >= 0) {
-		fsync(dir);
-		close(dir);
-	}
-	return LLMP_OK;
+	/* Ranks that all record a failure each use a temporary name of their own. */
+	snprintf(tmp, sizeof tmp, "%s.tmp.%u", RECORD_NAME, rank);
+	char why[LLMP_MSG_MAX];
+	llmp_status st = ck_replace_file(root, RECORD_NAME, tmp, text, why, sizeof why);
+	if (st != LLMP_OK)
+		snprintf(msg, msglen, "cannot write the run record: %s", why);
+	return st;
 }
 
 static bool parse_u64(const char *text, uint64_t *out)
