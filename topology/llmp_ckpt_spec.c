@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fail.h"
+#include "items.h"
 
 #define KNOWN_KEYS "dir every keep restarts"
 #define STR_(x) #x
@@ -141,9 +142,17 @@ static int key_lookup(const char *s, size_t n)
 	return -1;
 }
 
-static llmp_status parse_item(const char *item, size_t n, enum dir_source *dir_from,
-			      llmp_ckpt_spec *spec, char *msg, size_t msglen)
+/* What parsing one source builds up, item by item. */
+struct parse_state {
+	enum dir_source dir_from;
+	llmp_ckpt_spec spec;
+};
+
+static llmp_status parse_item(const char *item, size_t n, void *state, char *msg,
+			      size_t msglen)
 {
+	enum dir_source *dir_from = &((struct parse_state *)state)->dir_from;
+	llmp_ckpt_spec *spec = &((struct parse_state *)state)->spec;
 	char shown[LLMP_SHOW_MAX], first[LLMP_SHOW_MAX];
 	const char *eq = memchr(item, '=', n);
 
@@ -215,24 +224,12 @@ llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec,
 		return LLMP_OK;
 	}
 
-	llmp_ckpt_spec parsed;
-	llmp_ckpt_spec_init(&parsed);
-	enum dir_source dir_from = DIR_NONE;
-	size_t start = 0;
-	for (size_t i = 0; i <= len; i++) {
-		if (i < len && text[i] != ',')
-			continue;
-		if (i == start)
-			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-					 "empty item at character %zu (two commas in a row, "
-					 "or a comma at an end)", start + 1);
-		llmp_status st = parse_item(text + start, i - start, &dir_from, &parsed, msg,
-					    msglen);
-		if (st != LLMP_OK)
-			return st;
-		start = i + 1;
-	}
-	*spec = parsed;
+	struct parse_state parsed = {.dir_from = DIR_NONE};
+	llmp_ckpt_spec_init(&parsed.spec);
+	llmp_status st = llmp_parse_items(text, len, parse_item, &parsed, msg, msglen);
+	if (st != LLMP_OK)
+		return st;
+	*spec = parsed.spec;
 	return LLMP_OK;
 }
 

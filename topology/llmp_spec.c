@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fail.h"
+#include "items.h"
 
 static const char *const dim_names[LLMP_NDIMS] = {"tp", "cp", "ep", "dp", "pp"};
 
@@ -139,9 +140,10 @@ static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec,
 	return LLMP_OK;
 }
 
-static llmp_status parse_item(const char *item, size_t n, llmp_spec *spec,
-			      char *msg, size_t msglen)
+static llmp_status parse_item(const char *item, size_t n, void *state, char *msg,
+			      size_t msglen)
 {
+	llmp_spec *spec = state;
 	char shown[LLMP_SHOW_MAX];
 	const char *eq = memchr(item, '=', n);
 
@@ -224,19 +226,9 @@ llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec,
 
 	llmp_spec parsed;
 	llmp_spec_init(&parsed);
-	size_t start = 0;
-	for (size_t i = 0; i <= len; i++) {
-		if (i < len && text[i] != ',')
-			continue;
-		if (i == start)
-			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "empty item at character %zu (two commas in a "
-				    "row, or a comma at an end)", start + 1);
-		llmp_status st = parse_item(text + start, i - start, &parsed, msg, msglen);
-		if (st != LLMP_OK)
-			return st;
-		start = i + 1;
-	}
+	llmp_status st = llmp_parse_items(text, len, parse_item, &parsed, msg, msglen);
+	if (st != LLMP_OK)
+		return st;
 	*spec = parsed;
 	return LLMP_OK;
 }
