@@ -15,21 +15,21 @@
 #include "resolve.h"
 #include "resolve_ckpt.h"
 
-/* Is checkpointing asked for, through LLMP_CHECKPOINT or the option? -1 if invalid. */
-static int resolve_ckpt_here(bool *active)
+/*
+ * What the submitting side does with a resolved option: nothing when it is
+ * absent, print the grammar and stop for "help" (given through the variable:
+ * the option's own "help" already exited), refuse an invalid one. Returns
+ * -1 if invalid, else 0 with *active set.
+ */
+static int answer(enum llmp_resolved resolved, const char *grammar, const char *msg,
+		  bool *active)
 {
-	char msg[LLMP_MSG_MAX];
-	struct llmp_ctx *c = llmp_ctx();
-	llmp_ckpt_spec spec;
-
 	*active = false;
-	switch (llmp_resolve_ckpt(&c->site, getenv("LLMP_CHECKPOINT"), c->ckpt_option, &spec,
-				  msg, sizeof(msg))) {
+	switch (resolved) {
 	case LLMP_INACTIVE:
 		return 0;
 	case LLMP_HELP:
-		/* LLMP_CHECKPOINT=help: the option's own "help" already exited. */
-		fputs(llmp_ckpt_spec_grammar(), stdout);
+		fputs(grammar, stdout);
 		exit(0);
 	case LLMP_INVALID:
 		llmp_user_message("%s", msg);
@@ -41,6 +41,18 @@ static int resolve_ckpt_here(bool *active)
 	return 0;
 }
 
+/* Is checkpointing asked for, through LLMP_CHECKPOINT or the option? -1 if invalid. */
+static int resolve_ckpt_here(bool *active)
+{
+	char msg[LLMP_MSG_MAX];
+	struct llmp_ctx *c = llmp_ctx();
+	llmp_ckpt_spec spec;
+
+	return answer(llmp_resolve_ckpt(&c->site, getenv("LLMP_CHECKPOINT"), c->ckpt_option,
+					&spec, msg, sizeof(msg)),
+		      llmp_ckpt_spec_grammar(), msg, active);
+}
+
 /* The layout from site defaults, LLMP_PARALLEL and the option; -1 if invalid.
  * Checkpointing turns the plugin on with the default layout. */
 static int resolve_here(llmp_spec *spec, bool *active)
@@ -49,25 +61,13 @@ static int resolve_here(llmp_spec *spec, bool *active)
 	struct llmp_ctx *c = llmp_ctx();
 	bool ckpt;
 
-	*active = false;
-	if (resolve_ckpt_here(&ckpt) < 0)
+	if (resolve_ckpt_here(&ckpt) < 0) {
+		*active = false;
 		return -1;
-	switch (llmp_resolve(&c->site, getenv("LLMP_PARALLEL"), c->option, ckpt, spec, msg,
-			     sizeof(msg))) {
-	case LLMP_INACTIVE:
-		return 0;
-	case LLMP_HELP:
-		/* LLMP_PARALLEL=help: the option's own "help" already exited. */
-		fputs(llmp_spec_grammar(), stdout);
-		exit(0);
-	case LLMP_INVALID:
-		llmp_user_message("%s", msg);
-		return -1;
-	case LLMP_ACTIVE:
-		break;
 	}
-	*active = true;
-	return 0;
+	return answer(llmp_resolve(&c->site, getenv("LLMP_PARALLEL"), c->option, ckpt, spec, msg,
+				   sizeof(msg)),
+		      llmp_spec_grammar(), msg, active);
 }
 
 int llmp_submit_check(spank_t sp)
