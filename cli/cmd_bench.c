@@ -35,7 +35,7 @@ static const char *const coll_names[NCOLLS] = {"allreduce", "reduce_scatter", "a
 struct bench_args {
 	int coll;  /* enum coll, or -1 for all */
 	int group; /* enum llmp_group, GROUP_WORLD or GROUP_ALL */
-	uint64_t minbytes, maxbytes, factor, iters, warmup, check;
+	uint64_t minbytes, maxbytes, factor, iters, warmup, check, inplace;
 	llmp_dtype dtype;
 	llmp_op op;
 	const char *spec;
@@ -54,7 +54,7 @@ struct bench {
 static void help(void)
 {
 	printf("usage: llmp bench [-c COLL] [-g GROUP] [-b MIN] [-e MAX] [-f FACTOR]\n"
-	       "                  [-n ITERS] [-w WARMUP] [-d DTYPE] [-o OP] [-C 0|1] [-p SPEC]\n"
+	       "                  [-n ITERS] [-w WARMUP] [-d DTYPE] [-o OP] [-C 0|1] [-I 0|1] [-p SPEC]\n"
 	       "\n"
 	       "Measure libllmp's collectives; run it with srun --mpi=pmix (or mpirun) like a job.\n"
 	       "  -c, --collective C   allreduce, reduce_scatter, allgather, broadcast or all\n"
@@ -69,6 +69,8 @@ static void help(void)
 	       "  -d, --dtype T        float32 float64 bfloat16 float16 int32 int64 uint8 (default float32)\n"
 	       "  -o, --op OP          sum prod min max avg (default sum)\n"
 	       "  -C, --check 0|1      check every result against one computed here (default 1)\n"
+	       "  -I, --in-place 0|1   1: the result overwrites the input, as nccl-tests' in-place\n"
+	       "                       column (default 0: out of place)\n"
 	       "  -p, --parallel SPEC  layout (default: the plugin's LLMP_PARALLEL, else all dp)\n"
 	       "Sizes are bytes per rank as in nccl-tests: the buffer reduced (allreduce), the\n"
 	       "whole gathered or scattered buffer (allgather, reduce_scatter), the message (broadcast).\n"
@@ -90,6 +92,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{"warmup", required_argument, NULL, 'w'},     {"dtype", required_argument, NULL, 'd'},
 		{"op", required_argument, NULL, 'o'},         {"check", required_argument, NULL, 'C'},
 		{"parallel", required_argument, NULL, 'p'},   {"help", no_argument, NULL, 'h'},
+		{"in-place", required_argument, NULL, 'I'},
 		{NULL, 0, NULL, 0},
 	};
 	const uint64_t big = UINT64_C(1) << 40;
@@ -100,7 +103,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 				 .check = 1, .dtype = LLMP_FLOAT32, .op = LLMP_SUM};
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":c:g:b:e:f:n:w:d:o:C:p:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:g:b:e:f:n:w:d:o:C:I:p:h", options, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
 		case 'c':
@@ -138,6 +141,9 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			break;
 		case 'C':
 			bad = llmp_cli_parse_count(PROG, "--check", optarg, 0, 1, &a->check);
+			break;
+		case 'I':
+			bad = llmp_cli_parse_count(PROG, "--in-place", optarg, 0, 1, &a->inplace);
 			break;
 		case 'd':
 			if ((v = llmp_dtype_from_name(optarg)) < 0)
@@ -291,19 +297,47 @@ static uint64_t count_wrong(struct bench *b, const llmp_comm *comm, enum coll co
 
 /* ----------------------------------------------------------------- timing */
 
+/*
+ * In place, this rank's block of a blocked buffer: where reduce-scatter
+ * leaves its result in the input, and where allgather finds its input in
+ * the output (nccl-tests' layout).
+ */
+static char *own_block(const struct bench *b, char *buf, const llmp_comm *comm, size_t count)
+{
+	return buf + (size_t)llmp_comm_rank(comm) * count * llmp_dtype_size(b->args->dtype);
+}
+
 static llmp_status run_once(struct bench *b, llmp_comm *comm, enum coll coll, size_t count)
 {
 	const struct bench_args *a = b->args;
+	bool in = a->inplace;
 	switch (coll) {
 	case COLL_ALLREDUCE:
-		return llmp_allreduce(comm, b->send, b->recv, count, a->dtype, a->op);
+		return llmp_allreduce(comm, in ? b->recv : b->send, b->recv, count, a->dtype, a->op);
 	case COLL_REDUCE_SCATTER:
-		return llmp_reduce_scatter(comm, b->send, b->recv, count, a->dtype, a->op);
+		return llmp_reduce_scatter(comm, b->send, in ? own_block(b, b->send, comm, count) : b->recv,
+					   count, a->dtype, a->op);
 	case COLL_ALLGATHER:
-		return llmp_allgather(comm, b->send, b->recv, count, a->dtype);
+		return llmp_allgather(comm, in ? own_block(b, b->recv, comm, count) : b->send, b->recv,
+				      count, a->dtype);
 	default:
-		return llmp_broadcast(comm, b->send, b->recv, count, a->dtype, 0);
+		return llmp_broadcast(comm, in ? b->recv : b->send, b->recv, count, a->dtype, 0);
 	}
+}
+
+/* The checked call: in place, the inputs moved to where the call takes them, and the result to recv. */
+static llmp_status run_checked(struct bench *b, llmp_comm *comm, enum coll coll, size_t count)
+{
+	size_t esize = llmp_dtype_size(b->args->dtype);
+	bool in = b->args->inplace;
+	if (in && (coll == COLL_ALLREDUCE || coll == COLL_BROADCAST))
+		memcpy(b->recv, b->send, count * esize);
+	if (in && coll == COLL_ALLGATHER)
+		memcpy(own_block(b, b->recv, comm, count), b->send, count * esize);
+	llmp_status st = run_once(b, comm, coll, count);
+	if (in && coll == COLL_REDUCE_SCATTER)
+		memcpy(b->recv, own_block(b, b->send, comm, count), count * esize);
+	return st;
 }
 
 static int report_failure(struct bench *b, const char *what)
@@ -348,7 +382,7 @@ static int bench_rows(struct bench *b, llmp_comm *comm, enum coll coll, uint32_t
 			llmp_status st = LLMP_OK;
 			if (a->check) {
 				fill_inputs(b, comm, coll, count);
-				st = run_once(b, comm, coll, count);
+				st = run_checked(b, comm, coll, count);
 				if (st == LLMP_OK)
 					wrong = (double)count_wrong(b, comm, coll, count);
 			}
@@ -395,8 +429,8 @@ static int bench_one(struct bench *b, int group, enum coll coll)
 		return LLMP_EXIT_FAILURE;
 	const char *name = group == GROUP_WORLD ? "world" : llmp_group_name((enum llmp_group)group);
 	if (llmp_rank(b->ctx) == 0) {
-		printf("#\n# %s on %s groups of %.0f ranks: %s, out of place\n", coll_names[coll], name,
-		       size, llmp_dtype_name(b->args->dtype));
+		printf("#\n# %s on %s groups of %.0f ranks: %s, %s\n", coll_names[coll], name,
+		       size, llmp_dtype_name(b->args->dtype), b->args->inplace ? "in place" : "out of place");
 		printf("# %10s %12s %9s %6s %10s %11s %11s %12s %7s\n", "size", "count", "type", "redop",
 		       "time(us)", "algbw(GB/s)", "busbw(GB/s)", "busbw/memcpy", "#wrong");
 	}
@@ -439,6 +473,10 @@ static int run(struct bench *b)
 			if (llmp_plan_group_size(plan, (enum llmp_group)g) > 1)
 				rc = bench_one(b, g, (enum coll)coll);
 	}
+	llmp_stats stats;
+	if (!rc && llmp_rank(b->ctx) == 0 && llmp_get_stats(b->ctx, &stats) == LLMP_OK)
+		printf("#\n# communicators through shared memory on rank 0: %u (LLMP_SHM_THRESHOLD=%s)\n",
+		       stats.shm_comms, getenv("LLMP_SHM_THRESHOLD") ? getenv("LLMP_SHM_THRESHOLD") : "default");
 	return rc;
 }
 

@@ -15,6 +15,7 @@
 
 #include "coll.h"
 #include "reduce.h"
+#include "shm.h"
 
 /*
  * In place in buf. With n not a power of two, the first 2*extra members
@@ -114,6 +115,10 @@ llmp_status llmp_allreduce(llmp_comm *comm, const void *sendbuf, void *recvbuf,
 			memcpy(recvbuf, sendbuf, bytes);
 		return LLMP_OK;
 	}
+	if (rt_shm_ready(&call, bytes, &st))
+		return rt_shm_allreduce(&call, sendbuf, recvbuf, count);
+	if (st != LLMP_OK)
+		return st;
 	if (bytes >= comm->ctx->ring_threshold && count >= comm->size)
 		return ring(&call, sendbuf, recvbuf, count);
 	if (recvbuf != sendbuf)

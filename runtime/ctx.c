@@ -71,6 +71,25 @@ static llmp_status read_options(llmp_ctx *ctx, const llmp_init_opts *opts)
 			return st;
 		ctx->ring_threshold = (size_t)v;
 	}
+	if (opts && opts->shm_threshold) {
+		ctx->shm_threshold = opts->shm_threshold;
+	} else {
+		const char *text = getenv("LLMP_SHM_THRESHOLD");
+		double v;
+		if (text && strcmp(text, "off") == 0)
+			v = (double)SIZE_MAX;
+		else if ((st = env_number(ctx, "LLMP_SHM_THRESHOLD", (double)RT_DEFAULT_SHM_THRESHOLD, &v)) != LLMP_OK)
+			return st;
+		ctx->shm_threshold = v >= (double)SIZE_MAX ? SIZE_MAX : (size_t)v;
+	}
+	/* A multiple of every element size and of a cache line. */
+	double chunk;
+	if ((st = env_number(ctx, "LLMP_SHM_CHUNK", (double)RT_DEFAULT_SHM_CHUNK, &chunk)) != LLMP_OK)
+		return st;
+	if (chunk < 4096 || chunk > (double)(64 << 20))
+		return rt_fail(ctx, LLMP_ERR_ARG, "LLMP_SHM_CHUNK='%s': expected 4096 to %d bytes",
+			       getenv("LLMP_SHM_CHUNK"), 64 << 20);
+	ctx->shm_chunk = (size_t)chunk / 64 * 64;
 	return LLMP_OK;
 }
 

@@ -64,6 +64,14 @@ typedef struct llmp_init_opts {
 	 * 0: LLMP_RING_THRESHOLD from the environment, else 64 KiB.
 	 */
 	size_t ring_threshold;
+	/*
+	 * Message size in bytes from which a collective on a communicator
+	 * whose members all run on this machine goes through a shared-memory
+	 * segment rather than UCX (allreduce, for now). SIZE_MAX: never.
+	 * 0: LLMP_SHM_THRESHOLD from the environment (bytes, or "off"), else
+	 * 64 KiB.
+	 */
+	size_t shm_threshold;
 } llmp_init_opts;
 
 /* Fill opts with the defaults above (all zero / NULL). */
@@ -99,6 +107,7 @@ typedef struct llmp_stats {
 	unsigned init_fences;  /* PMIx fences init used (a constant: 1) */
 	unsigned comms;        /* communicators made so far */
 	unsigned endpoints;    /* UCX endpoints opened so far (to distinct peers) */
+	unsigned shm_comms;    /* communicators with a shared-memory segment */
 	double init_seconds;   /* wall time of llmp_init */
 } llmp_stats;
 llmp_status llmp_get_stats(const llmp_ctx *ctx, llmp_stats *stats);

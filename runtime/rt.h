@@ -20,6 +20,8 @@
 
 #define RT_DEFAULT_TIMEOUT_S      300.0
 #define RT_DEFAULT_RING_THRESHOLD ((size_t)64 << 10)
+#define RT_DEFAULT_SHM_THRESHOLD  ((size_t)64 << 10)
+#define RT_DEFAULT_SHM_CHUNK      ((size_t)256 << 10)
 
 /* The world communicator's kind, after the planner's group kinds. */
 #define RT_COMM_WORLD LLMP_NGROUPS
@@ -43,6 +45,8 @@ struct llmp_comm {
 	uint64_t *p2p_sent; /* per peer: messages sent (allocated on first p2p) */
 	uint64_t *p2p_recvd;
 	bool broken;        /* a failure left members out of step */
+	enum { RT_SHM_UNTRIED, RT_SHM_ON, RT_SHM_OFF } shm_state;
+	struct rt_shm *shm; /* shm.h: the segment, when every member is on this machine */
 	void *scratch;      /* grows to the largest temporary an algorithm needed */
 	size_t scratch_bytes;
 	/* Failure reports (failure.c): a receive always posted for the next one. */
@@ -61,6 +65,8 @@ struct llmp_ctx {
 	char layout[LLMP_SPEC_MAX_LEN + 32]; /* canonical text, compared across ranks */
 	double timeout_s;
 	size_t ring_threshold;
+	size_t shm_threshold; /* SIZE_MAX: never */
+	size_t shm_chunk;
 
 	bool owns_process; /* this is the process's one context (ctx.c) */
 

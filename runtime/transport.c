@@ -14,8 +14,6 @@
 #define CLOSE_MAX_S 5.0
 /* Polls without progress before looking at the clock and yielding the core. */
 #define IDLE_POLLS 64
-/* How often a stuck wait looks whether its peers on this machine still run. */
-#define LIVENESS_PERIOD_S 0.1
 
 static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
@@ -270,19 +268,22 @@ static int poll_requests(rt_req *reqs, size_t n, size_t *failed, ucs_status_t *w
 	return pending;
 }
 
+bool rt_member_gone(llmp_comm *comm, uint32_t member)
+{
+	struct rt_peer *p = &comm->ctx->peers[rt_world_rank(comm, member)];
+	if (!p->pid || rt_pid_alive(p->pid))
+		return false;
+	snprintf(p->why, sizeof p->why, "its process (pid %ld) exited", (long)p->pid);
+	p->failed = true;
+	return true;
+}
+
 /* A pending request's peer on this machine whose process is gone (liveness.h); n if none. */
 static size_t find_dead_local_peer(llmp_comm *comm, const rt_req *reqs, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (!reqs[i].ucx)
-			continue;
-		struct rt_peer *p = &comm->ctx->peers[rt_world_rank(comm, reqs[i].comm_peer)];
-		if (p->pid && !rt_pid_alive(p->pid)) {
-			snprintf(p->why, sizeof p->why, "its process (pid %ld) exited", (long)p->pid);
-			p->failed = true;
+	for (size_t i = 0; i < n; i++)
+		if (reqs[i].ucx && rt_member_gone(comm, reqs[i].comm_peer))
 			return i;
-		}
-	}
 	return n;
 }
 
@@ -290,7 +291,7 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 {
 	llmp_ctx *ctx = comm->ctx;
 	double deadline = rt_now() + ctx->timeout_s - rt_failure_grace(ctx);
-	double next_liveness_check = rt_now() + LIVENESS_PERIOD_S;
+	double next_liveness_check = rt_now() + RT_LIVENESS_PERIOD_S;
 	unsigned idle = 0;
 
 	for (;;) {
@@ -328,7 +329,7 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 			size_t dead = find_dead_local_peer(comm, reqs, n);
 			if (dead < n)
 				return fail(comm, op, reqs, n, RT_FAILED_PEER, &reqs[dead], NULL);
-			next_liveness_check = t + LIVENESS_PERIOD_S;
+			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
 		}
 		/* More ranks than cores is common in tests: let the others run. */
 		sched_yield();

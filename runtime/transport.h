@@ -72,6 +72,15 @@ llmp_status rt_tx_peer_ep(llmp_comm *comm, uint32_t peer, ucp_ep_h *ep);
 /* Progress until a UCX request completes or deadline passes, then release it. */
 void rt_tx_wait_request(llmp_ctx *ctx, void *req, double deadline);
 
+/* How often a stuck wait looks whether its peers on this machine still run. */
+#define RT_LIVENESS_PERIOD_S 0.1
+
+/*
+ * Whether member's process, on this machine, is gone (liveness.h); if so
+ * the peer is marked failed, with why. False for a peer elsewhere.
+ */
+bool rt_member_gone(llmp_comm *comm, uint32_t member);
+
 /* How long failure handling spends telling others and cancelling. */
 #define RT_NOTIFY_MAX_S 0.5
 

@@ -26,6 +26,7 @@ static const struct {
 	{"stats", chk_cmd_stats, "llmp_get_stats: one init fence; no endpoint for a group of one"},
 	{"mismatch", chk_cmd_mismatch, "ranks given different layouts: init must fail everywhere"},
 	{"kill", chk_cmd_kill, "--victim R kills itself (or --hang: stops answering) mid-allreduce"},
+	{"disagree", chk_cmd_disagree, "--odd R allreduces one element more: every rank fails, none hangs"},
 	{"singleton", chk_cmd_singleton, "no launcher: a world of one, every collective"},
 	{"badargs", chk_cmd_badargs, "every call with bad arguments fails cleanly"},
 };
@@ -39,13 +40,15 @@ static void usage(FILE *out)
 		     "  --parallel SPEC        layout (else $LLMP_TEST_SPEC, else the plugin's LLMP_PARALLEL)\n"
 		     "  --timeout S            llmp_init_opts.timeout_s\n"
 		     "  --ring-threshold B     llmp_init_opts.ring_threshold, in bytes\n"
+		     "  --shm-threshold B      llmp_init_opts.shm_threshold, in bytes\n"
 		     "  --large N              the large element count (default 300007)\n"
 		     "  --quick                counts 0, 1, 7 and the large one only\n"
 		     "  --group NAME           p2p: the group to use (default pp; or world)\n"
 		     "  --victim R             kill: the rank that kills itself (default 1)\n"
 		     "  --hang                 kill: the victim stops answering for a while, then leaves\n"
 		     "  --max-seconds S        kill: longest allowed detection (default timeout + 0.5)\n"
-		     "  --odd R                mismatch: the rank with the different layout (default 1)\n"
+		     "  --count N              kill, disagree: elements of the float32 allreduce (default 4096)\n"
+		     "  --odd R                mismatch, disagree: the rank that differs (default 1)\n"
 		     "  --skip-bad-init        badargs: leave out the failing llmp_init calls\n"
 		     "  --seed N               seed of the random pass (default 1)\n");
 }
@@ -68,6 +71,7 @@ static int parse_args(int argc, char **argv, chk_args *a)
 	a->group = "pp";
 	a->victim = 1;
 	a->odd = 1;
+	a->count = 4096;
 	a->seed = 1;
 	for (int i = 2; i < argc; i++) {
 		const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -104,6 +108,10 @@ static int parse_args(int argc, char **argv, chk_args *a)
 			a->timeout_s = v;
 		else if (strcmp(o, "--ring-threshold") == 0)
 			a->ring_threshold = (size_t)v;
+		else if (strcmp(o, "--shm-threshold") == 0)
+			a->shm_threshold = (size_t)v;
+		else if (strcmp(o, "--count") == 0 && v >= 1)
+			a->count = (size_t)v;
 		else if (strcmp(o, "--large") == 0 && v >= 8)
 			a->large = (size_t)v;
 		else if (strcmp(o, "--victim") == 0)
@@ -115,7 +123,7 @@ static int parse_args(int argc, char **argv, chk_args *a)
 		else if (strcmp(o, "--seed") == 0)
 			a->seed = (unsigned)v;
 		else {
-			fprintf(stderr, "rt_check: %s: unknown option (or --large below 8)\n", o);
+			fprintf(stderr, "rt_check: %s: unknown option (or --large below 8, --count below 1)\n", o);
 			return -1;
 		}
 	}
@@ -131,6 +139,7 @@ llmp_status chk_init(const chk_args *args, llmp_ctx **ctx)
 	opts.spec = args->spec;
 	opts.timeout_s = args->timeout_s;
 	opts.ring_threshold = args->ring_threshold;
+	opts.shm_threshold = args->shm_threshold;
 	*ctx = NULL;
 	st = llmp_init(&opts, ctx);
 	if (st == LLMP_OK && *ctx)

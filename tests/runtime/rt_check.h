@@ -28,11 +28,13 @@ typedef struct chk_args {
 	const char *spec;       /* --parallel, else $LLMP_TEST_SPEC, else NULL (plugin's) */
 	double timeout_s;       /* --timeout; 0: the runtime's default */
 	size_t ring_threshold;  /* --ring-threshold; 0: the runtime's default */
+	size_t shm_threshold;   /* --shm-threshold; 0: the runtime's default */
+	size_t count;           /* --count: kill's and disagree's allreduce elements */
 	size_t large;           /* --large: the big element count of the sweep */
 	bool quick;             /* --quick: counts 0, 1, 7 and large only */
 	const char *group;      /* --group: p2p along this group ("pp" by default) */
 	uint32_t victim;        /* --victim: kill's victim */
-	uint32_t odd;           /* --odd: mismatch's rank with the different layout */
+	uint32_t odd;           /* --odd: the rank that differs (mismatch, disagree) */
 	double max_seconds;     /* --max-seconds: kill's allowed detection time */
 	bool skip_bad_init;     /* --skip-bad-init: badargs without the failing inits */
 	bool hang;              /* --hang: kill's victim stops answering instead of dying */
@@ -72,6 +74,7 @@ int chk_cmd_p2p(const chk_args *args);
 int chk_cmd_stats(const chk_args *args);
 int chk_cmd_mismatch(const chk_args *args);
 int chk_cmd_kill(const chk_args *args);
+int chk_cmd_disagree(const chk_args *args);
 int chk_cmd_singleton(const chk_args *args);
 int chk_cmd_badargs(const chk_args *args);
 

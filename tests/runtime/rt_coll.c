@@ -565,6 +565,9 @@ int chk_cmd_coll(const chk_args *args)
 		return report_summary();
 	}
 	chk_sweep_all(ctx, args);
+	llmp_stats stats;
+	if (llmp_get_stats(ctx, &stats) == LLMP_OK)
+		report_note("shared-memory communicators: %u", stats.shm_comms);
 	st = llmp_finalize(ctx);
 	report_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
 	return report_summary();

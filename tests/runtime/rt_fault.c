@@ -55,16 +55,23 @@ int chk_cmd_mismatch(const chk_args *args)
  */
 int chk_cmd_kill(const chk_args *args)
 {
-	enum { COUNT = 4096, KILL_AT = 20, MAX_ITERS = 1000000 };
+	enum { KILL_AT = 20, MAX_ITERS = 1000000 };
 	llmp_ctx *ctx = NULL;
 	llmp_comm *world = NULL;
 	llmp_status st = chk_init(args, &ctx);
 	double timeout, limit, t_start = 0, t_end = 0, t_begin;
-	static float in[COUNT], out[COUNT];
+	size_t count = args->count;
+	static float *in, *out; /* the process ends with this function */
 	uint32_t me, iter;
 
 	if (st != LLMP_OK) {
 		report_expect(false, "llmp_init: %s: %s", llmp_strerror(st), ctx ? llmp_errmsg(ctx) : "");
+		llmp_finalize(ctx);
+		return report_summary();
+	}
+	in = malloc(count * sizeof *in);
+	out = malloc(count * sizeof *out);
+	if (!report_expect(in && out, "out of memory for %zu elements", count)) {
 		llmp_finalize(ctx);
 		return report_summary();
 	}
@@ -78,7 +85,7 @@ int chk_cmd_kill(const chk_args *args)
 		llmp_finalize(ctx);
 		return report_summary();
 	}
-	for (int i = 0; i < COUNT; i++)
+	for (size_t i = 0; i < count; i++)
 		in[i] = 1.0f;
 
 	t_begin = chk_now();
@@ -96,7 +103,7 @@ int chk_cmd_kill(const chk_args *args)
 			raise(SIGKILL);
 		}
 		t_start = chk_now();
-		st = llmp_allreduce(world, in, out, COUNT, LLMP_FLOAT32, LLMP_SUM);
+		st = llmp_allreduce(world, in, out, count, LLMP_FLOAT32, LLMP_SUM);
 		t_end = chk_now();
 		if (st == LLMP_OK && out[0] != (float)llmp_world_size(ctx)) {
 			report_expect(false, "iteration %u: allreduce gave %g, not %u", iter, out[0],
@@ -129,5 +136,47 @@ int chk_cmd_kill(const chk_args *args)
 	st = llmp_finalize(ctx);
 	report_expect(st == LLMP_OK, "llmp_finalize: %s", llmp_strerror(st));
 	report_note("finalized");
+	free(in);
+	free(out);
+	return report_summary();
+}
+
+/*
+ * Rank --odd calls a world allreduce with one element more than the
+ * others (a program bug). Every rank must get an error within the timeout,
+ * none may hang or return OK with a result; a rank that was told a length
+ * differs names the rank it disagrees with.
+ */
+int chk_cmd_disagree(const chk_args *args)
+{
+	llmp_ctx *ctx = NULL;
+	llmp_comm *world = NULL;
+	llmp_status st = chk_init(args, &ctx);
+	if (st != LLMP_OK || llmp_comm_world(ctx, &world) != LLMP_OK) {
+		report_expect(false, "init: %s", ctx ? llmp_errmsg(ctx) : "no context");
+		llmp_finalize(ctx);
+		return report_summary();
+	}
+	uint32_t me = llmp_rank(ctx), n = llmp_world_size(ctx);
+	size_t count = args->count + (me == args->odd);
+	float *in = calloc(count, sizeof *in), *out = calloc(count, sizeof *out);
+	double t0 = chk_now();
+	if (report_expect(in && out && args->odd < n && n >= 2, "--odd %u in a world of %u", args->odd, n)) {
+		st = llmp_allreduce(world, in, out, count, LLMP_FLOAT32, LLMP_SUM);
+		const char *msg = llmp_errmsg(ctx);
+		report_note("allreduce of %zu elements: %s after %.3f s: %s", count, llmp_strerror(st),
+			    chk_now() - t0, st == LLMP_OK ? "" : msg);
+		report_expect(st == LLMP_ERR_MISMATCH || st == LLMP_ERR_PEER || st == LLMP_ERR_TIMEOUT,
+			      "status %s, expected an error", llmp_strerror(st));
+		if (st == LLMP_ERR_MISMATCH) {
+			bool named = false;
+			for (uint32_t r = 0; r < n && !named; r++)
+				named = r != me && chk_names_rank(msg, r);
+			report_expect(named, "the message names no other rank: '%s'", msg);
+		}
+	}
+	free(in);
+	free(out);
+	llmp_finalize(ctx);
 	return report_summary();
 }

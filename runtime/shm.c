@@ -1,0 +1,410 @@
+/* shm.c - the shared-memory segment of a communicator on one machine, and allreduce through it. */
+#include "shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "failure.h"
+#include "liveness.h"
+#include "reduce.h"
+#include "wireup.h"
+
+/*
+ * Rounds in flight. With two, a member may fill its slot for the next
+ * round while slower members still read the last one.
+ */
+#define DEPTH 2
+#define MAGIC UINT64_C(0x316d6873706d6c6c) /* "llmpshm1" */
+/* Polls of a counter before a wait starts yielding and checking the clock. */
+#define SPIN_POLLS 2048
+#define LINE 64
+
+/* What a member says about the call a round belongs to: checked on its first round. */
+struct call_desc {
+	uint64_t bytes;
+	uint32_t dtype, op;
+};
+
+/* One member's progress, on a cache line of its own; only that member writes it. */
+struct member_line {
+	_Atomic uint64_t posted;  /* rounds whose chunk is in its slot */
+	_Atomic uint64_t reduced; /* rounds whose slice it has reduced, in its slot */
+	_Atomic uint64_t done;    /* rounds it has finished reading */
+	struct call_desc call[DEPTH];
+} __attribute__((aligned(LINE)));
+
+struct header {
+	uint64_t magic;
+	uint64_t chunk;
+	uint32_t members;
+	uint32_t depth;
+} __attribute__((aligned(LINE)));
+
+struct rt_shm {
+	char *base;
+	size_t bytes;
+	size_t chunk; /* bytes of a member's buffer per round */
+	uint32_t members;
+	struct member_line *lines;
+	char *slots; /* DEPTH x members x chunk */
+	uint64_t round; /* rounds run on this segment so far (the same on every member) */
+};
+
+enum counter { POSTED, REDUCED, DONE };
+
+static _Atomic uint64_t *counter_of(struct rt_shm *s, uint32_t member, enum counter c)
+{
+	struct member_line *l = &s->lines[member];
+	return c == POSTED ? &l->posted : c == REDUCED ? &l->reduced : &l->done;
+}
+
+static char *slot_of(struct rt_shm *s, uint32_t member, uint64_t round)
+{
+	return s->slots + ((round % DEPTH) * s->members + member) * s->chunk;
+}
+
+/* ------------------------------------------------------------- the segment */
+
+static size_t segment_bytes(uint32_t members, size_t chunk)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t b = sizeof(struct header) + members * sizeof(struct member_line) +
+		   (size_t)DEPTH * members * chunk;
+	return (b + page - 1) / page * page;
+}
+
+static struct rt_shm *map_segment(int fd, size_t bytes, uint32_t members, size_t chunk, int *err)
+{
+	struct rt_shm *s = calloc(1, sizeof *s);
+	void *p = s ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+	if (p == MAP_FAILED) {
+		*err = s ? errno : ENOMEM;
+		free(s);
+		return NULL;
+	}
+	s->base = p;
+	s->bytes = bytes;
+	s->chunk = chunk;
+	s->members = members;
+	s->lines = (struct member_line *)(s->base + sizeof(struct header));
+	s->slots = (char *)(s->lines + members);
+	return s;
+}
+
+static void unmap_segment(struct rt_shm *s)
+{
+	if (s) {
+		munmap(s->base, s->bytes);
+		free(s);
+	}
+}
+
+/* Member 0: a new named segment, its pages reserved (so a full /dev/shm is an error here, not a SIGBUS later). */
+static struct rt_shm *create_segment(const char *name, size_t bytes, uint32_t members, size_t chunk,
+				     int *err)
+{
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0) {
+		*err = errno;
+		return NULL;
+	}
+	struct rt_shm *s = NULL;
+	if (ftruncate(fd, (off_t)bytes) != 0)
+		*err = errno;
+	else if ((*err = posix_fallocate(fd, 0, (off_t)bytes)) == 0)
+		s = map_segment(fd, bytes, members, chunk, err);
+	close(fd);
+	if (!s) {
+		shm_unlink(name);
+		return NULL;
+	}
+	struct header *h = (struct header *)s->base;
+	h->magic = MAGIC;
+	h->chunk = chunk;
+	h->members = members;
+	h->depth = DEPTH;
+	return s;
+}
+
+static struct rt_shm *attach_segment(const char *name, size_t bytes, uint32_t members, size_t chunk,
+				     int *err)
+{
+	int fd = shm_open(name, O_RDWR, 0);
+	if (fd < 0) {
+		*err = errno;
+		return NULL;
+	}
+	struct stat st;
+	struct rt_shm *s = NULL;
+	if (fstat(fd, &st) != 0)
+		*err = errno;
+	else if ((size_t)st.st_size != bytes)
+		*err = EINVAL;
+	else
+		s = map_segment(fd, bytes, members, chunk, err);
+	close(fd);
+	const struct header *h = s ? (const struct header *)s->base : NULL;
+	if (h && (h->magic != MAGIC || h->chunk != chunk || h->members != members || h->depth != DEPTH)) {
+		*err = EINVAL;
+		unmap_segment(s);
+		s = NULL;
+	}
+	return s;
+}
+
+/* Whether every member runs on this machine; notes their pids for the liveness checks. */
+static bool all_on_this_machine(llmp_comm *comm)
+{
+	llmp_ctx *ctx = comm->ctx;
+	char saved[LLMP_MSG_MAX], process[160];
+	bool local = true;
+	memcpy(saved, ctx->errmsg, sizeof saved);
+	for (uint32_t m = 0; m < comm->size && local; m++) {
+		uint32_t w = rt_world_rank(comm, m);
+		pid_t pid;
+		if (m == comm->rank)
+			continue;
+		local = rt_wireup_peer_process(ctx, w, process, sizeof process) == LLMP_OK &&
+			rt_same_machine(process, ctx->machine_id, &pid);
+		if (local && !ctx->peers[w].pid)
+			ctx->peers[w].pid = pid;
+	}
+	memcpy(ctx->errmsg, saved, sizeof saved);
+	return local;
+}
+
+/* Member 0 to the others, first: whether the segment exists, and where. */
+struct offer {
+	int32_t err;
+	uint32_t pad;
+	uint64_t bytes;
+	char name[64];
+};
+
+/*
+ * Make (member 0) or map (the others) the segment, and agree on the
+ * outcome. Only a failed message is an error; a segment that could not
+ * be made or mapped leaves comm on UCX.
+ */
+static llmp_status setup(rt_call *call)
+{
+	llmp_comm *comm = call->comm;
+	llmp_ctx *ctx = comm->ctx;
+	uint32_t n = comm->size;
+	size_t chunk = ctx->shm_chunk;
+	struct offer offer = {.bytes = segment_bytes(n, chunk)};
+	struct rt_shm *s = NULL;
+	int32_t err = 0, verdict = 0;
+	llmp_status st = LLMP_OK;
+
+	if (comm->rank == 0) {
+		static _Atomic unsigned made;
+		snprintf(offer.name, sizeof offer.name, "/llmp.%ld.%d.%u", (long)getpid(), comm->kind,
+			 atomic_fetch_add(&made, 1));
+		int e = 0;
+		s = create_segment(offer.name, offer.bytes, n, chunk, &e);
+		offer.err = s ? 0 : e;
+		for (uint32_t m = 1; m < n && st == LLMP_OK; m++)
+			st = rt_exchange(call, &offer, sizeof offer, m, NULL, 0, UINT32_MAX);
+		verdict = s && st == LLMP_OK;
+		for (uint32_t m = 1; m < n && st == LLMP_OK && s; m++) {
+			st = rt_exchange(call, NULL, 0, UINT32_MAX, &err, sizeof err, m);
+			verdict = verdict && err == 0;
+		}
+		if (s)
+			shm_unlink(offer.name); /* every member has it mapped, or gave up */
+		for (uint32_t m = 1; m < n && st == LLMP_OK && s; m++)
+			st = rt_exchange(call, &verdict, sizeof verdict, m, NULL, 0, UINT32_MAX);
+	} else {
+		st = rt_exchange(call, NULL, 0, UINT32_MAX, &offer, sizeof offer, 0);
+		if (st == LLMP_OK && offer.err == 0) {
+			offer.name[sizeof offer.name - 1] = '\0';
+			int e = 0;
+			s = attach_segment(offer.name, offer.bytes, n, chunk, &e);
+			err = s ? 0 : e;
+			st = rt_exchange(call, &err, sizeof err, 0, NULL, 0, UINT32_MAX);
+			if (st == LLMP_OK)
+				st = rt_exchange(call, NULL, 0, UINT32_MAX, &verdict, sizeof verdict, 0);
+		}
+	}
+	if (st == LLMP_OK && verdict) {
+		comm->shm = s;
+		comm->shm_state = RT_SHM_ON;
+		ctx->stats.shm_comms++;
+	} else {
+		unmap_segment(s);
+	}
+	return st;
+}
+
+bool rt_shm_ready(rt_call *call, size_t bytes, llmp_status *st)
+{
+	llmp_comm *comm = call->comm;
+	*st = LLMP_OK;
+	if (comm->size < 2 || bytes < comm->ctx->shm_threshold || comm->shm_state == RT_SHM_OFF)
+		return false;
+	if (comm->shm_state == RT_SHM_ON)
+		return true;
+	comm->shm_state = RT_SHM_OFF; /* unless setup succeeds */
+	if (!all_on_this_machine(comm))
+		return false;
+	*st = setup(call);
+	return *st == LLMP_OK && comm->shm_state == RT_SHM_ON;
+}
+
+void rt_shm_free(llmp_comm *comm)
+{
+	unmap_segment(comm->shm);
+	comm->shm = NULL;
+}
+
+/* ------------------------------------------------------------------ waits */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Until every member's counter c reaches value. Spins first (the common
+ * case: the others are a few microseconds behind); then, yielding the core
+ * between polls, watches the clock, failure reports and the processes.
+ */
+static llmp_status wait_all(rt_call *call, enum counter c, uint64_t value)
+{
+	llmp_comm *comm = call->comm;
+	llmp_ctx *ctx = comm->ctx;
+	struct rt_shm *s = comm->shm;
+	unsigned polls = 0;
+	double deadline = 0, next_liveness_check = 0;
+
+	for (uint32_t m = 0; m < comm->size; m++) {
+		while (atomic_load_explicit(counter_of(s, m, c), memory_order_acquire) < value) {
+			if (++polls < SPIN_POLLS) {
+				cpu_relax();
+				continue;
+			}
+			double t = rt_now();
+			if (deadline == 0) {
+				deadline = t + ctx->timeout_s - rt_failure_grace(ctx);
+				next_liveness_check = t + RT_LIVENESS_PERIOD_S;
+			}
+			ucp_worker_progress(ctx->worker);
+			if (rt_report_arrived(comm))
+				return rt_fail_comm(comm, call->op_name, RT_FAILED_REPORTED, UINT32_MAX, 0, 0, NULL);
+			if (t > next_liveness_check) {
+				if (rt_member_gone(comm, m))
+					return rt_fail_comm(comm, call->op_name, RT_FAILED_PEER, m, 0, 0, NULL);
+				next_liveness_check = t + RT_LIVENESS_PERIOD_S;
+			}
+			if (t > deadline)
+				return rt_fail_comm(comm, call->op_name, RT_FAILED_TIMEOUT, m, 0, 0, NULL);
+			/* More ranks than cores is common in tests: let the others run. */
+			sched_yield();
+		}
+	}
+	return LLMP_OK;
+}
+
+static void publish(struct rt_shm *s, uint32_t me, enum counter c, uint64_t value)
+{
+	atomic_store_explicit(counter_of(s, me, c), value, memory_order_release);
+}
+
+/* On a call's first round: every member called with the same size, dtype and op. */
+static llmp_status check_calls(rt_call *call, uint64_t round)
+{
+	llmp_comm *comm = call->comm;
+	struct rt_shm *s = comm->shm;
+	const struct call_desc *mine = &s->lines[comm->rank].call[round % DEPTH];
+	for (uint32_t m = 0; m < comm->size; m++) {
+		const struct call_desc *d = &s->lines[m].call[round % DEPTH];
+		if (d->bytes != mine->bytes)
+			return rt_fail_comm(comm, call->op_name, RT_FAILED_LENGTH, m, mine->bytes, d->bytes, NULL);
+		if (d->dtype != mine->dtype || d->op != mine->op) {
+			char detail[128];
+			snprintf(detail, sizeof detail, "it called with %s and %s where this rank used %s and %s",
+				 llmp_dtype_name((llmp_dtype)d->dtype), llmp_op_name((llmp_op)d->op),
+				 llmp_dtype_name((llmp_dtype)mine->dtype), llmp_op_name((llmp_op)mine->op));
+			return rt_fail_comm(comm, call->op_name, RT_FAILED_UCX, m, 0, 0, detail);
+		}
+	}
+	return LLMP_OK;
+}
+
+/* ------------------------------------------------------------- allreduce */
+
+/*
+ * One chunk of `bytes` (at most the slot size), split in one slice per
+ * member. Member r reduces slice r from every member's slot, in member
+ * order (its own contribution read from sendbuf), into its own slot, where
+ * the others copy it from: every member gets bit-identical results.
+ */
+static llmp_status allreduce_round(rt_call *call, const char *send, char *recv, size_t bytes,
+				   uint64_t total)
+{
+	llmp_comm *comm = call->comm;
+	struct rt_shm *s = comm->shm;
+	uint32_t n = comm->size, me = comm->rank;
+	uint64_t k = s->round++;
+	rt_blocks bl = rt_blocks_of(bytes / call->esize, n, call->esize);
+	llmp_status st = LLMP_OK;
+
+	if (k >= DEPTH && (st = wait_all(call, DONE, k - DEPTH + 1)) != LLMP_OK)
+		return st; /* the slot is free once every member is done with round k - DEPTH */
+	char *mine = slot_of(s, me, k);
+	s->lines[me].call[k % DEPTH] = (struct call_desc){total, (uint32_t)call->dtype, (uint32_t)call->op};
+	for (uint32_t j = 0; j < n; j++)
+		if (j != me)
+			memcpy(mine + rt_block_offset(&bl, j), send + rt_block_offset(&bl, j),
+			       rt_block_elems(&bl, j) * call->esize);
+	publish(s, me, POSTED, k + 1);
+
+	if ((st = wait_all(call, POSTED, k + 1)) != LLMP_OK)
+		return st;
+	if (total != UINT64_MAX && (st = check_calls(call, k)) != LLMP_OK)
+		return st;
+	size_t off = rt_block_offset(&bl, me), elems = rt_block_elems(&bl, me);
+	char *acc = mine + off;
+	for (uint32_t j = 1; j < n && elems > 0; j++) {
+		const char *a = j > 1 ? acc : me == 0 ? send + off : slot_of(s, 0, k) + off;
+		const char *b = j == me ? send + off : slot_of(s, j, k) + off;
+		llmp_reduce(acc, a, b, elems, call->dtype, call->op);
+	}
+	if (elems > 0 && call->op == LLMP_AVG)
+		llmp_reduce_divide(acc, elems, call->dtype, n);
+	memcpy(recv + off, acc, elems * call->esize);
+	publish(s, me, REDUCED, k + 1);
+
+	if ((st = wait_all(call, REDUCED, k + 1)) != LLMP_OK)
+		return st;
+	for (uint32_t j = 0; j < n; j++)
+		if (j != me)
+			memcpy(recv + rt_block_offset(&bl, j), slot_of(s, j, k) + rt_block_offset(&bl, j),
+			       rt_block_elems(&bl, j) * call->esize);
+	publish(s, me, DONE, k + 1);
+	return LLMP_OK;
+}
+
+llmp_status rt_shm_allreduce(rt_call *call, const void *sendbuf, void *recvbuf, size_t count)
+{
+	size_t bytes = count * call->esize, chunk = call->comm->shm->chunk;
+	llmp_status st = LLMP_OK;
+	for (size_t off = 0; off < bytes && st == LLMP_OK; off += chunk)
+		st = allreduce_round(call, (const char *)sendbuf + off, (char *)recvbuf + off,
+				     bytes - off < chunk ? bytes - off : chunk,
+				     off == 0 ? bytes : UINT64_MAX);
+	return st;
+}
