@@ -2,6 +2,9 @@
 # Benchmark libllmp's host collectives against memcpy and Open MPI, in one run
 # on one machine (doc/benchmarks.md records the figures):
 #   1. allreduce float32 at 64 MiB, 2 ranks: busbw / single-thread memcpy,
+#      out of place and in place (through shared memory, runtime/shm.h), and
+#      out of place through UCX alone (LLMP_SHM_THRESHOLD=off), with Open
+#      MPI's MPI_Allreduce of 64 MiB beside them for reference,
 #   2. allreduce of 8 bytes, 2 ranks: llmp vs Open MPI's MPI_Allreduce.
 # Both programs are started by the same launcher (Open MPI's mpirun, whose
 # PMIx server libllmp joins like srun's), so launchers do not differ.
@@ -26,6 +29,10 @@ echo "# UCX $(ucx_info -v 2>/dev/null | sed -n 's/.*[Vv]ersion[: =]*\([0-9][0-9.
 for round in $(seq 1 "$rounds"); do
 	echo "## round $round"
 	mpirun_ "$build/cli/llmp" bench -b 64M -e 64M -n 10 -w 2 | grep -v '^#$'
+	mpirun_ "$build/cli/llmp" bench -b 64M -e 64M -n 10 -w 2 -I 1 | grep -v '^# \(llmp\|UCX\)' | grep -v '^#$'
+	mpirun_ -x LLMP_SHM_THRESHOLD=off "$build/cli/llmp" bench -b 64M -e 64M -n 10 -w 2 |
+		grep -v '^# \(llmp\|UCX\)' | grep -v '^#$'
+	mpirun_ "$build/bench_mpi_allreduce" 67108864 10 2
 	mpirun_ "$build/cli/llmp" bench -b 8 -e 8 -n 20000 -w 2000 | grep -v '^# \(llmp\|memcpy\|UCX\)' | grep -v '^#$'
 	mpirun_ "$build/bench_mpi_allreduce" 8 20000 2000
 done

@@ -25,6 +25,11 @@ rt_srun() { # seconds srun-arguments...
 }
 
 
+# How many ranks made N communicators with a shared-memory segment (N a regex).
+count_shm() { # N
+	grep -cE "^rank [0-9]+: shared-memory communicators: $1\$" <<<"$output" || true
+}
+
 # How many ranks swept a group of this name and size.
 count_swept() { # NAME SIZE
 	grep -c "^rank [0-9]*: swept $1 (size $2," <<<"$output" || true
@@ -37,10 +42,27 @@ count_swept() { # NAME SIZE
 	assert_ranks_ok 1 1000
 }
 
+# On this one machine every group shares a kernel: calls of 64 KiB and more
+# go through a shared-memory segment (runtime/shm.h), the rest through UCX.
 @test "coll: 2 ranks on one node" {
 	run rt_srun 180 -N1 -n2 "$RT_CHECK" coll
 	assert_ranks_ok 2 1000
 	[ "$(count_swept world 2)" -eq 2 ]
+	# the world made one: it alone gets the large count (dp has the same members)
+	[ "$(count_shm 1)" -eq 2 ]
+}
+
+@test "coll: 2 ranks on one node, shared memory off: UCX's ring for the large count" {
+	LLMP_SHM_THRESHOLD=off run rt_srun 180 -N1 -n2 "$RT_CHECK" coll
+	assert_ranks_ok 2 1000
+	[ "$(count_shm 0)" -eq 2 ]
+}
+
+@test "coll: 4 ranks on 3 nodes, shared memory from 1 byte: every allreduce through it" {
+	run rt_srun 300 -N3 -n4 "$RT_CHECK" coll --shm-threshold 1
+	assert_ranks_ok 4 1000
+	# every communicator of more than one member made one
+	[ "$(count_shm '[1-9][0-9]*')" -eq 4 ]
 }
 
 @test "coll: 4 ranks on 2 nodes (3 + 1)" {
@@ -55,12 +77,12 @@ count_swept() { # NAME SIZE
 }
 
 @test "coll: 5 ranks on 3 nodes (uneven), ring below 64 bytes via LLMP_RING_THRESHOLD" {
-	LLMP_RING_THRESHOLD=64 run rt_srun 300 -N3 -n5 "$RT_CHECK" coll
+	LLMP_SHM_THRESHOLD=off LLMP_RING_THRESHOLD=64 run rt_srun 300 -N3 -n5 "$RT_CHECK" coll
 	assert_ranks_ok 5 1000
 }
 
 @test "coll: 8 ranks on 2 nodes, ring from 1 byte via llmp_init_opts" {
-	run rt_srun 300 -N2 -n8 "$RT_CHECK" coll --ring-threshold 1
+	LLMP_SHM_THRESHOLD=off run rt_srun 300 -N2 -n8 "$RT_CHECK" coll --ring-threshold 1
 	assert_ranks_ok 8 1000
 }
 
@@ -92,7 +114,7 @@ count_swept() { # NAME SIZE
 }
 
 @test "coll: UCX_TLS=tcp, so data crosses the namespaces' network" {
-	UCX_TLS=tcp run rt_srun 300 -N3 -n3 --llm-parallel=tp=1 "$RT_CHECK" coll --quick
+	LLMP_SHM_THRESHOLD=off UCX_TLS=tcp run rt_srun 300 -N3 -n3 --llm-parallel=tp=1 "$RT_CHECK" coll --quick
 	assert_ranks_ok 3 1000
 }
 
@@ -184,6 +206,22 @@ count_swept() { # NAME SIZE
 	assert_queue_empty
 }
 
+@test "kill: a rank killed mid-allreduce through shared memory (4 MB); survivors name it" {
+	run rt_srun 90 -N2 -n3 --kill-on-bad-exit=0 --output="$WORK/kill-%t.out" \
+		"$RT_CHECK" kill --victim 1 --timeout 5 --count 1000000
+	step_status=$status
+	output=$(cat "$WORK"/kill-*.out)
+	echo "$output"
+	[ "$step_status" -ne 0 ]
+	[ "$step_status" -ne 124 ]
+	grep -q '^rank 1: killing myself at iteration 20$' <<<"$output"
+	for r in 0 2; do
+		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: .*rank 1" <<<"$output"
+		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+	done
+	assert_cluster_idle
+}
+
 @test "kill: rank 0 killed, timeout from LLMP_TIMEOUT" {
 	LLMP_TIMEOUT=4 run rt_srun 90 -N2 -n3 --kill-on-bad-exit=0 --output="$WORK/kill-%t.out" \
 		"$RT_CHECK" kill --victim 0
@@ -212,6 +250,31 @@ count_swept() { # NAME SIZE
 	# at least the ranks waiting on it directly saw the timeout
 	grep -q '^rank [013]: error after .*: LLMP_ERR_TIMEOUT ' <<<"$output"
 	assert_cluster_idle
+}
+
+@test "kill --hang through shared memory: the others time out on the silent rank, naming it" {
+	run rt_srun 90 -N2 -n3 --output="$WORK/hang-%t.out" "$RT_CHECK" kill --victim 2 --hang --timeout 4 --count 1000000
+	step_status=$status
+	output=$(cat "$WORK"/hang-*.out)
+	echo "$output"
+	[ "$step_status" -eq 0 ]
+	for r in 0 1; do
+		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: LLMP_ERR_TIMEOUT .*rank 2 did not answer" <<<"$output"
+		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+	done
+	assert_cluster_idle
+}
+
+# A program bug: one rank passes another count. Nobody may hang or take a result.
+@test "disagree: one rank allreduces more elements; shared memory: all fail, naming a rank" {
+	run rt_srun 60 -N2 -n3 "$RT_CHECK" disagree --odd 2 --count 100000 --timeout 10
+	assert_ranks_ok 3 3
+	[ "$(grep -c 'ranks disagree after' <<<"$output")" -eq 3 ]
+}
+
+@test "disagree: one rank allreduces more elements; UCX: all fail within the timeout" {
+	LLMP_SHM_THRESHOLD=off run rt_srun 60 -N2 -n3 "$RT_CHECK" disagree --odd 2 --count 100000 --timeout 10
+	assert_ranks_ok 3 2
 }
 
 @test "badargs under srun: refused locally on every rank; the world still works after" {
