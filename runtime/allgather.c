@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "coll.h"
+#include "shm.h"
 
 llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf,
 			   size_t count, llmp_dtype dtype)
@@ -17,6 +18,10 @@ llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf,
 		memmove(own, sendbuf, bytes);
 	if (comm->size == 1)
 		return LLMP_OK;
+	if (rt_shm_ready(&call, bytes * comm->size, &st))
+		return rt_shm_allgather(&call, recvbuf, count);
+	if (st != LLMP_OK)
+		return st;
 	rt_blocks blocks = rt_blocks_of(count * comm->size, comm->size, call.esize);
 	return rt_ring_allgather(&call, recvbuf, &blocks, 0);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "coll.h"
+#include "shm.h"
 
 static llmp_status binomial_tree(rt_call *call, char *buf, size_t bytes, uint32_t root)
 {
@@ -89,6 +90,10 @@ llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf,
 		memcpy(recvbuf, sendbuf, bytes);
 	if (comm->size == 1)
 		return LLMP_OK;
+	if (rt_shm_ready(&call, bytes, &st))
+		return rt_shm_broadcast(&call, recvbuf, count, root);
+	if (st != LLMP_OK)
+		return st;
 	if (bytes >= comm->ctx->ring_threshold && count >= comm->size)
 		return scatter_allgather(&call, recvbuf, count, root);
 	return binomial_tree(&call, recvbuf, bytes, root);

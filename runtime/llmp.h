@@ -69,7 +69,7 @@ typedef struct llmp_init_opts {
 	 * whose members all run on this machine goes through a shared-memory
 	 * segment rather than UCX (allreduce, for now). SIZE_MAX: never.
 	 * 0: LLMP_SHM_THRESHOLD from the environment (bytes, or "off"), else
-	 * 64 KiB.
+	 * 8 KiB.
 	 */
 	size_t shm_threshold;
 } llmp_init_opts;

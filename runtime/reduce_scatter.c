@@ -11,6 +11,7 @@
 
 #include "coll.h"
 #include "reduce.h"
+#include "shm.h"
 
 llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf,
 				size_t count, llmp_dtype dtype, llmp_op op)
@@ -28,6 +29,10 @@ llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recv
 			memcpy(recvbuf, sendbuf, bytes);
 		return LLMP_OK;
 	}
+	if (rt_shm_ready(&call, bytes * n, &st))
+		return rt_shm_reduce_scatter(&call, sendbuf, recvbuf, count);
+	if (st != LLMP_OK)
+		return st;
 
 	/* Partial results alternate between two buffers: one is sent while the other fills. */
 	char *scratch;

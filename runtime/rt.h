@@ -20,7 +20,7 @@
 
 #define RT_DEFAULT_TIMEOUT_S      300.0
 #define RT_DEFAULT_RING_THRESHOLD ((size_t)64 << 10)
-#define RT_DEFAULT_SHM_THRESHOLD  ((size_t)64 << 10)
+#define RT_DEFAULT_SHM_THRESHOLD  ((size_t)8 << 10)
 #define RT_DEFAULT_SHM_CHUNK      ((size_t)256 << 10)
 
 /* The world communicator's kind, after the planner's group kinds. */

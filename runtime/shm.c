@@ -27,10 +27,18 @@
 #define SPIN_POLLS 2048
 #define LINE 64
 
-/* What a member says about the call a round belongs to: checked on its first round. */
+/* The collectives that run here, as a call describes itself to the others. */
+enum shm_coll { SHM_ALLREDUCE, SHM_REDUCE_SCATTER, SHM_ALLGATHER, SHM_BROADCAST };
+static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
+
+/*
+ * What a member says about the call a round belongs to; on a call's first
+ * round every member checks that all said the same. Later rounds say
+ * bytes = UINT64_MAX.
+ */
 struct call_desc {
-	uint64_t bytes;
-	uint32_t dtype, op;
+	uint64_t bytes; /* the call's buffer, as llmp bench counts it */
+	uint32_t coll, dtype, op, root;
 };
 
 /* One member's progress, on a cache line of its own; only that member writes it. */
@@ -251,6 +259,9 @@ bool rt_shm_ready(rt_call *call, size_t bytes, llmp_status *st)
 	*st = LLMP_OK;
 	if (comm->size < 2 || bytes < comm->ctx->shm_threshold || comm->shm_state == RT_SHM_OFF)
 		return false;
+	/* reduce-scatter puts a piece of every member's block in a chunk */
+	if (comm->ctx->shm_chunk / comm->size < LINE)
+		return false;
 	if (comm->shm_state == RT_SHM_ON)
 		return true;
 	comm->shm_state = RT_SHM_OFF; /* unless setup succeeds */
@@ -278,44 +289,52 @@ static inline void cpu_relax(void)
 }
 
 /*
- * Until every member's counter c reaches value. Spins first (the common
- * case: the others are a few microseconds behind); then, yielding the core
- * between polls, watches the clock, failure reports and the processes.
+ * Until member m's counter c reaches value. Spins first (the common case:
+ * the others are a few microseconds behind); then, yielding the core
+ * between polls, watches the clock, failure reports and m's process.
  */
-static llmp_status wait_all(rt_call *call, enum counter c, uint64_t value)
+static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint32_t m)
 {
 	llmp_comm *comm = call->comm;
 	llmp_ctx *ctx = comm->ctx;
-	struct rt_shm *s = comm->shm;
+	_Atomic uint64_t *counter = counter_of(comm->shm, m, c);
 	unsigned polls = 0;
 	double deadline = 0, next_liveness_check = 0;
 
-	for (uint32_t m = 0; m < comm->size; m++) {
-		while (atomic_load_explicit(counter_of(s, m, c), memory_order_acquire) < value) {
-			if (++polls < SPIN_POLLS) {
-				cpu_relax();
-				continue;
-			}
-			double t = rt_now();
-			if (deadline == 0) {
-				deadline = t + ctx->timeout_s - rt_failure_grace(ctx);
-				next_liveness_check = t + RT_LIVENESS_PERIOD_S;
-			}
-			ucp_worker_progress(ctx->worker);
-			if (rt_report_arrived(comm))
-				return rt_fail_comm(comm, call->op_name, RT_FAILED_REPORTED, UINT32_MAX, 0, 0, NULL);
-			if (t > next_liveness_check) {
-				if (rt_member_gone(comm, m))
-					return rt_fail_comm(comm, call->op_name, RT_FAILED_PEER, m, 0, 0, NULL);
-				next_liveness_check = t + RT_LIVENESS_PERIOD_S;
-			}
-			if (t > deadline)
-				return rt_fail_comm(comm, call->op_name, RT_FAILED_TIMEOUT, m, 0, 0, NULL);
-			/* More ranks than cores is common in tests: let the others run. */
-			sched_yield();
+	while (atomic_load_explicit(counter, memory_order_acquire) < value) {
+		if (++polls < SPIN_POLLS) {
+			cpu_relax();
+			continue;
 		}
+		double t = rt_now();
+		if (deadline == 0) {
+			deadline = t + ctx->timeout_s - rt_failure_grace(ctx);
+			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
+		}
+		ucp_worker_progress(ctx->worker);
+		if (rt_report_arrived(comm))
+			return rt_fail_comm(comm, call->op_name, RT_FAILED_REPORTED, UINT32_MAX, 0, 0, NULL);
+		if (t > next_liveness_check) {
+			if (rt_member_gone(comm, m))
+				return rt_fail_comm(comm, call->op_name, RT_FAILED_PEER, m, 0, 0, NULL);
+			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
+		}
+		if (t > deadline)
+			return rt_fail_comm(comm, call->op_name, RT_FAILED_TIMEOUT, m, 0, 0, NULL);
+		/* More ranks than cores is common in tests: let the others run. */
+		sched_yield();
 	}
 	return LLMP_OK;
+}
+
+/* Until every member's counter c reaches value. */
+static llmp_status wait_all(rt_call *call, enum counter c, uint64_t value)
+{
+	llmp_status st = LLMP_OK;
+	for (uint32_t m = 0; m < call->comm->size && st == LLMP_OK; m++)
+		if (m != call->comm->rank)
+			st = wait_one(call, c, value, m);
+	return st;
 }
 
 static void publish(struct rt_shm *s, uint32_t me, enum counter c, uint64_t value)
@@ -323,7 +342,7 @@ static void publish(struct rt_shm *s, uint32_t me, enum counter c, uint64_t valu
 	atomic_store_explicit(counter_of(s, me, c), value, memory_order_release);
 }
 
-/* On a call's first round: every member called with the same size, dtype and op. */
+/* On a call's first round: every member made the same call (collective, size, dtype, op, root). */
 static llmp_status check_calls(rt_call *call, uint64_t round)
 {
 	llmp_comm *comm = call->comm;
@@ -331,61 +350,113 @@ static llmp_status check_calls(rt_call *call, uint64_t round)
 	const struct call_desc *mine = &s->lines[comm->rank].call[round % DEPTH];
 	for (uint32_t m = 0; m < comm->size; m++) {
 		const struct call_desc *d = &s->lines[m].call[round % DEPTH];
-		if (d->bytes != mine->bytes)
+		char detail[160];
+		if (d->coll != mine->coll) {
+			snprintf(detail, sizeof detail, "it called %s where this rank called %s",
+				 d->coll < 4 ? coll_names[d->coll] : "?", coll_names[mine->coll]);
+		} else if (d->bytes != mine->bytes) {
 			return rt_fail_comm(comm, call->op_name, RT_FAILED_LENGTH, m, mine->bytes, d->bytes, NULL);
-		if (d->dtype != mine->dtype || d->op != mine->op) {
-			char detail[128];
-			snprintf(detail, sizeof detail, "it called with %s and %s where this rank used %s and %s",
-				 llmp_dtype_name((llmp_dtype)d->dtype), llmp_op_name((llmp_op)d->op),
-				 llmp_dtype_name((llmp_dtype)mine->dtype), llmp_op_name((llmp_op)mine->op));
-			return rt_fail_comm(comm, call->op_name, RT_FAILED_UCX, m, 0, 0, detail);
+		} else if (d->dtype != mine->dtype || d->op != mine->op || d->root != mine->root) {
+			snprintf(detail, sizeof detail, "it called with %s, %s, root %u where this rank used %s, %s, root %u",
+				 llmp_dtype_name((llmp_dtype)d->dtype), llmp_op_name((llmp_op)d->op), d->root,
+				 llmp_dtype_name((llmp_dtype)mine->dtype), llmp_op_name((llmp_op)mine->op),
+				 mine->root);
+		} else {
+			continue;
 		}
+		return rt_fail_comm(comm, call->op_name, RT_FAILED_UCX, m, 0, 0, detail);
 	}
 	return LLMP_OK;
 }
 
-/* ------------------------------------------------------------- allreduce */
+/* ----------------------------------------------------------------- rounds */
 
 /*
- * One chunk of `bytes` (at most the slot size), split in one slice per
- * member. Member r reduces slice r from every member's slot, in member
- * order (its own contribution read from sendbuf), into its own slot, where
- * the others copy it from: every member gets bit-identical results.
+ * Round *k begins: once every member is done with round k - DEPTH, its
+ * slot is free; the call is described beside it.
  */
-static llmp_status allreduce_round(rt_call *call, const char *send, char *recv, size_t bytes,
-				   uint64_t total)
+static llmp_status round_begin(rt_call *call, struct call_desc desc, uint64_t *k, char **slot)
+{
+	llmp_comm *comm = call->comm;
+	struct rt_shm *s = comm->shm;
+	*k = s->round++;
+	if (*k >= DEPTH) {
+		llmp_status st = wait_all(call, DONE, *k - DEPTH + 1);
+		if (st != LLMP_OK)
+			return st;
+	}
+	s->lines[comm->rank].call[*k % DEPTH] = desc;
+	*slot = slot_of(s, comm->rank, *k);
+	return LLMP_OK;
+}
+
+/*
+ * This member's slot is filled: say so, and wait until every member's is
+ * (only `from`'s after a call's first round, when from != UINT32_MAX).
+ */
+static llmp_status round_posted(rt_call *call, uint64_t k, bool first, uint32_t from)
+{
+	llmp_comm *comm = call->comm;
+	publish(comm->shm, comm->rank, POSTED, k + 1);
+	llmp_status st = first || from == UINT32_MAX ? wait_all(call, POSTED, k + 1)
+						     : wait_one(call, POSTED, k + 1, from);
+	if (st == LLMP_OK && first)
+		st = check_calls(call, k);
+	return st;
+}
+
+/*
+ * acc = x_0 op x_1 op ... op x_{n-1}, in member order, where x_j is `elems`
+ * at byte `off` of member j's slot for round k, and x_me is at mine.
+ * Every element is reduced by one member, so all get the same bits. acc is
+ * this member's own part of its slot, which no one else reads.
+ */
+static void reduce_slots(rt_call *call, uint64_t k, char *acc, size_t off, const char *mine, size_t elems)
 {
 	llmp_comm *comm = call->comm;
 	struct rt_shm *s = comm->shm;
 	uint32_t n = comm->size, me = comm->rank;
-	uint64_t k = s->round++;
-	rt_blocks bl = rt_blocks_of(bytes / call->esize, n, call->esize);
-	llmp_status st = LLMP_OK;
-
-	if (k >= DEPTH && (st = wait_all(call, DONE, k - DEPTH + 1)) != LLMP_OK)
-		return st; /* the slot is free once every member is done with round k - DEPTH */
-	char *mine = slot_of(s, me, k);
-	s->lines[me].call[k % DEPTH] = (struct call_desc){total, (uint32_t)call->dtype, (uint32_t)call->op};
-	for (uint32_t j = 0; j < n; j++)
-		if (j != me)
-			memcpy(mine + rt_block_offset(&bl, j), send + rt_block_offset(&bl, j),
-			       rt_block_elems(&bl, j) * call->esize);
-	publish(s, me, POSTED, k + 1);
-
-	if ((st = wait_all(call, POSTED, k + 1)) != LLMP_OK)
-		return st;
-	if (total != UINT64_MAX && (st = check_calls(call, k)) != LLMP_OK)
-		return st;
-	size_t off = rt_block_offset(&bl, me), elems = rt_block_elems(&bl, me);
-	char *acc = mine + off;
 	for (uint32_t j = 1; j < n && elems > 0; j++) {
-		const char *a = j > 1 ? acc : me == 0 ? send + off : slot_of(s, 0, k) + off;
-		const char *b = j == me ? send + off : slot_of(s, j, k) + off;
+		const char *a = j > 1 ? acc : me == 0 ? mine : slot_of(s, 0, k) + off;
+		const char *b = j == me ? mine : slot_of(s, j, k) + off;
 		llmp_reduce(acc, a, b, elems, call->dtype, call->op);
 	}
 	if (elems > 0 && call->op == LLMP_AVG)
 		llmp_reduce_divide(acc, elems, call->dtype, n);
-	memcpy(recv + off, acc, elems * call->esize);
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* ------------------------------------------------------------ collectives */
+
+/*
+ * One chunk of allreduce, split in one slice per member: member r reduces
+ * slice r from every slot into its own, where the others copy it from.
+ */
+static llmp_status allreduce_round(rt_call *call, const char *send, char *recv, size_t bytes,
+				   struct call_desc desc)
+{
+	llmp_comm *comm = call->comm;
+	struct rt_shm *s = comm->shm;
+	uint32_t n = comm->size, me = comm->rank;
+	rt_blocks bl = rt_blocks_of(bytes / call->esize, n, call->esize);
+	uint64_t k;
+	char *mine;
+	llmp_status st = round_begin(call, desc, &k, &mine);
+	if (st != LLMP_OK)
+		return st;
+	for (uint32_t j = 0; j < n; j++)
+		if (j != me)
+			memcpy(mine + rt_block_offset(&bl, j), send + rt_block_offset(&bl, j),
+			       rt_block_elems(&bl, j) * call->esize);
+	if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, UINT32_MAX)) != LLMP_OK)
+		return st;
+	size_t off = rt_block_offset(&bl, me), elems = rt_block_elems(&bl, me);
+	reduce_slots(call, k, mine + off, off, send + off, elems);
+	memcpy(recv + off, mine + off, elems * call->esize);
 	publish(s, me, REDUCED, k + 1);
 
 	if ((st = wait_all(call, REDUCED, k + 1)) != LLMP_OK)
@@ -401,10 +472,100 @@ static llmp_status allreduce_round(rt_call *call, const char *send, char *recv, 
 llmp_status rt_shm_allreduce(rt_call *call, const void *sendbuf, void *recvbuf, size_t count)
 {
 	size_t bytes = count * call->esize, chunk = call->comm->shm->chunk;
+	struct call_desc desc = {bytes, SHM_ALLREDUCE, (uint32_t)call->dtype, (uint32_t)call->op, 0};
 	llmp_status st = LLMP_OK;
-	for (size_t off = 0; off < bytes && st == LLMP_OK; off += chunk)
+	for (size_t off = 0; off < bytes && st == LLMP_OK; off += chunk, desc.bytes = UINT64_MAX)
 		st = allreduce_round(call, (const char *)sendbuf + off, (char *)recvbuf + off,
-				     bytes - off < chunk ? bytes - off : chunk,
-				     off == 0 ? bytes : UINT64_MAX);
+				     min_size(bytes - off, chunk), desc);
+	return st;
+}
+
+/*
+ * Each round takes `piece` bytes at offset `off` of every block: member r
+ * puts its pieces of the other blocks in its slot (piece j at j * piece),
+ * then reduces piece r of every slot straight into recvbuf.
+ */
+llmp_status rt_shm_reduce_scatter(rt_call *call, const void *sendbuf, void *recvbuf, size_t count)
+{
+	llmp_comm *comm = call->comm;
+	struct rt_shm *s = comm->shm;
+	uint32_t n = comm->size, me = comm->rank;
+	size_t block = count * call->esize, piece = s->chunk / n / call->esize * call->esize;
+	struct call_desc desc = {block * n, SHM_REDUCE_SCATTER, (uint32_t)call->dtype, (uint32_t)call->op, 0};
+	const char *send = sendbuf;
+	llmp_status st = LLMP_OK;
+
+	for (size_t off = 0; off < block && st == LLMP_OK; off += piece, desc.bytes = UINT64_MAX) {
+		size_t len = min_size(block - off, piece);
+		uint64_t k;
+		char *mine;
+		if ((st = round_begin(call, desc, &k, &mine)) != LLMP_OK)
+			break;
+		for (uint32_t j = 0; j < n; j++)
+			if (j != me)
+				memcpy(mine + j * piece, send + j * block + off, len);
+		if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, UINT32_MAX)) != LLMP_OK)
+			break;
+		/* In place, recvbuf is this member's block of sendbuf: reduce aside, then copy. */
+		char *acc = mine + me * piece;
+		reduce_slots(call, k, acc, me * piece, send + me * block + off, len / call->esize);
+		memcpy((char *)recvbuf + off, acc, len);
+		publish(s, me, DONE, k + 1);
+	}
+	return st;
+}
+
+/* recvbuf already holds this member's block (allgather.c put it there). */
+llmp_status rt_shm_allgather(rt_call *call, void *recvbuf, size_t count)
+{
+	llmp_comm *comm = call->comm;
+	struct rt_shm *s = comm->shm;
+	uint32_t n = comm->size, me = comm->rank;
+	size_t block = count * call->esize;
+	struct call_desc desc = {block * n, SHM_ALLGATHER, (uint32_t)call->dtype, 0, 0};
+	char *recv = recvbuf;
+	llmp_status st = LLMP_OK;
+
+	for (size_t off = 0; off < block && st == LLMP_OK; off += s->chunk, desc.bytes = UINT64_MAX) {
+		size_t len = min_size(block - off, s->chunk);
+		uint64_t k;
+		char *mine;
+		if ((st = round_begin(call, desc, &k, &mine)) != LLMP_OK)
+			break;
+		memcpy(mine, recv + me * block + off, len);
+		if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, UINT32_MAX)) != LLMP_OK)
+			break;
+		for (uint32_t j = 0; j < n; j++)
+			if (j != me)
+				memcpy(recv + j * block + off, slot_of(s, j, k), len);
+		publish(s, me, DONE, k + 1);
+	}
+	return st;
+}
+
+/* recvbuf holds the data on the root already (broadcast.c copied it). */
+llmp_status rt_shm_broadcast(rt_call *call, void *recvbuf, size_t count, uint32_t root)
+{
+	llmp_comm *comm = call->comm;
+	struct rt_shm *s = comm->shm;
+	size_t bytes = count * call->esize;
+	struct call_desc desc = {bytes, SHM_BROADCAST, (uint32_t)call->dtype, 0, root};
+	char *recv = recvbuf;
+	llmp_status st = LLMP_OK;
+
+	for (size_t off = 0; off < bytes && st == LLMP_OK; off += s->chunk, desc.bytes = UINT64_MAX) {
+		size_t len = min_size(bytes - off, s->chunk);
+		uint64_t k;
+		char *mine;
+		if ((st = round_begin(call, desc, &k, &mine)) != LLMP_OK)
+			break;
+		if (comm->rank == root)
+			memcpy(mine, recv + off, len);
+		if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, root)) != LLMP_OK)
+			break;
+		if (comm->rank != root)
+			memcpy(recv + off, slot_of(s, root, k), len);
+		publish(s, comm->rank, DONE, k + 1);
+	}
 	return st;
 }

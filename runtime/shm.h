@@ -7,11 +7,12 @@
  * a few GB/s, made before the receiver can reduce it, which held a 2-rank
  * 64 MiB allreduce to a fifth of memcpy bandwidth (doc/benchmarks.md). Here
  * the members share a segment of cache-sized slots instead, as NCCL's and
- * Open MPI's shared-memory paths do: each member copies a chunk of its
- * buffer into its slot, reduces its own slice of the chunk straight out of
- * every member's slot, and copies the others' reduced slices back out.
- * Each byte of the user's buffers is read once and written once; the rest
- * stays in the caches.
+ * Open MPI's shared-memory paths do. In allreduce each member copies a
+ * chunk of its buffer into its slot, reduces its own slice of the chunk
+ * straight out of every member's slot, and copies the others' reduced
+ * slices back out: each byte of the user's buffers is read once and
+ * written once; the rest stays in the caches. Reduce-scatter is the first
+ * half of that, allgather the second, broadcast the root's slot copied out.
  *
  * The segment is made on the first call that qualifies (a collective over
  * all members, so all of them take the same path), by a few small UCX
@@ -37,8 +38,16 @@
  */
 bool rt_shm_ready(rt_call *call, size_t bytes, llmp_status *st);
 
-/* llmp_allreduce through the segment (rt_shm_ready said yes). */
+/*
+ * The collectives through the segment, once rt_shm_ready said yes (bytes:
+ * allreduce's buffer, reduce-scatter's input, allgather's output,
+ * broadcast's message). Arguments as the llmp_ calls, checked; allgather
+ * and broadcast find this member's data in recvbuf already.
+ */
 llmp_status rt_shm_allreduce(rt_call *call, const void *sendbuf, void *recvbuf, size_t count);
+llmp_status rt_shm_reduce_scatter(rt_call *call, const void *sendbuf, void *recvbuf, size_t count);
+llmp_status rt_shm_allgather(rt_call *call, void *recvbuf, size_t count);
+llmp_status rt_shm_broadcast(rt_call *call, void *recvbuf, size_t count, uint32_t root);
 
 /* Unmap comm's segment, if it has one. */
 void rt_shm_free(llmp_comm *comm);

@@ -42,7 +42,7 @@ count_swept() { # NAME SIZE
 	assert_ranks_ok 1 1000
 }
 
-# On this one machine every group shares a kernel: calls of 64 KiB and more
+# On this one machine every group shares a kernel: allreduces of 8 KiB and more
 # go through a shared-memory segment (runtime/shm.h), the rest through UCX.
 @test "coll: 2 ranks on one node" {
 	run rt_srun 180 -N1 -n2 "$RT_CHECK" coll
