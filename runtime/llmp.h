@@ -67,7 +67,8 @@ typedef struct llmp_init_opts {
 	/*
 	 * Message size in bytes from which a collective on a communicator
 	 * whose members all run on this machine goes through a shared-memory
-	 * segment rather than UCX (allreduce, for now). SIZE_MAX: never.
+	 * segment rather than UCX (allreduce, reduce_scatter and allgather
+	 * count their whole buffer; broadcast its message). SIZE_MAX: never.
 	 * 0: LLMP_SHM_THRESHOLD from the environment (bytes, or "off"), else
 	 * 8 KiB.
 	 */

@@ -515,42 +515,19 @@ llmp_status rt_shm_reduce_scatter(rt_call *call, const void *sendbuf, void *recv
 	return st;
 }
 
-/* recvbuf already holds this member's block (allgather.c put it there). */
-llmp_status rt_shm_allgather(rt_call *call, void *recvbuf, size_t count)
+/*
+ * Rounds that only copy. Each source copies a chunk of its data into its
+ * slot; every other member copies each source's slot to where that
+ * source's data belongs. from == UINT32_MAX: every member is a source,
+ * member j's data at recv + j * stride (allgather); else `from` alone, its
+ * data at recv (stride 0: broadcast).
+ */
+static llmp_status copy_rounds(rt_call *call, struct call_desc desc, char *recv, size_t bytes,
+			       size_t stride, uint32_t from)
 {
 	llmp_comm *comm = call->comm;
 	struct rt_shm *s = comm->shm;
 	uint32_t n = comm->size, me = comm->rank;
-	size_t block = count * call->esize;
-	struct call_desc desc = {block * n, SHM_ALLGATHER, (uint32_t)call->dtype, 0, 0};
-	char *recv = recvbuf;
-	llmp_status st = LLMP_OK;
-
-	for (size_t off = 0; off < block && st == LLMP_OK; off += s->chunk, desc.bytes = UINT64_MAX) {
-		size_t len = min_size(block - off, s->chunk);
-		uint64_t k;
-		char *mine;
-		if ((st = round_begin(call, desc, &k, &mine)) != LLMP_OK)
-			break;
-		memcpy(mine, recv + me * block + off, len);
-		if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, UINT32_MAX)) != LLMP_OK)
-			break;
-		for (uint32_t j = 0; j < n; j++)
-			if (j != me)
-				memcpy(recv + j * block + off, slot_of(s, j, k), len);
-		publish(s, me, DONE, k + 1);
-	}
-	return st;
-}
-
-/* recvbuf holds the data on the root already (broadcast.c copied it). */
-llmp_status rt_shm_broadcast(rt_call *call, void *recvbuf, size_t count, uint32_t root)
-{
-	llmp_comm *comm = call->comm;
-	struct rt_shm *s = comm->shm;
-	size_t bytes = count * call->esize;
-	struct call_desc desc = {bytes, SHM_BROADCAST, (uint32_t)call->dtype, 0, root};
-	char *recv = recvbuf;
 	llmp_status st = LLMP_OK;
 
 	for (size_t off = 0; off < bytes && st == LLMP_OK; off += s->chunk, desc.bytes = UINT64_MAX) {
@@ -559,13 +536,30 @@ llmp_status rt_shm_broadcast(rt_call *call, void *recvbuf, size_t count, uint32_
 		char *mine;
 		if ((st = round_begin(call, desc, &k, &mine)) != LLMP_OK)
 			break;
-		if (comm->rank == root)
-			memcpy(mine, recv + off, len);
-		if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, root)) != LLMP_OK)
+		if (from == UINT32_MAX || from == me)
+			memcpy(mine, recv + me * stride + off, len);
+		if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, from)) != LLMP_OK)
 			break;
-		if (comm->rank != root)
-			memcpy(recv + off, slot_of(s, root, k), len);
-		publish(s, comm->rank, DONE, k + 1);
+		for (uint32_t j = 0; j < n; j++)
+			if (j != me && (from == UINT32_MAX || from == j))
+				memcpy(recv + j * stride + off, slot_of(s, j, k), len);
+		publish(s, me, DONE, k + 1);
 	}
 	return st;
+}
+
+/* recvbuf already holds this member's block (allgather.c put it there). */
+llmp_status rt_shm_allgather(rt_call *call, void *recvbuf, size_t count)
+{
+	size_t block = count * call->esize;
+	struct call_desc desc = {block * call->comm->size, SHM_ALLGATHER, (uint32_t)call->dtype, 0, 0};
+	return copy_rounds(call, desc, recvbuf, block, block, UINT32_MAX);
+}
+
+/* recvbuf holds the data on the root already (broadcast.c copied it). */
+llmp_status rt_shm_broadcast(rt_call *call, void *recvbuf, size_t count, uint32_t root)
+{
+	size_t bytes = count * call->esize;
+	struct call_desc desc = {bytes, SHM_BROADCAST, (uint32_t)call->dtype, 0, root};
+	return copy_rounds(call, desc, recvbuf, bytes, 0, root);
 }
