@@ -259,10 +259,12 @@ count_swept() { # NAME SIZE
 	output=$(cat "$WORK"/hang-*.out)
 	echo "$output"
 	[ "$step_status" -eq 0 ]
+	# each survivor names rank 2: by its own timeout, or by the other's report
 	for r in 0 1; do
-		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: LLMP_ERR_TIMEOUT .*rank 2 did not answer" <<<"$output"
+		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: LLMP_ERR_(TIMEOUT|PEER) .*rank 2 (did not answer|failed or stopped)" <<<"$output"
 		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
 	done
+	grep -qE '^rank [01]: error after .*: LLMP_ERR_TIMEOUT .*rank 2 did not answer within 4.0 s' <<<"$output"
 	assert_cluster_idle
 }
 
