@@ -45,7 +45,7 @@ struct llmp_comm {
 	uint64_t *p2p_sent; /* per peer: messages sent (allocated on first p2p) */
 	uint64_t *p2p_recvd;
 	bool broken;        /* a failure left members out of step */
-	enum { RT_SHM_UNTRIED, RT_SHM_ON, RT_SHM_OFF } shm_state;
+	bool shm_tried;     /* shm.h: a segment was tried; NULL shm then means UCX for good */
 	struct rt_shm *shm; /* shm.h: the segment, when every member is on this machine */
 	void *scratch;      /* grows to the largest temporary an algorithm needed */
 	size_t scratch_bytes;

@@ -1,4 +1,4 @@
-/* shm.c - the shared-memory segment of a communicator on one machine, and allreduce through it. */
+/* shm.c - the shared-memory segment of a communicator on one machine, and the collectives through it. */
 #include "shm.h"
 
 #include <errno.h>
@@ -245,7 +245,6 @@ static llmp_status setup(rt_call *call)
 	}
 	if (st == LLMP_OK && verdict) {
 		comm->shm = s;
-		comm->shm_state = RT_SHM_ON;
 		ctx->stats.shm_comms++;
 	} else {
 		unmap_segment(s);
@@ -257,18 +256,18 @@ bool rt_shm_ready(rt_call *call, size_t bytes, llmp_status *st)
 {
 	llmp_comm *comm = call->comm;
 	*st = LLMP_OK;
-	if (comm->size < 2 || bytes < comm->ctx->shm_threshold || comm->shm_state == RT_SHM_OFF)
+	if (comm->size < 2 || bytes < comm->ctx->shm_threshold)
 		return false;
 	/* reduce-scatter puts a piece of every member's block in a chunk */
 	if (comm->ctx->shm_chunk / comm->size < LINE)
 		return false;
-	if (comm->shm_state == RT_SHM_ON)
-		return true;
-	comm->shm_state = RT_SHM_OFF; /* unless setup succeeds */
+	if (comm->shm_tried)
+		return comm->shm != NULL;
+	comm->shm_tried = true;
 	if (!all_on_this_machine(comm))
 		return false;
 	*st = setup(call);
-	return *st == LLMP_OK && comm->shm_state == RT_SHM_ON;
+	return *st == LLMP_OK && comm->shm != NULL;
 }
 
 void rt_shm_free(llmp_comm *comm)
@@ -353,7 +352,8 @@ static llmp_status check_calls(rt_call *call, uint64_t round)
 		char detail[160];
 		if (d->coll != mine->coll) {
 			snprintf(detail, sizeof detail, "it called %s where this rank called %s",
-				 d->coll < 4 ? coll_names[d->coll] : "?", coll_names[mine->coll]);
+				 d->coll < sizeof coll_names / sizeof coll_names[0] ? coll_names[d->coll] : "?",
+				 coll_names[mine->coll]);
 		} else if (d->bytes != mine->bytes) {
 			return rt_fail_comm(comm, call->op_name, RT_FAILED_LENGTH, m, mine->bytes, d->bytes, NULL);
 		} else if (d->dtype != mine->dtype || d->op != mine->op || d->root != mine->root) {
