@@ -74,13 +74,9 @@ static int drop_file(const char *path)
 	return 0;
 }
 
-int bench_drop_cache(const char *path)
+/* fn on the path of each entry of directory `path` but . and .., until one returns nonzero. */
+static int for_each_entry(const char *path, int (*fn)(const char *child))
 {
-	struct stat sb;
-	if (lstat(path, &sb) != 0)
-		return -1;
-	if (!S_ISDIR(sb.st_mode))
-		return S_ISREG(sb.st_mode) ? drop_file(path) : 0;
 	DIR *dir = opendir(path);
 	if (!dir)
 		return -1;
@@ -91,10 +87,20 @@ int bench_drop_cache(const char *path)
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
 		snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-		rc = bench_drop_cache(child);
+		rc = fn(child);
 	}
 	closedir(dir);
 	return rc;
+}
+
+int bench_drop_cache(const char *path)
+{
+	struct stat sb;
+	if (lstat(path, &sb) != 0)
+		return -1;
+	if (!S_ISDIR(sb.st_mode))
+		return S_ISREG(sb.st_mode) ? drop_file(path) : 0;
+	return for_each_entry(path, bench_drop_cache);
 }
 
 const char *bench_fs_name(const char *path)
@@ -124,18 +130,6 @@ int bench_remove_tree(const char *path)
 		return errno == ENOENT ? 0 : -1;
 	if (!S_ISDIR(sb.st_mode))
 		return unlink(path);
-	DIR *dir = opendir(path);
-	if (!dir)
-		return -1;
-	int rc = 0;
-	struct dirent *e;
-	while (rc == 0 && (e = readdir(dir))) {
-		char child[4200];
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-		rc = bench_remove_tree(child);
-	}
-	closedir(dir);
+	int rc = for_each_entry(path, bench_remove_tree);
 	return rc == 0 ? rmdir(path) : rc;
 }
