@@ -187,20 +187,33 @@ count_swept() { # NAME SIZE
 
 # Once a task died by a signal, srun stops relaying the other tasks' output
 # ("Force Terminated"), even though they go on and finish: so each task
-# writes its own file, through slurmstepd.
-@test "kill: a rank killed mid-allreduce; survivors report it within the timeout" {
-	run rt_srun 90 -N3 -n4 --kill-on-bad-exit=0 --output="$WORK/kill-%t.out" \
-		"$RT_CHECK" kill --victim 3 --timeout 5
+# writes its own file, through slurmstepd. Sets step_status and output.
+fault_step() { # NAME srun-arguments...
+	local name=$1
+	shift
+	run rt_srun 90 --output="$WORK/$name-%t.out" "$@"
 	step_status=$status
-	output=$(cat "$WORK"/kill-*.out)
+	output=$(cat "$WORK"/"$name"-*.out)
 	echo "$output"
+}
+
+# Survivor R's call failed with an error matching PATTERN (an ERE, after the
+# iteration), and it found nothing wrong.
+assert_survivor() { # R [PATTERN]
+	grep -qE "^rank $1: error after [0-9.]+ s at iteration [0-9]+: ${2:-}" <<<"$output" ||
+		{ echo "rank $1: no error matching '${2:-}'"; return 1; }
+	grep -qE "^rank $1: [0-9]+ checks, 0 wrong\$" <<<"$output" ||
+		{ echo "rank $1: no summary, or something wrong"; return 1; }
+}
+
+@test "kill: a rank killed mid-allreduce; survivors report it within the timeout" {
+	fault_step kill -N3 -n4 --kill-on-bad-exit=0 "$RT_CHECK" kill --victim 3 --timeout 5
 	# the victim died by SIGKILL, so the step fails; but it ended, not timed out
 	[ "$step_status" -ne 0 ]
 	[ "$step_status" -ne 124 ]
 	grep -q '^rank 3: killing myself at iteration 20$' <<<"$output"
 	for r in 0 1 2; do
-		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: " <<<"$output"
-		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+		assert_survivor $r
 	done
 	[ "$(grep -c '^rank 3: [0-9]* checks' <<<"$output")" -eq 0 ]
 	assert_cluster_idle
@@ -208,27 +221,18 @@ count_swept() { # NAME SIZE
 }
 
 @test "kill: a rank killed mid-allreduce through shared memory (4 MB); survivors name it" {
-	run rt_srun 90 -N2 -n3 --kill-on-bad-exit=0 --output="$WORK/kill-%t.out" \
-		"$RT_CHECK" kill --victim 1 --timeout 5 --count 1000000
-	step_status=$status
-	output=$(cat "$WORK"/kill-*.out)
-	echo "$output"
+	fault_step kill -N2 -n3 --kill-on-bad-exit=0 "$RT_CHECK" kill --victim 1 --timeout 5 --count 1000000
 	[ "$step_status" -ne 0 ]
 	[ "$step_status" -ne 124 ]
 	grep -q '^rank 1: killing myself at iteration 20$' <<<"$output"
 	for r in 0 2; do
-		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: .*rank 1" <<<"$output"
-		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+		assert_survivor $r '.*rank 1'
 	done
 	assert_cluster_idle
 }
 
 @test "kill: rank 0 killed, timeout from LLMP_TIMEOUT" {
-	LLMP_TIMEOUT=4 run rt_srun 90 -N2 -n3 --kill-on-bad-exit=0 --output="$WORK/kill-%t.out" \
-		"$RT_CHECK" kill --victim 0
-	step_status=$status
-	output=$(cat "$WORK"/kill-*.out)
-	echo "$output"
+	LLMP_TIMEOUT=4 fault_step kill -N2 -n3 --kill-on-bad-exit=0 "$RT_CHECK" kill --victim 0
 	[ "$step_status" -ne 0 ]
 	[ "$step_status" -ne 124 ]
 	for r in 1 2; do
@@ -239,14 +243,10 @@ count_swept() { # NAME SIZE
 
 @test "kill --hang: a rank alive but silent; the others time out on it, naming it" {
 	# On one machine a dead peer is seen by its pid; a silent one only by the timeout.
-	run rt_srun 90 -N3 -n4 --output="$WORK/hang-%t.out" "$RT_CHECK" kill --victim 2 --hang --timeout 5
-	step_status=$status
-	output=$(cat "$WORK"/hang-*.out)
-	echo "$output"
+	fault_step hang -N3 -n4 "$RT_CHECK" kill --victim 2 --hang --timeout 5
 	[ "$step_status" -eq 0 ]
 	for r in 0 1 3; do
-		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: " <<<"$output"
-		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+		assert_survivor $r
 	done
 	# at least the ranks waiting on it directly saw the timeout
 	grep -q '^rank [013]: error after .*: LLMP_ERR_TIMEOUT ' <<<"$output"
@@ -254,15 +254,11 @@ count_swept() { # NAME SIZE
 }
 
 @test "kill --hang through shared memory: the others time out on the silent rank, naming it" {
-	run rt_srun 90 -N2 -n3 --output="$WORK/hang-%t.out" "$RT_CHECK" kill --victim 2 --hang --timeout 4 --count 1000000
-	step_status=$status
-	output=$(cat "$WORK"/hang-*.out)
-	echo "$output"
+	fault_step hang -N2 -n3 "$RT_CHECK" kill --victim 2 --hang --timeout 4 --count 1000000
 	[ "$step_status" -eq 0 ]
 	# each survivor names rank 2: by its own timeout, or by the other's report
 	for r in 0 1; do
-		grep -qE "^rank $r: error after [0-9.]+ s at iteration [0-9]+: LLMP_ERR_(TIMEOUT|PEER) .*rank 2 (did not answer|failed or stopped)" <<<"$output"
-		grep -qE "^rank $r: [0-9]+ checks, 0 wrong\$" <<<"$output"
+		assert_survivor $r 'LLMP_ERR_(TIMEOUT|PEER) .*rank 2 (did not answer|failed or stopped)'
 	done
 	grep -qE '^rank [01]: error after .*: LLMP_ERR_TIMEOUT .*rank 2 did not answer within 4.0 s' <<<"$output"
 	assert_cluster_idle
