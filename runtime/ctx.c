@@ -51,6 +51,29 @@ static llmp_status env_number(llmp_ctx *ctx, const char *name, double fallback, 
 	return LLMP_OK;
 }
 
+/*
+ * A size in bytes: `given` (an llmp_init_opts field) when not 0, else the
+ * variable `name` (a positive number; "off" gives SIZE_MAX where off_ok),
+ * else fallback.
+ */
+static llmp_status size_option(llmp_ctx *ctx, size_t given, const char *name, size_t fallback,
+			       bool off_ok, size_t *out)
+{
+	if (given) {
+		*out = given;
+		return LLMP_OK;
+	}
+	const char *text = getenv(name);
+	if (off_ok && text && strcmp(text, "off") == 0) {
+		*out = SIZE_MAX;
+		return LLMP_OK;
+	}
+	double v;
+	llmp_status st = env_number(ctx, name, (double)fallback, &v);
+	*out = v >= (double)SIZE_MAX ? SIZE_MAX : (size_t)v;
+	return st;
+}
+
 static llmp_status read_options(llmp_ctx *ctx, const llmp_init_opts *opts)
 {
 	llmp_status st;
@@ -62,26 +85,11 @@ static llmp_status read_options(llmp_ctx *ctx, const llmp_init_opts *opts)
 	} else if ((st = env_number(ctx, "LLMP_TIMEOUT", RT_DEFAULT_TIMEOUT_S, &ctx->timeout_s)) != LLMP_OK) {
 		return st;
 	}
-	if (opts && opts->ring_threshold) {
-		ctx->ring_threshold = opts->ring_threshold;
-	} else {
-		double v;
-		st = env_number(ctx, "LLMP_RING_THRESHOLD", (double)RT_DEFAULT_RING_THRESHOLD, &v);
-		if (st != LLMP_OK)
-			return st;
-		ctx->ring_threshold = (size_t)v;
-	}
-	if (opts && opts->shm_threshold) {
-		ctx->shm_threshold = opts->shm_threshold;
-	} else {
-		const char *text = getenv("LLMP_SHM_THRESHOLD");
-		double v;
-		if (text && strcmp(text, "off") == 0)
-			v = (double)SIZE_MAX;
-		else if ((st = env_number(ctx, "LLMP_SHM_THRESHOLD", (double)RT_DEFAULT_SHM_THRESHOLD, &v)) != LLMP_OK)
-			return st;
-		ctx->shm_threshold = v >= (double)SIZE_MAX ? SIZE_MAX : (size_t)v;
-	}
+	if ((st = size_option(ctx, opts ? opts->ring_threshold : 0, "LLMP_RING_THRESHOLD",
+			      RT_DEFAULT_RING_THRESHOLD, false, &ctx->ring_threshold)) != LLMP_OK ||
+	    (st = size_option(ctx, opts ? opts->shm_threshold : 0, "LLMP_SHM_THRESHOLD",
+			      RT_DEFAULT_SHM_THRESHOLD, true, &ctx->shm_threshold)) != LLMP_OK)
+		return st;
 	/* A multiple of every element size and of a cache line. */
 	double chunk;
 	if ((st = env_number(ctx, "LLMP_SHM_CHUNK", (double)RT_DEFAULT_SHM_CHUNK, &chunk)) != LLMP_OK)
