@@ -314,7 +314,9 @@ static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint3
 		if (rt_report_arrived(comm))
 			return rt_fail_comm(comm, call->op_name, RT_FAILED_REPORTED, UINT32_MAX, 0, 0, NULL);
 		if (t > next_liveness_check) {
-			if (rt_member_gone(comm, m))
+			/* m may have done its part and left since the load above. */
+			if (rt_member_gone(comm, m) &&
+			    atomic_load_explicit(counter, memory_order_acquire) < value)
 				return rt_fail_comm(comm, call->op_name, RT_FAILED_PEER, m, 0, 0, NULL);
 			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
 		}

@@ -183,22 +183,18 @@ llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag,
 	req->info.length = bytes; /* replaced when a message completes the receive */
 	/*
 	 * The endpoint is not needed to receive; it is how a dead sender gets
-	 * noticed. So failing to open one is no failure of the receive: the
-	 * sender may have sent everything and left already (a finished rank
-	 * need not wait for its last receivers). A sender known to have
-	 * failed is.
+	 * noticed. So failing to open one is no failure of the receive, and
+	 * neither is a sender already marked failed: a finished rank need not
+	 * wait for its last receivers, and what it sent before it left waits
+	 * in this worker, not in the endpoint. The receive is posted either
+	 * way; rt_tx_wait decides, once nothing more can arrive.
 	 */
 	struct rt_peer *p = &comm->ctx->peers[rt_world_rank(comm, peer)];
-	if (p->failed)
-		return rt_tx_peer_ep(comm, peer, &ep); /* fails, naming the peer */
-	if (!p->ep) {
+	if (!p->ep && !p->failed) {
 		char saved[LLMP_MSG_MAX];
 		memcpy(saved, comm->ctx->errmsg, sizeof saved);
-		if (rt_tx_peer_ep(comm, peer, &ep) != LLMP_OK) {
-			if (p->failed)
-				return LLMP_ERR_PEER;
+		if (rt_tx_peer_ep(comm, peer, &ep) != LLMP_OK)
 			memcpy(comm->ctx->errmsg, saved, sizeof saved);
-		}
 	}
 	ucp_request_param_t prm = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO,
@@ -278,13 +274,45 @@ bool rt_member_gone(llmp_comm *comm, uint32_t member)
 	return true;
 }
 
-/* A pending request's peer on this machine whose process is gone (liveness.h); n if none. */
-static size_t find_dead_local_peer(llmp_comm *comm, const rt_req *reqs, size_t n)
+/*
+ * A pending request whose peer has failed; n if none. With check_pids, a
+ * peer on this machine whose process is gone (liveness.h) counts as failed.
+ */
+static size_t find_failed_peer(llmp_comm *comm, const rt_req *reqs, size_t n, bool check_pids)
 {
-	for (size_t i = 0; i < n; i++)
-		if (reqs[i].ucx && rt_member_gone(comm, reqs[i].comm_peer))
+	for (size_t i = 0; i < n; i++) {
+		if (!reqs[i].ucx)
+			continue;
+		if (comm->ctx->peers[rt_world_rank(comm, reqs[i].comm_peer)].failed ||
+		    (check_pids && rt_member_gone(comm, reqs[i].comm_peer)))
 			return i;
+	}
 	return n;
+}
+
+/*
+ * Progress the worker until it has been quiet for RT_DRAIN_QUIET_S (at
+ * most RT_DRAIN_MAX_S), so that everything already on its way in has been
+ * taken in.
+ *
+ * Why: a peer that did its part and left looks, to UCX, like one that died
+ * (its connections close: "Endpoint timeout" over TCP), and its process is
+ * gone to the pid check. Its last messages were sent before that, but they
+ * may not be read yet: over TCP they come on a connection of their own,
+ * which the poll may reach after the one that reported the close; through
+ * shared memory they sit in a FIFO. A receive pending on such a peer is a
+ * failure only once they have been taken in and it still is not complete.
+ */
+static void drain_worker(llmp_ctx *ctx)
+{
+	double t = rt_now(), end = t + RT_DRAIN_MAX_S, quiet_since = t;
+	while (t < end && t - quiet_since < RT_DRAIN_QUIET_S) {
+		if (ucp_worker_progress(ctx->worker))
+			quiet_since = rt_now();
+		else
+			sched_yield();
+		t = rt_now();
+	}
 }
 
 llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
@@ -310,26 +338,31 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 		}
 		if (rt_report_arrived(comm))
 			return fail(comm, op, reqs, n, RT_FAILED_REPORTED, NULL, NULL);
-		for (size_t i = 0; i < n; i++)
-			if (reqs[i].ucx && ctx->peers[rt_world_rank(comm, reqs[i].comm_peer)].failed)
-				return fail(comm, op, reqs, n, RT_FAILED_PEER, &reqs[i], NULL);
-		if (progressed) {
+		if (progressed)
 			idle = 0;
+		/* The clock and the pids are looked at only now and then, when idle. */
+		bool look = !progressed && ++idle % IDLE_POLLS == 0;
+		double t = look ? rt_now() : 0;
+		bool check_pids = look && t > next_liveness_check;
+		if (check_pids)
+			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
+		size_t gone = find_failed_peer(comm, reqs, n, check_pids);
+		if (gone < n) {
+			/* Each request is given one drain: after it, its peer's failure stands. */
+			if (reqs[gone].drained)
+				return fail(comm, op, reqs, n, RT_FAILED_PEER, &reqs[gone], NULL);
+			drain_worker(ctx);
+			for (size_t i = gone; i < n; i++)
+				if (reqs[i].ucx && ctx->peers[rt_world_rank(comm, reqs[i].comm_peer)].failed)
+					reqs[i].drained = true;
 			continue;
 		}
-		if (++idle % IDLE_POLLS)
+		if (!look)
 			continue;
-		double t = rt_now();
 		if (t > deadline) {
 			for (size_t i = 0; i < n; i++)
 				if (reqs[i].ucx)
 					return fail(comm, op, reqs, n, RT_FAILED_TIMEOUT, &reqs[i], NULL);
-		}
-		if (t > next_liveness_check) {
-			size_t dead = find_dead_local_peer(comm, reqs, n);
-			if (dead < n)
-				return fail(comm, op, reqs, n, RT_FAILED_PEER, &reqs[dead], NULL);
-			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
 		}
 		/* More ranks than cores is common in tests: let the others run. */
 		sched_yield();

@@ -41,6 +41,7 @@ typedef struct rt_req {
 	void *ucx;            /* UCX request; NULL once complete */
 	uint32_t comm_peer;   /* the other member, by comm rank */
 	bool recv;
+	bool drained;         /* its peer failed, and the worker was drained since */
 	size_t bytes;         /* expected length of a receive */
 	ucp_tag_recv_info_t info;
 } rt_req;
@@ -80,6 +81,14 @@ void rt_tx_wait_request(llmp_ctx *ctx, void *req, double deadline);
  * the peer is marked failed, with why. False for a peer elsewhere.
  */
 bool rt_member_gone(llmp_comm *comm, uint32_t member);
+
+/*
+ * Before a pending request fails because its peer failed or left, the worker
+ * is progressed until quiet for this long (at most RT_DRAIN_MAX_S): what the
+ * peer sent before it left is taken in first (transport.c, drain_worker).
+ */
+#define RT_DRAIN_QUIET_S 0.02
+#define RT_DRAIN_MAX_S   0.25
 
 /* How long failure handling spends telling others and cancelling. */
 #define RT_NOTIFY_MAX_S 0.5
