@@ -8,6 +8,7 @@
 #   6. `make distcheck`.
 # Every stage runs even if an earlier one failed; the last line is the total,
 # "N passed, N failed, N skipped", and the exit status is 1 if anything failed.
+# A test skipped for a reason not listed in allowed_skips counts as failed.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
@@ -30,6 +31,33 @@ count_suite() {
 	skipped=$((skipped + ${s:-0}))
 	failed=$((failed + f))
 	[ "$f" -eq 0 ] || failures+=("$stage: $f failed, see $log")
+}
+
+# A test may skip only for what this machine cannot have; these are those
+# reasons, as extended regular expressions on the reason the test gives.
+# Anything else (a package the scripts forgot, a program not built) is a
+# failure: such a skip would hide a test on every fresh machine.
+allowed_skips=(
+	'the local Slurm cluster needs root' # test.sh run as a user: no daemons, no namespaces
+)
+
+# Move the skips of an automake test-suite.log whose reason is not allowed
+# from the skipped count to the failed one, naming each.
+check_skips() {
+	local log=$1 stage=$2 line reason pattern ok
+	[ -f "$log" ] || return 0
+	while IFS= read -r line; do
+		reason=${line##*# SKIP}
+		reason=${reason# }
+		ok=no
+		for pattern in "${allowed_skips[@]}"; do
+			[[ $reason =~ $pattern ]] && ok=yes
+		done
+		[ "$ok" = yes ] && continue
+		skipped=$((skipped - 1))
+		failed=$((failed + 1))
+		failures+=("$stage: skipped for a reason test.sh does not allow: ${line#SKIP: }")
+	done < <(grep -E '^SKIP: .* # SKIP' "$log")
 }
 
 # Run a command with its output in a log, shown (the end of it) only on failure.
@@ -68,6 +96,7 @@ if LLMP_BUILD_DIR=$build scripts/build.sh; then
 	make -C "$build" check
 fi
 count_suite "$build/test-suite.log" "make check"
+check_skips "$build/test-suite.log" "make check"
 
 echo "== unit, CLI, singleton runtime example, llmp ckpt and job-end tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 asan=$src/build-asan
@@ -79,6 +108,7 @@ if LLMP_BUILD_DIR=$asan scripts/build.sh --disable-cluster-tests \
 		make -C "$asan" check TESTS='$(unit_tests) tests/cli.bats tests/runtime_singleton.bats tests/example_mlp.bats tests/ckpt_tool.bats tests/job_end.bats'
 fi
 count_suite "$asan/test-suite.log" "sanitizer tests"
+check_skips "$asan/test-suite.log" "sanitizer tests"
 
 echo "== unit tests under valgrind"
 vg_log=$build/valgrind-suite.log
@@ -86,6 +116,7 @@ rm -f "$build"/tests/*.vg.log
 make -C "$build" check TESTS='$(unit_tests)' TEST_SUITE_LOG=valgrind-suite.log \
 	LOG_COMPILER="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
 count_suite "$vg_log" "valgrind"
+check_skips "$vg_log" "valgrind"
 
 echo "== fuzzing the layout parser for ${FUZZ_SECONDS:-60} s"
 count_step "fuzz" quietly "$build/fuzz.log" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
