@@ -6,6 +6,7 @@
  *
  *   save (llmp_ckpt_save)          vs  write() + fsync() of a plain file   >= 0.8x bandwidth
  *   llmp_ckpt_save_async's stall   vs  memcpy                              <= 1.2x time
+ *   the first async save's stall   vs  memcpy                              <= 1.5x time
  *   restore into another slicing   vs  read() of the plain file            >= 0.7x bandwidth
  *
  * The model: --tensors float32 matrices of R x --cols, --size bytes in all.
@@ -503,7 +504,7 @@ static void report(const struct bench *b)
 	char wrong[32];
 	for (int k = 0; k < NMEAS; k++)
 		med[k] = median(b->t[k], n);
-	/* The first async save allocates and faults in its staging memory; later ones reuse it. */
+	/* The first async save is shown on its own: it is the one a cold start would hurt. */
 	double stall = n > 1 ? median(b->t[M_STALL] + 1, n - 1) : med[M_STALL];
 	snprintf(wrong, sizeof wrong, "%.0f", b->wrong);
 	print_header(b);
@@ -511,13 +512,12 @@ static void report(const struct bench *b)
 	print_row("memcpy", bytes, med[M_MEMCPY], 0, med, NULL, false, 0, "");
 	print_row("read (plain file)", bytes, med[M_READ], 0, med, NULL, false, 0, "");
 	print_row("save", bytes, med[M_SAVE], M_WRITE, med, "write+fsync", false, 0.8, "-");
-	print_row(n > 1 ? "save_async stall (2nd on)" : "save_async stall", bytes, stall, M_MEMCPY, med, "memcpy",
-		  true, 1.2, "-");
+	print_row("save_async stall (1st)", bytes, b->t[M_STALL][0], M_MEMCPY, med, "memcpy", true, 1.5, "-");
+	if (n > 1)
+		print_row("save_async stall (2nd on)", bytes, stall, M_MEMCPY, med, "memcpy", true, 1.2, "-");
 	print_row("save_async to commit", bytes, med[M_COMMIT], 0, med, NULL, false, 0, "");
 	print_row(m->world > 1 ? "restore, resharded" : "restore", bytes, med[M_RESTORE], M_READ, med, "read",
 		  false, 0.7, wrong);
-	printf("# first save_async stall: %.2f ms (%.2fx memcpy): its staging memory is allocated then\n",
-	       b->t[M_STALL][0] * 1e3, b->t[M_STALL][0] / med[M_MEMCPY]);
 }
 
 /* ----------------------------------------------------------------- setup */
@@ -549,6 +549,8 @@ static int open_checkpoints(struct bench *b)
 		st = model_register(&b->m, b->saver, false);
 	if (st == LLMP_OK)
 		st = model_register(&b->m, b->loader, true);
+	if (st == LLMP_OK) /* as llmp_job_resume does before training starts */
+		st = llmp_ckpt_prepare_async(b->saver);
 	return agree(b, failed_llmp(b, st, "opening the checkpoints"));
 }
 

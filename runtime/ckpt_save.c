@@ -177,6 +177,31 @@ static char *alloc_staging(size_t bytes)
 	return p;
 }
 
+/* Whether this rank writes slice s: it holds it and is its owner (the lowest rank holding it). */
+static bool writes_slice(const llmp_ctx *ctx, const struct ck_slice *s)
+{
+	return s->owner == ctx->rank && s->rank == ctx->rank;
+}
+
+/* Staging memory for `owned` bytes: kept from save to save, grown when too small. */
+static llmp_status reserve_staging(llmp_ckpt *ck, size_t owned)
+{
+	if (owned <= ck->staging_cap)
+		return LLMP_OK;
+	free(ck->staging);
+	ck->staging_cap = 0;
+	if (!(ck->staging = alloc_staging(owned)))
+		return rt_fail(ck->ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu bytes of staging memory", owned);
+	ck->staging_cap = owned;
+	return LLMP_OK;
+}
+
+/* Whether an async save of `owned` bytes is staged, or written during the call. */
+static bool stages(const llmp_ckpt *ck, size_t owned)
+{
+	return owned && !(ck->staging_max && owned > ck->staging_max);
+}
+
 /*
  * Where this rank's owned slices are read from: staged copies when async
  * and within staging_max, else the program's own buffers. Returns the
@@ -191,22 +216,17 @@ static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async,
 		return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu slice pointers", p->n);
 	for (size_t i = 0; i < p->n; i++) {
 		struct ck_slice *s = &p->all[i];
-		if (s->owner != ctx->rank || s->rank != ctx->rank)
+		if (!writes_slice(ctx, s))
 			continue;
 		p->data[i] = ck->tensors[s->tensor].data;
 		owned += (size_t)ck_bytes(s);
 		p->writes = true;
 	}
-	if (!async || !p->writes || (ck->staging_max && owned > ck->staging_max))
+	if (!async || !stages(ck, owned))
 		return LLMP_OK;
-	/* Kept from save to save: fresh pages would be faulted in during the stall. */
-	if (owned > ck->staging_cap) {
-		free(ck->staging);
-		ck->staging_cap = 0;
-		if (!(ck->staging = alloc_staging(owned)))
-			return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu bytes of staging memory", owned);
-		ck->staging_cap = owned;
-	}
+	llmp_status st = reserve_staging(ck, owned);
+	if (st != LLMP_OK)
+		return st;
 	for (size_t i = 0, off = 0; i < p->n; i++) {
 		if (!p->data[i])
 			continue;
@@ -217,6 +237,25 @@ static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async,
 	}
 	*staged = owned;
 	return LLMP_OK;
+}
+
+llmp_status llmp_ckpt_prepare_async(llmp_ckpt *ck)
+{
+	if (!ck)
+		return LLMP_ERR_ARG;
+	struct ck_slice *all;
+	size_t n, owned = 0;
+	/* A pending save's writer reads the staging memory: it is committed first. */
+	llmp_status st = llmp_ckpt_wait(ck);
+	if (st == LLMP_OK)
+		st = ck_plan_slices(ck, &all, &n); /* kept: the next save does not plan again */
+	if (st != LLMP_OK)
+		return st;
+	for (size_t i = 0; i < n; i++)
+		if (writes_slice(ck->ctx, &all[i]))
+			owned += (size_t)ck_bytes(&all[i]);
+	free(all);
+	return ck_agree(ck, "checkpoint prepare", stages(ck, owned) ? reserve_staging(ck, owned) : LLMP_OK);
 }
 
 /* Everything of a save up to the shard write, which starts (staged) or is done (not staged). */

@@ -248,6 +248,16 @@ llmp_ckpt *llmp_job_ckpt(llmp_job *job)
 
 /* ---------------------------------------------------------------- resume */
 
+/*
+ * Periodic checkpoints are saved asynchronously: their staging memory is
+ * allocated now, before training, so that the first one pauses the
+ * training no longer than the later ones (llmp_ckpt_prepare_async).
+ */
+static llmp_status prepare_periodic_saves(llmp_job *job)
+{
+	return job->spec.every ? llmp_ckpt_prepare_async(job->ckpt) : LLMP_OK;
+}
+
 llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size_t metacap,
 			    size_t *metalen)
 {
@@ -262,7 +272,7 @@ llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size
 	if (job->run.ckpt_at_start == LLMP_NO_STEP) {
 		job_log(job, "run %" PRIu64 " (%s): no checkpoint yet, starting at step 0",
 			job->run.restart, job->restart_reason);
-		return LLMP_OK;
+		return prepare_periodic_saves(job);
 	}
 	double started = rt_now();
 	uint64_t loaded;
@@ -277,7 +287,7 @@ llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size
 	job_log(job, "run %" PRIu64 " (%s): resuming at step %" PRIu64
 		     " from checkpoint step-%" PRIu64 ", loaded in %.3f s",
 		job->run.restart, job->restart_reason, *next_step, loaded, rt_now() - started);
-	return LLMP_OK;
+	return prepare_periodic_saves(job);
 }
 
 /* ----------------------------------------------------------------- steps */

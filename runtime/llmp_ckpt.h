@@ -72,6 +72,15 @@ llmp_status llmp_ckpt_save(llmp_ckpt *ckpt, uint64_t step, const void *meta, siz
  */
 llmp_status llmp_ckpt_save_async(llmp_ckpt *ckpt, uint64_t step, const void *meta, size_t metalen);
 
+/*
+ * Collective, optional, after the state is registered: agree on which rank
+ * writes which slice and allocate (and fault in) this rank's staging memory
+ * now, so that the first llmp_ckpt_save_async stalls no longer than later
+ * ones. Without it the first async save does this work inside its stall.
+ * A pending save is committed first. llmp_job_resume calls it.
+ */
+llmp_status llmp_ckpt_prepare_async(llmp_ckpt *ckpt);
+
 /* Collective when a save is pending: finish and commit it. Otherwise returns at once. */
 llmp_status llmp_ckpt_wait(llmp_ckpt *ckpt);
 

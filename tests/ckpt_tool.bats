@@ -340,13 +340,14 @@ EOF
 	assert_contains "$output" "# llmp ckpt bench: 1 rank" "model 1.0 MiB: 4 float32 tensors of 256 x 256" \
 		"reads cold: cached pages dropped first with posix_fadvise(DONTNEED)"
 	local row
-	for row in "write+fsync (plain file)" "memcpy" "read (plain file)" "save" "save_async stall (2nd on)" \
-		"save_async to commit" "restore"; do
+	for row in "write+fsync (plain file)" "memcpy" "read (plain file)" "save" "save_async stall (1st)" \
+		"save_async stall (2nd on)" "save_async to commit" "restore"; do
 		grep -qE "^  $(sed 's/[+()]/\\&/g' <<<"$row") +1048576 +[0-9.]+ +[0-9.]+" <<<"$output" ||
 			fail "no row '$row' with 1048576 bytes"
 	done
 	grep -qE '^  save +1048576 .* write\+fsync +[0-9.]+  >=0\.8 (met|MISSED) +-$' <<<"$output"
-	grep -qE '^  save_async stall .* memcpy +[0-9.]+  <=1\.2 (met|MISSED) +-$' <<<"$output"
+	grep -qE '^  save_async stall \(1st\) .* memcpy +[0-9.]+  <=1\.5 (met|MISSED) +-$' <<<"$output"
+	grep -qE '^  save_async stall \(2nd on\) .* memcpy +[0-9.]+  <=1\.2 (met|MISSED) +-$' <<<"$output"
 	grep -qE '^  restore +1048576 .* read +[0-9.]+  >=0\.7 (met|MISSED) +0$' <<<"$output"
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/b")" ] || fail "the bench left files: $(ls -A "$BATS_TEST_TMPDIR/b")"
 }
@@ -357,7 +358,9 @@ EOF
 		--cache warm --keep-files --dir "$BATS_TEST_TMPDIR/b"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	assert_contains "$output" "reads warm: from the page cache" "save_async stall  "
+	assert_contains "$output" "reads warm: from the page cache" "save_async stall (1st)  "
+	# one iteration has no second save to show
+	! grep -q "save_async stall (2nd on)" <<<"$output"
 	local root
 	root=$(echo "$BATS_TEST_TMPDIR"/b/llmp-ckpt-bench-*)
 	[ -d "$root" ]
