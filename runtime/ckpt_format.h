@@ -2,7 +2,8 @@
  * ckpt_format.h - a checkpoint on disk, read without a context.
  *
  * The names of doc/checkpoint.md, the MANIFEST, the listing of a root, the
- * slices of a shard and the verification of a whole step directory. The
+ * checks of every file's size and CRC-32C, the slices of a shard and the
+ * verification of a whole step directory. The
  * runtime (ckpt_*.c) and the `llmp ckpt` tool share this code, so the tool
  * checks a checkpoint exactly as a load reads it, without joining a job.
  * Nothing here touches an llmp_ctx: a failure returns a status and leaves

@@ -9,8 +9,11 @@
  * HDF5's own error printing is kept quiet: failures come back as statuses
  * with the file and dataset named.
  *
- * Reading and checking (ckpt_format.h) touch no context: the `llmp ckpt`
- * tool uses them too.
+ * Reading and checking (ckpt_format.h) touch no context: `llmp ckpt
+ * verify` uses them, and only on files whose bytes passed their checksums
+ * (ckpt_filesum.c), since HDF5 1.10 may crash or hang on damaged metadata.
+ * A load does not open HDF5 at all (ckpt_read.c). Writing a shard records
+ * where each slice's bytes went and the file's CRC-32C, for the MANIFEST.
  */
 #include <errno.h>
 #include <fcntl.h>
