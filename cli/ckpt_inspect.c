@@ -1,8 +1,10 @@
 /*
  * ckpt_inspect.c - `llmp ckpt inspect DIR [--step N]`: what a checkpoint
  * holds, from its MANIFEST: step, saving world and layout, user metadata,
- * shards, and every tensor with its dtype, global shape and slices (region,
- * owner, shard, CRC-32C). Nothing is verified here (`llmp ckpt verify`).
+ * index, shards, and every tensor with its dtype, global shape and slices
+ * (region, owner, shard, place in it, CRC-32C). Only the MANIFEST is read,
+ * and checked against its own CRC-32C; the files it describes are not
+ * (`llmp ckpt verify`).
  * JSON: doc/ckpt-json.md.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -111,6 +113,7 @@ static void json_tensor(struct json_writer *w, const struct ck_manifest *m, cons
 		json_dims(w, "shape", s->shape, s->ndim);
 		json_uint(w, "owner", s->owner);
 		json_string(w, "file", file);
+		json_uint(w, "at", s->at);
 		json_uint(w, "bytes", ck_bytes(s));
 		json_crc(w, "crc32c", s->crc);
 		json_object_end(w);
@@ -135,6 +138,11 @@ static void write_json(const char *dir, const struct ck_manifest *m, FILE *out)
 	json_uint(&w, "bytes", m->meta_bytes);
 	json_crc(&w, "crc32c", m->meta_crc);
 	json_object_end(&w);
+	json_object(&w, "index");
+	json_string(&w, "file", CK_INDEX);
+	json_uint(&w, "bytes", m->index_bytes);
+	json_crc(&w, "crc32c", m->index_crc);
+	json_object_end(&w);
 	json_array(&w, "shards");
 	for (size_t i = 0; i < m->nshards; i++) {
 		char file[32];
@@ -143,6 +151,7 @@ static void write_json(const char *dir, const struct ck_manifest *m, FILE *out)
 		json_uint(&w, "rank", m->shard_ranks[i]);
 		json_string(&w, "file", file);
 		json_uint(&w, "bytes", m->shard_bytes[i]);
+		json_crc(&w, "crc32c", m->shard_crcs[i]);
 		json_object_end(&w);
 	}
 	json_array_end(&w);
@@ -193,6 +202,7 @@ static void write_text(const char *dir, const struct ck_manifest *m, FILE *out)
 	fprintf(out, "world       %u rank%s\n", m->world, m->world == 1 ? "" : "s");
 	fprintf(out, "layout      %s\n", m->layout);
 	fprintf(out, "meta        " CK_META ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->meta_bytes, m->meta_crc);
+	fprintf(out, "index       " CK_INDEX ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->index_bytes, m->index_crc);
 	fprintf(out, "shards      %zu, %s:", m->nshards, ckpt_human_bytes(total_shard_bytes(m), a, sizeof a));
 	for (size_t i = 0; i < m->nshards; i++)
 		fprintf(out, " shard-%u.h5 (%s)", m->shard_ranks[i],

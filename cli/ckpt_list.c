@@ -4,8 +4,9 @@
  *
  * States: complete (step-N whose MANIFEST reads; "latest" in the text when
  * `latest` names it), temporary (step-N.tmp), deleting (step-N.deleting),
- * corrupt-manifest (a step-N whose MANIFEST is missing, unreadable, or
- * names another step). Only the MANIFEST is read: `llmp ckpt verify`
+ * corrupt-manifest (a step-N whose MANIFEST is missing, unreadable, fails
+ * its checksum, or names another step), unsupported-format (a MANIFEST of
+ * another format version). Only the MANIFEST is read: `llmp ckpt verify`
  * checks the data. JSON: doc/ckpt-json.md.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -27,9 +28,10 @@ static void help(void)
 	printf("usage: llmp ckpt list DIR [--json]\n"
 	       "\n"
 	       "List the checkpoints under the checkpoint root DIR, newest first: each step\n"
-	       "directory's state (complete, latest, temporary, deleting, corrupt-manifest),\n"
-	       "size, tensors, shards and saving world size. Reads only the MANIFESTs; use\n"
-	       "'llmp ckpt verify' to check the data.\n"
+	       "directory's state (complete, latest, temporary, deleting, corrupt-manifest,\n"
+	       "unsupported-format), size, tensors, shards and saving world size. Reads only\n"
+	       "the MANIFESTs (each checked against its own CRC-32C); use 'llmp ckpt verify'\n"
+	       "to check the data.\n"
 	       "  --json, --format json   one JSON document (doc/ckpt-json.md)\n"
 	       "Exit status: 0 listed, 1 DIR could not be read, 2 bad input.\n");
 }
@@ -92,7 +94,10 @@ static void describe(const struct ckpt_root *root, const struct ck_entry *e, str
 	}
 	snprintf(path, sizeof path, "%s/" CK_MANIFEST, dir);
 	l->state = "corrupt-manifest";
-	if (ck_manifest_read(path, &l->m, l->problem, sizeof l->problem) != LLMP_OK)
+	llmp_status st = ck_manifest_read(path, &l->m, l->problem, sizeof l->problem);
+	if (st == LLMP_ERR_UNSUPPORTED)
+		l->state = "unsupported-format";
+	if (st != LLMP_OK)
 		return;
 	l->has_manifest = true;
 	if (l->m.step != e->step) {

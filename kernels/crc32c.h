@@ -16,4 +16,11 @@
 /* Continue crc (0 to start) over len bytes of buf; buf may be NULL when len is 0. Thread-safe. */
 uint32_t llmp_crc32c(uint32_t crc, const void *buf, size_t len);
 
+/*
+ * The CRC of A followed by B from crc_a = llmp_crc32c(0, A, |A|),
+ * crc_b = llmp_crc32c(0, B, |B|) and len_b = |B|, without B's bytes
+ * (crc32c_combine.c). O(log len_b).
+ */
+uint32_t llmp_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 #endif /* LLMP_KERNELS_CRC32C_H */

@@ -9,7 +9,7 @@ kernels_sources = \
 	kernels/llmp_dtype.h kernels/dtype.c \
 	kernels/half.h \
 	kernels/reduce.h kernels/reduce.c \
-	kernels/crc32c.h kernels/crc32c.c
+	kernels/crc32c.h kernels/crc32c.c kernels/crc32c_combine.c
 
 noinst_LTLIBRARIES += kernels/libkernels.la
 kernels_libkernels_la_SOURCES = $(kernels_sources)

@@ -2,7 +2,8 @@
  * ckpt_format.h - a checkpoint on disk, read without a context.
  *
  * The names of doc/checkpoint.md, the MANIFEST, the listing of a root, the
- * slices of a shard and the verification of a whole step directory. The
+ * checks of every file's size and CRC-32C, the slices of a shard and the
+ * verification of a whole step directory. The
  * runtime (ckpt_*.c) and the `llmp ckpt` tool share this code, so the tool
  * checks a checkpoint exactly as a load reads it, without joining a job.
  * Nothing here touches an llmp_ctx: a failure returns a status and leaves
@@ -19,7 +20,12 @@
 #include "llmp_spec.h"
 #include "llmp_status.h"
 
-#define CK_FORMAT_VERSION 1
+/*
+ * 2: every file of a step has its size and CRC-32C in the MANIFEST, which
+ * ends with its own; each slice line says where the slice's bytes are.
+ * Version 1 (no checksums of the HDF5 files) is refused: see doc/checkpoint.md.
+ */
+#define CK_FORMAT_VERSION 2
 
 /* The names in a checkpoint root and in a step directory. */
 #define CK_LATEST          "latest"
@@ -39,6 +45,7 @@ struct ck_slice {
 	uint32_t rank;  /* world rank that registered it */
 	uint32_t owner; /* world rank that writes it: the lowest with the same slice */
 	uint32_t crc;   /* CRC-32C of its bytes, once written */
+	uint64_t at;    /* where its bytes start in shard-OWNER.h5, once written */
 	uint32_t tensor; /* its place among the tensors `rank` registered (not in the MANIFEST) */
 };
 
@@ -103,13 +110,20 @@ struct ck_manifest {
 	char layout[LLMP_SPEC_MAX_LEN + 64];
 	uint64_t meta_bytes;
 	uint32_t meta_crc;
+	uint64_t index_bytes;
+	uint32_t index_crc;
 	uint32_t *shard_ranks; /* ranks with a shard file, increasing */
 	uint64_t *shard_bytes;
+	uint32_t *shard_crcs;  /* of each shard file whole */
 	size_t nshards;
 	struct ck_slice *slices; /* owners and CRCs set; sorted as ck_plan_slices: by name, offset, shape */
 	size_t nslices;
 };
-/* Parse path; on failure m is empty and msg names the file and the line. */
+/*
+ * Parse path, after checking its own CRC-32C (its last line). On failure m
+ * is empty and msg names the file and what is wrong: LLMP_ERR_UNSUPPORTED
+ * for another format version, LLMP_ERR_IO otherwise.
+ */
 llmp_status ck_manifest_read(const char *path, struct ck_manifest *m, char *msg, size_t len);
 void ck_manifest_free(struct ck_manifest *m);
 /* Distinct tensor names among m's slices (they are sorted by name). */
@@ -117,14 +131,58 @@ size_t ck_manifest_tensors(const struct ck_manifest *m);
 /* The index of rank's shard line in m; m->nshards when it has none. */
 size_t ck_manifest_shard(const struct ck_manifest *m, uint32_t rank);
 
+/* ----------------------------------------------------- file checksums */
+
+/*
+ * libhdf5 (1.10) can crash or loop forever on malformed metadata, so no file
+ * reaches it, or any other reader, before its bytes are checked against the
+ * size and CRC-32C the MANIFEST gives (ckpt_filesum.c). A small file
+ * (index.h5) is read whole. A shard is checked without reading its slices'
+ * bytes twice: only the bytes outside them (HDF5's metadata, alignment
+ * padding) are read, and joined with the slices' CRCs into the file's CRC;
+ * each slice's bytes are checked against its own CRC when they are read.
+ */
+
+/* Size and CRC-32C of a whole file. */
+llmp_status ck_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *msg, size_t len);
+/* The file has this size and CRC-32C; LLMP_ERR_IO naming it and what differs otherwise. */
+llmp_status ck_file_check(const char *path, uint64_t bytes, uint32_t crc, char *msg, size_t len);
+
+/* A range of a shard whose CRC-32C is known: one slice's bytes. */
+struct ck_extent {
+	uint64_t at, bytes;
+	uint32_t crc;
+};
+/*
+ * Sort e[0..n) by position and check that each lies inside a file of
+ * file_bytes and that none overlaps another (path names the shard in msg).
+ */
+llmp_status ck_extents_check(struct ck_extent *e, size_t n, uint64_t file_bytes, const char *path, char *msg,
+			     size_t len);
+/*
+ * The CRC-32C of the whole file fd (file_bytes long) when each of e[0..n)
+ * (checked by ck_extents_check) holds bytes with its CRC: the bytes between
+ * them are read, theirs are not.
+ */
+llmp_status ck_crc_around(int fd, uint64_t file_bytes, const struct ck_extent *e, size_t n, const char *path,
+			  uint32_t *crc, char *msg, size_t len);
+/*
+ * Shard k of m (open as fd at path) before anything reads it: the size and
+ * the bytes outside its slices against the MANIFEST (its slices' bytes are
+ * left to be checked as they are read).
+ */
+llmp_status ck_shard_check(int fd, const char *path, const struct ck_manifest *m, size_t k, char *msg,
+			   size_t len);
+
 /* ------------------------------------------------------------- shards */
 
 /*
  * A shard or the index opened for checking (HDF5 stays inside
- * ckpt_hdf5.c). ck_h5_locate finds where a slice's bytes are: its dataset
- * must have the slice's shape and the dtype's file type, and be stored
- * contiguously, as llmp writes it; those bytes are then exactly the
- * slice's row-major little-endian bytes the MANIFEST's CRC covers.
+ * ckpt_hdf5.c), only once its bytes passed the checks above.
+ * ck_h5_locate finds where a slice's bytes are: its dataset must have the
+ * slice's shape and the dtype's file type, and be stored contiguously, as
+ * llmp writes it; those bytes are then exactly the slice's row-major
+ * little-endian bytes the MANIFEST's CRC covers.
  */
 struct ck_h5;
 llmp_status ck_h5_open(const char *path, struct ck_h5 **h5, char *msg, size_t len);

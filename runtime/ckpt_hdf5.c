@@ -9,13 +9,19 @@
  * HDF5's own error printing is kept quiet: failures come back as statuses
  * with the file and dataset named.
  *
- * Reading and checking (ckpt_format.h) touch no context: the `llmp ckpt`
- * tool uses them too.
+ * Reading and checking (ckpt_format.h) touch no context: `llmp ckpt
+ * verify` uses them, and only on files whose bytes passed their checksums
+ * (ckpt_filesum.c), since HDF5 1.10 may crash or hang on damaged metadata.
+ * A load does not open HDF5 at all (ckpt_read.c). Writing a shard records
+ * where each slice's bytes went and the file's CRC-32C, for the MANIFEST.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
@@ -72,7 +78,8 @@ static hid_t file_access(size_t alignment)
 	return fapl;
 }
 
-static herr_t write_dataset(hid_t file, hid_t lcpl, const struct ck_slice *s, const void *data)
+/* One slice as a contiguous dataset; *at is where its bytes start in the file. */
+static herr_t write_dataset(hid_t file, hid_t lcpl, const struct ck_slice *s, const void *data, uint64_t *at)
 {
 	hsize_t dims[LLMP_CKPT_MAX_DIMS];
 	for (unsigned d = 0; d < s->ndim; d++)
@@ -80,11 +87,49 @@ static herr_t write_dataset(hid_t file, hid_t lcpl, const struct ck_slice *s, co
 	hid_t type = file_type((llmp_dtype)s->dtype), space = H5Screate_simple((int)s->ndim, dims, NULL);
 	hid_t dset = H5Dcreate2(file, s->name, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
 	herr_t rc = dset < 0 ? -1 : H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+	/* Contiguous storage is allocated by the write and does not move afterwards. */
+	haddr_t where = rc < 0 ? HADDR_UNDEF : H5Dget_offset(dset);
+	if (where == HADDR_UNDEF)
+		rc = -1;
+	else
+		*at = (uint64_t)where;
 	if (dset >= 0 && H5Dclose(dset) < 0)
 		rc = -1;
 	H5Sclose(space);
 	H5Tclose(type);
 	return rc;
+}
+
+/*
+ * The size and CRC-32C of the shard just written, for its MANIFEST line:
+ * the bytes around its slices read back (they are few, and in the page
+ * cache), the slices' own CRCs, taken from memory, joined in (ckpt_filesum.c).
+ */
+static llmp_status shard_crc(struct ck_shard_job *job, char *msg, size_t msglen)
+{
+	struct stat sb;
+	size_t n = 0;
+	int fd = open(job->path, O_RDONLY | O_CLOEXEC);
+	struct ck_extent *e = malloc((job->n ? job->n : 1) * sizeof *e);
+	llmp_status st = LLMP_OK;
+	if (!e)
+		st = ck_fail(msg, msglen, LLMP_ERR_NOMEM, "checksumming %s: out of memory", job->path);
+	else if (fd < 0 || fstat(fd, &sb) != 0)
+		st = ck_fail(msg, msglen, LLMP_ERR_IO, "%s: %s", job->path, strerror(errno));
+	for (size_t i = 0; st == LLMP_OK && i < job->n; i++)
+		if (job->data[i])
+			e[n++] = (struct ck_extent){.at = job->all[i].at, .bytes = ck_bytes(&job->all[i]),
+						    .crc = job->all[i].crc};
+	if (st == LLMP_OK)
+		st = ck_extents_check(e, n, (uint64_t)sb.st_size, job->path, msg, msglen);
+	if (st == LLMP_OK)
+		st = ck_crc_around(fd, (uint64_t)sb.st_size, e, n, job->path, &job->file_crc, msg, msglen);
+	if (st == LLMP_OK)
+		job->bytes_written = (uint64_t)sb.st_size;
+	if (fd >= 0)
+		close(fd);
+	free(e);
+	return st;
 }
 
 llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
@@ -103,7 +148,7 @@ llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
 			if (!job->data[i])
 				continue;
 			s->crc = llmp_crc32c(0, job->data[i], ck_bytes(s));
-			if (write_dataset(file, lcpl, s, job->data[i]) < 0) {
+			if (write_dataset(file, lcpl, s, job->data[i], &s->at) < 0) {
 				snprintf(msg, msglen, "writing tensor %s to %s failed", s->name, job->path);
 				st = LLMP_ERR_IO;
 			}
@@ -116,9 +161,9 @@ llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
 		H5Pclose(fapl);
 	} H5E_END_TRY;
 	if (st == LLMP_OK)
+		st = shard_crc(job, msg, msglen);
+	if (st == LLMP_OK)
 		st = ck_fsync_msg(job->path, msg, msglen);
-	struct stat sb;
-	job->bytes_written = st == LLMP_OK && stat(job->path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 	return st;
 }
 

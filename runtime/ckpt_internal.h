@@ -25,8 +25,9 @@ struct ck_tensor {
 
 /*
  * One rank's shard: the slices of all[] whose data[i] is not NULL, each
- * checksummed (all[i].crc) and written, then the file fsynced. Touches no
- * context (it runs on the writer thread of an async save): errors go to msg.
+ * checksummed (all[i].crc) and written (all[i].at), then the file
+ * checksummed whole and fsynced. Touches no context (it runs on the writer
+ * thread of an async save): errors go to msg.
  */
 struct ck_shard_job {
 	char path[4200];
@@ -35,6 +36,7 @@ struct ck_shard_job {
 	const void **data;
 	size_t n;
 	uint64_t bytes_written; /* the file's size afterwards */
+	uint32_t file_crc;      /* and its CRC-32C */
 };
 /*
  * A save between its call and its commit. With staging, the writer thread

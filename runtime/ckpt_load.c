@@ -5,7 +5,10 @@
  *
  * Nothing is read through the index's virtual datasets: HDF5 reads a
  * missing source file there as fill values without an error, which would
- * turn a lost shard into zeros.
+ * turn a lost shard into zeros. Nothing is read with HDF5 at all: every
+ * file is checked against the size and CRC-32C its MANIFEST gives
+ * (ckpt_filesum.c), the index too, though a load does not use it, so that
+ * a checkpoint with any damaged file is passed over for an older one.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -70,6 +73,9 @@ static llmp_status load_step(llmp_ckpt *ck, uint64_t step, void *meta, size_t me
 	if (st != LLMP_OK)
 		return st;
 	st = check_shards(ctx, dir, &m);
+	snprintf(path, sizeof path, "%s/" CK_INDEX, dir);
+	if (st == LLMP_OK && ctx->rank == 0) /* a few KiB, read once for all */
+		st = ck_file_check(path, m.index_bytes, m.index_crc, ctx->errmsg, sizeof ctx->errmsg);
 	if (st == LLMP_OK)
 		st = ck_read_tensors(ck, dir, &m);
 	if (st == LLMP_OK)
@@ -135,7 +141,11 @@ llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step,
 				*loaded_step = (uint64_t)list[i];
 			break;
 		}
-		/* Newest-first: a damaged checkpoint is reported and the one before it tried. */
+		/*
+		 * Newest-first: a damaged checkpoint is reported and the one before it
+		 * tried. Not past one of another format version: older ones are older
+		 * still, and the message says what to do.
+		 */
 		if (step != LLMP_CKPT_NEWEST || st != LLMP_ERR_IO || i + 1 == count)
 			break;
 		if (ctx->rank == 0)

@@ -5,12 +5,18 @@
  *
  * The CRC covers a saved slice whole, so a slice is read whole even when
  * only a part of it is needed. Its bytes are read straight from the shard
- * file at the offset of its contiguous dataset (ck_h5_locate checks shape,
- * type and layout first), in chunks of whole rows of its first dimension:
+ * file, where the MANIFEST says they are, in chunks of whole rows of its
+ * first dimension:
  * each chunk is checksummed and copied out while it is still in the cache,
  * and memory stays one chunk whatever the slice's size. A saved slice that
  * is exactly a registered one is read into the program's memory directly.
  * Each shard is opened once, and its slices read in its order.
+ *
+ * HDF5 is not involved: before a byte of a slice is used, the shard's
+ * size and its bytes outside the slices are checked against the MANIFEST
+ * (ck_shard_check), so the places the MANIFEST gives are the file's. A
+ * damaged file is then reported by name, never handed to a library that
+ * may crash or hang on it.
  *
  * The bytes on disk are the slices' bytes as they were in memory (little-
  * endian: the HDF5 types say so, and llmp builds only for such hosts).
@@ -39,7 +45,6 @@ struct need {
 /* One shard, open while its slices are read. */
 struct shard {
 	char path[4200];
-	struct ck_h5 *h5;
 	int fd;
 };
 
@@ -196,32 +201,32 @@ static llmp_status read_rows(llmp_ctx *ctx, const struct shard *f, const struct 
 
 static void close_shard(struct shard *f)
 {
-	ck_h5_close(f->h5);
 	if (f->fd >= 0)
 		close(f->fd);
-	f->h5 = NULL;
 	f->fd = -1;
 }
 
-static llmp_status open_shard(llmp_ctx *ctx, const char *dir, uint32_t rank, struct shard *f)
+/* Open the shard of rank and check it (size, bytes outside its slices) before reading from it. */
+static llmp_status open_shard(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m, uint32_t rank,
+			      struct shard *f)
 {
+	size_t k = ck_manifest_shard(m, rank);
 	ck_shard_path(dir, rank, f->path, sizeof f->path);
-	llmp_status st = ck_h5_open(f->path, &f->h5, ctx->errmsg, sizeof ctx->errmsg);
-	if (st == LLMP_OK && (f->fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0)
-		st = rt_fail(ctx, LLMP_ERR_IO, "open %s: %s", f->path, strerror(errno));
-	return st;
+	if (k == m->nshards)
+		return rt_fail(ctx, LLMP_ERR_IO, "%s/" CK_MANIFEST ": a slice is in the shard of rank %u, which it "
+			       "does not list", dir, rank);
+	if ((f->fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0)
+		return rt_fail(ctx, LLMP_ERR_IO, "open %s: %s", f->path, strerror(errno));
+	return ck_shard_check(f->fd, f->path, m, k, ctx->errmsg, sizeof ctx->errmsg);
 }
 
 static llmp_status read_need(llmp_ctx *ctx, const struct shard *f, const struct need *nd, char **chunk,
 			     size_t *chunkcap)
 {
 	const struct ck_slice *s = nd->saved;
-	uint64_t offset;
 	uint32_t crc = 0;
-	llmp_status st = ck_h5_locate(f->h5, s, &offset, ctx->errmsg, sizeof ctx->errmsg);
-	if (st == LLMP_OK)
-		st = same_region(s, &nd->tensor->slice) ? read_whole(ctx, f, nd, offset, &crc)
-							: read_rows(ctx, f, nd, offset, chunk, chunkcap, &crc);
+	llmp_status st = same_region(s, &nd->tensor->slice) ? read_whole(ctx, f, nd, s->at, &crc)
+							    : read_rows(ctx, f, nd, s->at, chunk, chunkcap, &crc);
 	if (st == LLMP_OK && crc != s->crc)
 		st = rt_fail(ctx, LLMP_ERR_IO, "tensor %s in %s fails its checksum (CRC-32C 0x%08x, MANIFEST "
 			     "0x%08x): the file is corrupted", s->name, f->path, crc, s->crc);
@@ -246,7 +251,7 @@ llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_mani
 	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
 		if (i == 0 || needs[i].saved->owner != needs[i - 1].saved->owner) {
 			close_shard(&f);
-			st = open_shard(ctx, dir, needs[i].saved->owner, &f);
+			st = open_shard(ctx, dir, m, needs[i].saved->owner, &f);
 		}
 		if (st == LLMP_OK)
 			st = read_need(ctx, &f, &needs[i], &chunk, &chunkcap);

@@ -61,6 +61,9 @@ static llmp_status commit(llmp_ckpt *ck, uint64_t step, struct ck_manifest *m, c
 
 	snprintf(path, sizeof path, "%s/" CK_INDEX, tmp);
 	llmp_status st = ck_write_index(ck, path, m->slices, m->nslices);
+	/* Read back (a few KiB, cached) for its size and CRC in the MANIFEST. */
+	if (st == LLMP_OK)
+		st = ck_file_crc(path, &m->index_bytes, &m->index_crc, ctx->errmsg, sizeof ctx->errmsg);
 	snprintf(path, sizeof path, "%s/" CK_META, tmp);
 	if (st == LLMP_OK)
 		st = write_meta(ctx, path, meta, metalen);
@@ -80,28 +83,37 @@ static llmp_status commit(llmp_ckpt *ck, uint64_t step, struct ck_manifest *m, c
 	return st;
 }
 
-/* Everyone learns every slice's checksum and every shard's size: sums of what each owner knows. */
-static llmp_status share_results(llmp_ckpt *ck, struct ck_slice *all, size_t n, uint64_t shard_bytes,
+/*
+ * Everyone learns every slice's checksum and place in its shard, and every
+ * shard's size and checksum: sums of what each owner knows. sizes[r] and
+ * sizes[world + r] are rank r's shard size and CRC.
+ */
+static llmp_status share_results(llmp_ckpt *ck, struct ck_slice *all, size_t n, const struct ck_shard_job *job,
 				 int64_t *sizes)
 {
 	llmp_ctx *ctx = ck->ctx;
 	llmp_comm *world;
 	llmp_status st = llmp_comm_world(ctx, &world);
-	int64_t *crcs = calloc(n ? n : 1, sizeof *crcs);
-	if (!crcs)
+	int64_t *slices = calloc(n ? 2 * n : 1, sizeof *slices); /* CRC, then place, of each */
+	if (!slices)
 		return rt_fail(ctx, LLMP_ERR_NOMEM, "checksums of %zu slices", n);
 	for (size_t i = 0; i < n; i++)
-		if (all[i].owner == ctx->rank && all[i].rank == ctx->rank)
-			crcs[i] = all[i].crc;
-	memset(sizes, 0, ctx->world * sizeof *sizes);
-	sizes[ctx->rank] = (int64_t)shard_bytes;
+		if (all[i].owner == ctx->rank && all[i].rank == ctx->rank) {
+			slices[2 * i] = all[i].crc;
+			slices[2 * i + 1] = (int64_t)all[i].at;
+		}
+	memset(sizes, 0, 2 * ctx->world * sizeof *sizes);
+	sizes[ctx->rank] = (int64_t)job->bytes_written;
+	sizes[ctx->world + ctx->rank] = job->file_crc;
 	if (st == LLMP_OK)
-		st = llmp_allreduce(world, crcs, crcs, n, LLMP_INT64, LLMP_SUM);
+		st = llmp_allreduce(world, slices, slices, 2 * n, LLMP_INT64, LLMP_SUM);
 	if (st == LLMP_OK)
-		st = llmp_allreduce(world, sizes, sizes, ctx->world, LLMP_INT64, LLMP_SUM);
-	for (size_t i = 0; st == LLMP_OK && i < n; i++)
-		all[i].crc = (uint32_t)crcs[i];
-	free(crcs);
+		st = llmp_allreduce(world, sizes, sizes, 2 * (size_t)ctx->world, LLMP_INT64, LLMP_SUM);
+	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
+		all[i].crc = (uint32_t)slices[2 * i];
+		all[i].at = (uint64_t)slices[2 * i + 1];
+	}
+	free(slices);
 	return st;
 }
 
@@ -120,7 +132,8 @@ static llmp_status build_manifest(llmp_ckpt *ck, uint64_t step, const struct ck_
 	m->slices = malloc((n ? n : 1) * sizeof *m->slices);
 	m->shard_ranks = malloc(ctx->world * sizeof *m->shard_ranks);
 	m->shard_bytes = malloc(ctx->world * sizeof *m->shard_bytes);
-	if (!m->slices || !m->shard_ranks || !m->shard_bytes) {
+	m->shard_crcs = malloc(ctx->world * sizeof *m->shard_crcs);
+	if (!m->slices || !m->shard_ranks || !m->shard_bytes || !m->shard_crcs) {
 		ck_manifest_free(m);
 		return rt_fail(ctx, LLMP_ERR_NOMEM, "manifest of %zu slices", n);
 	}
@@ -130,6 +143,7 @@ static llmp_status build_manifest(llmp_ckpt *ck, uint64_t step, const struct ck_
 	for (uint32_t r = 0; r < ctx->world; r++)
 		if (sizes[r] > 0) {
 			m->shard_ranks[m->nshards] = r;
+			m->shard_crcs[m->nshards] = (uint32_t)sizes[ctx->world + r];
 			m->shard_bytes[m->nshards++] = (uint64_t)sizes[r];
 		}
 	return LLMP_OK;
@@ -327,11 +341,11 @@ llmp_status llmp_ckpt_wait(llmp_ckpt *ck)
 		rt_fail(ctx, local, "%s", p->msg);
 	llmp_status st = ck_agree(ck, "checkpoint save: writing shards", local);
 
-	int64_t *sizes = st == LLMP_OK ? malloc(ctx->world * sizeof *sizes) : NULL;
+	int64_t *sizes = st == LLMP_OK ? malloc(2 * ctx->world * sizeof *sizes) : NULL;
 	if (st == LLMP_OK && !sizes)
 		st = rt_fail(ctx, LLMP_ERR_NOMEM, "shard sizes");
 	if (st == LLMP_OK)
-		st = share_results(ck, p->all, p->n, p->job.bytes_written, sizes);
+		st = share_results(ck, p->all, p->n, &p->job, sizes);
 	if (st == LLMP_OK) {
 		struct ck_manifest m;
 		local = LLMP_OK;

@@ -4,12 +4,15 @@
  * slice's bytes against its CRC-32C, the index's virtual datasets, and
  * meta.bin.
  *
- * A slice's bytes are read straight from the shard file, in chunks, at the
- * offset HDF5 reports for its contiguous dataset (ck_h5_locate checks the
- * shape, the type and the layout first): memory stays a few MiB whatever
- * the checkpoint's size, and those are exactly the bytes a load gets.
- * Verification goes on after a problem, so one run names every damaged
- * file and tensor.
+ * Every file's bytes are checked against the size and CRC-32C the MANIFEST
+ * gives before HDF5 opens it (ckpt_filesum.c): libhdf5 1.10 can crash or
+ * loop forever on damaged metadata. A slice's bytes are read straight from
+ * the shard file, in chunks, where the MANIFEST says they are, as a load
+ * reads them: memory stays a few MiB whatever the checkpoint's size. Only
+ * a file that passed is opened with HDF5, to check that its datasets are
+ * what the MANIFEST says (each slice a contiguous dataset of its shape and
+ * type at that place; the index's virtual datasets). Verification goes on
+ * after a problem, so one run names every damaged file and tensor.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -148,60 +151,123 @@ static bool crc_of_range(struct verifier *v, int fd, uint64_t offset, uint64_t l
 	return true;
 }
 
-/* One slice of an open shard: where it is, then its bytes against the MANIFEST's CRC. */
-static void check_slice(struct verifier *v, struct ck_h5 *h5, int fd, const char *path, const char *file,
-			const struct ck_slice *s)
+/* One slice's bytes, where the MANIFEST puts them, against its CRC; false when they could not all be read. */
+static bool check_slice_bytes(struct verifier *v, int fd, const char *path, const char *file,
+			      const struct ck_slice *s, uint32_t *crc)
 {
-	uint64_t offset;
-	uint32_t crc;
-	if (ck_h5_locate(h5, s, &offset, v->msg, sizeof v->msg) != LLMP_OK)
-		problem(v, file, s->name, v->msg);
-	else if (crc_of_range(v, fd, offset, ck_bytes(s), path, file, s, &crc) && crc != s->crc)
+	if (!crc_of_range(v, fd, s->at, ck_bytes(s), path, file, s, crc))
+		return false;
+	if (*crc != s->crc)
 		problemf(v, file, s->name, "%s: tensor %s: CRC-32C 0x%08x of its bytes, the MANIFEST says 0x%08x: "
-			 "the data does not match its MANIFEST", path, s->name, crc, s->crc);
+			 "the data does not match its MANIFEST", path, s->name, *crc, s->crc);
+	return true;
 }
 
-/* The shard of rank `rank`, listed with `bytes`: there, that size, an HDF5 file of its slices. */
-static void check_shard(struct verifier *v, uint32_t rank, uint64_t bytes)
+/*
+ * The bytes outside the slices of shard k. Its slices' places with their
+ * CRCs as the MANIFEST gives them are in `listed`, with their CRCs as read
+ * in `as_read` (the same order). The file's CRC-32C joined from the bytes as
+ * they are says whether the file is as saved; if not, the one joined with
+ * the MANIFEST's slice CRCs says whether the damage is outside the slices
+ * (HDF5's metadata) or only in slices already reported. True when the bytes
+ * outside the slices are the saved ones: HDF5 may then open the file.
+ */
+static bool check_outside_slices(struct verifier *v, int fd, size_t k, struct ck_extent *listed,
+				 struct ck_extent *as_read, size_t n, const char *path, const char *file)
 {
 	const struct ck_manifest *m = v->m;
-	char path[4200], file[32];
-	struct stat sb;
-	size_t first = first_owned(v, rank), end = first, datasets;
-	while (end < m->nslices && v->owned[end].owner == rank)
-		end++;
-	size_t owned = end - first;
-	ck_shard_path(v->dir, rank, path, sizeof path);
-	ck_shard_path(NULL, rank, file, sizeof file);
-	if (stat(path, &sb) != 0) {
-		problemf(v, file, NULL, "%s: %s (%zu slices lost)", path, strerror(errno), owned);
-		return;
+	uint32_t crc;
+	if (ck_extents_check(listed, n, m->shard_bytes[k], path, v->msg, sizeof v->msg) != LLMP_OK ||
+	    ck_extents_check(as_read, n, m->shard_bytes[k], path, v->msg, sizeof v->msg) != LLMP_OK ||
+	    ck_crc_around(fd, m->shard_bytes[k], as_read, n, path, &crc, v->msg, sizeof v->msg) != LLMP_OK) {
+		problem(v, file, NULL, v->msg);
+		return false;
 	}
-	if ((uint64_t)sb.st_size != bytes)
-		problemf(v, file, NULL, "%s: %lld bytes, the MANIFEST says %llu%s", path,
-			 (long long)sb.st_size, (unsigned long long)bytes,
-			 (uint64_t)sb.st_size < bytes ? " (truncated)" : "");
+	if (crc == m->shard_crcs[k])
+		return true; /* the file as saved (a slice that failed above disagrees with the MANIFEST only) */
+	if (ck_crc_around(fd, m->shard_bytes[k], listed, n, path, &crc, v->msg, sizeof v->msg) != LLMP_OK) {
+		problem(v, file, NULL, v->msg);
+		return false;
+	}
+	if (crc == m->shard_crcs[k])
+		return true; /* only slices are damaged, and each was reported */
+	problemf(v, file, NULL, "%s: its bytes outside the tensors (HDF5's metadata) are damaged: they do not give "
+		 "the file's CRC-32C in its MANIFEST, 0x%08x", path, m->shard_crcs[k]);
+	return false;
+}
+
+/* A shard whose bytes passed: HDF5 agrees with the MANIFEST on its datasets and where their bytes are. */
+static void check_shard_hdf5(struct verifier *v, const char *path, const char *file, size_t first, size_t end)
+{
+	const struct ck_manifest *m = v->m;
 	struct ck_h5 *h5;
-	int fd = -1;
+	size_t datasets, owned = end - first;
+	uint64_t offset;
 	if (ck_h5_open(path, &h5, v->msg, sizeof v->msg) != LLMP_OK) {
 		problem(v, file, NULL, v->msg);
 		return;
 	}
-	if (ck_h5_count_datasets(h5, &datasets, v->msg, sizeof v->msg) != LLMP_OK) {
+	if (ck_h5_count_datasets(h5, &datasets, v->msg, sizeof v->msg) != LLMP_OK)
 		problem(v, file, NULL, v->msg);
-	} else if (datasets != owned)
-		problemf(v, file, NULL, "%s: %zu datasets, the MANIFEST lists %zu slices in it", path,
-			 datasets, owned);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		problemf(v, file, NULL, "%s: %s", path, strerror(errno));
-	for (size_t i = first; fd >= 0 && i < end; i++)
-		check_slice(v, h5, fd, path, file, &m->slices[v->owned[i].slice]);
-	if (fd >= 0)
-		close(fd);
+	else if (datasets != owned)
+		problemf(v, file, NULL, "%s: %zu datasets, the MANIFEST lists %zu slices in it", path, datasets,
+			 owned);
+	for (size_t i = first; i < end; i++) {
+		const struct ck_slice *s = &m->slices[v->owned[i].slice];
+		if (ck_h5_locate(h5, s, &offset, v->msg, sizeof v->msg) != LLMP_OK)
+			problem(v, file, s->name, v->msg);
+		else if (offset != s->at)
+			problemf(v, file, s->name, "%s: tensor %s: its dataset's bytes are at byte %llu, the MANIFEST "
+				 "says %llu", path, s->name, (unsigned long long)offset, (unsigned long long)s->at);
+	}
 	ck_h5_close(h5);
 }
 
-/* index.h5: one virtual dataset per tensor, mapping every slice from its owner's shard. */
+/* The shard of entry k of the MANIFEST: there, its size, every byte, then its structure. */
+static void check_shard(struct verifier *v, size_t k)
+{
+	const struct ck_manifest *m = v->m;
+	uint32_t rank = m->shard_ranks[k];
+	char path[4200], file[32];
+	struct stat sb;
+	size_t first = first_owned(v, rank), end = first;
+	while (end < m->nslices && v->owned[end].owner == rank)
+		end++;
+	ck_shard_path(v->dir, rank, path, sizeof path);
+	ck_shard_path(NULL, rank, file, sizeof file);
+	if (stat(path, &sb) != 0) {
+		problemf(v, file, NULL, "%s: %s (%zu slices lost)", path, strerror(errno), end - first);
+		return;
+	}
+	bool whole = (uint64_t)sb.st_size == m->shard_bytes[k];
+	if (!whole)
+		problemf(v, file, NULL, "%s: %lld bytes, the MANIFEST says %llu%s", path, (long long)sb.st_size,
+			 (unsigned long long)m->shard_bytes[k],
+			 (uint64_t)sb.st_size < m->shard_bytes[k] ? " (truncated)" : "");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct ck_extent *listed = malloc((end - first + 1) * sizeof *listed);
+	struct ck_extent *as_read = malloc((end - first + 1) * sizeof *as_read);
+	if (fd < 0 || !listed || !as_read) {
+		problemf(v, file, NULL, "%s: %s", path, fd < 0 ? strerror(errno) : "out of memory to check it");
+	} else {
+		/* Each slice's own bytes even when the rest is damaged: they say which tensors survive. */
+		for (size_t i = first; i < end; i++) {
+			const struct ck_slice *s = &m->slices[v->owned[i].slice];
+			listed[i - first] = (struct ck_extent){.at = s->at, .bytes = ck_bytes(s), .crc = s->crc};
+			as_read[i - first] = listed[i - first];
+			whole &= check_slice_bytes(v, fd, path, file, s, &as_read[i - first].crc);
+		}
+		/* A file of another size, or too short for its slices, is damaged already: HDF5 is kept from it. */
+		if (whole && check_outside_slices(v, fd, k, listed, as_read, end - first, path, file))
+			check_shard_hdf5(v, path, file, first, end);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(listed);
+	free(as_read);
+}
+
+/* index.h5: its bytes, then one virtual dataset per tensor, mapping every slice from its owner's shard. */
 static void check_index(struct verifier *v)
 {
 	const struct ck_manifest *m = v->m;
@@ -209,7 +275,8 @@ static void check_index(struct verifier *v)
 	struct ck_h5 *h5;
 	size_t datasets, tensors = ck_manifest_tensors(m);
 	snprintf(path, sizeof path, "%s/" CK_INDEX, v->dir);
-	if (ck_h5_open(path, &h5, v->msg, sizeof v->msg) != LLMP_OK) {
+	if (ck_file_check(path, m->index_bytes, m->index_crc, v->msg, sizeof v->msg) != LLMP_OK ||
+	    ck_h5_open(path, &h5, v->msg, sizeof v->msg) != LLMP_OK) {
 		problem(v, CK_INDEX, NULL, v->msg);
 		return;
 	}
@@ -283,7 +350,7 @@ llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verif
 		qsort(v.owned, m.nslices, sizeof *v.owned, compare_owned);
 	check_manifest(&v, step);
 	for (size_t k = 0; k < m.nshards; k++)
-		check_shard(&v, m.shard_ranks[k], m.shard_bytes[k]);
+		check_shard(&v, k);
 	check_index(&v);
 	check_meta(&v);
 	free(v.buf);

@@ -96,10 +96,13 @@ llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ckpt, llmp_ckpt_stats *stats);
 
 /*
  * Collective: fill every registered slice from checkpoint `step`, or from
- * the newest complete one (LLMP_CKPT_NEWEST; a corrupted one is reported
- * and the one before it used). *loaded_step and the metadata (up to
- * metacap bytes; *metalen gets its full size) say what was loaded. On
- * failure the registered slices may hold part of a checkpoint.
+ * the newest complete one (LLMP_CKPT_NEWEST; one with any damaged file,
+ * found by the files' sizes and CRC-32Cs in its MANIFEST, is reported by
+ * file on rank 0's stderr and the one before it used). *loaded_step and the
+ * metadata (up to metacap bytes; *metalen gets its full size) say what was
+ * loaded. On failure the registered slices may hold part of a checkpoint.
+ * LLMP_ERR_UNSUPPORTED: a checkpoint of another format version (1, saved
+ * by an older llmp), which this one does not read (doc/checkpoint.md).
  */
 llmp_status llmp_ckpt_load(llmp_ckpt *ckpt, uint64_t step, uint64_t *loaded_step,
 			   void *meta, size_t metacap, size_t *metalen);

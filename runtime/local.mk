@@ -18,7 +18,7 @@ runtime_sources = \
 	runtime/allgather.c runtime/broadcast.c runtime/barrier.c runtime/p2p.c \
 	runtime/shm.h runtime/shm.c \
 	runtime/llmp_ckpt.h runtime/ckpt_format.h runtime/ckpt_internal.h runtime/ckpt.c \
-	runtime/ckpt_fs.c runtime/ckpt_manifest.c runtime/ckpt_hdf5.c runtime/ckpt_save.c \
+	runtime/ckpt_fs.c runtime/ckpt_manifest.c runtime/ckpt_filesum.c runtime/ckpt_hdf5.c runtime/ckpt_save.c \
 	runtime/ckpt_load.c runtime/ckpt_read.c runtime/ckpt_verify.c \
 	runtime/agree.c \
 	runtime/llmp_job.h runtime/job_internal.h runtime/job.c runtime/job_signal.c \

@@ -70,7 +70,7 @@ expect() {
 	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/list.json")" ]
 }
 
-@test "list: temporary, deleting, corrupt MANIFEST, MANIFEST of another step; only directories count" {
+@test "list: temporary, deleting, corrupt MANIFEST, MANIFEST of another step or version; only directories count" {
 	save_reference
 	cp -r "$ROOT/step-300" "$ROOT/step-400.tmp"
 	rm "$ROOT/step-400.tmp/MANIFEST"
@@ -79,6 +79,10 @@ expect() {
 	sed -i '$d' "$ROOT/step-120/MANIFEST" # no 'end'
 	cp -r "$ROOT/step-200" "$ROOT/step-110"
 	sed -i 's/^step 200$/step 111/' "$ROOT/step-110/MANIFEST"
+	cp -r "$ROOT/step-110" "$ROOT/step-115" # that edit without its checksum: damage
+	python3 "$EXPECT" reseal "$ROOT/step-110/MANIFEST"
+	cp -r "$ROOT/step-200" "$ROOT/step-108" # format 1: its first line, and the end line it had
+	sed -i -e '1s/.*/llmp-checkpoint 1/' -e '$s/.*/end/' "$ROOT/step-108/MANIFEST"
 	cp -r "$ROOT/step-200" "$ROOT/step-105"
 	rm "$ROOT/step-105/MANIFEST"
 	echo junk >"$ROOT/step-500"   # a file, not a checkpoint
@@ -87,12 +91,15 @@ expect() {
 	assert_status 0
 	expect list "$BATS_TEST_TMPDIR/list.json" "$ROOT" step-400.tmp=temporary step-300=complete+latest \
 		step-200=complete step-150.deleting=deleting step-120=corrupt-manifest \
-		step-110=corrupt-manifest step-105=corrupt-manifest
+		step-115=corrupt-manifest step-110=corrupt-manifest step-108=unsupported-format \
+		step-105=corrupt-manifest
 	python3 - "$BATS_TEST_TMPDIR/list.json" <<'EOF'
 import json, sys
 doc = {e["name"]: e for e in json.load(open(sys.argv[1]))["checkpoints"]}
 assert "truncated (no 'end')" in doc["step-120"]["problem"], doc["step-120"]
+assert "step-115/MANIFEST fails its checksum" in doc["step-115"]["problem"], doc["step-115"]
 assert "says step 111" in doc["step-110"]["problem"], doc["step-110"]
+assert "format version 1; this llmp reads version 2" in doc["step-108"]["problem"], doc["step-108"]
 assert "No such file" in doc["step-105"]["problem"], doc["step-105"]
 EOF
 	llmp ckpt list "$ROOT"
@@ -125,9 +132,11 @@ EOF
 	save_reference
 	llmp ckpt inspect "$ROOT" --step 200
 	assert_status 0
-	assert_contains "$output" "checkpoint  $ROOT/step-200" "format      llmp-checkpoint 1" \
+	assert_contains "$output" "checkpoint  $ROOT/step-200" "format      llmp-checkpoint 2" \
 		"step        200" "world       1 rank" "layout      tp=1," \
-		"meta        meta.bin, 26 bytes, CRC-32C 0x" "shards      1, " "shard-0.h5 (" "tensors     7, "
+		"meta        meta.bin, 26 bytes, CRC-32C 0x" \
+		"index       index.h5, $(stat -c %s "$ROOT/step-200/index.h5") bytes, CRC-32C 0x" \
+		"shards      1, " "shard-0.h5 (" "tensors     7, "
 	assert_line_matches '^layers/0/w_row +float32 +13x10 +520 +1$'
 	assert_line_matches '^emb/u8 +uint8 +12x12x5 +720 +1$'
 	assert_line_matches '^big/w +float32 +48x1024 +196608 +1$'
@@ -192,7 +201,7 @@ EOF
 	json_to "$BATS_TEST_TMPDIR/v.json" ckpt verify "$ROOT" --json
 	assert_status 1
 	expect verify "$BATS_TEST_TMPDIR/v.json" 1 step-300=index.h5:- step-200=meta.bin:-
-	assert_contains "$stderr" "step-300: $ROOT/step-300/index.h5: cannot open it as HDF5" \
+	assert_contains "$stderr" "step-300: $ROOT/step-300/index.h5 fails its checksum (CRC-32C 0x" \
 		"step-200: $ROOT/step-200/meta.bin: 26 bytes with CRC-32C 0x"
 }
 
@@ -200,14 +209,24 @@ EOF
 	save_reference
 	local m="$ROOT/step-300/MANIFEST"
 	cp "$m" "$BATS_TEST_TMPDIR/MANIFEST"
-	# another CRC for layers/0/w_col
+	# another CRC for layers/0/w_col: the MANIFEST's own checksum fails first
 	sed -i -E 's|^(slice layers/0/w_col float64 .* )0x[0-9a-f]{8}$|\10x12345678|' "$m"
+	json_to "$BATS_TEST_TMPDIR/v.json" ckpt verify "$ROOT" --step 300 --json
+	assert_status 1
+	assert_contains "$stderr" "step-300: $m fails its checksum (CRC-32C 0x"
+	expect verify "$BATS_TEST_TMPDIR/v.json" 1 step-300=MANIFEST:-
+	# The same edits with the checksum made to match, as a faulty writer could
+	# leave them: the checks behind it still catch each one.
+	python3 "$EXPECT" reseal "$m"
 	llmp ckpt verify "$ROOT" --step 300
 	assert_status 1
 	assert_contains "$stderr" "tensor layers/0/w_col: CRC-32C 0x" "the MANIFEST says 0x12345678"
+	# the shard itself has the CRC-32C its MANIFEST line gives: nothing said of its metadata
+	assert_not_contains "$stderr" "HDF5's metadata"
 	# another global shape: the slice no longer tiles it
 	cp "$BATS_TEST_TMPDIR/MANIFEST" "$m"
 	sed -i 's|^slice layers/0/w_row float32 2 13 10 |slice layers/0/w_row float32 2 14 10 |' "$m"
+	python3 "$EXPECT" reseal "$m"
 	json_to "$BATS_TEST_TMPDIR/v.json" ckpt verify "$ROOT" --step 300 --json
 	assert_status 1
 	assert_contains "$stderr" "$m: tensor layers/0/w_row: the slices cover 130 of its 140 elements" \
@@ -216,10 +235,20 @@ EOF
 	# a slice dropped: the shard and the index hold a dataset the MANIFEST lacks
 	cp "$BATS_TEST_TMPDIR/MANIFEST" "$m"
 	sed -i '/^slice norm\/f16 /d' "$m"
+	python3 "$EXPECT" reseal "$m"
 	llmp ckpt verify "$ROOT" --step 300
 	assert_status 1
 	assert_contains "$stderr" "shard-0.h5: 7 datasets, the MANIFEST lists 6 slices in it" \
 		"index.h5: 7 datasets, the MANIFEST lists 6 tensors"
+	# a slice's place moved by one byte: its bytes disagree, and it overlaps the next one
+	cp "$BATS_TEST_TMPDIR/MANIFEST" "$m"
+	local at
+	at=$(awk '$2 == "layers/0/bias" {print $(NF - 1)}' "$m")
+	sed -i -E "s|^(slice layers/0/bias .* )$at (0x[0-9a-f]{8})$|\1$((at + 1)) \2|" "$m"
+	python3 "$EXPECT" reseal "$m"
+	llmp ckpt verify "$ROOT" --step 300
+	assert_status 1
+	assert_contains "$stderr" "shard-0.h5: tensor layers/0/bias: CRC-32C 0x" "shard-0.h5: two slices overlap at byte "
 	# no 'end': not a MANIFEST; list says so too
 	cp "$BATS_TEST_TMPDIR/MANIFEST" "$m"
 	sed -i '$d' "$m"

@@ -1,10 +1,11 @@
 /*
  * test_ckpt_format.c - the context-free reading of checkpoints
- * (runtime/ckpt_format.h): names in a root, MANIFEST parsing and its
- * strictness, the tiling check, the listing of a root.
+ * (runtime/ckpt_format.h): names in a root, MANIFEST parsing, its
+ * strictness and its checksum, the tiling check, the listing of a root.
  *
  * Every MANIFEST here is written by hand, so the expected values are the
- * text of the test, not anything the runtime computed.
+ * text of the test, not anything the runtime computed; its end line is
+ * sealed with a bit-by-bit CRC-32C written here.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -124,26 +125,50 @@ static void paths(void **state)
 
 /* --------------------------------------------------------------- MANIFEST */
 
-/* Two ranks; a 4x6 float32 split by rows, an int32 bias owned by rank 0. */
+/* CRC-32C one bit at a time (the reflected polynomial 0x82F63B78), to seal MANIFESTs written here. */
+static uint32_t bitwise_crc32c(const char *p, size_t len)
+{
+	uint32_t reg = 0xFFFFFFFFu;
+	for (size_t i = 0; i < len; i++) {
+		reg ^= (unsigned char)p[i];
+		for (int bit = 0; bit < 8; bit++)
+			reg = (reg & 1) ? (reg >> 1) ^ 0x82F63B78u : reg >> 1;
+	}
+	return ~reg;
+}
+
+/* body, then the end line with body's CRC-32C, as a save writes a MANIFEST. */
+static void write_sealed(const char *dir, const char *body, size_t bodylen)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/MANIFEST", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(body, 1, bodylen, f), bodylen);
+	fprintf(f, "end 0x%08x\n", bitwise_crc32c(body, bodylen));
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Two ranks; a 4x6 float32 split by rows, an int32 bias owned by rank 0. Its end line is added by write_sealed. */
 static const char good_manifest[] =
-	"llmp-checkpoint 1\n"
+	"llmp-checkpoint 2\n"
 	"step 200\n"
 	"world 2\n"
 	"layout tp=2,cp=1,ep=1,etp=2,dp=1,pp=1,vpp=0,order=tp-cp-ep-dp-pp,world=2\n"
 	"meta 16 0x1a2b3c4d\n"
-	"shard 0 5808\n"
-	"shard 1 3584\n"
-	"slice layers/0/bias int32 1 10 0 10 0 0x0000abcd\n"
-	"slice w float32 2 4 6 0 0 2 6 0 0xdeadbeef\n"
-	"slice w float32 2 4 6 2 0 2 6 1 0x00000001\n"
-	"end\n";
+	"index 10984 0x0badf00d\n"
+	"shard 0 5808 0x01234567\n"
+	"shard 1 3584 0x89abcdef\n"
+	"slice layers/0/bias int32 1 10 0 10 0 2048 0x0000abcd\n"
+	"slice w float32 2 4 6 0 0 2 6 0 4096 0xdeadbeef\n"
+	"slice w float32 2 4 6 2 0 2 6 1 4096 0x00000001\n";
 
 static void manifest_good(void **state)
 {
 	struct scratch *s = *state;
 	struct ck_manifest m;
 	char path[256], msg[LLMP_MSG_MAX];
-	write_file(s->dir, "MANIFEST", good_manifest);
+	write_sealed(s->dir, good_manifest, strlen(good_manifest));
 	snprintf(path, sizeof path, "%s/MANIFEST", s->dir);
 	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(m.step, 200);
@@ -151,11 +176,16 @@ static void manifest_good(void **state)
 	assert_string_equal(m.layout, "tp=2,cp=1,ep=1,etp=2,dp=1,pp=1,vpp=0,order=tp-cp-ep-dp-pp,world=2");
 	assert_int_equal(m.meta_bytes, 16);
 	assert_int_equal(m.meta_crc, 0x1a2b3c4d);
+	assert_int_equal(m.index_bytes, 10984);
+	assert_int_equal(m.index_crc, 0x0badf00d);
 	assert_int_equal(m.nshards, 2);
 	assert_int_equal(m.shard_ranks[1], 1);
 	assert_int_equal(m.shard_bytes[1], 3584);
+	assert_int_equal(m.shard_crcs[0], 0x01234567);
+	assert_int_equal(m.shard_crcs[1], 0x89abcdef);
 	assert_int_equal(m.nslices, 3);
 	assert_int_equal(ck_manifest_tensors(&m), 2);
+	assert_int_equal(m.slices[0].at, 2048);
 	const struct ck_slice *w1 = &m.slices[2];
 	assert_string_equal(w1->name, "w");
 	assert_int_equal(w1->dtype, LLMP_FLOAT32);
@@ -165,6 +195,7 @@ static void manifest_good(void **state)
 	assert_int_equal(w1->offset[0], 2);
 	assert_int_equal(w1->shape[0], 2);
 	assert_int_equal(w1->owner, 1);
+	assert_int_equal(w1->at, 4096);
 	assert_int_equal(w1->crc, 1);
 	assert_int_equal(ck_bytes(w1), 2 * 6 * 4);
 	assert_int_equal(ck_manifest_shard(&m, 0), 0);
@@ -191,6 +222,7 @@ static void variant(char *out, size_t len, unsigned line, const char *text)
 	out[used] = '\0';
 }
 
+/* A MANIFEST whose checksum holds but whose text does not parse: the parser's strictness. */
 static void manifest_rejected(void **state)
 {
 	struct scratch *s = *state;
@@ -198,41 +230,50 @@ static void manifest_rejected(void **state)
 		unsigned line;
 		const char *text, *word;
 	} cases[] = {
-		{1, "llmp-checkpoint 2\n", "format version 2"},
-		{1, "llmp-checkpoint 1x\n", "malformed at line 1"},
-		{1, "hdf5 1\n", "malformed at line 1"},
+		{1, "llmp-checkpoint 2x\n", "malformed at line 1"},
+		{1, "hdf5 2\n", "malformed at line 1"},
 		{2, "step -1\n", "malformed at line 2"},
 		{2, "step 12abc\n", "malformed at line 2"},
 		{2, "step 99999999999999999999\n", "malformed at line 2"},
+		{2, "", "no 'step' line"},
 		{3, "world 0\n", "malformed at line 3"},
+		{3, "step 200\n", "malformed at line 3"},               /* twice */
 		{5, "meta 16 1a2b3c4d\n", "malformed at line 5"},       /* no 0x */
 		{5, "meta 16 0x1a2b3c4d extra\n", "malformed at line 5"},
-		{6, "shard 1 5808\n", "malformed at line 7"},           /* shards not increasing */
-		{7, "shard 1\n", "malformed at line 7"},
-		{8, "slice layers/0/bias int33 1 10 0 10 0 0x0000abcd\n", "malformed at line 8"},
-		{8, "slice layers/0/bias int32 0 0 0x0000abcd\n", "malformed at line 8"},
-		{8, "slice layers/0/bias int32 9 10 0 10 0 0x0000abcd\n", "malformed at line 8"},
-		{8, "slice layers/0/bias int32 1 10 5 10 0 0x0000abcd\n", "malformed at line 8"}, /* past its end */
-		{8, "slice layers/0/bias int32 1 10 0 0 0 0x0000abcd\n", "malformed at line 8"},  /* empty */
-		{8, "slice layers/0/bias int32 1 10 0 10 0 0xabcd 7\n", "malformed at line 8"},
-		{8, "slice x int32 1 10 0 10 0 0x0000abcd\n", "malformed at line 9"},   /* not sorted by name */
-		{9, "slice w float32 2 4 6 0 0 2 6 0 0xdeadbeef 0\n", "malformed at line 9"},
-		{9, "slice w float64 2 4 6 0 0 2 6 0\n", "malformed at line 9"},
-		{11, "", "truncated (no 'end')"},
-		{11, "end\nend\n", "text after 'end' at line 12"},
+		{6, "index 10984\n", "malformed at line 6"},
+		{6, "index 10984 0x0badf00d 1\n", "malformed at line 6"},
+		{6, "", "no 'index' line"},
+		{7, "shard 1 5808 0x01234567\n", "malformed at line 8"}, /* shards not increasing */
+		{7, "shard 0 5808\n", "malformed at line 7"},            /* no CRC */
+		{8, "shard 1\n", "malformed at line 8"},
+		{9, "slice layers/0/bias int33 1 10 0 10 0 2048 0x0000abcd\n", "malformed at line 9"},
+		{9, "slice layers/0/bias int32 0 0 2048 0x0000abcd\n", "malformed at line 9"},
+		{9, "slice layers/0/bias int32 9 10 0 10 0 2048 0x0000abcd\n", "malformed at line 9"},
+		{9, "slice layers/0/bias int32 1 10 5 10 0 2048 0x0000abcd\n", "malformed at line 9"}, /* past its end */
+		{9, "slice layers/0/bias int32 1 10 0 0 0 2048 0x0000abcd\n", "malformed at line 9"},  /* empty */
+		{9, "slice layers/0/bias int32 1 10 0 10 0 0x0000abcd\n", "malformed at line 9"},  /* no place */
+		{9, "slice layers/0/bias int32 1 10 0 10 0 2048 0xabcd 7\n", "malformed at line 9"},
+		{9, "slice x int32 1 10 0 10 0 2048 0x0000abcd\n", "malformed at line 10"}, /* not sorted by name */
+		{10, "slice w float32 2 4 6 0 0 2 6 0 4096 0xdeadbeef 0\n", "malformed at line 10"},
+		{10, "slice w float64 2 4 6 0 0 2 6 0 4096\n", "malformed at line 10"},
+		{11, "end\n", "malformed at line 11"},           /* an end line inside the text */
 		{11, "bogus\n", "malformed at line 11"},
-		{11, "end extra\n", "malformed at line 11"},
+		/* the last line whole, then a NUL before its newline (added below: a literal cannot carry it) */
+		{11, "slice w float32 2 4 6 2 0 2 6 1 4096 0x00000001", "malformed at line 11"},
 	};
 	char text[2048], path[256], msg[LLMP_MSG_MAX];
 	struct ck_manifest m;
 	snprintf(path, sizeof path, "%s/MANIFEST", s->dir);
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
 		variant(text, sizeof text, cases[i].line, cases[i].text);
-		write_file(s->dir, "MANIFEST", text);
+		size_t len = strlen(text);
+		if (i == ARRAY_LEN(cases) - 1)
+			text[len++] = '\0', text[len++] = '\n';
+		write_sealed(s->dir, text, len);
 		msg[0] = '\0';
 		llmp_status st = ck_manifest_read(path, &m, msg, sizeof msg);
 		if (st != LLMP_ERR_IO)
-			fail_msg("case %zu (%s): accepted", i, cases[i].text);
+			fail_msg("case %zu (%s): %s", i, cases[i].text, st == LLMP_OK ? "accepted" : "another status");
 		if (!strstr(msg, cases[i].word) || !strstr(msg, path))
 			fail_msg("case %zu (%s): message '%s' lacks '%s' or the path", i, cases[i].text, msg,
 				 cases[i].word);
@@ -240,6 +281,84 @@ static void manifest_rejected(void **state)
 	}
 	assert_int_equal(ck_manifest_read("/nonexistent/MANIFEST", &m, msg, sizeof msg), LLMP_ERR_IO);
 	assert_non_null(strstr(msg, "/nonexistent/MANIFEST"));
+}
+
+/* The end line: the CRC-32C of every byte before it, checked before anything is parsed. */
+static void manifest_checksum(void **state)
+{
+	struct scratch *s = *state;
+	char text[2048], path[256], msg[LLMP_MSG_MAX];
+	struct ck_manifest m;
+	size_t len = strlen(good_manifest);
+	uint32_t crc = bitwise_crc32c(good_manifest, len);
+	snprintf(path, sizeof path, "%s/MANIFEST", s->dir);
+	static const struct {
+		const char *end; /* after good_manifest; %08x: its CRC */
+		int flip;        /* a byte of good_manifest to change, or -1 */
+		llmp_status st;
+		const char *word;
+	} cases[] = {
+		{"end 0x%08x\n", 30, LLMP_ERR_IO, "fails its checksum"},  /* a byte of the layout */
+		{"end 0x%08x\n", 0, LLMP_ERR_IO, "fails its checksum"},   /* the version line: not "version 3" */
+		{"end 0x%08X\n", -1, LLMP_OK, ""},                         /* upper-case hex is hex */
+		{"end 0x%08x", -1, LLMP_ERR_IO, "truncated (no 'end')"},   /* no newline */
+		{"", -1, LLMP_ERR_IO, "truncated (no 'end')"},
+		{"end\n", -1, LLMP_ERR_IO, "malformed at line 12"},      /* format 1's end line */
+		{"end 0x1234567\n", -1, LLMP_ERR_IO, "malformed at line 12"},
+		{"end 0x%08x\nslice w\n", -1, LLMP_ERR_IO, "text after 'end' at line 13"},
+		{"end 0x%08x\n\n", -1, LLMP_ERR_IO, "text after 'end' at line 13"},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		size_t used = (size_t)snprintf(text, sizeof text, "%s", good_manifest);
+		snprintf(text + used, sizeof text - used, cases[i].end, crc);
+		if (cases[i].flip >= 0)
+			text[cases[i].flip] ^= 0x01;
+		if (cases[i].flip == 0)
+			text[16] = '3'; /* "llmp-checkpoint 3": damage, not another version, since the CRC says so */
+		write_file(s->dir, "MANIFEST", text);
+		msg[0] = '\0';
+		llmp_status st = ck_manifest_read(path, &m, msg, sizeof msg);
+		if (st != cases[i].st || !strstr(msg, cases[i].word) || (st != LLMP_OK && !strstr(msg, path)))
+			fail_msg("case %zu (%s): status %d, message '%s': expected %d, '%s' and the path", i,
+				 cases[i].end, st, msg, cases[i].st, cases[i].word);
+		ck_manifest_free(&m);
+	}
+	/* An empty file, and one of only NULs (a zeroed block). */
+	write_file(s->dir, "MANIFEST", "");
+	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_ERR_IO);
+	assert_non_null(strstr(msg, "truncated (no 'end')"));
+	memset(text, 0, 512);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, 512, f), 512);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_ERR_IO);
+	assert_non_null(strstr(msg, path));
+}
+
+/* Another format version: LLMP_ERR_UNSUPPORTED, saying which, whether sealed or not. */
+static void manifest_other_version(void **state)
+{
+	struct scratch *s = *state;
+	char path[256], msg[LLMP_MSG_MAX];
+	struct ck_manifest m;
+	snprintf(path, sizeof path, "%s/MANIFEST", s->dir);
+	/* Version 1 as llmp wrote it: no file checksums, a bare end line. */
+	write_file(s->dir, "MANIFEST", "llmp-checkpoint 1\nstep 200\nworld 1\nlayout tp=1\nmeta 0 0x00000000\n"
+				       "shard 0 5808\nslice b int32 1 10 0 10 0 0x0000abcd\nend\n");
+	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_ERR_UNSUPPORTED);
+	if (!strstr(msg, path) || !strstr(msg, "format version 1; this llmp reads version 2") ||
+	    !strstr(msg, "save it again"))
+		fail_msg("message '%s'", msg);
+	assert_null(m.slices);
+	/* A later version, sealed the same way. */
+	char text[2048];
+	snprintf(text, sizeof text, "%s", good_manifest);
+	text[16] = '3';
+	write_sealed(s->dir, text, strlen(text));
+	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_ERR_UNSUPPORTED);
+	assert_non_null(strstr(msg, "format version 3; this llmp reads version 2"));
+	assert_null(m.slices);
 }
 
 /* ------------------------------------------------------------------ tiling */
@@ -339,6 +458,8 @@ int main(void)
 		cmocka_unit_test(paths),
 		cmocka_unit_test_setup_teardown(manifest_good, make_scratch, remove_scratch),
 		cmocka_unit_test_setup_teardown(manifest_rejected, make_scratch, remove_scratch),
+		cmocka_unit_test_setup_teardown(manifest_checksum, make_scratch, remove_scratch),
+		cmocka_unit_test_setup_teardown(manifest_other_version, make_scratch, remove_scratch),
 		cmocka_unit_test(tiling),
 		cmocka_unit_test_setup_teardown(listing, make_scratch, remove_scratch),
 	};

@@ -1,5 +1,6 @@
 /*
- * test_crc32c.c - CRC-32C (kernels/crc32c.h).
+ * test_crc32c.c - CRC-32C and the CRC of a concatenation from its parts'
+ * (kernels/crc32c.h).
  *
  * Expected values come from published check values and from a reference
  * written here the slow way: eight one-bit shifts per byte with the reflected
@@ -223,6 +224,55 @@ static void pieces_at_random_split_points_equal_one_shot(void **state)
 	free(buf);
 }
 
+/* ---------------------------------------------------------------- combine */
+
+/* The CRC of A followed by B from the two CRCs, with the reference computing all three. */
+static void combine_equals_the_crc_of_the_concatenation(void **state)
+{
+	(void)state;
+	enum { LEN = 20000 };
+	unsigned char *buf = random_buffer(LEN, 7);
+	uint64_t rng = 8;
+
+	for (int trial = 0; trial < 200; trial++) {
+		size_t len = (size_t)(next_random(&rng) % (LEN + 1));
+		size_t cut = (size_t)(next_random(&rng) % (len + 1)); /* either part may be empty */
+		uint32_t a = reference_crc32c(0, buf, cut), b = reference_crc32c(0, buf + cut, len - cut);
+		uint32_t want = reference_crc32c(0, buf, len), got = llmp_crc32c_combine(a, b, len - cut);
+		if (got != want)
+			fail_msg("trial %d: %zu + %zu bytes: combined %08x, whole %08x", trial, cut, len - cut,
+				 got, want);
+	}
+	/* A long second part: a mebibyte and three of zeros after "123456789". */
+	size_t zeros = ((size_t)1 << 20) + 3;
+	unsigned char *joined = calloc(9 + zeros, 1);
+	assert_non_null(joined);
+	memcpy(joined, "123456789", 9);
+	assert_int_equal(llmp_crc32c_combine(0xE3069283u, reference_crc32c(0, joined + 9, zeros), zeros),
+			 reference_crc32c(0, joined, 9 + zeros));
+	free(joined);
+	free(buf);
+}
+
+/* Lengths far past any buffer: joining three parts either way gives one answer. */
+static void combine_is_associative_at_large_lengths(void **state)
+{
+	(void)state;
+	uint64_t rng = 9;
+
+	for (int trial = 0; trial < 100; trial++) {
+		uint32_t a = (uint32_t)next_random(&rng), b = (uint32_t)next_random(&rng);
+		uint32_t c = (uint32_t)next_random(&rng);
+		uint64_t lb = next_random(&rng) >> 20, lc = next_random(&rng) >> 20;
+		uint32_t left = llmp_crc32c_combine(llmp_crc32c_combine(a, b, lb), c, lc);
+		uint32_t right = llmp_crc32c_combine(a, llmp_crc32c_combine(b, c, lc), lb + lc);
+		if (left != right)
+			fail_msg("trial %d: (ab)c %08x, a(bc) %08x", trial, left, right);
+	}
+	/* An empty second part leaves the first CRC as it is. */
+	assert_int_equal(llmp_crc32c_combine(0xE3069283u, 0, 0), 0xE3069283u);
+}
+
 /* ------------------------------------------------------- portable process */
 
 static const struct CMUnitTest comparisons[] = {
@@ -278,6 +328,8 @@ int main(void)
 		cmocka_unit_test(long_lengths_match_reference),
 		cmocka_unit_test(one_mebibyte_and_three_matches_reference),
 		cmocka_unit_test(pieces_at_random_split_points_equal_one_shot),
+		cmocka_unit_test(combine_equals_the_crc_of_the_concatenation),
+		cmocka_unit_test(combine_is_associative_at_large_lengths),
 		cmocka_unit_test(portable_code_passes_the_same_tests),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

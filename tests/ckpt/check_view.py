@@ -85,14 +85,14 @@ def read_manifest(stepdir):
         w = line.split()
         if not w:
             continue
-        if w[0] == "shard":
+        if w[0] == "shard":  # shard RANK BYTES CRC
             shards[int(w[1])] = int(w[2])
-        elif w[0] == "slice":
+        elif w[0] == "slice":  # ... OWNER AT CRC
             nd = int(w[3])
             nums = [int(x) for x in w[4:4 + 3 * nd]]
             slices.append((w[1], w[2], tuple(nums[:nd]), tuple(nums[nd:2 * nd]),
-                           tuple(nums[2 * nd:]), int(w[4 + 3 * nd]), int(w[5 + 3 * nd], 16)))
-    assert "end" in lines, "MANIFEST without its end line"
+                           tuple(nums[2 * nd:]), int(w[4 + 3 * nd]), int(w[6 + 3 * nd], 16)))
+    assert any(line.startswith("end 0x") for line in lines), "MANIFEST without its end line"
     return shards, slices
 
 

@@ -24,10 +24,12 @@ tests_test_ckpt_format_LDADD = runtime/libllmp_core.la $(CMOCKA_LIBS)
 
 if HAVE_BATS
 # `llmp ckpt` on checkpoints ck_check saves as a PMIx singleton: no cluster.
-TESTS += tests/ckpt_tool.bats
+# ckpt_damage.bats: every file of a checkpoint damaged in turn (tests/ckpt/damage.py).
+TESTS += tests/ckpt_tool.bats tests/ckpt_damage.bats
 if BUILD_PLUGIN
 # Starts the local three-node Slurm cluster; skipped (and counted so) without root.
 TESTS += tests/ckpt.bats
 endif
 endif
-EXTRA_DIST += tests/ckpt.bats tests/ckpt/check_view.py tests/ckpt_tool.bats tests/ckpt/tool_expect.py
+EXTRA_DIST += tests/ckpt.bats tests/ckpt/check_view.py tests/ckpt_tool.bats tests/ckpt/tool_expect.py \
+	tests/ckpt_damage.bats tests/ckpt/damage.py

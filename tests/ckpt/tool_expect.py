@@ -18,6 +18,10 @@ their CRC-32C from a bitwise implementation of the polynomial. Plain Python
     tool_expect.py corrupt STEPDIR TENSOR STEP BIG
         Flips one byte in the middle of TENSOR's bytes in shard-0.h5, found
         by their known values; prints "corrupted PATH at byte N".
+    tool_expect.py reseal MANIFEST
+        Replaces the end line of an edited MANIFEST with the CRC-32C of the
+        text before it, as a save writes it: a MANIFEST that is whole but
+        disagrees with its files, as a faulty writer could leave one.
 
 Exits 1 with a line saying what differs.
 """
@@ -111,9 +115,15 @@ def meta_bytes(step):
 
 # -------------------------------------------------------------- commands
 
+def file_entry(path, **keys):
+    """What inspect says of a whole file: its size and CRC-32C, recomputed here."""
+    data = open(path, "rb").read()
+    return dict(keys, file=os.path.basename(path), bytes=len(data), crc32c="0x%08x" % crc32c(data))
+
+
 def check_inspect(doc, stepdir, step, big):
     want = model(big)
-    expect = {"step": step, "world": 1, "format": 1, "path": stepdir}
+    expect = {"step": step, "world": 1, "format": 2, "path": stepdir}
     for k, v in expect.items():
         if doc.get(k) != v:
             die("inspect: %s = %r, expected %r" % (k, doc.get(k), v))
@@ -123,8 +133,12 @@ def check_inspect(doc, stepdir, step, big):
     if doc["meta"] != {"file": "meta.bin", "bytes": len(meta), "crc32c": "0x%08x" % crc32c(meta)}:
         die("inspect: meta %r" % doc["meta"])
     shard = os.path.join(stepdir, "shard-0.h5")
-    if doc["shards"] != [{"rank": 0, "file": "shard-0.h5", "bytes": os.path.getsize(shard)}]:
-        die("inspect: shards %r" % doc["shards"])
+    if doc["shards"] != [file_entry(shard, rank=0)]:
+        die("inspect: shards %r, expected [%r]" % (doc["shards"], file_entry(shard, rank=0)))
+    index = file_entry(os.path.join(stepdir, "index.h5"))
+    if doc["index"] != index:
+        die("inspect: index %r, expected %r" % (doc["index"], index))
+    shard_data = open(shard, "rb").read()
     names = [t["name"] for t in doc["tensors"]]
     if names != sorted(want):
         die("inspect: tensors %r, expected %r" % (names, sorted(want)))
@@ -134,9 +148,12 @@ def check_inspect(doc, stepdir, step, big):
         if t["dtype"] != dtype or tuple(t["shape"]) != shape or t["bytes"] != nbytes:
             die("inspect: %s is %s %r %d bytes, expected %s %r %d" % (
                 t["name"], t["dtype"], t["shape"], t["bytes"], dtype, shape, nbytes))
-        crc = "0x%08x" % crc32c(tensor_bytes(t["name"], shape, step))
+        data = tensor_bytes(t["name"], shape, step)
+        at = shard_data.find(data)  # where its known bytes are in the shard
+        if at < 0 or shard_data.find(data, at + 1) >= 0:
+            die("inspect: the bytes of %s are not in shard-0.h5 exactly once" % t["name"])
         one = {"offset": [0] * len(shape), "shape": list(shape), "owner": 0, "file": "shard-0.h5",
-               "bytes": nbytes, "crc32c": crc}
+               "at": at, "bytes": nbytes, "crc32c": "0x%08x" % crc32c(data)}
         if t["slices"] != [one]:
             die("inspect: %s slices %r, expected [%r]" % (t["name"], t["slices"], one))
     print("inspect: %d tensors as expected" % len(names))
@@ -166,8 +183,8 @@ def check_list(doc, root, expected):
         size = tree_bytes(os.path.join(root, e["name"]))
         if e["bytes"] != size:
             die("list: %s has %d bytes, the files hold %d" % (e["name"], e["bytes"], size))
-        complete, corrupt = state == "complete", state == "corrupt-manifest"
-        if complete != (e["tensors"] is not None) or corrupt != (e["problem"] is not None):
+        complete, refused = state == "complete", state in ("corrupt-manifest", "unsupported-format")
+        if complete != (e["tensors"] is not None) or refused != (e["problem"] is not None):
             die("list: %s: tensors %r, problem %r" % (e["name"], e["tensors"], e["problem"]))
     print("list: %d entries as expected" % len(got))
 
@@ -210,6 +227,14 @@ def corrupt(stepdir, tensor, step, big):
     print("corrupted %s at byte %d" % (path, at))
 
 
+def reseal(path):
+    data = open(path, "rb").read()
+    body = data[:data.rindex(b"\nend ") + 1] if b"\nend " in data else data
+    with open(path, "wb") as f:
+        f.write(body + b"end 0x%08x\n" % crc32c(body))
+    print("resealed %s" % path)
+
+
 def main(argv):
     if len(argv) < 3:
         die(__doc__)
@@ -223,6 +248,8 @@ def main(argv):
         check_verify(json.load(open(argv[2])), argv[4:], nbytes)
     elif cmd == "corrupt":
         corrupt(argv[2], argv[3], int(argv[4]), int(argv[5]))
+    elif cmd == "reseal":
+        reseal(argv[2])
     else:
         die("unknown command " + cmd)
 
