@@ -4,6 +4,7 @@
  *
  * States: complete (step-N whose MANIFEST reads; "latest" in the text when
  * `latest` names it), temporary (step-N.tmp), deleting (step-N.deleting),
+ * damaged (step-N.damaged: a load passed it over, its step was saved again),
  * corrupt-manifest (a step-N whose MANIFEST is missing, unreadable, fails
  * its checksum, or names another step), unsupported-format (a MANIFEST of
  * another format version). Only the MANIFEST is read: `llmp ckpt verify`
@@ -28,8 +29,8 @@ static void help(void)
 	printf("usage: llmp ckpt list DIR [--json]\n"
 	       "\n"
 	       "List the checkpoints under the checkpoint root DIR, newest first: each step\n"
-	       "directory's state (complete, latest, temporary, deleting, corrupt-manifest,\n"
-	       "unsupported-format), size, tensors, shards and saving world size. Reads only\n"
+	       "directory's state (complete, latest, temporary, deleting, damaged,\n"
+	       "corrupt-manifest, unsupported-format), size, tensors, shards and saving world size. Reads only\n"
 	       "the MANIFESTs (each checked against its own CRC-32C); use 'llmp ckpt verify'\n"
 	       "to check the data.\n"
 	       "  --json, --format json   one JSON document (doc/ckpt-json.md)\n"
@@ -77,6 +78,7 @@ static void describe(const struct ckpt_root *root, const struct ck_entry *e, str
 {
 	static const char *const suffix[] = {
 		[CK_ENTRY_COMPLETE] = "", [CK_ENTRY_TMP] = CK_SUFFIX_TMP, [CK_ENTRY_DELETING] = CK_SUFFIX_DELETING,
+		[CK_ENTRY_DAMAGED] = CK_SUFFIX_DAMAGED,
 	};
 	char dir[4200], path[4300];
 	memset(l, 0, sizeof *l);
@@ -90,6 +92,10 @@ static void describe(const struct ckpt_root *root, const struct ck_entry *e, str
 	}
 	if (e->kind == CK_ENTRY_DELETING) {
 		l->state = "deleting";
+		return;
+	}
+	if (e->kind == CK_ENTRY_DAMAGED) {
+		l->state = "damaged";
 		return;
 	}
 	snprintf(path, sizeof path, "%s/" CK_MANIFEST, dir);

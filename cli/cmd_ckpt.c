@@ -192,6 +192,9 @@ static const char *why_incomplete(const struct ckpt_root *root, uint64_t step, c
 				 "killed", step);
 		else if (root->entries[i].kind == CK_ENTRY_DELETING)
 			snprintf(buf, len, ": step-%" PRIu64 CK_SUFFIX_DELETING " is being removed", step);
+		else if (root->entries[i].kind == CK_ENTRY_DAMAGED)
+			snprintf(buf, len, ": step-%" PRIu64 CK_SUFFIX_DAMAGED " failed its checks when a job "
+				 "loaded it", step);
 	}
 	return buf;
 }

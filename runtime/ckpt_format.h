@@ -34,6 +34,7 @@
 #define CK_META            "meta.bin"
 #define CK_SUFFIX_TMP      ".tmp"      /* a save in progress, or one that was killed */
 #define CK_SUFFIX_DELETING ".deleting" /* a checkpoint being removed by retention */
+#define CK_SUFFIX_DAMAGED  ".damaged"  /* one a load passed over, moved aside to save its step again */
 
 /* One registered slice, as exchanged between ranks (fixed size, no pointers). */
 struct ck_slice {
@@ -80,7 +81,8 @@ enum ck_entry_kind {
 	CK_ENTRY_OTHER,    /* not a checkpoint's name */
 	CK_ENTRY_COMPLETE, /* step-N: committed */
 	CK_ENTRY_TMP,      /* step-N.tmp */
-	CK_ENTRY_DELETING  /* step-N.deleting */
+	CK_ENTRY_DELETING, /* step-N.deleting */
+	CK_ENTRY_DAMAGED   /* step-N.damaged */
 };
 /* The kind of a directory name, and its N; digits only, no sign, no leading junk. */
 enum ck_entry_kind ck_parse_entry_name(const char *name, uint64_t *step);

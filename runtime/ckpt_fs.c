@@ -123,7 +123,8 @@ enum ck_entry_kind ck_parse_entry_name(const char *name, uint64_t *step)
 	static const struct {
 		const char *suffix;
 		enum ck_entry_kind kind;
-	} kinds[] = {{"", CK_ENTRY_COMPLETE}, {CK_SUFFIX_TMP, CK_ENTRY_TMP}, {CK_SUFFIX_DELETING, CK_ENTRY_DELETING}};
+	} kinds[] = {{"", CK_ENTRY_COMPLETE}, {CK_SUFFIX_TMP, CK_ENTRY_TMP}, {CK_SUFFIX_DELETING, CK_ENTRY_DELETING},
+		     {CK_SUFFIX_DAMAGED, CK_ENTRY_DAMAGED}};
 	if (strncmp(name, "step-", 5) != 0)
 		return CK_ENTRY_OTHER;
 	const char *digits = name + 5, *end = digits + strspn(digits, "0123456789");

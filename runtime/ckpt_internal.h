@@ -76,6 +76,9 @@ struct llmp_ckpt {
 	bool plan_current;      /* no tensor registered on this rank since */
 	struct ck_pending pending;
 	llmp_ckpt_stats stats;
+	/* Steps the last load of LLMP_CKPT_NEWEST found damaged and passed over, if any. */
+	bool passed_over;
+	uint64_t passed_oldest, passed_newest;
 };
 
 /*

@@ -126,6 +126,7 @@ llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step,
 	llmp_ctx *ctx = ck->ctx;
 	int64_t *list = NULL, count = 0;
 	llmp_status st = llmp_ckpt_wait(ck); /* a pending save is committed first */
+	ck->passed_over = false;
 	if (st == LLMP_OK)
 		st = candidates(ck, step, &list, &count);
 	if (st == LLMP_OK && count == 0)
@@ -150,6 +151,10 @@ llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step,
 			break;
 		if (ctx->rank == 0)
 			fprintf(stderr, "llmp: %s; trying step-%lld\n", ctx->errmsg, (long long)list[i + 1]);
+		/* Remembered: a save of one of these steps moves it aside (ckpt_save.c). */
+		ck->passed_over = true;
+		ck->passed_newest = (uint64_t)list[0];
+		ck->passed_oldest = (uint64_t)list[i];
 		st = LLMP_OK;
 	}
 	free(list);

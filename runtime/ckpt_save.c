@@ -20,7 +20,33 @@
 #include "ckpt_internal.h"
 #include "crc32c.h"
 
-/* Rank 0: a fresh, empty step-N.tmp; refuses to overwrite a complete step-N. */
+/*
+ * Rank 0: step-N, which this handle's load found damaged and passed over,
+ * renamed step-N.damaged (replacing an older one), so that the run, which
+ * resumed from an older checkpoint, can save step N again. Without this a
+ * requeued job would fail at that save, and again after every requeue.
+ * Kept, not removed: it is what tells the site about a failing disk.
+ */
+static llmp_status move_damaged_aside(llmp_ckpt *ck, uint64_t step, const char *dir)
+{
+	llmp_ctx *ctx = ck->ctx;
+	char aside[4096];
+	ck_step_path(ck->root, step, CK_SUFFIX_DAMAGED, aside, sizeof aside);
+	llmp_status st = ck_remove_tree(ctx, aside);
+	if (st == LLMP_OK && rename(dir, aside) != 0)
+		st = rt_fail(ctx, LLMP_ERR_IO, "rename %s to %s: %s", dir, aside, strerror(errno));
+	if (st == LLMP_OK)
+		st = ck_fsync_path(ctx, ck->root);
+	if (st == LLMP_OK)
+		fprintf(stderr, "llmp: %s failed its checks when loaded; moved to %s to save step %llu again\n",
+			dir, aside, (unsigned long long)step);
+	return st;
+}
+
+/*
+ * Rank 0: a fresh, empty step-N.tmp. Refuses to overwrite a complete
+ * step-N, unless the last load passed over it as damaged.
+ */
 static llmp_status prepare(llmp_ckpt *ck, uint64_t step)
 {
 	llmp_ctx *ctx = ck->ctx;
@@ -29,7 +55,10 @@ static llmp_status prepare(llmp_ckpt *ck, uint64_t step)
 	ck_step_path(ck->root, step, "", dir, sizeof dir);
 	ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
 	llmp_status st = ck_mkdirs(ctx, ck->root);
-	if (st == LLMP_OK && stat(dir, &sb) == 0)
+	bool exists = st == LLMP_OK && stat(dir, &sb) == 0;
+	if (exists && ck->passed_over && step >= ck->passed_oldest && step <= ck->passed_newest)
+		st = move_damaged_aside(ck, step, dir);
+	else if (exists)
 		st = rt_fail(ctx, LLMP_ERR_ARG, "%s exists: step %llu was saved already", dir,
 			     (unsigned long long)step);
 	if (st == LLMP_OK)

@@ -389,7 +389,7 @@ EOF
 	[ "$status" -eq 0 ]
 	assert_contains "$output" "reads warm: from the page cache" "save_async stall (1st)  "
 	# one iteration has no second save to show
-	! grep -q "save_async stall (2nd on)" <<<"$output"
+	[ "$(grep -c 'save_async stall (2nd on)' <<<"$output")" -eq 0 ]
 	local root
 	root=$(echo "$BATS_TEST_TMPDIR"/b/llmp-ckpt-bench-*)
 	[ -d "$root" ]

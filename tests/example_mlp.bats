@@ -118,6 +118,42 @@ losses() {
 	diff <(from_step 10 <<<"$whole") <(trace)
 }
 
+@test "mlp: a damaged newest checkpoint is passed over; its step is saved again, the old one kept aside" {
+	mlp ck-whole,every=5,keep=3 --steps 20
+	show
+	[ "$status" -eq 0 ]
+	local whole
+	whole=$(trace)
+
+	mlp ck,every=5,keep=3 --steps 15
+	[ "$status" -eq 0 ]
+	[ -d "$WORK/ck/step-14" ]
+	# one byte in the middle of the shard flipped: its checksum no longer holds
+	local shard=$WORK/ck/step-14/shard-0.h5 at byte
+	at=$(($(stat -c %s "$shard") / 2))
+	byte=$(od -An -tu1 -j "$at" -N1 "$shard" | tr -d ' ')
+	printf "\\$(printf %03o $((byte ^ 0xff)))" | dd of="$shard" bs=1 seek="$at" conv=notrunc status=none
+
+	mlp ck,every=5,keep=3 --steps 20
+	show
+	[ "$status" -eq 0 ]
+	grep -q "step-14/shard-0.h5 .*; trying step-9" <<<"$stderr"
+	grep -q 'resuming at step 10 from checkpoint step-9' <<<"$stderr"
+	grep -q "step-14 failed its checks when loaded; moved to $WORK/ck/step-14.damaged to save step 14 again" \
+		<<<"$stderr"
+	diff <(from_step 10 <<<"$whole") <(trace)
+	# the new step 14 is whole; the damaged one is kept, and still damaged
+	if cmp -s "$shard" "$WORK/ck/step-14.damaged/shard-0.h5"; then
+		echo "step-14 was not saved afresh"
+		return 1
+	fi
+	[ -d "$WORK/ck/step-19" ]
+	"$LLMP_BUILDDIR/cli/llmp" ckpt verify "$WORK/ck" --step 14
+	run "$LLMP_BUILDDIR/cli/llmp" ckpt list "$WORK/ck"
+	echo "$output"
+	grep -qE '^ +14 +damaged ' <<<"$output"
+}
+
 @test "mlp: SIGUSR1 stops at a step with a checkpoint (exit 75); the resumed run ends bit-identical" {
 	mlp ck-whole --steps 30
 	[ "$status" -eq 0 ]
