@@ -12,4 +12,4 @@ if BUILD_PLUGIN
 TESTS += tests/ft.bats
 endif
 endif
-EXTRA_DIST += tests/job_end.bats tests/ft.bats tests/ft/compare_traces.py
+EXTRA_DIST += tests/job_end.bats tests/ft.bats tests/ft/compare_traces.py tests/ft/mlp_log.py
