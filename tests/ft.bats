@@ -224,3 +224,19 @@ assert_no_tasks_left() {
 	! grep -q '^final checksum' "$out"
 	grep -qx 'outcome gave-up' "$WORK/ckpt/llmp-run"
 }
+
+@test "demo: scripts/demo/story.sh on this cluster: a node lost, requeued by Slurm, resumed, the reference's checksum" {
+	# What scripts/demo.sh runs after its build and cluster start. Its verdict
+	# must pass, and the facts are checked again here from the files it left.
+	local d="$WORK/demo"
+	run "$LLMP_SRCDIR/scripts/demo/story.sh" "$d"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"slurmctld: requeue job JobId="*" due to failure of node "* ]]
+	[ "$(runs_of "$d/job.out")" -eq 2 ]
+	grep -Eq 'rank 0: run 1 \(.*\): resuming at step [1-9][0-9]* from checkpoint step-[0-9]+' "$d/job.out"
+	grep -q '^final checksum' "$d/reference.out"
+	[ "$(grep '^final checksum' "$d/job.out")" = "$(grep '^final checksum' "$d/reference.out")" ]
+	# The story started the killed node again: every node is back.
+	assert_cluster_idle
+}
