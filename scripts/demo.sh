@@ -34,4 +34,8 @@ sinfo
 echo
 
 LLMP_BUILD_DIR=$build scripts/demo/story.sh "$build/demo"
-echo "demo: passed in ${SECONDS} s (packages and build ${built} s); outputs and checkpoints in build/demo/"
+waited=$CLUSTER_LOCK_WAITED_S note=""
+[ "$waited" -eq 0 ] || note=", and $waited s waiting for another cluster"
+echo "demo: passed in $((SECONDS - waited)) s: packages and build $built s," \
+	"cluster and story $((SECONDS - waited - built)) s$note"
+echo "demo: the outputs and checkpoints are in build/demo/"

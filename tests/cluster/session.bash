@@ -12,13 +12,16 @@ CLUSTER_SUITE_LOCK=/run/llmp-cluster-suite.lock
 
 # Take the lock (CLUSTER_LOCK_FD), waiting at most WAIT_S seconds, and say
 # on stderr when someone else holds it: a test suite can keep it for minutes.
+# CLUSTER_LOCK_WAITED_S: how long it waited.
 take_cluster_suite_lock() { # WAIT_S WHO
 	local since=$SECONDS
+	CLUSTER_LOCK_WAITED_S=0
 	exec {CLUSTER_LOCK_FD}>"$CLUSTER_SUITE_LOCK"
 	flock -n "$CLUSTER_LOCK_FD" && return 0
 	echo "$2: waiting for $CLUSTER_SUITE_LOCK: another local cluster is running (a test suite?)" >&2
 	if flock -w "$1" "$CLUSTER_LOCK_FD"; then
-		echo "$2: got $CLUSTER_SUITE_LOCK after $((SECONDS - since)) s" >&2
+		CLUSTER_LOCK_WAITED_S=$((SECONDS - since))
+		echo "$2: got $CLUSTER_SUITE_LOCK after $CLUSTER_LOCK_WAITED_S s" >&2
 		return 0
 	fi
 	echo "$2: $CLUSTER_SUITE_LOCK still held after $1 s; giving up" >&2
