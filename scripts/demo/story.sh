@@ -45,6 +45,7 @@ show() {
 	local words=("$@")
 	echo "\$ ${words[*]//"$src/"/}"
 }
+# Something the story does, timed as it starts.
 event() { echo "$(date +%s.%N) $*" >>"$events"; }
 
 # Whatever happens, the cluster is left as found: no job of ours, every node up.
@@ -73,16 +74,16 @@ echo "$submitted sbatch: job $JOB submitted" >"$events"
 wait_line "$work/job.out" "^step $KILL_AFTER_STEP loss" 120 || fail "job $JOB never reached step $KILL_AFTER_STEP"
 victim=$(scontrol show hostnames "$(squeue -h -j "$JOB" -o %N)" | tail -n1)
 show tests/cluster/cluster.sh kill-node "$LLMP_CLUSTER_STATEDIR" "$victim"
-"$src/tests/cluster/cluster.sh" kill-node "$LLMP_CLUSTER_STATEDIR" "$victim" 2>/dev/null
+event "$victim killed once step $KILL_AFTER_STEP was printed: SIGKILL to its slurmd, slurmstepd and ranks"
 victim_down=yes
-event "$victim killed: SIGKILL to its slurmd, slurmstepd and ranks (rank 0 had printed step $KILL_AFTER_STEP)"
+"$src/tests/cluster/cluster.sh" kill-node "$LLMP_CLUSTER_STATEDIR" "$victim" 2>/dev/null
 say "waiting for Slurm to find $victim dead (SlurmdTimeout $(scontrol show config |
 	awk -F' = ' '/^SlurmdTimeout/ {print $2}')) and to requeue job $JOB"
 wait_line "$work/job.out" '^mlp-train\.sbatch: run 1 ' 180 || fail "job $JOB was not requeued within 180 s"
 show tests/cluster/cluster.sh start-node "$LLMP_CLUSTER_STATEDIR" "$victim"
+event "$victim started again (cluster.sh start-node)"
 "$src/tests/cluster/cluster.sh" start-node "$LLMP_CLUSTER_STATEDIR" "$victim"
 victim_down=""
-event "$victim started again (cluster.sh start-node)"
 wait_job_gone "$JOB" 120 || fail "job $JOB did not finish within 120 s of its requeue"
 JOB=""
 
