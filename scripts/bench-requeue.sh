@@ -9,7 +9,8 @@
 #   start-up    batch start -> the runtime is up (srun, PMIx, llmp_init)
 #   load        the checkpoint loaded by llmp_job_resume
 # for examples/mlp_train (tp=2, dp=2 on 4 ranks over 2 nodes). doc/benchmarks.md
-# records the figures. Needs root and a build (scripts/build.sh).
+# records the figures. Needs root and a build (scripts/build.sh); waits for a
+# test suite's cluster to go (tests/cluster/session.bash).
 #   scripts/bench-requeue.sh [ROUNDS] [mlp_train options]   (default 3 rounds)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,17 +23,12 @@ model=("$@")
 [ "$(id -u)" -eq 0 ] || { echo "bench-requeue: needs root (the local cluster)" >&2; exit 1; }
 [ -x "$build/examples/mlp_train" ] || LLMP_BUILD_DIR=$build "$src/scripts/build.sh" >/dev/null
 
-state=$(mktemp -d /tmp/llmp-bench-requeue.XXXXXX)
-chmod 755 "$state"
-cleanup() {
-	"$src/tests/cluster/cluster.sh" stop "$state" >/dev/null 2>&1 || true
-	rm -rf "$state"
-}
-trap cleanup EXIT
-echo "required $build/plugin/.libs/llm_parallel.so" >"$state/plugstack.conf"
-"$src/tests/cluster/cluster.sh" start "$state" "$state/plugstack.conf" >/dev/null 2>&1
 # shellcheck disable=SC1091
-. "$state/env"
+. "$src/tests/cluster/session.bash"
+# shellcheck disable=SC1091
+. "$src/tests/cluster/mlp_job.bash"
+start_script_cluster "$src" "$build" bench-requeue
+state=$CLUSTER_STATE
 export MLP_TRAIN=$build/examples/mlp_train LLMP_BIN=$build/cli/llmp
 
 echo "# $(date -u +%F) $(uname -n): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
@@ -40,19 +36,14 @@ echo "# $(scontrol --version); $(scontrol show config | grep -E '^(AuthInfo|Sche
 echo "# mlp_train ${model[*]}, tp=2 dp=2, 4 ranks on 2 nodes, stop by scancel --signal=USR1"
 for round in $(seq 1 "$rounds"); do
 	out=$state/round$round.out
-	job=$(sbatch --parsable -o "$out" -N2 --ntasks-per-node=2 --llm-parallel=tp=2 \
-		--llm-checkpoint="$state/ckpt$round,every=50" \
-		"$src/etc/examples/mlp-train.sbatch" --steps 60 --sleep-ms 100 "${model[@]}")
-	until grep -q '^step 20 loss' "$out" 2>/dev/null; do sleep 0.2; done
-	scancel --signal=USR1 "$job"
-	while squeue -h -j "$job" 2>/dev/null | grep -q .; do sleep 0.5; done
-	python3 - "$out" "$round" <<'EOF'
+	submit_mlp "$out" -N2 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$state/ckpt$round,every=50" -- --steps 60 --sleep-ms 100 "${model[@]}"
+	wait_line "$out" '^step 20 loss'
+	scancel --signal=USR1 "$JOB"
+	wait_job_gone "$JOB"
+	PYTHONPATH=$src/tests/ft python3 - "$out" "$round" <<'EOF'
 import re, sys
-from datetime import datetime
-
-def when(line):
-    m = re.search(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})", line)
-    return datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+from mlp_log import when
 
 lines = open(sys.argv[1], errors="replace").read().splitlines()
 def first(pattern, after=0.0):

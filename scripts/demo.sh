@@ -1,34 +1,41 @@
 #!/usr/bin/env bash
 # The main job for a new user, on a fresh Debian 12 machine, as root:
 # install the packages, build llmp, start a local three-node Slurm cluster
-# (network namespaces, fake GPUs) with the freshly built plugin, and run the
-# example job etc/examples/llm-parallel-demo.sbatch with
-#   sbatch --llm-parallel=tp=2,pp=3
-# The cluster is stopped again at the end, whatever happens.
+# (network namespaces, fake GPUs) with the freshly built plugin, and run
+# scripts/demo/story.sh on it: a fault-tolerant training job
+#   sbatch --requeue --llm-parallel=tp=2,dp=auto --llm-checkpoint=DIR,every=5
+# loses a node mid-run, is requeued by Slurm, resumes from its newest
+# checkpoint and must end with the checksum of an uninterrupted run; the
+# demo exits 1 if it does not. Outputs and checkpoints stay in build/demo/.
+#
+# Only one local cluster can run on a machine: the demo holds the lock of
+# tests/cluster/session.bash while its cluster runs, so it waits for a test
+# suite's cluster to go. The cluster is stopped at the end, whatever happens.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
+build=$src/build
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "demo: run as root: it installs packages and starts Slurm daemons" >&2
 	exit 1
 fi
+SECONDS=0
 scripts/install-deps.sh >/dev/null
 echo "demo: building llmp in build/"
-LLMP_BUILD_DIR=$src/build scripts/build.sh >/dev/null
+LLMP_BUILD_DIR=$build scripts/build.sh >/dev/null
+built=$SECONDS
 
-state=$(mktemp -d /tmp/llmp-demo.XXXXXX)
-chmod 755 "$state"
-trap 'tests/cluster/cluster.sh stop "$state" >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
-echo "required $src/build/plugin/.libs/llm_parallel.so" >"$state/plugstack.conf"
-echo "demo: starting a local Slurm cluster (3 nodes, 4 fake GPUs each)"
-tests/cluster/cluster.sh start "$state" "$state/plugstack.conf" >/dev/null
 # shellcheck disable=SC1091
-. "$state/env"
+. tests/cluster/session.bash
+echo "demo: starting a local Slurm cluster (3 nodes, 4 fake GPUs each)"
+start_script_cluster "$src" "$build" demo
 sinfo
-
 echo
-echo "\$ sbatch --wait --llm-parallel=tp=2,pp=3 etc/examples/llm-parallel-demo.sbatch"
-export LLMP_EXAMPLES=$src/etc/examples
-sbatch --wait -o "$state/demo.out" --llm-parallel=tp=2,pp=3 etc/examples/llm-parallel-demo.sbatch >/dev/null
-cat "$state/demo.out"
+
+LLMP_BUILD_DIR=$build scripts/demo/story.sh "$build/demo"
+waited=$CLUSTER_LOCK_WAITED_S note=""
+[ "$waited" -eq 0 ] || note=", and $waited s waiting for another cluster"
+echo "demo: passed in $((SECONDS - waited)) s: packages and build $built s," \
+	"cluster and story $((SECONDS - waited - built)) s$note"
+echo "demo: the outputs and checkpoints are in build/demo/"

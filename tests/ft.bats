@@ -6,6 +6,7 @@
 # (cred_expire=5, 1 s scheduler ticks: tests/cluster/cluster.sh).
 
 load cluster/common
+load cluster/mlp_job
 
 STEPS=30
 SLEEP_MS=150
@@ -24,7 +25,6 @@ setup() {
 	MLP_TRAIN="$LLMP_BUILDDIR/examples/mlp_train"
 	[ -x "$MLP_TRAIN" ] || skip "examples/mlp_train not built"
 	export MLP_TRAIN LLMP_BIN="$LLMP"
-	SCRIPT="$LLMP_SRCDIR/etc/examples/mlp-train.sbatch"
 	COMPARE="$LLMP_SRCDIR/tests/ft/compare_traces.py"
 }
 
@@ -42,47 +42,6 @@ teardown() {
 	assert_cluster_idle || true
 }
 
-# Submit the example; sets JOB. Options up to "--" go to sbatch, the rest to mlp_train.
-submit_mlp() { # OUT [sbatch option...] -- [program option...]
-	local out=$1 sb=()
-	shift
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		sb+=("$1")
-		shift
-	done
-	shift
-	JOB=$(sbatch --parsable -o "$out" "${sb[@]}" "$SCRIPT" "$@")
-	[ -n "$JOB" ]
-}
-
-# Wait until the job has left the queue for good (a requeued job is pending).
-wait_job_gone() { # JOB [seconds]
-	local i
-	for ((i = 0; i < ${2:-180} * 2; i++)); do
-		if ! squeue -h -j "$1" 2>/dev/null | grep -q .; then
-			return 0
-		fi
-		sleep 0.5
-	done
-	echo "job $1 still queued:" >&2
-	squeue -j "$1" >&2 || true
-	return 1
-}
-
-# Wait until a line matching REGEX is in FILE.
-wait_line() { # FILE REGEX [seconds]
-	local i
-	for ((i = 0; i < ${3:-120} * 5; i++)); do
-		if grep -Eq "$2" "$1" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.2
-	done
-	echo "no line /$2/ in $1 after ${3:-120} s:" >&2
-	tail -n 30 "$1" >&2 || true
-	return 1
-}
-
 # The uninterrupted run, once per file: tp=2 dp=2 on 4 ranks over 2 nodes.
 reference() {
 	REF="$CLUSTER_STATE/reference.out"
@@ -95,7 +54,7 @@ reference() {
 		return 1
 	}
 	# Uninterrupted: one run, no restart.
-	[ "$(grep -c 'rank 0: run [0-9]* (' "$REF")" -eq 1 ]
+	[ "$(runs_of "$REF")" -eq 1 ]
 }
 
 # Pid of the task with LLMP_RANK=R of the running mlp_train (all nodes share a kernel).
@@ -117,10 +76,6 @@ assert_no_tasks_left() {
 		echo "mlp_train processes left: $left" >&2
 		return 1
 	}
-}
-
-runs_of() { # OUT: how many runs rank 0 started
-	grep -c 'rank 0: run [0-9]* (' "$1"
 }
 
 @test "requeue: scontrol requeue mid-way (SIGTERM to all): resumes, bit-identical, no step redone" {
@@ -268,4 +223,20 @@ runs_of() { # OUT: how many runs rank 0 started
 	grep -q 'llmp job-end: run 2 gave up' "$out"
 	! grep -q '^final checksum' "$out"
 	grep -qx 'outcome gave-up' "$WORK/ckpt/llmp-run"
+}
+
+@test "demo: scripts/demo/story.sh on this cluster: a node lost, requeued by Slurm, resumed, the reference's checksum" {
+	# What scripts/demo.sh runs after its build and cluster start. Its verdict
+	# must pass, and the facts are checked again here from the files it left.
+	local d="$WORK/demo"
+	run "$LLMP_SRCDIR/scripts/demo/story.sh" "$d"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"slurmctld: requeue job JobId="*" due to failure of node "* ]]
+	[ "$(runs_of "$d/job.out")" -eq 2 ]
+	grep -Eq 'rank 0: run 1 \(.*\): resuming at step [1-9][0-9]* from checkpoint step-[0-9]+' "$d/job.out"
+	grep -q '^final checksum' "$d/reference.out"
+	[ "$(grep '^final checksum' "$d/job.out")" = "$(grep '^final checksum' "$d/reference.out")" ]
+	# The story started the killed node again: every node is back.
+	assert_cluster_idle
 }

@@ -31,20 +31,16 @@ write_plugstack() {
 }
 
 # One cluster runs on a machine at a time, but `make -j check` runs test files
-# side by side: each file holds this lock from setup_file until its bats
-# process exits. cluster.sh closes the descriptor for the daemons it starts.
-CLUSTER_SUITE_LOCK=/run/llmp-cluster-suite.lock
+# side by side: each file holds the lock of session.bash from setup_file until
+# its bats process exits.
+. "$LLMP_SRCDIR/tests/cluster/session.bash"
 CLUSTER_SUITE_WAIT_S=3600
 
 cluster_setup_file() {
 	CLUSTER_SKIP=$(cluster_unavailable)
 	export CLUSTER_SKIP
 	[ -z "$CLUSTER_SKIP" ] || return 0
-	exec {CLUSTER_LOCK_FD}>"$CLUSTER_SUITE_LOCK"
-	if ! flock -w "$CLUSTER_SUITE_WAIT_S" "$CLUSTER_LOCK_FD"; then
-		echo "another test file kept $CLUSTER_SUITE_LOCK for ${CLUSTER_SUITE_WAIT_S} s" >&2
-		return 1
-	fi
+	take_cluster_suite_lock "$CLUSTER_SUITE_WAIT_S" "$(basename "$BATS_TEST_FILENAME")" || return 1
 	CLUSTER_STATE=$(mktemp -d /tmp/llmp-cluster-test.XXXXXX)
 	export CLUSTER_STATE
 	chmod 755 "$CLUSTER_STATE"

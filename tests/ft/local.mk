@@ -5,11 +5,13 @@
 # itself (no cluster). tests/ft.bats runs examples/mlp_train through
 # etc/examples/mlp-train.sbatch on the local three-node Slurm cluster and
 # interrupts it: scontrol requeue, scancel --signal, one rank signalled, a
-# node killed, a shrink, a hung rank, a crash loop.
+# node killed, a shrink, a hung rank, a crash loop, and the story of
+# scripts/demo.sh. tests/demo_report.bats checks the demo's timeline and
+# verdict (scripts/demo/report.py) on outputs it writes itself (no cluster).
 if HAVE_BATS
-TESTS += tests/job_end.bats
+TESTS += tests/job_end.bats tests/demo_report.bats
 if BUILD_PLUGIN
 TESTS += tests/ft.bats
 endif
 endif
-EXTRA_DIST += tests/job_end.bats tests/ft.bats tests/ft/compare_traces.py
+EXTRA_DIST += tests/job_end.bats tests/demo_report.bats tests/ft.bats tests/ft/compare_traces.py tests/ft/mlp_log.py

@@ -1,0 +1,51 @@
+# Submitting the example trainer (examples/mlp_train, through
+# etc/examples/mlp-train.sbatch) to the local cluster and following it, for
+# tests/ft.bats, scripts/demo/story.sh and scripts/bench-requeue.sh.
+# Needs the cluster's env (SLURM_CONF) and MLP_TRAIN, LLMP_BIN exported.
+
+MLP_SBATCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/etc/examples/mlp-train.sbatch
+
+# Submit the example; sets JOB. Options up to "--" go to sbatch, the rest to mlp_train.
+submit_mlp() { # OUT [sbatch option...] -- [program option...]
+	local out=$1 sb=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		sb+=("$1")
+		shift
+	done
+	shift
+	JOB=$(sbatch --parsable -o "$out" "${sb[@]}" "$MLP_SBATCH" "$@")
+	[ -n "$JOB" ]
+}
+
+# Wait until the job has left the queue for good (a requeued job is pending).
+wait_job_gone() { # JOB [seconds]
+	local i
+	for ((i = 0; i < ${2:-180} * 2; i++)); do
+		if ! squeue -h -j "$1" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	echo "job $1 still queued after ${2:-180} s:" >&2
+	squeue -j "$1" >&2 || true
+	return 1
+}
+
+# Wait until a line matching REGEX is in FILE.
+wait_line() { # FILE REGEX [seconds]
+	local i
+	for ((i = 0; i < ${3:-120} * 5; i++)); do
+		if grep -Eq "$2" "$1" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "no line /$2/ in $1 after ${3:-120} s:" >&2
+	tail -n 30 "$1" >&2 || true
+	return 1
+}
+
+runs_of() { # OUT: how many runs rank 0 started
+	grep -c 'rank 0: run [0-9]* (' "$1"
+}
