@@ -18,13 +18,24 @@ submit_mlp() { # OUT [sbatch option...] -- [program option...]
 	[ -n "$JOB" ]
 }
 
-# Wait until the job has left the queue for good (a requeued job is pending).
+# Whether slurmctld says the job is no longer queued: squeue answered and
+# listed nothing, or no longer knows the job. A squeue that could not reach a
+# busy slurmctld prints nothing too: that is no answer, and the wait goes on.
+job_gone() { # JOB
+	local out
+	if out=$(squeue -h -j "$1" 2>&1); then
+		[ -z "$out" ]
+	else
+		grep -q 'Invalid job id' <<<"$out"
+	fi
+}
+
+# Wait until the job has left the queue for good (a requeued job is pending,
+# a completing one still has processes).
 wait_job_gone() { # JOB [seconds]
 	local i
 	for ((i = 0; i < ${2:-180} * 2; i++)); do
-		if ! squeue -h -j "$1" 2>/dev/null | grep -q .; then
-			return 0
-		fi
+		job_gone "$1" && return 0
 		sleep 0.5
 	done
 	echo "job $1 still queued after ${2:-180} s:" >&2
