@@ -16,17 +16,10 @@
 
 load helpers
 
-CK_CHECK="$LLMP_BUILDDIR/tests/ckpt/ck_check"
 DAMAGE="$LLMP_SRCDIR/tests/ckpt/damage.py"
 
 setup() {
-	llmp_setup
-	[ -x "$CK_CHECK" ] || skip "ck_check not built ($CK_CHECK)"
-	need_python
-	# The sanitizer build: libpmix keeps memory past PMIx_Finalize (tests/lsan.supp).
-	export LSAN_OPTIONS="suppressions=$LLMP_SRCDIR/tests/lsan.supp"
-	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-	ROOT="$BATS_TEST_TMPDIR/ckpt"
+	ckpt_setup
 }
 
 # Steps 100 and 200 of ck_check's model with its big tensor: 4 ranks, tp=2 x

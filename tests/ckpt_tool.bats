@@ -8,20 +8,13 @@
 
 load helpers
 
-CK_CHECK="$LLMP_BUILDDIR/tests/ckpt/ck_check"
 EXPECT="$LLMP_SRCDIR/tests/ckpt/tool_expect.py"
 # The model of ck_check --big 1, in bytes: 13x10 f32, 6x12 f64, 4x12 bf16, 10 i32,
 # 12x12x5 u8, 24 f16, 48x1024 f32.
 MODEL_BYTES=$((520 + 576 + 96 + 40 + 720 + 48 + 196608))
 
 setup() {
-	llmp_setup
-	[ -x "$CK_CHECK" ] || skip "ck_check not built ($CK_CHECK)"
-	need_python
-	# The sanitizer build: libpmix keeps memory past PMIx_Finalize (tests/lsan.supp).
-	export LSAN_OPTIONS="suppressions=$LLMP_SRCDIR/tests/lsan.supp"
-	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-	ROOT="$BATS_TEST_TMPDIR/ckpt"
+	ckpt_setup
 }
 
 # No launcher's variables: a PMIx singleton, rank 0 of 1.
