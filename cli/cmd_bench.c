@@ -23,6 +23,7 @@
 #include "half.h"
 #include "llmp.h"
 #include "llmp_cli.h"
+#include "llmp_env.h"
 
 #define PROG "llmp bench"
 
@@ -476,7 +477,7 @@ static int run(struct bench *b)
 	llmp_stats stats;
 	if (!rc && llmp_rank(b->ctx) == 0 && llmp_get_stats(b->ctx, &stats) == LLMP_OK)
 		printf("#\n# communicators through shared memory on rank 0: %u (LLMP_SHM_THRESHOLD=%s)\n",
-		       stats.shm_comms, getenv("LLMP_SHM_THRESHOLD") ? getenv("LLMP_SHM_THRESHOLD") : "default");
+		       stats.shm_comms, getenv(LLMP_ENV_SHM_THRESHOLD) ? getenv(LLMP_ENV_SHM_THRESHOLD) : "default");
 	return rc;
 }
 

@@ -29,6 +29,7 @@
 
 #include "llmp_ckpt_spec.h"
 #include "llmp_cli.h"
+#include "llmp_env.h"
 #include "llmp_job.h"
 
 #define PROG "llmp job-end"
@@ -67,9 +68,9 @@ static const char *find_dir(const char *given, llmp_ckpt_spec *spec)
 
 	if (given)
 		return given;
-	if ((text = getenv("LLMP_CHECKPOINT_DIR")) && *text)
+	if ((text = getenv(LLMP_ENV_CHECKPOINT_DIR)) && *text)
 		return text;
-	if ((text = getenv("LLMP_CHECKPOINT")) && *text) {
+	if ((text = getenv(LLMP_ENV_CHECKPOINT)) && *text) {
 		if (llmp_ckpt_spec_parse_partial(text, spec, why, sizeof why) != LLMP_OK ||
 		    llmp_ckpt_spec_check(spec, why, sizeof why) != LLMP_OK) {
 			fprintf(stderr, PROG ": LLMP_CHECKPOINT: %s\n", why);
@@ -211,7 +212,7 @@ int llmp_cmd_job_end(int argc, char **argv)
 	uint64_t n;
 	int c;
 
-	const char *how = getenv("LLMP_REQUEUE");
+	const char *how = getenv(LLMP_ENV_REQUEUE);
 	if (how && *how && parse_how(how, &e.how) < 0)
 		return LLMP_EXIT_USAGE;
 	opterr = 0;

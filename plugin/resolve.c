@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "llmp_env.h"
+
 /* Parse one source into *layer, prefixing any error with where it came from. */
 static int parse_layer(const char *source, const char *text, llmp_spec *layer,
 		       char *msg, size_t msglen)
@@ -28,7 +30,7 @@ enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_te
 		return LLMP_INACTIVE;
 	*spec = site->defaults;
 	if (env_text) {
-		if (parse_layer("LLMP_PARALLEL", env_text, &layer, msg, msglen))
+		if (parse_layer(LLMP_ENV_PARALLEL, env_text, &layer, msg, msglen))
 			return LLMP_INVALID;
 		llmp_spec_overlay(spec, &layer);
 	}

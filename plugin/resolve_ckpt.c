@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "llmp_env.h"
+
 /* Parse one source into *layer, prefixing any error with where it came from. */
 static int parse_layer(const char *source, const char *text, llmp_ckpt_spec *layer,
 		       char *msg, size_t msglen)
@@ -28,7 +30,7 @@ enum llmp_resolved llmp_resolve_ckpt(const struct llmp_site *site, const char *e
 		return LLMP_INACTIVE;
 	*spec = site->ckpt_defaults;
 	if (env_text) {
-		if (parse_layer("LLMP_CHECKPOINT", env_text, &layer, msg, msglen))
+		if (parse_layer(LLMP_ENV_CHECKPOINT, env_text, &layer, msg, msglen))
 			return LLMP_INVALID;
 		llmp_ckpt_spec_overlay(spec, &layer);
 	}

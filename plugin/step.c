@@ -26,6 +26,7 @@
 #include "fail.h" /* llmp_show */
 #include "gpu_bind.h"
 #include "layout_file.h"
+#include "llmp_env.h"
 #include "resolve.h"
 #include "resolve_ckpt.h"
 #include "slurm_env.h"
@@ -112,8 +113,8 @@ static enum llmp_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec,
 	char env[LLMP_CKPT_SPEC_MAX_LEN + 2];
 	const char *env_text;
 
-	if (step_env_whole(sp, "LLMP_CHECKPOINT", env, sizeof(env), &env_text) < 0) {
-		snprintf(msg, msglen, "LLMP_CHECKPOINT: checkpoint spec is longer than %d "
+	if (step_env_whole(sp, LLMP_ENV_CHECKPOINT, env, sizeof(env), &env_text) < 0) {
+		snprintf(msg, msglen, LLMP_ENV_CHECKPOINT ": checkpoint spec is longer than %d "
 			 "characters", LLMP_CKPT_SPEC_MAX_LEN);
 		return LLMP_INVALID;
 	}
@@ -176,9 +177,9 @@ static int prepare_normal_step(spank_t sp)
 		c->active = true;
 		return fail_step("%s", msg);
 	}
-	if (step_env_whole(sp, "LLMP_PARALLEL", env, sizeof(env), &env_text) < 0) {
+	if (step_env_whole(sp, LLMP_ENV_PARALLEL, env, sizeof(env), &env_text) < 0) {
 		c->active = true;
-		return fail_step("LLMP_PARALLEL: layout is longer than %d characters",
+		return fail_step(LLMP_ENV_PARALLEL ": layout is longer than %d characters",
 				 LLMP_SPEC_MAX_LEN);
 	}
 	switch (llmp_resolve(&c->site, env_text, c->option, c->ckpt_active, &spec, msg,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "llmp_env.h"
 #include "resolve.h"
 #include "resolve_ckpt.h"
 
@@ -48,7 +49,7 @@ static int resolve_ckpt_here(bool *active)
 	struct llmp_ctx *c = llmp_ctx();
 	llmp_ckpt_spec spec;
 
-	return answer(llmp_resolve_ckpt(&c->site, getenv("LLMP_CHECKPOINT"), c->ckpt_option,
+	return answer(llmp_resolve_ckpt(&c->site, getenv(LLMP_ENV_CHECKPOINT), c->ckpt_option,
 					&spec, msg, sizeof(msg)),
 		      llmp_ckpt_spec_grammar(), msg, active);
 }
@@ -65,7 +66,7 @@ static int resolve_here(llmp_spec *spec, bool *active)
 		*active = false;
 		return -1;
 	}
-	return answer(llmp_resolve(&c->site, getenv("LLMP_PARALLEL"), c->option, ckpt, spec, msg,
+	return answer(llmp_resolve(&c->site, getenv(LLMP_ENV_PARALLEL), c->option, ckpt, spec, msg,
 				   sizeof(msg)),
 		      llmp_spec_grammar(), msg, active);
 }

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "llmp_env.h"
+
 static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -31,7 +33,7 @@ static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
 /* "LLMP_EXPERT_TP_SIZE" from "expert-tp" and "SIZE". */
 static void axis_var(char *out, size_t outlen, enum llmp_axis axis, const char *what)
 {
-	size_t off = (size_t)snprintf(out, outlen, "LLMP_");
+	size_t off = (size_t)snprintf(out, outlen, LLMP_ENV_PREFIX);
 	for (const char *s = llmp_axis_name(axis); *s && off + 1 < outlen; s++)
 		out[off++] = *s == '-' ? '_' : (char)toupper((unsigned char)*s);
 	snprintf(out + off, outlen - off, "_%s", what);
@@ -52,14 +54,14 @@ int llmp_task_env(const llmp_plan *plan, const struct llmp_task *t,
 	if (llmp_spec_format(llmp_plan_spec(plan), spec, sizeof(spec)) == 0)
 		snprintf(spec, sizeof(spec), "dp=auto");
 
-	rc |= add(env, "LLMP_PARALLEL", "%s", spec);
-	rc |= add(env, "LLMP_ORDER", "%s", llmp_plan_order(plan));
-	rc |= add(env, "LLMP_WORLD_SIZE", "%u", llmp_plan_world(plan));
-	rc |= add(env, "LLMP_RANK", "%u", t->rank);
-	rc |= add(env, "LLMP_LOCAL_RANK", "%u", t->local_rank);
-	rc |= add(env, "LLMP_LOCAL_WORLD_SIZE", "%u", t->local_tasks);
-	rc |= add(env, "LLMP_NODE_RANK", "%u", t->node_rank);
-	rc |= add(env, "LLMP_NNODES", "%u", t->nnodes);
+	rc |= add(env, LLMP_ENV_PARALLEL, "%s", spec);
+	rc |= add(env, LLMP_ENV_ORDER, "%s", llmp_plan_order(plan));
+	rc |= add(env, LLMP_ENV_WORLD_SIZE, "%u", llmp_plan_world(plan));
+	rc |= add(env, LLMP_ENV_RANK, "%u", t->rank);
+	rc |= add(env, LLMP_ENV_LOCAL_RANK, "%u", t->local_rank);
+	rc |= add(env, LLMP_ENV_LOCAL_WORLD_SIZE, "%u", t->local_tasks);
+	rc |= add(env, LLMP_ENV_NODE_RANK, "%u", t->node_rank);
+	rc |= add(env, LLMP_ENV_NNODES, "%u", t->nnodes);
 	for (int a = 0; a < LLMP_NAXES; a++) {
 		axis_var(name, sizeof(name), (enum llmp_axis)a, "SIZE");
 		rc |= add(env, name, "%u", llmp_plan_size(plan, (enum llmp_axis)a));
@@ -67,9 +69,9 @@ int llmp_task_env(const llmp_plan *plan, const struct llmp_task *t,
 		rc |= add(env, name, "%u", coords[a]);
 	}
 	if (llmp_plan_vpp(plan))
-		rc |= add(env, "LLMP_VPP_SIZE", "%u", llmp_plan_vpp(plan));
+		rc |= add(env, LLMP_ENV_VPP_SIZE, "%u", llmp_plan_vpp(plan));
 	if (t->layout_file)
-		rc |= add(env, "LLMP_LAYOUT_FILE", "%s", t->layout_file);
+		rc |= add(env, LLMP_ENV_LAYOUT_FILE, "%s", t->layout_file);
 
 	/* torch.distributed's env:// rendezvous */
 	rc |= add(env, "RANK", "%u", t->rank);
@@ -94,14 +96,14 @@ int llmp_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct llm
 			return -1;
 		/* The canonical text, so a program that parses LLMP_CHECKPOINT
 		 * (libllmp does) sees exactly what the plugin resolved. */
-		rc |= add(env, "LLMP_CHECKPOINT", "%s", spec);
-		rc |= add(env, "LLMP_CHECKPOINT_DIR", "%s", ckpt->dir);
+		rc |= add(env, LLMP_ENV_CHECKPOINT, "%s", spec);
+		rc |= add(env, LLMP_ENV_CHECKPOINT_DIR, "%s", ckpt->dir);
 		if (ckpt->every)
-			rc |= add(env, "LLMP_CHECKPOINT_EVERY", "%u%s", ckpt->every,
+			rc |= add(env, LLMP_ENV_CHECKPOINT_EVERY, "%u%s", ckpt->every,
 				  ckpt->every_minutes ? "min" : "");
-		rc |= add(env, "LLMP_CHECKPOINT_KEEP", "%u", ckpt->keep);
-		rc |= add(env, "LLMP_MAX_RESTARTS", "%u", ckpt->max_restarts);
+		rc |= add(env, LLMP_ENV_CHECKPOINT_KEEP, "%u", ckpt->keep);
+		rc |= add(env, LLMP_ENV_MAX_RESTARTS, "%u", ckpt->max_restarts);
 	}
-	rc |= add(env, "LLMP_RESTART_COUNT", "%u", restart_count);
+	rc |= add(env, LLMP_ENV_RESTART_COUNT, "%u", restart_count);
 	return rc ? -1 : 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "llmp_env.h"
 #include "transport.h"
 #include "wireup.h"
 
@@ -82,21 +83,21 @@ static llmp_status read_options(llmp_ctx *ctx, const llmp_init_opts *opts)
 			return rt_fail(ctx, LLMP_ERR_ARG, "timeout_s=%g: must be a positive number of seconds",
 				       opts->timeout_s);
 		ctx->timeout_s = opts->timeout_s;
-	} else if ((st = env_number(ctx, "LLMP_TIMEOUT", RT_DEFAULT_TIMEOUT_S, &ctx->timeout_s)) != LLMP_OK) {
+	} else if ((st = env_number(ctx, LLMP_ENV_TIMEOUT, RT_DEFAULT_TIMEOUT_S, &ctx->timeout_s)) != LLMP_OK) {
 		return st;
 	}
-	if ((st = size_option(ctx, opts ? opts->ring_threshold : 0, "LLMP_RING_THRESHOLD",
+	if ((st = size_option(ctx, opts ? opts->ring_threshold : 0, LLMP_ENV_RING_THRESHOLD,
 			      RT_DEFAULT_RING_THRESHOLD, false, &ctx->ring_threshold)) != LLMP_OK ||
-	    (st = size_option(ctx, opts ? opts->shm_threshold : 0, "LLMP_SHM_THRESHOLD",
+	    (st = size_option(ctx, opts ? opts->shm_threshold : 0, LLMP_ENV_SHM_THRESHOLD,
 			      RT_DEFAULT_SHM_THRESHOLD, true, &ctx->shm_threshold)) != LLMP_OK)
 		return st;
 	/* A multiple of every element size and of a cache line. */
 	double chunk;
-	if ((st = env_number(ctx, "LLMP_SHM_CHUNK", (double)RT_DEFAULT_SHM_CHUNK, &chunk)) != LLMP_OK)
+	if ((st = env_number(ctx, LLMP_ENV_SHM_CHUNK, (double)RT_DEFAULT_SHM_CHUNK, &chunk)) != LLMP_OK)
 		return st;
 	if (chunk < 4096 || chunk > (double)(64 << 20))
-		return rt_fail(ctx, LLMP_ERR_ARG, "LLMP_SHM_CHUNK='%s': expected 4096 to %d bytes",
-			       getenv("LLMP_SHM_CHUNK"), 64 << 20);
+		return rt_fail(ctx, LLMP_ERR_ARG, LLMP_ENV_SHM_CHUNK "='%s': expected 4096 to %d bytes",
+			       getenv(LLMP_ENV_SHM_CHUNK), 64 << 20);
 	ctx->shm_chunk = (size_t)chunk / 64 * 64;
 	return LLMP_OK;
 }
@@ -108,8 +109,8 @@ static llmp_status check_plugin_env(llmp_ctx *ctx)
 		const char *name;
 		size_t offset;
 	} vars[] = {
-		{"LLMP_RANK", offsetof(llmp_ctx, rank)},
-		{"LLMP_WORLD_SIZE", offsetof(llmp_ctx, world)},
+		{LLMP_ENV_RANK, offsetof(llmp_ctx, rank)},
+		{LLMP_ENV_WORLD_SIZE, offsetof(llmp_ctx, world)},
 	};
 	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
 		const char *text = getenv(vars[i].name);
@@ -143,9 +144,9 @@ static void describe_plan(llmp_ctx *ctx)
 static llmp_status plan_layout(llmp_ctx *ctx, const llmp_init_opts *opts)
 {
 	const char *given = opts ? opts->spec : NULL;
-	const char *plugin = getenv("LLMP_PARALLEL");
+	const char *plugin = getenv(LLMP_ENV_PARALLEL);
 	const char *text = given ? given : plugin ? plugin : "dp=auto";
-	const char *source = given ? "llmp_init_opts.spec" : plugin ? "LLMP_PARALLEL" : "the default";
+	const char *source = given ? "llmp_init_opts.spec" : plugin ? LLMP_ENV_PARALLEL : "the default";
 	char msg[LLMP_MSG_MAX];
 	llmp_spec spec;
 
@@ -156,11 +157,11 @@ static llmp_status plan_layout(llmp_ctx *ctx, const llmp_init_opts *opts)
 	if (given && plugin) {
 		llmp_spec from_plugin;
 		if (llmp_spec_parse(plugin, &from_plugin, msg, sizeof msg) != LLMP_OK)
-			return rt_fail(ctx, LLMP_ERR_SPEC, "LLMP_PARALLEL: %s", msg);
+			return rt_fail(ctx, LLMP_ERR_SPEC, LLMP_ENV_PARALLEL ": %s", msg);
 		if (!llmp_spec_equal(&spec, &from_plugin))
 			return rt_fail(ctx, LLMP_ERR_MISMATCH,
 				       "llmp_init_opts.spec '%.100s' differs from the plugin's "
-				       "LLMP_PARALLEL '%.100s'", given, plugin);
+				       LLMP_ENV_PARALLEL " '%.100s'", given, plugin);
 	}
 	if (llmp_plan_create(&spec, ctx->world, 0, &ctx->plan, msg, sizeof msg) != LLMP_OK)
 		return rt_fail(ctx, LLMP_ERR_LAYOUT, "%s: %s", source, msg);

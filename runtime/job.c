@@ -18,17 +18,18 @@
 #include <string.h>
 
 #include "ckpt_internal.h"
+#include "llmp_env.h"
 
 /* ------------------------------------------------------------------ open */
 
 /* The checkpoint spec from opts, else from LLMP_CHECKPOINT, checked. */
 static llmp_status read_spec(llmp_job *job, const char *text)
 {
-	const char *source = text ? "llmp_job_opts.checkpoint" : "LLMP_CHECKPOINT";
+	const char *source = text ? "llmp_job_opts.checkpoint" : LLMP_ENV_CHECKPOINT;
 	char why[LLMP_MSG_MAX];
 
 	if (!text)
-		text = getenv("LLMP_CHECKPOINT");
+		text = getenv(LLMP_ENV_CHECKPOINT);
 	if (!text || !*text)
 		return rt_fail(job->ctx, LLMP_ERR_ARG,
 			       "llmp_job_open: no checkpoint directory: submit with "
@@ -42,7 +43,7 @@ static llmp_status read_spec(llmp_job *job, const char *text)
 /* LLMP_RESTART_COUNT (the plugin's), else Slurm's SLURM_RESTART_COUNT, else 0. */
 static llmp_status read_restart_count(llmp_job *job, uint64_t *count)
 {
-	const char *name = "LLMP_RESTART_COUNT", *text = getenv(name);
+	const char *name = LLMP_ENV_RESTART_COUNT, *text = getenv(name);
 	if (!text) {
 		name = "SLURM_RESTART_COUNT";
 		text = getenv(name);
