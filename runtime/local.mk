@@ -4,7 +4,7 @@
 # -lllmp alone (pkg-config llmp). Only the public API is exported.
 #
 # Everything is compiled once into a convenience library, libllmp_core:
-# libllmp.la is it with the exports filtered, and the `llmp` tool links it
+# libllmp.la is it with the exports of runtime/libllmp.map, and the `llmp` tool links it
 # whole, because `llmp ckpt` reads checkpoints with the runtime's own
 # internal code (runtime/ckpt_format.h) rather than a copy of it.
 runtime_sources = \
@@ -33,7 +33,9 @@ lib_LTLIBRARIES += runtime/libllmp.la
 runtime_libllmp_la_SOURCES =
 runtime_libllmp_la_LIBADD = runtime/libllmp_core.la
 runtime_libllmp_la_LDFLAGS = -version-info 0:0:0 \
-	-export-symbols-regex '^llmp_(strerror|dim_name|key_name|axis_name|group_name|group_from_name|spec_|plan_|dtype_|op_name|op_from_name|init|finalize|errmsg|rank|world_size|local_|layout|get_stats|comm_|allreduce|reduce_scatter|allgather|broadcast|barrier|send|recv|sendrecv|ckpt_|job_|run_)'
+	-Wl,--version-script=$(srcdir)/runtime/libllmp.map
+EXTRA_runtime_libllmp_la_DEPENDENCIES = runtime/libllmp.map
+EXTRA_DIST += runtime/libllmp.map
 
 pkginclude_HEADERS += runtime/llmp.h runtime/llmp_ckpt.h runtime/llmp_job.h
 pkgconfigdir = $(libdir)/pkgconfig
