@@ -35,8 +35,8 @@
 
 #include "bench_files.h"
 #include "ckpt_cli.h"
-#include "llmp.h"
-#include "llmp_ckpt.h"
+#include <llmp/llmp.h>
+#include <llmp/llmp_ckpt.h>
 
 #define PROG "llmp ckpt bench"
 

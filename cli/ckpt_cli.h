@@ -2,7 +2,7 @@
  * ckpt_cli.h - what the `llmp ckpt` subcommands share (cli/cmd_ckpt.c):
  * their common options, the checkpoint root and the step they look at.
  *
- * They read checkpoints with the runtime's own code (runtime/ckpt_format.h),
+ * They read checkpoints with the runtime's own code (runtime/ckpt/ckpt_format.h),
  * so the tool and a load agree on what is complete and what is corrupt.
  */
 #ifndef LLMP_CKPT_CLI_H
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ckpt_format.h"
+#include "runtime/ckpt/ckpt_format.h"
 #include "llmp_cli.h"
 
 /* The options a subcommand accepts besides --json, --format and --help. */

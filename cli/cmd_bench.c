@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "half.h"
-#include "llmp.h"
+#include "kernels/half.h"
+#include <llmp/llmp.h>
 #include "llmp_cli.h"
-#include "llmp_env.h"
+#include <llmp/llmp_env.h>
 
 #define PROG "llmp bench"
 

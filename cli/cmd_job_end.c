@@ -27,10 +27,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "llmp_ckpt_spec.h"
+#include <llmp/llmp_ckpt_spec.h>
 #include "llmp_cli.h"
-#include "llmp_env.h"
-#include "llmp_job.h"
+#include <llmp/llmp_env.h>
+#include <llmp/llmp_job.h>
 
 #define PROG "llmp job-end"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "llmp_cli.h"
-#include "llmp_json.h"
+#include <llmp/llmp_json.h>
 
 #define PROG "llmp plan"
 

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "llmp_plan.h"
+#include <llmp/llmp_plan.h>
 
 /* Exit statuses of every subcommand. */
 enum {

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "llmp_job.h"
+#include <llmp/llmp_job.h>
 #include "mlp_trainer.h"
 
 #define MLP_META_VERSION 1

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "llmp_job.h"
+#include <llmp/llmp_job.h>
 #include "mlp_checksum.h"
 #include "mlp_data.h"
 #include "mlp_fault.h"

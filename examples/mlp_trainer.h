@@ -5,7 +5,7 @@
 #ifndef MLP_TRAINER_H
 #define MLP_TRAINER_H
 
-#include "llmp.h"
+#include <llmp/llmp.h>
 #include "mlp_data.h"
 #include "mlp_model.h"
 #include "mlp_options.h"

@@ -1,5 +1,5 @@
 /* dtype.c - sizes and names of the element types and reduction operators. */
-#include "llmp_dtype.h"
+#include <llmp/llmp_dtype.h>
 
 #include <string.h>
 

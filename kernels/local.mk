@@ -6,7 +6,7 @@
 # explicitly (-ftree-vectorize, and gcc's dynamic cost model where accepted)
 # because that survives whatever -O level CFLAGS carries.
 kernels_sources = \
-	kernels/llmp_dtype.h kernels/dtype.c \
+	kernels/dtype.c \
 	kernels/half.h \
 	kernels/reduce.h kernels/reduce.c \
 	kernels/crc32c.h kernels/crc32c.c kernels/crc32c_combine.c
@@ -14,5 +14,3 @@ kernels_sources = \
 noinst_LTLIBRARIES += kernels/libkernels.la
 kernels_libkernels_la_SOURCES = $(kernels_sources)
 kernels_libkernels_la_CFLAGS = $(LLMP_CFLAGS) $(KERNEL_VEC_CFLAGS)
-
-pkginclude_HEADERS += kernels/llmp_dtype.h

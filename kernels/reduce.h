@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmp_dtype.h"
-#include "llmp_status.h"
+#include <llmp/llmp_dtype.h>
+#include <llmp/llmp_status.h>
 
 /*
  * dst[i] = a[i] op b[i] for i < count. dst may be the same buffer as a or b

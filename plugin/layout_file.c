@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "llmp_json.h"
+#include <llmp/llmp_json.h>
 
 int llmp_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id,
 			   uint32_t step_id, uint32_t node_id, char *path, size_t pathlen,

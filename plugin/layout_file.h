@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "llmp_plan.h"
+#include <llmp/llmp_plan.h>
 
 /*
  * Write dir/llmp-layout.JOB.STEP.NODE.json: into a temporary file first,

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llmp_spec.h"
+#include <llmp/llmp_spec.h>
 
 enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND };
 

@@ -14,8 +14,8 @@
 
 #include <slurm/spank.h>
 
-#include "llmp_ckpt_spec.h"
-#include "llmp_plan.h"
+#include <llmp/llmp_ckpt_spec.h>
+#include <llmp/llmp_plan.h>
 #include "site.h"
 
 #define PLUGIN_NAME "llm_parallel"

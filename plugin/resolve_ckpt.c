@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "llmp_env.h"
+#include <llmp/llmp_env.h>
 
 /* Parse one source into *layer, prefixing any error with where it came from. */
 static int parse_layer(const char *source, const char *text, llmp_ckpt_spec *layer,

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "llmp_ckpt_spec.h"
+#include <llmp/llmp_ckpt_spec.h>
 #include "resolve.h"
 #include "site.h"
 

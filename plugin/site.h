@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmp_ckpt_spec.h"
-#include "llmp_spec.h"
+#include <llmp/llmp_ckpt_spec.h>
+#include <llmp/llmp_spec.h>
 
 struct llmp_site {
 	llmp_spec defaults;

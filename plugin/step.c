@@ -23,10 +23,10 @@
 
 #include <slurm/slurm.h>
 
-#include "fail.h" /* llmp_show */
+#include "topology/fail.h" /* llmp_show */
 #include "gpu_bind.h"
 #include "layout_file.h"
-#include "llmp_env.h"
+#include <llmp/llmp_env.h>
 #include "resolve.h"
 #include "resolve_ckpt.h"
 #include "slurm_env.h"

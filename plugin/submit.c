@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "llmp_env.h"
+#include <llmp/llmp_env.h>
 #include "resolve.h"
 #include "resolve_ckpt.h"
 

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "llmp_env.h"
+#include <llmp/llmp_env.h>
 
 static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmp_ckpt_spec.h"
-#include "llmp_plan.h"
+#include <llmp/llmp_ckpt_spec.h>
+#include <llmp/llmp_plan.h>
 
 /* Where a task sits in its step, as Slurm describes it. */
 struct llmp_task {

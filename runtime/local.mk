@@ -6,23 +6,16 @@
 # Everything is compiled once into a convenience library, libllmp_core:
 # libllmp.la is it with the exports of runtime/libllmp.map, and the `llmp` tool links it
 # whole, because `llmp ckpt` reads checkpoints with the runtime's own
-# internal code (runtime/ckpt_format.h) rather than a copy of it.
-runtime_sources = \
-	runtime/llmp.h runtime/rt.h runtime/ctx.c runtime/memtype.c \
-	runtime/wireup.h runtime/wireup.c \
-	runtime/transport.h runtime/transport.c \
-	runtime/failure.h runtime/failure.c \
-	runtime/liveness.h runtime/liveness.c \
-	runtime/comm.c \
-	runtime/coll.h runtime/coll.c runtime/allreduce.c runtime/reduce_scatter.c \
-	runtime/allgather.c runtime/broadcast.c runtime/barrier.c runtime/p2p.c \
-	runtime/shm.h runtime/shm.c \
-	runtime/llmp_ckpt.h runtime/ckpt_format.h runtime/ckpt_internal.h runtime/ckpt.c \
-	runtime/ckpt_fs.c runtime/ckpt_manifest.c runtime/ckpt_filesum.c runtime/ckpt_hdf5.c runtime/ckpt_save.c \
-	runtime/ckpt_load.c runtime/ckpt_read.c runtime/ckpt_verify.c \
-	runtime/agree.c \
-	runtime/llmp_job.h runtime/job_internal.h runtime/job.c runtime/job_signal.c \
-	runtime/job_record.c runtime/job_log.c
+# internal code (runtime/ckpt/ckpt_format.h) rather than a copy of it.
+#
+# Each folder's fragment appends its files to runtime_sources:
+# comm/ (context, wire-up, transport, failure), coll/ (the operations on a
+# communicator), ckpt/ (checkpoints), job/ (stop, requeue, resume).
+runtime_sources =
+include runtime/comm/local.mk
+include runtime/coll/local.mk
+include runtime/ckpt/local.mk
+include runtime/job/local.mk
 
 noinst_LTLIBRARIES += runtime/libllmp_core.la
 runtime_libllmp_core_la_SOURCES = $(runtime_sources)
@@ -37,6 +30,6 @@ runtime_libllmp_la_LDFLAGS = -version-info 0:0:0 \
 EXTRA_runtime_libllmp_la_DEPENDENCIES = runtime/libllmp.map
 EXTRA_DIST += runtime/libllmp.map
 
-pkginclude_HEADERS += runtime/llmp.h runtime/llmp_ckpt.h runtime/llmp_job.h
+pkginclude_HEADERS += include/llmp/llmp.h include/llmp/llmp_ckpt.h include/llmp/llmp_job.h
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = runtime/llmp.pc

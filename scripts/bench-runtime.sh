@@ -2,7 +2,7 @@
 # Benchmark libllmp's host collectives against memcpy and Open MPI, in one run
 # on one machine (doc/benchmarks.md records the figures):
 #   1. allreduce float32 at 64 MiB, 2 ranks: busbw / single-thread memcpy,
-#      out of place and in place (through shared memory, runtime/shm.h), and
+#      out of place and in place (through shared memory, runtime/coll/shm.h), and
 #      out of place through UCX alone (LLMP_SHM_THRESHOLD=off), with Open
 #      MPI's MPI_Allreduce of 64 MiB beside them for reference,
 #   2. allreduce of 8 bytes, 2 ranks: llmp vs Open MPI's MPI_Allreduce.

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 #define BYTES ((size_t)64 << 20)
 #define REPEATS 5

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "llmp_json.h"
+#include <llmp/llmp_json.h>
 
 #define WORLD 131072u
 #define SPEC "tp=8,pp=16,cp=4,ep=8"

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "llmp_dtype.h"
-#include "reduce.h"
+#include <llmp/llmp_dtype.h>
+#include "kernels/reduce.h"
 
 #define BYTES ((size_t)64 << 20)
 #define REPEATS 5

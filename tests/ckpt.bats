@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Sharded HDF5 checkpoints (runtime/llmp_ckpt.h) on the real three-node Slurm
+# Sharded HDF5 checkpoints (include/llmp/llmp_ckpt.h) on the real three-node Slurm
 # cluster: tests/ckpt/ck_check run as the tasks of `srun --mpi=pmix` steps.
 # Every rank computes the values it must read back from (global index, step)
 # and prints "rank R: N checks, M wrong"; tests/ckpt/check_view.py reads the

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llmp_ckpt_spec.h"
-#include "llmp_plan.h"
+#include <llmp/llmp_ckpt_spec.h>
+#include <llmp/llmp_plan.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

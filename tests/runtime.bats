@@ -43,7 +43,7 @@ count_swept() { # NAME SIZE
 }
 
 # On this one machine every group shares a kernel: collectives of 8 KiB and more
-# go through a shared-memory segment (runtime/shm.h), the rest through UCX.
+# go through a shared-memory segment (runtime/coll/shm.h), the rest through UCX.
 @test "coll: 2 ranks on one node" {
 	run rt_srun 180 -N1 -n2 "$RT_CHECK" coll
 	assert_ranks_ok 2 1000

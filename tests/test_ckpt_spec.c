@@ -1,5 +1,5 @@
 /*
- * test_ckpt_spec.c - the --llm-checkpoint grammar (topology/llmp_ckpt_spec.h):
+ * test_ckpt_spec.c - the --llm-checkpoint grammar (include/llmp/llmp_ckpt_spec.h):
  * the directory in every position and form, every key, the defaults that
  * check fills, the layering of sources, the canonical printer and its round
  * trip, every rejection with a message that names the culprit, and the
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "llmp_ckpt_spec.h"
+#include <llmp/llmp_ckpt_spec.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define GIVEN_ALL (LLMP_CKPT_GIVEN_DIR | LLMP_CKPT_GIVEN_EVERY | LLMP_CKPT_GIVEN_KEEP | \

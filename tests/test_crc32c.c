@@ -30,7 +30,7 @@
 
 #include <cmocka.h>
 
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "llmp_json.h"
+#include <llmp/llmp_json.h>
 
 /* Parse and fit, expecting success. */
 static llmp_plan *plan_of(const char *text, uint32_t world, uint32_t per_node)

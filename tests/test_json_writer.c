@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "json_writer.h"
+#include "cli/json_writer.h"
 
 /* The writer on a memory stream, and what it wrote. */
 struct out {

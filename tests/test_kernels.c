@@ -21,9 +21,9 @@
 
 #include <cmocka.h>
 
-#include "half.h"
-#include "llmp_dtype.h"
-#include "reduce.h"
+#include "kernels/half.h"
+#include <llmp/llmp_dtype.h>
+#include "kernels/reduce.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "llmp_plan.h"
+#include <llmp/llmp_plan.h>
 
 /* Parse and fit, expecting success. */
 static llmp_plan *plan_of(const char *text, uint32_t world, uint32_t per_node)

@@ -33,9 +33,9 @@
 
 #include <cmocka.h>
 
-#include "llmp_plan.h"
-#include "llmp_spec.h"
-#include "llmp_status.h"
+#include <llmp/llmp_plan.h>
+#include <llmp/llmp_spec.h>
+#include <llmp/llmp_status.h>
 
 /* ===================================================================== */
 /* Megatron-Core's RankGenerator, transcribed                             */

@@ -13,12 +13,12 @@
 
 #include <cmocka.h>
 
-#include "gpu_bind.h"
-#include "resolve.h"
-#include "resolve_ckpt.h"
-#include "site.h"
-#include "slurm_env.h"
-#include "task_env.h"
+#include "plugin/gpu_bind.h"
+#include "plugin/resolve.h"
+#include "plugin/resolve_ckpt.h"
+#include "plugin/site.h"
+#include "plugin/slurm_env.h"
+#include "plugin/task_env.h"
 
 static void first_host_of_hostlists(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * test_spec.c - the --llm-parallel grammar (topology/llmp_spec.h): defaults,
+ * test_spec.c - the --llm-parallel grammar (include/llmp/llmp_spec.h): defaults,
  * every key, any subset in any order, every rejection with a message that
  * names the culprit and the reason, the length limit, safe echoing of user
  * bytes, the canonical printer and the layering of several sources.
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "llmp_spec.h"
+#include <llmp/llmp_spec.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define BITK(k) (1u << (k))

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "llmp_status.h"
+#include <llmp/llmp_status.h>
 
 /* Format into msg (if not NULL) and return status. */
 llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *fmt,

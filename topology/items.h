@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "llmp_status.h"
+#include <llmp/llmp_status.h>
 
 /* Parse one item, item[0..n) (never empty), into the caller's state. */
 typedef llmp_status (*llmp_item_parser)(const char *item, size_t n, void *state, char *msg,

@@ -10,7 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
 
-#include "llmp_ckpt_spec.h"
+#include <llmp/llmp_ckpt_spec.h>
 
 #include <stdio.h>
 #include <string.h>

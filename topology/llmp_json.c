@@ -5,7 +5,7 @@
  * formatted by hand into a local buffer and handed to stdio in big blocks;
  * printf per number would dominate the cost.
  */
-#include "llmp_json.h"
+#include <llmp/llmp_json.h>
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
 
-#include "llmp_spec.h"
+#include <llmp/llmp_spec.h>
 
 #include <stdarg.h>
 #include <stdio.h>

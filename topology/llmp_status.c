@@ -1,5 +1,5 @@
 /* llmp_status.c - text for each llmp_status, failure messages and the user text in them. */
-#include "llmp_status.h"
+#include <llmp/llmp_status.h>
 
 #include <stdarg.h>
 #include <stdio.h>

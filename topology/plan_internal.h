@@ -5,7 +5,7 @@
 #ifndef LLMP_PLAN_INTERNAL_H
 #define LLMP_PLAN_INTERNAL_H
 
-#include "llmp_plan.h"
+#include <llmp/llmp_plan.h>
 
 /*
  * One of Megatron's two rank generators, laid out by the order: position p

@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmp.h"
-#include "llmp_ckpt.h"
-#include "report.h"
+#include <llmp/llmp.h>
+#include <llmp/llmp_ckpt.h>
+#include "tests/report.h"
 
 #define CK_MAX_STEPS 1024
 #define CK_MAX_MSGS 4

@@ -16,7 +16,7 @@ tests_runtime_rt_check_SOURCES = \
 	tests/runtime/rt_fault.c \
 	tests/runtime/rt_singleton.c \
 	tests/runtime/rt_badargs.c
-tests_runtime_rt_check_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests $(PMIX_CFLAGS)
+tests_runtime_rt_check_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_runtime_rt_check_LDADD = runtime/libllmp.la -lm
 # libllmp linked in statically: srun runs the real binary, with no libtool
 # wrapper script and no LD_LIBRARY_PATH to carry into the tasks.

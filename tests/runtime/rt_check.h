@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmp.h"
-#include "report.h"
+#include <llmp/llmp.h>
+#include "tests/report.h"
 
 /* What the command line asked for; shared by every subcommand. */
 typedef struct chk_args {

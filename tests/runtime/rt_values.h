@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmp_dtype.h"
+#include <llmp/llmp_dtype.h>
 
 #define CHK_COPY (-1) /* op of data that is only moved (allgather, broadcast, p2p) */
 

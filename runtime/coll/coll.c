@@ -1,7 +1,7 @@
 /* coll.c - argument checks and the pieces the collective algorithms share. */
 #include "coll.h"
 
-#include "reduce.h"
+#include "kernels/reduce.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llmp_ckpt.h"
-#include "llmp_spec.h"
-#include "llmp_status.h"
+#include <llmp/llmp_ckpt.h>
+#include <llmp/llmp_spec.h>
+#include <llmp/llmp_status.h>
 
 /*
  * 2: every file of a step has its size and CRC-32C in the MANIFEST, which

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "ckpt_internal.h"
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 /* Every shard the manifest lists is there with its size: a missing one would read as zeros. */
 static llmp_status check_shards(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m)

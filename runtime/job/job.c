@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt_internal.h"
-#include "llmp_env.h"
+#include "runtime/ckpt/ckpt_internal.h"
+#include <llmp/llmp_env.h>
 
 /* ------------------------------------------------------------------ open */
 

@@ -20,7 +20,7 @@
  */
 #include "job_internal.h"
 
-#include "ckpt_internal.h"
+#include "runtime/ckpt/ckpt_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>

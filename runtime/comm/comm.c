@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "failure.h"
-#include "shm.h"
+#include "runtime/coll/shm.h"
 #include "transport.h"
 
 uint32_t rt_world_rank(const llmp_comm *comm, uint32_t comm_rank)

@@ -6,8 +6,8 @@
 #ifndef LLMP_COLL_H
 #define LLMP_COLL_H
 
-#include "rt.h"
-#include "transport.h"
+#include "runtime/comm/rt.h"
+#include "runtime/comm/transport.h"
 
 /* The arguments of one collective call, checked. */
 typedef struct rt_call {

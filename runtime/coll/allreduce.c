@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "coll.h"
-#include "reduce.h"
+#include "kernels/reduce.h"
 #include "shm.h"
 
 /*

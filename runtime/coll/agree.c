@@ -6,7 +6,7 @@
  * collective until their timeout. Instead every rank reports its status,
  * and all return the same one, naming the first rank that failed and why.
  */
-#include "rt.h"
+#include "runtime/comm/rt.h"
 
 #include <stdio.h>
 

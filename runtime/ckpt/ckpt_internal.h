@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #include "ckpt_format.h"
-#include "llmp_ckpt.h"
-#include "rt.h"
+#include <llmp/llmp_ckpt.h>
+#include "runtime/comm/rt.h"
 
 /* A tensor this rank registered. */
 struct ck_tensor {

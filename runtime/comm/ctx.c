@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "llmp_env.h"
+#include <llmp/llmp_env.h>
 #include "transport.h"
 #include "wireup.h"
 

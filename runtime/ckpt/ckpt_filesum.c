@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "ckpt_format.h"
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 #define CHUNK_BYTES ((size_t)1 << 20)
 

@@ -26,7 +26,7 @@
 #include <hdf5.h>
 
 #include "ckpt_internal.h"
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 /* The file type of each dtype; 16-bit floats as HDF5 custom floats. */
 static hid_t file_type(llmp_dtype dtype)

@@ -16,7 +16,7 @@
 #include <pmix.h>
 #include <ucp/api/ucp.h>
 
-#include "llmp.h"
+#include <llmp/llmp.h>
 
 #define RT_DEFAULT_TIMEOUT_S      300.0
 #define RT_DEFAULT_RING_THRESHOLD ((size_t)64 << 10)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "coll.h"
-#include "reduce.h"
+#include "kernels/reduce.h"
 #include "shm.h"
 
 llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf,

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "ckpt_format.h"
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 #define CHUNK_BYTES ((size_t)8 << 20)
 

@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "failure.h"
-#include "liveness.h"
-#include "reduce.h"
-#include "wireup.h"
+#include "runtime/comm/failure.h"
+#include "runtime/comm/liveness.h"
+#include "kernels/reduce.h"
+#include "runtime/comm/wireup.h"
 
 /*
  * Rounds in flight. With two, a member may fill its slot for the next

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "ckpt_internal.h"
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 /* The text up to its end line. */
 static void write_body(FILE *f, const struct ck_manifest *m)

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "ckpt_internal.h"
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the checkpoint format stores memory bytes as little-endian: big-endian hosts are not supported"

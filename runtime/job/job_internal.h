@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "llmp_ckpt_spec.h"
-#include "llmp_job.h"
-#include "rt.h"
+#include <llmp/llmp_ckpt_spec.h>
+#include <llmp/llmp_job.h>
+#include "runtime/comm/rt.h"
 
 struct llmp_job {
 	llmp_ctx *ctx;

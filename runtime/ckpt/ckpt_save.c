@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "ckpt_internal.h"
-#include "crc32c.h"
+#include "kernels/crc32c.h"
 
 /*
  * Rank 0: step-N, which this handle's load found damaged and passed over,

@@ -1,0 +1,9 @@
+# runtime/comm/local.mk - the context and the way to the other ranks
+# (included by runtime/local.mk).
+runtime_sources += \
+	runtime/comm/rt.h runtime/comm/ctx.c runtime/comm/memtype.c \
+	runtime/comm/wireup.h runtime/comm/wireup.c \
+	runtime/comm/transport.h runtime/comm/transport.c \
+	runtime/comm/failure.h runtime/comm/failure.c \
+	runtime/comm/liveness.h runtime/comm/liveness.c \
+	runtime/comm/comm.c
