@@ -21,7 +21,7 @@ if ! command -v mpicc >/dev/null; then
 	apt-get update -qq && apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
 fi
 [ -x "$build/cli/llmp" ] || LLMP_BUILD_DIR=$build "$src/scripts/build.sh" >/dev/null
-mpicc -O2 -o "$build/bench_mpi_allreduce" "$src/tests/bench_mpi_allreduce.c"
+mpicc -O2 -o "$build/bench_mpi_allreduce" "$src/bench/bench_mpi_allreduce.c"
 
 mpirun_() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$@"; }
 echo "# $(date -u +%F) $(uname -n): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"

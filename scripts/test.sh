@@ -113,7 +113,7 @@ check_skips "$asan/test-suite.log" "sanitizer tests"
 
 echo "== unit tests under valgrind"
 vg_log=$build/valgrind-suite.log
-rm -f "$build"/tests/*.vg.log
+rm -f "$build"/tests/*.vg.log "$build"/tests/unit/*.vg.log "$build"/tests/fuzz/*.vg.log
 make -C "$build" check TESTS='$(unit_tests)' TEST_SUITE_LOG=valgrind-suite.log \
 	LOG_COMPILER="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
 count_suite "$vg_log" "valgrind"

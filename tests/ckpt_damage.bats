@@ -14,7 +14,7 @@
 #   python3 tests/ckpt/damage.py ROOT build/cli/llmp build/tests/ckpt/ck_check --seed S --only N
 # on a ROOT saved as save_reference does. LLMP_DAMAGE_SEED picks another seed.
 
-load helpers
+load lib/helpers
 
 DAMAGE="$LLMP_SRCDIR/tests/ckpt/damage.py"
 

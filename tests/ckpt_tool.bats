@@ -6,7 +6,7 @@
 # formulas, with its own CRC-32C; sizes come from the files themselves.
 # tests/ckpt.bats runs the tool on multi-rank checkpoints on the cluster.
 
-load helpers
+load lib/helpers
 
 EXPECT="$LLMP_SRCDIR/tests/ckpt/tool_expect.py"
 # The model of ck_check --big 1, in bytes: 13x10 f32, 6x12 f64, 4x12 bf16, 10 i32,

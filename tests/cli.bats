@@ -3,7 +3,7 @@
 # locality warnings, the grammar, and exit status 2 with a message naming the
 # culprit (and nothing on stdout) for every kind of bad input.
 
-load helpers
+load lib/helpers
 
 setup() {
 	llmp_setup

@@ -6,7 +6,7 @@
 # (doc/example-mlp.md, doc/fault-tolerance.md), so no cluster is needed;
 # tests/ft.bats runs the whole story on the cluster.
 
-load helpers
+load lib/helpers
 
 setup() {
 	need_python

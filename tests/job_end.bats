@@ -3,7 +3,7 @@
 # (doc/fault-tolerance.md). Records are written here by hand, in the format
 # the document gives, so no cluster is needed; requeueing is "none".
 
-load helpers
+load lib/helpers
 
 setup() {
 	DIR=$(mktemp -d)

@@ -13,7 +13,7 @@
 
 #include <llmp/llmp.h>
 #include <llmp/llmp_ckpt.h>
-#include "tests/report.h"
+#include "tests/lib/report.h"
 
 #define CK_MAX_STEPS 1024
 #define CK_MAX_MSGS 4

@@ -9,18 +9,15 @@
 check_PROGRAMS += tests/ckpt/ck_check
 tests_ckpt_ck_check_SOURCES = \
 	tests/ckpt/ck_check.c tests/ckpt/ck_check.h \
-	tests/ckpt/ck_badargs.c tests/report.c tests/report.h
+	tests/ckpt/ck_badargs.c tests/lib/report.c tests/lib/report.h
 tests_ckpt_ck_check_CPPFLAGS = $(AM_CPPFLAGS)
 tests_ckpt_ck_check_LDADD = runtime/libllmp.la -lm
 # libllmp linked in statically: srun runs the real binary, with no libtool
 # wrapper script and no LD_LIBRARY_PATH to carry into the tasks.
 tests_ckpt_ck_check_LDFLAGS = -static
 
-# The context-free reading of checkpoints (runtime/ckpt/ckpt_format.h), which
-# only libllmp_core has: libllmp exports the public API alone. A unit test
-# (Makefile.am's unit_tests).
-tests_test_ckpt_format_CFLAGS = $(LLMP_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_ckpt_format_LDADD = runtime/libllmp_core.la $(CMOCKA_LIBS)
+# The context-free reading of checkpoints has a unit test of its own:
+# tests/unit/test_ckpt_format.c (tests/unit/local.mk).
 
 if HAVE_BATS
 # `llmp ckpt` on checkpoints ck_check saves as a PMIx singleton: no cluster.

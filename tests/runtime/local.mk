@@ -8,7 +8,7 @@
 check_PROGRAMS += tests/runtime/rt_check
 tests_runtime_rt_check_SOURCES = \
 	tests/runtime/rt_check.c tests/runtime/rt_check.h \
-	tests/runtime/rt_report.c tests/report.c tests/report.h \
+	tests/runtime/rt_report.c tests/lib/report.c tests/lib/report.h \
 	tests/runtime/rt_values.c tests/runtime/rt_values.h \
 	tests/runtime/rt_coll.c \
 	tests/runtime/rt_p2p.c \

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include <llmp/llmp.h>
-#include "tests/report.h"
+#include "tests/lib/report.h"
 
 /* What the command line asked for; shared by every subcommand. */
 typedef struct chk_args {

@@ -7,7 +7,7 @@
  * The same bytes go through the --llm-checkpoint grammar too: a checked
  * checkpoint spec must print within its bound and re-parse to itself.
  * Built with clang -fsanitize=fuzzer by `make fuzz`, and replayed over the
- * stored corpus by tests/fuzz_replay in `make check`.
+ * stored corpus by tests/fuzz/fuzz_replay in `make check`.
  */
 #include <stdint.h>
 #include <stdlib.h>

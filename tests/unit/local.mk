@@ -1,0 +1,48 @@
+# tests/unit/local.mk - the unit tests (cmocka, TAP), included by Makefile.am.
+#
+# One program per concept, each computing its expected values on its own;
+# they need no cluster, no PMIx and no UCX (except test_ckpt_format, which
+# links libllmp_core for the context-free checkpoint reader). The fuzz
+# target's corpus is replayed as one of them (tests/fuzz/).
+if HAVE_CMOCKA
+unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan \
+	tests/unit/test_plan_megatron tests/unit/test_json tests/unit/test_plugin_core \
+	tests/fuzz/fuzz_replay tests/unit/test_kernels tests/unit/test_crc32c \
+	tests/unit/test_json_writer
+if BUILD_RUNTIME
+unit_tests += tests/unit/test_ckpt_format
+endif
+check_PROGRAMS += $(unit_tests)
+TESTS += $(unit_tests)
+endif
+
+test_cflags = $(LLMP_CFLAGS) $(CMOCKA_CFLAGS)
+test_ldadd = topology/libplanner.la $(CMOCKA_LIBS)
+tests_unit_test_spec_CFLAGS = $(test_cflags)
+tests_unit_test_spec_LDADD = $(test_ldadd)
+tests_unit_test_ckpt_spec_CFLAGS = $(test_cflags)
+tests_unit_test_ckpt_spec_LDADD = $(test_ldadd)
+tests_unit_test_plan_CFLAGS = $(test_cflags)
+tests_unit_test_plan_LDADD = $(test_ldadd)
+tests_unit_test_plan_megatron_CFLAGS = $(test_cflags)
+tests_unit_test_plan_megatron_LDADD = $(test_ldadd)
+tests_unit_test_json_CFLAGS = $(test_cflags)
+tests_unit_test_json_LDADD = $(test_ldadd)
+tests_unit_test_plugin_core_CFLAGS = $(test_cflags)
+tests_unit_test_plugin_core_LDADD = plugin/libplugin_core.la $(test_ldadd)
+tests_fuzz_fuzz_replay_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_spec.c
+tests_fuzz_fuzz_replay_CFLAGS = $(test_cflags) -DLLMP_FUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus"'
+tests_fuzz_fuzz_replay_LDADD = $(test_ldadd)
+tests_unit_test_kernels_CFLAGS = $(test_cflags)
+tests_unit_test_kernels_LDADD = kernels/libkernels.la $(test_ldadd)
+tests_unit_test_crc32c_CFLAGS = $(test_cflags)
+tests_unit_test_crc32c_LDADD = kernels/libkernels.la $(test_ldadd)
+tests_unit_test_json_writer_SOURCES = tests/unit/test_json_writer.c cli/json_writer.c cli/json_writer.h
+tests_unit_test_json_writer_CFLAGS = $(test_cflags)
+tests_unit_test_json_writer_LDADD = $(CMOCKA_LIBS) -lm
+if BUILD_RUNTIME
+# The context-free reading of checkpoints (runtime/ckpt/ckpt_format.h), which
+# only libllmp_core has: libllmp exports the public API alone.
+tests_unit_test_ckpt_format_CFLAGS = $(test_cflags)
+tests_unit_test_ckpt_format_LDADD = runtime/libllmp_core.la $(CMOCKA_LIBS)
+endif
