@@ -70,10 +70,19 @@ rank_pid() { # R
 }
 
 assert_no_tasks_left() {
-	local left
+	local left pid
 	left=$(pgrep -x mlp_train || true)
 	[ -z "$left" ] || {
 		echo "mlp_train processes left: $left" >&2
+		# What they are, for the root cause: state, parent, age, and which
+		# job, run and rank they were (seen twice in soaks: open in issue 12).
+		for pid in $left; do
+			ps -o pid=,ppid=,stat=,etimes=,args= -p "$pid" >&2 || true
+			tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
+				grep -E '^(SLURM_JOB_ID|SLURM_STEP_ID|SLURM_RESTART_COUNT|LLMP_RANK)=' | tr '\n' ' ' >&2 || true
+			echo >&2
+		done
+		squeue -j "$JOB" -o '%i %T %N' >&2 || true
 		return 1
 	}
 }
