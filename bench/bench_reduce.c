@@ -51,10 +51,10 @@ static double time_reduce(void *dst, const void *a, const void *b, llmp_dtype t)
 
 	for (int r = 0; r < REPEATS; r++) {
 		double start = now();
-		llmp_status st = llmp_reduce(dst, a, b, count, t, LLMP_SUM);
+		llmp_status st = kern_reduce(dst, a, b, count, t, LLMP_SUM);
 		double elapsed = now() - start;
 		if (st != LLMP_OK) {
-			fprintf(stderr, "bench_reduce: llmp_reduce: %s\n", llmp_strerror(st));
+			fprintf(stderr, "bench_reduce: kern_reduce: %s\n", llmp_strerror(st));
 			exit(1);
 		}
 		if (elapsed < best)
@@ -92,7 +92,7 @@ int main(void)
 	fill(a, BYTES, 1), fill(b, BYTES, 2), fill(dst, BYTES, 3);
 
 	double copy = gbps(time_memcpy(dst, a));
-	printf("llmp_reduce sum of 64 MiB, best of %d, GB/s of dst written\n", REPEATS);
+	printf("kern_reduce sum of 64 MiB, best of %d, GB/s of dst written\n", REPEATS);
 	printf("%-10s %12s %12s %12s\n", "dtype", "out-of-place", "in-place", "memcpy");
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		double apart = gbps(time_reduce(dst, a, b, types[i]));

@@ -8,19 +8,16 @@
 #include <string.h>
 
 #include "llmp_cli.h"
+#include "topology/fail.h"
 
-const char *llmp_cli_printable(const char *s)
+const char *cli_printable(const char *s)
 {
-	static char buf[64];
-	size_t i;
+	static char buf[LLMP_SHOW_MAX];
 
-	for (i = 0; s[i] && i < sizeof(buf) - 4; i++)
-		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	strcpy(buf + i, s[i] ? "..." : "");
-	return buf;
+	return llmp_show(buf, s, strlen(s));
 }
 
-const char *llmp_cli_culprit(char **argv)
+const char *cli_culprit(char **argv)
 {
 	static char shortopt[3] = "-?";
 	const char *arg = argv[optind - 1];
@@ -48,7 +45,7 @@ static int parse_scaled(const char *prog, const char *opt, const char *text, uin
 			scale = UINT64_C(1) << (10 * (u - units + 1));
 	}
 	if (!digits || (*suffix && scale == 1)) {
-		fprintf(stderr, "%s: %s '%s': not a %s\n", prog, opt, llmp_cli_printable(text),
+		fprintf(stderr, "%s: %s '%s': not a %s\n", prog, opt, cli_printable(text),
 			sized ? "size (digits with an optional K, M or G)" : "non-negative integer");
 		return -1;
 	}
@@ -56,21 +53,37 @@ static int parse_scaled(const char *prog, const char *opt, const char *text, uin
 	unsigned long long v = strtoull(text, NULL, 10);
 	if (errno == ERANGE || v > max / scale || v * scale < min) {
 		fprintf(stderr, "%s: %s %s: outside %" PRIu64 "..%" PRIu64 "\n", prog, opt,
-			llmp_cli_printable(text), min, max);
+			cli_printable(text), min, max);
 		return -1;
 	}
 	*out = v * scale;
 	return 0;
 }
 
-int llmp_cli_parse_count(const char *prog, const char *opt, const char *text,
+int cli_parse_count(const char *prog, const char *opt, const char *text,
 			 uint64_t min, uint64_t max, uint64_t *out)
 {
 	return parse_scaled(prog, opt, text, min, max, false, out);
 }
 
-int llmp_cli_parse_size(const char *prog, const char *opt, const char *text,
+int cli_parse_size(const char *prog, const char *opt, const char *text,
 			uint64_t min, uint64_t max, uint64_t *out)
 {
 	return parse_scaled(prog, opt, text, min, max, true, out);
+}
+
+const char *cli_human_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", bytes);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
 }

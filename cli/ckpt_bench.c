@@ -100,8 +100,8 @@ static void help(void)
 
 static int usage_error(const char *what, const char *text)
 {
-	fprintf(stderr, PROG ": %s '%s' (see --help)\n", what, llmp_cli_printable(text));
-	return LLMP_EXIT_USAGE;
+	fprintf(stderr, PROG ": %s '%s' (see --help)\n", what, cli_printable(text));
+	return CLI_EXIT_USAGE;
 }
 
 static int parse_args(int argc, char **argv, struct bench_args *a)
@@ -121,19 +121,19 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	while (!bad && (c = getopt_long(argc, argv, ":s:d:n:t:c:p:h", options, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			bad = llmp_cli_parse_size(PROG, "--size", optarg, 64 << 10, UINT64_C(1) << 44, &a->size);
+			bad = cli_parse_size(PROG, "--size", optarg, 64 << 10, UINT64_C(1) << 44, &a->size);
 			break;
 		case 'd':
 			a->dir = optarg;
 			break;
 		case 'n':
-			bad = llmp_cli_parse_count(PROG, "--iters", optarg, 1, 1000, &a->iters);
+			bad = cli_parse_count(PROG, "--iters", optarg, 1, 1000, &a->iters);
 			break;
 		case 't':
-			bad = llmp_cli_parse_count(PROG, "--tensors", optarg, 1, 100000, &a->tensors);
+			bad = cli_parse_count(PROG, "--tensors", optarg, 1, 100000, &a->tensors);
 			break;
 		case 'c':
-			bad = llmp_cli_parse_count(PROG, "--cols", optarg, 1, UINT64_C(1) << 32, &a->cols);
+			bad = cli_parse_count(PROG, "--cols", optarg, 1, UINT64_C(1) << 32, &a->cols);
 			break;
 		case 'C':
 			if (strcmp(optarg, "cold") != 0 && strcmp(optarg, "warm") != 0)
@@ -150,21 +150,21 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			help();
 			return -1;
 		case ':':
-			return usage_error("missing value for", llmp_cli_culprit(argv));
+			return usage_error("missing value for", cli_culprit(argv));
 		default:
-			return usage_error("unknown option", llmp_cli_culprit(argv));
+			return usage_error("unknown option", cli_culprit(argv));
 		}
 	}
 	if (bad)
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	if (optind < argc)
 		return usage_error("unexpected argument", argv[optind]);
 	struct stat sb;
 	int missing = stat(a->dir, &sb);
 	if (missing || !S_ISDIR(sb.st_mode)) {
-		fprintf(stderr, PROG ": --dir %s: %s\n", llmp_cli_printable(a->dir),
+		fprintf(stderr, PROG ": --dir %s: %s\n", cli_printable(a->dir),
 			missing ? strerror(errno) : "not a directory");
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -286,9 +286,9 @@ static int agree(struct bench *b, bool failed)
 	double any = failed;
 	if (llmp_allreduce(b->world, &any, &any, 1, LLMP_FLOAT64, LLMP_MAX) != LLMP_OK) {
 		fprintf(stderr, PROG ": rank %u: %s\n", b->m.rank, llmp_errmsg(b->ctx));
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 	}
-	return any > 0 ? LLMP_EXIT_FAILURE : 0;
+	return any > 0 ? CLI_EXIT_FAILURE : 0;
 }
 
 static bool failed_errno(struct bench *b, int rc, const char *what, const char *path)
@@ -464,8 +464,8 @@ static void print_header(const struct bench *b)
 	gethostname(host, sizeof host - 1);
 	printf("# llmp ckpt bench: %u rank%s (%u on %s); model %s: %zu float32 tensors of %" PRIu64 " x %" PRIu64
 	       ", about %s per rank\n", m->world, m->world == 1 ? "" : "s", llmp_local_size(b->ctx), host,
-	       ckpt_human_bytes(bytes, total, sizeof total), m->tensors, m->rows, m->cols,
-	       ckpt_human_bytes(bytes / m->world, per, sizeof per));
+	       cli_human_bytes(bytes, total, sizeof total), m->tensors, m->rows, m->cols,
+	       cli_human_bytes(bytes / m->world, per, sizeof per));
 	printf("# files in %s (%s); reads %s\n", b->dir, bench_fs_name(b->dir),
 	       a->cold ? "cold: cached pages dropped first with posix_fadvise(DONTNEED)"
 		       : "warm: from the page cache");
@@ -557,7 +557,7 @@ static int open_checkpoints(struct bench *b)
 static int run(struct bench *b)
 {
 	if (!model_shape(b))
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	int rc = agree(b, !model_build(b));
 	if (!rc)
 		rc = make_dir(b);
@@ -576,16 +576,16 @@ static int run(struct bench *b)
 	    bench_remove_tree(b->dir) != 0)
 		fprintf(stderr, PROG ": rm -r %s: %s\n", b->dir, strerror(errno));
 	if (!rc && b->wrong > 0)
-		rc = LLMP_EXIT_FAILURE;
+		rc = CLI_EXIT_FAILURE;
 	return rc;
 }
 
-int llmp_ckpt_bench(int argc, char **argv)
+int cli_ckpt_bench(int argc, char **argv)
 {
 	struct bench_args args;
 	int rc = parse_args(argc, argv, &args);
 	if (rc)
-		return rc < 0 ? LLMP_EXIT_OK : rc;
+		return rc < 0 ? CLI_EXIT_OK : rc;
 	struct bench b = {.args = &args};
 	llmp_init_opts opts;
 	llmp_init_opts_default(&opts);
@@ -594,11 +594,11 @@ int llmp_ckpt_bench(int argc, char **argv)
 	if (st != LLMP_OK) {
 		fprintf(stderr, PROG ": %s: %s\n", llmp_strerror(st), llmp_errmsg(b.ctx));
 		llmp_finalize(b.ctx);
-		return st == LLMP_ERR_SPEC || st == LLMP_ERR_LAYOUT ? LLMP_EXIT_USAGE : LLMP_EXIT_FAILURE;
+		return st == LLMP_ERR_SPEC || st == LLMP_ERR_LAYOUT ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
 	if (llmp_comm_world(b.ctx, &b.world) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", llmp_errmsg(b.ctx));
-		rc = LLMP_EXIT_FAILURE;
+		rc = CLI_EXIT_FAILURE;
 	} else {
 		rc = run(&b);
 	}

@@ -2,7 +2,7 @@
  * ckpt_cli.h - what the `llmp ckpt` subcommands share (cli/cmd_ckpt.c):
  * their common options, the checkpoint root and the step they look at.
  *
- * They read checkpoints with the runtime's own code (runtime/ckpt/ckpt_format.h),
+ * They read checkpoints with the runtime's own code (runtime/ckpt/format/ckpt_format.h),
  * so the tool and a load agree on what is complete and what is corrupt.
  */
 #ifndef LLMP_CKPT_CLI_H
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/ckpt/ckpt_format.h"
+#include "runtime/ckpt/format/ckpt_format.h"
 #include "llmp_cli.h"
 
 /* The options a subcommand accepts besides --json, --format and --help. */
@@ -31,7 +31,7 @@ struct ckpt_args {
 
 /*
  * Parse argv (argv[0] is the subcommand): one DIR and the options in
- * `allowed`. Returns 0, -1 after --help was printed, or LLMP_EXIT_USAGE
+ * `allowed`. Returns 0, -1 after --help was printed, or CLI_EXIT_USAGE
  * after a message naming the culprit.
  */
 int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, void (*help)(void),
@@ -49,10 +49,10 @@ struct ckpt_root {
 
 /*
  * Open dir as a checkpoint root: a directory holding step-N directories
- * (complete, .tmp or .deleting) or a `latest` file. Returns LLMP_EXIT_OK,
- * or the exit status after a message: LLMP_EXIT_USAGE for a directory that
+ * (complete, .tmp or .deleting) or a `latest` file. Returns CLI_EXIT_OK,
+ * or the exit status after a message: CLI_EXIT_USAGE for a directory that
  * is missing or no checkpoint root (a step directory itself is named as
- * such), LLMP_EXIT_FAILURE when it cannot be read.
+ * such), CLI_EXIT_FAILURE when it cannot be read.
  */
 int ckpt_root_open(const char *prog, const char *dir, struct ckpt_root *root);
 void ckpt_root_close(struct ckpt_root *root);
@@ -61,22 +61,20 @@ void ckpt_root_close(struct ckpt_root *root);
 bool ckpt_root_has(const struct ckpt_root *root, uint64_t step);
 
 /*
- * The step a subcommand looks at: --step N if given (LLMP_EXIT_USAGE and a
+ * The step a subcommand looks at: --step N if given (CLI_EXIT_USAGE and a
  * message when it is not complete there), else the newest complete one, as
- * llmp_ckpt_load picks it (LLMP_EXIT_FAILURE and a message when there is none).
+ * llmp_ckpt_load picks it (CLI_EXIT_FAILURE and a message when there is none).
  */
 int ckpt_root_pick(const char *prog, const struct ckpt_root *root, const struct ckpt_args *a, uint64_t *step);
 
 /* ROOT/step-N: the directory of a complete step. */
 void ckpt_step_dir(const struct ckpt_root *root, uint64_t step, char *buf, size_t len);
 
-/* "1.5 MiB": bytes for people (powers of 1024); exact counts are in the JSON. */
-const char *ckpt_human_bytes(uint64_t bytes, char *buf, size_t len);
 
 /* The subcommands; argv[0] is the subcommand's name. */
-int llmp_ckpt_list(int argc, char **argv);
-int llmp_ckpt_verify(int argc, char **argv);
-int llmp_ckpt_inspect(int argc, char **argv);
-int llmp_ckpt_bench(int argc, char **argv);
+int cli_ckpt_list(int argc, char **argv);
+int cli_ckpt_verify(int argc, char **argv);
+int cli_ckpt_inspect(int argc, char **argv);
+int cli_ckpt_bench(int argc, char **argv);
 
 #endif /* LLMP_CKPT_CLI_H */

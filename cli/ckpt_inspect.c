@@ -203,12 +203,12 @@ static void write_text(const char *dir, const struct ck_manifest *m, FILE *out)
 	fprintf(out, "layout      %s\n", m->layout);
 	fprintf(out, "meta        " CK_META ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->meta_bytes, m->meta_crc);
 	fprintf(out, "index       " CK_INDEX ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->index_bytes, m->index_crc);
-	fprintf(out, "shards      %zu, %s:", m->nshards, ckpt_human_bytes(total_shard_bytes(m), a, sizeof a));
+	fprintf(out, "shards      %zu, %s:", m->nshards, cli_human_bytes(total_shard_bytes(m), a, sizeof a));
 	for (size_t i = 0; i < m->nshards; i++)
 		fprintf(out, " shard-%u.h5 (%s)", m->shard_ranks[i],
-			ckpt_human_bytes(m->shard_bytes[i], b, sizeof b));
+			cli_human_bytes(m->shard_bytes[i], b, sizeof b));
 	fprintf(out, "\ntensors     %zu, %s in %zu slices\n\n", ck_manifest_tensors(m),
-		ckpt_human_bytes(tensor_bytes, a, sizeof a), m->nslices);
+		cli_human_bytes(tensor_bytes, a, sizeof a), m->nslices);
 	fprintf(out, "%-32s %-9s %-16s %12s %6s\n", "tensor", "dtype", "shape", "bytes", "slices");
 	for (size_t first = 0; first < m->nslices; first = t.end) {
 		next_tensor(m, first, &t);
@@ -224,7 +224,7 @@ static void write_text(const char *dir, const struct ck_manifest *m, FILE *out)
 	}
 }
 
-int llmp_ckpt_inspect(int argc, char **argv)
+int cli_ckpt_inspect(int argc, char **argv)
 {
 	struct ckpt_args a;
 	struct ckpt_root root;
@@ -233,19 +233,19 @@ int llmp_ckpt_inspect(int argc, char **argv)
 	char dir[4200], path[4300], msg[LLMP_MSG_MAX];
 	int rc = ckpt_parse_args(PROG, argc, argv, CKPT_OPT_STEP, help, &a);
 	if (rc)
-		return rc < 0 ? LLMP_EXIT_OK : rc;
-	if ((rc = ckpt_root_open(PROG, a.dir, &root)) != LLMP_EXIT_OK)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	if ((rc = ckpt_root_open(PROG, a.dir, &root)) != CLI_EXIT_OK)
 		return rc;
 	rc = ckpt_root_pick(PROG, &root, &a, &step);
-	if (rc == LLMP_EXIT_OK) {
+	if (rc == CLI_EXIT_OK) {
 		ckpt_step_dir(&root, step, dir, sizeof dir);
 		snprintf(path, sizeof path, "%s/" CK_MANIFEST, dir);
 		if (ck_manifest_read(path, &m, msg, sizeof msg) != LLMP_OK) {
 			fprintf(stderr, PROG ": step-%" PRIu64 ": %s\n", step, msg);
-			rc = LLMP_EXIT_FAILURE;
+			rc = CLI_EXIT_FAILURE;
 		}
 	}
-	if (rc == LLMP_EXIT_OK) {
+	if (rc == CLI_EXIT_OK) {
 		if (a.json)
 			write_json(dir, &m, stdout);
 		else
@@ -253,7 +253,7 @@ int llmp_ckpt_inspect(int argc, char **argv)
 		ck_manifest_free(&m);
 		if (fflush(stdout) != 0 || ferror(stdout)) {
 			fprintf(stderr, PROG ": writing the output failed: %s\n", strerror(errno));
-			rc = LLMP_EXIT_FAILURE;
+			rc = CLI_EXIT_FAILURE;
 		}
 	}
 	ckpt_root_close(&root);

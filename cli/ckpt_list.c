@@ -107,7 +107,7 @@ static void describe(const struct ckpt_root *root, const struct ck_entry *e, str
 		return;
 	l->has_manifest = true;
 	if (l->m.step != e->step) {
-		ck_fail(l->problem, sizeof l->problem, LLMP_ERR_IO, "%s says step %" PRIu64, path, l->m.step);
+		llmp_fail(LLMP_ERR_IO, l->problem, sizeof l->problem, "%s says step %" PRIu64, path, l->m.step);
 		return;
 	}
 	l->state = "complete";
@@ -170,7 +170,7 @@ static void write_text(const struct ckpt_root *root, const struct listed *l, siz
 		const struct listed *e = &l[i];
 		bool ok = strcmp(e->state, "complete") == 0;
 		fprintf(out, "%12" PRIu64 "  %-16s %10s", e->entry->step, e->latest ? "latest" : e->state,
-			ckpt_human_bytes(e->bytes, size, sizeof size));
+			cli_human_bytes(e->bytes, size, sizeof size));
 		if (ok)
 			fprintf(out, " %8zu %7zu %6u  %s\n", ck_manifest_tensors(&e->m), e->m.nshards, e->m.world,
 				e->m.layout);
@@ -181,20 +181,20 @@ static void write_text(const struct ckpt_root *root, const struct listed *l, siz
 		fprintf(out, "(no checkpoint directories)\n");
 }
 
-int llmp_ckpt_list(int argc, char **argv)
+int cli_ckpt_list(int argc, char **argv)
 {
 	struct ckpt_args a;
 	struct ckpt_root root;
 	int rc = ckpt_parse_args(PROG, argc, argv, 0, help, &a);
 	if (rc)
-		return rc < 0 ? LLMP_EXIT_OK : rc;
-	if ((rc = ckpt_root_open(PROG, a.dir, &root)) != LLMP_EXIT_OK)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	if ((rc = ckpt_root_open(PROG, a.dir, &root)) != CLI_EXIT_OK)
 		return rc;
 	struct listed *l = calloc(root.n ? root.n : 1, sizeof *l);
 	if (!l) {
 		fprintf(stderr, PROG ": out of memory for %zu entries\n", root.n);
 		ckpt_root_close(&root);
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 	}
 	for (size_t i = 0; i < root.n; i++)
 		describe(&root, &root.entries[i], &l[i]);
@@ -208,7 +208,7 @@ int llmp_ckpt_list(int argc, char **argv)
 	ckpt_root_close(&root);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, PROG ": writing the output failed: %s\n", strerror(errno));
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 	}
-	return LLMP_EXIT_OK;
+	return CLI_EXIT_OK;
 }

@@ -107,7 +107,7 @@ static void on_progress(void *arg, uint64_t done, uint64_t total, const char *fi
 	char d[32], all[32];
 	int width = fprintf(stderr, "%sverifying step-%" PRIu64 ": %3.0f%% (%s of %s) %s %.60s", r->tty ? "\r" : "",
 			    r->step, total ? 100.0 * (double)done / (double)total : 100.0,
-			    ckpt_human_bytes(done, d, sizeof d), ckpt_human_bytes(total, all, sizeof all), file,
+			    cli_human_bytes(done, d, sizeof d), cli_human_bytes(total, all, sizeof all), file,
 			    tensor);
 	if (r->tty) {
 		/* Pad over the end of a longer line drawn before. */
@@ -159,7 +159,7 @@ static void text_checkpoint(const struct run *r, const struct ck_verify_totals *
 	if (t->problems == 0)
 		printf("step-%" PRIu64 ": OK: %zu tensors, %zu slices in %zu shard%s, %s checked\n", r->step,
 		       t->tensors, t->slices, t->shards, t->shards == 1 ? "" : "s",
-		       ckpt_human_bytes(t->bytes, bytes, sizeof bytes));
+		       cli_human_bytes(t->bytes, bytes, sizeof bytes));
 	else
 		printf("step-%" PRIu64 ": DAMAGED: %u problem%s (listed on stderr)\n", r->step, t->problems,
 		       t->problems == 1 ? "" : "s");
@@ -189,17 +189,17 @@ static bool verify_one(const struct ckpt_root *root, const struct ckpt_args *a, 
 	return totals.problems == 0;
 }
 
-int llmp_ckpt_verify(int argc, char **argv)
+int cli_ckpt_verify(int argc, char **argv)
 {
 	struct ckpt_args a;
 	struct ckpt_root root;
 	uint64_t step;
 	int rc = ckpt_parse_args(PROG, argc, argv, CKPT_OPT_STEP | CKPT_OPT_PROGRESS, help, &a);
 	if (rc)
-		return rc < 0 ? LLMP_EXIT_OK : rc;
-	if ((rc = ckpt_root_open(PROG, a.dir, &root)) != LLMP_EXIT_OK)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	if ((rc = ckpt_root_open(PROG, a.dir, &root)) != CLI_EXIT_OK)
 		return rc;
-	if ((rc = ckpt_root_pick(PROG, &root, &a, &step)) != LLMP_EXIT_OK) {
+	if ((rc = ckpt_root_pick(PROG, &root, &a, &step)) != CLI_EXIT_OK) {
 		ckpt_root_close(&root);
 		return rc;
 	}
@@ -233,7 +233,7 @@ int llmp_ckpt_verify(int argc, char **argv)
 	ckpt_root_close(&root);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, PROG ": writing the output failed: %s\n", strerror(errno));
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 	}
-	return damaged ? LLMP_EXIT_FAILURE : LLMP_EXIT_OK;
+	return damaged ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }

@@ -80,8 +80,8 @@ static void help(void)
 
 static int usage_error(const char *what, const char *text)
 {
-	fprintf(stderr, PROG ": %s '%s'\n", what, llmp_cli_printable(text));
-	return LLMP_EXIT_USAGE;
+	fprintf(stderr, PROG ": %s '%s'\n", what, cli_printable(text));
+	return CLI_EXIT_USAGE;
 }
 
 static int parse_args(int argc, char **argv, struct bench_args *a)
@@ -126,25 +126,25 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 				return usage_error("--group: not a group name:", optarg);
 			break;
 		case 'b':
-			bad = llmp_cli_parse_size(PROG, "--minbytes", optarg, 1, big, &a->minbytes);
+			bad = cli_parse_size(PROG, "--minbytes", optarg, 1, big, &a->minbytes);
 			break;
 		case 'e':
-			bad = llmp_cli_parse_size(PROG, "--maxbytes", optarg, 1, big, &a->maxbytes);
+			bad = cli_parse_size(PROG, "--maxbytes", optarg, 1, big, &a->maxbytes);
 			break;
 		case 'f':
-			bad = llmp_cli_parse_count(PROG, "--stepfactor", optarg, 2, 1024, &a->factor);
+			bad = cli_parse_count(PROG, "--stepfactor", optarg, 2, 1024, &a->factor);
 			break;
 		case 'n':
-			bad = llmp_cli_parse_count(PROG, "--iters", optarg, 1, 1000000000, &a->iters);
+			bad = cli_parse_count(PROG, "--iters", optarg, 1, 1000000000, &a->iters);
 			break;
 		case 'w':
-			bad = llmp_cli_parse_count(PROG, "--warmup", optarg, 0, 1000000000, &a->warmup);
+			bad = cli_parse_count(PROG, "--warmup", optarg, 0, 1000000000, &a->warmup);
 			break;
 		case 'C':
-			bad = llmp_cli_parse_count(PROG, "--check", optarg, 0, 1, &a->check);
+			bad = cli_parse_count(PROG, "--check", optarg, 0, 1, &a->check);
 			break;
 		case 'I':
-			bad = llmp_cli_parse_count(PROG, "--in-place", optarg, 0, 1, &a->inplace);
+			bad = cli_parse_count(PROG, "--in-place", optarg, 0, 1, &a->inplace);
 			break;
 		case 'd':
 			if ((v = llmp_dtype_from_name(optarg)) < 0)
@@ -163,18 +163,18 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			help();
 			return -1;
 		case ':':
-			return usage_error("missing value for", llmp_cli_culprit(argv));
+			return usage_error("missing value for", cli_culprit(argv));
 		default:
-			return usage_error("unknown option", llmp_cli_culprit(argv));
+			return usage_error("unknown option", cli_culprit(argv));
 		}
 		if (bad)
-			return LLMP_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument", argv[optind]);
 	if (a->minbytes > a->maxbytes) {
 		fprintf(stderr, PROG ": --minbytes is larger than --maxbytes\n");
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -216,8 +216,8 @@ static void store(llmp_dtype t, void *buf, size_t i, double v)
 	switch (t) {
 	case LLMP_FLOAT32: ((float *)buf)[i] = (float)v; break;
 	case LLMP_FLOAT64: ((double *)buf)[i] = v; break;
-	case LLMP_BFLOAT16: ((uint16_t *)buf)[i] = llmp_f32_to_bf16((float)v); break;
-	case LLMP_FLOAT16: ((uint16_t *)buf)[i] = llmp_f32_to_f16((float)v); break;
+	case LLMP_BFLOAT16: ((uint16_t *)buf)[i] = kern_f32_to_bf16((float)v); break;
+	case LLMP_FLOAT16: ((uint16_t *)buf)[i] = kern_f32_to_f16((float)v); break;
 	case LLMP_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
 	case LLMP_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
 	default: ((uint8_t *)buf)[i] = (uint8_t)v; break;
@@ -229,8 +229,8 @@ static double load(llmp_dtype t, const void *buf, size_t i)
 	switch (t) {
 	case LLMP_FLOAT32: return ((const float *)buf)[i];
 	case LLMP_FLOAT64: return ((const double *)buf)[i];
-	case LLMP_BFLOAT16: return llmp_bf16_to_f32(((const uint16_t *)buf)[i]);
-	case LLMP_FLOAT16: return llmp_f16_to_f32(((const uint16_t *)buf)[i]);
+	case LLMP_BFLOAT16: return kern_bf16_to_f32(((const uint16_t *)buf)[i]);
+	case LLMP_FLOAT16: return kern_f16_to_f32(((const uint16_t *)buf)[i]);
 	case LLMP_INT32: return ((const int32_t *)buf)[i];
 	case LLMP_INT64: return (double)((const int64_t *)buf)[i];
 	default: return ((const uint8_t *)buf)[i];
@@ -344,7 +344,7 @@ static llmp_status run_checked(struct bench *b, llmp_comm *comm, enum coll coll,
 static int report_failure(struct bench *b, const char *what)
 {
 	fprintf(stderr, PROG ": rank %u: %s: %s\n", llmp_rank(b->ctx), what, llmp_errmsg(b->ctx));
-	return LLMP_EXIT_FAILURE;
+	return CLI_EXIT_FAILURE;
 }
 
 /* The largest of every rank's value (comm NULL: this rank is in no such group). */
@@ -427,7 +427,7 @@ static int bench_one(struct bench *b, int group, enum coll coll)
 	/* Ranks outside every group of the kind (middle pipeline stages) only take part in the world's reductions. */
 	double size = comm ? llmp_comm_size(comm) : 0;
 	if (world_max(b, &size))
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 	const char *name = group == GROUP_WORLD ? "world" : llmp_group_name((enum llmp_group)group);
 	if (llmp_rank(b->ctx) == 0) {
 		printf("#\n# %s on %s groups of %.0f ranks: %s, %s\n", coll_names[coll], name,
@@ -448,7 +448,7 @@ static int run(struct bench *b)
 	/* Rank 0 measures memcpy while the others wait, so it has a core to itself. */
 	b->memcpy_gbs = llmp_rank(b->ctx) == 0 ? memcpy_bandwidth(b->recv, b->send, b->capacity) : 0;
 	if (world_max(b, &b->memcpy_gbs))
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 	if (llmp_rank(b->ctx) == 0) {
 		char host[64] = "?";
 		gethostname(host, sizeof host - 1);
@@ -481,12 +481,12 @@ static int run(struct bench *b)
 	return rc;
 }
 
-int llmp_cmd_bench(int argc, char **argv)
+int cli_bench(int argc, char **argv)
 {
 	struct bench_args args;
 	int rc = parse_args(argc, argv, &args);
 	if (rc)
-		return rc < 0 ? LLMP_EXIT_OK : rc;
+		return rc < 0 ? CLI_EXIT_OK : rc;
 
 	struct bench b = {.args = &args};
 	llmp_init_opts opts;
@@ -496,7 +496,7 @@ int llmp_cmd_bench(int argc, char **argv)
 	if (st != LLMP_OK) {
 		fprintf(stderr, PROG ": %s: %s\n", llmp_strerror(st), llmp_errmsg(b.ctx));
 		llmp_finalize(b.ctx);
-		return st == LLMP_ERR_SPEC || st == LLMP_ERR_LAYOUT ? LLMP_EXIT_USAGE : LLMP_EXIT_FAILURE;
+		return st == LLMP_ERR_SPEC || st == LLMP_ERR_LAYOUT ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
 	/* Sizes count the whole buffer (allgather's output, reduce-scatter's input). */
 	b.capacity = (size_t)args.maxbytes;
@@ -504,7 +504,7 @@ int llmp_cmd_bench(int argc, char **argv)
 	b.recv = malloc(b.capacity);
 	if (!b.send || !b.recv) {
 		fprintf(stderr, PROG ": no memory for two buffers of %zu bytes\n", b.capacity);
-		rc = LLMP_EXIT_FAILURE;
+		rc = CLI_EXIT_FAILURE;
 	} else {
 		memset(b.send, 0, b.capacity);
 		memset(b.recv, 0, b.capacity);

@@ -29,39 +29,45 @@ static void usage(FILE *out)
 	      out);
 }
 
-int llmp_cmd_ckpt(int argc, char **argv)
+/* `llmp ckpt bench` joins a job: llmp-bench runs it. */
+static int run_ckpt_bench(int argc, char **argv)
+{
+	return cli_exec_bench("ckpt-bench", argc, argv);
+}
+
+int cli_ckpt(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		int (*run)(int, char **);
 	} subcommands[] = {
-		{"list", llmp_ckpt_list},
-		{"verify", llmp_ckpt_verify},
-		{"inspect", llmp_ckpt_inspect},
-		{"bench", llmp_ckpt_bench},
+		{"list", cli_ckpt_list},
+		{"verify", cli_ckpt_verify},
+		{"inspect", cli_ckpt_inspect},
+		{"bench", run_ckpt_bench},
 	};
 	if (argc < 2) {
 		usage(stderr);
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout);
-		return LLMP_EXIT_OK;
+		return CLI_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
 		if (strcmp(argv[1], subcommands[i].name) == 0)
 			return subcommands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "llmp ckpt: unknown subcommand '%s'\n", llmp_cli_printable(argv[1]));
+	fprintf(stderr, "llmp ckpt: unknown subcommand '%s'\n", cli_printable(argv[1]));
 	usage(stderr);
-	return LLMP_EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }
 
 /* ------------------------------------------------------------- options */
 
 static int usage_error(const char *prog, const char *what, const char *text)
 {
-	fprintf(stderr, "%s: %s '%s' (see --help)\n", prog, what, llmp_cli_printable(text));
-	return LLMP_EXIT_USAGE;
+	fprintf(stderr, "%s: %s '%s' (see --help)\n", prog, what, cli_printable(text));
+	return CLI_EXIT_USAGE;
 }
 
 int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, void (*help)(void),
@@ -93,8 +99,8 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 			a->json = strcmp(optarg, "json") == 0;
 			break;
 		case 's':
-			if (llmp_cli_parse_count(prog, "--step", optarg, 0, LLMP_CKPT_NEWEST - 1, &a->step))
-				return LLMP_EXIT_USAGE;
+			if (cli_parse_count(prog, "--step", optarg, 0, LLMP_CKPT_NEWEST - 1, &a->step))
+				return CLI_EXIT_USAGE;
 			a->has_step = true;
 			break;
 		case 'P':
@@ -105,14 +111,14 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 			help();
 			return -1;
 		case ':':
-			return usage_error(prog, "missing value for", llmp_cli_culprit(argv));
+			return usage_error(prog, "missing value for", cli_culprit(argv));
 		default:
-			return usage_error(prog, "unknown option", llmp_cli_culprit(argv));
+			return usage_error(prog, "unknown option", cli_culprit(argv));
 		}
 	}
 	if (optind == argc) {
 		fprintf(stderr, "%s: give the checkpoint root directory (see --help)\n", prog);
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (optind + 1 < argc)
 		return usage_error(prog, "unexpected argument", argv[optind + 1]);
@@ -134,7 +140,7 @@ static int not_a_root(const char *prog, const char *dir)
 	else
 		fprintf(stderr, "%s: %s is not a checkpoint root: it holds no step-N directory and no '"
 			CK_LATEST "'\n", prog, dir);
-	return LLMP_EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }
 
 int ckpt_root_open(const char *prog, const char *dir, struct ckpt_root *root)
@@ -145,15 +151,15 @@ int ckpt_root_open(const char *prog, const char *dir, struct ckpt_root *root)
 	root->path = dir;
 	if (stat(dir, &sb) != 0) {
 		fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(errno));
-		return errno == ENOENT || errno == ENOTDIR ? LLMP_EXIT_USAGE : LLMP_EXIT_FAILURE;
+		return errno == ENOENT || errno == ENOTDIR ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
 		fprintf(stderr, "%s: %s is not a directory\n", prog, dir);
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (ck_list_entries(dir, &root->entries, &root->n, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, "%s: %s\n", prog, msg);
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 	}
 	snprintf(latest, sizeof latest, "%s/" CK_LATEST, dir);
 	bool latest_there = lstat(latest, &sb) == 0;
@@ -162,7 +168,7 @@ int ckpt_root_open(const char *prog, const char *dir, struct ckpt_root *root)
 	if (latest_there)
 		root->has_latest = ck_read_latest(dir, &root->latest, root->latest_problem,
 						  sizeof root->latest_problem) == LLMP_OK;
-	return LLMP_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 void ckpt_root_close(struct ckpt_root *root)
@@ -205,38 +211,22 @@ int ckpt_root_pick(const char *prog, const struct ckpt_root *root, const struct 
 	if (a->has_step) {
 		if (ckpt_root_has(root, a->step)) {
 			*step = a->step;
-			return LLMP_EXIT_OK;
+			return CLI_EXIT_OK;
 		}
 		fprintf(stderr, "%s: %s has no complete step-%" PRIu64 "%s\n", prog, root->path, a->step,
 			why_incomplete(root, a->step, why, sizeof why));
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < root->n; i++)
 		if (root->entries[i].kind == CK_ENTRY_COMPLETE) {
 			*step = root->entries[i].step;
-			return LLMP_EXIT_OK;
+			return CLI_EXIT_OK;
 		}
 	fprintf(stderr, "%s: %s holds no complete checkpoint\n", prog, root->path);
-	return LLMP_EXIT_FAILURE;
+	return CLI_EXIT_FAILURE;
 }
 
 void ckpt_step_dir(const struct ckpt_root *root, uint64_t step, char *buf, size_t len)
 {
 	ck_step_path(root->path, step, "", buf, len);
-}
-
-const char *ckpt_human_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)bytes;
-	size_t u = 0;
-	while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
 }

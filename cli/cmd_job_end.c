@@ -194,11 +194,11 @@ static int parse_how(const char *text, enum requeue_how *how)
 			return 0;
 		}
 	fprintf(stderr, PROG ": --requeue '%s': expected auto, exit, scontrol or none\n",
-		llmp_cli_printable(text));
+		cli_printable(text));
 	return -1;
 }
 
-int llmp_cmd_job_end(int argc, char **argv)
+int cli_job_end(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"checkpoint", required_argument, NULL, 'c'},
@@ -214,7 +214,7 @@ int llmp_cmd_job_end(int argc, char **argv)
 
 	const char *how = getenv(LLMP_ENV_REQUEUE);
 	if (how && *how && parse_how(how, &e.how) < 0)
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+c:r:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -223,35 +223,35 @@ int llmp_cmd_job_end(int argc, char **argv)
 			break;
 		case 'r':
 			if (parse_how(optarg, &e.how) < 0)
-				return LLMP_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			break;
 		case 'h':
 			usage(stdout);
-			return LLMP_EXIT_OK;
+			return CLI_EXIT_OK;
 		default:
-			fprintf(stderr, PROG ": bad option %s\n", llmp_cli_culprit(argv));
+			fprintf(stderr, PROG ": bad option %s\n", cli_culprit(argv));
 			usage(stderr);
-			return LLMP_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (argc - optind > 1) {
 		fprintf(stderr, PROG ": one exit code at most, got '%s' too\n",
-			llmp_cli_printable(argv[optind + 1]));
-		return LLMP_EXIT_USAGE;
+			cli_printable(argv[optind + 1]));
+		return CLI_EXIT_USAGE;
 	}
 	if (optind < argc) {
-		if (llmp_cli_parse_count(PROG, "RC", argv[optind], 0, 255, &n) < 0)
-			return LLMP_EXIT_USAGE;
+		if (cli_parse_count(PROG, "RC", argv[optind], 0, 255, &n) < 0)
+			return CLI_EXIT_USAGE;
 		e.rc = (int)n;
 	}
 	llmp_ckpt_spec_init(&spec);
 	if (!(e.dir = find_dir(given, &spec)))
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	const char *id = getenv("SLURM_JOB_ID");
 	e.job_id = id ? id : "";
 	const char *count = getenv("SLURM_RESTART_COUNT");
-	if (count && llmp_cli_parse_count(PROG, "SLURM_RESTART_COUNT", count, 0, UINT32_MAX, &n) < 0)
-		return LLMP_EXIT_USAGE;
+	if (count && cli_parse_count(PROG, "SLURM_RESTART_COUNT", count, 0, UINT32_MAX, &n) < 0)
+		return CLI_EXIT_USAGE;
 	e.restart = count ? n : 0;
 	return decide(&e);
 }

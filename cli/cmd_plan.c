@@ -40,12 +40,20 @@ static void help(void)
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
 }
 
+/* A message with the user's text `what` in it, shown as cli_printable shows it. */
 static int usage_error(const char *fmt, const char *what)
 {
 	fprintf(stderr, PROG ": ");
-	fprintf(stderr, fmt, llmp_cli_printable(what));
+	fprintf(stderr, fmt, cli_printable(what));
 	fprintf(stderr, "\n");
-	return LLMP_EXIT_USAGE;
+	return CLI_EXIT_USAGE;
+}
+
+/* A message of llmp's own (the planner shows the user's text in it with llmp_show): whole. */
+static int usage_message(const char *prefix, const char *msg)
+{
+	fprintf(stderr, PROG ": %s%s\n", prefix, msg);
+	return CLI_EXIT_USAGE;
 }
 
 static int parse_args(int argc, char **argv, struct plan_args *a)
@@ -70,26 +78,26 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:h", options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
-			if (llmp_cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
-				return LLMP_EXIT_USAGE;
+			if (cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
+				return CLI_EXIT_USAGE;
 			a->world = (uint32_t)v;
 			break;
 		case 'N':
-			if (llmp_cli_parse_count(PROG, "--nodes", optarg, 1, LLMP_WORLD_MAX, &v))
-				return LLMP_EXIT_USAGE;
+			if (cli_parse_count(PROG, "--nodes", optarg, 1, LLMP_WORLD_MAX, &v))
+				return CLI_EXIT_USAGE;
 			a->nodes = (uint32_t)v;
 			break;
 		case 't':
-			if (llmp_cli_parse_count(PROG, "--tasks-per-node", optarg, 1, LLMP_WORLD_MAX, &v))
-				return LLMP_EXIT_USAGE;
+			if (cli_parse_count(PROG, "--tasks-per-node", optarg, 1, LLMP_WORLD_MAX, &v))
+				return CLI_EXIT_USAGE;
 			a->tasks_per_node = (uint32_t)v;
 			break;
 		case 'p':
 			a->spec = optarg;
 			break;
 		case 'r':
-			if (llmp_cli_parse_count(PROG, "--rank", optarg, 0, LLMP_WORLD_MAX - 1, &v))
-				return LLMP_EXIT_USAGE;
+			if (cli_parse_count(PROG, "--rank", optarg, 0, LLMP_WORLD_MAX - 1, &v))
+				return CLI_EXIT_USAGE;
 			a->rank = (int64_t)v;
 			break;
 		case 'f':
@@ -102,52 +110,51 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			help();
 			return -1;
 		case ':':
-			return usage_error("%s needs a value", llmp_cli_culprit(argv));
+			return usage_error("%s needs a value", cli_culprit(argv));
 		default:
 			return usage_error("unknown option '%s' (see --help)",
-					   llmp_cli_culprit(argv));
+					   cli_culprit(argv));
 		}
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	return LLMP_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 /* The world from --world or --nodes x --tasks-per-node, checked for agreement. */
 static int resolve_world(struct plan_args *a)
 {
 	if (a->nodes && !a->tasks_per_node)
-		return usage_error("%s needs --tasks-per-node", "--nodes");
+		return usage_message("", "--nodes needs --tasks-per-node");
 	if (a->tasks_per_node && !a->nodes && !a->world)
-		return usage_error("%s needs --nodes (or --world)", "--tasks-per-node");
+		return usage_message("", "--tasks-per-node needs --nodes (or --world)");
 	if (a->nodes) {
 		uint64_t world = (uint64_t)a->nodes * a->tasks_per_node;
 		if (world > LLMP_WORLD_MAX) {
 			fprintf(stderr, PROG ": %u nodes x %u tasks = %" PRIu64
 				" ranks, more than %u\n", a->nodes, a->tasks_per_node,
 				world, LLMP_WORLD_MAX);
-			return LLMP_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		if (a->world && a->world != world) {
 			fprintf(stderr, PROG ": --world %u disagrees with %u nodes x %u "
 				"tasks = %" PRIu64 "\n", a->world, a->nodes,
 				a->tasks_per_node, world);
-			return LLMP_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		a->world = (uint32_t)world;
 	}
 	if (!a->world)
-		return usage_error("%s", "give the job size: --world W, or --nodes N "
-					 "--tasks-per-node T");
+		return usage_message("", "give the job size: --world W, or --nodes N --tasks-per-node T");
 	if (a->rank >= (int64_t)a->world) {
 		fprintf(stderr, PROG ": --rank %" PRId64 " is outside 0..%u\n", a->rank,
 			a->world - 1);
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
-	return LLMP_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
-int llmp_cmd_plan(int argc, char **argv)
+int cli_plan(int argc, char **argv)
 {
 	struct plan_args a;
 	char msg[LLMP_MSG_MAX];
@@ -155,16 +162,16 @@ int llmp_cmd_plan(int argc, char **argv)
 
 	int rc = parse_args(argc, argv, &a);
 	if (rc < 0)
-		return LLMP_EXIT_OK; /* --help */
+		return CLI_EXIT_OK; /* --help */
 	if (rc)
 		return rc;
 
 	if (a.spec) {
 		if (llmp_spec_parse(a.spec, &spec, msg, sizeof(msg)) != LLMP_OK)
-			return usage_error("--parallel: %s", msg);
+			return usage_message("--parallel: ", msg);
 		if (spec.help) {
 			fputs(llmp_spec_grammar(), stdout);
-			return LLMP_EXIT_OK;
+			return CLI_EXIT_OK;
 		}
 	} else {
 		llmp_spec_init(&spec);
@@ -176,7 +183,7 @@ int llmp_cmd_plan(int argc, char **argv)
 	llmp_plan *plan;
 	if (llmp_plan_create(&spec, a.world, a.tasks_per_node, &plan, msg,
 			     sizeof(msg)) != LLMP_OK)
-		return usage_error("%s", msg);
+		return usage_message("", msg);
 
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
@@ -184,7 +191,7 @@ int llmp_cmd_plan(int argc, char **argv)
 		uint32_t rank = a.rank < 0 ? LLMP_JSON_ALL_RANKS : (uint32_t)a.rank;
 		rc = llmp_plan_write_json(plan, rank, stdout) == LLMP_OK ? 0 : -1;
 	} else {
-		rc = llmp_plan_write_text(plan, a.nodes, a.rank, stdout);
+		rc = cli_plan_write_text(plan, a.nodes, a.rank, stdout);
 	}
 	if (fflush(stdout) != 0)
 		rc = -1;
@@ -194,7 +201,7 @@ int llmp_cmd_plan(int argc, char **argv)
 	llmp_plan_destroy(plan);
 	if (rc) {
 		fprintf(stderr, PROG ": writing the output failed: %s\n", strerror(errno));
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 	}
-	return LLMP_EXIT_OK;
+	return CLI_EXIT_OK;
 }

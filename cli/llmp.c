@@ -1,5 +1,7 @@
 /*
- * llmp.c - entry point of the `llmp` tool: picks the subcommand.
+ * llmp.c - entry point of the `llmp` tool: picks the subcommand. The tool
+ * links the planner, the checkpoint reader and HDF5, never PMIx or UCX: the
+ * subcommands that join a job run in llmp-bench (bench_exec.c).
  */
 #include "config.h"
 
@@ -26,43 +28,43 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return LLMP_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "plan") == 0)
-		return llmp_cmd_plan(argc - 1, argv + 1);
+		return cli_plan(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0) {
 #ifdef LLMP_HAVE_RUNTIME
-		return llmp_cmd_bench(argc - 1, argv + 1);
+		return cli_exec_bench("bench", argc - 1, argv + 1);
 #else
 		fputs("llmp bench: not built: configure found no PMIx or UCX for the runtime\n", stderr);
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 #endif
 	}
 	if (strcmp(argv[1], "job-end") == 0) {
 #ifdef LLMP_HAVE_RUNTIME
-		return llmp_cmd_job_end(argc - 1, argv + 1);
+		return cli_job_end(argc - 1, argv + 1);
 #else
 		fputs("llmp job-end: not built: configure found no PMIx or UCX for the runtime\n", stderr);
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 #endif
 	}
 	if (strcmp(argv[1], "ckpt") == 0) {
 #ifdef LLMP_HAVE_RUNTIME
-		return llmp_cmd_ckpt(argc - 1, argv + 1);
+		return cli_ckpt(argc - 1, argv + 1);
 #else
 		fputs("llmp ckpt: not built: configure found no PMIx, UCX or HDF5 for the runtime\n", stderr);
-		return LLMP_EXIT_FAILURE;
+		return CLI_EXIT_FAILURE;
 #endif
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout);
-		return LLMP_EXIT_OK;
+		return CLI_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		puts("llmp " PACKAGE_VERSION);
-		return LLMP_EXIT_OK;
+		return CLI_EXIT_OK;
 	}
 	fprintf(stderr, "llmp: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return LLMP_EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }

@@ -87,7 +87,7 @@ static int write_rank(const llmp_plan *plan, uint32_t rank, uint32_t *m, FILE *o
 	return 0;
 }
 
-int llmp_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank,
+int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank,
 			 FILE *out)
 {
 	uint32_t *members = malloc(llmp_plan_world(plan) * sizeof(*members));

@@ -23,7 +23,7 @@
  * the portable code, so that tests and benchmarks can exercise it on a
  * machine that has the instruction; the header stays free of such knobs.
  *
- * Internally both work on the raw CRC register; llmp_crc32c applies the
+ * Internally both work on the raw CRC register; kern_crc32c applies the
  * initial and final XOR of 0xFFFFFFFF, which is what makes the function
  * incremental: the register after a is the complement of crc(a).
  */
@@ -527,7 +527,7 @@ static crc32c_impl *crc32c_choose(void)
  */
 static _Atomic(crc32c_impl *) crc32c_chosen;
 
-uint32_t llmp_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t kern_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	if (len == 0)
 		return crc;

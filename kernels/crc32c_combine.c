@@ -43,7 +43,7 @@ static uint32_t x_to_8n_mod_p(uint64_t n)
 	return result;
 }
 
-uint32_t llmp_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+uint32_t kern_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
 {
 	return multiply_mod_p(x_to_8n_mod_p(len_b), crc_a) ^ crc_b;
 }

@@ -22,14 +22,14 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t llmp_f32_bits(float f)
+static inline uint32_t kern_f32_bits(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, sizeof(u));
 	return u;
 }
 
-static inline float llmp_f32_from_bits(uint32_t u)
+static inline float kern_f32_from_bits(uint32_t u)
 {
 	float f;
 	memcpy(&f, &u, sizeof(f));
@@ -42,7 +42,7 @@ static inline float llmp_f32_from_bits(uint32_t u)
  * may not vectorise the loop (float arithmetic can trap, so it will not run
  * it unconditionally); as a mask, both operands are always computed.
  */
-static inline uint32_t llmp_select_u32(int cond, uint32_t x, uint32_t y)
+static inline uint32_t kern_select_u32(int cond, uint32_t x, uint32_t y)
 {
 	uint32_t mask = 0u - (uint32_t)(cond != 0);
 	return (x & mask) | (y & ~mask);
@@ -51,14 +51,14 @@ static inline uint32_t llmp_select_u32(int cond, uint32_t x, uint32_t y)
 /* ------------------------------------------------------------ bfloat16 */
 
 /* bfloat16 is the top half of a float32: widening is a shift. */
-static inline float llmp_bf16_to_f32(uint16_t h)
+static inline float kern_bf16_to_f32(uint16_t h)
 {
-	return llmp_f32_from_bits((uint32_t)h << 16);
+	return kern_f32_from_bits((uint32_t)h << 16);
 }
 
-static inline uint16_t llmp_f32_to_bf16(float f)
+static inline uint16_t kern_f32_to_bf16(float f)
 {
-	uint32_t u = llmp_f32_bits(f);
+	uint32_t u = kern_f32_bits(f);
 	/*
 	 * Adding 0x7fff rounds the low half up when it is above one half; adding
 	 * the lowest kept bit as well makes an exact half round up only when
@@ -81,7 +81,7 @@ static inline uint16_t llmp_f32_to_bf16(float f)
  * float16: 1 sign bit, 5 exponent bits (bias 15), 10 mantissa bits.
  * float32: 1 sign bit, 8 exponent bits (bias 127), 23 mantissa bits.
  */
-static inline float llmp_f16_to_f32(uint16_t h)
+static inline float kern_f16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
 	uint32_t exponent = h & 0x7c00u;
@@ -95,16 +95,16 @@ static inline float llmp_f16_to_f32(uint16_t h)
 	 * conversion goes through int32_t because signed int-to-float is the one
 	 * that vector units have.
 	 */
-	uint32_t subnormal = llmp_f32_bits((float)(int32_t)mantissa * 0x1p-24f);
-	uint32_t magnitude = llmp_select_u32(exponent == 0, subnormal, normal);
-	magnitude = llmp_select_u32(exponent == 0x7c00u, special, magnitude);
+	uint32_t subnormal = kern_f32_bits((float)(int32_t)mantissa * 0x1p-24f);
+	uint32_t magnitude = kern_select_u32(exponent == 0, subnormal, normal);
+	magnitude = kern_select_u32(exponent == 0x7c00u, special, magnitude);
 
-	return llmp_f32_from_bits(sign | magnitude);
+	return kern_f32_from_bits(sign | magnitude);
 }
 
-static inline uint16_t llmp_f32_to_f16(float f)
+static inline uint16_t kern_f32_to_f16(float f)
 {
-	uint32_t u = llmp_f32_bits(f);
+	uint32_t u = kern_f32_bits(f);
 	uint32_t sign = (u >> 16) & 0x8000u;
 	uint32_t a = u & 0x7fffffffu; /* bits of |f| */
 	/*
@@ -121,11 +121,11 @@ static inline uint16_t llmp_f32_to_f16(float f)
 	 * mantissa. A value that rounds up to 2^-14 yields 0x400, the smallest
 	 * normal, which is again right.
 	 */
-	uint32_t subnormal = llmp_f32_bits(llmp_f32_from_bits(a) + 0.5f) - 0x3f000000u;
+	uint32_t subnormal = kern_f32_bits(kern_f32_from_bits(a) + 0.5f) - 0x3f000000u;
 	uint32_t quiet_nan = 0x7e00u | ((a >> 13) & 0x03ffu);
-	uint32_t h = llmp_select_u32(a < 0x38800000u, subnormal, normal); /* 2^-14 */
-	h = llmp_select_u32(a >= 0x47800000u, 0x7c00u, h);                /* 2^16, Inf */
-	h = llmp_select_u32(a > 0x7f800000u, quiet_nan, h);
+	uint32_t h = kern_select_u32(a < 0x38800000u, subnormal, normal); /* 2^-14 */
+	h = kern_select_u32(a >= 0x47800000u, 0x7c00u, h);                /* 2^16, Inf */
+	h = kern_select_u32(a > 0x7f800000u, quiet_nan, h);
 
 	return (uint16_t)(sign | h);
 }

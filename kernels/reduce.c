@@ -71,21 +71,21 @@ DEFINE_FLOAT_MIN_MAX(double, uint64_t, f64)
 #define DEFINE_HALF_OPS(fmt)                                                              \
 	static inline uint16_t sum_##fmt(uint16_t x, uint16_t y)                          \
 	{                                                                                 \
-		return llmp_f32_to_##fmt(llmp_##fmt##_to_f32(x) + llmp_##fmt##_to_f32(y)); \
+		return kern_f32_to_##fmt(kern_##fmt##_to_f32(x) + kern_##fmt##_to_f32(y)); \
 	}                                                                                 \
 	static inline uint16_t prod_##fmt(uint16_t x, uint16_t y)                         \
 	{                                                                                 \
-		return llmp_f32_to_##fmt(llmp_##fmt##_to_f32(x) * llmp_##fmt##_to_f32(y)); \
+		return kern_f32_to_##fmt(kern_##fmt##_to_f32(x) * kern_##fmt##_to_f32(y)); \
 	}                                                                                 \
 	static inline uint16_t min_##fmt(uint16_t x, uint16_t y)                          \
 	{                                                                                 \
-		return llmp_f32_to_##fmt(min_f32(llmp_##fmt##_to_f32(x),                   \
-						 llmp_##fmt##_to_f32(y)));                 \
+		return kern_f32_to_##fmt(min_f32(kern_##fmt##_to_f32(x),                   \
+						 kern_##fmt##_to_f32(y)));                 \
 	}                                                                                 \
 	static inline uint16_t max_##fmt(uint16_t x, uint16_t y)                          \
 	{                                                                                 \
-		return llmp_f32_to_##fmt(max_f32(llmp_##fmt##_to_f32(x),                   \
-						 llmp_##fmt##_to_f32(y)));                 \
+		return kern_f32_to_##fmt(max_f32(kern_##fmt##_to_f32(x),                   \
+						 kern_##fmt##_to_f32(y)));                 \
 	}
 
 DEFINE_HALF_OPS(bf16)
@@ -245,7 +245,7 @@ DEFINE_LOOPS(u8_prod, uint8_t, PROD_U8)
 DEFINE_LOOPS(u8_min, uint8_t, MIN)
 DEFINE_LOOPS(u8_max, uint8_t, MAX)
 
-/* LLMP_AVG combines as a sum; llmp_reduce_divide() finishes it. */
+/* LLMP_AVG combines as a sum; kern_reduce_divide() finishes it. */
 #define ROW(sum, prod, min, max) \
 	{ [LLMP_SUM] = &sum, [LLMP_PROD] = &prod, [LLMP_MIN] = &min, [LLMP_MAX] = &max, [LLMP_AVG] = &sum }
 
@@ -272,7 +272,7 @@ static bool overlaps_partially(const void *p, const void *q, size_t bytes)
 	return x != y && x < y + bytes && y < x + bytes;
 }
 
-llmp_status llmp_reduce(void *dst, const void *a, const void *b, size_t count,
+llmp_status kern_reduce(void *dst, const void *a, const void *b, size_t count,
 			llmp_dtype dtype, llmp_op op)
 {
 	if ((unsigned)dtype >= LLMP_NDTYPES || (unsigned)op >= LLMP_NOPS)
@@ -319,8 +319,8 @@ typedef void divide_fn(void *buf, size_t n, uint32_t by);
  */
 #define DIV_F32(x, by) ((x) / (float)(by))
 #define DIV_F64(x, by) ((x) / (double)(by))
-#define DIV_BF16(x, by) llmp_f32_to_bf16(llmp_bf16_to_f32(x) / (float)(by))
-#define DIV_F16(x, by) llmp_f32_to_f16(llmp_f16_to_f32(x) / (float)(by))
+#define DIV_BF16(x, by) kern_f32_to_bf16(kern_bf16_to_f32(x) / (float)(by))
+#define DIV_F16(x, by) kern_f32_to_f16(kern_f16_to_f32(x) / (float)(by))
 #define DIV_I32(x, by) ((int32_t)((int64_t)(x) / (int64_t)(by)))
 #define DIV_I64(x, by) ((x) / (int64_t)(by))
 #define DIV_U8(x, by) ((uint8_t)((x) / (by)))
@@ -343,7 +343,7 @@ static divide_fn *const dividers[LLMP_NDTYPES] = {
 	[LLMP_UINT8] = divide_u8,
 };
 
-llmp_status llmp_reduce_divide(void *buf, size_t count, llmp_dtype dtype, uint32_t n)
+llmp_status kern_reduce_divide(void *buf, size_t count, llmp_dtype dtype, uint32_t n)
 {
 	if ((unsigned)dtype >= LLMP_NDTYPES || n == 0 || (count > 0 && !buf))
 		return LLMP_ERR_ARG;

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-enum llmp_gpu_choice llmp_gpu_pick(const char *visible, uint32_t local_rank,
+enum plugin_gpu_choice plugin_gpu_pick(const char *visible, uint32_t local_rank,
 				   uint32_t local_tasks, char *gpu, size_t gpulen,
 				   uint32_t *ngpus)
 {
@@ -19,7 +19,7 @@ enum llmp_gpu_choice llmp_gpu_pick(const char *visible, uint32_t local_rank,
 
 	*ngpus = 0;
 	if (!visible || !*visible)
-		return LLMP_GPU_NONE;
+		return PLUGIN_GPU_NONE;
 	for (;;) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -33,12 +33,12 @@ enum llmp_gpu_choice llmp_gpu_pick(const char *visible, uint32_t local_rank,
 	}
 	*ngpus = n;
 	if (n == 0)
-		return LLMP_GPU_NONE;
+		return PLUGIN_GPU_NONE;
 	if (n == 1)
-		return LLMP_GPU_ALREADY_BOUND;
+		return PLUGIN_GPU_ALREADY_BOUND;
 	if (n < local_tasks || !pick || picklen >= gpulen)
 		return LLMP_GPU_TOO_FEW;
 	memcpy(gpu, pick, picklen);
 	gpu[picklen] = '\0';
-	return LLMP_GPU_BOUND;
+	return PLUGIN_GPU_BOUND;
 }

@@ -15,7 +15,7 @@
 
 #include <llmp/llmp_json.h>
 
-int llmp_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id,
+int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id,
 			   uint32_t step_id, uint32_t node_id, char *path, size_t pathlen,
 			   char *msg, size_t msglen)
 {
@@ -61,7 +61,7 @@ int llmp_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_
 	return 0;
 }
 
-int llmp_layout_file_remove(const char *path, uid_t uid, gid_t gid)
+int plugin_layout_file_remove(const char *path, uid_t uid, gid_t gid)
 {
 	if (geteuid() != 0 || uid == 0)
 		return unlink(path) == 0 || errno == ENOENT ? 0 : -1;

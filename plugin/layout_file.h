@@ -17,7 +17,7 @@
  * document. The node's index keeps nodes apart where dir is shared. path
  * receives the final name. Returns 0, or -1 with msg set.
  */
-int llmp_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id,
+int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id,
 			   uint32_t step_id, uint32_t node_id, char *path, size_t pathlen,
 			   char *msg, size_t msglen);
 
@@ -26,6 +26,6 @@ int llmp_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_
  * caller (slurmstepd's exit) runs as root and must not act as root on a path
  * in a directory the user chose. Returns 0 or -1.
  */
-int llmp_layout_file_remove(const char *path, uid_t uid, gid_t gid);
+int plugin_layout_file_remove(const char *path, uid_t uid, gid_t gid);
 
 #endif /* LLMP_LAYOUT_FILE_H */

@@ -16,11 +16,11 @@ int slurm_spank_init(spank_t sp, int argc, char **argv)
 
 	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE)
 		return 0;
-	if (llmp_site_parse(&llmp_ctx()->site, argc, argv, msg, sizeof(msg)) < 0) {
+	if (plugin_site_parse(&plugin_ctx()->site, argc, argv, msg, sizeof(msg)) < 0) {
 		slurm_error(PLUGIN_NAME ": %s", msg);
 		return -1;
 	}
-	return llmp_options_register(sp);
+	return plugin_options_register(sp);
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int argc, char **argv)
@@ -30,7 +30,7 @@ int slurm_spank_init_post_opt(spank_t sp, int argc, char **argv)
 	/* Only the submitting side may refuse here: a failure in slurmstepd's
 	 * init_post_opt would drain the node for a user's typo. */
 	if (spank_context() == S_CTX_LOCAL || spank_context() == S_CTX_ALLOCATOR)
-		return llmp_submit_check(sp);
+		return plugin_submit_check(sp);
 	return 0;
 }
 
@@ -38,21 +38,21 @@ int slurm_spank_local_user_init(spank_t sp, int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	return llmp_submit_check_tasks(sp);
+	return plugin_submit_check_tasks(sp);
 }
 
 int slurm_spank_user_init(spank_t sp, int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	return llmp_step_prepare(sp);
+	return plugin_step_prepare(sp);
 }
 
 int slurm_spank_task_init(spank_t sp, int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	return llmp_step_task(sp);
+	return plugin_step_task(sp);
 }
 
 int slurm_spank_exit(spank_t sp, int argc, char **argv)
@@ -60,7 +60,7 @@ int slurm_spank_exit(spank_t sp, int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	if (spank_context() == S_CTX_REMOTE)
-		llmp_step_finish(sp);
-	llmp_ctx_release();
+		plugin_step_finish(sp);
+	plugin_ctx_release();
 	return 0;
 }

@@ -11,7 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-void llmp_user_message(const char *fmt, ...)
+void plugin_user_message(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -22,7 +22,7 @@ void llmp_user_message(const char *fmt, ...)
 	va_end(ap);
 }
 
-void llmp_task_message(const char *fmt, ...)
+void plugin_task_message(const char *fmt, ...)
 {
 	char msg[LLMP_MSG_MAX + 64];
 	va_list ap;

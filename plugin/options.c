@@ -20,9 +20,9 @@
 
 enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND };
 
-static struct llmp_ctx ctx = {.gpu_bind = -1};
+static struct plugin_ctx ctx = {.gpu_bind = -1};
 
-struct llmp_ctx *llmp_ctx(void)
+struct plugin_ctx *plugin_ctx(void)
 {
 	return &ctx;
 }
@@ -50,7 +50,7 @@ static int option_cb(int val, const char *optarg, int remote)
 {
 	if (val == OPT_GPU_BIND) {
 		if (!optarg || (strcmp(optarg, "task") != 0 && strcmp(optarg, "none") != 0)) {
-			llmp_user_message("--llm-gpu-bind: expected 'task' or 'none'");
+			plugin_user_message("--llm-gpu-bind: expected 'task' or 'none'");
 			return -1;
 		}
 		ctx.gpu_bind = strcmp(optarg, "task") == 0;
@@ -83,7 +83,7 @@ static struct spank_option options[] = {
 	 1, OPT_GPU_BIND, option_cb},
 };
 
-int llmp_options_register(spank_t sp)
+int plugin_options_register(spank_t sp)
 {
 	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
 		spank_err_t rc = spank_option_register(sp, &options[i]);
@@ -96,7 +96,7 @@ int llmp_options_register(spank_t sp)
 	return 0;
 }
 
-void llmp_ctx_release(void)
+void plugin_ctx_release(void)
 {
 	free(ctx.option);
 	ctx.option = NULL;

@@ -3,7 +3,7 @@
  *
  * SPANK calls option callbacks without a handle, so the plugin keeps one
  * context per process (srun, sbatch, salloc or one slurmstepd); every file
- * reaches it through llmp_ctx().
+ * reaches it through plugin_ctx().
  */
 #ifndef LLMP_PLUGIN_H
 #define LLMP_PLUGIN_H
@@ -20,8 +20,8 @@
 
 #define PLUGIN_NAME "llm_parallel"
 
-struct llmp_ctx {
-	struct llmp_site site;
+struct plugin_ctx {
+	struct plugin_site site;
 	char *option;      /* --llm-parallel value, NULL if not given */
 	char *ckpt_option; /* --llm-checkpoint value, NULL if not given */
 	int gpu_bind;      /* --llm-gpu-bind: -1 not given, 0 none, 1 task */
@@ -39,23 +39,23 @@ struct llmp_ctx {
 	uint32_t job_id, step_id, nnodes, node_id;
 };
 
-struct llmp_ctx *llmp_ctx(void);
+struct plugin_ctx *plugin_ctx(void);
 
 /* options.c */
-int llmp_options_register(spank_t sp);
-void llmp_ctx_release(void);
+int plugin_options_register(spank_t sp);
+void plugin_ctx_release(void);
 
 /* submit.c: srun, sbatch and salloc */
-int llmp_submit_check(spank_t sp);
-int llmp_submit_check_tasks(spank_t sp);
+int plugin_submit_check(spank_t sp);
+int plugin_submit_check_tasks(spank_t sp);
 
 /* step.c: slurmstepd */
-int llmp_step_prepare(spank_t sp);
-int llmp_step_task(spank_t sp);
-int llmp_step_finish(spank_t sp);
+int plugin_step_prepare(spank_t sp);
+int plugin_step_task(spank_t sp);
+int plugin_step_finish(spank_t sp);
 
 /* log.c: messages for users start with the plugin's name */
-void llmp_user_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void llmp_task_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void plugin_user_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void plugin_task_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* LLMP_PLUGIN_H */

@@ -19,7 +19,7 @@ static int parse_layer(const char *source, const char *text, llmp_spec *layer,
 	return -1;
 }
 
-enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_text,
+enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *env_text,
 				const char *option_text, bool wanted, llmp_spec *spec,
 				char *msg, size_t msglen)
 {
@@ -27,7 +27,7 @@ enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_te
 	char why[LLMP_MSG_MAX];
 
 	if (!env_text && !option_text && !wanted)
-		return LLMP_INACTIVE;
+		return PLUGIN_INACTIVE;
 	*spec = site->defaults;
 	if (env_text) {
 		if (parse_layer(LLMP_ENV_PARALLEL, env_text, &layer, msg, msglen))
@@ -40,12 +40,12 @@ enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_te
 		llmp_spec_overlay(spec, &layer);
 	}
 	if (spec->help)
-		return LLMP_HELP;
+		return PLUGIN_HELP;
 	if (llmp_spec_check(spec, why, sizeof(why)) != LLMP_OK) {
 		snprintf(msg, msglen, "--llm-parallel: %s", why);
 		return LLMP_INVALID;
 	}
-	if (llmp_site_check(site, spec, msg, msglen) < 0)
+	if (plugin_site_check(site, spec, msg, msglen) < 0)
 		return LLMP_INVALID;
-	return LLMP_ACTIVE;
+	return PLUGIN_ACTIVE;
 }

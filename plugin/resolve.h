@@ -16,15 +16,15 @@
 
 #include "site.h"
 
-enum llmp_resolved {
-	LLMP_INACTIVE, /* neither the option nor the variable: leave the job alone */
-	LLMP_ACTIVE,   /* *spec holds the checked layout */
-	LLMP_HELP,     /* the user asked for the grammar */
+enum plugin_resolved {
+	PLUGIN_INACTIVE, /* neither the option nor the variable: leave the job alone */
+	PLUGIN_ACTIVE,   /* *spec holds the checked layout */
+	PLUGIN_HELP,     /* the user asked for the grammar */
 	LLMP_INVALID   /* msg says which source and what is wrong */
 };
 
 /* wanted: active even when neither source gives a layout. */
-enum llmp_resolved llmp_resolve(const struct llmp_site *site, const char *env_text,
+enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *env_text,
 				const char *option_text, bool wanted, llmp_spec *spec,
 				char *msg, size_t msglen);
 

@@ -19,7 +19,7 @@ static int parse_layer(const char *source, const char *text, llmp_ckpt_spec *lay
 	return -1;
 }
 
-enum llmp_resolved llmp_resolve_ckpt(const struct llmp_site *site, const char *env_text,
+enum plugin_resolved plugin_resolve_ckpt(const struct plugin_site *site, const char *env_text,
 				     const char *option_text, llmp_ckpt_spec *spec, char *msg,
 				     size_t msglen)
 {
@@ -27,7 +27,7 @@ enum llmp_resolved llmp_resolve_ckpt(const struct llmp_site *site, const char *e
 	char why[LLMP_MSG_MAX];
 
 	if (!env_text && !option_text)
-		return LLMP_INACTIVE;
+		return PLUGIN_INACTIVE;
 	*spec = site->ckpt_defaults;
 	if (env_text) {
 		if (parse_layer(LLMP_ENV_CHECKPOINT, env_text, &layer, msg, msglen))
@@ -40,10 +40,10 @@ enum llmp_resolved llmp_resolve_ckpt(const struct llmp_site *site, const char *e
 		llmp_ckpt_spec_overlay(spec, &layer);
 	}
 	if (spec->help)
-		return LLMP_HELP;
+		return PLUGIN_HELP;
 	if (llmp_ckpt_spec_check(spec, why, sizeof(why)) != LLMP_OK) {
 		snprintf(msg, msglen, "--llm-checkpoint: %s", why);
 		return LLMP_INVALID;
 	}
-	return LLMP_ACTIVE;
+	return PLUGIN_ACTIVE;
 }

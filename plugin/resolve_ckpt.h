@@ -16,8 +16,8 @@
 #include "resolve.h"
 #include "site.h"
 
-/* LLMP_ACTIVE: *spec holds the checked spec, defaults filled in. */
-enum llmp_resolved llmp_resolve_ckpt(const struct llmp_site *site, const char *env_text,
+/* PLUGIN_ACTIVE: *spec holds the checked spec, defaults filled in. */
+enum plugin_resolved plugin_resolve_ckpt(const struct plugin_site *site, const char *env_text,
 				     const char *option_text, llmp_ckpt_spec *spec, char *msg,
 				     size_t msglen);
 

@@ -42,7 +42,7 @@ static bool is_key(const char *arg, size_t klen, const char *name)
 	return klen == strlen(name) + 1 && strncmp(arg, name, klen - 1) == 0;
 }
 
-static int parse_arg(struct llmp_site *site, const char *arg, char *msg, size_t msglen)
+static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_t msglen)
 {
 	const struct {
 		const char *name;
@@ -106,7 +106,7 @@ static int parse_arg(struct llmp_site *site, const char *arg, char *msg, size_t 
 		   "max_etp= gpu_bind= port_base= port_range= layout_dir=)");
 }
 
-int llmp_site_parse(struct llmp_site *site, int argc, char **argv, char *msg,
+int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg,
 		    size_t msglen)
 {
 	memset(site, 0, sizeof(*site));
@@ -127,7 +127,7 @@ int llmp_site_parse(struct llmp_site *site, int argc, char **argv, char *msg,
 	return 0;
 }
 
-int llmp_site_check(const struct llmp_site *site, const llmp_spec *spec, char *msg,
+int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, char *msg,
 		    size_t msglen)
 {
 	for (int k = 0; k < LLMP_NKEYS; k++) {
@@ -149,7 +149,7 @@ int llmp_site_check(const struct llmp_site *site, const llmp_spec *spec, char *m
 	return 0;
 }
 
-uint32_t llmp_site_port(const struct llmp_site *site, uint32_t job_id, uint32_t step_id)
+uint32_t plugin_site_port(const struct plugin_site *site, uint32_t job_id, uint32_t step_id)
 {
 	/* Consecutive jobs, and the first 16 steps of a job, get distinct ports. */
 	uint64_t slot = (uint64_t)job_id * 16 + step_id % 16;

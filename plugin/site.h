@@ -25,7 +25,7 @@
 #include <llmp/llmp_ckpt_spec.h>
 #include <llmp/llmp_spec.h>
 
-struct llmp_site {
+struct plugin_site {
 	llmp_spec defaults;
 	llmp_ckpt_spec ckpt_defaults;
 	uint32_t max[LLMP_NKEYS]; /* ceiling per size key; 0 = none */
@@ -35,15 +35,15 @@ struct llmp_site {
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */
-int llmp_site_parse(struct llmp_site *site, int argc, char **argv, char *msg,
+int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg,
 		    size_t msglen);
 
 /* Check a resolved layout against the site's ceilings. Returns 0 or -1. */
-int llmp_site_check(const struct llmp_site *site, const llmp_spec *spec, char *msg,
+int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, char *msg,
 		    size_t msglen);
 
 /* MASTER_PORT for a job step: the same on every node, different for steps
  * that may run at the same time. */
-uint32_t llmp_site_port(const struct llmp_site *site, uint32_t job_id, uint32_t step_id);
+uint32_t plugin_site_port(const struct plugin_site *site, uint32_t job_id, uint32_t step_id);
 
 #endif /* LLMP_SITE_H */

@@ -14,7 +14,7 @@ static int push(char *host, size_t hostlen, size_t *len, char c)
 	return 0;
 }
 
-int llmp_hostlist_first(const char *list, char *host, size_t hostlen)
+int plugin_hostlist_first(const char *list, char *host, size_t hostlen)
 {
 	size_t len = 0;
 	const char *p = list;
@@ -63,7 +63,7 @@ static int64_t number(const char **p)
 	return v;
 }
 
-int64_t llmp_tasks_per_node_uniform(const char *text)
+int64_t plugin_tasks_per_node_uniform(const char *text)
 {
 	int64_t common = -1;
 	const char *p = text;
@@ -91,7 +91,7 @@ int64_t llmp_tasks_per_node_uniform(const char *text)
 	return common == -2 ? 0 : common;
 }
 
-int64_t llmp_restart_count(const char *text)
+int64_t plugin_restart_count(const char *text)
 {
 	const char *p = text;
 

@@ -13,18 +13,18 @@
  * The first host of a Slurm hostlist ("node[01-04,7],gpu1" -> "node01").
  * Returns 0, or -1 if the list is empty, malformed or the name does not fit.
  */
-int llmp_hostlist_first(const char *hostlist, char *host, size_t hostlen);
+int plugin_hostlist_first(const char *hostlist, char *host, size_t hostlen);
 
 /*
  * SLURM_STEP_TASKS_PER_NODE ("4(x2),3", "2,2"): the common count when every
  * node has the same number of tasks, 0 when counts differ, -1 when malformed.
  */
-int64_t llmp_tasks_per_node_uniform(const char *text);
+int64_t plugin_tasks_per_node_uniform(const char *text);
 
 /*
  * SLURM_RESTART_COUNT: how many times the job was requeued; 0 when unset
  * (NULL), -1 when not a decimal number (or above 2^24).
  */
-int64_t llmp_restart_count(const char *text);
+int64_t plugin_restart_count(const char *text);
 
 #endif /* LLMP_SLURM_ENV_H */

@@ -37,7 +37,7 @@ static int fail_step(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 
 static int fail_step(const char *fmt, ...)
 {
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -59,7 +59,7 @@ static uint32_t block_tasks_per_node(spank_t sp, uint32_t node_id)
 {
 	char buf[1024];
 	uint32_t first = 0;
-	int64_t per_node = llmp_tasks_per_node_uniform(
+	int64_t per_node = plugin_tasks_per_node_uniform(
 		step_env(sp, "SLURM_STEP_TASKS_PER_NODE", buf, sizeof(buf)));
 
 	if (per_node <= 0 ||
@@ -90,7 +90,7 @@ static int read_restart_count(spank_t sp, uint32_t *count, char *msg, size_t msg
 	int64_t n = -1;
 
 	if (step_env_whole(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf), &text) == 0)
-		n = llmp_restart_count(text);
+		n = plugin_restart_count(text);
 	if (n < 0) {
 		char shown[LLMP_SHOW_MAX];
 		snprintf(msg, msglen, "SLURM_RESTART_COUNT=%s: not a restart count",
@@ -103,13 +103,13 @@ static int read_restart_count(spank_t sp, uint32_t *count, char *msg, size_t msg
 
 /*
  * The checkpoint spec from the site, LLMP_CHECKPOINT and the option. Help is
- * invalid here: it is answered at submission. Returns LLMP_ACTIVE,
- * LLMP_INACTIVE, or LLMP_INVALID with msg saying why.
+ * invalid here: it is answered at submission. Returns PLUGIN_ACTIVE,
+ * PLUGIN_INACTIVE, or LLMP_INVALID with msg saying why.
  */
-static enum llmp_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec, char *msg,
+static enum plugin_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec, char *msg,
 					       size_t msglen)
 {
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	char env[LLMP_CKPT_SPEC_MAX_LEN + 2];
 	const char *env_text;
 
@@ -118,9 +118,9 @@ static enum llmp_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec,
 			 "characters", LLMP_CKPT_SPEC_MAX_LEN);
 		return LLMP_INVALID;
 	}
-	enum llmp_resolved r = llmp_resolve_ckpt(&c->site, env_text, c->ckpt_option, spec,
+	enum plugin_resolved r = plugin_resolve_ckpt(&c->site, env_text, c->ckpt_option, spec,
 						 msg, msglen);
-	if (r == LLMP_HELP) {
+	if (r == PLUGIN_HELP) {
 		snprintf(msg, msglen, "--llm-checkpoint: 'help' is answered at submission, "
 			 "not inside a job");
 		return LLMP_INVALID;
@@ -131,7 +131,7 @@ static enum llmp_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec,
 /* Fit the layout to the step's geometry and write the node's layout file. */
 static int plan_step(spank_t sp, const llmp_spec *spec)
 {
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	char msg[LLMP_MSG_MAX], dir[PATH_MAX];
 	uint32_t world = 0;
 
@@ -147,7 +147,7 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 
 	const char *where = c->site.layout_dir[0] ? c->site.layout_dir
 			    : step_env(sp, "TMPDIR", dir, sizeof(dir)) ? dir : "/tmp";
-	if (llmp_layout_file_write(c->plan, where, c->job_id, c->step_id, c->node_id,
+	if (plugin_layout_file_write(c->plan, where, c->job_id, c->step_id, c->node_id,
 				   c->layout_path, sizeof(c->layout_path), msg, sizeof(msg)) < 0) {
 		c->layout_path[0] = '\0';
 		return fail_step("%s", msg);
@@ -161,18 +161,18 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
  */
 static int prepare_normal_step(spank_t sp)
 {
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	char env[LLMP_SPEC_MAX_LEN + 2], msg[LLMP_MSG_MAX];
 	const char *env_text;
 	llmp_spec spec;
 
 	switch (resolve_ckpt_in_step(sp, &c->ckpt, msg, sizeof(msg))) {
-	case LLMP_INACTIVE:
+	case PLUGIN_INACTIVE:
 		break;
-	case LLMP_ACTIVE:
+	case PLUGIN_ACTIVE:
 		c->ckpt_active = true;
 		break;
-	case LLMP_HELP:
+	case PLUGIN_HELP:
 	case LLMP_INVALID:
 		c->active = true;
 		return fail_step("%s", msg);
@@ -182,17 +182,17 @@ static int prepare_normal_step(spank_t sp)
 		return fail_step(LLMP_ENV_PARALLEL ": layout is longer than %d characters",
 				 LLMP_SPEC_MAX_LEN);
 	}
-	switch (llmp_resolve(&c->site, env_text, c->option, c->ckpt_active, &spec, msg,
+	switch (plugin_resolve(&c->site, env_text, c->option, c->ckpt_active, &spec, msg,
 			     sizeof(msg))) {
-	case LLMP_INACTIVE:
+	case PLUGIN_INACTIVE:
 		return 0;
-	case LLMP_HELP:
+	case PLUGIN_HELP:
 		c->active = true;
 		return fail_step("'help' is answered at submission, not inside a job");
 	case LLMP_INVALID:
 		c->active = true;
 		return fail_step("%s", msg);
-	case LLMP_ACTIVE:
+	case PLUGIN_ACTIVE:
 		break;
 	}
 	c->active = true;
@@ -201,9 +201,9 @@ static int prepare_normal_step(spank_t sp)
 	return plan_step(sp, &spec);
 }
 
-int llmp_step_prepare(spank_t sp)
+int plugin_step_prepare(spank_t sp)
 {
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 
 	if (spank_get_item(sp, S_JOB_ID, &c->job_id) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &c->step_id) != ESPANK_SUCCESS)
@@ -220,27 +220,27 @@ int llmp_step_prepare(spank_t sp)
 /* Bind the task to its GPU; advice goes to the job's output once per node. */
 static int bind_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks)
 {
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	char visible[4096], gpu[256];
 	uint32_t ngpus;
 
 	if (!(c->gpu_bind >= 0 ? c->gpu_bind : c->site.gpu_bind))
 		return 0;
-	switch (llmp_gpu_pick(step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof(visible)),
+	switch (plugin_gpu_pick(step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof(visible)),
 			      local_rank, local_tasks, gpu, sizeof(gpu), &ngpus)) {
-	case LLMP_GPU_BOUND:
+	case PLUGIN_GPU_BOUND:
 		if (spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS)
 			return -1;
 		break;
 	case LLMP_GPU_TOO_FEW:
 		if (local_rank == 0)
-			llmp_task_message("warning: %u tasks on this node but %u GPUs in the "
+			plugin_task_message("warning: %u tasks on this node but %u GPUs in the "
 					  "step; GPUs left unbound (use --gpus-per-node=%u, "
 					  "or --llm-gpu-bind=none to silence this)",
 					  local_tasks, ngpus, local_tasks);
 		break;
-	case LLMP_GPU_NONE:
-	case LLMP_GPU_ALREADY_BOUND:
+	case PLUGIN_GPU_NONE:
+	case PLUGIN_GPU_ALREADY_BOUND:
 		break;
 	}
 	return 0;
@@ -251,7 +251,7 @@ static int set_task_env(spank_t sp, const struct llmp_env *env)
 {
 	for (size_t i = 0; i < env->n; i++)
 		if (spank_setenv(sp, env->var[i].name, env->var[i].value, 1) != ESPANK_SUCCESS) {
-			llmp_task_message("cannot set %s in the task environment",
+			plugin_task_message("cannot set %s in the task environment",
 					  env->var[i].name);
 			return -1;
 		}
@@ -270,31 +270,31 @@ static int batch_task(spank_t sp)
 	uint32_t restarts;
 
 	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof(msg))) {
-	case LLMP_INACTIVE:
+	case PLUGIN_INACTIVE:
 		return 0;
-	case LLMP_HELP:
+	case PLUGIN_HELP:
 	case LLMP_INVALID:
-		llmp_task_message("warning: %s; the batch script gets no checkpoint variables",
+		plugin_task_message("warning: %s; the batch script gets no checkpoint variables",
 				  msg);
 		return 0;
-	case LLMP_ACTIVE:
+	case PLUGIN_ACTIVE:
 		break;
 	}
 	if (read_restart_count(sp, &restarts, msg, sizeof(msg)) < 0) {
-		llmp_task_message("warning: %s; the batch script gets no checkpoint variables",
+		plugin_task_message("warning: %s; the batch script gets no checkpoint variables",
 				  msg);
 		return 0;
 	}
 	env.n = 0;
-	if (llmp_ckpt_env(&spec, restarts, &env) < 0 || set_task_env(sp, &env) < 0)
-		llmp_task_message("warning: the batch script's checkpoint variables could "
+	if (plugin_ckpt_env(&spec, restarts, &env) < 0 || set_task_env(sp, &env) < 0)
+		plugin_task_message("warning: the batch script's checkpoint variables could "
 				  "not be set");
 	return 0;
 }
 
-int llmp_step_task(spank_t sp)
+int plugin_step_task(spank_t sp)
 {
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	static struct llmp_env env; /* large; one task per process */
 	char nodes[8192], first[256];
 	uint32_t rank = 0, local_tasks = 0;
@@ -309,45 +309,45 @@ int llmp_step_task(spank_t sp)
 	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS)
 		fail_step("cannot read the task's place in the step from Slurm");
 	if (!c->failed &&
-	    llmp_hostlist_first(step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof(nodes)),
+	    plugin_hostlist_first(step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof(nodes)),
 				first, sizeof(first)) < 0)
 		fail_step("cannot find the step's first node in SLURM_STEP_NODELIST");
 	if (c->failed) {
 		if (local_rank == 0) /* once per node is enough to read */
-			llmp_task_message("%s", c->error);
+			plugin_task_message("%s", c->error);
 		return -1;
 	}
 
-	struct llmp_task task = {
+	struct plugin_task task = {
 		.rank = rank,
 		.local_rank = (uint32_t)local_rank,
 		.local_tasks = local_tasks,
 		.node_rank = c->node_id,
 		.nnodes = c->nnodes,
 		.master_addr = first,
-		.master_port = llmp_site_port(&c->site, c->job_id, c->step_id),
+		.master_port = plugin_site_port(&c->site, c->job_id, c->step_id),
 		.layout_file = c->layout_path[0] ? c->layout_path : NULL,
 		.ckpt = c->ckpt_active ? &c->ckpt : NULL,
 		.restart_count = c->restart_count,
 	};
-	if (llmp_task_env(c->plan, &task, &env) < 0) {
-		llmp_task_message("cannot compute the task environment of rank %u", rank);
+	if (plugin_task_env(c->plan, &task, &env) < 0) {
+		plugin_task_message("cannot compute the task environment of rank %u", rank);
 		return -1;
 	}
 	if (set_task_env(sp, &env) < 0)
 		return -1;
 	if (bind_gpu(sp, (uint32_t)local_rank, local_tasks) < 0) {
-		llmp_task_message("cannot set CUDA_VISIBLE_DEVICES");
+		plugin_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;
 	}
 	for (size_t i = 0; rank == 0 && i < llmp_plan_warning_count(c->plan); i++)
-		llmp_task_message("warning: %s", llmp_plan_warning(c->plan, i));
+		plugin_task_message("warning: %s", llmp_plan_warning(c->plan, i));
 	return 0;
 }
 
-int llmp_step_finish(spank_t sp)
+int plugin_step_finish(spank_t sp)
 {
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	uid_t uid;
 	gid_t gid;
 
@@ -355,7 +355,7 @@ int llmp_step_finish(spank_t sp)
 		return 0;
 	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
-	    llmp_layout_file_remove(c->layout_path, uid, gid) < 0)
+	    plugin_layout_file_remove(c->layout_path, uid, gid) < 0)
 		slurm_error(PLUGIN_NAME ": could not remove %s", c->layout_path);
 	c->layout_path[0] = '\0';
 	return 0;

@@ -22,20 +22,20 @@
  * the option's own "help" already exited), refuse an invalid one. Returns
  * -1 if invalid, else 0 with *active set.
  */
-static int answer(enum llmp_resolved resolved, const char *grammar, const char *msg,
+static int answer(enum plugin_resolved resolved, const char *grammar, const char *msg,
 		  bool *active)
 {
 	*active = false;
 	switch (resolved) {
-	case LLMP_INACTIVE:
+	case PLUGIN_INACTIVE:
 		return 0;
-	case LLMP_HELP:
+	case PLUGIN_HELP:
 		fputs(grammar, stdout);
 		exit(0);
 	case LLMP_INVALID:
-		llmp_user_message("%s", msg);
+		plugin_user_message("%s", msg);
 		return -1;
-	case LLMP_ACTIVE:
+	case PLUGIN_ACTIVE:
 		break;
 	}
 	*active = true;
@@ -46,10 +46,10 @@ static int answer(enum llmp_resolved resolved, const char *grammar, const char *
 static int resolve_ckpt_here(bool *active)
 {
 	char msg[LLMP_MSG_MAX];
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	llmp_ckpt_spec spec;
 
-	return answer(llmp_resolve_ckpt(&c->site, getenv(LLMP_ENV_CHECKPOINT), c->ckpt_option,
+	return answer(plugin_resolve_ckpt(&c->site, getenv(LLMP_ENV_CHECKPOINT), c->ckpt_option,
 					&spec, msg, sizeof(msg)),
 		      llmp_ckpt_spec_grammar(), msg, active);
 }
@@ -59,19 +59,19 @@ static int resolve_ckpt_here(bool *active)
 static int resolve_here(llmp_spec *spec, bool *active)
 {
 	char msg[LLMP_MSG_MAX];
-	struct llmp_ctx *c = llmp_ctx();
+	struct plugin_ctx *c = plugin_ctx();
 	bool ckpt;
 
 	if (resolve_ckpt_here(&ckpt) < 0) {
 		*active = false;
 		return -1;
 	}
-	return answer(llmp_resolve(&c->site, getenv(LLMP_ENV_PARALLEL), c->option, ckpt, spec, msg,
+	return answer(plugin_resolve(&c->site, getenv(LLMP_ENV_PARALLEL), c->option, ckpt, spec, msg,
 				   sizeof(msg)),
 		      llmp_spec_grammar(), msg, active);
 }
 
-int llmp_submit_check(spank_t sp)
+int plugin_submit_check(spank_t sp)
 {
 	llmp_spec spec;
 	bool active;
@@ -80,7 +80,7 @@ int llmp_submit_check(spank_t sp)
 	return resolve_here(&spec, &active);
 }
 
-int llmp_submit_check_tasks(spank_t sp)
+int plugin_submit_check_tasks(spank_t sp)
 {
 	char msg[LLMP_MSG_MAX];
 	uint32_t tasks = 0, nodes = 0;
@@ -99,12 +99,12 @@ int llmp_submit_check_tasks(spank_t sp)
 	/* With an even spread, advise about groups that cross nodes. */
 	uint32_t per_node = nodes && tasks % nodes == 0 ? tasks / nodes : 0;
 	if (llmp_plan_create(&spec, tasks, per_node, &plan, msg, sizeof(msg)) != LLMP_OK) {
-		llmp_user_message("%s (%u tasks on %u node%s)", msg, tasks, nodes,
+		plugin_user_message("%s (%u tasks on %u node%s)", msg, tasks, nodes,
 				  nodes == 1 ? "" : "s");
 		return -1;
 	}
 	for (size_t i = 0; i < llmp_plan_warning_count(plan); i++)
-		llmp_user_message("warning: %s", llmp_plan_warning(plan, i));
+		plugin_user_message("warning: %s", llmp_plan_warning(plan, i));
 	llmp_plan_destroy(plan);
 	return 0;
 }

@@ -18,13 +18,13 @@ static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
 
 static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
 {
-	if (env->n == LLMP_ENV_MAX || strlen(name) >= sizeof(env->var[0].name))
+	if (env->n == PLUGIN_ENV_MAX || strlen(name) >= sizeof(env->var[0].name))
 		return -1;
 	va_list ap;
 	va_start(ap, fmt);
-	int len = vsnprintf(env->var[env->n].value, LLMP_ENV_VALUE_MAX, fmt, ap);
+	int len = vsnprintf(env->var[env->n].value, PLUGIN_ENV_VALUE_MAX, fmt, ap);
 	va_end(ap);
-	if (len < 0 || len >= LLMP_ENV_VALUE_MAX)
+	if (len < 0 || len >= PLUGIN_ENV_VALUE_MAX)
 		return -1;
 	strcpy(env->var[env->n++].name, name);
 	return 0;
@@ -39,7 +39,7 @@ static void axis_var(char *out, size_t outlen, enum llmp_axis axis, const char *
 	snprintf(out + off, outlen - off, "_%s", what);
 }
 
-int llmp_task_env(const llmp_plan *plan, const struct llmp_task *t,
+int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t,
 		  struct llmp_env *env)
 {
 	char spec[LLMP_SPEC_MAX_LEN + 1], name[32];
@@ -81,11 +81,11 @@ int llmp_task_env(const llmp_plan *plan, const struct llmp_task *t,
 	rc |= add(env, "GROUP_RANK", "%u", t->node_rank);
 	rc |= add(env, "MASTER_ADDR", "%s", t->master_addr);
 	rc |= add(env, "MASTER_PORT", "%u", t->master_port);
-	rc |= llmp_ckpt_env(t->ckpt, t->restart_count, env);
+	rc |= plugin_ckpt_env(t->ckpt, t->restart_count, env);
 	return rc ? -1 : 0;
 }
 
-int llmp_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct llmp_env *env)
+int plugin_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct llmp_env *env)
 {
 	char spec[LLMP_CKPT_SPEC_MAX_LEN + 1];
 	int rc = 0;

@@ -14,7 +14,7 @@
 #include <llmp/llmp_plan.h>
 
 /* Where a task sits in its step, as Slurm describes it. */
-struct llmp_task {
+struct plugin_task {
 	uint32_t rank, local_rank, local_tasks, node_rank, nnodes;
 	const char *master_addr; /* first node of the step */
 	uint32_t master_port;
@@ -23,19 +23,19 @@ struct llmp_task {
 	uint32_t restart_count;  /* SLURM_RESTART_COUNT, 0 when unset */
 };
 
-#define LLMP_ENV_MAX 48
-#define LLMP_ENV_VALUE_MAX (LLMP_CKPT_SPEC_MAX_LEN + 1) /* LLMP_CHECKPOINT is the longest */
+#define PLUGIN_ENV_MAX 48
+#define PLUGIN_ENV_VALUE_MAX (LLMP_CKPT_SPEC_MAX_LEN + 1) /* LLMP_CHECKPOINT is the longest */
 
 struct llmp_env {
 	size_t n;
 	struct {
 		char name[32];
-		char value[LLMP_ENV_VALUE_MAX];
-	} var[LLMP_ENV_MAX];
+		char value[PLUGIN_ENV_VALUE_MAX];
+	} var[PLUGIN_ENV_MAX];
 };
 
 /* Fill env for one task. Returns 0, or -1 if a value does not fit. */
-int llmp_task_env(const llmp_plan *plan, const struct llmp_task *task,
+int plugin_task_env(const llmp_plan *plan, const struct plugin_task *task,
 		  struct llmp_env *env);
 
 /*
@@ -43,6 +43,6 @@ int llmp_task_env(const llmp_plan *plan, const struct llmp_task *task,
  * and LLMP_RESTART_COUNT to env: part of every task's environment, and all
  * that the batch script's own step gets. Returns 0, or -1 if they do not fit.
  */
-int llmp_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct llmp_env *env);
+int plugin_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct llmp_env *env);
 
 #endif /* LLMP_TASK_ENV_H */

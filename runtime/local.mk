@@ -4,9 +4,12 @@
 # -lllmp alone (pkg-config llmp). Only the public API is exported.
 #
 # Everything is compiled once into a convenience library, libllmp_core:
-# libllmp.la is it with the exports of runtime/libllmp.map, and the `llmp` tool links it
-# whole, because `llmp ckpt` reads checkpoints with the runtime's own
-# internal code (runtime/ckpt/ckpt_format.h) rather than a copy of it.
+# libllmp.la is it with the exports of runtime/libllmp.map, and
+# `llmp-bench` (the tool's subcommands that join a job) links it whole.
+# What reads files without a context is in two smaller convenience
+# libraries that libllmp_core includes and the `llmp` tool links alone,
+# without PMIx or UCX: the checkpoint format (ckpt/format/) and the run
+# record (job/job_record.c).
 #
 # Each folder's fragment appends its files to runtime_sources:
 # comm/ (context, wire-up, transport, failure), coll/ (the operations on a
@@ -20,7 +23,8 @@ include runtime/job/local.mk
 noinst_LTLIBRARIES += runtime/libllmp_core.la
 runtime_libllmp_core_la_SOURCES = $(runtime_sources)
 runtime_libllmp_core_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE $(PMIX_CFLAGS) $(UCX_CFLAGS) $(HDF5_CFLAGS)
-runtime_libllmp_core_la_LIBADD = topology/libplanner.la kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS) -lpthread
+runtime_libllmp_core_la_LIBADD = runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
+	topology/libplanner.la kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS) -lpthread
 
 lib_LTLIBRARIES += runtime/libllmp.la
 runtime_libllmp_la_SOURCES =

@@ -406,3 +406,24 @@ EOF
 	[ "$status" -eq 2 ]
 	assert_contains "$stderr" "too small to split over 1 rank both ways"
 }
+
+@test "the tool links neither PMIx nor UCX; bench and ckpt bench run in llmp-bench" {
+	# What a login node with HDF5 alone can run: ldd lists every shared
+	# library llmp loads. llmp-bench, which joins jobs, is the control.
+	run ldd "$LLMP"
+	[ "$status" -eq 0 ] || fail "ldd $LLMP failed"
+	grep -q 'libhdf5' <<<"$output" || fail "llmp should link HDF5 (llmp ckpt verify)"
+	if grep -E 'lib(pmix|ucp|uct|ucs)\.' <<<"$output"; then
+		fail "llmp links PMIx or UCX"
+	fi
+	run ldd "$LLMP_BUILDDIR/cli/llmp-bench"
+	grep -q 'libpmix\.' <<<"$output" && grep -q 'libucp\.' <<<"$output" ||
+		fail "llmp-bench should link PMIx and UCX: is this ldd's output?"
+	run "$LLMP" bench --help
+	[ "$status" -eq 0 ] && grep -q '^usage: llmp bench' <<<"$output" || fail "llmp bench --help"
+	run "$LLMP" ckpt bench --help
+	[ "$status" -eq 0 ] && grep -q '^usage: llmp ckpt bench' <<<"$output" || fail "llmp ckpt bench --help"
+	run "$LLMP_BUILDDIR/cli/llmp-bench" plan
+	[ "$status" -eq 2 ] && grep -q "run 'llmp bench' or 'llmp ckpt bench'" <<<"$output" ||
+		fail "llmp-bench with another subcommand"
+}

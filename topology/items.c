@@ -5,7 +5,7 @@
 
 #include "fail.h"
 
-llmp_status llmp_parse_items(const char *text, size_t len, llmp_item_parser parse, void *state,
+llmp_status plan_parse_items(const char *text, size_t len, llmp_item_parser parse, void *state,
 			     char *msg, size_t msglen)
 {
 	size_t start = 0;

@@ -19,7 +19,7 @@ typedef llmp_status (*llmp_item_parser)(const char *item, size_t n, void *state,
  * stop at the first error. An empty item (two commas in a row, or a comma
  * at an end) is an error naming its position.
  */
-llmp_status llmp_parse_items(const char *text, size_t len, llmp_item_parser parse, void *state,
+llmp_status plan_parse_items(const char *text, size_t len, llmp_item_parser parse, void *state,
 			     char *msg, size_t msglen);
 
 #endif /* LLMP_ITEMS_H */

@@ -226,7 +226,7 @@ llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec,
 
 	struct parse_state parsed = {.dir_from = DIR_NONE};
 	llmp_ckpt_spec_init(&parsed.spec);
-	llmp_status st = llmp_parse_items(text, len, parse_item, &parsed, msg, msglen);
+	llmp_status st = plan_parse_items(text, len, parse_item, &parsed, msg, msglen);
 	if (st != LLMP_OK)
 		return st;
 	*spec = parsed.spec;

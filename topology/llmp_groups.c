@@ -57,7 +57,7 @@ int llmp_group_from_name(const char *name)
 	return -1;
 }
 
-void llmp_group_shape_of(const llmp_plan *plan, enum llmp_group group,
+void plan_group_shape_of(const llmp_plan *plan, enum llmp_group group,
 			 struct llmp_group_shape *shape)
 {
 	const struct llmp_grid *grid =
@@ -78,7 +78,7 @@ void llmp_group_shape_of(const llmp_plan *plan, enum llmp_group group,
 	shape->count = plan->world / shape->size;
 }
 
-uint32_t llmp_group_shape_base(const struct llmp_group_shape *shape,
+uint32_t plan_group_shape_base(const struct llmp_group_shape *shape,
 			       uint32_t index)
 {
 	uint32_t base = 0;
@@ -120,7 +120,7 @@ uint32_t llmp_plan_group_count(const llmp_plan *plan, enum llmp_group group)
 
 	if (!plan || (unsigned)group >= LLMP_NGROUPS)
 		return 0;
-	llmp_group_shape_of(plan, group, &shape);
+	plan_group_shape_of(plan, group, &shape);
 	return shape.count;
 }
 
@@ -130,7 +130,7 @@ uint32_t llmp_plan_group_size(const llmp_plan *plan, enum llmp_group group)
 
 	if (!plan || (unsigned)group >= LLMP_NGROUPS)
 		return 0;
-	llmp_group_shape_of(plan, group, &shape);
+	plan_group_shape_of(plan, group, &shape);
 	switch (kinds[group].form) {
 	case EMBEDDING:
 		return shape.size > 1 ? 2 : 1;
@@ -178,10 +178,10 @@ llmp_status llmp_plan_group(const llmp_plan *plan, enum llmp_group group,
 	if (!plan || !members || !n || (unsigned)group >= LLMP_NGROUPS)
 		return LLMP_ERR_ARG;
 	*n = 0;
-	llmp_group_shape_of(plan, group, &shape);
+	plan_group_shape_of(plan, group, &shape);
 	if (index >= shape.count)
 		return LLMP_ERR_RANGE;
-	return emit(&shape, kinds[group].form, llmp_group_shape_base(&shape, index),
+	return emit(&shape, kinds[group].form, plan_group_shape_base(&shape, index),
 		    members, cap, n);
 }
 
@@ -200,7 +200,7 @@ llmp_status llmp_plan_group_of(const llmp_plan *plan, enum llmp_group group,
 	if (rank >= plan->world)
 		return LLMP_ERR_RANGE;
 
-	llmp_group_shape_of(plan, group, &shape);
+	plan_group_shape_of(plan, group, &shape);
 	const struct llmp_grid *grid = shape.grid;
 	uint32_t stage = 0; /* coordinate along the masked dimension, for embeddings */
 	for (unsigned p = 0; p < LLMP_NDIMS; p++) {

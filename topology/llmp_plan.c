@@ -162,11 +162,11 @@ static void warn_if_spanning(llmp_plan *plan, enum llmp_group group,
 {
 	struct llmp_group_shape shape;
 
-	llmp_group_shape_of(plan, group, &shape);
+	plan_group_shape_of(plan, group, &shape);
 	if (shape.size < 2)
 		return;
 	for (uint32_t i = 0; i < shape.count; i++) {
-		uint32_t lo = llmp_group_shape_base(&shape, i), hi = lo + shape.extent;
+		uint32_t lo = plan_group_shape_base(&shape, i), hi = lo + shape.extent;
 		if (lo / tasks_per_node == hi / tasks_per_node)
 			continue;
 		warn(plan,

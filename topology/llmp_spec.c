@@ -226,7 +226,7 @@ llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec,
 
 	llmp_spec parsed;
 	llmp_spec_init(&parsed);
-	llmp_status st = llmp_parse_items(text, len, parse_item, &parsed, msg, msglen);
+	llmp_status st = plan_parse_items(text, len, parse_item, &parsed, msg, msglen);
 	if (st != LLMP_OK)
 		return st;
 	*spec = parsed;

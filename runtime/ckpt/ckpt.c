@@ -1,32 +1,9 @@
 /* ckpt.c - checkpoint handles, registration, and what every rank must agree on. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckpt_internal.h"
-
-llmp_status ck_fail(char *msg, size_t len, llmp_status status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, len, fmt, ap);
-	va_end(ap);
-	return status;
-}
-
-uint64_t ck_volume(const struct ck_slice *s)
-{
-	uint64_t v = 1;
-	for (unsigned d = 0; d < s->ndim; d++)
-		v *= s->shape[d];
-	return v;
-}
-
-uint64_t ck_bytes(const struct ck_slice *s)
-{
-	return ck_volume(s) * llmp_dtype_size((llmp_dtype)s->dtype);
-}
 
 llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt **out)
 {
@@ -159,61 +136,6 @@ static bool same_slice(const struct ck_slice *a, const struct ck_slice *b)
 		if (a->offset[d] != b->offset[d] || a->shape[d] != b->shape[d])
 			return false;
 	return true;
-}
-
-bool ck_intersects(const struct ck_slice *a, const struct ck_slice *b)
-{
-	for (unsigned d = 0; d < a->ndim; d++)
-		if (a->offset[d] >= b->offset[d] + b->shape[d] || b->offset[d] >= a->offset[d] + a->shape[d])
-			return false;
-	return true;
-}
-
-/*
- * Identical on every rank, so every rank fails alike; the tool checks a
- * MANIFEST's slices with it too, hence "the slice of rank R", not "rank R
- * registered".
- */
-llmp_status ck_validate_slices(const struct ck_slice *all, size_t n, size_t *culprit, char *msg, size_t len)
-{
-	for (size_t first = 0; first < n;) {
-		size_t end = first;
-		uint64_t covered = 0, global = 1;
-		const struct ck_slice *t = &all[first];
-		for (unsigned d = 0; d < t->ndim; d++)
-			global *= t->global[d];
-		while (end < n && strcmp(all[end].name, t->name) == 0)
-			end++;
-		if (culprit)
-			*culprit = first;
-		for (size_t i = first; i < end; i++) {
-			const struct ck_slice *s = &all[i];
-			bool shape_ok = s->ndim == t->ndim && s->dtype == t->dtype;
-			for (unsigned d = 0; shape_ok && d < t->ndim; d++)
-				shape_ok = s->global[d] == t->global[d];
-			if (!shape_ok) {
-				snprintf(msg, len, "tensor %s: the slice of rank %u has another dtype or global "
-					 "shape than that of rank %u", t->name, s->rank, t->rank);
-				return LLMP_ERR_MISMATCH;
-			}
-			if (s->owner != s->rank)
-				continue; /* a replica */
-			covered += ck_volume(s);
-			for (size_t j = first; j < i; j++)
-				if (all[j].owner == all[j].rank && ck_intersects(&all[j], s)) {
-					snprintf(msg, len, "tensor %s: the slices of ranks %u and %u overlap "
-						 "without being equal", t->name, all[j].rank, s->rank);
-					return LLMP_ERR_MISMATCH;
-				}
-		}
-		if (covered != global) {
-			snprintf(msg, len, "tensor %s: the slices cover %llu of its %llu elements", t->name,
-				 (unsigned long long)covered, (unsigned long long)global);
-			return LLMP_ERR_MISMATCH;
-		}
-		first = end;
-	}
-	return LLMP_OK;
 }
 
 static llmp_status gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)

@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "ckpt_format.h"
+#include "runtime/ckpt/format/ckpt_format.h"
 #include <llmp/llmp_ckpt.h>
 #include "runtime/comm/rt.h"
 
@@ -103,21 +103,12 @@ llmp_status ck_agree(llmp_ckpt *ck, const char *doing, llmp_status local);
  */
 llmp_status ck_plan_slices(llmp_ckpt *ck, struct ck_slice **all, size_t *n);
 
-/* ckpt_fs.c: the filesystem side of a commit (the names are in ckpt_format.h). */
+/* ckpt_fs.c: the filesystem side of a commit (without a context: format/dir.c). */
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path);
 llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path);
 llmp_status ck_fsync_path(llmp_ctx *ctx, const char *path);
-/* The same, with the message in msg: for the writer thread, which must not touch ctx. */
-llmp_status ck_fsync_msg(const char *path, char *msg, size_t len);
 /* Steps of the complete checkpoints under root, newest first. */
 llmp_status ck_list_steps(llmp_ctx *ctx, const char *root, uint64_t **steps, size_t *n);
-/*
- * Replace dir/name with text so a reader sees the old or the new whole:
- * written to dir/tmp_name, fsynced, renamed, then dir fsynced. Touches no
- * context (the run record of a failed job is written without one's help).
- */
-llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_name,
-			    const char *text, char *msg, size_t len);
 /* Write root/latest (via latest.tmp, fsync, rename, fsync root). */
 llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step);
 /*
@@ -127,7 +118,7 @@ llmp_status ck_write_latest(llmp_ctx *ctx, const char *root, uint64_t step);
  */
 llmp_status ck_retain(llmp_ctx *ctx, const char *root, unsigned keep, uint64_t saved);
 
-/* ckpt_manifest.c (reading it: ckpt_format.h) */
+/* ckpt_manifest.c (reading it: format/manifest.c) */
 llmp_status ck_manifest_write(llmp_ctx *ctx, const char *path, const struct ck_manifest *m);
 
 llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen);
@@ -139,7 +130,7 @@ llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen);
  */
 llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m);
 
-/* ckpt_hdf5.c (reading: ckpt_format.h) */
+/* ckpt_hdf5.c (checking: format/h5check.c) */
 llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slice *all, size_t n);
 
 #endif /* LLMP_CKPT_INTERNAL_H */

@@ -7,7 +7,7 @@
  * missing source file there as fill values without an error, which would
  * turn a lost shard into zeros. Nothing is read with HDF5 at all: every
  * file is checked against the size and CRC-32C its MANIFEST gives
- * (ckpt_filesum.c), the index too, though a load does not use it, so that
+ * (format/filesum.c), the index too, though a load does not use it, so that
  * a checkpoint with any damaged file is passed over for an older one.
  */
 #include <errno.h>
@@ -49,7 +49,7 @@ static llmp_status read_meta(llmp_ctx *ctx, const char *dir, const struct ck_man
 	llmp_status st = LLMP_OK;
 	if (!all)
 		st = rt_fail(ctx, LLMP_ERR_NOMEM, "metadata of %llu bytes", (unsigned long long)m->meta_bytes);
-	else if (got != m->meta_bytes || llmp_crc32c(0, all, got) != m->meta_crc)
+	else if (got != m->meta_bytes || kern_crc32c(0, all, got) != m->meta_crc)
 		st = rt_fail(ctx, LLMP_ERR_IO, "%s is truncated or corrupted", path);
 	if (st == LLMP_OK) {
 		if (meta)

@@ -154,7 +154,7 @@ static llmp_status read_bytes(llmp_ctx *ctx, const struct shard *f, const struct
 				       got < 0 ? strerror(errno) : "the file ends inside it");
 		done += (size_t)got;
 	}
-	*crc = llmp_crc32c(*crc, buf, len);
+	*crc = kern_crc32c(*crc, buf, len);
 	return LLMP_OK;
 }
 

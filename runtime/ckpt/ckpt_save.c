@@ -157,7 +157,7 @@ static llmp_status build_manifest(llmp_ckpt *ck, uint64_t step, const struct ck_
 	m->world = ctx->world;
 	snprintf(m->layout, sizeof m->layout, "%s", ctx->layout);
 	m->meta_bytes = metalen;
-	m->meta_crc = llmp_crc32c(0, meta, metalen);
+	m->meta_crc = kern_crc32c(0, meta, metalen);
 	m->slices = malloc((n ? n : 1) * sizeof *m->slices);
 	m->shard_ranks = malloc(ctx->world * sizeof *m->shard_ranks);
 	m->shard_bytes = malloc(ctx->world * sizeof *m->shard_bytes);

@@ -44,7 +44,7 @@ static llmp_status recursive_doubling(rt_call *call, char *buf, size_t count)
 		} else {
 			st = rt_exchange(call, NULL, 0, UINT32_MAX, tmp, bytes, r - 1);
 			if (st == LLMP_OK)
-				st = llmp_reduce(buf, buf, tmp, count, call->dtype, call->op);
+				st = kern_reduce(buf, buf, tmp, count, call->dtype, call->op);
 			vrank = r / 2;
 		}
 	} else {
@@ -55,7 +55,7 @@ static llmp_status recursive_doubling(rt_call *call, char *buf, size_t count)
 		uint32_t peer = vpeer < extra ? vpeer * 2 + 1 : vpeer + extra;
 		st = rt_exchange(call, buf, bytes, peer, tmp, bytes, peer);
 		if (st == LLMP_OK)
-			st = llmp_reduce(buf, buf, tmp, count, call->dtype, call->op);
+			st = kern_reduce(buf, buf, tmp, count, call->dtype, call->op);
 	}
 	if (st == LLMP_OK && r < 2 * extra) {
 		if (r % 2 == 0)
@@ -64,7 +64,7 @@ static llmp_status recursive_doubling(rt_call *call, char *buf, size_t count)
 			st = rt_exchange(call, buf, bytes, r - 1, NULL, 0, UINT32_MAX);
 	}
 	if (st == LLMP_OK && call->op == LLMP_AVG)
-		st = llmp_reduce_divide(buf, count, call->dtype, n);
+		st = kern_reduce_divide(buf, count, call->dtype, n);
 	return st;
 }
 
@@ -95,7 +95,7 @@ static llmp_status ring(rt_call *call, const char *sendbuf, char *recvbuf, size_
 	}
 	uint32_t owned = (r + 1) % n;
 	if (st == LLMP_OK && call->op == LLMP_AVG) /* once, by the owner, before it is copied */
-		st = llmp_reduce_divide(recvbuf + rt_block_offset(&blocks, owned),
+		st = kern_reduce_divide(recvbuf + rt_block_offset(&blocks, owned),
 					rt_block_elems(&blocks, owned), call->dtype, n);
 	if (st == LLMP_OK)
 		st = rt_ring_allgather(call, recvbuf, &blocks, 1);

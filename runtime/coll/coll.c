@@ -184,7 +184,7 @@ llmp_status rt_exchange_segments(rt_call *call, const void *sendbuf, size_t send
 llmp_status rt_fold_segment(void *arg, size_t offset, const void *data, size_t bytes)
 {
 	const struct rt_fold *f = arg;
-	return llmp_reduce(f->dst + offset, f->mine + offset, data, bytes / f->call->esize,
+	return kern_reduce(f->dst + offset, f->mine + offset, data, bytes / f->call->esize,
 			   f->call->dtype, f->call->op);
 }
 

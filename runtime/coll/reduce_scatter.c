@@ -49,6 +49,6 @@ llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recv
 					  rt_fold_segment, &fold);
 	}
 	if (st == LLMP_OK && op == LLMP_AVG)
-		st = llmp_reduce_divide(recvbuf, count, dtype, n);
+		st = kern_reduce_divide(recvbuf, count, dtype, n);
 	return st;
 }

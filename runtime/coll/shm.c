@@ -245,6 +245,7 @@ static llmp_status setup(rt_call *call)
 	}
 	if (st == LLMP_OK && verdict) {
 		comm->shm = s;
+		comm->shm_free = rt_shm_free;
 		ctx->stats.shm_comms++;
 	} else {
 		unmap_segment(s);
@@ -421,10 +422,10 @@ static void reduce_slots(rt_call *call, uint64_t k, char *acc, size_t off, const
 	for (uint32_t j = 1; j < n && elems > 0; j++) {
 		const char *a = j > 1 ? acc : me == 0 ? mine : slot_of(s, 0, k) + off;
 		const char *b = j == me ? mine : slot_of(s, j, k) + off;
-		llmp_reduce(acc, a, b, elems, call->dtype, call->op);
+		kern_reduce(acc, a, b, elems, call->dtype, call->op);
 	}
 	if (elems > 0 && call->op == LLMP_AVG)
-		llmp_reduce_divide(acc, elems, call->dtype, n);
+		kern_reduce_divide(acc, elems, call->dtype, n);
 }
 
 static size_t min_size(size_t a, size_t b)

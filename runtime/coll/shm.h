@@ -49,7 +49,7 @@ llmp_status rt_shm_reduce_scatter(rt_call *call, const void *sendbuf, void *recv
 llmp_status rt_shm_allgather(rt_call *call, void *recvbuf, size_t count);
 llmp_status rt_shm_broadcast(rt_call *call, void *recvbuf, size_t count, uint32_t root);
 
-/* Unmap comm's segment, if it has one. */
+/* Unmap comm's segment, if it has one (comm->shm_free: rt_comm_free calls it). */
 void rt_shm_free(llmp_comm *comm);
 
 #endif /* LLMP_SHM_H */

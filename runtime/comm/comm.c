@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "failure.h"
-#include "runtime/coll/shm.h"
 #include "transport.h"
 
 uint32_t rt_world_rank(const llmp_comm *comm, uint32_t comm_rank)
@@ -119,7 +118,8 @@ void rt_comm_free(llmp_comm *comm)
 	if (!comm)
 		return;
 	rt_unlisten_reports(comm);
-	rt_shm_free(comm);
+	if (comm->shm_free)
+		comm->shm_free(comm);
 	free(comm->members);
 	free(comm->p2p_sent);
 	free(comm->p2p_recvd);

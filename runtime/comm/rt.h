@@ -47,6 +47,8 @@ struct llmp_comm {
 	bool broken;        /* a failure left members out of step */
 	bool shm_tried;     /* shm.h: a segment was tried; NULL shm then means UCX for good */
 	struct rt_shm *shm; /* shm.h: the segment, when every member is on this machine */
+	/* Set with shm by coll/shm.c, which alone knows how to unmap it; called by rt_comm_free. */
+	void (*shm_free)(struct llmp_comm *comm);
 	void *scratch;      /* grows to the largest temporary an algorithm needed */
 	size_t scratch_bytes;
 	/* Failure reports (failure.c): a receive always posted for the next one. */

@@ -9,6 +9,7 @@
 
 #include <llmp/llmp_ckpt_spec.h>
 #include <llmp/llmp_job.h>
+#include "job_record.h"
 #include "runtime/comm/rt.h"
 
 struct llmp_job {
@@ -42,9 +43,7 @@ void job_signals_restore(void);
 /* The first stop signal received (0: none) and when, on the wall clock. */
 int job_signal_received(struct timespec *when);
 
-/* job_record.c: ROOT/llmp-run, the record of the newest run. */
-llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint32_t rank,
-			     char *msg, size_t msglen);
+/* job_record.h: ROOT/llmp-run, the record of the newest run. */
 
 /* job_log.c: "llmp: TIME rank R: ..." on stderr, one line per event. */
 void job_log(const llmp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -18,15 +18,16 @@
  * whole version or the other. A run that dies without a word leaves
  * "running": the next run counts that as a failure.
  */
-#include "job_internal.h"
-
-#include "runtime/ckpt/ckpt_internal.h"
+#include "job_record.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <llmp/llmp_ckpt_spec.h>
+#include "runtime/ckpt/format/ckpt_format.h"
 
 #define RECORD_NAME "llmp-run"
 #define RECORD_VERSION 1

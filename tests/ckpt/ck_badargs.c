@@ -1,5 +1,5 @@
 /*
- * ck_badargs.c - what the checkpoint API refuses.
+ * cc_badargs.c - what the checkpoint API refuses.
  *
  * badargs: every call with a bad argument returns an error, with a message
  * naming what was wrong, and crashes nothing; the handle still works after.
@@ -57,12 +57,12 @@ static llmp_status reg_split(llmp_ckpt *ck, const char *name, llmp_dtype dtype, 
 	return llmp_ckpt_register(ck, name, dtype, 1, &g, &off, &sh, data);
 }
 
-int ck_cmd_badargs(const ck_args *args)
+int cc_cmd_badargs(const cc_args *args)
 {
 	llmp_ctx *ctx = NULL;
-	llmp_status st = ck_init(args, &ctx);
+	llmp_status st = cc_init(args, &ctx);
 	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(ctx))) {
-		ck_finalize(args, ctx);
+		cc_finalize(args, ctx);
 		return report_summary();
 	}
 	uint32_t rank = llmp_rank(ctx), world = llmp_world_size(ctx);
@@ -81,24 +81,24 @@ int ck_cmd_badargs(const ck_args *args)
 	llmp_ckpt *ck = (llmp_ckpt *)&ck; /* must be reset to NULL on failure */
 	llmp_ckpt_opts o = {.root = okroot, .keep = 1};
 	st = llmp_ckpt_open(NULL, &o, &ck);
-	ck_expect_fail(NULL, st, LLMP_ERR_ARG, "open with a NULL context", NOWORDS);
+	cc_expect_fail(NULL, st, LLMP_ERR_ARG, "open with a NULL context", NOWORDS);
 	report_expect(ck == NULL, "open with a NULL context left the handle set");
 	st = llmp_ckpt_open(ctx, &o, NULL);
-	ck_expect_fail(NULL, st, LLMP_ERR_ARG, "open with a NULL handle pointer", NOWORDS);
+	cc_expect_fail(NULL, st, LLMP_ERR_ARG, "open with a NULL handle pointer", NOWORDS);
 	st = llmp_ckpt_open(ctx, NULL, &ck);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "open with NULL options", WORDS("root"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "open with NULL options", WORDS("root"));
 	llmp_ckpt_opts bad = {.root = NULL};
 	st = llmp_ckpt_open(ctx, &bad, &ck);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "open with a NULL root", WORDS("root"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "open with a NULL root", WORDS("root"));
 	bad.root = "";
 	st = llmp_ckpt_open(ctx, &bad, &ck);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "open with an empty root", WORDS("root"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "open with an empty root", WORDS("root"));
 	report_expect(ck == NULL, "a failed open left the handle set");
 	llmp_ckpt_close(NULL); /* accepted */
 
 	st = llmp_ckpt_open(ctx, &o, &ck);
 	if (!report_expect(st == LLMP_OK, "llmp_ckpt_open %s: %s", okroot, llmp_errmsg(ctx))) {
-		ck_finalize(args, ctx);
+		cc_finalize(args, ctx);
 		return report_summary();
 	}
 
@@ -112,7 +112,7 @@ int ck_cmd_badargs(const ck_args *args)
 	}
 	g1[0] = s1[0] = 4;
 	st = llmp_ckpt_register(NULL, "x", LLMP_FLOAT32, 1, g1, o1, s1, data);
-	ck_expect_fail(NULL, st, LLMP_ERR_ARG, "register on a NULL handle", NOWORDS);
+	cc_expect_fail(NULL, st, LLMP_ERR_ARG, "register on a NULL handle", NOWORDS);
 
 	char longname[201], name127[LLMP_CKPT_MAX_NAME + 1], name128[LLMP_CKPT_MAX_NAME + 2];
 	memset(longname, 'n', 200);
@@ -134,34 +134,34 @@ int ck_cmd_badargs(const ck_args *args)
 		{"caf\xc3\xa9", "name"},
 	};
 	st = llmp_ckpt_register(ck, NULL, LLMP_FLOAT32, 1, g1, o1, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL name", WORDS("name"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL name", WORDS("name"));
 	for (size_t i = 0; i < sizeof badnames / sizeof badnames[0]; i++) {
 		char what[96];
 		snprintf(what, sizeof what, "register with the name '%s'", badnames[i].name);
 		st = llmp_ckpt_register(ck, badnames[i].name, LLMP_FLOAT32, 1, g1, o1, s1, data);
-		ck_expect_fail(ctx, st, LLMP_ERR_ARG, what, WORDS(badnames[i].word));
+		cc_expect_fail(ctx, st, LLMP_ERR_ARG, what, WORDS(badnames[i].word));
 	}
 	st = llmp_ckpt_register(ck, longname, LLMP_FLOAT32, 1, g1, o1, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a name of 200 characters", WORDS("nnnnnnnnnn"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a name of 200 characters", WORDS("nnnnnnnnnn"));
 	st = llmp_ckpt_register(ck, name128, LLMP_FLOAT32, 1, g1, o1, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a name of 128 characters", WORDS("mmmmmmmmmm"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a name of 128 characters", WORDS("mmmmmmmmmm"));
 
 	st = llmp_ckpt_register(ck, "bad/dtype", (llmp_dtype)LLMP_NDTYPES, 1, g1, o1, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with dtype LLMP_NDTYPES", WORDS("bad/dtype", "dtype"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with dtype LLMP_NDTYPES", WORDS("bad/dtype", "dtype"));
 	st = llmp_ckpt_register(ck, "bad/dtype", (llmp_dtype)-1, 1, g1, o1, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with dtype -1", WORDS("bad/dtype", "dtype"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with dtype -1", WORDS("bad/dtype", "dtype"));
 	st = llmp_ckpt_register(ck, "bad/ndim", LLMP_FLOAT32, 0, g1, o1, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with ndim 0", WORDS("bad/ndim", "dimensions"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with ndim 0", WORDS("bad/ndim", "dimensions"));
 	st = llmp_ckpt_register(ck, "bad/ndim", LLMP_FLOAT32, LLMP_CKPT_MAX_DIMS + 1, g1, o1, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with ndim 9", WORDS("bad/ndim", "dimensions"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with ndim 9", WORDS("bad/ndim", "dimensions"));
 	st = llmp_ckpt_register(ck, "bad/null", LLMP_FLOAT32, 1, NULL, o1, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL global shape", WORDS("bad/null"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL global shape", WORDS("bad/null"));
 	st = llmp_ckpt_register(ck, "bad/null", LLMP_FLOAT32, 1, g1, NULL, s1, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL offset", WORDS("bad/null"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL offset", WORDS("bad/null"));
 	st = llmp_ckpt_register(ck, "bad/null", LLMP_FLOAT32, 1, g1, o1, NULL, data);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL shape", WORDS("bad/null"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL shape", WORDS("bad/null"));
 	st = llmp_ckpt_register(ck, "bad/data", LLMP_FLOAT32, 1, g1, o1, s1, NULL);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register with NULL data", WORDS("bad/data", "data"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with NULL data", WORDS("bad/data", "data"));
 
 	/* slices outside the global shape: {global, offset, shape} in dimension 1 of 2 */
 	static const uint64_t outside[][3] = {
@@ -174,43 +174,43 @@ int ck_cmd_badargs(const ck_args *args)
 		snprintf(what, sizeof what, "register dimension 1: offset %" PRIu64 " shape %" PRIu64
 			 " of global %" PRIu64, off[1], sh[1], g[1]);
 		st = llmp_ckpt_register(ck, "bad/slice", LLMP_FLOAT32, 2, g, off, sh, data);
-		ck_expect_fail(ctx, st, LLMP_ERR_RANGE, what, WORDS("bad/slice", "dimension 1"));
+		cc_expect_fail(ctx, st, LLMP_ERR_RANGE, what, WORDS("bad/slice", "dimension 1"));
 	}
 
 	/* what is fine: a name of 127 characters, 8 dimensions; then a duplicate */
 	st = llmp_ckpt_register(ck, name127, LLMP_UINT8, LLMP_CKPT_MAX_DIMS, g1, o1, s1, data);
 	report_expect(st == LLMP_OK, "register %d dimensions and a name of %d characters: %s: %s", LLMP_CKPT_MAX_DIMS,
-		  LLMP_CKPT_MAX_NAME, ck_status_name(st), llmp_errmsg(ctx));
+		  LLMP_CKPT_MAX_NAME, cc_status_name(st), llmp_errmsg(ctx));
 	/* "good": this rank's 2 elements, at global 2*rank, in data[0..1] */
 	for (int i = 0; i < 2; i++)
 		data[i] = (float)((2 * rank + (unsigned)i) * 3 + 1);
 	st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
 	report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 	st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data2);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "register good twice", WORDS("good", "already registered"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register good twice", WORDS("good", "already registered"));
 
 	/* ---- save and load: collective, every rank the same calls */
 	char meta[] = "badargs meta", got[64];
 	size_t metalen = 0;
 	uint64_t loaded = 0;
 	st = llmp_ckpt_save(NULL, 1, meta, sizeof meta);
-	ck_expect_fail(NULL, st, LLMP_ERR_ARG, "save on a NULL handle", NOWORDS);
+	cc_expect_fail(NULL, st, LLMP_ERR_ARG, "save on a NULL handle", NOWORDS);
 	st = llmp_ckpt_load(NULL, 1, &loaded, got, sizeof got, &metalen);
-	ck_expect_fail(NULL, st, LLMP_ERR_ARG, "load on a NULL handle", NOWORDS);
+	cc_expect_fail(NULL, st, LLMP_ERR_ARG, "load on a NULL handle", NOWORDS);
 	st = llmp_ckpt_save(ck, 1, NULL, 5);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "save with meta NULL and metalen 5", WORDS("meta"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "save with meta NULL and metalen 5", WORDS("meta"));
 	st = llmp_ckpt_save(ck, LLMP_CKPT_NEWEST, meta, sizeof meta);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "save of step LLMP_CKPT_NEWEST", WORDS("reserved"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "save of step LLMP_CKPT_NEWEST", WORDS("reserved"));
 	st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
-	ck_expect_fail(ctx, st, LLMP_ERR_IO, "load from a root never written", WORDS(okroot));
+	cc_expect_fail(ctx, st, LLMP_ERR_IO, "load from a root never written", WORDS(okroot));
 
 	/* a good save, then the same step again and a step that is not there */
 	st = llmp_ckpt_save(ck, 7, meta, sizeof meta);
-	report_expect(st == LLMP_OK, "save step 7: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+	report_expect(st == LLMP_OK, "save step 7: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
 	st = llmp_ckpt_save(ck, 7, meta, sizeof meta);
-	ck_expect_fail(ctx, st, LLMP_ERR_ARG, "save of step 7 again", WORDS("step-7", "exists"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "save of step 7 again", WORDS("step-7", "exists"));
 	st = llmp_ckpt_load(ck, 8, &loaded, got, sizeof got, &metalen);
-	ck_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 8, which was never saved", WORDS(okroot, "step-8"));
+	cc_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 8, which was never saved", WORDS(okroot, "step-8"));
 
 	/* metadata larger than the buffer: truncated, *metalen the full size */
 	memset(data, 0, sizeof data);
@@ -232,7 +232,7 @@ int ck_cmd_badargs(const ck_args *args)
 
 	/* keep=1 and a lower step than the newest (a job gone back): the one just saved stays */
 	st = llmp_ckpt_save(ck, 0, NULL, 0);
-	report_expect(st == LLMP_OK, "save step 0 with no metadata: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+	report_expect(st == LLMP_OK, "save step 0 with no metadata: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
 	if (rank == 0) {
 		char p0[4200], p7[4200];
 		snprintf(p0, sizeof p0, "%s/step-0", okroot);
@@ -253,10 +253,10 @@ int ck_cmd_badargs(const ck_args *args)
 		st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
 		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
-		ck_expect_fail(ctx, st, LLMP_ERR_IO, i ? "load from a missing root" : "load from an empty root",
+		cc_expect_fail(ctx, st, LLMP_ERR_IO, i ? "load from a missing root" : "load from an empty root",
 			       WORDS(roots[i]));
 		st = llmp_ckpt_load(ck, 3, &loaded, got, sizeof got, &metalen);
-		ck_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 3 from a root without it", WORDS(roots[i], "step-3"));
+		cc_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 3 from a root without it", WORDS(roots[i], "step-3"));
 		llmp_ckpt_close(ck);
 	}
 	report_expect(!exists(missing), "a load created %s", missing);
@@ -268,9 +268,9 @@ int ck_cmd_badargs(const ck_args *args)
 		st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
 		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_save(ck, 1, meta, sizeof meta);
-		ck_expect_fail(ctx, st, LLMP_ERR_IO, "save under a root that is a regular file", WORDS(afile));
+		cc_expect_fail(ctx, st, LLMP_ERR_IO, "save under a root that is a regular file", WORDS(afile));
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
-		ck_expect_fail(ctx, st, LLMP_ERR_IO, "load from a root that is a regular file", WORDS(afile));
+		cc_expect_fail(ctx, st, LLMP_ERR_IO, "load from a root that is a regular file", WORDS(afile));
 		llmp_ckpt_close(ck);
 	}
 
@@ -284,7 +284,7 @@ int ck_cmd_badargs(const ck_args *args)
 		st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
 		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_save(ck, 9, "after", 5);
-		report_expect(st == LLMP_OK, "save step 9 after the failures: %s: %s", ck_status_name(st),
+		report_expect(st == LLMP_OK, "save step 9 after the failures: %s: %s", cc_status_name(st),
 			  llmp_errmsg(ctx));
 		memset(data, 0, sizeof data);
 		metalen = 0;
@@ -303,14 +303,14 @@ int ck_cmd_badargs(const ck_args *args)
 		report_expect(!exists(p), "keep=1, yet %s is still there", p);
 		llmp_ckpt_close(ck);
 	}
-	ck_finalize(args, ctx);
+	cc_finalize(args, ctx);
 	return report_summary();
 }
 
 /* ------------------------------------------------------------- mismatch */
 
 /* Save step 1 with what register_fn registered: must fail everywhere naming `tensor`. */
-static void save_must_fail(llmp_ctx *ctx, const ck_args *args, const char *what, const char *tensor,
+static void save_must_fail(llmp_ctx *ctx, const cc_args *args, const char *what, const char *tensor,
 			   const char *word, llmp_status (*register_fn)(llmp_ckpt *, uint32_t, uint32_t, float *))
 {
 	llmp_ckpt *ck = NULL;
@@ -323,9 +323,9 @@ static void save_must_fail(llmp_ctx *ctx, const ck_args *args, const char *what,
 	if (report_expect(st == LLMP_OK, "%s: register: %s", what, llmp_errmsg(ctx))) {
 		st = llmp_ckpt_save(ck, 1, "m", 1);
 		if (word)
-			ck_expect_fail(ctx, st, LLMP_ERR_MISMATCH, what, WORDS(tensor, word));
+			cc_expect_fail(ctx, st, LLMP_ERR_MISMATCH, what, WORDS(tensor, word));
 		else
-			ck_expect_fail(ctx, st, LLMP_ERR_MISMATCH, what, WORDS(tensor));
+			cc_expect_fail(ctx, st, LLMP_ERR_MISMATCH, what, WORDS(tensor));
 		char p[4200];
 		snprintf(p, sizeof p, "%s/step-1", args->root);
 		report_expect(!exists(p), "%s: %s exists after a failed save", what, p);
@@ -386,17 +386,17 @@ struct load_case {
 	bool ok;
 };
 
-int ck_cmd_mismatch(const ck_args *args)
+int cc_cmd_mismatch(const cc_args *args)
 {
 	llmp_ctx *ctx = NULL;
-	llmp_status st = ck_init(args, &ctx);
+	llmp_status st = cc_init(args, &ctx);
 	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(ctx))) {
-		ck_finalize(args, ctx);
+		cc_finalize(args, ctx);
 		return report_summary();
 	}
 	uint32_t rank = llmp_rank(ctx), world = llmp_world_size(ctx);
 	if (!report_expect(world >= 2, "mismatch needs 2 or more ranks, not %u", world)) {
-		ck_finalize(args, ctx);
+		cc_finalize(args, ctx);
 		return report_summary();
 	}
 	save_must_fail(ctx, args, "save: another global shape on the last rank", "mm/shape", NULL, reg_shape);
@@ -421,7 +421,7 @@ int ck_cmd_mismatch(const ck_args *args)
 			st = llmp_ckpt_register(ck, "ld/b", LLMP_FLOAT32, 1, &bg, &bo, &bg, b);
 		if (st == LLMP_OK)
 			st = llmp_ckpt_save(ck, 2, "good", 4);
-		report_expect(st == LLMP_OK, "save of a good step 2: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "save of a good step 2: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
 		llmp_ckpt_close(ck);
 	}
 
@@ -450,11 +450,11 @@ int ck_cmd_mismatch(const ck_args *args)
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, NULL, 0, NULL);
 		if (c->ok) {
 			const float *fa = (const float *)buf;
-			if (report_expect(st == LLMP_OK, "%s: %s: %s", c->what, ck_status_name(st), llmp_errmsg(ctx)))
+			if (report_expect(st == LLMP_OK, "%s: %s: %s", c->what, cc_status_name(st), llmp_errmsg(ctx)))
 				report_expect(loaded == 2 && fa[0] == (float)(2 * rank) && fa[1] == (float)(2 * rank + 1) &&
 					  bb[0] == 7 && bb[2] == 9, "%s: wrong values or step %" PRIu64, c->what, loaded);
 		} else {
-			ck_expect_fail(ctx, st, LLMP_ERR_MISMATCH, c->what, WORDS(c->name, dir, c->word));
+			cc_expect_fail(ctx, st, LLMP_ERR_MISMATCH, c->what, WORDS(c->name, dir, c->word));
 		}
 		llmp_ckpt_close(ck);
 	}
@@ -468,9 +468,9 @@ int ck_cmd_mismatch(const ck_args *args)
 		if (st == LLMP_OK)
 			st = llmp_ckpt_load(ck, 2, NULL, NULL, 0, NULL);
 		report_expect(st == LLMP_OK && bb[0] == 7 && bb[1] == 8 && bb[2] == 9,
-			  "load of ld/b alone: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+			  "load of ld/b alone: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
 		llmp_ckpt_close(ck);
 	}
-	ck_finalize(args, ctx);
+	cc_finalize(args, ctx);
 	return report_summary();
 }

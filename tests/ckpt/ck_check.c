@@ -36,12 +36,12 @@ static const char *const status_names[] = {
 };
 #define NSTATUS (sizeof status_names / sizeof status_names[0])
 
-const char *ck_status_name(llmp_status st)
+const char *cc_status_name(llmp_status st)
 {
 	return (unsigned)st < NSTATUS ? status_names[st] : "LLMP_ERR_?";
 }
 
-int ck_status_from_name(const char *name)
+int cc_status_from_name(const char *name)
 {
 	for (size_t i = 0; i < NSTATUS; i++)
 		if (strcmp(name, status_names[i]) == 0 || strcmp(name, status_names[i] + 5) == 0 ||
@@ -50,13 +50,13 @@ int ck_status_from_name(const char *name)
 	return -1;
 }
 
-bool ck_expect_fail(llmp_ctx *ctx, llmp_status got, llmp_status want, const char *what,
+bool cc_expect_fail(llmp_ctx *ctx, llmp_status got, llmp_status want, const char *what,
 		    const char *const *msgs, size_t nmsgs)
 {
 	const char *msg = llmp_errmsg(ctx);
-	report_note("%s: %s (%s): %s", what, ck_status_name(got), llmp_strerror(got),
+	report_note("%s: %s (%s): %s", what, cc_status_name(got), llmp_strerror(got),
 		got == LLMP_OK ? "-" : msg);
-	if (!report_expect(got == want, "%s: got %s, expected %s", what, ck_status_name(got), ck_status_name(want)))
+	if (!report_expect(got == want, "%s: got %s, expected %s", what, cc_status_name(got), cc_status_name(want)))
 		return false;
 	bool ok = report_expect(ctx == NULL || (msg[0] && strcmp(msg, "no error") != 0),
 			    "%s: no error message", what);
@@ -76,7 +76,7 @@ static uint32_t float_bits(float f)
 }
 
 /* IEEE binary16 of a float that is exactly a normal half (or zero), as every value here is. */
-uint16_t ck_float_to_half(float f)
+uint16_t cc_float_to_half(float f)
 {
 	uint32_t u = float_bits(f);
 	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
@@ -87,23 +87,23 @@ uint16_t ck_float_to_half(float f)
 }
 
 /* The value of element g (row-major global index) of tensor `id` at `step`, as dtype. */
-void ck_value(int id, llmp_dtype dtype, uint64_t g, uint64_t step, void *out)
+void cc_value(int id, llmp_dtype dtype, uint64_t g, uint64_t step, void *out)
 {
 	double v = 0;
 	switch (id) {
-	case CK_W_ROW: v = (double)step + (double)((g * 7) % 101) * 0.125 - 6.0; break;
-	case CK_W_COL: v = (double)step * 1.5 + (double)g / 1024.0 - 0.5; break;
-	case CK_W_COL_BF16: v = (double)((g + step) % 64) * 0.5 - 8.0; break;
-	case CK_BIAS: v = (double)((int64_t)step * 1000 - (int64_t)g * 37); break;
-	case CK_EMB_U8: v = (double)((g * 13 + step) % 251); break;
-	case CK_NORM_F16: v = (double)((g * 3 + step) % 512) * 0.25 - 32.0; break;
-	case CK_BIG: v = (double)((g * 5 + step) % 65536); break;
+	case CC_W_ROW: v = (double)step + (double)((g * 7) % 101) * 0.125 - 6.0; break;
+	case CC_W_COL: v = (double)step * 1.5 + (double)g / 1024.0 - 0.5; break;
+	case CC_W_COL_BF16: v = (double)((g + step) % 64) * 0.5 - 8.0; break;
+	case CC_BIAS: v = (double)((int64_t)step * 1000 - (int64_t)g * 37); break;
+	case CC_EMB_U8: v = (double)((g * 13 + step) % 251); break;
+	case CC_NORM_F16: v = (double)((g * 3 + step) % 512) * 0.25 - 32.0; break;
+	case CC_BIG: v = (double)((g * 5 + step) % 65536); break;
 	}
 	switch (dtype) {
 	case LLMP_FLOAT32: { float f = (float)v; memcpy(out, &f, 4); break; }
 	case LLMP_FLOAT64: memcpy(out, &v, 8); break;
 	case LLMP_BFLOAT16: { uint16_t h = (uint16_t)(float_bits((float)v) >> 16); memcpy(out, &h, 2); break; }
-	case LLMP_FLOAT16: { uint16_t h = ck_float_to_half((float)v); memcpy(out, &h, 2); break; }
+	case LLMP_FLOAT16: { uint16_t h = cc_float_to_half((float)v); memcpy(out, &h, 2); break; }
 	case LLMP_INT32: { int32_t i = (int32_t)v; memcpy(out, &i, 4); break; }
 	case LLMP_INT64: { int64_t i = (int64_t)v; memcpy(out, &i, 8); break; }
 	case LLMP_UINT8: { uint8_t b = (uint8_t)v; memcpy(out, &b, 1); break; }
@@ -124,7 +124,7 @@ struct model_tensor {
 };
 
 struct model {
-	struct model_tensor t[CK_NTENSORS];
+	struct model_tensor t[CC_NTENSORS];
 	size_t n;
 	uint32_t tp, tp_size, dp, dp_size, rank, world;
 };
@@ -155,7 +155,7 @@ static void add(struct model *m, int id, const char *name, llmp_dtype dtype, uns
 	t->esize = llmp_dtype_size(dtype);
 }
 
-static int model_build(llmp_ctx *ctx, const ck_args *args, struct model *m)
+static int model_build(llmp_ctx *ctx, const cc_args *args, struct model *m)
 {
 	uint32_t coords[LLMP_NAXES];
 	const llmp_plan *plan = llmp_layout(ctx);
@@ -173,29 +173,29 @@ static int model_build(llmp_ctx *ctx, const ck_args *args, struct model *m)
 
 	struct model_tensor *t;
 	/* row-parallel: dim 0 split along tp (13 rows: uneven for tp 2, 3, 4, 6) */
-	add(m, CK_W_ROW, "layers/0/w_row", LLMP_FLOAT32, 2, 13, 10, 0);
+	add(m, CC_W_ROW, "layers/0/w_row", LLMP_FLOAT32, 2, 13, 10, 0);
 	t = &m->t[m->n - 1];
 	part(t->global[0], m->tp_size, m->tp, &t->offset[0], &t->shape[0]);
 	/* column-parallel: dim 1 split along tp */
-	add(m, CK_W_COL, "layers/0/w_col", LLMP_FLOAT64, 2, 6, 12, 0);
+	add(m, CC_W_COL, "layers/0/w_col", LLMP_FLOAT64, 2, 6, 12, 0);
 	t = &m->t[m->n - 1];
 	part(t->global[1], m->tp_size, m->tp, &t->offset[1], &t->shape[1]);
-	add(m, CK_W_COL_BF16, "layers/0/w_col_bf16", LLMP_BFLOAT16, 2, 4, 12, 0);
+	add(m, CC_W_COL_BF16, "layers/0/w_col_bf16", LLMP_BFLOAT16, 2, 4, 12, 0);
 	t = &m->t[m->n - 1];
 	part(t->global[1], m->tp_size, m->tp, &t->offset[1], &t->shape[1]);
 	/* replicated on every rank */
-	add(m, CK_BIAS, "layers/0/bias", LLMP_INT32, 1, 10, 0, 0);
+	add(m, CC_BIAS, "layers/0/bias", LLMP_INT32, 1, 10, 0, 0);
 	/* 3-D: dim 0 along dp, dim 1 along tp */
-	add(m, CK_EMB_U8, "emb/u8", LLMP_UINT8, 3, 12, 12, 5);
+	add(m, CC_EMB_U8, "emb/u8", LLMP_UINT8, 3, 12, 12, 5);
 	t = &m->t[m->n - 1];
 	part(t->global[0], m->dp_size, m->dp, &t->offset[0], &t->shape[0]);
 	part(t->global[1], m->tp_size, m->tp, &t->offset[1], &t->shape[1]);
 	/* split along the whole world */
-	add(m, CK_NORM_F16, "norm/f16", LLMP_FLOAT16, 1, 24, 0, 0);
+	add(m, CC_NORM_F16, "norm/f16", LLMP_FLOAT16, 1, 24, 0, 0);
 	t = &m->t[m->n - 1];
 	part(t->global[0], m->world, m->rank, &t->offset[0], &t->shape[0]);
 	if (args->big) {
-		add(m, CK_BIG, "big/w", LLMP_FLOAT32, 2, 48 * (uint64_t)args->big, 1024, 0);
+		add(m, CC_BIG, "big/w", LLMP_FLOAT32, 2, 48 * (uint64_t)args->big, 1024, 0);
 		t = &m->t[m->n - 1];
 		part(t->global[0], m->world, m->rank, &t->offset[0], &t->shape[0]);
 	}
@@ -235,7 +235,7 @@ static void model_fill(struct model *m, uint64_t step)
 	for (size_t i = 0; i < m->n; i++) {
 		struct model_tensor *t = &m->t[i];
 		for (size_t k = 0; k < t->count; k++)
-			ck_value(t->id, t->dtype, global_index(t, k), step, t->data + k * t->esize);
+			cc_value(t->id, t->dtype, global_index(t, k), step, t->data + k * t->esize);
 	}
 }
 
@@ -247,7 +247,7 @@ static void model_check(const struct model *m, uint64_t step)
 		size_t bad = 0, first = 0;
 		unsigned char want[8];
 		for (size_t k = 0; k < t->count; k++) {
-			ck_value(t->id, t->dtype, global_index(t, k), step, want);
+			cc_value(t->id, t->dtype, global_index(t, k), step, want);
 			if (memcmp(want, t->data + k * t->esize, t->esize) != 0 && bad++ == 0)
 				first = k;
 		}
@@ -276,9 +276,9 @@ static int meta_text(uint64_t step, char *buf, size_t len)
 
 /* --------------------------------------------------------- save and load */
 
-static int open_model(const ck_args *args, llmp_ctx **ctx, llmp_ckpt **ck, struct model *m)
+static int open_model(const cc_args *args, llmp_ctx **ctx, llmp_ckpt **ck, struct model *m)
 {
-	llmp_status st = ck_init(args, ctx);
+	llmp_status st = cc_init(args, ctx);
 	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
 		return -1;
 	if (model_build(*ctx, args, m) != 0)
@@ -293,7 +293,7 @@ static int open_model(const ck_args *args, llmp_ctx **ctx, llmp_ckpt **ck, struc
 	return 0;
 }
 
-int ck_cmd_save(const ck_args *args)
+int cc_cmd_save(const cc_args *args)
 {
 	llmp_ctx *ctx = NULL;
 	llmp_ckpt *ck = NULL;
@@ -307,7 +307,7 @@ int ck_cmd_save(const ck_args *args)
 			llmp_status st = args->async ? llmp_ckpt_save_async(ck, args->steps[i], meta, (size_t)len)
 						     : llmp_ckpt_save(ck, args->steps[i], meta, (size_t)len);
 			if (!report_expect(st == LLMP_OK, "llmp_ckpt_save step %" PRIu64 ": %s (%s): %s", args->steps[i],
-				       ck_status_name(st), llmp_strerror(st), llmp_errmsg(ctx)))
+				       cc_status_name(st), llmp_strerror(st), llmp_errmsg(ctx)))
 				break;
 			if (args->async) {
 				/* The save owns copies now: what the program does next must not reach the files. */
@@ -322,16 +322,16 @@ int ck_cmd_save(const ck_args *args)
 		}
 		if (args->async) {
 			llmp_status st = llmp_ckpt_wait(ck);
-			report_expect(st == LLMP_OK, "llmp_ckpt_wait: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+			report_expect(st == LLMP_OK, "llmp_ckpt_wait: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
 		}
 	}
 	llmp_ckpt_close(ck);
 	model_free(&m);
-	ck_finalize(args, ctx);
+	cc_finalize(args, ctx);
 	return report_summary();
 }
 
-int ck_cmd_load(const ck_args *args)
+int cc_cmd_load(const cc_args *args)
 {
 	llmp_ctx *ctx = NULL;
 	llmp_ckpt *ck = NULL;
@@ -344,9 +344,9 @@ int ck_cmd_load(const ck_args *args)
 		uint64_t loaded = UINT64_MAX - 1;
 		llmp_status st = llmp_ckpt_load(ck, args->step, &loaded, meta, sizeof meta - 1, &metalen);
 		if (args->expect_fail >= 0) {
-			ck_expect_fail(ctx, st, (llmp_status)args->expect_fail, "llmp_ckpt_load", args->expect_msg,
+			cc_expect_fail(ctx, st, (llmp_status)args->expect_fail, "llmp_ckpt_load", args->expect_msg,
 				       args->nmsgs);
-		} else if (report_expect(st == LLMP_OK, "llmp_ckpt_load: %s (%s): %s", ck_status_name(st),
+		} else if (report_expect(st == LLMP_OK, "llmp_ckpt_load: %s (%s): %s", cc_status_name(st),
 				     llmp_strerror(st), llmp_errmsg(ctx))) {
 			report_note("loaded step %" PRIu64, loaded);
 			if (args->expect_step != UINT64_MAX)
@@ -364,13 +364,13 @@ int ck_cmd_load(const ck_args *args)
 	}
 	llmp_ckpt_close(ck);
 	model_free(&m);
-	ck_finalize(args, ctx);
+	cc_finalize(args, ctx);
 	return report_summary();
 }
 
 /* ------------------------------------------------------------------ main */
 
-llmp_status ck_init(const ck_args *args, llmp_ctx **ctx)
+llmp_status cc_init(const cc_args *args, llmp_ctx **ctx)
 {
 	llmp_init_opts opts;
 	llmp_init_opts_default(&opts);
@@ -383,14 +383,14 @@ llmp_status ck_init(const ck_args *args, llmp_ctx **ctx)
 	return st;
 }
 
-void ck_finalize(const ck_args *args, llmp_ctx *ctx)
+void cc_finalize(const cc_args *args, llmp_ctx *ctx)
 {
 	llmp_comm *world;
 	if (ctx && args->sync_exit) {
 		llmp_status st = llmp_comm_world(ctx, &world);
 		if (st == LLMP_OK)
 			st = llmp_barrier(world);
-		report_expect(st == LLMP_OK, "barrier before llmp_finalize: %s: %s", ck_status_name(st), llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "barrier before llmp_finalize: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
 	}
 	llmp_finalize(ctx);
 }
@@ -409,7 +409,7 @@ static void usage(FILE *f)
 		   "  --timeout S            llmp_init_opts.timeout_s\n"
 		   "  --sync-exit 1          a world barrier before llmp_finalize\n"
 		   "  --async 1              save: llmp_ckpt_save_async, the tensors overwritten as soon as\n"
-		   "                         it returns, llmp_ckpt_wait at the end\n", CK_MAX_MSGS);
+		   "                         it returns, llmp_ckpt_wait at the end\n", CC_MAX_MSGS);
 }
 
 static bool parse_u64(const char *s, uint64_t *v)
@@ -421,7 +421,7 @@ static bool parse_u64(const char *s, uint64_t *v)
 	return *end == '\0';
 }
 
-static int parse_args(int argc, char **argv, ck_args *a)
+static int parse_args(int argc, char **argv, cc_args *a)
 {
 	memset(a, 0, sizeof *a);
 	a->step = LLMP_CKPT_NEWEST;
@@ -444,7 +444,7 @@ static int parse_args(int argc, char **argv, ck_args *a)
 		} else if (strcmp(o, "--steps") == 0) {
 			char *copy = strdup(val), *save = NULL;
 			for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				if (a->nsteps == CK_MAX_STEPS || !parse_u64(tok, &a->steps[a->nsteps])) {
+				if (a->nsteps == CC_MAX_STEPS || !parse_u64(tok, &a->steps[a->nsteps])) {
 					fprintf(stderr, "ck_check: --steps %s: bad list\n", val);
 					free(copy);
 					return -1;
@@ -453,12 +453,12 @@ static int parse_args(int argc, char **argv, ck_args *a)
 			}
 			free(copy);
 		} else if (strcmp(o, "--expect-fail") == 0) {
-			if ((a->expect_fail = ck_status_from_name(val)) < 0) {
+			if ((a->expect_fail = cc_status_from_name(val)) < 0) {
 				fprintf(stderr, "ck_check: --expect-fail %s: not a status name\n", val);
 				return -1;
 			}
 		} else if (strcmp(o, "--expect-msg") == 0) {
-			if (a->nmsgs == CK_MAX_MSGS) {
+			if (a->nmsgs == CC_MAX_MSGS) {
 				fprintf(stderr, "ck_check: too many --expect-msg\n");
 				return -1;
 			}
@@ -493,14 +493,14 @@ int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
-		int (*run)(const ck_args *);
+		int (*run)(const cc_args *);
 	} commands[] = {
-		{"save", ck_cmd_save},
-		{"load", ck_cmd_load},
-		{"badargs", ck_cmd_badargs},
-		{"mismatch", ck_cmd_mismatch},
+		{"save", cc_cmd_save},
+		{"load", cc_cmd_load},
+		{"badargs", cc_cmd_badargs},
+		{"mismatch", cc_cmd_mismatch},
 	};
-	ck_args args;
+	cc_args args;
 
 	/* srun interleaves the tasks' output by line */
 	setvbuf(stdout, NULL, _IOLBF, 0);

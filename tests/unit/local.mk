@@ -1,8 +1,8 @@
 # tests/unit/local.mk - the unit tests (cmocka, TAP), included by Makefile.am.
 #
 # One program per concept, each computing its expected values on its own;
-# they need no cluster, no PMIx and no UCX (except test_ckpt_format, which
-# links libllmp_core for the context-free checkpoint reader). The fuzz
+# they need no cluster, no PMIx and no UCX (test_ckpt_format links the
+# context-free checkpoint reader and HDF5, as the `llmp` tool does). The fuzz
 # target's corpus is replayed as one of them (tests/fuzz/).
 if HAVE_CMOCKA
 unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan \
@@ -41,8 +41,9 @@ tests_unit_test_json_writer_SOURCES = tests/unit/test_json_writer.c cli/json_wri
 tests_unit_test_json_writer_CFLAGS = $(test_cflags)
 tests_unit_test_json_writer_LDADD = $(CMOCKA_LIBS) -lm
 if BUILD_RUNTIME
-# The context-free reading of checkpoints (runtime/ckpt/ckpt_format.h), which
-# only libllmp_core has: libllmp exports the public API alone.
+# The context-free reading of checkpoints (runtime/ckpt/format/), which
+# libllmp does not export: linked as the `llmp` tool links it.
 tests_unit_test_ckpt_format_CFLAGS = $(test_cflags)
-tests_unit_test_ckpt_format_LDADD = runtime/libllmp_core.la $(CMOCKA_LIBS)
+tests_unit_test_ckpt_format_LDADD = runtime/ckpt/format/libckpt_format.la topology/libplanner.la \
+	kernels/libkernels.la $(CMOCKA_LIBS)
 endif

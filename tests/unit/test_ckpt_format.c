@@ -1,6 +1,6 @@
 /*
  * test_ckpt_format.c - the context-free reading of checkpoints
- * (runtime/ckpt/ckpt_format.h): names in a root, MANIFEST parsing, its
+ * (runtime/ckpt/format/ckpt_format.h): names in a root, MANIFEST parsing, its
  * strictness and its checksum, the tiling check, the listing of a root.
  *
  * Every MANIFEST here is written by hand, so the expected values are the
@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/ckpt/ckpt_format.h"
+#include "runtime/ckpt/format/ckpt_format.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

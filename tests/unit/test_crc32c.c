@@ -9,7 +9,7 @@
  * Both implementations are tested. On x86-64 the library picks the crc32
  * instruction by itself, and LLMP_CRC32C_PORTABLE=1 in its environment, read
  * at its first call, makes it take the portable slice-by-8 code instead. So
- * main() forks before anything here calls llmp_crc32c: the child sets the
+ * main() forks before anything here calls kern_crc32c: the child sets the
  * variable and runs the same comparisons (its report goes to stderr, outside
  * the TAP stream), and the test case portable_code_passes_the_same_tests
  * asserts that it exited cleanly. Elsewhere both processes run the portable
@@ -106,10 +106,10 @@ static void known_vectors_match_published_values(void **state)
 	for (size_t i = 0; i < ARRAY_LEN(v); i++) {
 		/* The reference must agree too, or the other tests prove nothing. */
 		if (reference_crc32c(0, v[i].bytes, v[i].len) != v[i].crc ||
-		    llmp_crc32c(0, v[i].bytes, v[i].len) != v[i].crc)
-			fail_msg("%s: reference %08x, llmp_crc32c %08x, expected %08x", v[i].name,
+		    kern_crc32c(0, v[i].bytes, v[i].len) != v[i].crc)
+			fail_msg("%s: reference %08x, kern_crc32c %08x, expected %08x", v[i].name,
 				 reference_crc32c(0, v[i].bytes, v[i].len),
-				 llmp_crc32c(0, v[i].bytes, v[i].len), v[i].crc);
+				 kern_crc32c(0, v[i].bytes, v[i].len), v[i].crc);
 	}
 }
 
@@ -120,8 +120,8 @@ static void null_with_zero_length_returns_crc_unchanged(void **state)
 	unsigned char byte = 0x5a;
 
 	for (size_t i = 0; i < ARRAY_LEN(crcs); i++) {
-		assert_int_equal(llmp_crc32c(crcs[i], NULL, 0), crcs[i]);
-		assert_int_equal(llmp_crc32c(crcs[i], &byte, 0), crcs[i]);
+		assert_int_equal(kern_crc32c(crcs[i], NULL, 0), crcs[i]);
+		assert_int_equal(kern_crc32c(crcs[i], &byte, 0), crcs[i]);
 	}
 }
 
@@ -130,7 +130,7 @@ static void null_with_zero_length_returns_crc_unchanged(void **state)
 static void check_against_reference(const unsigned char *p, size_t len, uint32_t start,
 				    size_t offset)
 {
-	uint32_t want = reference_crc32c(start, p, len), got = llmp_crc32c(start, p, len);
+	uint32_t want = reference_crc32c(start, p, len), got = kern_crc32c(start, p, len);
 	if (got != want)
 		fail_msg("length %zu at offset %zu from %08x: got %08x, want %08x", len, offset,
 			 start, got, want);
@@ -195,7 +195,7 @@ static void pieces_at_random_split_points_equal_one_shot(void **state)
 	enum { LEN = 50000 };
 	unsigned char *buf = random_buffer(LEN, 5);
 	uint64_t rng = 6;
-	uint32_t whole = llmp_crc32c(0, buf, LEN);
+	uint32_t whole = kern_crc32c(0, buf, LEN);
 
 	assert_int_equal(whole, reference_crc32c(0, buf, LEN));
 	for (int trial = 0; trial < 300; trial++) {
@@ -211,7 +211,7 @@ static void pieces_at_random_split_points_equal_one_shot(void **state)
 			}
 		uint32_t crc = 0;
 		for (size_t i = 0; i < ncuts; i++)
-			crc = llmp_crc32c(crc, buf + cuts[i], cuts[i + 1] - cuts[i]);
+			crc = kern_crc32c(crc, buf + cuts[i], cuts[i + 1] - cuts[i]);
 		if (crc != whole)
 			fail_msg("trial %d in %zu pieces: %08x, one shot %08x", trial, ncuts, crc,
 				 whole);
@@ -219,8 +219,8 @@ static void pieces_at_random_split_points_equal_one_shot(void **state)
 	/* Byte by byte too. */
 	uint32_t crc = 0;
 	for (size_t i = 0; i < 5000; i++)
-		crc = llmp_crc32c(crc, buf + i, 1);
-	assert_int_equal(crc, llmp_crc32c(0, buf, 5000));
+		crc = kern_crc32c(crc, buf + i, 1);
+	assert_int_equal(crc, kern_crc32c(0, buf, 5000));
 	free(buf);
 }
 
@@ -238,7 +238,7 @@ static void combine_equals_the_crc_of_the_concatenation(void **state)
 		size_t len = (size_t)(next_random(&rng) % (LEN + 1));
 		size_t cut = (size_t)(next_random(&rng) % (len + 1)); /* either part may be empty */
 		uint32_t a = reference_crc32c(0, buf, cut), b = reference_crc32c(0, buf + cut, len - cut);
-		uint32_t want = reference_crc32c(0, buf, len), got = llmp_crc32c_combine(a, b, len - cut);
+		uint32_t want = reference_crc32c(0, buf, len), got = kern_crc32c_combine(a, b, len - cut);
 		if (got != want)
 			fail_msg("trial %d: %zu + %zu bytes: combined %08x, whole %08x", trial, cut, len - cut,
 				 got, want);
@@ -248,7 +248,7 @@ static void combine_equals_the_crc_of_the_concatenation(void **state)
 	unsigned char *joined = calloc(9 + zeros, 1);
 	assert_non_null(joined);
 	memcpy(joined, "123456789", 9);
-	assert_int_equal(llmp_crc32c_combine(0xE3069283u, reference_crc32c(0, joined + 9, zeros), zeros),
+	assert_int_equal(kern_crc32c_combine(0xE3069283u, reference_crc32c(0, joined + 9, zeros), zeros),
 			 reference_crc32c(0, joined, 9 + zeros));
 	free(joined);
 	free(buf);
@@ -264,13 +264,13 @@ static void combine_is_associative_at_large_lengths(void **state)
 		uint32_t a = (uint32_t)next_random(&rng), b = (uint32_t)next_random(&rng);
 		uint32_t c = (uint32_t)next_random(&rng);
 		uint64_t lb = next_random(&rng) >> 20, lc = next_random(&rng) >> 20;
-		uint32_t left = llmp_crc32c_combine(llmp_crc32c_combine(a, b, lb), c, lc);
-		uint32_t right = llmp_crc32c_combine(a, llmp_crc32c_combine(b, c, lc), lb + lc);
+		uint32_t left = kern_crc32c_combine(kern_crc32c_combine(a, b, lb), c, lc);
+		uint32_t right = kern_crc32c_combine(a, kern_crc32c_combine(b, c, lc), lb + lc);
 		if (left != right)
 			fail_msg("trial %d: (ab)c %08x, a(bc) %08x", trial, left, right);
 	}
 	/* An empty second part leaves the first CRC as it is. */
-	assert_int_equal(llmp_crc32c_combine(0xE3069283u, 0, 0), 0xE3069283u);
+	assert_int_equal(kern_crc32c_combine(0xE3069283u, 0, 0), 0xE3069283u);
 }
 
 /* ------------------------------------------------------- portable process */
@@ -287,7 +287,7 @@ static const struct CMUnitTest comparisons[] = {
 static pid_t portable_child = -1;
 
 /* Fork a process that runs the comparisons on the portable code. Must run
- * before this process calls llmp_crc32c, whose choice the child would inherit. */
+ * before this process calls kern_crc32c, whose choice the child would inherit. */
 static pid_t start_portable_child(void)
 {
 	fflush(NULL);

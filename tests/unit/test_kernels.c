@@ -86,10 +86,10 @@ struct half_format {
 	double *values;             /* value of each pattern 0..inf, built once */
 };
 
-static float widen_bf16(uint16_t h) { return llmp_bf16_to_f32(h); }
-static uint16_t narrow_bf16(float f) { return llmp_f32_to_bf16(f); }
-static float widen_f16(uint16_t h) { return llmp_f16_to_f32(h); }
-static uint16_t narrow_f16(float f) { return llmp_f32_to_f16(f); }
+static float widen_bf16(uint16_t h) { return kern_bf16_to_f32(h); }
+static uint16_t narrow_bf16(float f) { return kern_f32_to_bf16(f); }
+static float widen_f16(uint16_t h) { return kern_f16_to_f32(h); }
+static uint16_t narrow_f16(float f) { return kern_f32_to_f16(f); }
 
 static struct half_format bf16 = { "bfloat16", 8, 7, 0x7f80, widen_bf16, narrow_bf16, NULL };
 static struct half_format f16 = { "float16", 5, 10, 0x7c00, widen_f16, narrow_f16, NULL };
@@ -551,7 +551,7 @@ static void check_placement(const struct reduction *r, enum placement where, siz
 		break;
 	}
 
-	llmp_status st = llmp_reduce(d.data, pa, pb, r->n, r->t, r->op);
+	llmp_status st = kern_reduce(d.data, pa, pb, r->n, r->t, r->op);
 	if (st != LLMP_OK)
 		fail_msg("%s: status %d (%s)", what, st, llmp_strerror(st));
 	for (size_t i = 0; i < r->n; i++) {
@@ -767,15 +767,15 @@ static void float32_to_bfloat16_rounds_to_nearest_even_overflows_to_inf_keeps_na
 	(void)state;
 	check_narrowing(&bf16);
 	/* A few by hand, to be sure the reference itself is right. */
-	assert_int_equal(llmp_f32_to_bf16(1.0f), 0x3f80);
-	assert_int_equal(llmp_f32_to_bf16(float_of_bits(0x3f808000)), 0x3f80); /* tie, even down */
-	assert_int_equal(llmp_f32_to_bf16(float_of_bits(0x3f818000)), 0x3f82); /* tie, even up */
-	assert_int_equal(llmp_f32_to_bf16(float_of_bits(0x3f808001)), 0x3f81);
-	assert_int_equal(llmp_f32_to_bf16(float_of_bits(0x7f7f8000)), 0x7f80); /* to Inf */
-	assert_int_equal(llmp_f32_to_bf16(float_of_bits(0x7f7f7fff)), 0x7f7f);
-	assert_int_equal(llmp_f32_to_bf16(-0.0f), 0x8000);
-	assert_true(half_is_nan(&bf16, llmp_f32_to_bf16(float_of_bits(0x7fffffff))));
-	assert_true(half_is_nan(&bf16, llmp_f32_to_bf16(float_of_bits(0x7f800001))));
+	assert_int_equal(kern_f32_to_bf16(1.0f), 0x3f80);
+	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x3f808000)), 0x3f80); /* tie, even down */
+	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x3f818000)), 0x3f82); /* tie, even up */
+	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x3f808001)), 0x3f81);
+	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x7f7f8000)), 0x7f80); /* to Inf */
+	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x7f7f7fff)), 0x7f7f);
+	assert_int_equal(kern_f32_to_bf16(-0.0f), 0x8000);
+	assert_true(half_is_nan(&bf16, kern_f32_to_bf16(float_of_bits(0x7fffffff))));
+	assert_true(half_is_nan(&bf16, kern_f32_to_bf16(float_of_bits(0x7f800001))));
 }
 
 static void float16_widens_every_pattern_exactly(void **state)
@@ -794,22 +794,22 @@ static void float32_to_float16_rounds_to_nearest_even_with_subnormals_and_overfl
 {
 	(void)state;
 	check_narrowing(&f16);
-	assert_int_equal(llmp_f32_to_f16(1.0f), 0x3c00);
-	assert_int_equal(llmp_f32_to_f16(65504.0f), 0x7bff);
-	assert_int_equal(llmp_f32_to_f16(65519.99f), 0x7bff);
-	assert_int_equal(llmp_f32_to_f16(65520.0f), 0x7c00); /* tie past the largest: Inf */
-	assert_int_equal(llmp_f32_to_f16(1e9f), 0x7c00);
-	assert_int_equal(llmp_f32_to_f16(0x1p-24f), 0x0001);     /* smallest subnormal */
-	assert_int_equal(llmp_f32_to_f16(0x1p-25f), 0x0000);     /* tie, even down to 0 */
-	assert_int_equal(llmp_f32_to_f16(0x1.000002p-25f), 0x0001);
-	assert_int_equal(llmp_f32_to_f16(0x3p-25f), 0x0002);     /* tie, even up */
-	assert_int_equal(llmp_f32_to_f16(0x1.ff8p-15f), 0x03ff); /* largest subnormal */
-	assert_int_equal(llmp_f32_to_f16(0x1.ffcp-15f), 0x0400); /* tie: up to the smallest normal */
-	assert_int_equal(llmp_f32_to_f16(-0x1p-14f), 0x8400);
-	assert_int_equal(llmp_f32_to_f16(0x1p-30f), 0x0000);
-	assert_int_equal(llmp_f32_to_f16(-0x1p-30f), 0x8000);
-	assert_true(half_is_nan(&f16, llmp_f32_to_f16(float_of_bits(0x7f800001))));
-	assert_true(half_is_nan(&f16, llmp_f32_to_f16(float_of_bits(0xffc00000))));
+	assert_int_equal(kern_f32_to_f16(1.0f), 0x3c00);
+	assert_int_equal(kern_f32_to_f16(65504.0f), 0x7bff);
+	assert_int_equal(kern_f32_to_f16(65519.99f), 0x7bff);
+	assert_int_equal(kern_f32_to_f16(65520.0f), 0x7c00); /* tie past the largest: Inf */
+	assert_int_equal(kern_f32_to_f16(1e9f), 0x7c00);
+	assert_int_equal(kern_f32_to_f16(0x1p-24f), 0x0001);     /* smallest subnormal */
+	assert_int_equal(kern_f32_to_f16(0x1p-25f), 0x0000);     /* tie, even down to 0 */
+	assert_int_equal(kern_f32_to_f16(0x1.000002p-25f), 0x0001);
+	assert_int_equal(kern_f32_to_f16(0x3p-25f), 0x0002);     /* tie, even up */
+	assert_int_equal(kern_f32_to_f16(0x1.ff8p-15f), 0x03ff); /* largest subnormal */
+	assert_int_equal(kern_f32_to_f16(0x1.ffcp-15f), 0x0400); /* tie: up to the smallest normal */
+	assert_int_equal(kern_f32_to_f16(-0x1p-14f), 0x8400);
+	assert_int_equal(kern_f32_to_f16(0x1p-30f), 0x0000);
+	assert_int_equal(kern_f32_to_f16(-0x1p-30f), 0x8000);
+	assert_true(half_is_nan(&f16, kern_f32_to_f16(float_of_bits(0x7f800001))));
+	assert_true(half_is_nan(&f16, kern_f32_to_f16(float_of_bits(0xffc00000))));
 }
 
 /* ============================================= reductions, in general */
@@ -876,10 +876,10 @@ static void int32_sum_and_prod_wrap_around(void **state)
 	int32_t b[] = { 1, -1, INT32_MIN, 65536, -1, 46341 };
 	int32_t d[ARRAY_LEN(a)];
 
-	assert_int_equal(llmp_reduce(d, a, b, 2, LLMP_INT32, LLMP_SUM), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, 2, LLMP_INT32, LLMP_SUM), LLMP_OK);
 	assert_int_equal(d[0], INT32_MIN);
 	assert_int_equal(d[1], INT32_MAX);
-	assert_int_equal(llmp_reduce(d, a, b, ARRAY_LEN(a), LLMP_INT32, LLMP_PROD), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, ARRAY_LEN(a), LLMP_INT32, LLMP_PROD), LLMP_OK);
 	assert_int_equal(d[0], INT32_MAX);
 	assert_int_equal(d[1], INT32_MIN);  /* -2^31 * -1 = 2^31, wraps */
 	assert_int_equal(d[2], INT32_MIN);  /* -1 * -2^31 */
@@ -895,10 +895,10 @@ static void int64_sum_and_prod_wrap_around(void **state)
 	int64_t b[] = { 1, -1, INT64_C(4294967297), -1, INT64_MAX };
 	int64_t d[ARRAY_LEN(a)];
 
-	assert_int_equal(llmp_reduce(d, a, b, 2, LLMP_INT64, LLMP_SUM), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, 2, LLMP_INT64, LLMP_SUM), LLMP_OK);
 	assert_true(d[0] == INT64_MIN);
 	assert_true(d[1] == INT64_MAX);
-	assert_int_equal(llmp_reduce(d, a, b, ARRAY_LEN(a), LLMP_INT64, LLMP_PROD), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, ARRAY_LEN(a), LLMP_INT64, LLMP_PROD), LLMP_OK);
 	assert_true(d[0] == INT64_MAX);
 	assert_true(d[1] == INT64_MIN);
 	assert_true(d[2] == INT64_C(8589934593)); /* (2^32+1)^2 = 2^64 + 2^33 + 1 */
@@ -913,9 +913,9 @@ static void uint8_sum_and_prod_wrap_around(void **state)
 	uint8_t b[] = { 1, 100, 16, 255, 2 };
 	uint8_t d[ARRAY_LEN(a)];
 
-	assert_int_equal(llmp_reduce(d, a, b, ARRAY_LEN(a), LLMP_UINT8, LLMP_SUM), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, ARRAY_LEN(a), LLMP_UINT8, LLMP_SUM), LLMP_OK);
 	assert_memory_equal(d, ((uint8_t[]){ 0, 44, 32, 254, 130 }), sizeof(d));
-	assert_int_equal(llmp_reduce(d, a, b, ARRAY_LEN(a), LLMP_UINT8, LLMP_PROD), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, ARRAY_LEN(a), LLMP_UINT8, LLMP_PROD), LLMP_OK);
 	assert_memory_equal(d, ((uint8_t[]){ 255, 32, 0, 1, 0 }), sizeof(d));
 }
 
@@ -925,9 +925,9 @@ static void avg_combines_as_a_sum(void **state)
 	float a[] = { 1.5f, -2.0f, 3.0f }, b[] = { 2.5f, 4.0f, 0.25f }, d[3];
 	int32_t ia[] = { INT32_MAX, 7 }, ib[] = { 1, -9 }, id[2];
 
-	assert_int_equal(llmp_reduce(d, a, b, 3, LLMP_FLOAT32, LLMP_AVG), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, 3, LLMP_FLOAT32, LLMP_AVG), LLMP_OK);
 	assert_true(d[0] == 4.0f && d[1] == 2.0f && d[2] == 3.25f);
-	assert_int_equal(llmp_reduce(id, ia, ib, 2, LLMP_INT32, LLMP_AVG), LLMP_OK);
+	assert_int_equal(kern_reduce(id, ia, ib, 2, LLMP_INT32, LLMP_AVG), LLMP_OK);
 	assert_int_equal(id[0], INT32_MIN);
 	assert_int_equal(id[1], -2);
 }
@@ -964,7 +964,7 @@ static void float_min_max_sum_propagate_nan_and_inf(void **state)
 			char row[64];
 			snprintf(row, sizeof(row), "row %zu %s", i, llmp_op_name(ops[k]));
 
-			assert_int_equal(llmp_reduce(&d32, &rows[i].a, &rows[i].b, 1, LLMP_FLOAT32,
+			assert_int_equal(kern_reduce(&d32, &rows[i].a, &rows[i].b, 1, LLMP_FLOAT32,
 						     ops[k]),
 					 LLMP_OK);
 			if (!same_element(LLMP_FLOAT32, &want32[k], &d32))
@@ -974,7 +974,7 @@ static void float_min_max_sum_propagate_nan_and_inf(void **state)
 			bool overflows_float32 = i == 8;
 			if (overflows_float32 && ops[k] == LLMP_SUM) /* but not float64 */
 				w64 = (double)3.4e38f * 2;
-			assert_int_equal(llmp_reduce(&d64, &a64, &b64, 1, LLMP_FLOAT64, ops[k]),
+			assert_int_equal(kern_reduce(&d64, &a64, &b64, 1, LLMP_FLOAT64, ops[k]),
 					 LLMP_OK);
 			if (!same_element(LLMP_FLOAT64, &w64, &d64))
 				fail_msg("float64 %s: got %a, want %a", row, d64, w64);
@@ -988,7 +988,7 @@ static void float_min_max_sum_propagate_nan_and_inf(void **state)
 				uint16_t bh = isnan(rows[i].b) ? (uint16_t)(fmts[h]->inf | 0x8001)
 							       : half_round(fmts[h], rows[i].b);
 				uint16_t wh = half_round(fmts[h], want32[k]), dh;
-				assert_int_equal(llmp_reduce(&dh, &ah, &bh, 1, t, ops[k]), LLMP_OK);
+				assert_int_equal(kern_reduce(&dh, &ah, &bh, 1, t, ops[k]), LLMP_OK);
 				if (!half_same(fmts[h], wh, dh))
 					fail_msg("%s %s: got 0x%04x, want 0x%04x", fmts[h]->name,
 						 row, dh, wh);
@@ -1003,11 +1003,11 @@ static void half_sums_overflow_to_inf(void **state)
 	uint16_t a[] = { 0x7f7f, 0xff7f }, b[] = { 0x7f7f, 0xff7f }, d[2];
 	uint16_t fa[] = { 0x7bff, 0xfbff }, fb[] = { 0x4000, 0xfbff }, fd[2]; /* 0x4000: 2 */
 
-	assert_int_equal(llmp_reduce(d, a, b, 2, LLMP_BFLOAT16, LLMP_SUM), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, 2, LLMP_BFLOAT16, LLMP_SUM), LLMP_OK);
 	assert_int_equal(d[0], 0x7f80);
 	assert_int_equal(d[1], 0xff80);
 	/* 65504 + 2 = 65506 rounds back to 65504; -65504 - 65504 is -Inf. */
-	assert_int_equal(llmp_reduce(fd, fa, fb, 2, LLMP_FLOAT16, LLMP_SUM), LLMP_OK);
+	assert_int_equal(kern_reduce(fd, fa, fb, 2, LLMP_FLOAT16, LLMP_SUM), LLMP_OK);
 	assert_int_equal(fd[0], 0x7bff);
 	assert_int_equal(fd[1], 0xfc00);
 }
@@ -1021,14 +1021,14 @@ static void half_sums_round_the_float32_result_once_to_nearest_even(void **state
 	(void)state;
 	uint16_t a[] = { 0x3f80, 0x3f80, 0x3f81 }, b[] = { 0x3b80, 0x3bc0, 0x3b80 }, d[3];
 
-	assert_int_equal(llmp_reduce(d, a, b, 3, LLMP_BFLOAT16, LLMP_SUM), LLMP_OK);
+	assert_int_equal(kern_reduce(d, a, b, 3, LLMP_BFLOAT16, LLMP_SUM), LLMP_OK);
 	assert_int_equal(d[0], 0x3f80); /* 1 + 2^-8: tie, even */
 	assert_int_equal(d[1], 0x3f81); /* 1 + 2^-8 + 2^-9: above the tie */
 	assert_int_equal(d[2], 0x3f82); /* (1 + 2^-7) + 2^-8: tie, even up */
 
 	/* float16: 1 + 2^-11 is a tie (to 1.0); 1 + 3 * 2^-11 ties up to 1 + 2^-9. */
 	uint16_t fa[] = { 0x3c00, 0x3c01 }, fb[] = { 0x1000, 0x1000 }, fd[2];
-	assert_int_equal(llmp_reduce(fd, fa, fb, 2, LLMP_FLOAT16, LLMP_SUM), LLMP_OK);
+	assert_int_equal(kern_reduce(fd, fa, fb, 2, LLMP_FLOAT16, LLMP_SUM), LLMP_OK);
 	assert_int_equal(fd[0], 0x3c00);
 	assert_int_equal(fd[1], 0x3c02);
 }
@@ -1043,16 +1043,16 @@ static void divide_floats_in_their_own_type(void **state)
 	uint16_t b[] = { 0x3f80, 0xc0e0, 0x7f80 }; /* bf16 1, -7, Inf */
 	uint16_t h[] = { 0x3c00, 0x0001, 0x7bff }; /* f16 1, 2^-24, 65504 */
 
-	assert_int_equal(llmp_reduce_divide(f, ARRAY_LEN(f), LLMP_FLOAT32, 3), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(f, ARRAY_LEN(f), LLMP_FLOAT32, 3), LLMP_OK);
 	assert_true(f[0] == 1.0f / 3.0f && f[1] == -7.0f / 3.0f && f[2] == 0.0f);
 	assert_true(f[3] == INFINITY && f[4] == 16777216.0f / 3.0f);
-	assert_int_equal(llmp_reduce_divide(g, ARRAY_LEN(g), LLMP_FLOAT64, 3), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(g, ARRAY_LEN(g), LLMP_FLOAT64, 3), LLMP_OK);
 	assert_true(g[0] == 1.0 / 3.0 && g[1] == -7.0 / 3.0 && g[2] == 1e308 / 3.0);
-	assert_int_equal(llmp_reduce_divide(b, ARRAY_LEN(b), LLMP_BFLOAT16, 3), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(b, ARRAY_LEN(b), LLMP_BFLOAT16, 3), LLMP_OK);
 	assert_int_equal(b[0], half_round(&bf16, 1.0f / 3.0f));
 	assert_int_equal(b[1], half_round(&bf16, -7.0f / 3.0f));
 	assert_int_equal(b[2], 0x7f80);
-	assert_int_equal(llmp_reduce_divide(h, ARRAY_LEN(h), LLMP_FLOAT16, 2), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(h, ARRAY_LEN(h), LLMP_FLOAT16, 2), LLMP_OK);
 	assert_int_equal(h[0], 0x3800);                            /* 0.5 */
 	assert_int_equal(h[1], 0x0000);                            /* 2^-25: tie to 0 */
 	assert_int_equal(h[2], half_round(&f16, 65504.0f / 2.0f)); /* 32752 */
@@ -1070,7 +1070,7 @@ static void divide_floats_in_their_own_type(void **state)
 			uint32_t n = sizes[s];
 			for (uint32_t p = 0; p <= 0xffff; p++)
 				all[p] = (uint16_t)p;
-			assert_int_equal(llmp_reduce_divide(all, 65536,
+			assert_int_equal(kern_reduce_divide(all, 65536,
 							    is_f16 ? LLMP_FLOAT16 : LLMP_BFLOAT16, n),
 					 LLMP_OK);
 			for (uint32_t p = 0; p <= 0xffff; p++) {
@@ -1101,20 +1101,20 @@ static void divide_integers_truncates_toward_zero(void **state)
 	int64_t k[] = { -7, 7, INT64_MIN, INT64_MAX, -1 };
 	uint8_t u[] = { 255, 7, 1, 0 };
 
-	assert_int_equal(llmp_reduce_divide(i, ARRAY_LEN(i), LLMP_INT32, 2), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(i, ARRAY_LEN(i), LLMP_INT32, 2), LLMP_OK);
 	assert_memory_equal(i, ((int32_t[]){ -3, 3, 0, -1073741824, 1073741823, 3, -3 }),
 			    sizeof(i));
 	/* A divisor above INT32_MAX stays positive. */
-	assert_int_equal(llmp_reduce_divide(j, ARRAY_LEN(j), LLMP_INT32, 3000000000u), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(j, ARRAY_LEN(j), LLMP_INT32, 3000000000u), LLMP_OK);
 	assert_memory_equal(j, ((int32_t[]){ 0, 0, 0 }), sizeof(j));
-	assert_int_equal(llmp_reduce_divide(k, ARRAY_LEN(k), LLMP_INT64, 2), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(k, ARRAY_LEN(k), LLMP_INT64, 2), LLMP_OK);
 	assert_true(k[0] == -3 && k[1] == 3 && k[2] == INT64_MIN / 2 && k[3] == INT64_MAX / 2);
 	assert_true(k[4] == 0);
-	assert_int_equal(llmp_reduce_divide(u, ARRAY_LEN(u), LLMP_UINT8, 2), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(u, ARRAY_LEN(u), LLMP_UINT8, 2), LLMP_OK);
 	assert_memory_equal(u, ((uint8_t[]){ 127, 3, 0, 0 }), sizeof(u));
 
 	int32_t one[] = { INT32_MIN, -1 };
-	assert_int_equal(llmp_reduce_divide(one, 2, LLMP_INT32, 1), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(one, 2, LLMP_INT32, 1), LLMP_OK);
 	assert_true(one[0] == INT32_MIN && one[1] == -1);
 
 	uint64_t rng = 99;
@@ -1123,9 +1123,9 @@ static void divide_integers_truncates_toward_zero(void **state)
 		int32_t x32 = (int32_t)(x64 % 2147483648), y32 = x32;
 		uint32_t n = (uint32_t)next_random(&rng) >> (next_random(&rng) % 32);
 		n += n == 0;
-		assert_int_equal(llmp_reduce_divide(&y64, 1, LLMP_INT64, n), LLMP_OK);
+		assert_int_equal(kern_reduce_divide(&y64, 1, LLMP_INT64, n), LLMP_OK);
 		assert_true(y64 == ref_truncating_divide(x64, n));
-		assert_int_equal(llmp_reduce_divide(&y32, 1, LLMP_INT32, n), LLMP_OK);
+		assert_int_equal(kern_reduce_divide(&y32, 1, LLMP_INT32, n), LLMP_OK);
 		assert_true(y32 == ref_truncating_divide(x32, n));
 	}
 }
@@ -1136,13 +1136,13 @@ static void divide_by_zero_or_an_unknown_dtype_is_rejected(void **state)
 	float f[] = { 1.0f };
 
 	for (int t = 0; t < LLMP_NDTYPES; t++)
-		assert_int_equal(llmp_reduce_divide(f, 1, (llmp_dtype)t, 0), LLMP_ERR_ARG);
+		assert_int_equal(kern_reduce_divide(f, 1, (llmp_dtype)t, 0), LLMP_ERR_ARG);
 	assert_true(f[0] == 1.0f);
-	assert_int_equal(llmp_reduce_divide(f, 1, LLMP_NDTYPES, 2), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce_divide(f, 1, (llmp_dtype)-1, 2), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce_divide(NULL, 1, LLMP_FLOAT32, 2), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce_divide(NULL, 0, LLMP_FLOAT32, 2), LLMP_OK);
-	assert_int_equal(llmp_reduce_divide(f, 0, LLMP_FLOAT32, 2), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(f, 1, LLMP_NDTYPES, 2), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce_divide(f, 1, (llmp_dtype)-1, 2), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce_divide(NULL, 1, LLMP_FLOAT32, 2), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce_divide(NULL, 0, LLMP_FLOAT32, 2), LLMP_OK);
+	assert_int_equal(kern_reduce_divide(f, 0, LLMP_FLOAT32, 2), LLMP_OK);
 	assert_true(f[0] == 1.0f);
 }
 
@@ -1153,11 +1153,11 @@ static void unknown_dtype_or_op_is_rejected(void **state)
 	(void)state;
 	float a[] = { 1.0f }, b[] = { 2.0f }, d[] = { 7.0f };
 
-	assert_int_equal(llmp_reduce(d, a, b, 1, LLMP_NDTYPES, LLMP_SUM), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce(d, a, b, 1, (llmp_dtype)-1, LLMP_SUM), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce(d, a, b, 1, LLMP_FLOAT32, LLMP_NOPS), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce(d, a, b, 1, LLMP_FLOAT32, (llmp_op)-1), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce(d, a, b, 0, LLMP_FLOAT32, LLMP_NOPS), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(d, a, b, 1, LLMP_NDTYPES, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(d, a, b, 1, (llmp_dtype)-1, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(d, a, b, 1, LLMP_FLOAT32, LLMP_NOPS), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(d, a, b, 1, LLMP_FLOAT32, (llmp_op)-1), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(d, a, b, 0, LLMP_FLOAT32, LLMP_NOPS), LLMP_ERR_ARG);
 	assert_true(d[0] == 7.0f);
 }
 
@@ -1166,13 +1166,13 @@ static void null_pointers_are_rejected_unless_count_is_zero(void **state)
 	(void)state;
 	float a[] = { 1.0f }, b[] = { 2.0f }, d[] = { 7.0f };
 
-	assert_int_equal(llmp_reduce(NULL, a, b, 1, LLMP_FLOAT32, LLMP_SUM), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce(d, NULL, b, 1, LLMP_FLOAT32, LLMP_SUM), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce(d, a, NULL, 1, LLMP_FLOAT32, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(NULL, a, b, 1, LLMP_FLOAT32, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(d, NULL, b, 1, LLMP_FLOAT32, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(d, a, NULL, 1, LLMP_FLOAT32, LLMP_SUM), LLMP_ERR_ARG);
 	assert_true(d[0] == 7.0f);
 	for (int t = 0; t < LLMP_NDTYPES; t++)
 		for (int o = 0; o < LLMP_NOPS; o++)
-			assert_int_equal(llmp_reduce(NULL, NULL, NULL, 0, (llmp_dtype)t, (llmp_op)o),
+			assert_int_equal(kern_reduce(NULL, NULL, NULL, 0, (llmp_dtype)t, (llmp_op)o),
 					 LLMP_OK);
 }
 
@@ -1181,7 +1181,7 @@ static void a_count_no_buffer_can_hold_is_rejected(void **state)
 	(void)state;
 	double a[] = { 1.0 }, b[] = { 2.0 }, d[] = { 7.0 };
 
-	assert_int_equal(llmp_reduce(d, a, b, SIZE_MAX / 4, LLMP_FLOAT64, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(d, a, b, SIZE_MAX / 4, LLMP_FLOAT64, LLMP_SUM), LLMP_ERR_ARG);
 	assert_true(d[0] == 7.0);
 }
 
@@ -1191,14 +1191,14 @@ static void dst_partly_overlapping_an_input_is_rejected(void **state)
 	int32_t buf[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 }, other[4] = { 0 };
 	const int32_t orig[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 
-	assert_int_equal(llmp_reduce(buf + 1, buf, other, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce(buf, buf + 3, other, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce(buf + 2, other, buf, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
-	assert_int_equal(llmp_reduce((char *)buf + 1, buf, other, 4, LLMP_INT32, LLMP_SUM),
+	assert_int_equal(kern_reduce(buf + 1, buf, other, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(buf, buf + 3, other, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce(buf + 2, other, buf, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce((char *)buf + 1, buf, other, 4, LLMP_INT32, LLMP_SUM),
 			 LLMP_ERR_ARG);
 	assert_memory_equal(buf, orig, sizeof(buf));
 	/* Touching ends are apart, and a and b may overlap each other freely. */
-	assert_int_equal(llmp_reduce(buf + 5, buf + 1, buf, 4, LLMP_INT32, LLMP_SUM), LLMP_OK);
+	assert_int_equal(kern_reduce(buf + 5, buf + 1, buf, 4, LLMP_INT32, LLMP_SUM), LLMP_OK);
 	assert_memory_equal(buf, orig, 5 * sizeof(int32_t));
 	assert_memory_equal(buf + 5, ((int32_t[]){ 3, 5, 7, 9 }), 4 * sizeof(int32_t));
 }

@@ -36,43 +36,43 @@ static void first_host_of_hostlists(void **state)
 		{"n[3]x", "n3x"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		assert_int_equal(llmp_hostlist_first(cases[i].list, host, sizeof(host)), 0);
+		assert_int_equal(plugin_hostlist_first(cases[i].list, host, sizeof(host)), 0);
 		assert_string_equal(host, cases[i].first);
 	}
 	const char *bad[] = {"", ",a", "node[", "node[a-b]", "n]", "[1-2"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(llmp_hostlist_first(bad[i], host, sizeof(host)), -1);
-	assert_int_equal(llmp_hostlist_first(NULL, host, sizeof(host)), -1);
+		assert_int_equal(plugin_hostlist_first(bad[i], host, sizeof(host)), -1);
+	assert_int_equal(plugin_hostlist_first(NULL, host, sizeof(host)), -1);
 	/* "node12345" needs 10 bytes */
-	assert_int_equal(llmp_hostlist_first("node12345", host, 9), -1);
-	assert_int_equal(llmp_hostlist_first("node12345", host, 10), 0);
+	assert_int_equal(plugin_hostlist_first("node12345", host, 9), -1);
+	assert_int_equal(plugin_hostlist_first("node12345", host, 10), 0);
 }
 
 static void uniform_tasks_per_node(void **state)
 {
 	(void)state;
-	assert_int_equal(llmp_tasks_per_node_uniform("4"), 4);
-	assert_int_equal(llmp_tasks_per_node_uniform("4(x2)"), 4);
-	assert_int_equal(llmp_tasks_per_node_uniform("2,2,2"), 2);
-	assert_int_equal(llmp_tasks_per_node_uniform("2(x2),2"), 2);
-	assert_int_equal(llmp_tasks_per_node_uniform("3,1"), 0);
-	assert_int_equal(llmp_tasks_per_node_uniform("4(x2),3"), 0);
+	assert_int_equal(plugin_tasks_per_node_uniform("4"), 4);
+	assert_int_equal(plugin_tasks_per_node_uniform("4(x2)"), 4);
+	assert_int_equal(plugin_tasks_per_node_uniform("2,2,2"), 2);
+	assert_int_equal(plugin_tasks_per_node_uniform("2(x2),2"), 2);
+	assert_int_equal(plugin_tasks_per_node_uniform("3,1"), 0);
+	assert_int_equal(plugin_tasks_per_node_uniform("4(x2),3"), 0);
 	const char *bad[] = {"", "x", "4,", "4(y2)", "4(x)", "4(x2", ",4", "3,1,z"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(llmp_tasks_per_node_uniform(bad[i]), -1);
-	assert_int_equal(llmp_tasks_per_node_uniform(NULL), -1);
+		assert_int_equal(plugin_tasks_per_node_uniform(bad[i]), -1);
+	assert_int_equal(plugin_tasks_per_node_uniform(NULL), -1);
 }
 
 static void restart_counts(void **state)
 {
 	(void)state;
-	assert_int_equal(llmp_restart_count(NULL), 0); /* unset: never requeued */
-	assert_int_equal(llmp_restart_count("0"), 0);
-	assert_int_equal(llmp_restart_count("3"), 3);
-	assert_int_equal(llmp_restart_count("65535"), 65535);
+	assert_int_equal(plugin_restart_count(NULL), 0); /* unset: never requeued */
+	assert_int_equal(plugin_restart_count("0"), 0);
+	assert_int_equal(plugin_restart_count("3"), 3);
+	assert_int_equal(plugin_restart_count("65535"), 65535);
 	const char *bad[] = {"", "x", "-1", "+1", "1x", " 1", "1 ", "1.0", "99999999999"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (llmp_restart_count(bad[i]) != -1)
+		if (plugin_restart_count(bad[i]) != -1)
 			fail_msg("'%s' read as a restart count", bad[i]);
 }
 
@@ -82,30 +82,30 @@ static void one_gpu_per_local_task(void **state)
 	char gpu[16];
 	uint32_t n;
 
-	assert_int_equal(llmp_gpu_pick(NULL, 0, 4, gpu, sizeof(gpu), &n), LLMP_GPU_NONE);
-	assert_int_equal(llmp_gpu_pick("", 0, 4, gpu, sizeof(gpu), &n), LLMP_GPU_NONE);
-	assert_int_equal(llmp_gpu_pick("3", 0, 1, gpu, sizeof(gpu), &n),
-			 LLMP_GPU_ALREADY_BOUND);
-	assert_int_equal(llmp_gpu_pick("0,1,2,3", 2, 4, gpu, sizeof(gpu), &n), LLMP_GPU_BOUND);
+	assert_int_equal(plugin_gpu_pick(NULL, 0, 4, gpu, sizeof(gpu), &n), PLUGIN_GPU_NONE);
+	assert_int_equal(plugin_gpu_pick("", 0, 4, gpu, sizeof(gpu), &n), PLUGIN_GPU_NONE);
+	assert_int_equal(plugin_gpu_pick("3", 0, 1, gpu, sizeof(gpu), &n),
+			 PLUGIN_GPU_ALREADY_BOUND);
+	assert_int_equal(plugin_gpu_pick("0,1,2,3", 2, 4, gpu, sizeof(gpu), &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "2");
 	assert_int_equal(n, 4);
 	/* Entries are taken as written: the step may hold GPUs 4-7 of the node. */
-	assert_int_equal(llmp_gpu_pick("4,5,6,7", 0, 4, gpu, sizeof(gpu), &n), LLMP_GPU_BOUND);
+	assert_int_equal(plugin_gpu_pick("4,5,6,7", 0, 4, gpu, sizeof(gpu), &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "4");
-	assert_int_equal(llmp_gpu_pick("GPU-aa,GPU-bb", 1, 2, gpu, sizeof(gpu), &n),
-			 LLMP_GPU_BOUND);
+	assert_int_equal(plugin_gpu_pick("GPU-aa,GPU-bb", 1, 2, gpu, sizeof(gpu), &n),
+			 PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "GPU-bb");
 	/* More GPUs than tasks: each task still takes the one at its index. */
-	assert_int_equal(llmp_gpu_pick("0,1,2,3,4,5,6,7", 3, 4, gpu, sizeof(gpu), &n),
-			 LLMP_GPU_BOUND);
+	assert_int_equal(plugin_gpu_pick("0,1,2,3,4,5,6,7", 3, 4, gpu, sizeof(gpu), &n),
+			 PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "3");
-	assert_int_equal(llmp_gpu_pick("0,1", 1, 4, gpu, sizeof(gpu), &n), LLMP_GPU_TOO_FEW);
+	assert_int_equal(plugin_gpu_pick("0,1", 1, 4, gpu, sizeof(gpu), &n), LLMP_GPU_TOO_FEW);
 	assert_int_equal(n, 2);
-	assert_int_equal(llmp_gpu_pick("GPU-0123456789abcdef,GPU-1", 0, 2, gpu, 8, &n),
+	assert_int_equal(plugin_gpu_pick("GPU-0123456789abcdef,GPU-1", 0, 2, gpu, 8, &n),
 			 LLMP_GPU_TOO_FEW); /* does not fit the buffer: left alone */
 }
 
-static int site_of(struct llmp_site *site, const char *args, char *msg)
+static int site_of(struct plugin_site *site, const char *args, char *msg)
 {
 	char buf[512], *argv[16];
 	int argc = 0;
@@ -113,13 +113,13 @@ static int site_of(struct llmp_site *site, const char *args, char *msg)
 	snprintf(buf, sizeof(buf), "%s", args);
 	for (char *tok = strtok(buf, " "); tok && argc < 16; tok = strtok(NULL, " "))
 		argv[argc++] = tok;
-	return llmp_site_parse(site, argc, argv, msg, LLMP_MSG_MAX);
+	return plugin_site_parse(site, argc, argv, msg, LLMP_MSG_MAX);
 }
 
 static void site_arguments(void **state)
 {
 	(void)state;
-	struct llmp_site site;
+	struct plugin_site site;
 	char msg[LLMP_MSG_MAX];
 
 	assert_int_equal(site_of(&site, "", msg), 0);
@@ -183,27 +183,27 @@ static void site_arguments(void **state)
 static void ports_differ_between_jobs_and_steps(void **state)
 {
 	(void)state;
-	struct llmp_site site;
+	struct plugin_site site;
 	char msg[LLMP_MSG_MAX];
 
 	assert_int_equal(site_of(&site, "", msg), 0);
-	uint32_t a = llmp_site_port(&site, 1000, 0);
-	assert_int_equal(a, llmp_site_port(&site, 1000, 0)); /* deterministic */
-	assert_int_not_equal(a, llmp_site_port(&site, 1001, 0));
-	assert_int_not_equal(a, llmp_site_port(&site, 1000, 1));
+	uint32_t a = plugin_site_port(&site, 1000, 0);
+	assert_int_equal(a, plugin_site_port(&site, 1000, 0)); /* deterministic */
+	assert_int_not_equal(a, plugin_site_port(&site, 1001, 0));
+	assert_int_not_equal(a, plugin_site_port(&site, 1000, 1));
 	for (uint32_t job = 0; job < 5000; job += 7) {
-		uint32_t port = llmp_site_port(&site, job, job % 20);
+		uint32_t port = plugin_site_port(&site, job, job % 20);
 		assert_in_range(port, 20000, 29999);
 	}
 }
 
-static enum llmp_resolved resolve(const char *site_args, const char *env,
+static enum plugin_resolved resolve(const char *site_args, const char *env,
 				  const char *option, llmp_spec *spec, char *msg)
 {
-	struct llmp_site site;
+	struct plugin_site site;
 
 	assert_int_equal(site_of(&site, site_args, msg), 0);
-	return llmp_resolve(&site, env, option, false, spec, msg, LLMP_MSG_MAX);
+	return plugin_resolve(&site, env, option, false, spec, msg, LLMP_MSG_MAX);
 }
 
 static void sources_take_precedence_key_by_key(void **state)
@@ -212,19 +212,19 @@ static void sources_take_precedence_key_by_key(void **state)
 	char msg[LLMP_MSG_MAX] = "";
 	llmp_spec s;
 
-	assert_int_equal(resolve("defaults=tp=2", NULL, NULL, &s, msg), LLMP_INACTIVE);
+	assert_int_equal(resolve("defaults=tp=2", NULL, NULL, &s, msg), PLUGIN_INACTIVE);
 	assert_int_equal(resolve("defaults=tp=2,pp=2,order=tp-cp-ep-pp-dp", "pp=4,cp=2",
-				 "cp=4,ep=2", &s, msg), LLMP_ACTIVE);
+				 "cp=4,ep=2", &s, msg), PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 2);  /* site */
 	assert_int_equal(s.size[LLMP_DIM_PP], 4);  /* env over site */
 	assert_int_equal(s.size[LLMP_DIM_CP], 4);  /* option over env */
 	assert_int_equal(s.size[LLMP_DIM_EP], 2);  /* option */
 	assert_int_equal(s.order[3], LLMP_DIM_PP); /* site order kept */
 	/* The variable alone turns the plugin on. */
-	assert_int_equal(resolve("", "tp=2", NULL, &s, msg), LLMP_ACTIVE);
+	assert_int_equal(resolve("", "tp=2", NULL, &s, msg), PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 2);
-	assert_int_equal(resolve("", NULL, "help", &s, msg), LLMP_HELP);
-	assert_int_equal(resolve("", "help", NULL, &s, msg), LLMP_HELP);
+	assert_int_equal(resolve("", NULL, "help", &s, msg), PLUGIN_HELP);
+	assert_int_equal(resolve("", "help", NULL, &s, msg), PLUGIN_HELP);
 }
 
 static void each_source_is_named_in_errors(void **state)
@@ -246,42 +246,42 @@ static void each_source_is_named_in_errors(void **state)
 	/* etp defaults to tp, so the tp ceiling is not the etp one. */
 	assert_int_equal(resolve("max_etp=4", NULL, "tp=8", &s, msg), LLMP_INVALID);
 	assert_non_null(strstr(msg, "etp=8"));
-	assert_int_equal(resolve("max_etp=4", NULL, "tp=8,etp=4", &s, msg), LLMP_ACTIVE);
+	assert_int_equal(resolve("max_etp=4", NULL, "tp=8,etp=4", &s, msg), PLUGIN_ACTIVE);
 }
 
 static void checkpoint_turns_on_the_default_layout(void **state)
 {
 	(void)state;
-	struct llmp_site site;
+	struct plugin_site site;
 	char msg[LLMP_MSG_MAX] = "";
 	llmp_spec s;
 
 	/* Wanted by --llm-checkpoint, without any layout source: all dp. */
 	assert_int_equal(site_of(&site, "", msg), 0);
-	assert_int_equal(llmp_resolve(&site, NULL, NULL, true, &s, msg, sizeof(msg)),
-			 LLMP_ACTIVE);
+	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof(msg)),
+			 PLUGIN_ACTIVE);
 	assert_int_equal(s.given, 0);
 	assert_int_equal(s.size[LLMP_DIM_TP], 1);
 	assert_int_equal(s.size[LLMP_DIM_PP], 1);
 	assert_int_equal(s.size[LLMP_DIM_DP], 0); /* auto */
 	/* The site's default layout applies then too. */
 	assert_int_equal(site_of(&site, "defaults=tp=2", msg), 0);
-	assert_int_equal(llmp_resolve(&site, NULL, NULL, true, &s, msg, sizeof(msg)),
-			 LLMP_ACTIVE);
+	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof(msg)),
+			 PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 2);
 	/* The user's layout still wins. */
-	assert_int_equal(llmp_resolve(&site, NULL, "tp=4", true, &s, msg, sizeof(msg)),
-			 LLMP_ACTIVE);
+	assert_int_equal(plugin_resolve(&site, NULL, "tp=4", true, &s, msg, sizeof(msg)),
+			 PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 4);
 }
 
-static enum llmp_resolved resolve_ckpt(const char *site_args, const char *env,
+static enum plugin_resolved resolve_ckpt(const char *site_args, const char *env,
 				       const char *option, llmp_ckpt_spec *spec, char *msg)
 {
-	struct llmp_site site;
+	struct plugin_site site;
 
 	assert_int_equal(site_of(&site, site_args, msg), 0);
-	return llmp_resolve_ckpt(&site, env, option, spec, msg, LLMP_MSG_MAX);
+	return plugin_resolve_ckpt(&site, env, option, spec, msg, LLMP_MSG_MAX);
 }
 
 static void checkpoint_sources_take_precedence_key_by_key(void **state)
@@ -292,9 +292,9 @@ static void checkpoint_sources_take_precedence_key_by_key(void **state)
 	llmp_ckpt_spec s;
 
 	/* Site defaults alone turn nothing on. */
-	assert_int_equal(resolve_ckpt(site, NULL, NULL, &s, msg), LLMP_INACTIVE);
+	assert_int_equal(resolve_ckpt(site, NULL, NULL, &s, msg), PLUGIN_INACTIVE);
 	/* The option alone: its keys over the site's. */
-	assert_int_equal(resolve_ckpt(site, NULL, "/opt,every=100", &s, msg), LLMP_ACTIVE);
+	assert_int_equal(resolve_ckpt(site, NULL, "/opt,every=100", &s, msg), PLUGIN_ACTIVE);
 	assert_string_equal(s.dir, "/opt");
 	assert_int_equal(s.every, 100);
 	assert_false(s.every_minutes);
@@ -302,26 +302,26 @@ static void checkpoint_sources_take_precedence_key_by_key(void **state)
 	assert_int_equal(s.max_restarts, 5);
 	/* All three: option > LLMP_CHECKPOINT > site, key by key. */
 	assert_int_equal(resolve_ckpt(site, "/env,keep=4,every=7", "restarts=0", &s, msg),
-			 LLMP_ACTIVE);
+			 PLUGIN_ACTIVE);
 	assert_string_equal(s.dir, "/env");   /* env over site */
 	assert_int_equal(s.every, 7);         /* env over site */
 	assert_false(s.every_minutes);
 	assert_int_equal(s.keep, 4);          /* env over site */
 	assert_int_equal(s.max_restarts, 0);  /* option over site */
 	/* The variable alone turns checkpointing on; the site gives the DIR. */
-	assert_int_equal(resolve_ckpt(site, "keep=9", NULL, &s, msg), LLMP_ACTIVE);
+	assert_int_equal(resolve_ckpt(site, "keep=9", NULL, &s, msg), PLUGIN_ACTIVE);
 	assert_string_equal(s.dir, "/site");
 	assert_int_equal(s.every, 30);
 	assert_true(s.every_minutes);
 	assert_int_equal(s.keep, 9);
 	/* Without a site: the built-in defaults. */
-	assert_int_equal(resolve_ckpt("", NULL, "ckpt", &s, msg), LLMP_ACTIVE);
+	assert_int_equal(resolve_ckpt("", NULL, "ckpt", &s, msg), PLUGIN_ACTIVE);
 	assert_string_equal(s.dir, "ckpt");
 	assert_int_equal(s.every, 0);
 	assert_int_equal(s.keep, LLMP_CKPT_DEFAULT_KEEP);
 	assert_int_equal(s.max_restarts, LLMP_CKPT_DEFAULT_RESTARTS);
-	assert_int_equal(resolve_ckpt("", NULL, "help", &s, msg), LLMP_HELP);
-	assert_int_equal(resolve_ckpt("", "help", "/x", &s, msg), LLMP_HELP);
+	assert_int_equal(resolve_ckpt("", NULL, "help", &s, msg), PLUGIN_HELP);
+	assert_int_equal(resolve_ckpt("", "help", "/x", &s, msg), PLUGIN_HELP);
 }
 
 static void checkpoint_errors_name_their_source(void **state)
@@ -361,12 +361,12 @@ static void task_environment(void **state)
 	assert_int_equal(llmp_spec_parse("tp=2,pp=2,ep=2,vpp=3", &spec, msg, sizeof(msg)), LLMP_OK);
 	assert_int_equal(llmp_plan_create(&spec, 8, 4, &plan, msg, sizeof(msg)), LLMP_OK);
 	for (uint32_t rank = 0; rank < 8; rank++) {
-		struct llmp_task t = {
+		struct plugin_task t = {
 			.rank = rank, .local_rank = rank % 4, .local_tasks = 4,
 			.node_rank = rank / 4, .nnodes = 2, .master_addr = "node1",
 			.master_port = 20123, .layout_file = "/tmp/l.json",
 		};
-		assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+		assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 		/* rank = tp + 2*dp + 4*pp; experts: rank = etp + 2*(ep + 2*edp*...) */
 		const uint32_t expected[][2] = {
 			{0, rank}, {1, rank % 2}, {2, rank / 2 % 2}, {3, rank / 4},
@@ -406,8 +406,8 @@ static void task_environment(void **state)
 	llmp_plan_destroy(plan);
 	assert_int_equal(llmp_spec_parse("tp=2", &spec, msg, sizeof(msg)), LLMP_OK);
 	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof(msg)), LLMP_OK);
-	struct llmp_task t = {.rank = 1, .local_tasks = 2, .nnodes = 1, .master_addr = "n"};
-	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	struct plugin_task t = {.rank = 1, .local_tasks = 2, .nnodes = 1, .master_addr = "n"};
+	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_null(var(&env, "LLMP_VPP_SIZE"));
 	assert_null(var(&env, "LLMP_LAYOUT_FILE"));
 	/* No checkpointing: only the restart count, 0 by default. */
@@ -419,12 +419,12 @@ static void task_environment(void **state)
 	llmp_plan_destroy(plan);
 	llmp_spec_init(&spec);
 	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof(msg)), LLMP_OK);
-	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_string_equal(var(&env, "LLMP_PARALLEL"), "dp=auto");
 	assert_string_equal(var(&env, "LLMP_DP_SIZE"), "2");
 	/* A rank outside the plan is refused. */
 	t.rank = 2;
-	assert_int_equal(llmp_task_env(plan, &t, &env), -1);
+	assert_int_equal(plugin_task_env(plan, &t, &env), -1);
 	llmp_plan_destroy(plan);
 }
 
@@ -460,9 +460,9 @@ static void checkpoint_environment(void **state)
 	assert_int_equal(llmp_spec_parse("tp=2,pp=2,vpp=2", &spec, msg, sizeof(msg)), LLMP_OK);
 	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof(msg)), LLMP_OK);
 	llmp_ckpt_spec ckpt = checked_ckpt("every=30min,/scratch/run1,keep=3");
-	struct llmp_task t = {.rank = 3, .local_tasks = 4, .nnodes = 1, .master_addr = "n",
+	struct plugin_task t = {.rank = 3, .local_tasks = 4, .nnodes = 1, .master_addr = "n",
 			      .layout_file = "/tmp/l.json", .ckpt = &ckpt, .restart_count = 4};
-	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_names_unique(&env);
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT"),
 			    "/scratch/run1,every=30min,keep=3,restarts=3");
@@ -478,12 +478,12 @@ static void checkpoint_environment(void **state)
 
 	/* every in steps; no every: the variable is absent, not empty. */
 	ckpt = checked_ckpt("ckpt,every=100,restarts=0");
-	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT_EVERY"), "100");
 	assert_string_equal(var(&env, "LLMP_MAX_RESTARTS"), "0");
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT"), "ckpt,every=100,keep=2,restarts=0");
 	ckpt = checked_ckpt("ckpt");
-	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_null(var(&env, "LLMP_CHECKPOINT_EVERY"));
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT_KEEP"), "2");
 
@@ -496,7 +496,7 @@ static void checkpoint_environment(void **state)
 		 "restarts=1000000000", dir);
 	ckpt = checked_ckpt(text);
 	t.restart_count = 65535;
-	assert_int_equal(llmp_task_env(plan, &t, &env), 0);
+	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT_DIR"), dir);
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT"), text);
 	assert_string_equal(var(&env, "LLMP_RESTART_COUNT"), "65535");
@@ -514,7 +514,7 @@ static void batch_script_environment(void **state)
 
 	/* Exactly the checkpoint variables: no layout, no rank. */
 	env.n = 0;
-	assert_int_equal(llmp_ckpt_env(&ckpt, 1, &env), 0);
+	assert_int_equal(plugin_ckpt_env(&ckpt, 1, &env), 0);
 	assert_int_equal(env.n, 6);
 	for (size_t i = 0; i < 6; i++)
 		assert_string_equal(env.var[i].name, names[i]);
@@ -526,12 +526,12 @@ static void batch_script_environment(void **state)
 	assert_string_equal(var(&env, "LLMP_RESTART_COUNT"), "1");
 	/* Without a spec, only the restart count. */
 	env.n = 0;
-	assert_int_equal(llmp_ckpt_env(NULL, 0, &env), 0);
+	assert_int_equal(plugin_ckpt_env(NULL, 0, &env), 0);
 	assert_int_equal(env.n, 1);
 	assert_string_equal(var(&env, "LLMP_RESTART_COUNT"), "0");
 	/* A full env is refused, not overrun. */
-	env.n = LLMP_ENV_MAX;
-	assert_int_equal(llmp_ckpt_env(&ckpt, 0, &env), -1);
+	env.n = PLUGIN_ENV_MAX;
+	assert_int_equal(plugin_ckpt_env(&ckpt, 0, &env), -1);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * ckpt_filesum.c - the size and CRC-32C of every file of a step, checked
+ * filesum.c - the size and CRC-32C of every file of a step, checked
  * before anything else reads a byte of it.
  *
  * libhdf5 1.10 is not safe on malformed metadata: a flipped byte or a
@@ -12,7 +12,7 @@
  * file's CRC would double a load's reads. Instead only the bytes between
  * the slices are read (HDF5's metadata, and alignment padding, which is
  * usually a hole), and the file's CRC is joined from theirs and the slices'
- * CRCs (llmp_crc32c_combine). That is the CRC of the file as it would be
+ * CRCs (kern_crc32c_combine). That is the CRC of the file as it would be
  * with every slice intact; when it matches the MANIFEST, the bytes outside
  * the slices are the ones that were saved. The save computes the recorded
  * CRC the same way, from the CRCs it took in memory, so a shard's CRC is
@@ -41,10 +41,10 @@ static llmp_status crc_of_range(int fd, uint64_t offset, uint64_t len, char *buf
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
-			return ck_fail(msg, msglen, LLMP_ERR_IO, "%s: %s at byte %llu", path,
+			return llmp_fail(LLMP_ERR_IO, msg, msglen, "%s: %s at byte %llu", path,
 				       got < 0 ? strerror(errno) : "the file ends",
 				       (unsigned long long)(offset + done));
-		*crc = llmp_crc32c(*crc, buf, (size_t)got);
+		*crc = kern_crc32c(*crc, buf, (size_t)got);
 		done += (uint64_t)got;
 	}
 	return LLMP_OK;
@@ -54,17 +54,17 @@ llmp_status ck_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return ck_fail(msg, len, LLMP_ERR_IO, "%s: %s", path, strerror(errno));
+		return llmp_fail(LLMP_ERR_IO, msg, len, "%s: %s", path, strerror(errno));
 	char *buf = malloc(CHUNK_BYTES);
 	size_t got;
 	*bytes = 0;
 	*crc = 0;
 	while (buf && (got = fread(buf, 1, CHUNK_BYTES, f)) > 0) {
-		*crc = llmp_crc32c(*crc, buf, got);
+		*crc = kern_crc32c(*crc, buf, got);
 		*bytes += got;
 	}
-	llmp_status st = !buf ? ck_fail(msg, len, LLMP_ERR_NOMEM, "reading %s: out of memory", path)
-		       : ferror(f) ? ck_fail(msg, len, LLMP_ERR_IO, "reading %s failed", path)
+	llmp_status st = !buf ? llmp_fail(LLMP_ERR_NOMEM, msg, len, "reading %s: out of memory", path)
+		       : ferror(f) ? llmp_fail(LLMP_ERR_IO, msg, len, "reading %s failed", path)
 				   : LLMP_OK;
 	free(buf);
 	fclose(f);
@@ -79,11 +79,11 @@ llmp_status ck_file_check(const char *path, uint64_t bytes, uint32_t crc, char *
 	if (st != LLMP_OK)
 		return st;
 	if (got_bytes != bytes)
-		return ck_fail(msg, len, LLMP_ERR_IO, "%s has %llu bytes, its MANIFEST says %llu%s: the file is damaged",
+		return llmp_fail(LLMP_ERR_IO, msg, len, "%s has %llu bytes, its MANIFEST says %llu%s: the file is damaged",
 			       path, (unsigned long long)got_bytes, (unsigned long long)bytes,
 			       got_bytes < bytes ? " (truncated)" : "");
 	if (got_crc != crc)
-		return ck_fail(msg, len, LLMP_ERR_IO, "%s fails its checksum (CRC-32C 0x%08x, its MANIFEST says "
+		return llmp_fail(LLMP_ERR_IO, msg, len, "%s fails its checksum (CRC-32C 0x%08x, its MANIFEST says "
 			       "0x%08x): the file is damaged", path, got_crc, crc);
 	return LLMP_OK;
 }
@@ -101,11 +101,11 @@ llmp_status ck_extents_check(struct ck_extent *e, size_t n, uint64_t file_bytes,
 		qsort(e, n, sizeof *e, by_position);
 	for (size_t i = 0; i < n; i++) {
 		if (e[i].at > file_bytes || e[i].bytes > file_bytes - e[i].at)
-			return ck_fail(msg, len, LLMP_ERR_IO, "%s: a slice of %llu bytes at byte %llu is past the end "
+			return llmp_fail(LLMP_ERR_IO, msg, len, "%s: a slice of %llu bytes at byte %llu is past the end "
 				       "of its %llu bytes", path, (unsigned long long)e[i].bytes,
 				       (unsigned long long)e[i].at, (unsigned long long)file_bytes);
 		if (i > 0 && e[i].at < e[i - 1].at + e[i - 1].bytes)
-			return ck_fail(msg, len, LLMP_ERR_IO, "%s: two slices overlap at byte %llu", path,
+			return llmp_fail(LLMP_ERR_IO, msg, len, "%s: two slices overlap at byte %llu", path,
 				       (unsigned long long)e[i].at);
 	}
 	return LLMP_OK;
@@ -116,7 +116,7 @@ llmp_status ck_crc_around(int fd, uint64_t file_bytes, const struct ck_extent *e
 {
 	char *buf = malloc(CHUNK_BYTES);
 	if (!buf)
-		return ck_fail(msg, len, LLMP_ERR_NOMEM, "checking %s: out of memory", path);
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "checking %s: out of memory", path);
 	llmp_status st = LLMP_OK;
 	uint64_t pos = 0;
 	uint32_t gap;
@@ -127,9 +127,9 @@ llmp_status ck_crc_around(int fd, uint64_t file_bytes, const struct ck_extent *e
 		st = crc_of_range(fd, pos, end - pos, buf, path, &gap, msg, len);
 		if (st != LLMP_OK)
 			break;
-		*crc = llmp_crc32c_combine(*crc, gap, end - pos);
+		*crc = kern_crc32c_combine(*crc, gap, end - pos);
 		if (i < n) {
-			*crc = llmp_crc32c_combine(*crc, e[i].crc, e[i].bytes);
+			*crc = kern_crc32c_combine(*crc, e[i].crc, e[i].bytes);
 			pos = e[i].at + e[i].bytes;
 		}
 	}
@@ -143,15 +143,15 @@ llmp_status ck_shard_check(int fd, const char *path, const struct ck_manifest *m
 	struct stat sb;
 	uint64_t bytes = m->shard_bytes[k];
 	if (fstat(fd, &sb) != 0)
-		return ck_fail(msg, len, LLMP_ERR_IO, "%s: %s", path, strerror(errno));
+		return llmp_fail(LLMP_ERR_IO, msg, len, "%s: %s", path, strerror(errno));
 	if ((uint64_t)sb.st_size != bytes)
-		return ck_fail(msg, len, LLMP_ERR_IO, "%s: %lld bytes, the MANIFEST says %llu%s", path,
+		return llmp_fail(LLMP_ERR_IO, msg, len, "%s: %lld bytes, the MANIFEST says %llu%s", path,
 			       (long long)sb.st_size, (unsigned long long)bytes,
 			       (uint64_t)sb.st_size < bytes ? " (truncated)" : "");
 	size_t n = 0;
 	struct ck_extent *e = malloc((m->nslices ? m->nslices : 1) * sizeof *e);
 	if (!e)
-		return ck_fail(msg, len, LLMP_ERR_NOMEM, "checking %s: out of memory", path);
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "checking %s: out of memory", path);
 	for (size_t i = 0; i < m->nslices; i++)
 		if (m->slices[i].owner == m->shard_ranks[k])
 			e[n++] = (struct ck_extent){.at = m->slices[i].at, .bytes = ck_bytes(&m->slices[i]),
@@ -161,7 +161,7 @@ llmp_status ck_shard_check(int fd, const char *path, const struct ck_manifest *m
 	if (st == LLMP_OK)
 		st = ck_crc_around(fd, bytes, e, n, path, &crc, msg, len);
 	if (st == LLMP_OK && crc != m->shard_crcs[k])
-		st = ck_fail(msg, len, LLMP_ERR_IO, "%s: its bytes outside the tensors (HDF5's metadata) are damaged: "
+		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: its bytes outside the tensors (HDF5's metadata) are damaged: "
 			     "they do not give the file's CRC-32C in its MANIFEST (0x%08x against 0x%08x)", path, crc,
 			     m->shard_crcs[k]);
 	free(e);

@@ -3,11 +3,12 @@
  *
  * The names of doc/checkpoint.md, the MANIFEST, the listing of a root, the
  * checks of every file's size and CRC-32C, the slices of a shard and the
- * verification of a whole step directory. The
- * runtime (ckpt_*.c) and the `llmp ckpt` tool share this code, so the tool
- * checks a checkpoint exactly as a load reads it, without joining a job.
- * Nothing here touches an llmp_ctx: a failure returns a status and leaves
- * its message in the caller's buffer (msg, len).
+ * verification of a whole step directory. The runtime (runtime/ckpt/) and
+ * the `llmp ckpt` tool share this code, so the tool checks a checkpoint
+ * exactly as a load reads it, without joining a job. It is a library of
+ * its own (libckpt_format: HDF5 and the kernels' CRC-32C, no PMIx, no
+ * UCX). Nothing here touches an llmp_ctx: a failure returns a status and
+ * leaves its message in the caller's buffer (msg, len), with llmp_fail.
  */
 #ifndef LLMP_CKPT_FORMAT_H
 #define LLMP_CKPT_FORMAT_H
@@ -19,6 +20,8 @@
 #include <llmp/llmp_ckpt.h>
 #include <llmp/llmp_spec.h>
 #include <llmp/llmp_status.h>
+
+#include "topology/fail.h"
 
 /*
  * 2: every file of a step has its size and CRC-32C in the MANIFEST, which
@@ -50,10 +53,6 @@ struct ck_slice {
 	uint32_t tensor; /* its place among the tensors `rank` registered (not in the MANIFEST) */
 };
 
-/* Print a message to msg and return status: rt_fail for code without a context. */
-llmp_status ck_fail(char *msg, size_t len, llmp_status status, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
 /* Elements and bytes of a slice. */
 uint64_t ck_volume(const struct ck_slice *s);
 uint64_t ck_bytes(const struct ck_slice *s);
@@ -69,7 +68,7 @@ bool ck_intersects(const struct ck_slice *a, const struct ck_slice *b);
  */
 llmp_status ck_validate_slices(const struct ck_slice *all, size_t n, size_t *culprit, char *msg, size_t len);
 
-/* ------------------------------------------------------------- names */
+/* ------------------------------------------------- names (dir.c) */
 
 /* ROOT/step-N plus suffix ("" or CK_SUFFIX_TMP). */
 void ck_step_path(const char *root, uint64_t step, const char *suffix, char *buf, size_t len);
@@ -104,7 +103,17 @@ llmp_status ck_list_entries(const char *root, struct ck_entry **entries, size_t 
  */
 llmp_status ck_read_latest(const char *root, uint64_t *step, char *msg, size_t len);
 
-/* ----------------------------------------------------------- MANIFEST */
+/* fsync a file or a directory (some filesystems cannot fsync a directory: not an error). */
+llmp_status ck_fsync_msg(const char *path, char *msg, size_t len);
+/*
+ * Replace dir/name with text so a reader sees the old or the new whole:
+ * written to dir/tmp_name, fsynced, renamed, then dir fsynced (`latest`,
+ * and the run record of a job, which is written even after a failure).
+ */
+llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_name,
+			    const char *text, char *msg, size_t len);
+
+/* ------------------------------------------------ MANIFEST (manifest.c) */
 
 struct ck_manifest {
 	uint64_t step;
@@ -133,12 +142,12 @@ size_t ck_manifest_tensors(const struct ck_manifest *m);
 /* The index of rank's shard line in m; m->nshards when it has none. */
 size_t ck_manifest_shard(const struct ck_manifest *m, uint32_t rank);
 
-/* ----------------------------------------------------- file checksums */
+/* ----------------------------------------------- file checksums (filesum.c) */
 
 /*
  * libhdf5 (1.10) can crash or loop forever on malformed metadata, so no file
  * reaches it, or any other reader, before its bytes are checked against the
- * size and CRC-32C the MANIFEST gives (ckpt_filesum.c). A small file
+ * size and CRC-32C the MANIFEST gives (filesum.c). A small file
  * (index.h5) is read whole. A shard is checked without reading its slices'
  * bytes twice: only the bytes outside them (HDF5's metadata, alignment
  * padding) are read, and joined with the slices' CRCs into the file's CRC;
@@ -176,11 +185,11 @@ llmp_status ck_crc_around(int fd, uint64_t file_bytes, const struct ck_extent *e
 llmp_status ck_shard_check(int fd, const char *path, const struct ck_manifest *m, size_t k, char *msg,
 			   size_t len);
 
-/* ------------------------------------------------------------- shards */
+/* ---------------------------------------------------- shards (h5check.c) */
 
 /*
- * A shard or the index opened for checking (HDF5 stays inside
- * ckpt_hdf5.c), only once its bytes passed the checks above.
+ * A shard or the index opened for checking (HDF5 stays inside h5check.c
+ * and the writer, ckpt_hdf5.c), only once its bytes passed the checks above.
  * ck_h5_locate finds where a slice's bytes are: its dataset must have the
  * slice's shape and the dtype's file type, and be stored contiguously, as
  * llmp writes it; those bytes are then exactly the slice's row-major
@@ -199,7 +208,7 @@ llmp_status ck_h5_count_datasets(struct ck_h5 *h5, size_t *n, char *msg, size_t 
  */
 llmp_status ck_h5_check_virtual(struct ck_h5 *h5, const struct ck_slice *s, size_t n, char *msg, size_t len);
 
-/* ------------------------------------------------------- verification */
+/* ------------------------------------------------- verification (verify.c) */
 
 /* What a verification tells its caller as it goes. */
 struct ck_verify_hooks {

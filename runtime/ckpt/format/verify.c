@@ -1,11 +1,11 @@
 /*
- * ckpt_verify.c - one step directory checked whole, with no context (the
+ * verify.c - one step directory checked whole, with no context (the
  * `llmp ckpt verify` tool): the MANIFEST, every shard it lists, every
  * slice's bytes against its CRC-32C, the index's virtual datasets, and
  * meta.bin.
  *
  * Every file's bytes are checked against the size and CRC-32C the MANIFEST
- * gives before HDF5 opens it (ckpt_filesum.c): libhdf5 1.10 can crash or
+ * gives before HDF5 opens it (filesum.c): libhdf5 1.10 can crash or
  * loop forever on damaged metadata. A slice's bytes are read straight from
  * the shard file, in chunks, where the MANIFEST says they are, as a load
  * reads them: memory stays a few MiB whatever the checkpoint's size. Only
@@ -143,7 +143,7 @@ static bool crc_of_range(struct verifier *v, int fd, uint64_t offset, uint64_t l
 				 (unsigned long long)len);
 			return false;
 		}
-		*crc = llmp_crc32c(*crc, v->buf, (size_t)got);
+		*crc = kern_crc32c(*crc, v->buf, (size_t)got);
 		done += (uint64_t)got;
 		v->totals->bytes += (uint64_t)got;
 		progress(v, file, s->name);
@@ -309,7 +309,7 @@ static void check_meta(struct verifier *v)
 	}
 	size_t got;
 	while ((got = fread(v->buf, 1, CHUNK_BYTES, f)) > 0) {
-		crc = llmp_crc32c(crc, v->buf, got);
+		crc = kern_crc32c(crc, v->buf, got);
 		total += got;
 	}
 	fclose(f);
@@ -337,7 +337,7 @@ llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verif
 		free(v.buf);
 		free(v.owned);
 		ck_manifest_free(&m);
-		return ck_fail(msg, len, LLMP_ERR_NOMEM, "verifying %s: out of memory", dir);
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "verifying %s: out of memory", dir);
 	}
 	totals->tensors = ck_manifest_tensors(&m);
 	totals->slices = m.nslices;
