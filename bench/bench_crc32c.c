@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_crc32c.c - how fast CRC-32C runs, next to memcpy.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_mpi_allreduce.c - the Open MPI baseline of scripts/bench-runtime.sh.
  *

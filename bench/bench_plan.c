@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_plan.c - how fast the planner answers, at the scale of a large job.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_reduce.c - how fast the host reduction runs, next to memcpy.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/local.mk - benchmarks (included by Makefile.am).
 #
 # `make bench` prints figures; it is never part of `make check`.

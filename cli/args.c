@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* args.c - command-line argument helpers shared by the subcommands. */
 #define _POSIX_C_SOURCE 200809L
 

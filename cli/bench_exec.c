@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_exec.c - `llmp bench` and `llmp ckpt bench` join a job: they run
  * in llmp-bench, a program of their own linked with the runtime (PMIx,

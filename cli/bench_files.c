@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_files.c - plain-file baselines and helpers of `llmp ckpt bench` (bench_files.h). */
 #define _GNU_SOURCE /* statfs */
 

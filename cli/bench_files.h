@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_files.h - the plain-file side of `llmp ckpt bench`: the baselines
  * a checkpoint is measured against (write()+fsync, read()), dropping a

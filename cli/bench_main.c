@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_main.c - llmp-bench, the subcommands of `llmp` that join a job
  * (bench_exec.c): `llmp-bench bench ARGS` is `llmp bench ARGS`, and

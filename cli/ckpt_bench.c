@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_bench.c - `llmp ckpt bench`: save and restore a synthetic model
  * through llmp_ckpt across the job's ranks, and measure in the same run,

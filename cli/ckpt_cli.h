@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_cli.h - what the `llmp ckpt` subcommands share (cli/cmd_ckpt.c):
  * their common options, the checkpoint root and the step they look at.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_inspect.c - `llmp ckpt inspect DIR [--step N]`: what a checkpoint
  * holds, from its MANIFEST: step, saving world and layout, user metadata,

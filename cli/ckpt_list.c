@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_list.c - `llmp ckpt list DIR`: every checkpoint directory under a
  * root, with its state, size and contents.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_verify.c - `llmp ckpt verify DIR [--step N]`: every complete
  * checkpoint (or step N) checked whole by the runtime's ck_verify_step:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd_bench.c - `llmp bench`: collective bandwidth and latency of libllmp.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd_ckpt.c - `llmp ckpt`: picks the subcommand (list, verify, inspect,
  * bench), and what list, verify and inspect share: their options, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd_job_end.c - `llmp job-end [RC]`: the last line of a batch script.
  *

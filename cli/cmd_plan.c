@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd_plan.c - `llmp plan`: fit a layout to a job size and print it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* json_writer.c - see json_writer.h. */
 #include <math.h>
 

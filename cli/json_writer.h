@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * json_writer.h - a small streaming JSON writer for the tool's documents
  * (`llmp ckpt ... --json`; doc/ckpt-json.md).

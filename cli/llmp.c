@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp.c - entry point of the `llmp` tool: picks the subcommand. The tool
  * links the planner, the checkpoint reader and HDF5, never PMIx or UCX: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* llmp_cli.h - the subcommands of the `llmp` tool. */
 #ifndef LLMP_CLI_H
 #define LLMP_CLI_H

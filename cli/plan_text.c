@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan_text.c - the human-readable form of a plan, for `llmp plan`.
  */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # examples/local.mk - the example training program (included by Makefile.am
 # inside `if BUILD_RUNTIME`).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_checksum.c - the final checksum: the model gathered over tp into its
  * global order, hashed with FNV-1a.

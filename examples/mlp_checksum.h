@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_checksum.h - one checksum of the whole model, whatever its layout.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_data.c - samples of the generated data set and the teacher that
  * labels them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_data.h - the generated training data: a teacher function of random
  * inputs, plus a little label noise.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_fault.c - a hung or crashed rank, on purpose, for the tests.
  *

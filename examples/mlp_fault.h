@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_fault.h - faults injected for the fault-tolerance tests.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_gradcheck.c - finite differences of the loss, in double precision.
  *

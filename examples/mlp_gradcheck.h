@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_gradcheck.h - the backward pass checked against finite differences.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_model.c - the MLP's math on one rank's shard (see mlp_model.h for
  * the split). Loops run in one fixed order, so a rank's results depend only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_model.h - the math of the MLP y = W2 relu(W1 x + b1) + b2 on one
  * rank's shard: initial weights, forward, loss, backward, SGD. No

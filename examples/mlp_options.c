@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_options.c - the command line of mlp_train: getopt_long, and a refusal
  * naming the option for every value that cannot work.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_rng.h - counter-based random numbers for the example MLP.
  *

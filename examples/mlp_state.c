@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_state.c - the example's checkpointed state: the four parameter
  * tensors as global arrays (so a checkpoint reads back whole with h5py, and

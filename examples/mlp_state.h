@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_state.h - what a checkpoint of the example holds, and its resume.
  */

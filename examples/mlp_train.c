@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_train.c - a deterministic training program on libllmp: a tensor- and
  * data-parallel MLP trained with SGD on generated data, checkpointed and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_trainer.c - one training step over the tp x dp layout:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlp_trainer.h - the distributed training step: the model's math
  * (mlp_model.h) joined by libllmp's collectives over the tp and dp groups.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * crc32c.c - CRC-32C (Castagnoli) over a buffer, incrementally.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * crc32c_combine.c - the CRC-32C of a concatenation, from the CRCs of its
  * parts and the length of the second.

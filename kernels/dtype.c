@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dtype.c - sizes and names of the element types and reduction operators. */
 #include <llmp/llmp_dtype.h>
 

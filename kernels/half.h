@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * half.h - conversions between float32 and the two 16-bit floating types,
  * bfloat16 and IEEE binary16 (float16), each stored as a uint16_t.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # kernels/local.mk - host compute kernels (included by Makefile.am).
 #
 # Portable C that needs nothing but libc. Built position-independent into a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce.c - dst[i] = a[i] op b[i], and the division that ends an average.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce.h - elementwise reduction of two buffers, the inner loop of every
  * reducing collective (allreduce, reduce-scatter).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_bind.h - one GPU per local task, chosen from the step's GPUs.
  */

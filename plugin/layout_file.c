@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * layout_file.c - write and remove the per-node JSON layout file.
  */

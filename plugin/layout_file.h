@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * layout_file.h - the per-node copy of the layout, in the JSON format of
  * `llmp plan --format json`, for frameworks that read groups from a file.

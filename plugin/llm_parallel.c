@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llm_parallel.c - the SPANK plugin's entry points: each callback is routed
  * by context to the file that handles it (submission: submit.c; inside the

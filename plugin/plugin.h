@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plugin.h - state and entry points shared by the files of llm_parallel.so.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * resolve.c - layer site defaults, LLMP_PARALLEL and --llm-parallel.
  */

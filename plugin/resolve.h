@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * resolve.h - the layout a job asked for, from its three sources.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * resolve_ckpt.c - layer site defaults, LLMP_CHECKPOINT and --llm-checkpoint.
  */

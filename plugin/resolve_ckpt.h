@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * resolve_ckpt.h - the checkpoint spec a job asked for, from its three sources.
  *

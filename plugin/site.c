@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * site.c - plugstack.conf arguments of the plugin.
  *

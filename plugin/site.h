@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * site.h - the site's settings, given as plugstack.conf arguments:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slurm_env.c - hostlists, task counts and restart counts as Slurm writes them.
  */

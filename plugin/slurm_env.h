@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slurm_env.h - reading the values Slurm puts in a step's environment.
  *

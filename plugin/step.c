@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * step.c - inside a job step (slurmstepd, remote context).
  *

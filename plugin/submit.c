@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * submit.c - the submitting side: srun (local) and sbatch/salloc (allocator).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * task_env.c - compute a task's environment from the plan.
  *

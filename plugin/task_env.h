@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * task_env.h - the environment a task gets (doc/llm_parallel.8):
  * LLMP_* for the layout and this task's place in it, the variables

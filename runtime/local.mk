@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # runtime/local.mk - libllmp (included by Makefile.am when PMIx and UCX exist).
 #
 # The planner and the kernels are linked in statically, so a program needs

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmark llmp's checkpoints (doc/benchmarks.md records the figures):
 # `llmp ckpt bench` alone (a world of one) and under Open MPI's mpirun with
 # 2 ranks, for a 64 MiB and a 512 MiB model, ROUNDS times each. Each run

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # How long a stop request costs: from the signal to the job running again at
 # the resumed step, on the local three-node Slurm cluster, broken down into
 #   agreement   signal received -> stop agreed at the next step boundary

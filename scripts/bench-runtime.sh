@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmark libllmp's host collectives against memcpy and Open MPI, in one run
 # on one machine (doc/benchmarks.md records the figures):
 #   1. allreduce float32 at 64 MiB, 2 ranks: busbw / single-thread memcpy,

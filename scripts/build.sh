@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Configure and build llmp out of tree in build/ (or $LLMP_BUILD_DIR).
 # Extra arguments go to configure. Used by test.sh and demo.sh.
 set -euo pipefail

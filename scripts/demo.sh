@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job for a new user, on a fresh Debian 12 machine, as root:
 # install the packages, build llmp, start a local three-node Slurm cluster
 # (network namespaces, fake GPUs) with the freshly built plugin, and run

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install, from Debian's archive, everything llmp needs to build, test and run its
 # local Slurm cluster. Idempotent: safe to run again; apt-get skips what is present.
 set -euo pipefail

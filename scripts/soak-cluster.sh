@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Run the cluster test suites many times in a row from a fresh clone, to show
 # that none of them fails at random (a test that fails once in N runs is a bug).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Set up this machine and run every test of llmp, as CI does:
 #   1. install the Debian packages (as root; skipped with a note otherwise),
 #   2. build, and `make check`: unit tests, CLI tests, local Slurm cluster tests,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # Sharded HDF5 checkpoints (include/llmp/llmp_ckpt.h) on the real three-node Slurm
 # cluster: tests/ckpt/ck_check run as the tasks of `srun --mpi=pmix` steps.
 # Every rank computes the values it must read back from (global index, step)

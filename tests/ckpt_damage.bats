@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # Damaged checkpoints, as a failing disk leaves them: every file of a good
 # 4-rank checkpoint (MANIFEST, index.h5, meta.bin, each shard) gets, one at a
 # time, a flipped byte at seeded offsets, a truncation, or a zeroed 512-byte

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # `llmp ckpt list|verify|inspect|bench` (cli/cmd_ckpt.c) on checkpoints that
 # tests/ckpt/ck_check saves as a PMIx singleton: no launcher, no cluster, so
 # these also run in the sanitizer stage of scripts/test.sh. What the tool

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # cli.bats - `llmp plan` end to end: text and JSON output, one rank's view,
 # locality warnings, the grammar, and exit status 2 with a message naming the
 # culprit (and nothing on stdout) for every kind of bad input.

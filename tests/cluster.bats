@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # The SPANK plugin on a real three-node Slurm cluster: sbatch, salloc and srun
 # with --llm-parallel and --llm-checkpoint, checked task by task against
 # layouts computed by check_env.py, independently of llmp, and against

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/demo/report.py, the end of the demo's story: its timeline, and its
 # verdict, which must fail loudly when the job was not requeued, did not
 # resume from a checkpoint or ended elsewhere than the uninterrupted run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # examples/mlp_train, the example training program, alone as a PMIx
 # singleton (a world of one, no launcher, no cluster): its gradients against
 # finite differences, its determinism, its resume from a checkpoint, its

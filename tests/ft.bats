@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # Fault tolerance on the local three-node Slurm cluster: the example program
 # (examples/mlp_train) run by etc/examples/mlp-train.sbatch with --requeue,
 # interrupted every way the issue names, must end exactly where an

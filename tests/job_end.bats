@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # `llmp job-end`: the batch script's verdict from the run record
 # (doc/fault-tolerance.md). Records are written here by hand, in the format
 # the document gives, so no cluster is needed; requeueing is "none".

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # libllmp on a real three-node Slurm cluster: tests/runtime/rt_check run as the
 # tasks of `srun --mpi=pmix` steps (tests/runtime_singleton.bats runs it alone). Every rank
 # computes the expected results itself and prints "rank R: N checks, M wrong";

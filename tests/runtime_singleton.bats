@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
 # libllmp with no launcher at all: a PMIx singleton, rank 0 of a world of one.
 # Needs no cluster, so it also runs in the sanitizer stage of scripts/test.sh.
 

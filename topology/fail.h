@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fail.h - how the planner reports a failure: a status for the program and
  * a sentence for the person, written into the caller's optional buffer.

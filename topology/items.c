@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * items.c - split an option's text into its comma-separated items.
  */

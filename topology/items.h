@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * items.h - the comma-separated items both option grammars are made of
  * (--llm-parallel, llmp_spec.c; --llm-checkpoint, llmp_ckpt_spec.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_json.c - write a plan as the JSON layout document.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_plan.c - fit a parsed layout to a world: derive dp and expert-dp,
  * check divisibility and Megatron's constraints, lay out both grids.

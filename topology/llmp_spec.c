@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_spec.c - parser and printer of the --llm-parallel grammar.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* llmp_status.c - text for each llmp_status, failure messages and the user text in them. */
 #include <llmp/llmp_status.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan_internal.h - the inside of an llmp_plan, shared by llmp_plan.c (fitting
  * a spec to a world) and llmp_groups.c (answering groups). Not installed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Print where this task sits in the 4D layout, as a training script sees it.
 
 Reads only what the llm_parallel plugin gives every task: the LLMP_*

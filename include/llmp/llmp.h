@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp.h - libllmp, the runtime a training program links.
  *

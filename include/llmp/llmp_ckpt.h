@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_ckpt.h - sharded HDF5 checkpoints of a job's tensors.
  *

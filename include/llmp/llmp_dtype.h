@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_dtype.h - element types and reduction operators of llmp's collectives.
  *

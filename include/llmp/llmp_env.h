@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_env.h - the environment variables between the plugin and the tasks.
  *

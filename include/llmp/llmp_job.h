@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_job.h - a training run that survives preemption, time limits, node
  * loss and hangs by checkpointing, exiting and being requeued.

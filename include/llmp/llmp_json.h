@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_json.h - the JSON layout document (format: doc/layout-json.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * llmp_plan.h - a layout fitted to a job: sizes, coordinates and groups.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ckpt.c - checkpoint handles, registration, and what every rank must agree on. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_fs.c - the filesystem side of an atomic commit with a context:
  * directories made and removed, fsync, the `latest` pointer, retention

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_hdf5.c - the HDF5 files of a checkpoint: one shard per writing
  * rank, and the index whose virtual datasets show every tensor whole.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_internal.h - what the checkpoint files share (ckpt*.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_load.c - llmp_ckpt_load: which checkpoint, the checks of its
  * MANIFEST, shards and metadata, and the fall back past a damaged one. The

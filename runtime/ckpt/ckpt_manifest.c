@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_manifest.c - writing a checkpoint's MANIFEST, sealed by the CRC-32C
  * of its text (the format, and reading it without a context:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_read.c - a load's reading: every saved slice that intersects a
  * slice this rank registered is read from its shard, checked against its

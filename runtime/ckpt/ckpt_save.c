@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_save.c - llmp_ckpt_save: shards, index, manifest, then the commit.
  *

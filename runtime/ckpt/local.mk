@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # runtime/ckpt/local.mk - checkpoints (included by runtime/local.mk). The
 # context-free reader is format/, a library of its own.
 include runtime/ckpt/format/local.mk

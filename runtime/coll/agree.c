@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * agree.c - rt_agree: one verdict for a step every rank took on its own.
  *

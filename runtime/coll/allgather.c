@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* allgather.c - llmp_allgather: every member's block to every member, around a ring. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * allreduce.c - llmp_allreduce: recursive doubling for small messages, a
  * ring (reduce-scatter then allgather) for large ones.

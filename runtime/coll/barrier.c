@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * barrier.c - llmp_barrier by dissemination: in round k each member
  * signals the one 2^k ahead and waits for the one 2^k behind; after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * broadcast.c - llmp_broadcast: a binomial tree for small messages; for
  * large ones the root scatters one block to each member and a ring

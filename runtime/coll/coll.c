@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* coll.c - argument checks and the pieces the collective algorithms share. */
 #include "coll.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll.h - what the collective algorithms share: argument checks, the
  * split of a buffer into one block per member, and the ring allgather that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # runtime/coll/local.mk - the operations on a communicator (included by
 # runtime/local.mk).
 runtime_sources += \

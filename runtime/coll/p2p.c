@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * p2p.c - send and receive between two members (pipeline stages).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce_scatter.c - llmp_reduce_scatter around a ring.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shm.c - the shared-memory segment of a communicator on one machine, and the collectives through it. */
 #include "shm.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm.h - collectives through a shared-memory segment, for a communicator
  * whose members all run on this machine.

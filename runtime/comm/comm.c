@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * comm.c - communicators: the rank's own groups of the layout.
  *

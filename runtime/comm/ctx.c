@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ctx.c - llmp_init and llmp_finalize: a process joining and leaving the job. */
 #include "rt.h"
 

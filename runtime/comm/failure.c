@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* failure.c - failure reports between members, and who is to blame. */
 #include "failure.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * failure.h - turning a dead or silent member into an error on every member.
  *

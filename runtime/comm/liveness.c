@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* liveness.c - machine identity and process checks for same-machine peers. */
 #include "liveness.h"
 

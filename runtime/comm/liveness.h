@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * liveness.h - is a peer on this machine still running?
  *

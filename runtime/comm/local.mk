@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # runtime/comm/local.mk - the context and the way to the other ranks
 # (included by runtime/local.mk).
 runtime_sources += \

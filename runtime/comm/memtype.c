@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * memtype.c - is a buffer host or device memory?
  *

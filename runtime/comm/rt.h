@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt.h - the runtime's internal structures, shared by its files.
  *

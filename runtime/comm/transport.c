@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* transport.c - UCX tag messages with timeouts, failure detection and reports. */
 #include "transport.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * transport.h - point-to-point messages between members of a communicator,
  * over UCX's tag API.

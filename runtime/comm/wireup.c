@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wireup.c - PMIx: who we are, and one exchange with every other rank. */
 #include "wireup.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * job.c - a run of a long training job: resume, stop on request, and end
  * with an exit code that says whether to requeue (llmp_job.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * job_internal.h - what the files of the job layer share (job*.c).
  */

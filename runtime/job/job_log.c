@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * job_log.c - the story of a run, one line per rank and event on stderr.
  *

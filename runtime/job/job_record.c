@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * job_record.c - ROOT/llmp-run: how the newest run of a job went.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * job_record.h - ROOT/llmp-run, the record of the newest run of a job
  * (job_record.c). Needs no context: the runtime writes it, and `llmp

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * job_signal.c - a stop request is a signal that only sets a flag.
  *

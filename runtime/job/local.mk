@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # runtime/job/local.mk - the job layer: stop, requeue, resume (included by
 # runtime/local.mk).
 #

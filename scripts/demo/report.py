@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The end of the demo's story (scripts/demo/story.sh): a timeline of the
 fault-tolerant job and the verdict against the uninterrupted reference.
 

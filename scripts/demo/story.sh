@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The demo's story, on a local cluster that is already up (scripts/demo.sh
 # starts one; tests/ft.bats runs the story on its own cluster):
 #   1. the reference: examples/mlp_train through etc/examples/mlp-train.sbatch

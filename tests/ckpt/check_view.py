@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The global view of an llmp checkpoint, read with h5py alone (tests/ckpt.bats).
 
     check_view.py view STEPDIR STEP [--big K]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cc_badargs.c - what the checkpoint API refuses.
  *

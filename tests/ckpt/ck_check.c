@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ck_check.c - checkpoint tests run as the tasks of `srun --mpi=pmix` steps
  * (tests/ckpt.bats), or alone as a PMIx singleton.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ck_check.h - the checkpoint test program (tests/ckpt.bats): a synthetic
  * model saved and loaded through llmp_ckpt, whose every value is a function

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Damage every file of a good checkpoint, one way at a time, and check that
 nothing crashes or hangs, that every damage is reported with the file's name,
 and that a load falls back to the checkpoint before (tests/ckpt_damage.bats).

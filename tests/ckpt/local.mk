@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/ckpt/local.mk - the checkpoint tests (included by Makefile.am inside
 # `if BUILD_RUNTIME`).
 #

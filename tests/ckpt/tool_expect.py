@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What `llmp ckpt` must report about checkpoints tests/ckpt/ck_check saved
 as a PMIx singleton (tests/ckpt_tool.bats), computed here independently:
 the model's tensors, their bytes from the same formulas as ck_check.c, and

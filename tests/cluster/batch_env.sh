@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run from a batch script: print the variables the plugin may set in the batch
 # step itself, on one line, as "batch NAME=VALUE NAME=VALUE ...". Unset
 # variables print as NAME=<unset>, so their absence is checked too.

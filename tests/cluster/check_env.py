@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Check the task lines of task_env.sh against a layout computed here.
 
 usage: check_env.py SPEC WORLD [--gpus N] [--no-gpu-bind] [--master NODE]

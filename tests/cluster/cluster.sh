@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A real three-node Slurm cluster on one machine, for the test suite.
 #
 #   cluster.sh start  STATEDIR PLUGSTACK_CONF|none

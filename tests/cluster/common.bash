@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the cluster tests: start one local Slurm cluster for a test file,
 # with the freshly built plugin, and tear it down whatever happens.
 

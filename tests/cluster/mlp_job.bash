@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Submitting the example trainer (examples/mlp_train, through
 # etc/examples/mlp-train.sbatch) to the local cluster and following it, for
 # tests/ft.bats, scripts/demo/story.sh and scripts/bench-requeue.sh.

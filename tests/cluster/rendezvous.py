@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A miniature of torch.distributed's env:// rendezvous, run as every task.
 
 Rank 0 listens on MASTER_ADDR:MASTER_PORT; every other rank connects and

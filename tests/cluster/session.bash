@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Holding the local Slurm cluster of tests/cluster/cluster.sh. Only one such
 # cluster can run on a machine (fixed namespaces, bridge and ports), so every
 # user of it holds one machine-wide lock from before it starts its cluster

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run as each task of a step: print the variables the plugin is responsible
 # for, one line per task, as "task SLURM_PROCID NAME=VALUE NAME=VALUE ...".
 # Unset variables print as NAME=<unset>, so their absence is checked too.

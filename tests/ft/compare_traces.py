@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Compare the output of an interrupted mlp_train job with an uninterrupted one.
 
     compare_traces.py REFERENCE OUTPUT [--rtol X] [--no-redo]

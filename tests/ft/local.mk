@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/ft/local.mk - fault-tolerance tests (included by Makefile.am inside
 # `if BUILD_RUNTIME`).
 #

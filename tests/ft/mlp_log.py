@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Reading the output of etc/examples/mlp-train.sbatch (every run of a job
 appends to one file), for tests/ft/compare_traces.py, scripts/bench-requeue.sh
 and scripts/demo/report.py.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_replay.c - run the fuzz target over the stored corpus, so every
  * `make check` (and its sanitizer build) exercises the inputs the fuzzer

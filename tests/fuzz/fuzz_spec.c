@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_spec.c - libFuzzer target for the layout grammar and the planner.
  *

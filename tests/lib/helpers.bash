@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # helpers.bash - shared setup for the bats tests of the `llmp` tool.
 #
 # `make check` exports LLMP_BUILDDIR and LLMP_SRCDIR; when they are unset the

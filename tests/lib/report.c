@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* report.c - check counting and output of the cluster test programs. */
 #include "report.h"
 

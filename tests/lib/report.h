@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * report.h - how the cluster test programs (tests/runtime, tests/ckpt)
  * count checks and print them: every line starts "rank R: ", at most 12

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the runtime's bats files: where rt_check is, and how to read its output.
 
 RT_CHECK="$LLMP_BUILDDIR/tests/runtime/rt_check"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/runtime/local.mk - the runtime's tests (included by Makefile.am
 # inside `if BUILD_RUNTIME`).
 #

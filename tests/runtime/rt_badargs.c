@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_badargs.c - every call with a bad argument returns an error status
  * (never LLMP_OK), says why in llmp_errmsg when it has a context to say it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_check.c - the runtime's test program: command line and dispatch.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_check.h - the pieces of rt_check, the runtime's test program.
  *

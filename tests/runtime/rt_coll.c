@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_coll.c - the collective sweep: every collective, op, dtype and a range
  * of counts, in place and out of place, on the world and on every group the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_fault.c - failures the runtime must report rather than hang on:
  * ranks given different layouts (init fails everywhere, naming a rank that

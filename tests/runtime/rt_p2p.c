@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_p2p.c - point to point along a group, as pipeline stages use it.
  *

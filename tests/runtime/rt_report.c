@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_report.c - naming what was wrong in a collective check (report.c counts).
  *

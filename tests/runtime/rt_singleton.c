@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_singleton.c - no launcher at all: the process is a PMIx singleton,
  * rank 0 of a world of 1, every group has one member, no endpoint is ever

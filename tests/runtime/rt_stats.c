@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_stats.c - what init and the communicators cost, as llmp_get_stats
  * reports it: one PMIx fence for init whatever the world size and however

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_values.c - inputs and expected results, independent of libllmp.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_values.h - inputs and expected results of the runtime's tests,
  * computed without libllmp and without kernels/.

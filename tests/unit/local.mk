@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/unit/local.mk - the unit tests (cmocka, TAP), included by Makefile.am.
 #
 # One program per concept, each computing its expected values on its own;

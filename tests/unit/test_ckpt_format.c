@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_ckpt_format.c - the context-free reading of checkpoints
  * (runtime/ckpt/format/ckpt_format.h): names in a root, MANIFEST parsing, its

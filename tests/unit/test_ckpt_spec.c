@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_ckpt_spec.c - the --llm-checkpoint grammar (include/llmp/llmp_ckpt_spec.h):
  * the directory in every position and form, every key, the defaults that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_crc32c.c - CRC-32C and the CRC of a concatenation from its parts'
  * (kernels/crc32c.h).

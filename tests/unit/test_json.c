@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_json.c - the JSON layout document (llmp_plan_write_json): whole
  * documents for small layouts, written out by hand; the one-rank view; a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_json_writer.c - the tool's JSON writer (cli/json_writer.h): commas,
  * nesting, escaping, numbers, and what it reports. Every expected document

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kernels.c - the host reduction kernels (kernels/reduce.h), the 16-bit
  * float conversions under them (kernels/half.h) and the dtype names.

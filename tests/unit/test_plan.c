@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_plan.c - fitting a layout to a world: derived sizes, every rejection
  * with its numbers, locality warnings, coordinates and the API's edges.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_plan_megatron.c - the planner's process groups are Megatron-Core's.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_plugin_core.c - the parts of the SPANK plugin that need no Slurm:
  * hostlists, task and restart counts, GPU choice, plugstack arguments,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_spec.c - the --llm-parallel grammar (include/llmp/llmp_spec.h): defaults,
  * every key, any subset in any order, every rejection with a message that

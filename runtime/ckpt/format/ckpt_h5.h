@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_h5.h - what the writer of a checkpoint's HDF5 files (ckpt_hdf5.c)
  * and their checker (h5check.c) must agree on. Needs hdf5.h: included only

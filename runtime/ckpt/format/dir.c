@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dir.c - the names in a checkpoint root and a step directory, the listing
  * of a root, the `latest` pointer, and a small file replaced atomically.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * filesum.c - the size and CRC-32C of every file of a step, checked
  * before anything else reads a byte of it.

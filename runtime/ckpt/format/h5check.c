@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * h5check.c - a checkpoint's HDF5 files opened for checking, without a
  * context: where a slice's bytes are in its shard, the datasets a file

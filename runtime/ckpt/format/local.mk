@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # runtime/ckpt/format/local.mk - a checkpoint on disk without a context
 # (included by runtime/local.mk).
 #

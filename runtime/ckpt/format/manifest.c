@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * manifest.c - reading MANIFEST, the text file that makes a checkpoint
  * checkable: what was saved, by which layout, in which shard and where in

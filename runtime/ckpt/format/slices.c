@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slices.c - the slices of a checkpoint's tensors: their sizes, and the
  * check that a set of them tiles every tensor exactly. The runtime checks

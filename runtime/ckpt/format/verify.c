@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * verify.c - one step directory checked whole, with no context (the
  * `llmp ckpt verify` tool): the MANIFEST, every shard it lists, every
