@@ -32,7 +32,7 @@ static volatile uint64_t sink; /* keeps the compiler from dropping the work */
 /* All 16 kinds of group for `count` ranks spread over the world; seconds per rank. */
 static double one_rank(const llmp_plan *plan, uint32_t count)
 {
-	uint32_t *m = malloc(WORLD * sizeof(*m)), n;
+	uint32_t *m = malloc(WORLD * sizeof *m), n;
 	uint64_t sum = 0;
 	double t = now();
 
@@ -52,7 +52,7 @@ static double one_rank(const llmp_plan *plan, uint32_t count)
 /* Every group of every kind, members into a buffer; returns members seen. */
 static uint64_t whole_table(const llmp_plan *plan, double *seconds)
 {
-	uint32_t *m = malloc(WORLD * sizeof(*m)), n;
+	uint32_t *m = malloc(WORLD * sizeof *m), n;
 	uint64_t members = 0, sum = 0;
 	double t = now();
 
@@ -106,14 +106,14 @@ int main(void)
 	double create = 1e9, rank = 1e9, table = 1e9, json = 1e9, s;
 	uint64_t members = 0;
 
-	if (llmp_spec_parse(SPEC, &spec, msg, sizeof(msg)) != LLMP_OK) {
+	if (llmp_spec_parse(SPEC, &spec, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, "bench: %s\n", msg);
 		return 1;
 	}
 	for (int r = 0; r < REPEATS; r++) {
 		double t = now();
 		llmp_plan_destroy(plan);
-		if (llmp_plan_create(&spec, WORLD, 8, &plan, msg, sizeof(msg)) != LLMP_OK) {
+		if (llmp_plan_create(&spec, WORLD, 8, &plan, msg, sizeof msg) != LLMP_OK) {
 			fprintf(stderr, "bench: %s\n", msg);
 			return 1;
 		}

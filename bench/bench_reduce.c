@@ -95,7 +95,7 @@ int main(void)
 	double copy = gbps(time_memcpy(dst, a));
 	printf("kern_reduce sum of 64 MiB, best of %d, GB/s of dst written\n", REPEATS);
 	printf("%-10s %12s %12s %12s\n", "dtype", "out-of-place", "in-place", "memcpy");
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
 		double apart = gbps(time_reduce(dst, a, b, types[i]));
 		fill(dst, BYTES, 3); /* in place: keep the values from growing for ever */
 		double inplace = gbps(time_reduce(dst, dst, b, types[i]));

@@ -72,7 +72,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	uint64_t v;
 	int c;
 
-	memset(a, 0, sizeof(*a));
+	memset(a, 0, sizeof *a);
 	a->rank = -1;
 	opterr = 0;
 	optind = 1;
@@ -168,7 +168,7 @@ int cli_plan(int argc, char **argv)
 		return rc;
 
 	if (a.spec) {
-		if (llmp_spec_parse(a.spec, &spec, msg, sizeof(msg)) != LLMP_OK)
+		if (llmp_spec_parse(a.spec, &spec, msg, sizeof msg) != LLMP_OK)
 			return usage_message("--parallel: ", msg);
 		if (spec.help) {
 			fputs(llmp_spec_grammar(), stdout);
@@ -183,11 +183,11 @@ int cli_plan(int argc, char **argv)
 
 	llmp_plan *plan;
 	if (llmp_plan_create(&spec, a.world, a.tasks_per_node, &plan, msg,
-			     sizeof(msg)) != LLMP_OK)
+			     sizeof msg) != LLMP_OK)
 		return usage_message("", msg);
 
 	static char outbuf[1 << 16];
-	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	if (a.json) {
 		uint32_t rank = a.rank < 0 ? LLMP_JSON_ALL_RANKS : (uint32_t)a.rank;
 		rc = llmp_plan_write_json(plan, rank, stdout) == LLMP_OK ? 0 : -1;

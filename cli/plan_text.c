@@ -14,7 +14,7 @@ static void write_summary(const llmp_plan *plan, uint32_t nodes, FILE *out)
 	char spec[LLMP_SPEC_MAX_LEN + 1];
 	uint32_t world = llmp_plan_world(plan);
 
-	llmp_spec_format(llmp_plan_spec(plan), spec, sizeof(spec));
+	llmp_spec_format(llmp_plan_spec(plan), spec, sizeof spec);
 	fprintf(out, "layout:   %s\n", spec[0] ? spec : "(defaults)");
 	fprintf(out, "world:    %u ranks", world);
 	if (nodes)
@@ -91,7 +91,7 @@ static int write_rank(const llmp_plan *plan, uint32_t rank, uint32_t *m, FILE *o
 int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank,
 			 FILE *out)
 {
-	uint32_t *members = malloc(llmp_plan_world(plan) * sizeof(*members));
+	uint32_t *members = malloc(llmp_plan_world(plan) * sizeof *members);
 	int rc;
 
 	if (!members)

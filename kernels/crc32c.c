@@ -451,7 +451,7 @@ static const uint32_t k_short = 0xb9e02b86, k_short2 = 0xdd7e3b0c; /* K(256), K(
 static HW_TARGET uint64_t load64(const unsigned char *p)
 {
 	uint64_t w;
-	memcpy(&w, p, sizeof(w)); /* x86 is little-endian and loads unaligned */
+	memcpy(&w, p, sizeof w); /* x86 is little-endian and loads unaligned */
 	return w;
 }
 

@@ -26,14 +26,14 @@
 static inline uint32_t kern_f32_bits(float f)
 {
 	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
+	memcpy(&u, &f, sizeof u);
 	return u;
 }
 
 static inline float kern_f32_from_bits(uint32_t u)
 {
 	float f;
-	memcpy(&f, &u, sizeof(f));
+	memcpy(&f, &u, sizeof f);
 	return f;
 }
 

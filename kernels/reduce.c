@@ -46,10 +46,10 @@
 	static inline T zero_sign_or_##suffix(T x, T y, bool negative)      \
 	{                                                                   \
 		U ux, uy;                                                   \
-		memcpy(&ux, &x, sizeof(ux));                                \
-		memcpy(&uy, &y, sizeof(uy));                                \
+		memcpy(&ux, &x, sizeof ux);                                \
+		memcpy(&uy, &y, sizeof uy);                                \
 		ux = negative ? ux | uy : ux & uy;                          \
-		memcpy(&x, &ux, sizeof(x));                                 \
+		memcpy(&x, &ux, sizeof x);                                 \
 		return x;                                                   \
 	}                                                                   \
 	static inline T min_##suffix(T x, T y)                              \
@@ -161,13 +161,13 @@ DEFINE_LOOPS(f64_max, double, max_f64)
 static inline uint32_t word_at(const unsigned char *p, size_t i)
 {
 	uint32_t w;
-	memcpy(&w, p + 4 * i, sizeof(w));
+	memcpy(&w, p + 4 * i, sizeof w);
 	return w;
 }
 
 static inline void set_word(unsigned char *p, size_t i, uint32_t w)
 {
-	memcpy(p + 4 * i, &w, sizeof(w));
+	memcpy(p + 4 * i, &w, sizeof w);
 }
 
 #define PAIRWISE(combine, u, v)                                     \

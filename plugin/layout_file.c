@@ -24,11 +24,11 @@ int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t jo
 	int n = snprintf(path, pathlen, "%s/llmp-layout.%u.%u.%u.json", dir, job_id,
 			 step_id, node_id);
 
-	if (n < 0 || (size_t)n >= pathlen || (size_t)n + 8 >= sizeof(tmp)) {
+	if (n < 0 || (size_t)n >= pathlen || (size_t)n + 8 >= sizeof tmp) {
 		snprintf(msg, msglen, "layout file path under '%s' is too long", dir);
 		return -1;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
 		snprintf(msg, msglen, "cannot create the layout file in %s: %s", dir,

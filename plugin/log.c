@@ -29,7 +29,7 @@ void plugin_task_message(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, PLUGIN_NAME ": %s\n", msg);
 	fflush(stderr);

@@ -86,7 +86,7 @@ static struct spank_option options[] = {
 
 int plugin_options_register(spank_t sp)
 {
-	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+	for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
 		spank_err_t rc = spank_option_register(sp, &options[i]);
 		if (rc != ESPANK_SUCCESS) {
 			slurm_error(PLUGIN_NAME ": cannot register --%s: %s", options[i].name,

@@ -14,7 +14,7 @@ static int parse_layer(const char *source, const char *text, llmp_spec *layer,
 {
 	char why[LLMP_MSG_MAX];
 
-	if (llmp_spec_parse_partial(text, layer, why, sizeof(why)) == LLMP_OK)
+	if (llmp_spec_parse_partial(text, layer, why, sizeof why) == LLMP_OK)
 		return 0;
 	snprintf(msg, msglen, "%s: %s", source, why);
 	return -1;
@@ -42,7 +42,7 @@ enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *
 	}
 	if (spec->help)
 		return PLUGIN_HELP;
-	if (llmp_spec_check(spec, why, sizeof(why)) != LLMP_OK) {
+	if (llmp_spec_check(spec, why, sizeof why) != LLMP_OK) {
 		snprintf(msg, msglen, "--llm-parallel: %s", why);
 		return LLMP_INVALID;
 	}

@@ -14,7 +14,7 @@ static int parse_layer(const char *source, const char *text, llmp_ckpt_spec *lay
 {
 	char why[LLMP_MSG_MAX];
 
-	if (llmp_ckpt_spec_parse_partial(text, layer, why, sizeof(why)) == LLMP_OK)
+	if (llmp_ckpt_spec_parse_partial(text, layer, why, sizeof why) == LLMP_OK)
 		return 0;
 	snprintf(msg, msglen, "%s: %s", source, why);
 	return -1;
@@ -42,7 +42,7 @@ enum plugin_resolved plugin_resolve_ckpt(const struct plugin_site *site, const c
 	}
 	if (spec->help)
 		return PLUGIN_HELP;
-	if (llmp_ckpt_spec_check(spec, why, sizeof(why)) != LLMP_OK) {
+	if (llmp_ckpt_spec_check(spec, why, sizeof why) != LLMP_OK) {
 		snprintf(msg, msglen, "--llm-checkpoint: %s", why);
 		return LLMP_INVALID;
 	}

@@ -65,7 +65,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 	const char *v = eq + 1;
 	size_t klen = (size_t)(v - arg);
 
-	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+	for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
 		if (!is_key(arg, klen, numbers[i].name))
 			continue;
 		int64_t n = number(v, numbers[i].min, numbers[i].max);
@@ -76,7 +76,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 	}
 	if (is_key(arg, klen, "defaults")) {
 		char why[LLMP_MSG_MAX];
-		if (llmp_spec_parse_partial(v, &site->defaults, why, sizeof(why)) != 0)
+		if (llmp_spec_parse_partial(v, &site->defaults, why, sizeof why) != 0)
 			return bad(msg, msglen, arg, why);
 		if (site->defaults.help)
 			return bad(msg, msglen, arg, "'help' is not a default layout");
@@ -84,7 +84,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 	}
 	if (is_key(arg, klen, "checkpoint")) {
 		char why[LLMP_MSG_MAX];
-		if (llmp_ckpt_spec_parse_partial(v, &site->ckpt_defaults, why, sizeof(why)) != 0)
+		if (llmp_ckpt_spec_parse_partial(v, &site->ckpt_defaults, why, sizeof why) != 0)
 			return bad(msg, msglen, arg, why);
 		if (site->ckpt_defaults.help)
 			return bad(msg, msglen, arg, "'help' is not a default checkpoint spec");
@@ -97,7 +97,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		return 0;
 	}
 	if (is_key(arg, klen, "layout_dir")) {
-		if (v[0] != '/' || strlen(v) >= sizeof(site->layout_dir))
+		if (v[0] != '/' || strlen(v) >= sizeof site->layout_dir)
 			return bad(msg, msglen, arg, "expected an absolute path under 256 bytes");
 		strcpy(site->layout_dir, v);
 		return 0;
@@ -110,7 +110,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg,
 		    size_t msglen)
 {
-	memset(site, 0, sizeof(*site));
+	memset(site, 0, sizeof *site);
 	llmp_spec_init(&site->defaults);
 	llmp_ckpt_spec_init(&site->ckpt_defaults);
 	site->gpu_bind = true;

@@ -42,7 +42,7 @@ static int fail_step(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	vsnprintf(c->error, sizeof c->error, fmt, ap);
 	va_end(ap);
 	c->failed = true;
 	slurm_info(PLUGIN_NAME ": %s", c->error); /* the tasks tell the user */
@@ -61,7 +61,7 @@ static uint32_t block_tasks_per_node(spank_t sp, uint32_t node_id)
 	char buf[1024];
 	uint32_t first = 0;
 	int64_t per_node = plugin_tasks_per_node_uniform(
-		step_env(sp, "SLURM_STEP_TASKS_PER_NODE", buf, sizeof(buf)));
+		step_env(sp, "SLURM_STEP_TASKS_PER_NODE", buf, sizeof buf));
 
 	if (per_node <= 0 ||
 	    spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, 0u, &first) != ESPANK_SUCCESS ||
@@ -90,7 +90,7 @@ static int read_restart_count(spank_t sp, uint32_t *count, char *msg, size_t msg
 	const char *text;
 	int64_t n = -1;
 
-	if (step_env_whole(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf), &text) == 0)
+	if (step_env_whole(sp, "SLURM_RESTART_COUNT", buf, sizeof buf, &text) == 0)
 		n = plugin_restart_count(text);
 	if (n < 0) {
 		char shown[LLMP_SHOW_MAX];
@@ -114,7 +114,7 @@ static enum plugin_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spe
 	char env[LLMP_CKPT_SPEC_MAX_LEN + 2];
 	const char *env_text;
 
-	if (step_env_whole(sp, LLMP_ENV_CHECKPOINT, env, sizeof(env), &env_text) < 0) {
+	if (step_env_whole(sp, LLMP_ENV_CHECKPOINT, env, sizeof env, &env_text) < 0) {
 		snprintf(msg, msglen, LLMP_ENV_CHECKPOINT ": checkpoint spec is longer than %d "
 			 "characters", LLMP_CKPT_SPEC_MAX_LEN);
 		return LLMP_INVALID;
@@ -142,14 +142,14 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 		return fail_step("cannot read the step's geometry from Slurm");
 
 	uint32_t per_node = block_tasks_per_node(sp, c->node_id);
-	if (llmp_plan_create(spec, world, per_node, &c->plan, msg, sizeof(msg)) != LLMP_OK)
+	if (llmp_plan_create(spec, world, per_node, &c->plan, msg, sizeof msg) != LLMP_OK)
 		return fail_step("%s (job step %u.%u: %u tasks on %u node%s)", msg, c->job_id,
 				 c->step_id, world, c->nnodes, c->nnodes == 1 ? "" : "s");
 
 	const char *where = c->site.layout_dir[0] ? c->site.layout_dir
-			    : step_env(sp, "TMPDIR", dir, sizeof(dir)) ? dir : "/tmp";
+			    : step_env(sp, "TMPDIR", dir, sizeof dir) ? dir : "/tmp";
 	if (plugin_layout_file_write(c->plan, where, c->job_id, c->step_id, c->node_id,
-				   c->layout_path, sizeof(c->layout_path), msg, sizeof(msg)) < 0) {
+				   c->layout_path, sizeof c->layout_path, msg, sizeof msg) < 0) {
 		c->layout_path[0] = '\0';
 		return fail_step("%s", msg);
 	}
@@ -167,7 +167,7 @@ static int prepare_normal_step(spank_t sp)
 	const char *env_text;
 	llmp_spec spec;
 
-	switch (resolve_ckpt_in_step(sp, &c->ckpt, msg, sizeof(msg))) {
+	switch (resolve_ckpt_in_step(sp, &c->ckpt, msg, sizeof msg)) {
 	case PLUGIN_INACTIVE:
 		break;
 	case PLUGIN_ACTIVE:
@@ -178,13 +178,13 @@ static int prepare_normal_step(spank_t sp)
 		c->active = true;
 		return fail_step("%s", msg);
 	}
-	if (step_env_whole(sp, LLMP_ENV_PARALLEL, env, sizeof(env), &env_text) < 0) {
+	if (step_env_whole(sp, LLMP_ENV_PARALLEL, env, sizeof env, &env_text) < 0) {
 		c->active = true;
 		return fail_step(LLMP_ENV_PARALLEL ": layout is longer than %d characters",
 				 LLMP_SPEC_MAX_LEN);
 	}
 	switch (plugin_resolve(&c->site, env_text, c->option, c->ckpt_active, &spec, msg,
-			     sizeof(msg))) {
+			     sizeof msg)) {
 	case PLUGIN_INACTIVE:
 		return 0;
 	case PLUGIN_HELP:
@@ -197,7 +197,7 @@ static int prepare_normal_step(spank_t sp)
 		break;
 	}
 	c->active = true;
-	if (read_restart_count(sp, &c->restart_count, msg, sizeof(msg)) < 0)
+	if (read_restart_count(sp, &c->restart_count, msg, sizeof msg) < 0)
 		return fail_step("%s", msg);
 	return plan_step(sp, &spec);
 }
@@ -227,8 +227,8 @@ static int bind_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks)
 
 	if (!(c->gpu_bind >= 0 ? c->gpu_bind : c->site.gpu_bind))
 		return 0;
-	switch (plugin_gpu_pick(step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof(visible)),
-			      local_rank, local_tasks, gpu, sizeof(gpu), &ngpus)) {
+	switch (plugin_gpu_pick(step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible),
+			      local_rank, local_tasks, gpu, sizeof gpu, &ngpus)) {
 	case PLUGIN_GPU_BOUND:
 		if (spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS)
 			return -1;
@@ -270,7 +270,7 @@ static int batch_task(spank_t sp)
 	llmp_ckpt_spec spec;
 	uint32_t restarts;
 
-	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof(msg))) {
+	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof msg)) {
 	case PLUGIN_INACTIVE:
 		return 0;
 	case PLUGIN_HELP:
@@ -281,7 +281,7 @@ static int batch_task(spank_t sp)
 	case PLUGIN_ACTIVE:
 		break;
 	}
-	if (read_restart_count(sp, &restarts, msg, sizeof(msg)) < 0) {
+	if (read_restart_count(sp, &restarts, msg, sizeof msg) < 0) {
 		plugin_task_message("warning: %s; the batch script gets no checkpoint variables",
 				  msg);
 		return 0;
@@ -310,8 +310,8 @@ int plugin_step_task(spank_t sp)
 	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS)
 		fail_step("cannot read the task's place in the step from Slurm");
 	if (!c->failed &&
-	    plugin_hostlist_first(step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof(nodes)),
-				first, sizeof(first)) < 0)
+	    plugin_hostlist_first(step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes),
+				first, sizeof first) < 0)
 		fail_step("cannot find the step's first node in SLURM_STEP_NODELIST");
 	if (c->failed) {
 		if (local_rank == 0) /* once per node is enough to read */

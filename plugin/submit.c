@@ -51,7 +51,7 @@ static int resolve_ckpt_here(bool *active)
 	llmp_ckpt_spec spec;
 
 	return answer(plugin_resolve_ckpt(&c->site, getenv(LLMP_ENV_CHECKPOINT), c->ckpt_option,
-					&spec, msg, sizeof(msg)),
+					&spec, msg, sizeof msg),
 		      llmp_ckpt_spec_grammar(), msg, active);
 }
 
@@ -68,7 +68,7 @@ static int resolve_here(llmp_spec *spec, bool *active)
 		return -1;
 	}
 	return answer(plugin_resolve(&c->site, getenv(LLMP_ENV_PARALLEL), c->option, ckpt, spec, msg,
-				   sizeof(msg)),
+				   sizeof msg),
 		      llmp_spec_grammar(), msg, active);
 }
 
@@ -99,7 +99,7 @@ int plugin_submit_check_tasks(spank_t sp)
 
 	/* With an even spread, advise about groups that cross nodes. */
 	uint32_t per_node = nodes && tasks % nodes == 0 ? tasks / nodes : 0;
-	if (llmp_plan_create(&spec, tasks, per_node, &plan, msg, sizeof(msg)) != LLMP_OK) {
+	if (llmp_plan_create(&spec, tasks, per_node, &plan, msg, sizeof msg) != LLMP_OK) {
 		plugin_user_message("%s (%u tasks on %u node%s)", msg, tasks, nodes,
 				  nodes == 1 ? "" : "s");
 		return -1;

@@ -19,7 +19,7 @@ static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
 
 static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
 {
-	if (env->n == PLUGIN_ENV_MAX || strlen(name) >= sizeof(env->var[0].name))
+	if (env->n == PLUGIN_ENV_MAX || strlen(name) >= sizeof env->var[0].name)
 		return -1;
 	va_list ap;
 	va_start(ap, fmt);
@@ -52,8 +52,8 @@ int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t,
 		return -1;
 	/* With no key given (--llm-checkpoint alone), name the default layout:
 	 * libllmp parses LLMP_PARALLEL, and an empty text is not a layout. */
-	if (llmp_spec_format(llmp_plan_spec(plan), spec, sizeof(spec)) == 0)
-		snprintf(spec, sizeof(spec), "dp=auto");
+	if (llmp_spec_format(llmp_plan_spec(plan), spec, sizeof spec) == 0)
+		snprintf(spec, sizeof spec, "dp=auto");
 
 	rc |= add(env, LLMP_ENV_PARALLEL, "%s", spec);
 	rc |= add(env, LLMP_ENV_ORDER, "%s", llmp_plan_order(plan));
@@ -64,9 +64,9 @@ int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t,
 	rc |= add(env, LLMP_ENV_NODE_RANK, "%u", t->node_rank);
 	rc |= add(env, LLMP_ENV_NNODES, "%u", t->nnodes);
 	for (int a = 0; a < LLMP_NAXES; a++) {
-		axis_var(name, sizeof(name), (enum llmp_axis)a, "SIZE");
+		axis_var(name, sizeof name, (enum llmp_axis)a, "SIZE");
 		rc |= add(env, name, "%u", llmp_plan_size(plan, (enum llmp_axis)a));
-		axis_var(name, sizeof(name), (enum llmp_axis)a, "RANK");
+		axis_var(name, sizeof name, (enum llmp_axis)a, "RANK");
 		rc |= add(env, name, "%u", coords[a]);
 	}
 	if (llmp_plan_vpp(plan))
@@ -92,8 +92,8 @@ int plugin_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct l
 	int rc = 0;
 
 	if (ckpt) {
-		int len = llmp_ckpt_spec_format(ckpt, spec, sizeof(spec));
-		if (len < 0 || (size_t)len >= sizeof(spec))
+		int len = llmp_ckpt_spec_format(ckpt, spec, sizeof spec);
+		if (len < 0 || (size_t)len >= sizeof spec)
 			return -1;
 		/* The canonical text, so a program that parses LLMP_CHECKPOINT
 		 * (libllmp does) sees exactly what the plugin resolved. */

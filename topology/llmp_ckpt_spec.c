@@ -25,7 +25,7 @@
 
 void llmp_ckpt_spec_init(llmp_ckpt_spec *spec)
 {
-	memset(spec, 0, sizeof(*spec));
+	memset(spec, 0, sizeof *spec);
 }
 
 /*
@@ -137,7 +137,7 @@ static const struct {
 /* The index in keys[] of the key s[0..n), or -1 when unknown. */
 static int key_lookup(const char *s, size_t n)
 {
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
 		if (strlen(keys[k].name) == n && memcmp(keys[k].name, s, n) == 0)
 			return (int)k;
 	return -1;
@@ -237,7 +237,7 @@ llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec,
 void llmp_ckpt_spec_overlay(llmp_ckpt_spec *base, const llmp_ckpt_spec *top)
 {
 	if (top->given & LLMP_CKPT_GIVEN_DIR)
-		memcpy(base->dir, top->dir, sizeof(base->dir));
+		memcpy(base->dir, top->dir, sizeof base->dir);
 	if (top->given & LLMP_CKPT_GIVEN_EVERY) {
 		base->every = top->every;
 		base->every_minutes = top->every_minutes;
@@ -272,7 +272,7 @@ int llmp_ckpt_spec_format(const llmp_ckpt_spec *spec, char *out, size_t outlen)
 	char every[32] = "";
 
 	if (spec->every)
-		snprintf(every, sizeof(every), ",every=%u%s", spec->every,
+		snprintf(every, sizeof every, ",every=%u%s", spec->every,
 			 spec->every_minutes ? "min" : "");
 	/* A bare DIR with '=' would read as a key, and a bare "help" as the
 	 * request for help: those two need the dir= form to parse back. */

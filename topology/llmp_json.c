@@ -29,9 +29,9 @@ static void put(struct sink *s, const char *text)
 {
 	size_t n = strlen(text);
 
-	if (s->len + n > sizeof(s->buf))
+	if (s->len + n > sizeof s->buf)
 		flush(s);
-	if (n > sizeof(s->buf)) {
+	if (n > sizeof s->buf) {
 		fwrite(text, 1, n, s->out);
 		return;
 	}
@@ -44,7 +44,7 @@ static void put_u32(struct sink *s, uint32_t v)
 	char digits[10];
 	int n = 0;
 
-	if (s->len + sizeof(digits) > sizeof(s->buf))
+	if (s->len + sizeof digits > sizeof s->buf)
 		flush(s);
 	do {
 		digits[n++] = (char)('0' + v % 10);
@@ -82,7 +82,7 @@ static void put_sizes(struct sink *s, const llmp_plan *plan)
 	};
 
 	put(s, "{");
-	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
+	for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
 		put_key(s, llmp_axis_name(shown[i]));
 		put_u32(s, llmp_plan_size(plan, shown[i]));
 		put(s, ",");
@@ -158,8 +158,8 @@ llmp_status llmp_plan_write_json(const llmp_plan *plan, uint32_t rank, FILE *out
 		return LLMP_ERR_RANGE;
 
 	uint32_t cap = largest_group(plan);
-	uint32_t *members = malloc(cap * sizeof(*members));
-	struct sink *s = malloc(sizeof(*s));
+	uint32_t *members = malloc(cap * sizeof *members);
+	struct sink *s = malloc(sizeof *s);
 	if (!members || !s) {
 		free(members);
 		free(s);
@@ -169,7 +169,7 @@ llmp_status llmp_plan_write_json(const llmp_plan *plan, uint32_t rank, FILE *out
 	s->len = 0;
 
 	char spec[LLMP_SPEC_MAX_LEN + 1];
-	llmp_spec_format(llmp_plan_spec(plan), spec, sizeof(spec));
+	llmp_spec_format(llmp_plan_spec(plan), spec, sizeof spec);
 
 	put(s, "{");
 	put_key(s, "version");

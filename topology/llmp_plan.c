@@ -87,10 +87,10 @@ static llmp_status fit_order(llmp_plan *plan, char *msg, size_t msglen)
 	const uint32_t *z = plan->size;
 	size_t off = 0;
 
-	memcpy(plan->order, s->order, sizeof(plan->order));
+	memcpy(plan->order, s->order, sizeof plan->order);
 	for (unsigned p = 0; p < LLMP_NDIMS; p++) {
 		plan->pos[plan->order[p]] = p;
-		off += (size_t)snprintf(plan->order_text + off, sizeof(plan->order_text) - off,
+		off += (size_t)snprintf(plan->order_text + off, sizeof plan->order_text - off,
 					"%s%s", p ? "-" : "", llmp_dim_name(plan->order[p]));
 	}
 
@@ -197,7 +197,7 @@ llmp_status llmp_plan_create(const llmp_spec *spec, uint32_t world,
 		return llmp_fail(LLMP_ERR_RANGE, msg, msglen,
 			    "world size %u is outside 1..%u", world, LLMP_WORLD_MAX);
 
-	llmp_plan *plan = calloc(1, sizeof(*plan));
+	llmp_plan *plan = calloc(1, sizeof *plan);
 	if (!plan)
 		return llmp_fail(LLMP_ERR_NOMEM, msg, msglen, "out of memory for a plan");
 	plan->spec = *spec;

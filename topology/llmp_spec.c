@@ -42,11 +42,11 @@ const char *llmp_key_name(enum llmp_key key)
 
 void llmp_spec_init(llmp_spec *spec)
 {
-	memset(spec, 0, sizeof(*spec));
+	memset(spec, 0, sizeof *spec);
 	for (int d = 0; d < LLMP_NDIMS; d++)
 		spec->size[d] = 1;
 	spec->size[LLMP_DIM_DP] = 0; /* auto */
-	memcpy(spec->order, default_order, sizeof(default_order));
+	memcpy(spec->order, default_order, sizeof default_order);
 }
 
 static int key_lookup(const char *s, size_t n)
@@ -241,7 +241,7 @@ void llmp_spec_overlay(llmp_spec *base, const llmp_spec *top)
 			continue;
 		switch ((enum llmp_key)k) {
 		case LLMP_KEY_ORDER:
-			memcpy(base->order, top->order, sizeof(base->order));
+			memcpy(base->order, top->order, sizeof base->order);
 			base->order_len = top->order_len;
 			break;
 		case LLMP_KEY_ETP:
@@ -279,7 +279,7 @@ llmp_status llmp_spec_check(const llmp_spec *spec, char *msg, size_t msglen)
 
 	if (spec->order_len) {
 		char order[32];
-		order_text(spec, order, sizeof(order));
+		order_text(spec, order, sizeof order);
 		for (unsigned i = spec->order_len; i < LLMP_NDIMS; i++) {
 			enum llmp_dim d = spec->order[i];
 			uint32_t size = spec->size[d];
@@ -378,8 +378,8 @@ bool llmp_spec_equal(const llmp_spec *a, const llmp_spec *b)
 {
 	return a->help == b->help && a->given == b->given && a->etp == b->etp &&
 	       a->vpp == b->vpp && a->order_len == b->order_len &&
-	       memcmp(a->size, b->size, sizeof(a->size)) == 0 &&
-	       memcmp(a->order, b->order, sizeof(a->order)) == 0;
+	       memcmp(a->size, b->size, sizeof a->size) == 0 &&
+	       memcmp(a->order, b->order, sizeof a->order) == 0;
 }
 
 const char *llmp_spec_grammar(void)

@@ -7,10 +7,10 @@
  *
  *     llmp_job_open(ctx, NULL, &job);            // --llm-checkpoint / LLMP_CHECKPOINT
  *     llmp_ckpt_register(llmp_job_ckpt(job), ...) for every tensor of the state;
- *     llmp_job_resume(job, &step, &meta, sizeof(meta), &len);   // newest checkpoint
+ *     llmp_job_resume(job, &step, &meta, sizeof meta, &len);   // newest checkpoint
  *     for (; step < steps; step++) {
  *             ... one training step ...
- *             st = llmp_job_step_end(job, step, &meta, sizeof(meta), &action);
+ *             st = llmp_job_step_end(job, step, &meta, sizeof meta, &action);
  *             if (st != LLMP_OK || action == LLMP_JOB_STOP)
  *                     break;
  *     }

@@ -21,7 +21,7 @@ static int replay(const char *path)
 
 	if (!f)
 		return -1;
-	size_t n = fread(buf, 1, sizeof(buf), f);
+	size_t n = fread(buf, 1, sizeof buf, f);
 	fclose(f);
 	LLVMFuzzerTestOneInput(buf, n);
 	return 0;
@@ -43,7 +43,7 @@ int main(void)
 	while ((e = readdir(d)) != NULL) {
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		if (replay(path) != 0) {
 			printf("not ok 1 - cannot read %s\n", path);
 			closedir(d);

@@ -31,9 +31,9 @@ static void check_round_trip(const llmp_spec *spec)
 	char msg[LLMP_MSG_MAX];
 	llmp_spec again;
 
-	size_t n = llmp_spec_format(spec, text, sizeof(text));
-	CHECK(n < sizeof(text));
-	CHECK(llmp_spec_parse_partial(text, &again, msg, sizeof(msg)) == LLMP_OK);
+	size_t n = llmp_spec_format(spec, text, sizeof text);
+	CHECK(n < sizeof text);
+	CHECK(llmp_spec_parse_partial(text, &again, msg, sizeof msg) == LLMP_OK);
 	CHECK(llmp_spec_equal(spec, &again));
 }
 
@@ -43,9 +43,9 @@ static void check_plan(const llmp_spec *spec, uint32_t world, uint32_t per_node)
 	char msg[LLMP_MSG_MAX];
 	llmp_plan *plan;
 
-	if (llmp_plan_create(spec, world, per_node, &plan, msg, sizeof(msg)) != LLMP_OK)
+	if (llmp_plan_create(spec, world, per_node, &plan, msg, sizeof msg) != LLMP_OK)
 		return;
-	uint32_t *m = malloc(world * sizeof(*m));
+	uint32_t *m = malloc(world * sizeof *m);
 	CHECK(m != NULL);
 	for (uint32_t r = 0; r < world; r += 1 + world / 7) {
 		for (int g = 0; g < LLMP_NGROUPS; g++) {
@@ -70,13 +70,13 @@ static void check_ckpt(const char *text)
 	char msg[LLMP_MSG_MAX], out[LLMP_CKPT_SPEC_MAX_LEN + 1];
 	llmp_ckpt_spec spec, again;
 
-	if (llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof(msg)) != LLMP_OK || spec.help ||
-	    llmp_ckpt_spec_check(&spec, msg, sizeof(msg)) != LLMP_OK)
+	if (llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof msg) != LLMP_OK || spec.help ||
+	    llmp_ckpt_spec_check(&spec, msg, sizeof msg) != LLMP_OK)
 		return;
-	int n = llmp_ckpt_spec_format(&spec, out, sizeof(out));
-	CHECK(n > 0 && (size_t)n < sizeof(out));
-	CHECK(llmp_ckpt_spec_parse_partial(out, &again, msg, sizeof(msg)) == LLMP_OK);
-	CHECK(llmp_ckpt_spec_check(&again, msg, sizeof(msg)) == LLMP_OK);
+	int n = llmp_ckpt_spec_format(&spec, out, sizeof out);
+	CHECK(n > 0 && (size_t)n < sizeof out);
+	CHECK(llmp_ckpt_spec_parse_partial(out, &again, msg, sizeof msg) == LLMP_OK);
+	CHECK(llmp_ckpt_spec_check(&again, msg, sizeof msg) == LLMP_OK);
 	CHECK(strcmp(again.dir, spec.dir) == 0 && again.every == spec.every &&
 	      again.every_minutes == spec.every_minutes && again.keep == spec.keep &&
 	      again.max_restarts == spec.max_restarts);
@@ -94,9 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 
-	if (llmp_spec_parse_partial(text, &spec, msg, sizeof(msg)) == LLMP_OK) {
+	if (llmp_spec_parse_partial(text, &spec, msg, sizeof msg) == LLMP_OK) {
 		check_round_trip(&spec);
-		if (llmp_spec_check(&spec, msg, sizeof(msg)) == LLMP_OK && !spec.help) {
+		if (llmp_spec_check(&spec, msg, sizeof msg) == LLMP_OK && !spec.help) {
 			/* A world the layout can fit: its product times a small dp. */
 			uint64_t world = (uint64_t)spec.size[LLMP_DIM_TP] *
 					 spec.size[LLMP_DIM_PP] * spec.size[LLMP_DIM_CP] *

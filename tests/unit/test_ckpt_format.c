@@ -24,7 +24,7 @@
 
 #include "runtime/ckpt/format/ckpt_format.h"
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
 
 /* A scratch directory per test, removed by the teardown. */
 struct scratch {

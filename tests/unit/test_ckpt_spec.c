@@ -21,7 +21,7 @@
 
 #include <llmp/llmp_ckpt_spec.h>
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
 #define GIVEN_ALL (LLMP_CKPT_GIVEN_DIR | LLMP_CKPT_GIVEN_EVERY | LLMP_CKPT_GIVEN_KEEP | \
 		   LLMP_CKPT_GIVEN_RESTARTS)
 
@@ -47,8 +47,8 @@ static llmp_ckpt_spec accept(const char *text)
 	char msg[LLMP_MSG_MAX] = "";
 	llmp_ckpt_spec spec;
 
-	memset(&spec, 0x5a, sizeof(spec)); /* garbage the parser must overwrite */
-	llmp_status st = llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof(msg));
+	memset(&spec, 0x5a, sizeof spec); /* garbage the parser must overwrite */
+	llmp_status st = llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof msg);
 	if (st != LLMP_OK)
 		fail_msg("'%s' rejected (%d): %s", text, st, msg);
 	return spec;
@@ -60,7 +60,7 @@ static llmp_ckpt_spec accept_checked(const char *text)
 	char msg[LLMP_MSG_MAX] = "";
 	llmp_ckpt_spec spec = accept(text);
 
-	if (llmp_ckpt_spec_check(&spec, msg, sizeof(msg)) != LLMP_OK)
+	if (llmp_ckpt_spec_check(&spec, msg, sizeof msg) != LLMP_OK)
 		fail_msg("'%s' refused by check: %s", text, msg);
 	return spec;
 }
@@ -78,7 +78,7 @@ static const char *reject_status(const char *text, llmp_status status, ...)
 	va_list ap;
 
 	strcpy(msg, "(no message written)");
-	llmp_status got = llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof(msg));
+	llmp_status got = llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof msg);
 	if (got != status)
 		fail_msg("'%s': status %d, expected %d (message \"%s\")", shown, got, status, msg);
 	if (strcmp(msg, "(no message written)") == 0 || msg[0] == '\0')
@@ -101,7 +101,7 @@ static const char *repeat(char c, size_t n)
 {
 	static char buf[REPEAT_MAX];
 
-	assert_true(n < sizeof(buf));
+	assert_true(n < sizeof buf);
 	memset(buf, c, n);
 	buf[n] = '\0';
 	return buf;
@@ -114,7 +114,7 @@ static void init_is_empty(void **state)
 	(void)state;
 	llmp_ckpt_spec s;
 
-	memset(&s, 0x5a, sizeof(s));
+	memset(&s, 0x5a, sizeof s);
 	llmp_ckpt_spec_init(&s);
 	assert_string_equal(s.dir, "");
 	assert_int_equal(s.every, 0);
@@ -239,7 +239,7 @@ static void help_alone(void **state)
 	assert_int_equal(s.given, 0);
 	assert_string_equal(s.dir, "");
 	/* The check refuses it: a caller must answer help before checking. */
-	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_msg_has(msg, "'help'", "help");
 	REJECT("help,keep=2", "'help' must be given alone", "dir=help");
 	REJECT("/a,help", "'help' must be given alone");
@@ -265,7 +265,7 @@ static void null_empty_and_empty_items(void **state)
 	char msg[LLMP_MSG_MAX];
 
 	reject_status(NULL, LLMP_ERR_ARG, "no checkpoint spec given", (const char *)NULL);
-	assert_int_equal(llmp_ckpt_spec_parse_partial("d", NULL, msg, sizeof(msg)),
+	assert_int_equal(llmp_ckpt_spec_parse_partial("d", NULL, msg, sizeof msg),
 			 LLMP_ERR_ARG);
 	REJECT("", "empty checkpoint spec", "DIR[,every=N|Nmin]");
 	REJECT(",d", "empty item at character 1");
@@ -324,8 +324,8 @@ static void values_that_are_not_numbers(void **state)
 
 	for (size_t i = 0; i < ARRAY_LEN(keep_bad); i++) {
 		char want[64];
-		snprintf(text, sizeof(text), "d,keep=%s", keep_bad[i]);
-		snprintf(want, sizeof(want), "keep=%s: not a number", keep_bad[i]);
+		snprintf(text, sizeof text, "d,keep=%s", keep_bad[i]);
+		snprintf(want, sizeof want, "keep=%s: not a number", keep_bad[i]);
 		REJECT(text, want);
 	}
 	REJECT("d,restarts=many", "restarts=many: not a number");
@@ -333,8 +333,8 @@ static void values_that_are_not_numbers(void **state)
 						"min5", "5minmin"};
 	for (size_t i = 0; i < ARRAY_LEN(every_bad); i++) {
 		char want[64];
-		snprintf(text, sizeof(text), "d,every=%s", every_bad[i]);
-		snprintf(want, sizeof(want), "every=%s: not a number", every_bad[i]);
+		snprintf(text, sizeof text, "d,every=%s", every_bad[i]);
+		snprintf(want, sizeof want, "every=%s: not a number", every_bad[i]);
 		REJECT(text, want, "steps (N) or minutes (Nmin)");
 	}
 }
@@ -378,22 +378,22 @@ static void directory_length_and_bytes(void **state)
 	llmp_ckpt_spec s;
 
 	/* The longest directory, LLMP_CKPT_DIR_MAX - 1 = 1023 bytes, bare and keyed. */
-	snprintf(text, sizeof(text), "/%s,every=10min,keep=9,restarts=9", repeat('a', 1022));
+	snprintf(text, sizeof text, "/%s,every=10min,keep=9,restarts=9", repeat('a', 1022));
 	s = accept(text);
 	assert_int_equal(strlen(s.dir), 1023);
 	assert_int_equal(s.dir[0], '/');
-	snprintf(text, sizeof(text), "dir=/%s", repeat('b', 1022));
+	snprintf(text, sizeof text, "dir=/%s", repeat('b', 1022));
 	assert_int_equal(strlen(accept(text).dir), 1023);
 	/* One byte more is refused by name. */
-	snprintf(text, sizeof(text), "/%s", repeat('a', 1023));
+	snprintf(text, sizeof text, "/%s", repeat('a', 1023));
 	REJECT(text, "directory is longer than 1023 bytes", "'/aaaa");
-	snprintf(text, sizeof(text), "dir=/%s,keep=1", repeat('b', 1023));
+	snprintf(text, sizeof text, "dir=/%s,keep=1", repeat('b', 1023));
 	REJECT(text, "directory is longer than 1023 bytes", "'dir=/bbb");
 	/* The whole text is bounded too: 1088 characters at most. */
-	snprintf(text, sizeof(text), "d,%s", repeat(',', 1086));
+	snprintf(text, sizeof text, "d,%s", repeat(',', 1086));
 	assert_int_equal(strlen(text), 1088);
 	REJECT(text, "empty item"); /* 1088 is read (and is wrong) */
-	snprintf(text, sizeof(text), "d%s", repeat(',', 1088));
+	snprintf(text, sizeof text, "d%s", repeat(',', 1088));
 	REJECT(text, "checkpoint spec is longer than 1088 characters");
 
 	/* Control characters are refused and never echoed. */
@@ -411,12 +411,12 @@ static void check_requires_a_directory(void **state)
 	llmp_ckpt_spec s;
 
 	s = accept("every=100,keep=4");
-	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_string_equal(msg, "no checkpoint directory given (DIR or dir=DIR)");
 	llmp_ckpt_spec_init(&s);
-	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_msg_has(msg, "no checkpoint directory", "(empty)");
-	assert_int_equal(llmp_ckpt_spec_check(NULL, msg, sizeof(msg)), LLMP_ERR_ARG);
+	assert_int_equal(llmp_ckpt_spec_check(NULL, msg, sizeof msg), LLMP_ERR_ARG);
 	/* Given values are kept; only missing ones get defaults. */
 	s = accept_checked("d,keep=7");
 	assert_int_equal(s.keep, 7);
@@ -442,7 +442,7 @@ static void overlay_precedence(void **state)
 	llmp_ckpt_spec_overlay(&s, &site);
 	llmp_ckpt_spec_overlay(&s, &env);
 	llmp_ckpt_spec_overlay(&s, &opt);
-	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof msg), LLMP_OK);
 	assert_string_equal(s.dir, "/opt");       /* option over env */
 	assert_int_equal(s.every, 100);           /* option over site... */
 	assert_false(s.every_minutes);            /* ...unit included */
@@ -463,7 +463,7 @@ static void overlay_precedence(void **state)
 	llmp_ckpt_spec_init(&none);
 	before = s;
 	llmp_ckpt_spec_overlay(&s, &none);
-	assert_memory_equal(&s, &before, sizeof(s));
+	assert_memory_equal(&s, &before, sizeof s);
 
 	/* A help request anywhere carries over. */
 	llmp_ckpt_spec help = accept("help");
@@ -492,7 +492,7 @@ static void format_canonical_text(void **state)
 
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
 		llmp_ckpt_spec s = accept_checked(cases[i].in);
-		int n = llmp_ckpt_spec_format(&s, out, sizeof(out));
+		int n = llmp_ckpt_spec_format(&s, out, sizeof out);
 		assert_int_equal(n, (int)strlen(cases[i].out));
 		if (strcmp(out, cases[i].out) != 0)
 			fail_msg("'%s' printed as '%s', expected '%s'", cases[i].in, out,
@@ -515,7 +515,7 @@ static void format_round_trip(void **state)
 
 	for (size_t i = 0; i < ARRAY_LEN(texts); i++) {
 		llmp_ckpt_spec s = accept_checked(texts[i]);
-		llmp_ckpt_spec_format(&s, out, sizeof(out));
+		llmp_ckpt_spec_format(&s, out, sizeof out);
 		llmp_ckpt_spec again = accept_checked(out);
 		assert_string_equal(again.dir, s.dir);
 		assert_int_equal(again.every, s.every);
@@ -523,15 +523,15 @@ static void format_round_trip(void **state)
 		assert_int_equal(again.keep, s.keep);
 		assert_int_equal(again.max_restarts, s.max_restarts);
 		/* The canonical text is a fixed point. */
-		llmp_ckpt_spec_format(&again, again_text, sizeof(again_text));
+		llmp_ckpt_spec_format(&again, again_text, sizeof again_text);
 		assert_string_equal(again_text, out);
 	}
 	/* The longest spec fits LLMP_CKPT_SPEC_MAX_LEN. */
 	char text[TEXT_MAX];
-	snprintf(text, sizeof(text), "dir=/%s=,every=1000000000min,keep=1000000000,"
+	snprintf(text, sizeof text, "dir=/%s=,every=1000000000min,keep=1000000000,"
 		 "restarts=1000000000", repeat('q', 1021));
 	llmp_ckpt_spec s = accept_checked(text);
-	int n = llmp_ckpt_spec_format(&s, out, sizeof(out));
+	int n = llmp_ckpt_spec_format(&s, out, sizeof out);
 	assert_true(n <= LLMP_CKPT_SPEC_MAX_LEN);
 	assert_string_equal(accept_checked(out).dir, s.dir);
 }
@@ -543,7 +543,7 @@ static void format_small_buffer(void **state)
 	char out[8];
 
 	/* "/a,every=5,keep=2,restarts=3" is 28 characters: like snprintf. */
-	assert_int_equal(llmp_ckpt_spec_format(&s, out, sizeof(out)), 28);
+	assert_int_equal(llmp_ckpt_spec_format(&s, out, sizeof out), 28);
 	assert_string_equal(out, "/a,ever");
 	assert_int_equal(llmp_ckpt_spec_format(&s, NULL, 0), 28);
 }

@@ -33,7 +33,7 @@
 
 #include "kernels/crc32c.h"
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
 
 /* ---------------------------------------------------------- random numbers */
 

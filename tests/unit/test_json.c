@@ -25,8 +25,8 @@ static llmp_plan *plan_of(const char *text, uint32_t world, uint32_t per_node)
 	llmp_spec spec;
 	llmp_plan *plan = NULL;
 
-	if (llmp_spec_parse(text, &spec, msg, sizeof(msg)) != LLMP_OK ||
-	    llmp_plan_create(&spec, world, per_node, &plan, msg, sizeof(msg)) != LLMP_OK)
+	if (llmp_spec_parse(text, &spec, msg, sizeof msg) != LLMP_OK ||
+	    llmp_plan_create(&spec, world, per_node, &plan, msg, sizeof msg) != LLMP_OK)
 		fail_msg("'%s' on %u: %s", text, world, msg);
 	return plan;
 }
@@ -305,7 +305,7 @@ static void large_document(void **state)
 	llmp_plan *plan = NULL;
 
 	llmp_spec_init(&spec);
-	assert_int_equal(llmp_plan_create(&spec, W, 0, &plan, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, W, 0, &plan, msg, sizeof msg), LLMP_OK);
 
 	struct str want = {0};
 	add(&want,
@@ -313,7 +313,7 @@ static void large_document(void **state)
 	    "\"sizes\":{\"tp\":1,\"pp\":1,\"cp\":1,\"dp\":%u,\"ep\":1,\"expert-tp\":1,"
 	    "\"expert-dp\":%u,\"vpp\":1},\"warnings\":[],\"groups\":{",
 	    W, W, W);
-	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
 		add(&want, "%s\"%s\":[", k ? "," : "", kinds[k].name);
 		if (kinds[k].all) {
 			add(&want, "[");
@@ -349,7 +349,7 @@ static void warnings_in_document(void **state)
 
 	char *got = json_of(plan, LLMP_JSON_ALL_RANKS, LLMP_OK);
 	char expect[LLMP_MSG_MAX + 32];
-	snprintf(expect, sizeof(expect), "\"warnings\":[\"%s\"],\"groups\":{", w);
+	snprintf(expect, sizeof expect, "\"warnings\":[\"%s\"],\"groups\":{", w);
 	if (!strstr(got, expect))
 		fail_msg("document lacks %s:\n%s", expect, got);
 	/* Warning text must need no escaping to stay valid JSON. */
@@ -359,7 +359,7 @@ static void warnings_in_document(void **state)
 
 	/* The rank view carries them too. */
 	got = json_of(plan, 5, LLMP_OK);
-	snprintf(expect, sizeof(expect), "\"warnings\":[\"%s\"],\"rank\":5,", w);
+	snprintf(expect, sizeof expect, "\"warnings\":[\"%s\"],\"rank\":5,", w);
 	if (!strstr(got, expect))
 		fail_msg("document lacks %s:\n%s", expect, got);
 	free(got);
@@ -409,7 +409,7 @@ static void bad_rank(void **state)
 	llmp_plan *plan = plan_of("tp=2", 4, 0);
 	const uint32_t bad[] = {4, 5, 1000, LLMP_JSON_ALL_RANKS - 1};
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char *got = json_of(plan, bad[i], LLMP_ERR_RANGE);
 		assert_string_equal(got, "");
 		free(got);

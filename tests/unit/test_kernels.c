@@ -26,7 +26,7 @@
 #include <llmp/llmp_dtype.h>
 #include "kernels/reduce.h"
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
 
 /* Bytes per element, written out from the types' definitions. */
 static const size_t elem_size[LLMP_NDTYPES] = { 4, 8, 2, 2, 4, 8, 1 };
@@ -47,21 +47,21 @@ static uint64_t next_random(uint64_t *state)
 static uint32_t bits_of_float(float f)
 {
 	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
+	memcpy(&u, &f, sizeof u);
 	return u;
 }
 
 static float float_of_bits(uint32_t u)
 {
 	float f;
-	memcpy(&f, &u, sizeof(f));
+	memcpy(&f, &u, sizeof f);
 	return f;
 }
 
 static uint64_t bits_of_double(double d)
 {
 	uint64_t u;
-	memcpy(&u, &d, sizeof(u));
+	memcpy(&u, &d, sizeof u);
 	return u;
 }
 
@@ -247,14 +247,14 @@ static int32_t ref_i32(llmp_op op, int32_t x, int32_t y)
 static int64_t int64_of_bits(uint64_t u)
 {
 	int64_t v;
-	memcpy(&v, &u, sizeof(v));
+	memcpy(&v, &u, sizeof v);
 	return v;
 }
 
 static uint64_t bits_of_int64(int64_t v)
 {
 	uint64_t u;
-	memcpy(&u, &v, sizeof(u));
+	memcpy(&u, &v, sizeof u);
 	return u;
 }
 
@@ -526,7 +526,7 @@ static void check_placement(const struct reduction *r, enum placement where, siz
 	char what[160];
 	void *pa, *pb;
 
-	snprintf(what, sizeof(what), "%s %s n=%zu %s offsets %zu/%zu/%zu",
+	snprintf(what, sizeof what, "%s %s n=%zu %s offsets %zu/%zu/%zu",
 		 llmp_dtype_name(r->t), llmp_op_name(r->op), r->n, placement_name[where],
 		 off_dst, off_a, off_b);
 	switch (where) {
@@ -915,9 +915,9 @@ static void uint8_sum_and_prod_wrap_around(void **state)
 	uint8_t d[ARRAY_LEN(a)];
 
 	assert_int_equal(kern_reduce(d, a, b, ARRAY_LEN(a), LLMP_UINT8, LLMP_SUM), LLMP_OK);
-	assert_memory_equal(d, ((uint8_t[]){ 0, 44, 32, 254, 130 }), sizeof(d));
+	assert_memory_equal(d, ((uint8_t[]){ 0, 44, 32, 254, 130 }), sizeof d);
 	assert_int_equal(kern_reduce(d, a, b, ARRAY_LEN(a), LLMP_UINT8, LLMP_PROD), LLMP_OK);
-	assert_memory_equal(d, ((uint8_t[]){ 255, 32, 0, 1, 0 }), sizeof(d));
+	assert_memory_equal(d, ((uint8_t[]){ 255, 32, 0, 1, 0 }), sizeof d);
 }
 
 static void avg_combines_as_a_sum(void **state)
@@ -963,7 +963,7 @@ static void float_min_max_sum_propagate_nan_and_inf(void **state)
 			float d32;
 			double a64 = rows[i].a, b64 = rows[i].b, d64, w64 = want32[k];
 			char row[64];
-			snprintf(row, sizeof(row), "row %zu %s", i, llmp_op_name(ops[k]));
+			snprintf(row, sizeof row, "row %zu %s", i, llmp_op_name(ops[k]));
 
 			assert_int_equal(kern_reduce(&d32, &rows[i].a, &rows[i].b, 1, LLMP_FLOAT32,
 						     ops[k]),
@@ -1104,15 +1104,15 @@ static void divide_integers_truncates_toward_zero(void **state)
 
 	assert_int_equal(kern_reduce_divide(i, ARRAY_LEN(i), LLMP_INT32, 2), LLMP_OK);
 	assert_memory_equal(i, ((int32_t[]){ -3, 3, 0, -1073741824, 1073741823, 3, -3 }),
-			    sizeof(i));
+			    sizeof i);
 	/* A divisor above INT32_MAX stays positive. */
 	assert_int_equal(kern_reduce_divide(j, ARRAY_LEN(j), LLMP_INT32, 3000000000u), LLMP_OK);
-	assert_memory_equal(j, ((int32_t[]){ 0, 0, 0 }), sizeof(j));
+	assert_memory_equal(j, ((int32_t[]){ 0, 0, 0 }), sizeof j);
 	assert_int_equal(kern_reduce_divide(k, ARRAY_LEN(k), LLMP_INT64, 2), LLMP_OK);
 	assert_true(k[0] == -3 && k[1] == 3 && k[2] == INT64_MIN / 2 && k[3] == INT64_MAX / 2);
 	assert_true(k[4] == 0);
 	assert_int_equal(kern_reduce_divide(u, ARRAY_LEN(u), LLMP_UINT8, 2), LLMP_OK);
-	assert_memory_equal(u, ((uint8_t[]){ 127, 3, 0, 0 }), sizeof(u));
+	assert_memory_equal(u, ((uint8_t[]){ 127, 3, 0, 0 }), sizeof u);
 
 	int32_t one[] = { INT32_MIN, -1 };
 	assert_int_equal(kern_reduce_divide(one, 2, LLMP_INT32, 1), LLMP_OK);
@@ -1197,7 +1197,7 @@ static void dst_partly_overlapping_an_input_is_rejected(void **state)
 	assert_int_equal(kern_reduce(buf + 2, other, buf, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
 	assert_int_equal(kern_reduce((char *)buf + 1, buf, other, 4, LLMP_INT32, LLMP_SUM),
 			 LLMP_ERR_ARG);
-	assert_memory_equal(buf, orig, sizeof(buf));
+	assert_memory_equal(buf, orig, sizeof buf);
 	/* Touching ends are apart, and a and b may overlap each other freely. */
 	assert_int_equal(kern_reduce(buf + 5, buf + 1, buf, 4, LLMP_INT32, LLMP_SUM), LLMP_OK);
 	assert_memory_equal(buf, orig, 5 * sizeof(int32_t));

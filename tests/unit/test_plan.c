@@ -21,8 +21,8 @@ static llmp_plan *plan_of(const char *text, uint32_t world, uint32_t per_node)
 	llmp_spec spec;
 	llmp_plan *plan = NULL;
 
-	if (llmp_spec_parse(text, &spec, msg, sizeof(msg)) != LLMP_OK ||
-	    llmp_plan_create(&spec, world, per_node, &plan, msg, sizeof(msg)) != LLMP_OK)
+	if (llmp_spec_parse(text, &spec, msg, sizeof msg) != LLMP_OK ||
+	    llmp_plan_create(&spec, world, per_node, &plan, msg, sizeof msg) != LLMP_OK)
 		fail_msg("'%s' on %u: %s", text, world, msg);
 	return plan;
 }
@@ -35,8 +35,8 @@ static const char *rejection(const char *text, uint32_t world, llmp_status statu
 	llmp_plan *plan = (llmp_plan *)&spec; /* must be reset to NULL */
 
 	msg[0] = '\0';
-	assert_int_equal(llmp_spec_parse(text, &spec, msg, sizeof(msg)), LLMP_OK);
-	assert_int_equal(llmp_plan_create(&spec, world, 0, &plan, msg, sizeof(msg)), status);
+	assert_int_equal(llmp_spec_parse(text, &spec, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, world, 0, &plan, msg, sizeof msg), status);
 	assert_null(plan);
 	return msg;
 }
@@ -149,22 +149,22 @@ static void rejects_bad_world_and_arguments(void **state)
 	llmp_plan *plan;
 
 	llmp_spec_init(&spec);
-	assert_int_equal(llmp_plan_create(&spec, 0, 0, &plan, msg, sizeof(msg)),
+	assert_int_equal(llmp_plan_create(&spec, 0, 0, &plan, msg, sizeof msg),
 			 LLMP_ERR_RANGE);
 	assert_non_null(strstr(msg, "world size 0"));
 	assert_int_equal(llmp_plan_create(&spec, LLMP_WORLD_MAX + 1, 0, &plan, msg,
-					  sizeof(msg)), LLMP_ERR_RANGE);
-	assert_int_equal(llmp_plan_create(NULL, 4, 0, &plan, msg, sizeof(msg)),
+					  sizeof msg), LLMP_ERR_RANGE);
+	assert_int_equal(llmp_plan_create(NULL, 4, 0, &plan, msg, sizeof msg),
 			 LLMP_ERR_ARG);
-	assert_int_equal(llmp_plan_create(&spec, 4, 0, NULL, msg, sizeof(msg)),
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, NULL, msg, sizeof msg),
 			 LLMP_ERR_ARG);
 	spec.help = true;
-	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof(msg)),
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg),
 			 LLMP_ERR_SPEC);
 	/* A spec assembled by hand still gets the cross-key checks. */
 	llmp_spec_init(&spec);
 	spec.vpp = 2;
-	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof(msg)),
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg),
 			 LLMP_ERR_SPEC);
 	assert_non_null(strstr(msg, "vpp=2"));
 	/* A NULL message buffer is allowed. */

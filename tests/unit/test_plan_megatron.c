@@ -989,7 +989,7 @@ static const struct expected w16_swapped[] = {
 	{ LLMP_GROUP_TP_EP_PP, 2, 8, s16_tp_ep_pp },
 };
 
-#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+#define NELEMS(a) (sizeof a / sizeof((a)[0]))
 
 static const struct layout w16_default_layout = {
 	.world = 16, .tp = 2, .cp = 2, .pp = 2, .ep = 1, .order = NULL,

@@ -36,14 +36,14 @@ static void first_host_of_hostlists(void **state)
 		{"rack[2-3]-n[05-08]", "rack2-n05"},
 		{"n[3]x", "n3x"},
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		assert_int_equal(plugin_hostlist_first(cases[i].list, host, sizeof(host)), 0);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(plugin_hostlist_first(cases[i].list, host, sizeof host), 0);
 		assert_string_equal(host, cases[i].first);
 	}
 	const char *bad[] = {"", ",a", "node[", "node[a-b]", "n]", "[1-2"};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(plugin_hostlist_first(bad[i], host, sizeof(host)), -1);
-	assert_int_equal(plugin_hostlist_first(NULL, host, sizeof(host)), -1);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(plugin_hostlist_first(bad[i], host, sizeof host), -1);
+	assert_int_equal(plugin_hostlist_first(NULL, host, sizeof host), -1);
 	/* "node12345" needs 10 bytes */
 	assert_int_equal(plugin_hostlist_first("node12345", host, 9), -1);
 	assert_int_equal(plugin_hostlist_first("node12345", host, 10), 0);
@@ -59,7 +59,7 @@ static void uniform_tasks_per_node(void **state)
 	assert_int_equal(plugin_tasks_per_node_uniform("3,1"), 0);
 	assert_int_equal(plugin_tasks_per_node_uniform("4(x2),3"), 0);
 	const char *bad[] = {"", "x", "4,", "4(y2)", "4(x)", "4(x2", ",4", "3,1,z"};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(plugin_tasks_per_node_uniform(bad[i]), -1);
 	assert_int_equal(plugin_tasks_per_node_uniform(NULL), -1);
 }
@@ -72,7 +72,7 @@ static void restart_counts(void **state)
 	assert_int_equal(plugin_restart_count("3"), 3);
 	assert_int_equal(plugin_restart_count("65535"), 65535);
 	const char *bad[] = {"", "x", "-1", "+1", "1x", " 1", "1 ", "1.0", "99999999999"};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		if (plugin_restart_count(bad[i]) != -1)
 			fail_msg("'%s' read as a restart count", bad[i]);
 }
@@ -83,24 +83,24 @@ static void one_gpu_per_local_task(void **state)
 	char gpu[16];
 	uint32_t n;
 
-	assert_int_equal(plugin_gpu_pick(NULL, 0, 4, gpu, sizeof(gpu), &n), PLUGIN_GPU_NONE);
-	assert_int_equal(plugin_gpu_pick("", 0, 4, gpu, sizeof(gpu), &n), PLUGIN_GPU_NONE);
-	assert_int_equal(plugin_gpu_pick("3", 0, 1, gpu, sizeof(gpu), &n),
+	assert_int_equal(plugin_gpu_pick(NULL, 0, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_NONE);
+	assert_int_equal(plugin_gpu_pick("", 0, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_NONE);
+	assert_int_equal(plugin_gpu_pick("3", 0, 1, gpu, sizeof gpu, &n),
 			 PLUGIN_GPU_ALREADY_BOUND);
-	assert_int_equal(plugin_gpu_pick("0,1,2,3", 2, 4, gpu, sizeof(gpu), &n), PLUGIN_GPU_BOUND);
+	assert_int_equal(plugin_gpu_pick("0,1,2,3", 2, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "2");
 	assert_int_equal(n, 4);
 	/* Entries are taken as written: the step may hold GPUs 4-7 of the node. */
-	assert_int_equal(plugin_gpu_pick("4,5,6,7", 0, 4, gpu, sizeof(gpu), &n), PLUGIN_GPU_BOUND);
+	assert_int_equal(plugin_gpu_pick("4,5,6,7", 0, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "4");
-	assert_int_equal(plugin_gpu_pick("GPU-aa,GPU-bb", 1, 2, gpu, sizeof(gpu), &n),
+	assert_int_equal(plugin_gpu_pick("GPU-aa,GPU-bb", 1, 2, gpu, sizeof gpu, &n),
 			 PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "GPU-bb");
 	/* More GPUs than tasks: each task still takes the one at its index. */
-	assert_int_equal(plugin_gpu_pick("0,1,2,3,4,5,6,7", 3, 4, gpu, sizeof(gpu), &n),
+	assert_int_equal(plugin_gpu_pick("0,1,2,3,4,5,6,7", 3, 4, gpu, sizeof gpu, &n),
 			 PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "3");
-	assert_int_equal(plugin_gpu_pick("0,1", 1, 4, gpu, sizeof(gpu), &n), LLMP_GPU_TOO_FEW);
+	assert_int_equal(plugin_gpu_pick("0,1", 1, 4, gpu, sizeof gpu, &n), LLMP_GPU_TOO_FEW);
 	assert_int_equal(n, 2);
 	assert_int_equal(plugin_gpu_pick("GPU-0123456789abcdef,GPU-1", 0, 2, gpu, 8, &n),
 			 LLMP_GPU_TOO_FEW); /* does not fit the buffer: left alone */
@@ -111,7 +111,7 @@ static int site_of(struct plugin_site *site, const char *args, char *msg)
 	char buf[512], *argv[16];
 	int argc = 0;
 
-	snprintf(buf, sizeof(buf), "%s", args);
+	snprintf(buf, sizeof buf, "%s", args);
 	for (char *tok = strtok(buf, " "); tok && argc < 16; tok = strtok(NULL, " "))
 		argv[argc++] = tok;
 	return plugin_site_parse(site, argc, argv, msg, LLMP_MSG_MAX);
@@ -173,7 +173,7 @@ static void site_arguments(void **state)
 		{"checkpoint=", "'checkpoint='", "empty checkpoint spec"},
 		{"checkpoints=keep=2", "'checkpoints=keep=2'", "checkpoint="},
 	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		msg[0] = '\0';
 		assert_int_equal(site_of(&site, bad[i].args, msg), -1);
 		if (!strstr(msg, bad[i].culprit) || !strstr(msg, bad[i].why))
@@ -259,7 +259,7 @@ static void checkpoint_turns_on_the_default_layout(void **state)
 
 	/* Wanted by --llm-checkpoint, without any layout source: all dp. */
 	assert_int_equal(site_of(&site, "", msg), 0);
-	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof(msg)),
+	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof msg),
 			 PLUGIN_ACTIVE);
 	assert_int_equal(s.given, 0);
 	assert_int_equal(s.size[LLMP_DIM_TP], 1);
@@ -267,11 +267,11 @@ static void checkpoint_turns_on_the_default_layout(void **state)
 	assert_int_equal(s.size[LLMP_DIM_DP], 0); /* auto */
 	/* The site's default layout applies then too. */
 	assert_int_equal(site_of(&site, "defaults=tp=2", msg), 0);
-	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof(msg)),
+	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof msg),
 			 PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 2);
 	/* The user's layout still wins. */
-	assert_int_equal(plugin_resolve(&site, NULL, "tp=4", true, &s, msg, sizeof(msg)),
+	assert_int_equal(plugin_resolve(&site, NULL, "tp=4", true, &s, msg, sizeof msg),
 			 PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 4);
 }
@@ -359,8 +359,8 @@ static void task_environment(void **state)
 	llmp_spec spec;
 	llmp_plan *plan;
 
-	assert_int_equal(llmp_spec_parse("tp=2,pp=2,ep=2,vpp=3", &spec, msg, sizeof(msg)), LLMP_OK);
-	assert_int_equal(llmp_plan_create(&spec, 8, 4, &plan, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_spec_parse("tp=2,pp=2,ep=2,vpp=3", &spec, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 8, 4, &plan, msg, sizeof msg), LLMP_OK);
 	for (uint32_t rank = 0; rank < 8; rank++) {
 		struct plugin_task t = {
 			.rank = rank, .local_rank = rank % 4, .local_tasks = 4,
@@ -376,16 +376,16 @@ static void task_environment(void **state)
 		const char *names[] = {"RANK", "LLMP_TP_RANK", "LLMP_DP_RANK", "LLMP_PP_RANK",
 				       "LLMP_EP_RANK", "LLMP_EXPERT_TP_RANK"};
 		for (size_t i = 0; i < 6; i++) {
-			snprintf(expect, sizeof(expect), "%u", expected[i][1]);
+			snprintf(expect, sizeof expect, "%u", expected[i][1]);
 			assert_non_null(var(&env, names[i]));
 			if (strcmp(var(&env, names[i]), expect) != 0)
 				fail_msg("rank %u: %s=%s, expected %s", rank, names[i],
 					 var(&env, names[i]), expect);
 		}
-		snprintf(expect, sizeof(expect), "%u", rank % 4);
+		snprintf(expect, sizeof expect, "%u", rank % 4);
 		assert_string_equal(var(&env, "LOCAL_RANK"), expect);
 		assert_string_equal(var(&env, "LLMP_LOCAL_RANK"), expect);
-		snprintf(expect, sizeof(expect), "%u", rank / 4);
+		snprintf(expect, sizeof expect, "%u", rank / 4);
 		assert_string_equal(var(&env, "GROUP_RANK"), expect);
 		assert_string_equal(var(&env, "LLMP_NODE_RANK"), expect);
 	}
@@ -405,8 +405,8 @@ static void task_environment(void **state)
 
 	/* No vpp, no layout file: those variables are absent, not empty. */
 	llmp_plan_destroy(plan);
-	assert_int_equal(llmp_spec_parse("tp=2", &spec, msg, sizeof(msg)), LLMP_OK);
-	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_spec_parse("tp=2", &spec, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof msg), LLMP_OK);
 	struct plugin_task t = {.rank = 1, .local_tasks = 2, .nnodes = 1, .master_addr = "n"};
 	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_null(var(&env, "LLMP_VPP_SIZE"));
@@ -419,7 +419,7 @@ static void task_environment(void **state)
 	/* The default layout (--llm-checkpoint alone) is named, not left empty. */
 	llmp_plan_destroy(plan);
 	llmp_spec_init(&spec);
-	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_string_equal(var(&env, "LLMP_PARALLEL"), "dp=auto");
 	assert_string_equal(var(&env, "LLMP_DP_SIZE"), "2");
@@ -434,8 +434,8 @@ static llmp_ckpt_spec checked_ckpt(const char *text)
 	char msg[LLMP_MSG_MAX];
 	llmp_ckpt_spec spec;
 
-	if (llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof(msg)) != LLMP_OK ||
-	    llmp_ckpt_spec_check(&spec, msg, sizeof(msg)) != LLMP_OK)
+	if (llmp_ckpt_spec_parse_partial(text, &spec, msg, sizeof msg) != LLMP_OK ||
+	    llmp_ckpt_spec_check(&spec, msg, sizeof msg) != LLMP_OK)
 		fail_msg("'%s': %s", text, msg);
 	return spec;
 }
@@ -458,8 +458,8 @@ static void checkpoint_environment(void **state)
 	llmp_plan *plan;
 
 	/* The largest layout environment (vpp, layout file) plus every checkpoint variable. */
-	assert_int_equal(llmp_spec_parse("tp=2,pp=2,vpp=2", &spec, msg, sizeof(msg)), LLMP_OK);
-	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_spec_parse("tp=2,pp=2,vpp=2", &spec, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg), LLMP_OK);
 	llmp_ckpt_spec ckpt = checked_ckpt("every=30min,/scratch/run1,keep=3");
 	struct plugin_task t = {.rank = 3, .local_tasks = 4, .nnodes = 1, .master_addr = "n",
 			      .layout_file = "/tmp/l.json", .ckpt = &ckpt, .restart_count = 4};
@@ -493,7 +493,7 @@ static void checkpoint_environment(void **state)
 	memset(dir, 'd', 1023);
 	dir[0] = '/';
 	dir[1023] = '\0';
-	snprintf(text, sizeof(text), "%s,every=1000000000min,keep=1000000000,"
+	snprintf(text, sizeof text, "%s,every=1000000000min,keep=1000000000,"
 		 "restarts=1000000000", dir);
 	ckpt = checked_ckpt(text);
 	t.restart_count = 65535;

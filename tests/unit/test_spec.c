@@ -20,7 +20,7 @@
 
 #include <llmp/llmp_spec.h>
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
 #define BITK(k) (1u << (k))
 
 /* ------------------------------------------------------------ helpers */
@@ -62,9 +62,9 @@ static const char *reject_v(const char *text, llmp_status status, va_list ap)
 	llmp_spec spec;
 	const char *needle;
 
-	memset(&spec, 0x5a, sizeof(spec)); /* garbage the parser must overwrite */
+	memset(&spec, 0x5a, sizeof spec); /* garbage the parser must overwrite */
 	strcpy(msg, "(no message written)");
-	llmp_status got = llmp_spec_parse(text, &spec, msg, sizeof(msg));
+	llmp_status got = llmp_spec_parse(text, &spec, msg, sizeof msg);
 	if (got != status)
 		fail_msg("'%s': status %d, expected %d (message \"%s\")", text ? text : "(null)",
 			 got, status, msg);
@@ -94,7 +94,7 @@ static llmp_spec accept(const char *text)
 	char msg[LLMP_MSG_MAX] = "";
 	llmp_spec spec;
 
-	llmp_status st = llmp_spec_parse(text, &spec, msg, sizeof(msg));
+	llmp_status st = llmp_spec_parse(text, &spec, msg, sizeof msg);
 	if (st != LLMP_OK)
 		fail_msg("'%s' rejected (%d): %s", text, st, msg);
 	return spec;
@@ -106,7 +106,7 @@ static llmp_spec accept_partial(const char *text)
 	char msg[LLMP_MSG_MAX] = "";
 	llmp_spec spec;
 
-	llmp_status st = llmp_spec_parse_partial(text, &spec, msg, sizeof(msg));
+	llmp_status st = llmp_spec_parse_partial(text, &spec, msg, sizeof msg);
 	if (st != LLMP_OK)
 		fail_msg("'%s' rejected by parse_partial (%d): %s", text, st, msg);
 	return spec;
@@ -131,7 +131,7 @@ static void defaults(void **state)
 	(void)state;
 	llmp_spec s;
 
-	memset(&s, 0xff, sizeof(s));
+	memset(&s, 0xff, sizeof s);
 	llmp_spec_init(&s);
 	assert_int_equal(s.size[LLMP_DIM_TP], 1);
 	assert_int_equal(s.size[LLMP_DIM_PP], 1);
@@ -346,16 +346,16 @@ static void null_and_empty_input(void **state)
 	llmp_spec s;
 
 	reject(NULL, LLMP_ERR_ARG, "no layout", (const char *)NULL);
-	assert_int_equal(llmp_spec_parse_partial(NULL, &s, msg, sizeof(msg)), LLMP_ERR_ARG);
+	assert_int_equal(llmp_spec_parse_partial(NULL, &s, msg, sizeof msg), LLMP_ERR_ARG);
 	assert_is_init(&s);
 	REJECT("", "empty layout");
 
 	/* No spec to fill, no message buffer: statuses only, no crash. */
-	assert_int_equal(llmp_spec_parse("tp=2", NULL, msg, sizeof(msg)), LLMP_ERR_ARG);
+	assert_int_equal(llmp_spec_parse("tp=2", NULL, msg, sizeof msg), LLMP_ERR_ARG);
 	assert_int_equal(llmp_spec_parse_partial("tp=2", NULL, NULL, 0), LLMP_ERR_ARG);
 	assert_int_equal(llmp_spec_parse("tp=0", &s, NULL, 0), LLMP_ERR_SPEC);
 	assert_int_equal(llmp_spec_parse("", &s, NULL, 0), LLMP_ERR_SPEC);
-	assert_int_equal(llmp_spec_check(NULL, msg, sizeof(msg)), LLMP_ERR_ARG);
+	assert_int_equal(llmp_spec_check(NULL, msg, sizeof msg), LLMP_ERR_ARG);
 }
 
 static void empty_items(void **state)
@@ -440,11 +440,11 @@ static void zero_value(void **state)
 	char text[64], culprit[64];
 
 	for (size_t i = 0; i < ARRAY_LEN(numeric_keys); i++) {
-		snprintf(text, sizeof(text), "%s=0", numeric_keys[i]);
+		snprintf(text, sizeof text, "%s=0", numeric_keys[i]);
 		REJECT(text, text, "at least 1");
 		/* After a valid item, the culprit is still the one named. */
-		snprintf(text, sizeof(text), "pp=2,%s=000", numeric_keys[i]);
-		snprintf(culprit, sizeof(culprit), "%s=000", numeric_keys[i]);
+		snprintf(text, sizeof text, "pp=2,%s=000", numeric_keys[i]);
+		snprintf(culprit, sizeof culprit, "%s=000", numeric_keys[i]);
 		if (strcmp(numeric_keys[i], "pp") != 0)
 			REJECT(text, culprit, "at least 1");
 	}
@@ -456,7 +456,7 @@ static void negative_value(void **state)
 	char text[64];
 
 	for (size_t i = 0; i < ARRAY_LEN(numeric_keys); i++) {
-		snprintf(text, sizeof(text), "%s=-2", numeric_keys[i]);
+		snprintf(text, sizeof text, "%s=-2", numeric_keys[i]);
 		REJECT(text, text, "positive integer");
 	}
 	REJECT("tp=-0", "tp=-0", "positive integer");
@@ -573,7 +573,7 @@ static void order_omits_sized_dim(void **state)
 	/* Only the cross-key check finds it: each item alone is well formed. */
 	char msg[LLMP_MSG_MAX] = "";
 	llmp_spec s = accept_partial("pp=2,order=tp-dp");
-	assert_int_equal(llmp_spec_check(&s, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_check(&s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_msg_has(msg, "omits pp", "pp=2,order=tp-dp");
 }
 
@@ -625,7 +625,7 @@ static void vpp_needs_pp(void **state)
 	/* parse_partial leaves it to the check. */
 	s = accept_partial("vpp=2");
 	char msg[LLMP_MSG_MAX] = "";
-	assert_int_equal(llmp_spec_check(&s, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_check(&s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_msg_has(msg, "vpp=2", "vpp=2");
 }
 
@@ -637,7 +637,7 @@ static void length_limit(void **state)
 	char text[LLMP_SPEC_MAX_LEN + 2];
 
 	/* Exactly LLMP_SPEC_MAX_LEN bytes, well formed: "tp=000...02". */
-	memset(text, '0', sizeof(text));
+	memset(text, '0', sizeof text);
 	memcpy(text, "tp=", 3);
 	text[LLMP_SPEC_MAX_LEN - 1] = '2';
 	text[LLMP_SPEC_MAX_LEN] = '\0';
@@ -662,7 +662,7 @@ static void length_limit(void **state)
 	assert_non_null(raw);
 	memset(raw, 'a', LLMP_SPEC_MAX_LEN + 1); /* no NUL at all */
 	char msg[LLMP_MSG_MAX] = "";
-	assert_int_equal(llmp_spec_parse(raw, &s, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_parse(raw, &s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_msg_has(msg, "longer than", "(unterminated)");
 	free(raw);
 
@@ -706,11 +706,11 @@ static void small_message_buffer(void **state)
 	char full[LLMP_MSG_MAX], small[9];
 	llmp_spec s;
 
-	assert_int_equal(llmp_spec_parse("foo=1", &s, full, sizeof(full)), LLMP_ERR_SPEC);
-	memset(small, '#', sizeof(small));
-	assert_int_equal(llmp_spec_parse("foo=1", &s, small, sizeof(small)), LLMP_ERR_SPEC);
-	assert_int_equal(strlen(small), sizeof(small) - 1); /* truncated, terminated */
-	assert_memory_equal(small, full, sizeof(small) - 1);
+	assert_int_equal(llmp_spec_parse("foo=1", &s, full, sizeof full), LLMP_ERR_SPEC);
+	memset(small, '#', sizeof small);
+	assert_int_equal(llmp_spec_parse("foo=1", &s, small, sizeof small), LLMP_ERR_SPEC);
+	assert_int_equal(strlen(small), sizeof small - 1); /* truncated, terminated */
+	assert_memory_equal(small, full, sizeof small - 1);
 
 	/* msglen 0: the buffer is not touched. */
 	small[0] = '#';
@@ -722,7 +722,7 @@ static void small_message_buffer(void **state)
 	memset(text, '9', LLMP_SPEC_MAX_LEN);
 	memcpy(text, "etp=", 4);
 	text[LLMP_SPEC_MAX_LEN] = '\0';
-	assert_int_equal(llmp_spec_parse(text, &s, full, sizeof(full)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_parse(text, &s, full, sizeof full), LLMP_ERR_SPEC);
 	assert_true(strlen(full) < LLMP_MSG_MAX - 1);
 }
 
@@ -733,13 +733,13 @@ static void failure_leaves_defaults(void **state)
 	char msg[LLMP_MSG_MAX];
 	llmp_spec s;
 
-	assert_int_equal(llmp_spec_parse_partial("tp=4,pp=2,cp=x", &s, msg, sizeof(msg)),
+	assert_int_equal(llmp_spec_parse_partial("tp=4,pp=2,cp=x", &s, msg, sizeof msg),
 			 LLMP_ERR_SPEC);
 	assert_is_init(&s);
-	assert_int_equal(llmp_spec_parse("tp=4,order=tp-dp,pp=2", &s, msg, sizeof(msg)),
+	assert_int_equal(llmp_spec_parse("tp=4,order=tp-dp,pp=2", &s, msg, sizeof msg),
 			 LLMP_ERR_SPEC);
 	assert_is_init(&s);
-	assert_int_equal(llmp_spec_parse("tp=4,vpp=2", &s, msg, sizeof(msg)),
+	assert_int_equal(llmp_spec_parse("tp=4,vpp=2", &s, msg, sizeof msg),
 			 LLMP_ERR_SPEC);
 	assert_is_init(&s);
 }
@@ -772,9 +772,9 @@ static void format_round_trip(void **state)
 
 	for (size_t i = 0; i < ARRAY_LEN(specs); i++) {
 		llmp_spec a = accept(specs[i]), b;
-		size_t n = llmp_spec_format(&a, buf, sizeof(buf));
+		size_t n = llmp_spec_format(&a, buf, sizeof buf);
 		assert_int_equal(n, strlen(buf));
-		if (llmp_spec_parse(buf, &b, msg, sizeof(msg)) != LLMP_OK)
+		if (llmp_spec_parse(buf, &b, msg, sizeof msg) != LLMP_OK)
 			fail_msg("'%s' formats as '%s', which does not parse: %s", specs[i],
 				 buf, msg);
 		if (!llmp_spec_equal(&a, &b))
@@ -782,7 +782,7 @@ static void format_round_trip(void **state)
 				 buf);
 		/* Canonical: formatting again gives the same text. */
 		char again[LLMP_SPEC_MAX_LEN + 1];
-		llmp_spec_format(&b, again, sizeof(again));
+		llmp_spec_format(&b, again, sizeof again);
 		assert_string_equal(again, buf);
 	}
 
@@ -790,7 +790,7 @@ static void format_round_trip(void **state)
 	 * the round trip of the empty spec is not through the parser. */
 	llmp_spec d;
 	llmp_spec_init(&d);
-	assert_int_equal(llmp_spec_format(&d, buf, sizeof(buf)), 0);
+	assert_int_equal(llmp_spec_format(&d, buf, sizeof buf), 0);
 	assert_string_equal(buf, "");
 
 	/* Round trip of every generated combination too. */
@@ -805,10 +805,10 @@ static void format_round_trip(void **state)
 				strcat(text, items[i]);
 			}
 		llmp_spec a, b;
-		if (llmp_spec_parse(text, &a, msg, sizeof(msg)) != LLMP_OK)
+		if (llmp_spec_parse(text, &a, msg, sizeof msg) != LLMP_OK)
 			continue; /* e.g. order=dp-pp-cp with tp=2: rejected, fine */
-		llmp_spec_format(&a, buf, sizeof(buf));
-		assert_int_equal(llmp_spec_parse(buf, &b, msg, sizeof(msg)), LLMP_OK);
+		llmp_spec_format(&a, buf, sizeof buf);
+		assert_int_equal(llmp_spec_parse(buf, &b, msg, sizeof msg), LLMP_OK);
 		if (!llmp_spec_equal(&a, &b))
 			fail_msg("'%s' -> '%s' does not round-trip", text, buf);
 	}
@@ -831,7 +831,7 @@ static void format_canonical_text(void **state)
 
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
 		llmp_spec s = accept(cases[i].in);
-		llmp_spec_format(&s, buf, sizeof(buf));
+		llmp_spec_format(&s, buf, sizeof buf);
 		assert_string_equal(buf, cases[i].out);
 	}
 }
@@ -845,8 +845,8 @@ static void format_small_buffer(void **state)
 	char buf[8];
 
 	assert_int_equal(llmp_spec_format(&s, NULL, 0), strlen(want));
-	memset(buf, '#', sizeof(buf));
-	assert_int_equal(llmp_spec_format(&s, buf, sizeof(buf)), strlen(want));
+	memset(buf, '#', sizeof buf);
+	assert_int_equal(llmp_spec_format(&s, buf, sizeof buf), strlen(want));
 	assert_string_equal(buf, "tp=4,pp");
 	char exact[32];
 	assert_int_equal(llmp_spec_format(&s, exact, strlen(want)), strlen(want));
@@ -957,7 +957,7 @@ static void overlay_then_check(void **state)
 	user = accept("cp=2");
 	llmp_spec_overlay(&site, &user);
 	msg[0] = '\0';
-	assert_int_equal(llmp_spec_check(&site, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_check(&site, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_msg_has(msg, "order=tp-dp-pp", "site order + cp=2");
 	assert_msg_has(msg, "omits cp", "site order + cp=2");
 	assert_msg_has(msg, "2", "site order + cp=2");
@@ -968,7 +968,7 @@ static void overlay_then_check(void **state)
 	user = accept("pp=1");
 	llmp_spec_overlay(&site, &user);
 	msg[0] = '\0';
-	assert_int_equal(llmp_spec_check(&site, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_check(&site, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_msg_has(msg, "vpp=2", "pp=4,vpp=2 + pp=1");
 	assert_msg_has(msg, "pp is 1", "pp=4,vpp=2 + pp=1");
 
@@ -976,20 +976,20 @@ static void overlay_then_check(void **state)
 	site = accept_partial("vpp=2");
 	user = accept("pp=2");
 	llmp_spec_overlay(&site, &user);
-	assert_int_equal(llmp_spec_check(&site, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_spec_check(&site, msg, sizeof msg), LLMP_OK);
 
 	/* User order that names cp repairs the site order. */
 	site = accept("order=tp-dp-pp");
 	user = accept("cp=2,order=tp-cp-dp-pp");
 	llmp_spec_overlay(&site, &user);
-	assert_int_equal(llmp_spec_check(&site, msg, sizeof(msg)), LLMP_OK);
+	assert_int_equal(llmp_spec_check(&site, msg, sizeof msg), LLMP_OK);
 
 	/* Site tp-less order, user etp. */
 	site = accept("order=pp-dp");
 	user = accept("etp=4");
 	llmp_spec_overlay(&site, &user);
 	msg[0] = '\0';
-	assert_int_equal(llmp_spec_check(&site, msg, sizeof(msg)), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_check(&site, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_msg_has(msg, "omits tp", "order=pp-dp + etp=4");
 	assert_msg_has(msg, "etp=4", "order=pp-dp + etp=4");
 }
