@@ -105,8 +105,7 @@ int main(void)
 		_exit(0);
 	}
 	int status = 0;
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0)
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fprintf(stderr, "bench_crc32c: the portable run failed\n");
 
 	report("default", buf, copy); /* the crc32 instruction where the CPU has it */

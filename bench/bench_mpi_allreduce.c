@@ -33,8 +33,8 @@ int main(int argc, char **argv)
 	double slowest;
 	MPI_Reduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	if (rank == 0)
-		printf("MPI_Allreduce %ld bytes float32 sum: %.2f us (slowest rank's mean of %ld)\n",
-		       bytes, slowest * 1e6, iters);
+		printf("MPI_Allreduce %ld bytes float32 sum: %.2f us (slowest rank's mean of %ld)\n", bytes,
+		       slowest * 1e6, iters);
 	free(in);
 	free(out);
 	MPI_Finalize();

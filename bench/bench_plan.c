@@ -124,17 +124,14 @@ int main(void)
 		json = best(json, json_table(plan));
 	}
 
-	printf("planner benchmark: world %u, %s (dp=%u, expert-dp=%u), best of %d\n",
-	       WORLD, SPEC, llmp_plan_size(plan, LLMP_AXIS_DP),
-	       llmp_plan_size(plan, LLMP_AXIS_EDP), REPEATS);
+	printf("planner benchmark: world %u, %s (dp=%u, expert-dp=%u), best of %d\n", WORLD, SPEC,
+	       llmp_plan_size(plan, LLMP_AXIS_DP), llmp_plan_size(plan, LLMP_AXIS_EDP), REPEATS);
 	printf("  %-44s %12.3f us\n", "plan creation (with locality check)", create * 1e6);
-	printf("  %-44s %12.3f us   (goal < 50 us)\n",
-	       "one rank's groups, all 16 kinds", rank * 1e6);
+	printf("  %-44s %12.3f us   (goal < 50 us)\n", "one rank's groups, all 16 kinds", rank * 1e6);
 	printf("  %-44s %12.3f ms   (goal < 2000 ms; %llu members)\n",
-	       "whole table, every group of every kind", table * 1e3,
-	       (unsigned long long)members);
-	printf("  %-44s %12.3f ms   (%.1f MB)\n", "whole table as JSON to /dev/null",
-	       json * 1e3, (double)json_bytes(plan) / 1e6);
+	       "whole table, every group of every kind", table * 1e3, (unsigned long long)members);
+	printf("  %-44s %12.3f ms   (%.1f MB)\n", "whole table as JSON to /dev/null", json * 1e3,
+	       (double)json_bytes(plan) / 1e6);
 	llmp_plan_destroy(plan);
 	return 0;
 }

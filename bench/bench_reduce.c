@@ -99,8 +99,7 @@ int main(void)
 		double apart = gbps(time_reduce(dst, a, b, types[i]));
 		fill(dst, BYTES, 3); /* in place: keep the values from growing for ever */
 		double inplace = gbps(time_reduce(dst, dst, b, types[i]));
-		printf("%-10s %12.2f %12.2f %12.2f\n", llmp_dtype_name(types[i]), apart, inplace,
-		       copy);
+		printf("%-10s %12.2f %12.2f %12.2f\n", llmp_dtype_name(types[i]), apart, inplace, copy);
 	}
 	free(a), free(b), free(dst);
 	return 0;

@@ -33,8 +33,8 @@ const char *cli_culprit(char **argv)
 }
 
 /* digits followed by at most `suffixes` characters allowed: the number, or -1 and a message. */
-static int parse_scaled(const char *prog, const char *opt, const char *text, uint64_t min,
-			uint64_t max, bool sized, uint64_t *out)
+static int parse_scaled(const char *prog, const char *opt, const char *text, uint64_t min, uint64_t max,
+			bool sized, uint64_t *out)
 {
 	size_t digits = strspn(text, "0123456789");
 	uint64_t scale = 1;
@@ -61,21 +61,21 @@ static int parse_scaled(const char *prog, const char *opt, const char *text, uin
 	return 0;
 }
 
-int cli_parse_count(const char *prog, const char *opt, const char *text,
-			 uint64_t min, uint64_t max, uint64_t *out)
+int cli_parse_count(const char *prog, const char *opt, const char *text, uint64_t min, uint64_t max,
+		    uint64_t *out)
 {
 	return parse_scaled(prog, opt, text, min, max, false, out);
 }
 
-int cli_parse_size(const char *prog, const char *opt, const char *text,
-			uint64_t min, uint64_t max, uint64_t *out)
+int cli_parse_size(const char *prog, const char *opt, const char *text, uint64_t min, uint64_t max,
+		   uint64_t *out)
 {
 	return parse_scaled(prog, opt, text, min, max, true, out);
 }
 
 const char *cli_human_bytes(uint64_t bytes, char *buf, size_t len)
 {
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
 	double v = (double)bytes;
 	size_t u = 0;
 	while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {

@@ -110,10 +110,10 @@ const char *bench_fs_name(const char *path)
 		unsigned long magic;
 		const char *name;
 	} known[] = {
-		{0xEF53, "ext4"},         {0x58465342, "xfs"},     {0x9123683E, "btrfs"},
-		{0x01021994, "tmpfs"},    {0x6969, "nfs"},         {0x0BD00BD0, "lustre"},
-		{0x47504653, "gpfs"},     {0x794c7630, "overlay"}, {0x65735546, "fuse"},
-		{0x00C36400, "ceph"},     {0x2FC12FC1, "zfs"},     {0xFF534D42, "cifs"},
+		{ 0xEF53, "ext4" },      { 0x58465342, "xfs" },     { 0x9123683E, "btrfs" },
+		{ 0x01021994, "tmpfs" }, { 0x6969, "nfs" },         { 0x0BD00BD0, "lustre" },
+		{ 0x47504653, "gpfs" },  { 0x794c7630, "overlay" }, { 0x65735546, "fuse" },
+		{ 0x00C36400, "ceph" },  { 0x2FC12FC1, "zfs" },     { 0xFF534D42, "cifs" },
 	};
 	struct statfs fs;
 	if (statfs(path, &fs) != 0)

@@ -54,13 +54,13 @@ enum meas { M_WRITE, M_MEMCPY, M_READ, M_SAVE, M_STALL, M_COMMIT, M_RESTORE, NME
 /* This rank's part of the model, in both slicings. */
 struct model {
 	uint32_t rank, world;
-	uint64_t rows, cols;    /* every tensor's global shape */
+	uint64_t rows, cols; /* every tensor's global shape */
 	size_t tensors;
-	uint64_t row0, nrows;   /* saved: these rows, every column */
-	uint64_t col0, ncols;   /* restored: these columns, every row */
-	float *save;            /* tensors x nrows x cols */
-	float *restore;         /* tensors x rows x ncols */
-	char *scratch;          /* save_bytes: where memcpy and read() put them */
+	uint64_t row0, nrows; /* saved: these rows, every column */
+	uint64_t col0, ncols; /* restored: these columns, every row */
+	float *save;          /* tensors x nrows x cols */
+	float *restore;       /* tensors x rows x ncols */
+	char *scratch;        /* save_bytes: where memcpy and read() put them */
 	size_t save_bytes, restore_bytes;
 };
 
@@ -69,18 +69,17 @@ struct bench {
 	llmp_ctx *ctx;
 	llmp_comm *world;
 	struct model m;
-	char dir[4096];    /* the bench's own directory, under --dir */
-	char plain[4200];  /* this rank's plain file */
+	char dir[4096];   /* the bench's own directory, under --dir */
+	char plain[4200]; /* this rank's plain file */
 	llmp_ckpt *saver, *loader;
-	double *t[NMEAS];  /* per iteration: the slowest rank's seconds */
-	double wrong;      /* restored elements that differ, every rank and iteration */
+	double *t[NMEAS]; /* per iteration: the slowest rank's seconds */
+	double wrong;     /* restored elements that differ, every rank and iteration */
 };
 
 static void help(void)
 {
 	printf("usage: llmp ckpt bench [--size SIZE] [--dir DIR] [--iters N] [--tensors N]\n"
-	       "                       [--cols N] [--cache cold|warm] [--keep-files] [--parallel SPEC]\n"
-	       "\n"
+	       "                       [--cols N] [--cache cold|warm] [--keep-files] [--parallel SPEC]\n\n"
 	       "Save and restore a synthetic model with llmp_ckpt across the job's ranks (run it\n"
 	       "with srun --mpi=pmix or mpirun like a job, or alone), and measure on the same\n"
 	       "filesystem, with the same bytes per rank, write()+fsync, memcpy and read():\n"
@@ -108,15 +107,16 @@ static int usage_error(const char *what, const char *text)
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option options[] = {
-		{"size", required_argument, NULL, 's'},    {"dir", required_argument, NULL, 'd'},
-		{"iters", required_argument, NULL, 'n'},   {"tensors", required_argument, NULL, 't'},
-		{"cols", required_argument, NULL, 'c'},    {"cache", required_argument, NULL, 'C'},
-		{"keep-files", no_argument, NULL, 'k'},    {"parallel", required_argument, NULL, 'p'},
-		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+		{ "size", required_argument, NULL, 's' },  { "dir", required_argument, NULL, 'd' },
+		{ "iters", required_argument, NULL, 'n' }, { "tensors", required_argument, NULL, 't' },
+		{ "cols", required_argument, NULL, 'c' },  { "cache", required_argument, NULL, 'C' },
+		{ "keep-files", no_argument, NULL, 'k' },  { "parallel", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
 	};
 	int c, bad = 0;
-	*a = (struct bench_args){.size = 256 << 20, .iters = 3, .tensors = 8, .cols = 4096, .dir = ".",
-				 .cold = true};
+	*a = (struct bench_args){
+		.size = 256 << 20, .iters = 3, .tensors = 8, .cols = 4096, .dir = ".", .cold = true
+	};
 	opterr = 0;
 	optind = 1;
 	while (!bad && (c = getopt_long(argc, argv, ":s:d:n:t:c:p:h", options, NULL)) != -1) {
@@ -124,15 +124,9 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		case 's':
 			bad = cli_parse_size(PROG, "--size", optarg, 64 << 10, UINT64_C(1) << 44, &a->size);
 			break;
-		case 'd':
-			a->dir = optarg;
-			break;
-		case 'n':
-			bad = cli_parse_count(PROG, "--iters", optarg, 1, 1000, &a->iters);
-			break;
-		case 't':
-			bad = cli_parse_count(PROG, "--tensors", optarg, 1, 100000, &a->tensors);
-			break;
+		case 'd': a->dir = optarg; break;
+		case 'n': bad = cli_parse_count(PROG, "--iters", optarg, 1, 1000, &a->iters); break;
+		case 't': bad = cli_parse_count(PROG, "--tensors", optarg, 1, 100000, &a->tensors); break;
 		case 'c':
 			bad = cli_parse_count(PROG, "--cols", optarg, 1, UINT64_C(1) << 32, &a->cols);
 			break;
@@ -141,19 +135,11 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 				return usage_error("--cache: expected cold or warm, not", optarg);
 			a->cold = strcmp(optarg, "cold") == 0;
 			break;
-		case 'k':
-			a->keep_files = true;
-			break;
-		case 'p':
-			a->spec = optarg;
-			break;
-		case 'h':
-			help();
-			return -1;
-		case ':':
-			return usage_error("missing value for", cli_culprit(argv));
-		default:
-			return usage_error("unknown option", cli_culprit(argv));
+		case 'k': a->keep_files = true; break;
+		case 'p': a->spec = optarg; break;
+		case 'h': help(); return -1;
+		case ':': return usage_error("missing value for", cli_culprit(argv));
+		default: return usage_error("unknown option", cli_culprit(argv));
 		}
 	}
 	if (bad)
@@ -227,9 +213,10 @@ static bool model_shape(struct bench *b)
 	if (m->rows >= m->world && m->cols >= m->world)
 		return true;
 	if (m->rank == 0)
-		fprintf(stderr, PROG ": --size %" PRIu64 " makes %zu tensors of %" PRIu64 " x %" PRIu64 ": too small "
-			"to split over %u rank%s both ways\n", a->size, m->tensors, m->rows, m->cols, m->world,
-			m->world == 1 ? "" : "s");
+		fprintf(stderr,
+			PROG ": --size %" PRIu64 " makes %zu tensors of %" PRIu64 " x %" PRIu64 ": too small "
+			     "to split over %u rank%s both ways\n",
+			a->size, m->tensors, m->rows, m->cols, m->world, m->world == 1 ? "" : "s");
 	return false;
 }
 
@@ -266,9 +253,9 @@ static llmp_status model_register(struct model *m, llmp_ckpt *ck, bool restored)
 {
 	for (size_t t = 0; t < m->tensors; t++) {
 		char name[64];
-		uint64_t global[2] = {m->rows, m->cols};
-		uint64_t offset[2] = {restored ? 0 : m->row0, restored ? m->col0 : 0};
-		uint64_t shape[2] = {restored ? m->rows : m->nrows, restored ? m->ncols : m->cols};
+		uint64_t global[2] = { m->rows, m->cols };
+		uint64_t offset[2] = { restored ? 0 : m->row0, restored ? m->col0 : 0 };
+		uint64_t shape[2] = { restored ? m->rows : m->nrows, restored ? m->ncols : m->cols };
 		void *data = restored ? (void *)(m->restore + t * m->rows * m->ncols)
 				      : (void *)(m->save + t * m->nrows * m->cols);
 		snprintf(name, sizeof name, "bench/w%zu", t);
@@ -330,7 +317,8 @@ static int plain_io(struct bench *b, uint64_t i)
 	double t;
 	int rc = barrier(b);
 	t = now();
-	bool bad = failed_errno(b, bench_write_fsync(b->plain, m->save, m->save_bytes), "write+fsync", b->plain);
+	bool bad = failed_errno(b, bench_write_fsync(b->plain, m->save, m->save_bytes), "write+fsync",
+				b->plain);
 	if (!rc)
 		rc = record(b, M_WRITE, i, now() - t);
 	if (!rc && b->args->cold)
@@ -463,8 +451,9 @@ static void print_header(const struct bench *b)
 	char host[64] = "?", total[32], per[32];
 	uint64_t bytes = (uint64_t)m->tensors * m->rows * m->cols * sizeof(float);
 	gethostname(host, sizeof host - 1);
-	printf("# llmp ckpt bench: %u rank%s (%u on %s); model %s: %zu float32 tensors of %" PRIu64 " x %" PRIu64
-	       ", about %s per rank\n", m->world, m->world == 1 ? "" : "s", llmp_local_size(b->ctx), host,
+	printf("# llmp ckpt bench: %u rank%s (%u on %s); model %s: %zu float32 tensors of %" PRIu64
+	       " x %" PRIu64 ", about %s per rank\n",
+	       m->world, m->world == 1 ? "" : "s", llmp_local_size(b->ctx), host,
 	       cli_human_bytes(bytes, total, sizeof total), m->tensors, m->rows, m->cols,
 	       cli_human_bytes(bytes / m->world, per, sizeof per));
 	printf("# files in %s (%s); reads %s\n", b->dir, bench_fs_name(b->dir),
@@ -477,8 +466,8 @@ static void print_header(const struct bench *b)
 	printf("# %u iterations; a time is the slowest rank's, the figure the median; GB = 1e9 bytes\n"
 	       "# ratio: GB/s over the baseline's (save, restore), time over the baseline's (stall)\n",
 	       (unsigned)a->iters);
-	printf("# %-26s %12s %10s %9s  %-12s %6s  %-11s %7s\n", "operation", "bytes", "time(ms)", "GB/s", "baseline",
-	       "ratio", "goal", "#wrong");
+	printf("# %-26s %12s %10s %9s  %-12s %6s  %-11s %7s\n", "operation", "bytes", "time(ms)", "GB/s",
+	       "baseline", "ratio", "goal", "#wrong");
 }
 
 /* One row; baseline < 0: none. by_time: the ratio is time over the baseline's time. */
@@ -542,7 +531,7 @@ static int make_dir(struct bench *b)
 
 static int open_checkpoints(struct bench *b)
 {
-	llmp_ckpt_opts o = {.root = b->dir};
+	llmp_ckpt_opts o = { .root = b->dir };
 	llmp_status st = llmp_ckpt_open(b->ctx, &o, &b->saver);
 	if (st == LLMP_OK)
 		st = llmp_ckpt_open(b->ctx, &o, &b->loader);
@@ -587,7 +576,7 @@ int cli_ckpt_bench(int argc, char **argv)
 	int rc = parse_args(argc, argv, &args);
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
-	struct bench b = {.args = &args};
+	struct bench b = { .args = &args };
 	llmp_init_opts opts;
 	llmp_init_opts_default(&opts);
 	opts.spec = args.spec;

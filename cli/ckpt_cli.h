@@ -43,7 +43,7 @@ struct ckpt_root {
 	const char *path;
 	struct ck_entry *entries; /* newest first (ck_list_entries) */
 	size_t n;
-	bool has_latest;          /* `latest` exists and names a step */
+	bool has_latest; /* `latest` exists and names a step */
 	uint64_t latest;
 	char latest_problem[LLMP_MSG_MAX]; /* `latest` exists but is unreadable or malformed */
 };
@@ -70,7 +70,6 @@ int ckpt_root_pick(const char *prog, const struct ckpt_root *root, const struct 
 
 /* ROOT/step-N: the directory of a complete step. */
 void ckpt_step_dir(const struct ckpt_root *root, uint64_t step, char *buf, size_t len);
-
 
 /* The subcommands; argv[0] is the subcommand's name. */
 int cli_ckpt_list(int argc, char **argv);

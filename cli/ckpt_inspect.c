@@ -22,8 +22,7 @@
 
 static void help(void)
 {
-	printf("usage: llmp ckpt inspect DIR [--step N] [--json]\n"
-	       "\n"
+	printf("usage: llmp ckpt inspect DIR [--step N] [--json]\n\n"
 	       "Show what a checkpoint under the checkpoint root DIR holds (the newest complete\n"
 	       "one, as llmp_ckpt_load picks it, or step N), from its MANIFEST: step, the saving\n"
 	       "job's world and layout, the user metadata, the shards, and every tensor with its\n"
@@ -44,8 +43,8 @@ static void next_tensor(const struct ck_manifest *m, size_t first, struct tensor
 {
 	t->first = first;
 	t->bytes = 0;
-	for (t->end = first; t->end < m->nslices && strcmp(m->slices[t->end].name, m->slices[first].name) == 0;
-	     t->end++)
+	for (t->end = first;
+	     t->end < m->nslices && strcmp(m->slices[t->end].name, m->slices[first].name) == 0; t->end++)
 		t->bytes += ck_bytes(&m->slices[t->end]);
 }
 
@@ -77,7 +76,7 @@ static void json_crc(struct json_writer *w, const char *key, uint32_t crc)
 /* "tp=2,cp=1,...,order=tp-cp-ep-dp-pp,world=4" as an object: numbers as numbers. */
 static void json_layout(struct json_writer *w, const char *layout)
 {
-	char copy[sizeof ((struct ck_manifest *)0)->layout], *save = NULL;
+	char copy[sizeof((struct ck_manifest *)0)->layout], *save = NULL;
 	snprintf(copy, sizeof copy, "%s", layout);
 	json_object(w, "layout");
 	json_string(w, "spec", layout);
@@ -202,8 +201,10 @@ static void write_text(const char *dir, const struct ck_manifest *m, FILE *out)
 	fprintf(out, "step        %" PRIu64 "\n", m->step);
 	fprintf(out, "world       %u rank%s\n", m->world, m->world == 1 ? "" : "s");
 	fprintf(out, "layout      %s\n", m->layout);
-	fprintf(out, "meta        " CK_META ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->meta_bytes, m->meta_crc);
-	fprintf(out, "index       " CK_INDEX ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->index_bytes, m->index_crc);
+	fprintf(out, "meta        " CK_META ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->meta_bytes,
+		m->meta_crc);
+	fprintf(out, "index       " CK_INDEX ", %" PRIu64 " bytes, CRC-32C 0x%08x\n", m->index_bytes,
+		m->index_crc);
 	fprintf(out, "shards      %zu, %s:", m->nshards, cli_human_bytes(total_shard_bytes(m), a, sizeof a));
 	for (size_t i = 0; i < m->nshards; i++)
 		fprintf(out, " shard-%u.h5 (%s)", m->shard_ranks[i],
@@ -215,8 +216,8 @@ static void write_text(const char *dir, const struct ck_manifest *m, FILE *out)
 		next_tensor(m, first, &t);
 		const struct ck_slice *s0 = &m->slices[first];
 		fprintf(out, "%-32s %-9s %-16s %12" PRIu64 " %6zu\n", s0->name,
-			llmp_dtype_name((llmp_dtype)s0->dtype), dims_text(s0->global, s0->ndim, a, sizeof a), t.bytes,
-			t.end - t.first);
+			llmp_dtype_name((llmp_dtype)s0->dtype), dims_text(s0->global, s0->ndim, a, sizeof a),
+			t.bytes, t.end - t.first);
 		for (size_t i = t.first; i < t.end; i++) {
 			const struct ck_slice *s = &m->slices[i];
 			fprintf(out, "    %-28s owner %-5u shard-%u.h5  crc32c 0x%08x\n",

@@ -27,14 +27,12 @@
 
 static void help(void)
 {
-	printf("usage: llmp ckpt list DIR [--json]\n"
-	       "\n"
+	printf("usage: llmp ckpt list DIR [--json]\n\n"
 	       "List the checkpoints under the checkpoint root DIR, newest first: each step\n"
 	       "directory's state (complete, latest, temporary, deleting, damaged,\n"
 	       "corrupt-manifest, unsupported-format), size, tensors, shards and saving world size. Reads only\n"
 	       "the MANIFESTs (each checked against its own CRC-32C); use 'llmp ckpt verify'\n"
-	       "to check the data.\n"
-	       "  --json, --format json   one JSON document (doc/ckpt-json.md)\n"
+	       "to check the data.\n  --json, --format json   one JSON document (doc/ckpt-json.md)\n"
 	       "Exit status: 0 listed, 1 DIR could not be read, 2 bad input.\n");
 }
 
@@ -78,7 +76,9 @@ static uint64_t tree_bytes(const char *path)
 static void describe(const struct ckpt_root *root, const struct ck_entry *e, struct listed *l)
 {
 	static const char *const suffix[] = {
-		[CK_ENTRY_COMPLETE] = "", [CK_ENTRY_TMP] = CK_SUFFIX_TMP, [CK_ENTRY_DELETING] = CK_SUFFIX_DELETING,
+		[CK_ENTRY_COMPLETE] = "",
+		[CK_ENTRY_TMP] = CK_SUFFIX_TMP,
+		[CK_ENTRY_DELETING] = CK_SUFFIX_DELETING,
 		[CK_ENTRY_DAMAGED] = CK_SUFFIX_DAMAGED,
 	};
 	char dir[4200], path[4300];
@@ -108,7 +108,8 @@ static void describe(const struct ckpt_root *root, const struct ck_entry *e, str
 		return;
 	l->has_manifest = true;
 	if (l->m.step != e->step) {
-		llmp_fail(LLMP_ERR_IO, l->problem, sizeof l->problem, "%s says step %" PRIu64, path, l->m.step);
+		llmp_fail(LLMP_ERR_IO, l->problem, sizeof l->problem, "%s says step %" PRIu64, path,
+			  l->m.step);
 		return;
 	}
 	l->state = "complete";
@@ -173,10 +174,11 @@ static void write_text(const struct ckpt_root *root, const struct listed *l, siz
 		fprintf(out, "%12" PRIu64 "  %-16s %10s", e->entry->step, e->latest ? "latest" : e->state,
 			cli_human_bytes(e->bytes, size, sizeof size));
 		if (ok)
-			fprintf(out, " %8zu %7zu %6u  %s\n", ck_manifest_tensors(&e->m), e->m.nshards, e->m.world,
-				e->m.layout);
+			fprintf(out, " %8zu %7zu %6u  %s\n", ck_manifest_tensors(&e->m), e->m.nshards,
+				e->m.world, e->m.layout);
 		else
-			fprintf(out, " %8s %7s %6s  %s\n", "-", "-", "-", e->problem[0] ? e->problem : e->name);
+			fprintf(out, " %8s %7s %6s  %s\n", "-", "-", "-",
+				e->problem[0] ? e->problem : e->name);
 	}
 	if (n == 0)
 		fprintf(out, "(no checkpoint directories)\n");

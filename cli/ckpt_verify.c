@@ -26,8 +26,7 @@
 
 static void help(void)
 {
-	printf("usage: llmp ckpt verify DIR [--step N] [--json] [--progress | --no-progress]\n"
-	       "\n"
+	printf("usage: llmp ckpt verify DIR [--step N] [--json] [--progress | --no-progress]\n\n"
 	       "Check the complete checkpoints under the checkpoint root DIR (all of them, newest\n"
 	       "first, or step N): the MANIFEST, every shard and its size, the CRC-32C of every\n"
 	       "slice's bytes, the index's virtual datasets, meta.bin. Each problem is a line on\n"
@@ -54,7 +53,7 @@ struct run {
 	bool out_of_memory;
 	bool progress, tty;
 	double last_shown;
-	int shown;          /* width of the progress line on the terminal, to clear it */
+	int shown; /* width of the progress line on the terminal, to clear it */
 };
 
 static double now(void)
@@ -106,8 +105,8 @@ static void on_progress(void *arg, uint64_t done, uint64_t total, const char *fi
 		return;
 	r->last_shown = t;
 	char d[32], all[32];
-	int width = fprintf(stderr, "%sverifying step-%" PRIu64 ": %3.0f%% (%s of %s) %s %.60s", r->tty ? "\r" : "",
-			    r->step, total ? 100.0 * (double)done / (double)total : 100.0,
+	int width = fprintf(stderr, "%sverifying step-%" PRIu64 ": %3.0f%% (%s of %s) %s %.60s",
+			    r->tty ? "\r" : "", r->step, total ? 100.0 * (double)done / (double)total : 100.0,
 			    cli_human_bytes(done, d, sizeof d), cli_human_bytes(total, all, sizeof all), file,
 			    tensor);
 	if (r->tty) {
@@ -171,7 +170,7 @@ static bool verify_one(const struct ckpt_root *root, const struct ckpt_args *a, 
 		       struct json_writer *w)
 {
 	char dir[4200], msg[LLMP_MSG_MAX];
-	struct ck_verify_hooks hooks = {.problem = on_problem, .progress = on_progress, .arg = r};
+	struct ck_verify_hooks hooks = { .problem = on_problem, .progress = on_progress, .arg = r };
 	struct ck_verify_totals totals;
 	ckpt_step_dir(root, r->step, dir, sizeof dir);
 	r->last_shown = 0;
@@ -204,7 +203,7 @@ int cli_ckpt_verify(int argc, char **argv)
 		ckpt_root_close(&root);
 		return rc;
 	}
-	struct run r = {.tty = isatty(STDERR_FILENO) == 1};
+	struct run r = { .tty = isatty(STDERR_FILENO) == 1 };
 	r.progress = a.progress < 0 ? r.tty : a.progress == 1;
 	struct json_writer w;
 	size_t checked = 0, damaged = 0;
@@ -229,7 +228,8 @@ int cli_ckpt_verify(int argc, char **argv)
 		json_object_end(&w);
 		json_end(&w);
 	} else if (checked > 1) {
-		printf("%zu checkpoints verified: %zu intact, %zu damaged\n", checked, checked - damaged, damaged);
+		printf("%zu checkpoints verified: %zu intact, %zu damaged\n", checked, checked - damaged,
+		       damaged);
 	}
 	ckpt_root_close(&root);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -29,10 +29,10 @@
 #define PROG "llmp bench"
 
 enum coll { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_BROADCAST, NCOLLS };
-static const char *const coll_names[NCOLLS] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
+static const char *const coll_names[NCOLLS] = { "allreduce", "reduce_scatter", "allgather", "broadcast" };
 
 #define GROUP_WORLD LLMP_NGROUPS /* after the planner's kinds */
-#define GROUP_ALL   (-1)
+#define GROUP_ALL (-1)
 
 struct bench_args {
 	int coll;  /* enum coll, or -1 for all */
@@ -56,8 +56,7 @@ struct bench {
 static void help(void)
 {
 	printf("usage: llmp bench [-c COLL] [-g GROUP] [-b MIN] [-e MAX] [-f FACTOR]\n"
-	       "                  [-n ITERS] [-w WARMUP] [-d DTYPE] [-o OP] [-C 0|1] [-I 0|1] [-p SPEC]\n"
-	       "\n"
+	       "                  [-n ITERS] [-w WARMUP] [-d DTYPE] [-o OP] [-C 0|1] [-I 0|1] [-p SPEC]\n\n"
 	       "Measure libllmp's collectives; run it with srun --mpi=pmix (or mpirun) like a job.\n"
 	       "  -c, --collective C   allreduce, reduce_scatter, allgather, broadcast or all\n"
 	       "                       (default allreduce)\n"
@@ -88,21 +87,27 @@ static int usage_error(const char *what, const char *text)
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option options[] = {
-		{"collective", required_argument, NULL, 'c'}, {"group", required_argument, NULL, 'g'},
-		{"minbytes", required_argument, NULL, 'b'},   {"maxbytes", required_argument, NULL, 'e'},
-		{"stepfactor", required_argument, NULL, 'f'}, {"iters", required_argument, NULL, 'n'},
-		{"warmup", required_argument, NULL, 'w'},     {"dtype", required_argument, NULL, 'd'},
-		{"op", required_argument, NULL, 'o'},         {"check", required_argument, NULL, 'C'},
-		{"parallel", required_argument, NULL, 'p'},   {"help", no_argument, NULL, 'h'},
-		{"in-place", required_argument, NULL, 'I'},
-		{NULL, 0, NULL, 0},
+		{ "collective", required_argument, NULL, 'c' }, { "group", required_argument, NULL, 'g' },
+		{ "minbytes", required_argument, NULL, 'b' },   { "maxbytes", required_argument, NULL, 'e' },
+		{ "stepfactor", required_argument, NULL, 'f' }, { "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },     { "dtype", required_argument, NULL, 'd' },
+		{ "op", required_argument, NULL, 'o' },         { "check", required_argument, NULL, 'C' },
+		{ "parallel", required_argument, NULL, 'p' },   { "help", no_argument, NULL, 'h' },
+		{ "in-place", required_argument, NULL, 'I' },   { NULL, 0, NULL, 0 },
 	};
 	const uint64_t big = UINT64_C(1) << 40;
 	int c, v;
 
-	*a = (struct bench_args){.coll = COLL_ALLREDUCE, .group = GROUP_WORLD, .minbytes = 8,
-				 .maxbytes = 64 << 20, .factor = 2, .iters = 20, .warmup = 5,
-				 .check = 1, .dtype = LLMP_FLOAT32, .op = LLMP_SUM};
+	*a = (struct bench_args){ .coll = COLL_ALLREDUCE,
+				  .group = GROUP_WORLD,
+				  .minbytes = 8,
+				  .maxbytes = 64 << 20,
+				  .factor = 2,
+				  .iters = 20,
+				  .warmup = 5,
+				  .check = 1,
+				  .dtype = LLMP_FLOAT32,
+				  .op = LLMP_SUM };
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":c:g:b:e:f:n:w:d:o:C:I:p:h", options, NULL)) != -1) {
@@ -126,27 +131,13 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			else if ((a->group = llmp_group_from_name(optarg)) < 0)
 				return usage_error("--group: not a group name:", optarg);
 			break;
-		case 'b':
-			bad = cli_parse_size(PROG, "--minbytes", optarg, 1, big, &a->minbytes);
-			break;
-		case 'e':
-			bad = cli_parse_size(PROG, "--maxbytes", optarg, 1, big, &a->maxbytes);
-			break;
-		case 'f':
-			bad = cli_parse_count(PROG, "--stepfactor", optarg, 2, 1024, &a->factor);
-			break;
-		case 'n':
-			bad = cli_parse_count(PROG, "--iters", optarg, 1, 1000000000, &a->iters);
-			break;
-		case 'w':
-			bad = cli_parse_count(PROG, "--warmup", optarg, 0, 1000000000, &a->warmup);
-			break;
-		case 'C':
-			bad = cli_parse_count(PROG, "--check", optarg, 0, 1, &a->check);
-			break;
-		case 'I':
-			bad = cli_parse_count(PROG, "--in-place", optarg, 0, 1, &a->inplace);
-			break;
+		case 'b': bad = cli_parse_size(PROG, "--minbytes", optarg, 1, big, &a->minbytes); break;
+		case 'e': bad = cli_parse_size(PROG, "--maxbytes", optarg, 1, big, &a->maxbytes); break;
+		case 'f': bad = cli_parse_count(PROG, "--stepfactor", optarg, 2, 1024, &a->factor); break;
+		case 'n': bad = cli_parse_count(PROG, "--iters", optarg, 1, 1000000000, &a->iters); break;
+		case 'w': bad = cli_parse_count(PROG, "--warmup", optarg, 0, 1000000000, &a->warmup); break;
+		case 'C': bad = cli_parse_count(PROG, "--check", optarg, 0, 1, &a->check); break;
+		case 'I': bad = cli_parse_count(PROG, "--in-place", optarg, 0, 1, &a->inplace); break;
 		case 'd':
 			if ((v = llmp_dtype_from_name(optarg)) < 0)
 				return usage_error("--dtype: not a dtype:", optarg);
@@ -157,16 +148,10 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 				return usage_error("--op: not a reduction:", optarg);
 			a->op = (llmp_op)v;
 			break;
-		case 'p':
-			a->spec = optarg;
-			break;
-		case 'h':
-			help();
-			return -1;
-		case ':':
-			return usage_error("missing value for", cli_culprit(argv));
-		default:
-			return usage_error("unknown option", cli_culprit(argv));
+		case 'p': a->spec = optarg; break;
+		case 'h': help(); return -1;
+		case ':': return usage_error("missing value for", cli_culprit(argv));
+		default: return usage_error("unknown option", cli_culprit(argv));
 		}
 		if (bad)
 			return CLI_EXIT_USAGE;
@@ -245,8 +230,10 @@ static double expected_reduction(const llmp_comm *comm, size_t i, llmp_op op, ll
 	double acc = input_value(llmp_comm_world_rank(comm, 0), i, op);
 	for (uint32_t m = 1; m < n; m++) {
 		double v = input_value(llmp_comm_world_rank(comm, m), i, op);
-		acc = op == LLMP_PROD ? acc * v : op == LLMP_MIN ? fmin(acc, v)
-		    : op == LLMP_MAX  ? fmax(acc, v) : acc + v;
+		acc = op == LLMP_PROD  ? acc * v
+		      : op == LLMP_MIN ? fmin(acc, v)
+		      : op == LLMP_MAX ? fmax(acc, v)
+				       : acc + v;
 	}
 	if (t == LLMP_UINT8)
 		acc = fmod(acc, 256);
@@ -257,8 +244,10 @@ static double expected_reduction(const llmp_comm *comm, size_t i, llmp_op op, ll
 
 static bool close_enough(double got, double want, llmp_dtype t)
 {
-	double tol = t == LLMP_BFLOAT16 ? 1.0 / 128 : t == LLMP_FLOAT16 ? 1.0 / 1024
-		   : t == LLMP_FLOAT32	 ? 1e-6 : 0;
+	double tol = t == LLMP_BFLOAT16  ? 1.0 / 128
+		     : t == LLMP_FLOAT16 ? 1.0 / 1024
+		     : t == LLMP_FLOAT32 ? 1e-6
+					 : 0;
 	return fabs(got - want) <= tol * fmax(1, fabs(want));
 }
 
@@ -288,7 +277,8 @@ static uint64_t count_wrong(struct bench *b, const llmp_comm *comm, enum coll co
 		else if (coll == COLL_REDUCE_SCATTER)
 			want = expected_reduction(comm, r * count + i, a->op, a->dtype);
 		else if (coll == COLL_ALLGATHER)
-			want = input_value(llmp_comm_world_rank(comm, (uint32_t)(i / count)), i % count, a->op);
+			want = input_value(llmp_comm_world_rank(comm, (uint32_t)(i / count)), i % count,
+					   a->op);
 		else
 			want = (double)((i + llmp_comm_world_rank(comm, 0)) % 100);
 		if (!close_enough(load(a->dtype, b->recv, i), want, a->dtype))
@@ -320,10 +310,9 @@ static llmp_status run_once(struct bench *b, llmp_comm *comm, enum coll coll, si
 		return llmp_reduce_scatter(comm, b->send, in ? own_block(b, b->send, comm, count) : b->recv,
 					   count, a->dtype, a->op);
 	case COLL_ALLGATHER:
-		return llmp_allgather(comm, in ? own_block(b, b->recv, comm, count) : b->send, b->recv,
-				      count, a->dtype);
-	default:
-		return llmp_broadcast(comm, in ? b->recv : b->send, b->recv, count, a->dtype, 0);
+		return llmp_allgather(comm, in ? own_block(b, b->recv, comm, count) : b->send, b->recv, count,
+				      a->dtype);
+	default: return llmp_broadcast(comm, in ? b->recv : b->send, b->recv, count, a->dtype, 0);
 	}
 }
 
@@ -402,14 +391,16 @@ static int bench_rows(struct bench *b, llmp_comm *comm, enum coll coll, uint32_t
 		int rc = world_max(b, &t);
 		if (!rc)
 			rc = llmp_allreduce(b->world, &wrong, &wrong, 1, LLMP_FLOAT64, LLMP_SUM) == LLMP_OK
-				     ? 0 : report_failure(b, "collecting #wrong");
+				     ? 0
+				     : report_failure(b, "collecting #wrong");
 		if (rc)
 			return rc;
 		double algbw = size / t / 1e9, busbw = algbw * bus_factor(coll, n);
 		if (leader)
 			printf("%12zu %12zu %9s %6s %10.2f %11.3f %11.3f %12.3f %7.0f\n", size, count,
-			       llmp_dtype_name(a->dtype), coll == COLL_ALLGATHER || coll == COLL_BROADCAST
-								  ? "none" : llmp_op_name(a->op),
+			       llmp_dtype_name(a->dtype),
+			       coll == COLL_ALLGATHER || coll == COLL_BROADCAST ? "none"
+										: llmp_op_name(a->op),
 			       t * 1e6, algbw, busbw, busbw / b->memcpy_gbs, wrong);
 		if (wrong > 0 && leader)
 			fprintf(stderr, PROG ": %s on %s: %.0f wrong elements at %zu bytes\n",
@@ -431,8 +422,8 @@ static int bench_one(struct bench *b, int group, enum coll coll)
 		return CLI_EXIT_FAILURE;
 	const char *name = group == GROUP_WORLD ? "world" : llmp_group_name((enum llmp_group)group);
 	if (llmp_rank(b->ctx) == 0) {
-		printf("#\n# %s on %s groups of %.0f ranks: %s, %s\n", coll_names[coll], name,
-		       size, llmp_dtype_name(b->args->dtype), b->args->inplace ? "in place" : "out of place");
+		printf("#\n# %s on %s groups of %.0f ranks: %s, %s\n", coll_names[coll], name, size,
+		       llmp_dtype_name(b->args->dtype), b->args->inplace ? "in place" : "out of place");
 		printf("# %10s %12s %9s %6s %10s %11s %11s %12s %7s\n", "size", "count", "type", "redop",
 		       "time(us)", "algbw(GB/s)", "busbw(GB/s)", "busbw/memcpy", "#wrong");
 	}
@@ -478,7 +469,8 @@ static int run(struct bench *b)
 	llmp_stats stats;
 	if (!rc && llmp_rank(b->ctx) == 0 && llmp_get_stats(b->ctx, &stats) == LLMP_OK)
 		printf("#\n# communicators through shared memory on rank 0: %u (LLMP_SHM_THRESHOLD=%s)\n",
-		       stats.shm_comms, getenv(LLMP_ENV_SHM_THRESHOLD) ? getenv(LLMP_ENV_SHM_THRESHOLD) : "default");
+		       stats.shm_comms,
+		       getenv(LLMP_ENV_SHM_THRESHOLD) ? getenv(LLMP_ENV_SHM_THRESHOLD) : "default");
 	return rc;
 }
 
@@ -489,7 +481,7 @@ int cli_bench(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 
-	struct bench b = {.args = &args};
+	struct bench b = { .args = &args };
 	llmp_init_opts opts;
 	llmp_init_opts_default(&opts);
 	opts.spec = args.spec;

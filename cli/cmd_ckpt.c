@@ -42,10 +42,10 @@ int cli_ckpt(int argc, char **argv)
 		const char *name;
 		int (*run)(int, char **);
 	} subcommands[] = {
-		{"list", cli_ckpt_list},
-		{"verify", cli_ckpt_verify},
-		{"inspect", cli_ckpt_inspect},
-		{"bench", run_ckpt_bench},
+		{ "list", cli_ckpt_list },
+		{ "verify", cli_ckpt_verify },
+		{ "inspect", cli_ckpt_inspect },
+		{ "bench", run_ckpt_bench },
 	};
 	if (argc < 2) {
 		usage(stderr);
@@ -75,13 +75,16 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 		    struct ckpt_args *a)
 {
 	static const struct option options[] = {
-		{"json", no_argument, NULL, 'j'},        {"format", required_argument, NULL, 'f'},
-		{"step", required_argument, NULL, 's'},  {"progress", no_argument, NULL, 'P'},
-		{"no-progress", no_argument, NULL, 'Q'}, {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "json", no_argument, NULL, 'j' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "step", required_argument, NULL, 's' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "no-progress", no_argument, NULL, 'Q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	*a = (struct ckpt_args){.progress = -1};
+	*a = (struct ckpt_args){ .progress = -1 };
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":f:s:h", options, NULL)) != -1) {
@@ -91,9 +94,7 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 			return usage_error(prog, "unknown option for this subcommand:",
 					   c == 'P' ? "--progress" : "--no-progress");
 		switch (c) {
-		case 'j':
-			a->json = true;
-			break;
+		case 'j': a->json = true; break;
 		case 'f':
 			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
 				return usage_error(prog, "--format: expected text or json, not", optarg);
@@ -105,16 +106,10 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 			a->has_step = true;
 			break;
 		case 'P':
-		case 'Q':
-			a->progress = c == 'P';
-			break;
-		case 'h':
-			help();
-			return -1;
-		case ':':
-			return usage_error(prog, "missing value for", cli_culprit(argv));
-		default:
-			return usage_error(prog, "unknown option", cli_culprit(argv));
+		case 'Q': a->progress = c == 'P'; break;
+		case 'h': help(); return -1;
+		case ':': return usage_error(prog, "missing value for", cli_culprit(argv));
+		default: return usage_error(prog, "unknown option", cli_culprit(argv));
 		}
 	}
 	if (optind == argc) {
@@ -136,11 +131,15 @@ static int not_a_root(const char *prog, const char *dir)
 	struct stat sb;
 	snprintf(manifest, sizeof manifest, "%s/" CK_MANIFEST, dir);
 	if (stat(manifest, &sb) == 0)
-		fprintf(stderr, "%s: %s is one checkpoint, not a checkpoint root: give the directory that "
-			"holds it (and --step N)\n", prog, dir);
+		fprintf(stderr,
+			"%s: %s is one checkpoint, not a checkpoint root: give the directory that "
+			"holds it (and --step N)\n",
+			prog, dir);
 	else
-		fprintf(stderr, "%s: %s is not a checkpoint root: it holds no step-N directory and no '"
-			CK_LATEST "'\n", prog, dir);
+		fprintf(stderr,
+			"%s: %s is not a checkpoint root: it holds no step-N directory and no '" CK_LATEST
+			"'\n",
+			prog, dir);
 	return CLI_EXIT_USAGE;
 }
 
@@ -195,13 +194,17 @@ static const char *why_incomplete(const struct ckpt_root *root, uint64_t step, c
 		if (root->entries[i].step != step)
 			continue;
 		if (root->entries[i].kind == CK_ENTRY_TMP)
-			snprintf(buf, len, ": step-%" PRIu64 CK_SUFFIX_TMP " is a save in progress, or one that was "
-				 "killed", step);
+			snprintf(buf, len,
+				 ": step-%" PRIu64 CK_SUFFIX_TMP " is a save in progress, or one that was "
+				 "killed",
+				 step);
 		else if (root->entries[i].kind == CK_ENTRY_DELETING)
 			snprintf(buf, len, ": step-%" PRIu64 CK_SUFFIX_DELETING " is being removed", step);
 		else if (root->entries[i].kind == CK_ENTRY_DAMAGED)
-			snprintf(buf, len, ": step-%" PRIu64 CK_SUFFIX_DAMAGED " failed its checks when a job "
-				 "loaded it", step);
+			snprintf(buf, len,
+				 ": step-%" PRIu64 CK_SUFFIX_DAMAGED " failed its checks when a job "
+				 "loaded it",
+				 step);
 	}
 	return buf;
 }

@@ -55,8 +55,7 @@ static void usage(FILE *out)
 	      "  exit      exit 75 only (slurm.conf has RequeueExit=75)\n"
 	      "  scontrol  run `scontrol requeue $SLURM_JOB_ID`, then exit 75\n"
 	      "  auto      exit if slurm.conf's RequeueExit includes 75, else scontrol (default)\n"
-	      "  none      exit 75 and requeue nothing\n"
-	      "The default comes from $LLMP_REQUEUE when set.\n"
+	      "  none      exit 75 and requeue nothing\nThe default comes from $LLMP_REQUEUE when set.\n"
 	      "RC (default 1) is returned when the run left no record of itself.\n",
 	      out);
 }
@@ -79,9 +78,7 @@ static const char *find_dir(const char *given, llmp_ckpt_spec *spec)
 		}
 		return spec->dir;
 	}
-	fputs(PROG ": no checkpoint root: give --checkpoint DIR, or submit with "
-	      "--llm-checkpoint\n",
-	      stderr);
+	fputs(PROG ": no checkpoint root: give --checkpoint DIR, or submit with --llm-checkpoint\n", stderr);
 	return NULL;
 }
 
@@ -139,10 +136,8 @@ static int requeue(const struct job_end *e)
 		_exit(127);
 	}
 	int status = 0;
-	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0)
-		fprintf(stderr, PROG ": `scontrol requeue %s` failed; the job will not come back "
-				"by itself\n",
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fprintf(stderr, PROG ": `scontrol requeue %s` failed; the job will not come back by itself\n",
 			e->job_id);
 	return LLMP_EXIT_REQUEUE;
 }
@@ -161,8 +156,9 @@ static int decide(const struct job_end *e)
 	char msg[LLMP_MSG_MAX];
 
 	if (llmp_run_record_read(e->dir, &rec, msg, sizeof msg) != LLMP_OK || !is_this_run(e, &rec)) {
-		fprintf(stderr, PROG ": no record of run %" PRIu64 " of job %s in %s (the program "
-				"did not reach llmp_job_open); exit code %d passed on\n",
+		fprintf(stderr,
+			PROG ": no record of run %" PRIu64 " of job %s in %s (the program "
+			     "did not reach llmp_job_open); exit code %d passed on\n",
 			e->restart, e->job_id[0] ? e->job_id : "-", e->dir, e->rc);
 		return e->rc;
 	}
@@ -172,13 +168,11 @@ static int decide(const struct job_end *e)
 		fprintf(stderr, PROG ": run %" PRIu64 " finished\n", rec.restart);
 		return LLMP_EXIT_DONE;
 	case LLMP_RUN_GAVE_UP:
-		fprintf(stderr, PROG ": run %" PRIu64 " gave up (%s): not requeueing\n", rec.restart,
-			reason);
+		fprintf(stderr, PROG ": run %" PRIu64 " gave up (%s): not requeueing\n", rec.restart, reason);
 		return LLMP_EXIT_NO_REQUEUE;
 	case LLMP_RUN_STOPPED:
 	case LLMP_RUN_FAILED:
-	case LLMP_RUN_RUNNING:
-		break;
+	case LLMP_RUN_RUNNING: break;
 	}
 	fprintf(stderr, PROG ": run %" PRIu64 " %s (%s): requeueing\n", rec.restart,
 		rec.outcome == LLMP_RUN_RUNNING ? "ended without a word" : llmp_run_outcome_name(rec.outcome),
@@ -188,7 +182,7 @@ static int decide(const struct job_end *e)
 
 static int parse_how(const char *text, enum requeue_how *how)
 {
-	static const char *const names[] = {"auto", "exit", "scontrol", "none"};
+	static const char *const names[] = { "auto", "exit", "scontrol", "none" };
 	for (int i = 0; i < 4; i++)
 		if (strcmp(text, names[i]) == 0) {
 			*how = (enum requeue_how)i;
@@ -202,12 +196,12 @@ static int parse_how(const char *text, enum requeue_how *how)
 int cli_job_end(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"checkpoint", required_argument, NULL, 'c'},
-		{"requeue", required_argument, NULL, 'r'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "checkpoint", required_argument, NULL, 'c' },
+		{ "requeue", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
-	struct job_end e = {.how = REQUEUE_AUTO, .rc = 1};
+	struct job_end e = { .how = REQUEUE_AUTO, .rc = 1 };
 	const char *given = NULL;
 	llmp_ckpt_spec spec;
 	uint64_t n;
@@ -219,16 +213,12 @@ int cli_job_end(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+c:r:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'c':
-			given = optarg;
-			break;
+		case 'c': given = optarg; break;
 		case 'r':
 			if (parse_how(optarg, &e.how) < 0)
 				return CLI_EXIT_USAGE;
 			break;
-		case 'h':
-			usage(stdout);
-			return CLI_EXIT_OK;
+		case 'h': usage(stdout); return CLI_EXIT_OK;
 		default:
 			fprintf(stderr, PROG ": bad option %s\n", cli_culprit(argv));
 			usage(stderr);

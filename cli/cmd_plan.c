@@ -28,8 +28,7 @@ struct plan_args {
 static void help(void)
 {
 	printf("usage: llmp plan (--world W | --nodes N --tasks-per-node T)\n"
-	       "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
-	       "\n"
+	       "                 [--parallel SPEC] [--rank R] [--format text|json]\n\n"
 	       "Fit a 4D layout to a job and print its sizes and process groups.\n"
 	       "  -w, --world W            number of ranks in the job\n"
 	       "  -N, --nodes N            number of nodes (with --tasks-per-node)\n"
@@ -60,14 +59,14 @@ static int usage_message(const char *prefix, const char *msg)
 static int parse_args(int argc, char **argv, struct plan_args *a)
 {
 	static const struct option options[] = {
-		{"world", required_argument, NULL, 'w'},
-		{"nodes", required_argument, NULL, 'N'},
-		{"tasks-per-node", required_argument, NULL, 't'},
-		{"parallel", required_argument, NULL, 'p'},
-		{"rank", required_argument, NULL, 'r'},
-		{"format", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "world", required_argument, NULL, 'w' },
+		{ "nodes", required_argument, NULL, 'N' },
+		{ "tasks-per-node", required_argument, NULL, 't' },
+		{ "parallel", required_argument, NULL, 'p' },
+		{ "rank", required_argument, NULL, 'r' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
 	int c;
@@ -93,9 +92,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 				return CLI_EXIT_USAGE;
 			a->tasks_per_node = (uint32_t)v;
 			break;
-		case 'p':
-			a->spec = optarg;
-			break;
+		case 'p': a->spec = optarg; break;
 		case 'r':
 			if (cli_parse_count(PROG, "--rank", optarg, 0, LLMP_WORLD_MAX - 1, &v))
 				return CLI_EXIT_USAGE;
@@ -103,18 +100,12 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			break;
 		case 'f':
 			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
-				return usage_error("--format '%s': expected text or json",
-						   optarg);
+				return usage_error("--format '%s': expected text or json", optarg);
 			a->json = strcmp(optarg, "json") == 0;
 			break;
-		case 'h':
-			help();
-			return -1;
-		case ':':
-			return usage_error("%s needs a value", cli_culprit(argv));
-		default:
-			return usage_error("unknown option '%s' (see --help)",
-					   cli_culprit(argv));
+		case 'h': help(); return -1;
+		case ':': return usage_error("%s needs a value", cli_culprit(argv));
+		default: return usage_error("unknown option '%s' (see --help)", cli_culprit(argv));
 		}
 	}
 	if (optind < argc)
@@ -132,15 +123,14 @@ static int resolve_world(struct plan_args *a)
 	if (a->nodes) {
 		uint64_t world = (uint64_t)a->nodes * a->tasks_per_node;
 		if (world > LLMP_WORLD_MAX) {
-			fprintf(stderr, PROG ": %u nodes x %u tasks = %" PRIu64
-				" ranks, more than %u\n", a->nodes, a->tasks_per_node,
-				world, LLMP_WORLD_MAX);
+			fprintf(stderr, PROG ": %u nodes x %u tasks = %" PRIu64 " ranks, more than %u\n",
+				a->nodes, a->tasks_per_node, world, LLMP_WORLD_MAX);
 			return CLI_EXIT_USAGE;
 		}
 		if (a->world && a->world != world) {
-			fprintf(stderr, PROG ": --world %u disagrees with %u nodes x %u "
-				"tasks = %" PRIu64 "\n", a->world, a->nodes,
-				a->tasks_per_node, world);
+			fprintf(stderr,
+				PROG ": --world %u disagrees with %u nodes x %u tasks = %" PRIu64 "\n",
+				a->world, a->nodes, a->tasks_per_node, world);
 			return CLI_EXIT_USAGE;
 		}
 		a->world = (uint32_t)world;
@@ -148,8 +138,7 @@ static int resolve_world(struct plan_args *a)
 	if (!a->world)
 		return usage_message("", "give the job size: --world W, or --nodes N --tasks-per-node T");
 	if (a->rank >= (int64_t)a->world) {
-		fprintf(stderr, PROG ": --rank %" PRId64 " is outside 0..%u\n", a->rank,
-			a->world - 1);
+		fprintf(stderr, PROG ": --rank %" PRId64 " is outside 0..%u\n", a->rank, a->world - 1);
 		return CLI_EXIT_USAGE;
 	}
 	return CLI_EXIT_OK;
@@ -182,8 +171,7 @@ int cli_plan(int argc, char **argv)
 		return rc;
 
 	llmp_plan *plan;
-	if (llmp_plan_create(&spec, a.world, a.tasks_per_node, &plan, msg,
-			     sizeof msg) != LLMP_OK)
+	if (llmp_plan_create(&spec, a.world, a.tasks_per_node, &plan, msg, sizeof msg) != LLMP_OK)
 		return usage_message("", msg);
 
 	static char outbuf[1 << 16];

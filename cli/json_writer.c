@@ -27,7 +27,7 @@ void json_write_escaped(FILE *out, const char *s)
 
 void json_begin(struct json_writer *w, FILE *out)
 {
-	*w = (struct json_writer){.out = out};
+	*w = (struct json_writer){ .out = out };
 	w->empty[0] = true;
 }
 
@@ -69,10 +69,22 @@ static void close_nested(struct json_writer *w, char bracket)
 		w->overflow = true;
 }
 
-void json_object(struct json_writer *w, const char *key) { open_nested(w, key, '{'); }
-void json_object_end(struct json_writer *w) { close_nested(w, '}'); }
-void json_array(struct json_writer *w, const char *key) { open_nested(w, key, '['); }
-void json_array_end(struct json_writer *w) { close_nested(w, ']'); }
+void json_object(struct json_writer *w, const char *key)
+{
+	open_nested(w, key, '{');
+}
+void json_object_end(struct json_writer *w)
+{
+	close_nested(w, '}');
+}
+void json_array(struct json_writer *w, const char *key)
+{
+	open_nested(w, key, '[');
+}
+void json_array_end(struct json_writer *w)
+{
+	close_nested(w, ']');
+}
 
 void json_string(struct json_writer *w, const char *key, const char *value)
 {

@@ -35,7 +35,7 @@ void json_array_end(struct json_writer *w);
 
 void json_string(struct json_writer *w, const char *key, const char *value); /* NULL: null */
 void json_uint(struct json_writer *w, const char *key, uint64_t value);
-void json_double(struct json_writer *w, const char *key, double value);      /* non-finite: null */
+void json_double(struct json_writer *w, const char *key, double value); /* non-finite: null */
 void json_bool(struct json_writer *w, const char *key, bool value);
 void json_null(struct json_writer *w, const char *key);
 

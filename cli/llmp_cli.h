@@ -28,12 +28,12 @@ const char *cli_printable(const char *s);
 const char *cli_culprit(char **argv);
 
 /* A decimal count min <= value <= max; else a message "PROG: OPT ..." and -1. */
-int cli_parse_count(const char *prog, const char *opt, const char *text,
-			 uint64_t min, uint64_t max, uint64_t *out);
+int cli_parse_count(const char *prog, const char *opt, const char *text, uint64_t min, uint64_t max,
+		    uint64_t *out);
 
 /* A byte size: decimal with an optional K, M or G suffix (powers of 1024). */
-int cli_parse_size(const char *prog, const char *opt, const char *text,
-			uint64_t min, uint64_t max, uint64_t *out);
+int cli_parse_size(const char *prog, const char *opt, const char *text, uint64_t min, uint64_t max,
+		   uint64_t *out);
 
 /* "1.5 MiB": bytes for people (powers of 1024); exact counts are in the JSON. */
 const char *cli_human_bytes(uint64_t bytes, char *buf, size_t len);
@@ -42,8 +42,7 @@ const char *cli_human_bytes(uint64_t bytes, char *buf, size_t len);
 int cli_plan(int argc, char **argv);
 
 /* Human-readable plan: a summary and every group, or one rank's view. */
-int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank,
-			 FILE *out);
+int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank, FILE *out);
 
 /* `llmp bench ...` (in llmp-bench, with the runtime); argv[0] is "bench". */
 int cli_bench(int argc, char **argv);

@@ -46,8 +46,8 @@ static int write_table(const llmp_plan *plan, uint32_t *m, FILE *out)
 	for (int g = 0; g < LLMP_NGROUPS; g++) {
 		enum llmp_group kind = (enum llmp_group)g;
 		uint32_t count = llmp_plan_group_count(plan, kind), n;
-		int col = fprintf(out, "%s (%u groups of %u):", llmp_group_name(kind),
-				  count, llmp_plan_group_size(plan, kind));
+		int col = fprintf(out, "%s (%u groups of %u):", llmp_group_name(kind), count,
+				  llmp_plan_group_size(plan, kind));
 		for (uint32_t i = 0; i < count; i++) {
 			if (llmp_plan_group(plan, kind, i, m, llmp_plan_world(plan), &n))
 				return -1;
@@ -88,8 +88,7 @@ static int write_rank(const llmp_plan *plan, uint32_t rank, uint32_t *m, FILE *o
 	return 0;
 }
 
-int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank,
-			 FILE *out)
+int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank, FILE *out)
 {
 	uint32_t *members = malloc(llmp_plan_world(plan) * sizeof *members);
 	int rc;

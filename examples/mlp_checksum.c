@@ -38,8 +38,7 @@ static void hash_floats(hasher *h, const float *v, size_t n)
 	}
 }
 
-static llmp_status gather(mlp_trainer *tr, const float *mine, size_t count, float *all,
-			  const char *what)
+static llmp_status gather(mlp_trainer *tr, const float *mine, size_t count, float *all, const char *what)
 {
 	llmp_status st = llmp_allgather(tr->tp, mine, all, count, LLMP_FLOAT32);
 	if (st != LLMP_OK)
@@ -49,8 +48,7 @@ static llmp_status gather(mlp_trainer *tr, const float *mine, size_t count, floa
 }
 
 /* all[tp][O][hl] (the gathered column bands) -> rows[O][H]. */
-static void interleave_columns(const float *all, const mlp_dims *d, const mlp_shard *s,
-			       float *rows)
+static void interleave_columns(const float *all, const mlp_dims *d, const mlp_shard *s, float *rows)
 {
 	for (uint32_t r = 0; r < s->tp_size; r++)
 		for (uint32_t o = 0; o < d->out; o++)
@@ -87,14 +85,14 @@ static llmp_status check_replicas(mlp_trainer *tr, uint32_t fnv)
 
 	if ((st = llmp_allreduce(tr->dp, &lo, &lo, 1, LLMP_INT64, LLMP_MIN)) != LLMP_OK ||
 	    (st = llmp_allreduce(tr->dp, &hi, &hi, 1, LLMP_INT64, LLMP_MAX)) != LLMP_OK) {
-		fprintf(stderr, MLP_PROG ": rank %u: checksum: allreduce over dp: %s\n",
-			llmp_rank(tr->ctx), llmp_errmsg(tr->ctx));
+		fprintf(stderr, MLP_PROG ": rank %u: checksum: allreduce over dp: %s\n", llmp_rank(tr->ctx),
+			llmp_errmsg(tr->ctx));
 		return st;
 	}
 	if (lo != hi) {
 		fprintf(stderr,
 			MLP_PROG ": rank %u: the dp replicas diverged: checksums from 0x%08" PRIx64
-			" to 0x%08" PRIx64 " in this rank's dp group\n",
+				 " to 0x%08" PRIx64 " in this rank's dp group\n",
 			llmp_rank(tr->ctx), (uint64_t)lo, (uint64_t)hi);
 		return LLMP_ERR_MISMATCH;
 	}
@@ -106,7 +104,7 @@ llmp_status mlp_checksum(mlp_trainer *tr, uint32_t *fnv, double *sum)
 	const mlp_dims *d = &tr->opts->dims;
 	size_t largest = (size_t)d->hidden * (d->in > d->out ? d->in : d->out);
 	float *buf = malloc(sizeof(float) * largest), *rows = malloc(sizeof(float) * largest);
-	hasher h = {FNV_OFFSET, 0};
+	hasher h = { FNV_OFFSET, 0 };
 	llmp_status st = LLMP_ERR_NOMEM;
 
 	if (!buf || !rows)

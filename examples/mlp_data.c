@@ -28,8 +28,7 @@ static void teacher_init(double *teacher, const mlp_dims *d, uint64_t seed)
 		teacher[k] = scale * mlp_uniform(mlp_hash(key, k, 0));
 }
 
-bool mlp_batch_alloc(mlp_batch *b, const mlp_dims *d, uint64_t seed, uint32_t first,
-		     uint32_t count)
+bool mlp_batch_alloc(mlp_batch *b, const mlp_dims *d, uint64_t seed, uint32_t first, uint32_t count)
 {
 	b->first = first;
 	b->count = count;
@@ -61,8 +60,8 @@ static double dot(const double *a, const double *x, uint32_t n)
 }
 
 /* The teacher's outputs for one input, plus the noise of global sample `sample`. */
-static void label(const mlp_batch *b, const mlp_dims *d, const double *x, uint64_t sample,
-		  uint64_t rng, double *t)
+static void label(const mlp_batch *b, const mlp_dims *d, const double *x, uint64_t sample, uint64_t rng,
+		  double *t)
 {
 	for (uint32_t o = 0; o < d->out; o++) {
 		const double *a = b->teacher + (size_t)2 * o * d->in, *c = a + d->in;
@@ -72,8 +71,7 @@ static void label(const mlp_batch *b, const mlp_dims *d, const double *x, uint64
 	}
 }
 
-void mlp_batch_generate(mlp_batch *b, const mlp_dims *d, uint64_t seed, uint64_t step,
-			uint64_t rng)
+void mlp_batch_generate(mlp_batch *b, const mlp_dims *d, uint64_t seed, uint64_t step, uint64_t rng)
 {
 	uint64_t key = mlp_stream_key(seed, MLP_STREAM_SAMPLE);
 

@@ -27,13 +27,11 @@ typedef struct mlp_batch {
 } mlp_batch;
 
 /* Allocate the batch of samples [first, first + count); false: out of memory. */
-bool mlp_batch_alloc(mlp_batch *b, const mlp_dims *d, uint64_t seed, uint32_t first,
-		     uint32_t count);
+bool mlp_batch_alloc(mlp_batch *b, const mlp_dims *d, uint64_t seed, uint32_t first, uint32_t count);
 void mlp_batch_free(mlp_batch *b);
 
 /* Fill the batch with the samples of `step`, with noise from the RNG word `rng`. */
-void mlp_batch_generate(mlp_batch *b, const mlp_dims *d, uint64_t seed, uint64_t step,
-			uint64_t rng);
+void mlp_batch_generate(mlp_batch *b, const mlp_dims *d, uint64_t seed, uint64_t step, uint64_t rng);
 
 /* The running RNG word before step 0, and its value for the next step. */
 uint64_t mlp_rng_first(uint64_t seed);

@@ -21,8 +21,8 @@
 
 static void hang(uint32_t rank, uint64_t step)
 {
-	fprintf(stderr, MLP_PROG ": rank %u: --hang-rank: hanging at step %" PRIu64 " (pid %ld)\n",
-		rank, step, (long)getpid());
+	fprintf(stderr, MLP_PROG ": rank %u: --hang-rank: hanging at step %" PRIu64 " (pid %ld)\n", rank,
+		step, (long)getpid());
 	fflush(NULL);
 	for (;;)
 		pause();
@@ -30,10 +30,9 @@ static void hang(uint32_t rank, uint64_t step)
 
 static void crash(uint32_t rank, uint64_t step)
 {
-	struct rlimit no_core = {0, 0};
+	struct rlimit no_core = { 0, 0 };
 
-	fprintf(stderr, MLP_PROG ": rank %u: --crash-rank: aborting at step %" PRIu64 "\n", rank,
-		step);
+	fprintf(stderr, MLP_PROG ": rank %u: --crash-rank: aborting at step %" PRIu64 "\n", rank, step);
 	fflush(NULL);
 	setrlimit(RLIMIT_CORE, &no_core);
 	abort();

@@ -29,7 +29,7 @@
 #define GRAD_FLOOR 1e-7
 
 enum tensor { T_W1, T_B1, T_W2, T_B2, NTENSORS };
-static const char *const tensor_names[NTENSORS] = {"W1", "b1", "W2", "b2"};
+static const char *const tensor_names[NTENSORS] = { "W1", "b1", "W2", "b2" };
 
 /* The worst parameter this rank checked. */
 typedef struct worst {
@@ -99,7 +99,7 @@ static void compare(worst *w, enum tensor t, uint64_t index, double analytic, do
 	double error = fabs(analytic - numeric) / scale;
 
 	if (error >= w->error)
-		*w = (worst){error, analytic, numeric, t, index};
+		*w = (worst){ error, analytic, numeric, t, index };
 }
 
 static llmp_status check_tensor(mlp_trainer *tr, enum tensor t, uint64_t rng, worst *w)
@@ -122,15 +122,14 @@ static void report_worst(const mlp_trainer *tr, const worst *w, double max_error
 		return;
 	fprintf(stderr,
 		MLP_PROG ": rank %u: grad-check: worst %s[%" PRIu64 "]: analytic %.9g, numeric %.9g, "
-		"relative error %.3e\n",
-		llmp_rank(tr->ctx), tensor_names[w->tensor], w->index, w->analytic, w->numeric,
-		w->error);
+			 "relative error %.3e\n",
+		llmp_rank(tr->ctx), tensor_names[w->tensor], w->index, w->analytic, w->numeric, w->error);
 }
 
 llmp_status mlp_grad_check(mlp_trainer *tr, double *max_error, uint64_t *params)
 {
 	uint64_t rng = mlp_rng_first(tr->opts->seed);
-	worst w = {0, 0, 0, T_W1, 0};
+	worst w = { 0, 0, 0, T_W1, 0 };
 	double loss;
 	llmp_status st;
 

@@ -48,8 +48,8 @@ void mlp_params_init(mlp_params *p, const mlp_dims *d, const mlp_shard *s, uint6
 	for (uint32_t k = 0; k < s->hl; k++) {
 		uint64_t row = (uint64_t)s->h0 + k;
 		for (uint32_t j = 0; j < d->in; j++)
-			p->w1[(size_t)k * d->in + j] =
-				init_value(seed, MLP_STREAM_W1, row * d->in + j, w1_bound);
+			p->w1[(size_t)k * d->in + j] = init_value(seed, MLP_STREAM_W1, row * d->in + j,
+								  w1_bound);
 		p->b1[k] = init_value(seed, MLP_STREAM_B1, row, b_bound);
 	}
 	for (uint32_t o = 0; o < d->out; o++) {
@@ -89,8 +89,8 @@ static double relu(double v)
 	return v > 0 ? v : 0;
 }
 
-void mlp_forward_partial(const mlp_params *p, const mlp_dims *d, const mlp_shard *s,
-			 const mlp_batch *b, mlp_acts *a)
+void mlp_forward_partial(const mlp_params *p, const mlp_dims *d, const mlp_shard *s, const mlp_batch *b,
+			 mlp_acts *a)
 {
 	for (uint32_t i = 0; i < s->sl; i++) {
 		const double *x = b->x + (size_t)i * d->in;
@@ -112,8 +112,8 @@ void mlp_forward_partial(const mlp_params *p, const mlp_dims *d, const mlp_shard
 	}
 }
 
-double mlp_forward_finish(const mlp_params *p, const mlp_dims *d, const mlp_shard *s,
-			  const mlp_batch *b, mlp_acts *a)
+double mlp_forward_finish(const mlp_params *p, const mlp_dims *d, const mlp_shard *s, const mlp_batch *b,
+			  mlp_acts *a)
 {
 	/* loss = sum of squared errors / (B * O) over the global batch */
 	double scale = 2.0 / ((double)d->batch * d->out), sse = 0;
@@ -128,8 +128,7 @@ double mlp_forward_finish(const mlp_params *p, const mlp_dims *d, const mlp_shar
 }
 
 /* dh = (W2_shard^T dy) masked by the ReLU's derivative. */
-static void backward_hidden(const mlp_params *p, const mlp_dims *d, const mlp_shard *s,
-			    mlp_acts *a)
+static void backward_hidden(const mlp_params *p, const mlp_dims *d, const mlp_shard *s, mlp_acts *a)
 {
 	for (uint32_t i = 0; i < s->sl; i++) {
 		const double *dy = a->dy + (size_t)i * d->out, *pre = a->pre + (size_t)i * s->hl;
@@ -145,8 +144,8 @@ static void backward_hidden(const mlp_params *p, const mlp_dims *d, const mlp_sh
 }
 
 /* grad[r][c] = sum over samples of left[i][r] * right[i][c] (right NULL: 1). */
-static void outer_sum(const double *left, uint32_t rows, const double *right, uint32_t cols,
-		      uint32_t samples, bool relu_right, float *grad)
+static void outer_sum(const double *left, uint32_t rows, const double *right, uint32_t cols, uint32_t samples,
+		      bool relu_right, float *grad)
 {
 	for (uint32_t r = 0; r < rows; r++)
 		for (uint32_t c = 0; c < cols; c++) {
@@ -159,8 +158,8 @@ static void outer_sum(const double *left, uint32_t rows, const double *right, ui
 		}
 }
 
-void mlp_backward(const mlp_params *p, const mlp_dims *d, const mlp_shard *s,
-		  const mlp_batch *b, mlp_acts *a, mlp_params *grad)
+void mlp_backward(const mlp_params *p, const mlp_dims *d, const mlp_shard *s, const mlp_batch *b, mlp_acts *a,
+		  mlp_params *grad)
 {
 	backward_hidden(p, d, s, a);
 	/* dW2[o][k] = sum_i dy[i][o] relu(pre[i][k]);  db2[o] = sum_i dy[i][o] */

@@ -62,15 +62,15 @@ bool mlp_acts_alloc(mlp_acts *a, const mlp_dims *d, const mlp_shard *s);
 void mlp_acts_free(mlp_acts *a);
 
 /* a->pre and a->y: the tp-partial output, without b2. */
-void mlp_forward_partial(const mlp_params *p, const mlp_dims *d, const mlp_shard *s,
-			 const mlp_batch *b, mlp_acts *a);
+void mlp_forward_partial(const mlp_params *p, const mlp_dims *d, const mlp_shard *s, const mlp_batch *b,
+			 mlp_acts *a);
 /* After the tp sum of a->y: add b2; set a->dy and return this rank's sum of
  * squared errors (the loss is their global sum / (B * O)). */
-double mlp_forward_finish(const mlp_params *p, const mlp_dims *d, const mlp_shard *s,
-			  const mlp_batch *b, mlp_acts *a);
+double mlp_forward_finish(const mlp_params *p, const mlp_dims *d, const mlp_shard *s, const mlp_batch *b,
+			  mlp_acts *a);
 /* This rank's share of the gradients (their dp sum is the gradient of the loss). */
-void mlp_backward(const mlp_params *p, const mlp_dims *d, const mlp_shard *s,
-		  const mlp_batch *b, mlp_acts *a, mlp_params *grad);
+void mlp_backward(const mlp_params *p, const mlp_dims *d, const mlp_shard *s, const mlp_batch *b, mlp_acts *a,
+		  mlp_params *grad);
 /* p -= lr * grad */
 void mlp_sgd(mlp_params *p, const mlp_params *grad, double lr);
 

@@ -37,55 +37,51 @@ enum {
 };
 
 static const struct option long_options[] = {
-	{"steps", required_argument, NULL, OPT_STEPS},
-	{"hidden", required_argument, NULL, OPT_HIDDEN},
-	{"in", required_argument, NULL, OPT_IN},
-	{"out", required_argument, NULL, OPT_OUT},
-	{"batch", required_argument, NULL, OPT_BATCH},
-	{"lr", required_argument, NULL, OPT_LR},
-	{"seed", required_argument, NULL, OPT_SEED},
-	{"sleep-ms", required_argument, NULL, OPT_SLEEP_MS},
-	{"hang-rank", required_argument, NULL, OPT_HANG_RANK},
-	{"hang-step", required_argument, NULL, OPT_HANG_STEP},
-	{"crash-rank", required_argument, NULL, OPT_CRASH_RANK},
-	{"crash-step", required_argument, NULL, OPT_CRASH_STEP},
-	{"fault-always", no_argument, NULL, OPT_FAULT_ALWAYS},
-	{"fail-always", no_argument, NULL, OPT_FAULT_ALWAYS}, /* the crash-loop test's name */
-	{"grad-check", no_argument, NULL, OPT_GRAD_CHECK},    /* hidden: not in --help */
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+	{ "steps", required_argument, NULL, OPT_STEPS },
+	{ "hidden", required_argument, NULL, OPT_HIDDEN },
+	{ "in", required_argument, NULL, OPT_IN },
+	{ "out", required_argument, NULL, OPT_OUT },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "lr", required_argument, NULL, OPT_LR },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "sleep-ms", required_argument, NULL, OPT_SLEEP_MS },
+	{ "hang-rank", required_argument, NULL, OPT_HANG_RANK },
+	{ "hang-step", required_argument, NULL, OPT_HANG_STEP },
+	{ "crash-rank", required_argument, NULL, OPT_CRASH_RANK },
+	{ "crash-step", required_argument, NULL, OPT_CRASH_STEP },
+	{ "fault-always", no_argument, NULL, OPT_FAULT_ALWAYS },
+	{ "fail-always", no_argument, NULL, OPT_FAULT_ALWAYS }, /* the crash-loop test's name */
+	{ "grad-check", no_argument, NULL, OPT_GRAD_CHECK },    /* hidden: not in --help */
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
 };
 
 static void usage(FILE *to)
 {
-	fprintf(to,
-		"usage: " MLP_PROG " [--steps N] [--hidden H] [--in D] [--out O] [--batch B]\n"
-		"                 [--lr F] [--seed S] [--sleep-ms MS]\n"
-		"                 [--hang-rank R --hang-step N] [--crash-rank R --crash-step N]\n"
-		"                 [--fault-always]\n"
-		"\n"
-		"Train a tensor- and data-parallel MLP y = W2 relu(W1 x + b1) + b2 with SGD on\n"
-		"generated data, checkpointing and resuming through libllmp's job API. The layout\n"
-		"comes from LLMP_PARALLEL (tp and dp only), the checkpoints from LLMP_CHECKPOINT\n"
-		"(both set by the plugin's --llm-parallel and --llm-checkpoint).\n"
-		"\n"
-		"  --steps N        steps of the whole training, over all runs (default 100)\n"
-		"  --hidden H       hidden units, split over tp (default 64)\n"
-		"  --in D           inputs per sample (default 16)\n"
-		"  --out O          outputs per sample (default 4)\n"
-		"  --batch B        samples per step, split over dp (default 64)\n"
-		"  --lr F           learning rate (default 0.1)\n"
-		"  --seed S         seed of the weights, the data and the noise (default 1)\n"
-		"  --sleep-ms MS    sleep after each step, so a test can interrupt mid-way\n"
-		"  --hang-rank R, --hang-step N\n"
-		"                   world rank R stops answering at the start of step N\n"
-		"  --crash-rank R, --crash-step N\n"
-		"                   world rank R calls abort() at the start of step N\n"
-		"  --fault-always   faults fire on every run, not only on the first\n"
-		"                   (restart count 0); also spelled --fail-always\n"
-		"\n"
-		"Rank 0 prints 'step N loss X' after every step and, at the end,\n"
-		"'final checksum 0xXXXXXXXX', 'final params sum X' and 'final rng 0xX'.\n");
+	fprintf(to, "usage: " MLP_PROG " [--steps N] [--hidden H] [--in D] [--out O] [--batch B]\n"
+		    "                 [--lr F] [--seed S] [--sleep-ms MS]\n"
+		    "                 [--hang-rank R --hang-step N] [--crash-rank R --crash-step N]\n"
+		    "                 [--fault-always]\n\n"
+		    "Train a tensor- and data-parallel MLP y = W2 relu(W1 x + b1) + b2 with SGD on\n"
+		    "generated data, checkpointing and resuming through libllmp's job API. The layout\n"
+		    "comes from LLMP_PARALLEL (tp and dp only), the checkpoints from LLMP_CHECKPOINT\n"
+		    "(both set by the plugin's --llm-parallel and --llm-checkpoint).\n\n"
+		    "  --steps N        steps of the whole training, over all runs (default 100)\n"
+		    "  --hidden H       hidden units, split over tp (default 64)\n"
+		    "  --in D           inputs per sample (default 16)\n"
+		    "  --out O          outputs per sample (default 4)\n"
+		    "  --batch B        samples per step, split over dp (default 64)\n"
+		    "  --lr F           learning rate (default 0.1)\n"
+		    "  --seed S         seed of the weights, the data and the noise (default 1)\n"
+		    "  --sleep-ms MS    sleep after each step, so a test can interrupt mid-way\n"
+		    "  --hang-rank R, --hang-step N\n"
+		    "                   world rank R stops answering at the start of step N\n"
+		    "  --crash-rank R, --crash-step N\n"
+		    "                   world rank R calls abort() at the start of step N\n"
+		    "  --fault-always   faults fire on every run, not only on the first\n"
+		    "                   (restart count 0); also spelled --fail-always\n\n"
+		    "Rank 0 prints 'step N loss X' after every step and, at the end,\n"
+		    "'final checksum 0xXXXXXXXX', 'final params sum X' and 'final rng 0xX'.\n");
 }
 
 static bool parse_u64(const char *name, const char *text, uint64_t max, uint64_t *out)
@@ -96,16 +92,15 @@ static bool parse_u64(const char *name, const char *text, uint64_t max, uint64_t
 	unsigned long long v = strtoull(text, &end, 10);
 	/* strtoull accepts "-1" as a huge value: refuse any sign outright */
 	if (!*text || *end || errno || strchr(text, '-') || v > max) {
-		fprintf(stderr, MLP_PROG ": --%s '%s': expected an integer from 0 to %" PRIu64 "\n",
-			name, text, max);
+		fprintf(stderr, MLP_PROG ": --%s '%s': expected an integer from 0 to %" PRIu64 "\n", name,
+			text, max);
 		return false;
 	}
 	*out = v;
 	return true;
 }
 
-static bool parse_u32(const char *name, const char *text, uint32_t min, uint32_t max,
-		      uint32_t *out)
+static bool parse_u32(const char *name, const char *text, uint32_t min, uint32_t max, uint32_t *out)
 {
 	uint64_t v;
 
@@ -136,7 +131,7 @@ static bool parse_lr(const char *text, double *out)
 static void set_defaults(mlp_options *o)
 {
 	memset(o, 0, sizeof *o);
-	o->dims = (mlp_dims){.in = 16, .hidden = 64, .out = 4, .batch = 64};
+	o->dims = (mlp_dims){ .in = 16, .hidden = 64, .out = 4, .batch = 64 };
 	o->steps = 100;
 	o->seed = 1;
 	o->lr = 0.1;
@@ -184,7 +179,8 @@ static bool check_fault(const char *what, uint32_t rank, uint64_t step, uint64_t
 	if (has_step && step >= steps) {
 		fprintf(stderr,
 			MLP_PROG ": --%s-step %" PRIu64 " is not below --steps %" PRIu64
-			": the fault would never fire\n", what, step, steps);
+				 ": the fault would never fire\n",
+			what, step, steps);
 		return false;
 	}
 	return true;
@@ -199,7 +195,7 @@ static bool check_options(const mlp_options *o)
 		return false;
 	if (f->always && f->hang_rank == MLP_NO_RANK && f->crash_rank == MLP_NO_RANK) {
 		fprintf(stderr, MLP_PROG ": --fault-always needs --hang-rank/--hang-step or "
-				"--crash-rank/--crash-step\n");
+					 "--crash-rank/--crash-step\n");
 		return false;
 	}
 	return true;

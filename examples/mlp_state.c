@@ -30,16 +30,15 @@ void mlp_meta_init(mlp_meta *meta, const mlp_options *opts)
 	meta->rng = mlp_rng_first(opts->seed);
 }
 
-static llmp_status register_2d(llmp_ckpt *ckpt, const char *name, uint64_t rows,
-			       uint64_t cols, uint64_t row0, uint64_t col0, uint64_t nrows,
-			       uint64_t ncols, float *data)
+static llmp_status register_2d(llmp_ckpt *ckpt, const char *name, uint64_t rows, uint64_t cols, uint64_t row0,
+			       uint64_t col0, uint64_t nrows, uint64_t ncols, float *data)
 {
-	uint64_t global[2] = {rows, cols}, offset[2] = {row0, col0}, shape[2] = {nrows, ncols};
+	uint64_t global[2] = { rows, cols }, offset[2] = { row0, col0 }, shape[2] = { nrows, ncols };
 	return llmp_ckpt_register(ckpt, name, LLMP_FLOAT32, 2, global, offset, shape, data);
 }
 
-static llmp_status register_1d(llmp_ckpt *ckpt, const char *name, uint64_t len,
-			       uint64_t off, uint64_t n, float *data)
+static llmp_status register_1d(llmp_ckpt *ckpt, const char *name, uint64_t len, uint64_t off, uint64_t n,
+			       float *data)
 {
 	return llmp_ckpt_register(ckpt, name, LLMP_FLOAT32, 1, &len, &off, &n, data);
 }
@@ -67,11 +66,9 @@ static bool meta_matches(const mlp_meta *m, const mlp_options *o, char *why, siz
 		const char *option;
 		uint64_t saved, now;
 	} fields[] = {
-		{"--in", m->in, o->dims.in},
-		{"--hidden", m->hidden, o->dims.hidden},
-		{"--out", m->out, o->dims.out},
-		{"--batch", m->batch, o->dims.batch},
-		{"--seed", m->seed, o->seed},
+		{ "--in", m->in, o->dims.in },    { "--hidden", m->hidden, o->dims.hidden },
+		{ "--out", m->out, o->dims.out }, { "--batch", m->batch, o->dims.batch },
+		{ "--seed", m->seed, o->seed },
 	};
 
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
@@ -85,8 +82,7 @@ static bool meta_matches(const mlp_meta *m, const mlp_options *o, char *why, siz
 	return true;
 }
 
-static bool meta_valid(const mlp_meta *m, size_t len, uint64_t next_step, char *why,
-		       size_t whylen)
+static bool meta_valid(const mlp_meta *m, size_t len, uint64_t next_step, char *why, size_t whylen)
 {
 	if (len != sizeof *m || m->version != MLP_META_VERSION) {
 		snprintf(why, whylen,
@@ -96,16 +92,15 @@ static bool meta_valid(const mlp_meta *m, size_t len, uint64_t next_step, char *
 		return false;
 	}
 	if (m->next_step != next_step) {
-		snprintf(why, whylen,
-			 "the checkpoint of step %" PRIu64 " says the next step is %" PRIu64,
+		snprintf(why, whylen, "the checkpoint of step %" PRIu64 " says the next step is %" PRIu64,
 			 next_step - 1, m->next_step);
 		return false;
 	}
 	return true;
 }
 
-llmp_status mlp_state_resume(llmp_job *job, const mlp_options *opts, mlp_meta *meta,
-			     uint64_t *next_step, char *why, size_t whylen)
+llmp_status mlp_state_resume(llmp_job *job, const mlp_options *opts, mlp_meta *meta, uint64_t *next_step,
+			     char *why, size_t whylen)
 {
 	mlp_meta saved = *meta;
 	size_t len = 0;
@@ -118,8 +113,7 @@ llmp_status mlp_state_resume(llmp_job *job, const mlp_options *opts, mlp_meta *m
 	}
 	if (*next_step == 0)
 		return LLMP_OK; /* no checkpoint yet: a fresh start */
-	if (!meta_valid(&saved, len, *next_step, why, whylen) ||
-	    !meta_matches(&saved, opts, why, whylen))
+	if (!meta_valid(&saved, len, *next_step, why, whylen) || !meta_matches(&saved, opts, why, whylen))
 		return LLMP_ERR_MISMATCH;
 	*meta = saved;
 	return LLMP_OK;

@@ -19,7 +19,7 @@
 typedef struct mlp_meta {
 	uint32_t version; /* MLP_META_VERSION */
 	uint32_t in, hidden, out, batch;
-	uint32_t reserved;  /* zero */
+	uint32_t reserved; /* zero */
 	uint64_t seed;
 	uint64_t next_step; /* the data position: the step to compute next */
 	uint64_t rng;       /* the running RNG word for that step's noise */
@@ -37,7 +37,7 @@ llmp_status mlp_state_register(llmp_ckpt *ckpt, mlp_trainer *tr);
  * another model or data set (--hidden, --seed, ... differ) is refused with
  * LLMP_ERR_MISMATCH and why, naming the option, in why.
  */
-llmp_status mlp_state_resume(llmp_job *job, const mlp_options *opts, mlp_meta *meta,
-			     uint64_t *next_step, char *why, size_t whylen);
+llmp_status mlp_state_resume(llmp_job *job, const mlp_options *opts, mlp_meta *meta, uint64_t *next_step,
+			     char *why, size_t whylen);
 
 #endif /* MLP_STATE_H */

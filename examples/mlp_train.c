@@ -36,15 +36,15 @@ typedef struct run {
 	llmp_job *job;
 	mlp_trainer trainer;
 	mlp_meta meta;
-	uint64_t step;   /* the next step to compute */
+	uint64_t step; /* the next step to compute */
 	uint64_t restart;
-	bool stopped;    /* a stop was agreed and checkpointed */
+	bool stopped; /* a stop was agreed and checkpointed */
 	bool rank0;
 } run;
 
 static void sleep_ms(uint32_t ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 	/* a stop signal cuts the sleep short: it is noticed at the step's end anyway */
 	nanosleep(&ts, NULL);
 }
@@ -58,10 +58,9 @@ static void say_start(const run *r)
 	if (!r->rank0 || llmp_job_get_info(r->job, &info) != LLMP_OK)
 		return;
 	printf(MLP_PROG ": tp=%u dp=%u world=%u; hidden=%u in=%u out=%u batch=%u lr=%.9g "
-	       "seed=%" PRIu64 "; restart %" PRIu64 " (%s); from step %" PRIu64 " of %" PRIu64 "\n",
+			"seed=%" PRIu64 "; restart %" PRIu64 " (%s); from step %" PRIu64 " of %" PRIu64 "\n",
 	       s->tp_size, s->dp_size, llmp_world_size(r->ctx), d->hidden, d->in, d->out, d->batch,
-	       r->opts->lr, r->opts->seed, info.restart, info.restart_reason, r->step,
-	       r->opts->steps);
+	       r->opts->lr, r->opts->seed, info.restart, info.restart_reason, r->step, r->opts->steps);
 }
 
 /* Register the state with the job and load the newest checkpoint, if any. */
@@ -196,8 +195,8 @@ static int grad_check(run *r)
 	if ((st = mlp_grad_check(&r->trainer, &error, &params)) != LLMP_OK)
 		return 1;
 	if (r->rank0)
-		printf("grad-check max relative error %.3e over %" PRIu64 " parameters "
-		       "(tolerance %.0e)\n", error, params, MLP_GRADCHECK_TOLERANCE);
+		printf("grad-check max relative error %.3e over %" PRIu64 " parameters (tolerance %.0e)\n",
+		       error, params, MLP_GRADCHECK_TOLERANCE);
 	return error <= MLP_GRADCHECK_TOLERANCE ? 0 : 1;
 }
 

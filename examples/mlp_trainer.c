@@ -22,8 +22,8 @@
 /* Print which collective failed on which rank at which step, and pass st on. */
 static llmp_status failed(const mlp_trainer *tr, llmp_status st, const char *what)
 {
-	fprintf(stderr, MLP_PROG ": rank %u: step %" PRIu64 ": %s: %s: %s\n", llmp_rank(tr->ctx),
-		tr->step, what, llmp_strerror(st), llmp_errmsg(tr->ctx));
+	fprintf(stderr, MLP_PROG ": rank %u: step %" PRIu64 ": %s: %s: %s\n", llmp_rank(tr->ctx), tr->step,
+		what, llmp_strerror(st), llmp_errmsg(tr->ctx));
 	return st;
 }
 
@@ -33,7 +33,7 @@ static bool layout_supported(const llmp_plan *plan, char *why, size_t whylen)
 	static const struct {
 		enum llmp_axis axis;
 		const char *name;
-	} unsupported[] = {{LLMP_AXIS_PP, "pp"}, {LLMP_AXIS_CP, "cp"}, {LLMP_AXIS_EP, "ep"}};
+	} unsupported[] = { { LLMP_AXIS_PP, "pp" }, { LLMP_AXIS_CP, "cp" }, { LLMP_AXIS_EP, "ep" } };
 
 	for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
 		uint32_t n = llmp_plan_size(plan, unsupported[i].axis);
@@ -81,8 +81,8 @@ static llmp_status get_comms(mlp_trainer *tr, char *why, size_t whylen)
 	return st;
 }
 
-llmp_status mlp_trainer_setup(mlp_trainer *tr, llmp_ctx *ctx, const mlp_options *opts,
-			      char *why, size_t whylen)
+llmp_status mlp_trainer_setup(mlp_trainer *tr, llmp_ctx *ctx, const mlp_options *opts, char *why,
+			      size_t whylen)
 {
 	const mlp_dims *d = &opts->dims;
 	llmp_status st;
@@ -92,11 +92,10 @@ llmp_status mlp_trainer_setup(mlp_trainer *tr, llmp_ctx *ctx, const mlp_options 
 	tr->opts = opts;
 	if (!layout_supported(llmp_layout(ctx), why, whylen))
 		return LLMP_ERR_LAYOUT;
-	if ((st = get_comms(tr, why, whylen)) != LLMP_OK ||
-	    (st = find_shard(tr, why, whylen)) != LLMP_OK)
+	if ((st = get_comms(tr, why, whylen)) != LLMP_OK || (st = find_shard(tr, why, whylen)) != LLMP_OK)
 		return st;
-	if (!mlp_params_alloc(&tr->params, d, &tr->shard) ||
-	    !mlp_params_alloc(&tr->grad, d, &tr->shard) || !mlp_acts_alloc(&tr->acts, d, &tr->shard) ||
+	if (!mlp_params_alloc(&tr->params, d, &tr->shard) || !mlp_params_alloc(&tr->grad, d, &tr->shard) ||
+	    !mlp_acts_alloc(&tr->acts, d, &tr->shard) ||
 	    !mlp_batch_alloc(&tr->batch, d, opts->seed, tr->shard.s0, tr->shard.sl)) {
 		snprintf(why, whylen, "out of memory for a shard of %u hidden units and %u samples",
 			 tr->shard.hl, tr->shard.sl);

@@ -27,8 +27,8 @@ typedef struct mlp_trainer {
  * be tp x dp only, tp must divide --hidden and dp --batch: otherwise
  * LLMP_ERR_LAYOUT, with why (naming the option) written to why.
  */
-llmp_status mlp_trainer_setup(mlp_trainer *tr, llmp_ctx *ctx, const mlp_options *opts,
-			      char *why, size_t whylen);
+llmp_status mlp_trainer_setup(mlp_trainer *tr, llmp_ctx *ctx, const mlp_options *opts, char *why,
+			      size_t whylen);
 void mlp_trainer_free(mlp_trainer *tr);
 
 /* Collective: the global mean loss of the current parameters on step's

@@ -9,21 +9,14 @@ static const struct {
 	const char *name;
 	size_t size;
 } dtypes[LLMP_NDTYPES] = {
-	[LLMP_FLOAT32] = { "float32", 4 },
-	[LLMP_FLOAT64] = { "float64", 8 },
-	[LLMP_BFLOAT16] = { "bfloat16", 2 },
-	[LLMP_FLOAT16] = { "float16", 2 },
-	[LLMP_INT32] = { "int32", 4 },
-	[LLMP_INT64] = { "int64", 8 },
+	[LLMP_FLOAT32] = { "float32", 4 },   [LLMP_FLOAT64] = { "float64", 8 },
+	[LLMP_BFLOAT16] = { "bfloat16", 2 }, [LLMP_FLOAT16] = { "float16", 2 },
+	[LLMP_INT32] = { "int32", 4 },       [LLMP_INT64] = { "int64", 8 },
 	[LLMP_UINT8] = { "uint8", 1 },
 };
 
 static const char *const ops[LLMP_NOPS] = {
-	[LLMP_SUM] = "sum",
-	[LLMP_PROD] = "prod",
-	[LLMP_MIN] = "min",
-	[LLMP_MAX] = "max",
-	[LLMP_AVG] = "avg",
+	[LLMP_SUM] = "sum", [LLMP_PROD] = "prod", [LLMP_MIN] = "min", [LLMP_MAX] = "max", [LLMP_AVG] = "avg",
 };
 
 /* The casts to unsigned also turn a negative value (an enum is an int) away. */

@@ -42,51 +42,49 @@
  * sign of a zero, so OR-ing their bits picks the negative one, AND-ing the
  * positive one. All selects, no branches: the loops vectorise.
  */
-#define DEFINE_FLOAT_MIN_MAX(T, U, suffix)                                  \
-	static inline T zero_sign_or_##suffix(T x, T y, bool negative)      \
-	{                                                                   \
-		U ux, uy;                                                   \
-		memcpy(&ux, &x, sizeof ux);                                \
-		memcpy(&uy, &y, sizeof uy);                                \
-		ux = negative ? ux | uy : ux & uy;                          \
-		memcpy(&x, &ux, sizeof x);                                 \
-		return x;                                                   \
-	}                                                                   \
-	static inline T min_##suffix(T x, T y)                              \
-	{                                                                   \
-		T r = x < y ? x : y;                                        \
-		r = x == y ? zero_sign_or_##suffix(x, y, true) : r;         \
-		return x != x ? x : r;                                      \
-	}                                                                   \
-	static inline T max_##suffix(T x, T y)                              \
-	{                                                                   \
-		T r = x > y ? x : y;                                        \
-		r = x == y ? zero_sign_or_##suffix(x, y, false) : r;        \
-		return x != x ? x : r;                                      \
+#define DEFINE_FLOAT_MIN_MAX(T, U, suffix)                             \
+	static inline T zero_sign_or_##suffix(T x, T y, bool negative) \
+	{                                                              \
+		U ux, uy;                                              \
+		memcpy(&ux, &x, sizeof ux);                            \
+		memcpy(&uy, &y, sizeof uy);                            \
+		ux = negative ? ux | uy : ux & uy;                     \
+		memcpy(&x, &ux, sizeof x);                             \
+		return x;                                              \
+	}                                                              \
+	static inline T min_##suffix(T x, T y)                         \
+	{                                                              \
+		T r = x < y ? x : y;                                   \
+		r = x == y ? zero_sign_or_##suffix(x, y, true) : r;    \
+		return x != x ? x : r;                                 \
+	}                                                              \
+	static inline T max_##suffix(T x, T y)                         \
+	{                                                              \
+		T r = x > y ? x : y;                                   \
+		r = x == y ? zero_sign_or_##suffix(x, y, false) : r;   \
+		return x != x ? x : r;                                 \
 	}
 
 DEFINE_FLOAT_MIN_MAX(float, uint32_t, f32)
 DEFINE_FLOAT_MIN_MAX(double, uint64_t, f64)
 
 /* 16-bit floats: widen both to float32, combine there, round once back. */
-#define DEFINE_HALF_OPS(fmt)                                                              \
-	static inline uint16_t sum_##fmt(uint16_t x, uint16_t y)                          \
-	{                                                                                 \
-		return kern_f32_to_##fmt(kern_##fmt##_to_f32(x) + kern_##fmt##_to_f32(y)); \
-	}                                                                                 \
-	static inline uint16_t prod_##fmt(uint16_t x, uint16_t y)                         \
-	{                                                                                 \
-		return kern_f32_to_##fmt(kern_##fmt##_to_f32(x) * kern_##fmt##_to_f32(y)); \
-	}                                                                                 \
-	static inline uint16_t min_##fmt(uint16_t x, uint16_t y)                          \
-	{                                                                                 \
-		return kern_f32_to_##fmt(min_f32(kern_##fmt##_to_f32(x),                   \
-						 kern_##fmt##_to_f32(y)));                 \
-	}                                                                                 \
-	static inline uint16_t max_##fmt(uint16_t x, uint16_t y)                          \
-	{                                                                                 \
-		return kern_f32_to_##fmt(max_f32(kern_##fmt##_to_f32(x),                   \
-						 kern_##fmt##_to_f32(y)));                 \
+#define DEFINE_HALF_OPS(fmt)                                                                       \
+	static inline uint16_t sum_##fmt(uint16_t x, uint16_t y)                                   \
+	{                                                                                          \
+		return kern_f32_to_##fmt(kern_##fmt##_to_f32(x) + kern_##fmt##_to_f32(y));         \
+	}                                                                                          \
+	static inline uint16_t prod_##fmt(uint16_t x, uint16_t y)                                  \
+	{                                                                                          \
+		return kern_f32_to_##fmt(kern_##fmt##_to_f32(x) * kern_##fmt##_to_f32(y));         \
+	}                                                                                          \
+	static inline uint16_t min_##fmt(uint16_t x, uint16_t y)                                   \
+	{                                                                                          \
+		return kern_f32_to_##fmt(min_f32(kern_##fmt##_to_f32(x), kern_##fmt##_to_f32(y))); \
+	}                                                                                          \
+	static inline uint16_t max_##fmt(uint16_t x, uint16_t y)                                   \
+	{                                                                                          \
+		return kern_f32_to_##fmt(max_f32(kern_##fmt##_to_f32(x), kern_##fmt##_to_f32(y))); \
 	}
 
 DEFINE_HALF_OPS(bf16)
@@ -106,38 +104,35 @@ struct reduce_loops {
 	reduce_self_fn *self;   /* dst == a == b */
 };
 
-#define DEFINE_LOOPS(name, T, combine)                                              \
-	static void name##_apart(void *restrict dst, const void *a, const void *b,  \
-				 size_t n)                                          \
-	{                                                                           \
-		T *d = dst;                                                         \
-		const T *x = a, *y = b;                                             \
-		for (size_t i = 0; i < n; i++)                                      \
-			d[i] = combine(x[i], y[i]);                                 \
-	}                                                                           \
-	static void name##_into_a(void *restrict dst, const void *b, size_t n)      \
-	{                                                                           \
-		T *d = dst;                                                         \
-		const T *y = b;                                                     \
-		for (size_t i = 0; i < n; i++)                                      \
-			d[i] = combine(d[i], y[i]);                                 \
-	}                                                                           \
-	static void name##_into_b(void *restrict dst, const void *a, size_t n)      \
-	{                                                                           \
-		T *d = dst;                                                         \
-		const T *x = a;                                                     \
-		for (size_t i = 0; i < n; i++)                                      \
-			d[i] = combine(x[i], d[i]);                                 \
-	}                                                                           \
-	static void name##_self(void *dst, size_t n)                                \
-	{                                                                           \
-		T *d = dst;                                                         \
-		for (size_t i = 0; i < n; i++)                                      \
-			d[i] = combine(d[i], d[i]);                                 \
-	}                                                                           \
-	static const struct reduce_loops name = {                                   \
-		name##_apart, name##_into_a, name##_into_b, name##_self             \
-	};
+#define DEFINE_LOOPS(name, T, combine)                                                       \
+	static void name##_apart(void *restrict dst, const void *a, const void *b, size_t n) \
+	{                                                                                    \
+		T *d = dst;                                                                  \
+		const T *x = a, *y = b;                                                      \
+		for (size_t i = 0; i < n; i++)                                               \
+			d[i] = combine(x[i], y[i]);                                          \
+	}                                                                                    \
+	static void name##_into_a(void *restrict dst, const void *b, size_t n)               \
+	{                                                                                    \
+		T *d = dst;                                                                  \
+		const T *y = b;                                                              \
+		for (size_t i = 0; i < n; i++)                                               \
+			d[i] = combine(d[i], y[i]);                                          \
+	}                                                                                    \
+	static void name##_into_b(void *restrict dst, const void *a, size_t n)               \
+	{                                                                                    \
+		T *d = dst;                                                                  \
+		const T *x = a;                                                              \
+		for (size_t i = 0; i < n; i++)                                               \
+			d[i] = combine(x[i], d[i]);                                          \
+	}                                                                                    \
+	static void name##_self(void *dst, size_t n)                                         \
+	{                                                                                    \
+		T *d = dst;                                                                  \
+		for (size_t i = 0; i < n; i++)                                               \
+			d[i] = combine(d[i], d[i]);                                          \
+	}                                                                                    \
+	static const struct reduce_loops name = { name##_apart, name##_into_a, name##_into_b, name##_self };
 
 DEFINE_LOOPS(f32_sum, float, SUM)
 DEFINE_LOOPS(f32_prod, float, PROD)
@@ -170,56 +165,53 @@ static inline void set_word(unsigned char *p, size_t i, uint32_t w)
 	memcpy(p + 4 * i, &w, sizeof w);
 }
 
-#define PAIRWISE(combine, u, v)                                     \
-	((uint32_t)combine((uint16_t)(u), (uint16_t)(v)) |          \
+#define PAIRWISE(combine, u, v)                            \
+	((uint32_t)combine((uint16_t)(u), (uint16_t)(v)) | \
 	 (uint32_t)combine((uint16_t)((u) >> 16), (uint16_t)((v) >> 16)) << 16)
 
 /* The odd last element, if any, alone. */
-#define LAST_ALONE(combine, d, x, y, n)                                     \
-	if ((n) % 2) {                                                      \
-		uint16_t xl, yl, dl;                                        \
-		memcpy(&xl, (x) + 2 * ((n) - 1), 2);                        \
-		memcpy(&yl, (y) + 2 * ((n) - 1), 2);                        \
-		dl = combine(xl, yl);                                       \
-		memcpy((d) + 2 * ((n) - 1), &dl, 2);                        \
+#define LAST_ALONE(combine, d, x, y, n)            \
+	if ((n) % 2) {                             \
+		uint16_t xl, yl, dl;               \
+		memcpy(&xl, (x) + 2 * ((n)-1), 2); \
+		memcpy(&yl, (y) + 2 * ((n)-1), 2); \
+		dl = combine(xl, yl);              \
+		memcpy((d) + 2 * ((n)-1), &dl, 2); \
 	}
 
-#define DEFINE_PAIR_LOOPS(name, combine)                                            \
-	static void name##_apart(void *restrict dst, const void *a, const void *b,  \
-				 size_t n)                                          \
-	{                                                                           \
-		unsigned char *d = dst;                                             \
-		const unsigned char *x = a, *y = b;                                 \
-		for (size_t i = 0; i < n / 2; i++)                                  \
-			set_word(d, i, PAIRWISE(combine, word_at(x, i), word_at(y, i))); \
-		LAST_ALONE(combine, d, x, y, n)                                     \
-	}                                                                           \
-	static void name##_into_a(void *restrict dst, const void *b, size_t n)      \
-	{                                                                           \
-		unsigned char *d = dst;                                             \
-		const unsigned char *y = b;                                         \
-		for (size_t i = 0; i < n / 2; i++)                                  \
-			set_word(d, i, PAIRWISE(combine, word_at(d, i), word_at(y, i))); \
-		LAST_ALONE(combine, d, d, y, n)                                     \
-	}                                                                           \
-	static void name##_into_b(void *restrict dst, const void *a, size_t n)      \
-	{                                                                           \
-		unsigned char *d = dst;                                             \
-		const unsigned char *x = a;                                         \
-		for (size_t i = 0; i < n / 2; i++)                                  \
-			set_word(d, i, PAIRWISE(combine, word_at(x, i), word_at(d, i))); \
-		LAST_ALONE(combine, d, x, d, n)                                     \
-	}                                                                           \
-	static void name##_self(void *dst, size_t n)                                \
-	{                                                                           \
-		unsigned char *d = dst;                                             \
-		for (size_t i = 0; i < n / 2; i++)                                  \
-			set_word(d, i, PAIRWISE(combine, word_at(d, i), word_at(d, i))); \
-		LAST_ALONE(combine, d, d, d, n)                                     \
-	}                                                                           \
-	static const struct reduce_loops name = {                                   \
-		name##_apart, name##_into_a, name##_into_b, name##_self             \
-	};
+#define DEFINE_PAIR_LOOPS(name, combine)                                                     \
+	static void name##_apart(void *restrict dst, const void *a, const void *b, size_t n) \
+	{                                                                                    \
+		unsigned char *d = dst;                                                      \
+		const unsigned char *x = a, *y = b;                                          \
+		for (size_t i = 0; i < n / 2; i++)                                           \
+			set_word(d, i, PAIRWISE(combine, word_at(x, i), word_at(y, i)));     \
+		LAST_ALONE(combine, d, x, y, n)                                              \
+	}                                                                                    \
+	static void name##_into_a(void *restrict dst, const void *b, size_t n)               \
+	{                                                                                    \
+		unsigned char *d = dst;                                                      \
+		const unsigned char *y = b;                                                  \
+		for (size_t i = 0; i < n / 2; i++)                                           \
+			set_word(d, i, PAIRWISE(combine, word_at(d, i), word_at(y, i)));     \
+		LAST_ALONE(combine, d, d, y, n)                                              \
+	}                                                                                    \
+	static void name##_into_b(void *restrict dst, const void *a, size_t n)               \
+	{                                                                                    \
+		unsigned char *d = dst;                                                      \
+		const unsigned char *x = a;                                                  \
+		for (size_t i = 0; i < n / 2; i++)                                           \
+			set_word(d, i, PAIRWISE(combine, word_at(x, i), word_at(d, i)));     \
+		LAST_ALONE(combine, d, x, d, n)                                              \
+	}                                                                                    \
+	static void name##_self(void *dst, size_t n)                                         \
+	{                                                                                    \
+		unsigned char *d = dst;                                                      \
+		for (size_t i = 0; i < n / 2; i++)                                           \
+			set_word(d, i, PAIRWISE(combine, word_at(d, i), word_at(d, i)));     \
+		LAST_ALONE(combine, d, d, d, n)                                              \
+	}                                                                                    \
+	static const struct reduce_loops name = { name##_apart, name##_into_a, name##_into_b, name##_self };
 
 DEFINE_PAIR_LOOPS(bf16_sum, sum_bf16)
 DEFINE_PAIR_LOOPS(bf16_prod, prod_bf16)
@@ -247,8 +239,11 @@ DEFINE_LOOPS(u8_min, uint8_t, MIN)
 DEFINE_LOOPS(u8_max, uint8_t, MAX)
 
 /* LLMP_AVG combines as a sum; kern_reduce_divide() finishes it. */
-#define ROW(sum, prod, min, max) \
-	{ [LLMP_SUM] = &sum, [LLMP_PROD] = &prod, [LLMP_MIN] = &min, [LLMP_MAX] = &max, [LLMP_AVG] = &sum }
+#define ROW(sum, prod, min, max)                                                              \
+	{                                                                                     \
+		[LLMP_SUM] = &sum, [LLMP_PROD] = &prod, [LLMP_MIN] = &min, [LLMP_MAX] = &max, \
+		[LLMP_AVG] = &sum                                                             \
+	}
 
 static const struct reduce_loops *const loops[LLMP_NDTYPES][LLMP_NOPS] = {
 	[LLMP_FLOAT32] = ROW(f32_sum, f32_prod, f32_min, f32_max),
@@ -273,8 +268,7 @@ static bool overlaps_partially(const void *p, const void *q, size_t bytes)
 	return x != y && x < y + bytes && y < x + bytes;
 }
 
-llmp_status kern_reduce(void *dst, const void *a, const void *b, size_t count,
-			llmp_dtype dtype, llmp_op op)
+llmp_status kern_reduce(void *dst, const void *a, const void *b, size_t count, llmp_dtype dtype, llmp_op op)
 {
 	if ((unsigned)dtype >= LLMP_NDTYPES || (unsigned)op >= LLMP_NOPS)
 		return LLMP_ERR_ARG;
@@ -304,12 +298,12 @@ llmp_status kern_reduce(void *dst, const void *a, const void *b, size_t count,
 
 typedef void divide_fn(void *buf, size_t n, uint32_t by);
 
-#define DEFINE_DIVIDE(name, T, divide)               \
+#define DEFINE_DIVIDE(name, T, divide)                     \
 	static void name(void *buf, size_t n, uint32_t by) \
-	{                                            \
-		T *p = buf;                          \
-		for (size_t i = 0; i < n; i++)       \
-			p[i] = divide(p[i], by);     \
+	{                                                  \
+		T *p = buf;                                \
+		for (size_t i = 0; i < n; i++)             \
+			p[i] = divide(p[i], by);           \
 	}
 
 /*
@@ -335,12 +329,8 @@ DEFINE_DIVIDE(divide_i64, int64_t, DIV_I64)
 DEFINE_DIVIDE(divide_u8, uint8_t, DIV_U8)
 
 static divide_fn *const dividers[LLMP_NDTYPES] = {
-	[LLMP_FLOAT32] = divide_f32,
-	[LLMP_FLOAT64] = divide_f64,
-	[LLMP_BFLOAT16] = divide_bf16,
-	[LLMP_FLOAT16] = divide_f16,
-	[LLMP_INT32] = divide_i32,
-	[LLMP_INT64] = divide_i64,
+	[LLMP_FLOAT32] = divide_f32, [LLMP_FLOAT64] = divide_f64, [LLMP_BFLOAT16] = divide_bf16,
+	[LLMP_FLOAT16] = divide_f16, [LLMP_INT32] = divide_i32,   [LLMP_INT64] = divide_i64,
 	[LLMP_UINT8] = divide_u8,
 };
 

@@ -23,8 +23,7 @@
  * division comes once at the end, with kern_reduce_divide().
  * LLMP_ERR_ARG for a dtype or op outside the enums; count 0 does nothing.
  */
-llmp_status kern_reduce(void *dst, const void *a, const void *b, size_t count,
-			llmp_dtype dtype, llmp_op op);
+llmp_status kern_reduce(void *dst, const void *a, const void *b, size_t count, llmp_dtype dtype, llmp_op op);
 
 /* buf[i] = buf[i] / n: the last step of LLMP_AVG. n must be at least 1. */
 llmp_status kern_reduce_divide(void *buf, size_t count, llmp_dtype dtype, uint32_t n);

@@ -10,9 +10,8 @@
 
 #include <string.h>
 
-enum plugin_gpu_choice plugin_gpu_pick(const char *visible, uint32_t local_rank,
-				   uint32_t local_tasks, char *gpu, size_t gpulen,
-				   uint32_t *ngpus)
+enum plugin_gpu_choice plugin_gpu_pick(const char *visible, uint32_t local_rank, uint32_t local_tasks,
+				       char *gpu, size_t gpulen, uint32_t *ngpus)
 {
 	const char *p = visible, *pick = NULL;
 	size_t picklen = 0;

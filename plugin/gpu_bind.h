@@ -12,7 +12,7 @@ enum plugin_gpu_choice {
 	PLUGIN_GPU_NONE,          /* the step has no GPUs: nothing to do */
 	PLUGIN_GPU_ALREADY_BOUND, /* the task sees one GPU already (--gpus-per-task, --gpu-bind) */
 	PLUGIN_GPU_BOUND,         /* *gpu holds this task's GPU */
-	LLMP_GPU_TOO_FEW        /* fewer GPUs than local tasks: left unbound */
+	LLMP_GPU_TOO_FEW          /* fewer GPUs than local tasks: left unbound */
 };
 
 /*
@@ -20,8 +20,7 @@ enum plugin_gpu_choice {
  * number local_rank for a node running local_tasks tasks. gpu receives the
  * entry as written; *ngpus the number of entries.
  */
-enum plugin_gpu_choice plugin_gpu_pick(const char *visible, uint32_t local_rank,
-				   uint32_t local_tasks, char *gpu, size_t gpulen,
-				   uint32_t *ngpus);
+enum plugin_gpu_choice plugin_gpu_pick(const char *visible, uint32_t local_rank, uint32_t local_tasks,
+				       char *gpu, size_t gpulen, uint32_t *ngpus);
 
 #endif /* LLMP_GPU_BIND_H */

@@ -16,13 +16,11 @@
 
 #include <llmp/llmp_json.h>
 
-int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id,
-			   uint32_t step_id, uint32_t node_id, char *path, size_t pathlen,
-			   char *msg, size_t msglen)
+int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id, uint32_t step_id,
+			     uint32_t node_id, char *path, size_t pathlen, char *msg, size_t msglen)
 {
 	char tmp[PATH_MAX];
-	int n = snprintf(path, pathlen, "%s/llmp-layout.%u.%u.%u.json", dir, job_id,
-			 step_id, node_id);
+	int n = snprintf(path, pathlen, "%s/llmp-layout.%u.%u.%u.json", dir, job_id, step_id, node_id);
 
 	if (n < 0 || (size_t)n >= pathlen || (size_t)n + 8 >= sizeof tmp) {
 		snprintf(msg, msglen, "layout file path under '%s' is too long", dir);
@@ -31,8 +29,7 @@ int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t jo
 	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
-		snprintf(msg, msglen, "cannot create the layout file in %s: %s", dir,
-			 strerror(errno));
+		snprintf(msg, msglen, "cannot create the layout file in %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	fchmod(fd, 0644); /* every task of the job reads it */

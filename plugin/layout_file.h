@@ -18,9 +18,8 @@
  * document. The node's index keeps nodes apart where dir is shared. path
  * receives the final name. Returns 0, or -1 with msg set.
  */
-int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id,
-			   uint32_t step_id, uint32_t node_id, char *path, size_t pathlen,
-			   char *msg, size_t msglen);
+int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id, uint32_t step_id,
+			     uint32_t node_id, char *path, size_t pathlen, char *msg, size_t msglen);
 
 /*
  * Remove the file with the job owner's identity, from a child process: the

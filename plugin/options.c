@@ -21,7 +21,7 @@
 
 enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND };
 
-static struct plugin_ctx ctx = {.gpu_bind = -1};
+static struct plugin_ctx ctx = { .gpu_bind = -1 };
 
 struct plugin_ctx *plugin_ctx(void)
 {
@@ -70,18 +70,18 @@ static int option_cb(int val, const char *optarg, int remote)
 }
 
 static struct spank_option options[] = {
-	{"llm-parallel", "SPEC",
-	 "[llm_parallel] 4D layout tp=N,pp=N,cp=N,ep=N,etp=N,dp=N|auto,"
-	 "order=tp-cp-ep-dp-pp,vpp=N; 'help' explains",
-	 1, OPT_PARALLEL, option_cb},
-	{"llm-checkpoint", "SPEC",
-	 "[llm_parallel] checkpoints of a requeued job "
-	 "DIR[,every=N|Nmin][,keep=N][,restarts=N]; 'help' explains",
-	 1, OPT_CHECKPOINT, option_cb},
-	{"llm-gpu-bind", "task|none",
-	 "[llm_parallel] with --llm-parallel: one GPU per local task (task, the "
-	 "default) or leave CUDA_VISIBLE_DEVICES as Slurm set it (none)",
-	 1, OPT_GPU_BIND, option_cb},
+	{ "llm-parallel", "SPEC",
+	  "[llm_parallel] 4D layout tp=N,pp=N,cp=N,ep=N,etp=N,dp=N|auto,"
+	  "order=tp-cp-ep-dp-pp,vpp=N; 'help' explains",
+	  1, OPT_PARALLEL, option_cb },
+	{ "llm-checkpoint", "SPEC",
+	  "[llm_parallel] checkpoints of a requeued job "
+	  "DIR[,every=N|Nmin][,keep=N][,restarts=N]; 'help' explains",
+	  1, OPT_CHECKPOINT, option_cb },
+	{ "llm-gpu-bind", "task|none",
+	  "[llm_parallel] with --llm-parallel: one GPU per local task (task, the "
+	  "default) or leave CUDA_VISIBLE_DEVICES as Slurm set it (none)",
+	  1, OPT_GPU_BIND, option_cb },
 };
 
 int plugin_options_register(spank_t sp)

@@ -28,15 +28,15 @@ struct plugin_ctx {
 	int gpu_bind;      /* --llm-gpu-bind: -1 not given, 0 none, 1 task */
 
 	/* slurmstepd only: prepared once per step in user_init */
-	bool batch;                  /* the batch script's step: checkpoint variables only */
+	bool batch; /* the batch script's step: checkpoint variables only */
 	bool active;
-	bool ckpt_active;            /* ckpt holds the checked checkpoint spec */
+	bool ckpt_active; /* ckpt holds the checked checkpoint spec */
 	llmp_ckpt_spec ckpt;
-	uint32_t restart_count;      /* SLURM_RESTART_COUNT of the step */
-	bool failed;                 /* task_init must fail every task */
-	char error[LLMP_MSG_MAX];    /* why, for the job's output */
+	uint32_t restart_count;   /* SLURM_RESTART_COUNT of the step */
+	bool failed;              /* task_init must fail every task */
+	char error[LLMP_MSG_MAX]; /* why, for the job's output */
 	llmp_plan *plan;
-	char layout_path[PATH_MAX];  /* "" when no file was written */
+	char layout_path[PATH_MAX]; /* "" when no file was written */
 	uint32_t job_id, step_id, nnodes, node_id;
 };
 

@@ -9,8 +9,7 @@
 #include <llmp/llmp_env.h>
 
 /* Parse one source into *layer, prefixing any error with where it came from. */
-static int parse_layer(const char *source, const char *text, llmp_spec *layer,
-		       char *msg, size_t msglen)
+static int parse_layer(const char *source, const char *text, llmp_spec *layer, char *msg, size_t msglen)
 {
 	char why[LLMP_MSG_MAX];
 
@@ -21,8 +20,8 @@ static int parse_layer(const char *source, const char *text, llmp_spec *layer,
 }
 
 enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *env_text,
-				const char *option_text, bool wanted, llmp_spec *spec,
-				char *msg, size_t msglen)
+				    const char *option_text, bool wanted, llmp_spec *spec, char *msg,
+				    size_t msglen)
 {
 	llmp_spec layer;
 	char why[LLMP_MSG_MAX];

@@ -21,12 +21,12 @@ enum plugin_resolved {
 	PLUGIN_INACTIVE, /* neither the option nor the variable: leave the job alone */
 	PLUGIN_ACTIVE,   /* *spec holds the checked layout */
 	PLUGIN_HELP,     /* the user asked for the grammar */
-	LLMP_INVALID   /* msg says which source and what is wrong */
+	LLMP_INVALID     /* msg says which source and what is wrong */
 };
 
 /* wanted: active even when neither source gives a layout. */
 enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *env_text,
-				const char *option_text, bool wanted, llmp_spec *spec,
-				char *msg, size_t msglen);
+				    const char *option_text, bool wanted, llmp_spec *spec, char *msg,
+				    size_t msglen);
 
 #endif /* LLMP_RESOLVE_H */

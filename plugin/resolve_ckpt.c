@@ -9,8 +9,7 @@
 #include <llmp/llmp_env.h>
 
 /* Parse one source into *layer, prefixing any error with where it came from. */
-static int parse_layer(const char *source, const char *text, llmp_ckpt_spec *layer,
-		       char *msg, size_t msglen)
+static int parse_layer(const char *source, const char *text, llmp_ckpt_spec *layer, char *msg, size_t msglen)
 {
 	char why[LLMP_MSG_MAX];
 
@@ -21,8 +20,8 @@ static int parse_layer(const char *source, const char *text, llmp_ckpt_spec *lay
 }
 
 enum plugin_resolved plugin_resolve_ckpt(const struct plugin_site *site, const char *env_text,
-				     const char *option_text, llmp_ckpt_spec *spec, char *msg,
-				     size_t msglen)
+					 const char *option_text, llmp_ckpt_spec *spec, char *msg,
+					 size_t msglen)
 {
 	llmp_ckpt_spec layer;
 	char why[LLMP_MSG_MAX];

@@ -19,7 +19,7 @@
 
 /* PLUGIN_ACTIVE: *spec holds the checked spec, defaults filled in. */
 enum plugin_resolved plugin_resolve_ckpt(const struct plugin_site *site, const char *env_text,
-				     const char *option_text, llmp_ckpt_spec *spec, char *msg,
-				     size_t msglen);
+					 const char *option_text, llmp_ckpt_spec *spec, char *msg,
+					 size_t msglen);
 
 #endif /* LLMP_RESOLVE_CKPT_H */

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DEFAULT_PORT_BASE  20000 /* below Linux's ephemeral range (32768+) */
+#define DEFAULT_PORT_BASE 20000 /* below Linux's ephemeral range (32768+) */
 #define DEFAULT_PORT_RANGE 10000
 
 /* A decimal number in min..max; -1 when it is not. */
@@ -51,13 +51,14 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		int64_t min, max;
 		const char *why;
 	} numbers[] = {
-		{"max_tp", &site->max[LLMP_KEY_TP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
-		{"max_pp", &site->max[LLMP_KEY_PP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
-		{"max_cp", &site->max[LLMP_KEY_CP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
-		{"max_ep", &site->max[LLMP_KEY_EP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
-		{"max_etp", &site->max[LLMP_KEY_ETP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576"},
-		{"port_base", &site->port_base, 1024, 65535, "expected a port from 1024 to 65535"},
-		{"port_range", &site->port_range, 1, 64511, "expected a count from 1 to 64511"},
+		{ "max_tp", &site->max[LLMP_KEY_TP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576" },
+		{ "max_pp", &site->max[LLMP_KEY_PP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576" },
+		{ "max_cp", &site->max[LLMP_KEY_CP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576" },
+		{ "max_ep", &site->max[LLMP_KEY_EP], 1, LLMP_SIZE_MAX, "expected a size from 1 to 1048576" },
+		{ "max_etp", &site->max[LLMP_KEY_ETP], 1, LLMP_SIZE_MAX,
+		  "expected a size from 1 to 1048576" },
+		{ "port_base", &site->port_base, 1024, 65535, "expected a port from 1024 to 65535" },
+		{ "port_range", &site->port_range, 1, 64511, "expected a count from 1 to 64511" },
 	};
 	const char *eq = strchr(arg, '=');
 	if (!eq)
@@ -107,8 +108,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		   "max_etp= gpu_bind= port_base= port_range= layout_dir=)");
 }
 
-int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg,
-		    size_t msglen)
+int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)
 {
 	memset(site, 0, sizeof *site);
 	llmp_spec_init(&site->defaults);
@@ -120,16 +120,14 @@ int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg
 		if (parse_arg(site, argv[i], msg, msglen) < 0)
 			return -1;
 	if (site->port_base + site->port_range - 1 > 65535) {
-		snprintf(msg, msglen,
-			 "plugstack arguments: port_base=%u + port_range=%u goes past 65535",
+		snprintf(msg, msglen, "plugstack arguments: port_base=%u + port_range=%u goes past 65535",
 			 site->port_base, site->port_range);
 		return -1;
 	}
 	return 0;
 }
 
-int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, char *msg,
-		    size_t msglen)
+int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, char *msg, size_t msglen)
 {
 	for (int k = 0; k < LLMP_NKEYS; k++) {
 		uint32_t size;

@@ -36,12 +36,10 @@ struct plugin_site {
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */
-int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg,
-		    size_t msglen);
+int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen);
 
 /* Check a resolved layout against the site's ceilings. Returns 0 or -1. */
-int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, char *msg,
-		    size_t msglen);
+int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, char *msg, size_t msglen);
 
 /* MASTER_PORT for a job step: the same on every node, different for steps
  * that may run at the same time. */

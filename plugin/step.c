@@ -63,8 +63,7 @@ static uint32_t block_tasks_per_node(spank_t sp, uint32_t node_id)
 	int64_t per_node = plugin_tasks_per_node_uniform(
 		step_env(sp, "SLURM_STEP_TASKS_PER_NODE", buf, sizeof buf));
 
-	if (per_node <= 0 ||
-	    spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, 0u, &first) != ESPANK_SUCCESS ||
+	if (per_node <= 0 || spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, 0u, &first) != ESPANK_SUCCESS ||
 	    first != node_id * (uint32_t)per_node)
 		return 0;
 	return (uint32_t)per_node;
@@ -74,8 +73,7 @@ static uint32_t block_tasks_per_node(spank_t sp, uint32_t node_id)
  * Like step_env, but a value too long for buf reads as an error (-1), not as
  * unset: a spec cut short, or ignored, would be a different request.
  */
-static int step_env_whole(spank_t sp, const char *name, char *buf, int len,
-			  const char **value)
+static int step_env_whole(spank_t sp, const char *name, char *buf, int len, const char **value)
 {
 	char probe[1];
 
@@ -107,23 +105,20 @@ static int read_restart_count(spank_t sp, uint32_t *count, char *msg, size_t msg
  * invalid here: it is answered at submission. Returns PLUGIN_ACTIVE,
  * PLUGIN_INACTIVE, or LLMP_INVALID with msg saying why.
  */
-static enum plugin_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec, char *msg,
-					       size_t msglen)
+static enum plugin_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec, char *msg, size_t msglen)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	char env[LLMP_CKPT_SPEC_MAX_LEN + 2];
 	const char *env_text;
 
 	if (step_env_whole(sp, LLMP_ENV_CHECKPOINT, env, sizeof env, &env_text) < 0) {
-		snprintf(msg, msglen, LLMP_ENV_CHECKPOINT ": checkpoint spec is longer than %d "
-			 "characters", LLMP_CKPT_SPEC_MAX_LEN);
+		snprintf(msg, msglen, LLMP_ENV_CHECKPOINT ": checkpoint spec is longer than %d characters",
+			 LLMP_CKPT_SPEC_MAX_LEN);
 		return LLMP_INVALID;
 	}
-	enum plugin_resolved r = plugin_resolve_ckpt(&c->site, env_text, c->ckpt_option, spec,
-						 msg, msglen);
+	enum plugin_resolved r = plugin_resolve_ckpt(&c->site, env_text, c->ckpt_option, spec, msg, msglen);
 	if (r == PLUGIN_HELP) {
-		snprintf(msg, msglen, "--llm-checkpoint: 'help' is answered at submission, "
-			 "not inside a job");
+		snprintf(msg, msglen, "--llm-checkpoint: 'help' is answered at submission, not inside a job");
 		return LLMP_INVALID;
 	}
 	return r;
@@ -143,13 +138,14 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 
 	uint32_t per_node = block_tasks_per_node(sp, c->node_id);
 	if (llmp_plan_create(spec, world, per_node, &c->plan, msg, sizeof msg) != LLMP_OK)
-		return fail_step("%s (job step %u.%u: %u tasks on %u node%s)", msg, c->job_id,
-				 c->step_id, world, c->nnodes, c->nnodes == 1 ? "" : "s");
+		return fail_step("%s (job step %u.%u: %u tasks on %u node%s)", msg, c->job_id, c->step_id,
+				 world, c->nnodes, c->nnodes == 1 ? "" : "s");
 
-	const char *where = c->site.layout_dir[0] ? c->site.layout_dir
-			    : step_env(sp, "TMPDIR", dir, sizeof dir) ? dir : "/tmp";
-	if (plugin_layout_file_write(c->plan, where, c->job_id, c->step_id, c->node_id,
-				   c->layout_path, sizeof c->layout_path, msg, sizeof msg) < 0) {
+	const char *where = c->site.layout_dir[0]                     ? c->site.layout_dir
+			    : step_env(sp, "TMPDIR", dir, sizeof dir) ? dir
+								      : "/tmp";
+	if (plugin_layout_file_write(c->plan, where, c->job_id, c->step_id, c->node_id, c->layout_path,
+				     sizeof c->layout_path, msg, sizeof msg) < 0) {
 		c->layout_path[0] = '\0';
 		return fail_step("%s", msg);
 	}
@@ -168,33 +164,23 @@ static int prepare_normal_step(spank_t sp)
 	llmp_spec spec;
 
 	switch (resolve_ckpt_in_step(sp, &c->ckpt, msg, sizeof msg)) {
-	case PLUGIN_INACTIVE:
-		break;
-	case PLUGIN_ACTIVE:
-		c->ckpt_active = true;
-		break;
+	case PLUGIN_INACTIVE: break;
+	case PLUGIN_ACTIVE: c->ckpt_active = true; break;
 	case PLUGIN_HELP:
-	case LLMP_INVALID:
-		c->active = true;
-		return fail_step("%s", msg);
+	case LLMP_INVALID: c->active = true; return fail_step("%s", msg);
 	}
 	if (step_env_whole(sp, LLMP_ENV_PARALLEL, env, sizeof env, &env_text) < 0) {
 		c->active = true;
 		return fail_step(LLMP_ENV_PARALLEL ": layout is longer than %d characters",
 				 LLMP_SPEC_MAX_LEN);
 	}
-	switch (plugin_resolve(&c->site, env_text, c->option, c->ckpt_active, &spec, msg,
-			     sizeof msg)) {
-	case PLUGIN_INACTIVE:
-		return 0;
+	switch (plugin_resolve(&c->site, env_text, c->option, c->ckpt_active, &spec, msg, sizeof msg)) {
+	case PLUGIN_INACTIVE: return 0;
 	case PLUGIN_HELP:
 		c->active = true;
 		return fail_step("'help' is answered at submission, not inside a job");
-	case LLMP_INVALID:
-		c->active = true;
-		return fail_step("%s", msg);
-	case PLUGIN_ACTIVE:
-		break;
+	case LLMP_INVALID: c->active = true; return fail_step("%s", msg);
+	case PLUGIN_ACTIVE: break;
 	}
 	c->active = true;
 	if (read_restart_count(sp, &c->restart_count, msg, sizeof msg) < 0)
@@ -227,8 +213,8 @@ static int bind_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks)
 
 	if (!(c->gpu_bind >= 0 ? c->gpu_bind : c->site.gpu_bind))
 		return 0;
-	switch (plugin_gpu_pick(step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible),
-			      local_rank, local_tasks, gpu, sizeof gpu, &ngpus)) {
+	switch (plugin_gpu_pick(step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible), local_rank,
+				local_tasks, gpu, sizeof gpu, &ngpus)) {
 	case PLUGIN_GPU_BOUND:
 		if (spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS)
 			return -1;
@@ -236,13 +222,12 @@ static int bind_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks)
 	case LLMP_GPU_TOO_FEW:
 		if (local_rank == 0)
 			plugin_task_message("warning: %u tasks on this node but %u GPUs in the "
-					  "step; GPUs left unbound (use --gpus-per-node=%u, "
-					  "or --llm-gpu-bind=none to silence this)",
-					  local_tasks, ngpus, local_tasks);
+					    "step; GPUs left unbound (use --gpus-per-node=%u, "
+					    "or --llm-gpu-bind=none to silence this)",
+					    local_tasks, ngpus, local_tasks);
 		break;
 	case PLUGIN_GPU_NONE:
-	case PLUGIN_GPU_ALREADY_BOUND:
-		break;
+	case PLUGIN_GPU_ALREADY_BOUND: break;
 	}
 	return 0;
 }
@@ -252,8 +237,7 @@ static int set_task_env(spank_t sp, const struct llmp_env *env)
 {
 	for (size_t i = 0; i < env->n; i++)
 		if (spank_setenv(sp, env->var[i].name, env->var[i].value, 1) != ESPANK_SUCCESS) {
-			plugin_task_message("cannot set %s in the task environment",
-					  env->var[i].name);
+			plugin_task_message("cannot set %s in the task environment", env->var[i].name);
 			return -1;
 		}
 	return 0;
@@ -271,25 +255,20 @@ static int batch_task(spank_t sp)
 	uint32_t restarts;
 
 	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof msg)) {
-	case PLUGIN_INACTIVE:
-		return 0;
+	case PLUGIN_INACTIVE: return 0;
 	case PLUGIN_HELP:
 	case LLMP_INVALID:
-		plugin_task_message("warning: %s; the batch script gets no checkpoint variables",
-				  msg);
+		plugin_task_message("warning: %s; the batch script gets no checkpoint variables", msg);
 		return 0;
-	case PLUGIN_ACTIVE:
-		break;
+	case PLUGIN_ACTIVE: break;
 	}
 	if (read_restart_count(sp, &restarts, msg, sizeof msg) < 0) {
-		plugin_task_message("warning: %s; the batch script gets no checkpoint variables",
-				  msg);
+		plugin_task_message("warning: %s; the batch script gets no checkpoint variables", msg);
 		return 0;
 	}
 	env.n = 0;
 	if (plugin_ckpt_env(&spec, restarts, &env) < 0 || set_task_env(sp, &env) < 0)
-		plugin_task_message("warning: the batch script's checkpoint variables could "
-				  "not be set");
+		plugin_task_message("warning: the batch script's checkpoint variables could not be set");
 	return 0;
 }
 
@@ -309,9 +288,8 @@ int plugin_step_task(spank_t sp)
 	    spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS)
 		fail_step("cannot read the task's place in the step from Slurm");
-	if (!c->failed &&
-	    plugin_hostlist_first(step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes),
-				first, sizeof first) < 0)
+	if (!c->failed && plugin_hostlist_first(step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes),
+						first, sizeof first) < 0)
 		fail_step("cannot find the step's first node in SLURM_STEP_NODELIST");
 	if (c->failed) {
 		if (local_rank == 0) /* once per node is enough to read */

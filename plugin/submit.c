@@ -23,21 +23,14 @@
  * the option's own "help" already exited), refuse an invalid one. Returns
  * -1 if invalid, else 0 with *active set.
  */
-static int answer(enum plugin_resolved resolved, const char *grammar, const char *msg,
-		  bool *active)
+static int answer(enum plugin_resolved resolved, const char *grammar, const char *msg, bool *active)
 {
 	*active = false;
 	switch (resolved) {
-	case PLUGIN_INACTIVE:
-		return 0;
-	case PLUGIN_HELP:
-		fputs(grammar, stdout);
-		exit(0);
-	case LLMP_INVALID:
-		plugin_user_message("%s", msg);
-		return -1;
-	case PLUGIN_ACTIVE:
-		break;
+	case PLUGIN_INACTIVE: return 0;
+	case PLUGIN_HELP: fputs(grammar, stdout); exit(0);
+	case LLMP_INVALID: plugin_user_message("%s", msg); return -1;
+	case PLUGIN_ACTIVE: break;
 	}
 	*active = true;
 	return 0;
@@ -50,8 +43,8 @@ static int resolve_ckpt_here(bool *active)
 	struct plugin_ctx *c = plugin_ctx();
 	llmp_ckpt_spec spec;
 
-	return answer(plugin_resolve_ckpt(&c->site, getenv(LLMP_ENV_CHECKPOINT), c->ckpt_option,
-					&spec, msg, sizeof msg),
+	return answer(plugin_resolve_ckpt(&c->site, getenv(LLMP_ENV_CHECKPOINT), c->ckpt_option, &spec, msg,
+					  sizeof msg),
 		      llmp_ckpt_spec_grammar(), msg, active);
 }
 
@@ -67,9 +60,9 @@ static int resolve_here(llmp_spec *spec, bool *active)
 		*active = false;
 		return -1;
 	}
-	return answer(plugin_resolve(&c->site, getenv(LLMP_ENV_PARALLEL), c->option, ckpt, spec, msg,
-				   sizeof msg),
-		      llmp_spec_grammar(), msg, active);
+	return answer(
+		plugin_resolve(&c->site, getenv(LLMP_ENV_PARALLEL), c->option, ckpt, spec, msg, sizeof msg),
+		llmp_spec_grammar(), msg, active);
 }
 
 int plugin_submit_check(spank_t sp)
@@ -100,8 +93,7 @@ int plugin_submit_check_tasks(spank_t sp)
 	/* With an even spread, advise about groups that cross nodes. */
 	uint32_t per_node = nodes && tasks % nodes == 0 ? tasks / nodes : 0;
 	if (llmp_plan_create(&spec, tasks, per_node, &plan, msg, sizeof msg) != LLMP_OK) {
-		plugin_user_message("%s (%u tasks on %u node%s)", msg, tasks, nodes,
-				  nodes == 1 ? "" : "s");
+		plugin_user_message("%s (%u tasks on %u node%s)", msg, tasks, nodes, nodes == 1 ? "" : "s");
 		return -1;
 	}
 	for (size_t i = 0; i < llmp_plan_warning_count(plan); i++)

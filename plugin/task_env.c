@@ -40,8 +40,7 @@ static void axis_var(char *out, size_t outlen, enum llmp_axis axis, const char *
 	snprintf(out + off, outlen - off, "_%s", what);
 }
 
-int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t,
-		  struct llmp_env *env)
+int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t, struct llmp_env *env)
 {
 	char spec[LLMP_SPEC_MAX_LEN + 1], name[32];
 	uint32_t coords[LLMP_NAXES];

@@ -19,9 +19,9 @@ struct plugin_task {
 	uint32_t rank, local_rank, local_tasks, node_rank, nnodes;
 	const char *master_addr; /* first node of the step */
 	uint32_t master_port;
-	const char *layout_file; /* path of the per-node JSON layout */
+	const char *layout_file;    /* path of the per-node JSON layout */
 	const llmp_ckpt_spec *ckpt; /* checked; NULL when checkpointing is off */
-	uint32_t restart_count;  /* SLURM_RESTART_COUNT, 0 when unset */
+	uint32_t restart_count;     /* SLURM_RESTART_COUNT, 0 when unset */
 };
 
 #define PLUGIN_ENV_MAX 48
@@ -36,8 +36,7 @@ struct llmp_env {
 };
 
 /* Fill env for one task. Returns 0, or -1 if a value does not fit. */
-int plugin_task_env(const llmp_plan *plan, const struct plugin_task *task,
-		  struct llmp_env *env);
+int plugin_task_env(const llmp_plan *plan, const struct plugin_task *task, struct llmp_env *env);
 
 /*
  * Append the checkpoint variables of a checked spec (none when ckpt is NULL)

@@ -12,8 +12,8 @@
 #include <llmp/llmp_status.h>
 
 /* Format into msg (if not NULL) and return status. */
-llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *fmt,
-		      ...) __attribute__((format(printf, 4, 5)));
+llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /*
  * User text for a message: at most LLMP_SHOW_TEXT bytes of s[0..n) with every

@@ -6,8 +6,8 @@
 
 #include "fail.h"
 
-llmp_status plan_parse_items(const char *text, size_t len, llmp_item_parser parse, void *state,
-			     char *msg, size_t msglen)
+llmp_status plan_parse_items(const char *text, size_t len, llmp_item_parser parse, void *state, char *msg,
+			     size_t msglen)
 {
 	size_t start = 0;
 	for (size_t i = 0; i <= len; i++) {
@@ -16,7 +16,8 @@ llmp_status plan_parse_items(const char *text, size_t len, llmp_item_parser pars
 		if (i == start)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 					 "empty item at character %zu (two commas in a row, "
-					 "or a comma at an end)", start + 1);
+					 "or a comma at an end)",
+					 start + 1);
 		llmp_status st = parse(text + start, i - start, state, msg, msglen);
 		if (st != LLMP_OK)
 			return st;

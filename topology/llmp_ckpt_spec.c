@@ -33,9 +33,8 @@ void llmp_ckpt_spec_init(llmp_ckpt_spec *spec)
  * item's value for messages ("30min" for every=30min); unit says what the
  * number counts, for a value that is not a number at all.
  */
-static llmp_status parse_count(const char *key, const char *shown, const char *v, size_t n,
-			       uint32_t min, const char *unit, uint32_t *out, char *msg,
-			       size_t msglen)
+static llmp_status parse_count(const char *key, const char *shown, const char *v, size_t n, uint32_t min,
+			       const char *unit, uint32_t *out, char *msg, size_t msglen)
 {
 	uint64_t value = 0;
 	size_t sign = n > 1 && v[0] == '-', end = sign;
@@ -43,8 +42,7 @@ static llmp_status parse_count(const char *key, const char *shown, const char *v
 	while (end < n && v[end] >= '0' && v[end] <= '9')
 		end++;
 	if (n == 0 || end < n)
-		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=%s: not a number%s", key,
-				 shown, unit);
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=%s: not a number%s", key, shown, unit);
 	if (sign)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=%s: must %s", key, shown,
 				 min ? "be at least 1" : "not be negative");
@@ -53,41 +51,37 @@ static llmp_status parse_count(const char *key, const char *shown, const char *v
 		value = value * 10 + (uint64_t)(v[i] - '0');
 		if (value > LLMP_CKPT_NUMBER_MAX)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-					 "%s=%s: larger than the largest accepted, %u", key,
-					 shown, LLMP_CKPT_NUMBER_MAX);
+					 "%s=%s: larger than the largest accepted, %u", key, shown,
+					 LLMP_CKPT_NUMBER_MAX);
 	}
 	if (value < min)
-		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=%s: must be at least %u", key,
-				 shown, min);
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=%s: must be at least %u", key, shown, min);
 	*out = (uint32_t)value;
 	return LLMP_OK;
 }
 
 /* every=N (steps) or every=Nmin (minutes). */
-static llmp_status parse_every(const char *v, size_t n, llmp_ckpt_spec *spec, char *msg,
-			       size_t msglen)
+static llmp_status parse_every(const char *v, size_t n, llmp_ckpt_spec *spec, char *msg, size_t msglen)
 {
 	char shown[LLMP_SHOW_MAX];
 	bool minutes = n > 3 && memcmp(v + n - 3, "min", 3) == 0;
 
 	llmp_show(shown, v, n);
-	if (parse_count("every", shown, v, minutes ? n - 3 : n, 1,
-			" of steps (N) or minutes (Nmin)", &spec->every, msg,
-			msglen) != LLMP_OK)
+	if (parse_count("every", shown, v, minutes ? n - 3 : n, 1, " of steps (N) or minutes (Nmin)",
+			&spec->every, msg, msglen) != LLMP_OK)
 		return LLMP_ERR_SPEC;
 	spec->every_minutes = minutes;
 	return LLMP_OK;
 }
 
 /* The directory, from a bare item or dir=: a path of printable bytes. */
-static llmp_status set_dir(const char *item, size_t itemlen, const char *v, size_t n,
-			   llmp_ckpt_spec *spec, char *msg, size_t msglen)
+static llmp_status set_dir(const char *item, size_t itemlen, const char *v, size_t n, llmp_ckpt_spec *spec,
+			   char *msg, size_t msglen)
 {
 	char shown[LLMP_SHOW_MAX];
 
 	if (n >= LLMP_CKPT_DIR_MAX)
-		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				 "'%s': directory is longer than %d bytes",
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "'%s': directory is longer than %d bytes",
 				 llmp_show(shown, item, itemlen), LLMP_CKPT_DIR_MAX - 1);
 	/* A newline or escape in a path breaks the environment's readers and
 	 * the logs that print it; no real checkpoint root needs one. */
@@ -105,21 +99,19 @@ static llmp_status set_dir(const char *item, size_t itemlen, const char *v, size
 /* Where the DIR of the source being parsed came from. */
 enum dir_source { DIR_NONE, DIR_BARE, DIR_KEY };
 
-static llmp_status parse_bare(const char *item, size_t n, enum dir_source *dir_from,
-			      llmp_ckpt_spec *spec, char *msg, size_t msglen)
+static llmp_status parse_bare(const char *item, size_t n, enum dir_source *dir_from, llmp_ckpt_spec *spec,
+			      char *msg, size_t msglen)
 {
 	char shown[LLMP_SHOW_MAX], first[LLMP_SHOW_MAX];
 
 	if (n == 4 && memcmp(item, "help", 4) == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				 "'help' must be given alone (a directory named help: "
-				 "dir=help or ./help)");
+				 "'help' must be given alone (a directory named help: dir=help or ./help)");
 	if (*dir_from != DIR_NONE)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				 "'%s': a second directory after '%s' (a directory cannot "
 				 "contain a comma; other items are key=value)",
-				 llmp_show(shown, item, n),
-				 llmp_show(first, spec->dir, strlen(spec->dir)));
+				 llmp_show(shown, item, n), llmp_show(first, spec->dir, strlen(spec->dir)));
 	*dir_from = DIR_BARE;
 	return set_dir(item, n, item, n, spec, msg, msglen);
 }
@@ -128,10 +120,10 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } keys[] = {
-	{"dir", LLMP_CKPT_GIVEN_DIR},
-	{"every", LLMP_CKPT_GIVEN_EVERY},
-	{"keep", LLMP_CKPT_GIVEN_KEEP},
-	{"restarts", LLMP_CKPT_GIVEN_RESTARTS},
+	{ "dir", LLMP_CKPT_GIVEN_DIR },
+	{ "every", LLMP_CKPT_GIVEN_EVERY },
+	{ "keep", LLMP_CKPT_GIVEN_KEEP },
+	{ "restarts", LLMP_CKPT_GIVEN_RESTARTS },
 };
 
 /* The index in keys[] of the key s[0..n), or -1 when unknown. */
@@ -149,8 +141,7 @@ struct parse_state {
 	llmp_ckpt_spec spec;
 };
 
-static llmp_status parse_item(const char *item, size_t n, void *state, char *msg,
-			      size_t msglen)
+static llmp_status parse_item(const char *item, size_t n, void *state, char *msg, size_t msglen)
 {
 	enum dir_source *dir_from = &((struct parse_state *)state)->dir_from;
 	llmp_ckpt_spec *spec = &((struct parse_state *)state)->spec;
@@ -169,8 +160,7 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				 "unknown key '%s' (known keys: " KNOWN_KEYS "%s)",
 				 llmp_show(shown, item, kn),
-				 memchr(item, '/', kn) ? "; a directory with '=' in it: dir=DIR"
-						       : "");
+				 memchr(item, '/', kn) ? "; a directory with '=' in it: dir=DIR" : "");
 	unsigned key = keys[k].bit;
 	if (vn == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=: missing value", keys[k].name);
@@ -178,7 +168,8 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 		if (*dir_from == DIR_BARE)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 					 "'%s': a second directory after '%s' (give it once, "
-					 "as DIR or dir=DIR)", llmp_show(shown, item, n),
+					 "as DIR or dir=DIR)",
+					 llmp_show(shown, item, n),
 					 llmp_show(first, spec->dir, strlen(spec->dir)));
 		*dir_from = DIR_KEY;
 		return set_dir(item, n, v, vn, spec, msg, msglen);
@@ -186,15 +177,12 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 	llmp_status st = LLMP_OK;
 	llmp_show(shown, v, vn);
 	switch (key) {
-	case LLMP_CKPT_GIVEN_EVERY:
-		st = parse_every(v, vn, spec, msg, msglen);
-		break;
+	case LLMP_CKPT_GIVEN_EVERY: st = parse_every(v, vn, spec, msg, msglen); break;
 	case LLMP_CKPT_GIVEN_KEEP:
 		st = parse_count("keep", shown, v, vn, 1, "", &spec->keep, msg, msglen);
 		break;
 	case LLMP_CKPT_GIVEN_RESTARTS:
-		st = parse_count("restarts", shown, v, vn, 0, "", &spec->max_restarts, msg,
-				 msglen);
+		st = parse_count("restarts", shown, v, vn, 0, "", &spec->max_restarts, msg, msglen);
 		break;
 	}
 	if (st == LLMP_OK)
@@ -202,8 +190,7 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 	return st;
 }
 
-llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec, char *msg,
-					 size_t msglen)
+llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec, char *msg, size_t msglen)
 {
 	if (!spec)
 		return llmp_fail(LLMP_ERR_ARG, msg, msglen, "no checkpoint spec to fill");
@@ -213,8 +200,7 @@ llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec,
 
 	size_t len = strnlen(text, LLMP_CKPT_SPEC_MAX_LEN + 1);
 	if (len > LLMP_CKPT_SPEC_MAX_LEN)
-		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				 "checkpoint spec is longer than %d characters",
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "checkpoint spec is longer than %d characters",
 				 LLMP_CKPT_SPEC_MAX_LEN);
 	if (len == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
@@ -225,7 +211,7 @@ llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec,
 		return LLMP_OK;
 	}
 
-	struct parse_state parsed = {.dir_from = DIR_NONE};
+	struct parse_state parsed = { .dir_from = DIR_NONE };
 	llmp_ckpt_spec_init(&parsed.spec);
 	llmp_status st = plan_parse_items(text, len, parse_item, &parsed, msg, msglen);
 	if (st != LLMP_OK)
@@ -272,13 +258,12 @@ int llmp_ckpt_spec_format(const llmp_ckpt_spec *spec, char *out, size_t outlen)
 	char every[32] = "";
 
 	if (spec->every)
-		snprintf(every, sizeof every, ",every=%u%s", spec->every,
-			 spec->every_minutes ? "min" : "");
+		snprintf(every, sizeof every, ",every=%u%s", spec->every, spec->every_minutes ? "min" : "");
 	/* A bare DIR with '=' would read as a key, and a bare "help" as the
 	 * request for help: those two need the dir= form to parse back. */
 	bool keyed = strchr(spec->dir, '=') || strcmp(spec->dir, "help") == 0;
-	return snprintf(out, outlen, "%s%s%s,keep=%u,restarts=%u", keyed ? "dir=" : "",
-			spec->dir, every, spec->keep, spec->max_restarts);
+	return snprintf(out, outlen, "%s%s%s,keep=%u,restarts=%u", keyed ? "dir=" : "", spec->dir, every,
+			spec->keep, spec->max_restarts);
 }
 
 const char *llmp_ckpt_spec_grammar(void)
@@ -286,15 +271,14 @@ const char *llmp_ckpt_spec_grammar(void)
 	return "Checkpoint grammar: DIR[,every=N|Nmin][,keep=N][,restarts=N], any order\n"
 	       "  DIR, dir=DIR  checkpoint root, one directory per step below it; relative\n"
 	       "             to the job's working directory unless absolute   (required)\n"
-	       "  every=N    a checkpoint every N training steps\n"
-	       "  every=Nmin a checkpoint every N minutes\n"
+	       "  every=N    a checkpoint every N training steps\n  every=Nmin a checkpoint every N minutes\n"
 	       "             (default: only when the job is asked to stop)\n"
-	       "  keep=N     complete checkpoints kept, N >= 1                (default "
-	       STR(LLMP_CKPT_DEFAULT_KEEP) ")\n"
-	       "  restarts=N failed runs in a row without a new checkpoint after which\n"
-	       "             the job is not requeued; 0: never after a failure (default "
-	       STR(LLMP_CKPT_DEFAULT_RESTARTS) ")\n"
-	       "  help       print this text\n"
-	       "A directory cannot contain a comma; one with '=' in it is given as dir=DIR.\n"
-	       "Example: /scratch/run1,every=500,keep=3   or   dir=ckpt,every=30min\n";
+	       "  keep=N     complete checkpoints kept, N >= 1                (default " STR(
+		       LLMP_CKPT_DEFAULT_KEEP) ")\n"
+					       "  restarts=N failed runs in a row without a new checkpoint after which\n"
+					       "             the job is not requeued; 0: never after a failure (default " STR(
+						       LLMP_CKPT_DEFAULT_RESTARTS) ")\n"
+										   "  help       print this text\n"
+										   "A directory cannot contain a comma; one with '=' in it is given as dir=DIR.\n"
+										   "Example: /scratch/run1,every=500,keep=3   or   dir=ckpt,every=30min\n";
 }

@@ -24,25 +24,25 @@ static const struct {
 	unsigned dims;
 	enum group_form form;
 } kinds[LLMP_NGROUPS] = {
-	[LLMP_GROUP_TP] = {"tp", DENSE, BIT(LLMP_DIM_TP), PLAIN},
-	[LLMP_GROUP_PP] = {"pp", DENSE, BIT(LLMP_DIM_PP), PLAIN},
-	[LLMP_GROUP_CP] = {"cp", DENSE, BIT(LLMP_DIM_CP), PLAIN},
-	[LLMP_GROUP_DP] = {"dp", DENSE, BIT(LLMP_DIM_DP), PLAIN},
-	[LLMP_GROUP_EP] = {"ep", EXPERT, BIT(LLMP_DIM_EP), PLAIN},
-	[LLMP_GROUP_DP_CP] = {"dp-cp", DENSE, BIT(LLMP_DIM_DP) | BIT(LLMP_DIM_CP), PLAIN},
-	[LLMP_GROUP_TP_CP] = {"tp-cp", DENSE, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_CP), PLAIN},
-	[LLMP_GROUP_TP_PP] = {"tp-pp", DENSE, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_PP), PLAIN},
-	[LLMP_GROUP_TP_DP] = {"tp-dp", DENSE, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_DP), PLAIN},
-	[LLMP_GROUP_TP_DP_CP] = {"tp-dp-cp", DENSE,
-				 BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_DP) | BIT(LLMP_DIM_CP), PLAIN},
-	[LLMP_GROUP_EXPERT_TP] = {"expert-tp", EXPERT, BIT(LLMP_DIM_TP), PLAIN},
-	[LLMP_GROUP_EXPERT_DP] = {"expert-dp", EXPERT, BIT(LLMP_DIM_DP), PLAIN},
-	[LLMP_GROUP_TP_EP] = {"tp-ep", EXPERT, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_EP), PLAIN},
-	[LLMP_GROUP_TP_EP_PP] = {"tp-ep-pp", EXPERT,
-				 BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_EP) | BIT(LLMP_DIM_PP), PLAIN},
-	[LLMP_GROUP_EMBEDDING] = {"embedding", DENSE, BIT(LLMP_DIM_PP), EMBEDDING},
-	[LLMP_GROUP_POSITION_EMBEDDING] = {"position-embedding", DENSE,
-					   BIT(LLMP_DIM_PP), POSITION_EMBEDDING},
+	[LLMP_GROUP_TP] = { "tp", DENSE, BIT(LLMP_DIM_TP), PLAIN },
+	[LLMP_GROUP_PP] = { "pp", DENSE, BIT(LLMP_DIM_PP), PLAIN },
+	[LLMP_GROUP_CP] = { "cp", DENSE, BIT(LLMP_DIM_CP), PLAIN },
+	[LLMP_GROUP_DP] = { "dp", DENSE, BIT(LLMP_DIM_DP), PLAIN },
+	[LLMP_GROUP_EP] = { "ep", EXPERT, BIT(LLMP_DIM_EP), PLAIN },
+	[LLMP_GROUP_DP_CP] = { "dp-cp", DENSE, BIT(LLMP_DIM_DP) | BIT(LLMP_DIM_CP), PLAIN },
+	[LLMP_GROUP_TP_CP] = { "tp-cp", DENSE, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_CP), PLAIN },
+	[LLMP_GROUP_TP_PP] = { "tp-pp", DENSE, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_PP), PLAIN },
+	[LLMP_GROUP_TP_DP] = { "tp-dp", DENSE, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_DP), PLAIN },
+	[LLMP_GROUP_TP_DP_CP] = { "tp-dp-cp", DENSE, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_DP) | BIT(LLMP_DIM_CP),
+				  PLAIN },
+	[LLMP_GROUP_EXPERT_TP] = { "expert-tp", EXPERT, BIT(LLMP_DIM_TP), PLAIN },
+	[LLMP_GROUP_EXPERT_DP] = { "expert-dp", EXPERT, BIT(LLMP_DIM_DP), PLAIN },
+	[LLMP_GROUP_TP_EP] = { "tp-ep", EXPERT, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_EP), PLAIN },
+	[LLMP_GROUP_TP_EP_PP] = { "tp-ep-pp", EXPERT, BIT(LLMP_DIM_TP) | BIT(LLMP_DIM_EP) | BIT(LLMP_DIM_PP),
+				  PLAIN },
+	[LLMP_GROUP_EMBEDDING] = { "embedding", DENSE, BIT(LLMP_DIM_PP), EMBEDDING },
+	[LLMP_GROUP_POSITION_EMBEDDING] = { "position-embedding", DENSE, BIT(LLMP_DIM_PP),
+					    POSITION_EMBEDDING },
 };
 
 const char *llmp_group_name(enum llmp_group group)
@@ -58,11 +58,9 @@ int llmp_group_from_name(const char *name)
 	return -1;
 }
 
-void plan_group_shape_of(const llmp_plan *plan, enum llmp_group group,
-			 struct llmp_group_shape *shape)
+void plan_group_shape_of(const llmp_plan *plan, enum llmp_group group, struct llmp_group_shape *shape)
 {
-	const struct llmp_grid *grid =
-		kinds[group].grid == DENSE ? &plan->dense : &plan->expert;
+	const struct llmp_grid *grid = kinds[group].grid == DENSE ? &plan->dense : &plan->expert;
 
 	shape->grid = grid;
 	shape->mask = 0;
@@ -79,8 +77,7 @@ void plan_group_shape_of(const llmp_plan *plan, enum llmp_group group,
 	shape->count = plan->world / shape->size;
 }
 
-uint32_t plan_group_shape_base(const struct llmp_group_shape *shape,
-			       uint32_t index)
+uint32_t plan_group_shape_base(const struct llmp_group_shape *shape, uint32_t index)
 {
 	uint32_t base = 0;
 
@@ -94,11 +91,10 @@ uint32_t plan_group_shape_base(const struct llmp_group_shape *shape,
 }
 
 /* Write the members of the group whose smallest rank is base, odometer-style. */
-static void list_members(const struct llmp_group_shape *shape, uint32_t base,
-			 uint32_t *members)
+static void list_members(const struct llmp_group_shape *shape, uint32_t base, uint32_t *members)
 {
 	const struct llmp_grid *grid = shape->grid;
-	uint32_t digit[LLMP_NDIMS] = {0};
+	uint32_t digit[LLMP_NDIMS] = { 0 };
 	uint32_t rank = base;
 
 	for (uint32_t i = 0; i < shape->size; i++) {
@@ -133,12 +129,9 @@ uint32_t llmp_plan_group_size(const llmp_plan *plan, enum llmp_group group)
 		return 0;
 	plan_group_shape_of(plan, group, &shape);
 	switch (kinds[group].form) {
-	case EMBEDDING:
-		return shape.size > 1 ? 2 : 1;
-	case POSITION_EMBEDDING:
-		return 1;
-	case PLAIN:
-		break;
+	case EMBEDDING: return shape.size > 1 ? 2 : 1;
+	case POSITION_EMBEDDING: return 1;
+	case PLAIN: break;
 	}
 	return shape.size;
 }
@@ -148,8 +141,8 @@ uint32_t llmp_plan_group_size(const llmp_plan *plan, enum llmp_group group)
  * Embedding keeps the first and last stage (Megatron: ranks[0], ranks[-1]),
  * position-embedding the first.
  */
-static llmp_status emit(const struct llmp_group_shape *shape, enum group_form form,
-			uint32_t base, uint32_t *members, uint32_t cap, uint32_t *n)
+static llmp_status emit(const struct llmp_group_shape *shape, enum group_form form, uint32_t base,
+			uint32_t *members, uint32_t cap, uint32_t *n)
 {
 	uint32_t want = shape->size;
 
@@ -170,9 +163,8 @@ static llmp_status emit(const struct llmp_group_shape *shape, enum group_form fo
 	return LLMP_OK;
 }
 
-llmp_status llmp_plan_group(const llmp_plan *plan, enum llmp_group group,
-			    uint32_t index, uint32_t *members, uint32_t cap,
-			    uint32_t *n)
+llmp_status llmp_plan_group(const llmp_plan *plan, enum llmp_group group, uint32_t index, uint32_t *members,
+			    uint32_t cap, uint32_t *n)
 {
 	struct llmp_group_shape shape;
 
@@ -182,13 +174,11 @@ llmp_status llmp_plan_group(const llmp_plan *plan, enum llmp_group group,
 	plan_group_shape_of(plan, group, &shape);
 	if (index >= shape.count)
 		return LLMP_ERR_RANGE;
-	return emit(&shape, kinds[group].form, plan_group_shape_base(&shape, index),
-		    members, cap, n);
+	return emit(&shape, kinds[group].form, plan_group_shape_base(&shape, index), members, cap, n);
 }
 
-llmp_status llmp_plan_group_of(const llmp_plan *plan, enum llmp_group group,
-			       uint32_t rank, uint32_t *members, uint32_t cap,
-			       uint32_t *n, uint32_t *index)
+llmp_status llmp_plan_group_of(const llmp_plan *plan, enum llmp_group group, uint32_t rank, uint32_t *members,
+			       uint32_t cap, uint32_t *n, uint32_t *index)
 {
 	struct llmp_group_shape shape;
 	uint32_t base = rank, number = 0, place = 1;
@@ -217,8 +207,7 @@ llmp_status llmp_plan_group_of(const llmp_plan *plan, enum llmp_group group,
 
 	enum group_form form = kinds[group].form;
 	uint32_t last = shape.size - 1;
-	if ((form == EMBEDDING && stage != 0 && stage != last) ||
-	    (form == POSITION_EMBEDDING && stage != 0))
+	if ((form == EMBEDDING && stage != 0 && stage != last) || (form == POSITION_EMBEDDING && stage != 0))
 		return LLMP_OK; /* this stage holds no embedding */
 
 	llmp_status st = emit(&shape, form, base, members, cap, n);

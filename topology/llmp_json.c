@@ -77,7 +77,7 @@ static void put_sizes(struct sink *s, const llmp_plan *plan)
 {
 	/* The documented key order: the dense dimensions, then the expert ones. */
 	static const enum llmp_axis shown[] = {
-		LLMP_AXIS_TP, LLMP_AXIS_PP, LLMP_AXIS_CP, LLMP_AXIS_DP,
+		LLMP_AXIS_TP, LLMP_AXIS_PP,  LLMP_AXIS_CP,  LLMP_AXIS_DP,
 		LLMP_AXIS_EP, LLMP_AXIS_ETP, LLMP_AXIS_EDP,
 	};
 
@@ -105,8 +105,8 @@ static void put_warnings(struct sink *s, const llmp_plan *plan)
 	put(s, "]");
 }
 
-static llmp_status put_groups(struct sink *s, const llmp_plan *plan, uint32_t rank,
-			      uint32_t *members, uint32_t cap)
+static llmp_status put_groups(struct sink *s, const llmp_plan *plan, uint32_t rank, uint32_t *members,
+			      uint32_t cap)
 {
 	put(s, "{");
 	for (int g = 0; g < LLMP_NGROUPS; g++) {
@@ -117,15 +117,13 @@ static llmp_status put_groups(struct sink *s, const llmp_plan *plan, uint32_t ra
 		put_key(s, llmp_group_name((enum llmp_group)g));
 		put(s, "[");
 		if (rank != LLMP_JSON_ALL_RANKS) {
-			st = llmp_plan_group_of(plan, (enum llmp_group)g, rank, members,
-						cap, &n, NULL);
+			st = llmp_plan_group_of(plan, (enum llmp_group)g, rank, members, cap, &n, NULL);
 			if (st == LLMP_OK && n)
 				put_list(s, members, n);
 		} else {
 			uint32_t count = llmp_plan_group_count(plan, (enum llmp_group)g);
 			for (uint32_t i = 0; i < count && st == LLMP_OK; i++) {
-				st = llmp_plan_group(plan, (enum llmp_group)g, i, members,
-						     cap, &n);
+				st = llmp_plan_group(plan, (enum llmp_group)g, i, members, cap, &n);
 				put(s, i ? "," : "");
 				put_list(s, members, n);
 			}

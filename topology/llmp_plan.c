@@ -49,26 +49,22 @@ static llmp_status fit_sizes(llmp_plan *plan, char *msg, size_t msglen)
 
 	if (world % model)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
-			    "tp*pp*cp = %llu*%llu*%llu = %llu does not divide %llu tasks",
-			    (unsigned long long)tp, (unsigned long long)pp,
-			    (unsigned long long)cp, (unsigned long long)model,
-			    (unsigned long long)world);
+				 "tp*pp*cp = %llu*%llu*%llu = %llu does not divide %llu tasks",
+				 (unsigned long long)tp, (unsigned long long)pp, (unsigned long long)cp,
+				 (unsigned long long)model, (unsigned long long)world);
 	uint64_t dp = world / model;
 	if (s->size[LLMP_DIM_DP] && s->size[LLMP_DIM_DP] != dp)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
-			    "tp*pp*cp*dp = %llu*%llu*%llu*%u = %llu, but the job has "
-			    "%llu tasks (dp=auto would give dp=%llu)",
-			    (unsigned long long)tp, (unsigned long long)pp,
-			    (unsigned long long)cp, s->size[LLMP_DIM_DP],
-			    (unsigned long long)(model * s->size[LLMP_DIM_DP]),
-			    (unsigned long long)world, (unsigned long long)dp);
+				 "tp*pp*cp*dp = %llu*%llu*%llu*%u = %llu, but the job has "
+				 "%llu tasks (dp=auto would give dp=%llu)",
+				 (unsigned long long)tp, (unsigned long long)pp, (unsigned long long)cp,
+				 s->size[LLMP_DIM_DP], (unsigned long long)(model * s->size[LLMP_DIM_DP]),
+				 (unsigned long long)world, (unsigned long long)dp);
 	if (world % expert)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
-			    "expert grid: etp*ep*pp = %llu*%llu*%llu = %llu does not divide "
-			    "%llu tasks",
-			    (unsigned long long)etp, (unsigned long long)ep,
-			    (unsigned long long)pp, (unsigned long long)expert,
-			    (unsigned long long)world);
+				 "expert grid: etp*ep*pp = %llu*%llu*%llu = %llu does not divide %llu tasks",
+				 (unsigned long long)etp, (unsigned long long)ep, (unsigned long long)pp,
+				 (unsigned long long)expert, (unsigned long long)world);
 
 	plan->size[LLMP_AXIS_TP] = (uint32_t)tp;
 	plan->size[LLMP_AXIS_CP] = (uint32_t)cp;
@@ -90,27 +86,25 @@ static llmp_status fit_order(llmp_plan *plan, char *msg, size_t msglen)
 	memcpy(plan->order, s->order, sizeof plan->order);
 	for (unsigned p = 0; p < LLMP_NDIMS; p++) {
 		plan->pos[plan->order[p]] = p;
-		off += (size_t)snprintf(plan->order_text + off, sizeof plan->order_text - off,
-					"%s%s", p ? "-" : "", llmp_dim_name(plan->order[p]));
+		off += (size_t)snprintf(plan->order_text + off, sizeof plan->order_text - off, "%s%s",
+					p ? "-" : "", llmp_dim_name(plan->order[p]));
 	}
 
 	/* dp is only known now; an order that leaves it out needs it to be 1. */
 	if (s->order_len && plan->pos[LLMP_DIM_DP] >= s->order_len &&
 	    (z[LLMP_AXIS_DP] > 1 || z[LLMP_AXIS_EDP] > 1))
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
-			    "the order leaves out dp, but %s is %u on %u tasks",
-			    z[LLMP_AXIS_DP] > 1 ? "dp" : "expert-dp",
-			    z[LLMP_AXIS_DP] > 1 ? z[LLMP_AXIS_DP] : z[LLMP_AXIS_EDP],
-			    plan->world);
+				 "the order leaves out dp, but %s is %u on %u tasks",
+				 z[LLMP_AXIS_DP] > 1 ? "dp" : "expert-dp",
+				 z[LLMP_AXIS_DP] > 1 ? z[LLMP_AXIS_DP] : z[LLMP_AXIS_EDP], plan->world);
 
 	const uint32_t dense[LLMP_NDIMS] = {
-		[LLMP_DIM_TP] = z[LLMP_AXIS_TP], [LLMP_DIM_CP] = z[LLMP_AXIS_CP],
-		[LLMP_DIM_EP] = 1, [LLMP_DIM_DP] = z[LLMP_AXIS_DP],
-		[LLMP_DIM_PP] = z[LLMP_AXIS_PP],
+		[LLMP_DIM_TP] = z[LLMP_AXIS_TP], [LLMP_DIM_CP] = z[LLMP_AXIS_CP], [LLMP_DIM_EP] = 1,
+		[LLMP_DIM_DP] = z[LLMP_AXIS_DP], [LLMP_DIM_PP] = z[LLMP_AXIS_PP],
 	};
 	const uint32_t expert[LLMP_NDIMS] = {
 		[LLMP_DIM_TP] = z[LLMP_AXIS_ETP], [LLMP_DIM_CP] = 1,
-		[LLMP_DIM_EP] = z[LLMP_AXIS_EP], [LLMP_DIM_DP] = z[LLMP_AXIS_EDP],
+		[LLMP_DIM_EP] = z[LLMP_AXIS_EP],  [LLMP_DIM_DP] = z[LLMP_AXIS_EDP],
 		[LLMP_DIM_PP] = z[LLMP_AXIS_PP],
 	};
 	grid_layout(&plan->dense, plan->order, dense);
@@ -121,27 +115,24 @@ static llmp_status fit_order(llmp_plan *plan, char *msg, size_t msglen)
 	bool pp_last = s->order_len == 0 || s->order[s->order_len - 1] == LLMP_DIM_PP;
 	if (z[LLMP_AXIS_PP] > 1 && !pp_last && z[LLMP_AXIS_DP] != z[LLMP_AXIS_EDP])
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
-			    "order %s: with pp not last, dp (%u) and expert-dp (%u) "
-			    "must be equal; put pp last in the order, or choose "
-			    "etp*ep = tp*cp",
-			    plan->order_text, z[LLMP_AXIS_DP], z[LLMP_AXIS_EDP]);
+				 "order %s: with pp not last, dp (%u) and expert-dp (%u) "
+				 "must be equal; put pp last in the order, or choose etp*ep = tp*cp",
+				 plan->order_text, z[LLMP_AXIS_DP], z[LLMP_AXIS_EDP]);
 
 	/* Both grids must agree on the pipeline groups (Megatron asserts it):
 	 * they do exactly when pp has the same stride in both. */
 	unsigned pp = plan->pos[LLMP_DIM_PP];
 	if (z[LLMP_AXIS_PP] > 1 && plan->dense.stride[pp] != plan->expert.stride[pp])
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
-			    "order %s: the pipeline groups of the expert grid (ranks %u "
-			    "apart) differ from those of the dense grid (ranks %u apart); "
-			    "put pp last in the order, or choose sizes whose product "
-			    "before pp is the same in both grids",
-			    plan->order_text, plan->expert.stride[pp],
-			    plan->dense.stride[pp]);
+				 "order %s: the pipeline groups of the expert grid (ranks %u "
+				 "apart) differ from those of the dense grid (ranks %u apart); "
+				 "put pp last in the order, or choose sizes whose product "
+				 "before pp is the same in both grids",
+				 plan->order_text, plan->expert.stride[pp], plan->dense.stride[pp]);
 	return LLMP_OK;
 }
 
-static void warn(llmp_plan *plan, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static void warn(llmp_plan *plan, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void warn(llmp_plan *plan, const char *fmt, ...)
 {
@@ -158,8 +149,8 @@ static void warn(llmp_plan *plan, const char *fmt, ...)
  * smallest and largest members do. Stops at the first group that spans nodes:
  * O(number of groups) at worst, done once per plan.
  */
-static void warn_if_spanning(llmp_plan *plan, enum llmp_group group,
-			     uint32_t tasks_per_node, const char *traffic)
+static void warn_if_spanning(llmp_plan *plan, enum llmp_group group, uint32_t tasks_per_node,
+			     const char *traffic)
 {
 	struct llmp_group_shape shape;
 
@@ -179,8 +170,7 @@ static void warn_if_spanning(llmp_plan *plan, enum llmp_group group,
 	}
 }
 
-llmp_status llmp_plan_create(const llmp_spec *spec, uint32_t world,
-			     uint32_t tasks_per_node, llmp_plan **out,
+llmp_status llmp_plan_create(const llmp_spec *spec, uint32_t world, uint32_t tasks_per_node, llmp_plan **out,
 			     char *msg, size_t msglen)
 {
 	if (!out)
@@ -194,8 +184,8 @@ llmp_status llmp_plan_create(const llmp_spec *spec, uint32_t world,
 	if (st != LLMP_OK)
 		return st;
 	if (world == 0 || world > LLMP_WORLD_MAX)
-		return llmp_fail(LLMP_ERR_RANGE, msg, msglen,
-			    "world size %u is outside 1..%u", world, LLMP_WORLD_MAX);
+		return llmp_fail(LLMP_ERR_RANGE, msg, msglen, "world size %u is outside 1..%u", world,
+				 LLMP_WORLD_MAX);
 
 	llmp_plan *plan = calloc(1, sizeof *plan);
 	if (!plan)
@@ -263,8 +253,7 @@ static uint32_t coord(const struct llmp_grid *grid, unsigned pos, uint32_t rank)
 	return (rank / grid->stride[pos]) % grid->size[pos];
 }
 
-llmp_status llmp_plan_coords(const llmp_plan *plan, uint32_t rank,
-			     uint32_t coords[LLMP_NAXES])
+llmp_status llmp_plan_coords(const llmp_plan *plan, uint32_t rank, uint32_t coords[LLMP_NAXES])
 {
 	if (!plan || !coords)
 		return LLMP_ERR_ARG;

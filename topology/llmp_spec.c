@@ -18,7 +18,7 @@
 #include "fail.h"
 #include "items.h"
 
-static const char *const dim_names[LLMP_NDIMS] = {"tp", "cp", "ep", "dp", "pp"};
+static const char *const dim_names[LLMP_NDIMS] = { "tp", "cp", "ep", "dp", "pp" };
 
 static const char *const key_names[LLMP_NKEYS] = {
 	"tp", "cp", "ep", "dp", "pp", "etp", "order", "vpp",
@@ -66,8 +66,8 @@ static int dim_lookup(const char *s, size_t n)
 }
 
 /* A size: decimal digits only, 1..LLMP_SIZE_MAX. */
-static llmp_status parse_size(const char *key, const char *v, size_t n,
-			      uint32_t *out, char *msg, size_t msglen)
+static llmp_status parse_size(const char *key, const char *v, size_t n, uint32_t *out, char *msg,
+			      size_t msglen)
 {
 	char shown[LLMP_SHOW_MAX];
 	uint64_t value = 0;
@@ -77,31 +77,28 @@ static llmp_status parse_size(const char *key, const char *v, size_t n,
 		for (i = 1; i < n && v[i] >= '0' && v[i] <= '9'; i++)
 			;
 		if (i == n)
-			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "%s=%s: must be a positive integer", key,
-				    llmp_show(shown, v, n));
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=%s: must be a positive integer", key,
+					 llmp_show(shown, v, n));
 	}
 	for (i = 0; i < n; i++) {
 		if (v[i] < '0' || v[i] > '9')
-			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "%s=%s: not a number%s", key, llmp_show(shown, v, n),
-				    strcmp(key, "dp") == 0 ? " or 'auto'" : "");
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=%s: not a number%s", key,
+					 llmp_show(shown, v, n), strcmp(key, "dp") == 0 ? " or 'auto'" : "");
 		value = value * 10 + (uint64_t)(v[i] - '0');
 		if (value > LLMP_SIZE_MAX)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "%s=%s: larger than the largest size, %u", key,
-				    llmp_show(shown, v, n), LLMP_SIZE_MAX);
+					 "%s=%s: larger than the largest size, %u", key,
+					 llmp_show(shown, v, n), LLMP_SIZE_MAX);
 	}
 	if (value == 0)
-		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-			    "%s=%s: must be at least 1", key, llmp_show(shown, v, n));
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "%s=%s: must be at least 1", key,
+				 llmp_show(shown, v, n));
 	*out = (uint32_t)value;
 	return LLMP_OK;
 }
 
 /* An order: dimension names joined by '-', each at most once. */
-static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec,
-			       char *msg, size_t msglen)
+static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec, char *msg, size_t msglen)
 {
 	char shown[LLMP_SHOW_MAX], tok[LLMP_SHOW_MAX];
 	unsigned seen = 0, len = 0;
@@ -113,18 +110,17 @@ static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec,
 		size_t tn = i - start;
 		if (tn == 0)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "order=%s: empty dimension name (expected names "
-				    "joined by '-', e.g. tp-cp-ep-dp-pp)",
-				    llmp_show(shown, v, n));
+					 "order=%s: empty dimension name (expected names "
+					 "joined by '-', e.g. tp-cp-ep-dp-pp)",
+					 llmp_show(shown, v, n));
 		int d = dim_lookup(v + start, tn);
 		if (d < 0)
 			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "order=%s: unknown dimension '%s' (known: tp cp ep dp pp)",
-				    llmp_show(shown, v, n), llmp_show(tok, v + start, tn));
+					 "order=%s: unknown dimension '%s' (known: tp cp ep dp pp)",
+					 llmp_show(shown, v, n), llmp_show(tok, v + start, tn));
 		if (seen & (1u << d))
-			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "order=%s: '%s' appears twice", llmp_show(shown, v, n),
-				    dim_names[d]);
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "order=%s: '%s' appears twice",
+					 llmp_show(shown, v, n), dim_names[d]);
 		seen |= 1u << d;
 		spec->order[len++] = (enum llmp_dim)d;
 		start = i + 1;
@@ -141,8 +137,7 @@ static llmp_status parse_order(const char *v, size_t n, llmp_spec *spec,
 	return LLMP_OK;
 }
 
-static llmp_status parse_item(const char *item, size_t n, void *state, char *msg,
-			      size_t msglen)
+static llmp_status parse_item(const char *item, size_t n, void *state, char *msg, size_t msglen)
 {
 	llmp_spec *spec = state;
 	char shown[LLMP_SHOW_MAX];
@@ -150,21 +145,20 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 
 	if (!eq) {
 		if (n == 4 && memcmp(item, "help", 4) == 0)
-			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-				    "'help' must be given alone");
-		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-			    "'%s' is not key=value (e.g. tp=2)", llmp_show(shown, item, n));
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "'help' must be given alone");
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "'%s' is not key=value (e.g. tp=2)",
+				 llmp_show(shown, item, n));
 	}
 	size_t kn = (size_t)(eq - item), vn = n - kn - 1;
 	const char *v = eq + 1;
 	if (kn == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "'%s': missing key before '='",
-			    llmp_show(shown, item, n));
+				 llmp_show(shown, item, n));
 	int key = key_lookup(item, kn);
 	if (key < 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-			    "unknown key '%s' (known keys: tp pp cp ep etp dp order vpp)",
-			    llmp_show(shown, item, kn));
+				 "unknown key '%s' (known keys: tp pp cp ep etp dp order vpp)",
+				 llmp_show(shown, item, kn));
 	const char *name = key_names[key];
 	if (spec->given & (1u << key))
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "key '%s' given twice", name);
@@ -173,21 +167,15 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 
 	llmp_status st = LLMP_OK;
 	switch ((enum llmp_key)key) {
-	case LLMP_KEY_ORDER:
-		st = parse_order(v, vn, spec, msg, msglen);
-		break;
+	case LLMP_KEY_ORDER: st = parse_order(v, vn, spec, msg, msglen); break;
 	case LLMP_KEY_DP:
 		if (vn == 4 && memcmp(v, "auto", 4) == 0)
 			spec->size[LLMP_DIM_DP] = 0;
 		else
 			st = parse_size(name, v, vn, &spec->size[LLMP_DIM_DP], msg, msglen);
 		break;
-	case LLMP_KEY_ETP:
-		st = parse_size(name, v, vn, &spec->etp, msg, msglen);
-		break;
-	case LLMP_KEY_VPP:
-		st = parse_size(name, v, vn, &spec->vpp, msg, msglen);
-		break;
+	case LLMP_KEY_ETP: st = parse_size(name, v, vn, &spec->etp, msg, msglen); break;
+	case LLMP_KEY_VPP: st = parse_size(name, v, vn, &spec->vpp, msg, msglen); break;
 	case LLMP_KEY_TP:
 	case LLMP_KEY_CP:
 	case LLMP_KEY_EP:
@@ -195,16 +183,14 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 		/* These keys share their index with their dimension. */
 		st = parse_size(name, v, vn, &spec->size[key], msg, msglen);
 		break;
-	case LLMP_NKEYS:
-		break;
+	case LLMP_NKEYS: break;
 	}
 	if (st == LLMP_OK)
 		spec->given |= 1u << key;
 	return st;
 }
 
-llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec,
-				    char *msg, size_t msglen)
+llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec, char *msg, size_t msglen)
 {
 	if (!spec)
 		return llmp_fail(LLMP_ERR_ARG, msg, msglen, "no spec to fill");
@@ -214,12 +200,11 @@ llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec,
 
 	size_t len = strnlen(text, LLMP_SPEC_MAX_LEN + 1);
 	if (len > LLMP_SPEC_MAX_LEN)
-		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-			    "layout is longer than %d characters", LLMP_SPEC_MAX_LEN);
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "layout is longer than %d characters",
+				 LLMP_SPEC_MAX_LEN);
 	if (len == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-			    "empty layout (expected key=value items such as "
-			    "tp=2,pp=2, or 'help')");
+				 "empty layout (expected key=value items such as tp=2,pp=2, or 'help')");
 	if (strcmp(text, "help") == 0) {
 		spec->help = true;
 		return LLMP_OK;
@@ -244,15 +229,9 @@ void llmp_spec_overlay(llmp_spec *base, const llmp_spec *top)
 			memcpy(base->order, top->order, sizeof base->order);
 			base->order_len = top->order_len;
 			break;
-		case LLMP_KEY_ETP:
-			base->etp = top->etp;
-			break;
-		case LLMP_KEY_VPP:
-			base->vpp = top->vpp;
-			break;
-		default:
-			base->size[k] = top->size[k];
-			break;
+		case LLMP_KEY_ETP: base->etp = top->etp; break;
+		case LLMP_KEY_VPP: base->vpp = top->vpp; break;
+		default: base->size[k] = top->size[k]; break;
 		}
 		base->given |= 1u << k;
 	}
@@ -284,24 +263,22 @@ llmp_status llmp_spec_check(const llmp_spec *spec, char *msg, size_t msglen)
 			enum llmp_dim d = spec->order[i];
 			uint32_t size = spec->size[d];
 			if (d == LLMP_DIM_TP && spec->etp > 1 && size == 1)
-				return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-					    "order=%s omits tp, but etp=%u", order,
-					    spec->etp);
+				return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "order=%s omits tp, but etp=%u",
+						 order, spec->etp);
 			if (size > 1)
 				return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-					    "order=%s omits %s, whose size is %u", order,
-					    dim_names[d], size);
+						 "order=%s omits %s, whose size is %u", order, dim_names[d],
+						 size);
 		}
 	}
 	if (spec->vpp && spec->size[LLMP_DIM_PP] < 2)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
-			    "vpp=%u needs pipeline parallelism, but pp is %u",
-			    spec->vpp, spec->size[LLMP_DIM_PP]);
+				 "vpp=%u needs pipeline parallelism, but pp is %u", spec->vpp,
+				 spec->size[LLMP_DIM_PP]);
 	return LLMP_OK;
 }
 
-llmp_status llmp_spec_parse(const char *text, llmp_spec *spec, char *msg,
-			    size_t msglen)
+llmp_status llmp_spec_parse(const char *text, llmp_spec *spec, char *msg, size_t msglen)
 {
 	llmp_status st = llmp_spec_parse_partial(text, spec, msg, msglen);
 	if (st == LLMP_OK)
@@ -319,8 +296,7 @@ static void put(char *buf, size_t buflen, size_t *off, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(*off < buflen ? buf + *off : NULL,
-			  *off < buflen ? buflen - *off : 0, fmt, ap);
+	int n = vsnprintf(*off < buflen ? buf + *off : NULL, *off < buflen ? buflen - *off : 0, fmt, ap);
 	va_end(ap);
 	if (n > 0)
 		*off += (size_t)n;
@@ -330,7 +306,7 @@ size_t llmp_spec_format(const llmp_spec *spec, char *buf, size_t buflen)
 {
 	/* Grammar order of the keys, not enum order. */
 	static const enum llmp_key printed[LLMP_NKEYS] = {
-		LLMP_KEY_TP, LLMP_KEY_PP, LLMP_KEY_CP, LLMP_KEY_EP,
+		LLMP_KEY_TP,  LLMP_KEY_PP, LLMP_KEY_CP,    LLMP_KEY_EP,
 		LLMP_KEY_ETP, LLMP_KEY_DP, LLMP_KEY_ORDER, LLMP_KEY_VPP,
 	};
 	size_t off = 0;
@@ -351,8 +327,7 @@ size_t llmp_spec_format(const llmp_spec *spec, char *buf, size_t buflen)
 		switch (k) {
 		case LLMP_KEY_ORDER:
 			for (unsigned j = 0; j < spec->order_len; j++)
-				put(buf, buflen, &off, "%s%s", j ? "-" : "",
-				    dim_names[spec->order[j]]);
+				put(buf, buflen, &off, "%s%s", j ? "-" : "", dim_names[spec->order[j]]);
 			break;
 		case LLMP_KEY_DP:
 			if (spec->size[LLMP_DIM_DP] == 0)
@@ -360,15 +335,9 @@ size_t llmp_spec_format(const llmp_spec *spec, char *buf, size_t buflen)
 			else
 				put(buf, buflen, &off, "%u", spec->size[LLMP_DIM_DP]);
 			break;
-		case LLMP_KEY_ETP:
-			put(buf, buflen, &off, "%u", spec->etp);
-			break;
-		case LLMP_KEY_VPP:
-			put(buf, buflen, &off, "%u", spec->vpp);
-			break;
-		default:
-			put(buf, buflen, &off, "%u", spec->size[k]);
-			break;
+		case LLMP_KEY_ETP: put(buf, buflen, &off, "%u", spec->etp); break;
+		case LLMP_KEY_VPP: put(buf, buflen, &off, "%u", spec->vpp); break;
+		default: put(buf, buflen, &off, "%u", spec->size[k]); break;
 		}
 	}
 	return off;
@@ -376,9 +345,8 @@ size_t llmp_spec_format(const llmp_spec *spec, char *buf, size_t buflen)
 
 bool llmp_spec_equal(const llmp_spec *a, const llmp_spec *b)
 {
-	return a->help == b->help && a->given == b->given && a->etp == b->etp &&
-	       a->vpp == b->vpp && a->order_len == b->order_len &&
-	       memcmp(a->size, b->size, sizeof a->size) == 0 &&
+	return a->help == b->help && a->given == b->given && a->etp == b->etp && a->vpp == b->vpp &&
+	       a->order_len == b->order_len && memcmp(a->size, b->size, sizeof a->size) == 0 &&
 	       memcmp(a->order, b->order, sizeof a->order) == 0;
 }
 
@@ -394,8 +362,7 @@ const char *llmp_spec_grammar(void)
 	       "  order=D-D-D-D-D  rank order, leftmost dimension varies fastest;\n"
 	       "           names from tp cp ep dp pp, each at most once; a dimension\n"
 	       "           left out must have size 1   (default tp-cp-ep-dp-pp)\n"
-	       "  vpp=N    virtual pipeline stages per rank, needs pp > 1\n"
-	       "  help     print this text\n"
+	       "  vpp=N    virtual pipeline stages per rank, needs pp > 1\n  help     print this text\n"
 	       "Groups are those of Megatron-Core's RankGenerator for the same sizes\n"
 	       "and order; experts use the grid etp x ep x expert-dp x pp.\n"
 	       "Example: tp=8,pp=4,cp=2   (on 64 tasks: dp=auto gives dp=1)\n";

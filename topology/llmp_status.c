@@ -11,34 +11,20 @@
 const char *llmp_strerror(llmp_status status)
 {
 	switch (status) {
-	case LLMP_OK:
-		return "success";
-	case LLMP_ERR_SPEC:
-		return "invalid layout specification";
-	case LLMP_ERR_LAYOUT:
-		return "layout does not fit the job";
-	case LLMP_ERR_RANGE:
-		return "value out of range";
-	case LLMP_ERR_ARG:
-		return "invalid argument";
-	case LLMP_ERR_NOMEM:
-		return "out of memory";
-	case LLMP_ERR_IO:
-		return "input/output error";
-	case LLMP_ERR_WIREUP:
-		return "process wire-up (PMIx) failed";
-	case LLMP_ERR_MISMATCH:
-		return "ranks disagree";
-	case LLMP_ERR_TRANSPORT:
-		return "transport (UCX) error";
-	case LLMP_ERR_TIMEOUT:
-		return "operation timed out";
-	case LLMP_ERR_PEER:
-		return "peer failed";
-	case LLMP_ERR_UNSUPPORTED:
-		return "not supported by this build";
-	case LLMP_ERR_STATE:
-		return "handle unusable after an earlier failure";
+	case LLMP_OK: return "success";
+	case LLMP_ERR_SPEC: return "invalid layout specification";
+	case LLMP_ERR_LAYOUT: return "layout does not fit the job";
+	case LLMP_ERR_RANGE: return "value out of range";
+	case LLMP_ERR_ARG: return "invalid argument";
+	case LLMP_ERR_NOMEM: return "out of memory";
+	case LLMP_ERR_IO: return "input/output error";
+	case LLMP_ERR_WIREUP: return "process wire-up (PMIx) failed";
+	case LLMP_ERR_MISMATCH: return "ranks disagree";
+	case LLMP_ERR_TRANSPORT: return "transport (UCX) error";
+	case LLMP_ERR_TIMEOUT: return "operation timed out";
+	case LLMP_ERR_PEER: return "peer failed";
+	case LLMP_ERR_UNSUPPORTED: return "not supported by this build";
+	case LLMP_ERR_STATE: return "handle unusable after an earlier failure";
 	}
 	return "unknown status";
 }

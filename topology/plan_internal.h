@@ -46,11 +46,9 @@ struct llmp_group_shape {
 };
 
 /* The shape of a group kind; embedding kinds answer the shape of pp. */
-void plan_group_shape_of(const llmp_plan *plan, enum llmp_group group,
-			 struct llmp_group_shape *shape);
+void plan_group_shape_of(const llmp_plan *plan, enum llmp_group group, struct llmp_group_shape *shape);
 
 /* Smallest member (the first one) of group number index of a shape. */
-uint32_t plan_group_shape_base(const struct llmp_group_shape *shape,
-			       uint32_t index);
+uint32_t plan_group_shape_base(const struct llmp_group_shape *shape, uint32_t index);
 
 #endif /* LLMP_PLAN_INTERNAL_H */

@@ -98,7 +98,7 @@ llmp_status llmp_finalize(llmp_ctx *ctx);
 /* Why the last failed call on ctx failed: names the culprit. Never NULL. */
 const char *llmp_errmsg(const llmp_ctx *ctx);
 
-uint32_t llmp_rank(const llmp_ctx *ctx);       /* rank in the world */
+uint32_t llmp_rank(const llmp_ctx *ctx); /* rank in the world */
 uint32_t llmp_world_size(const llmp_ctx *ctx);
 uint32_t llmp_local_rank(const llmp_ctx *ctx); /* rank among the node's ranks */
 uint32_t llmp_local_size(const llmp_ctx *ctx);
@@ -106,11 +106,11 @@ const llmp_plan *llmp_layout(const llmp_ctx *ctx); /* owned by ctx */
 
 /* What init and the communicators cost; for reports and tests. */
 typedef struct llmp_stats {
-	unsigned init_fences;  /* PMIx fences init used (a constant: 1) */
-	unsigned comms;        /* communicators made so far */
-	unsigned endpoints;    /* UCX endpoints opened so far (to distinct peers) */
-	unsigned shm_comms;    /* communicators with a shared-memory segment */
-	double init_seconds;   /* wall time of llmp_init */
+	unsigned init_fences; /* PMIx fences init used (a constant: 1) */
+	unsigned comms;       /* communicators made so far */
+	unsigned endpoints;   /* UCX endpoints opened so far (to distinct peers) */
+	unsigned shm_comms;   /* communicators with a shared-memory segment */
+	double init_seconds;  /* wall time of llmp_init */
 } llmp_stats;
 llmp_status llmp_get_stats(const llmp_ctx *ctx, llmp_stats *stats);
 
@@ -147,20 +147,20 @@ const char *llmp_comm_name(const llmp_comm *comm);
  */
 
 /* recvbuf[i] = op over members of sendbuf[i], for i < count. */
-llmp_status llmp_allreduce(llmp_comm *comm, const void *sendbuf, void *recvbuf,
-			   size_t count, llmp_dtype dtype, llmp_op op);
+llmp_status llmp_allreduce(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype, llmp_op op);
 
 /* sendbuf holds size * count elements; member r gets block r, reduced. */
-llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf,
-				size_t count, llmp_dtype dtype, llmp_op op);
+llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				llmp_dtype dtype, llmp_op op);
 
 /* recvbuf (size * count elements) gets member r's sendbuf as block r. */
-llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf,
-			   size_t count, llmp_dtype dtype);
+llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype);
 
 /* recvbuf on every member gets root's sendbuf (sendbuf is read on root only). */
-llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf,
-			   size_t count, llmp_dtype dtype, uint32_t root);
+llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype, uint32_t root);
 
 /* Returns once every member has entered it. */
 llmp_status llmp_barrier(llmp_comm *comm);
@@ -173,14 +173,11 @@ llmp_status llmp_barrier(llmp_comm *comm);
  * of a large message waits for the receive: two ranks that exchange use
  * llmp_sendrecv.
  */
-llmp_status llmp_send(llmp_comm *comm, const void *buf, size_t count,
-		      llmp_dtype dtype, uint32_t peer);
-llmp_status llmp_recv(llmp_comm *comm, void *buf, size_t count,
-		      llmp_dtype dtype, uint32_t peer);
+llmp_status llmp_send(llmp_comm *comm, const void *buf, size_t count, llmp_dtype dtype, uint32_t peer);
+llmp_status llmp_recv(llmp_comm *comm, void *buf, size_t count, llmp_dtype dtype, uint32_t peer);
 /* Send to dst and receive from src at once (dst and src may be the same). */
-llmp_status llmp_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount,
-			  uint32_t dst, void *recvbuf, size_t recvcount,
-			  uint32_t src, llmp_dtype dtype);
+llmp_status llmp_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount, uint32_t dst, void *recvbuf,
+			  size_t recvcount, uint32_t src, llmp_dtype dtype);
 
 #ifdef __cplusplus
 }

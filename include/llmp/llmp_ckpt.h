@@ -39,10 +39,10 @@ typedef struct llmp_ckpt llmp_ckpt;
 #define LLMP_CKPT_NEWEST UINT64_MAX /* llmp_ckpt_load: the newest complete checkpoint */
 
 typedef struct llmp_ckpt_opts {
-	const char *root;     /* directory of the checkpoints; created if missing */
-	unsigned keep;        /* complete checkpoints kept; 0: 2. Never fewer than 1 */
-	size_t alignment;     /* file offset alignment of large datasets; 0: 1 MiB */
-	size_t staging_max;   /* bytes an async save may copy on this rank; 0: no limit */
+	const char *root;   /* directory of the checkpoints; created if missing */
+	unsigned keep;      /* complete checkpoints kept; 0: 2. Never fewer than 1 */
+	size_t alignment;   /* file offset alignment of large datasets; 0: 1 MiB */
+	size_t staging_max; /* bytes an async save may copy on this rank; 0: no limit */
 } llmp_ckpt_opts;
 
 /* Not collective. The handle belongs to ctx; close it before llmp_finalize. */
@@ -56,9 +56,9 @@ void llmp_ckpt_close(llmp_ckpt *ckpt);
  * a save reads it, a load writes it. Every rank that holds part of the
  * tensor registers it, with the same dtype and global shape.
  */
-llmp_status llmp_ckpt_register(llmp_ckpt *ckpt, const char *name, llmp_dtype dtype,
-			       unsigned ndim, const uint64_t *global_shape,
-			       const uint64_t *offset, const uint64_t *shape, void *data);
+llmp_status llmp_ckpt_register(llmp_ckpt *ckpt, const char *name, llmp_dtype dtype, unsigned ndim,
+			       const uint64_t *global_shape, const uint64_t *offset, const uint64_t *shape,
+			       void *data);
 
 /* Collective: write checkpoint `step` with metalen bytes of user metadata. */
 llmp_status llmp_ckpt_save(llmp_ckpt *ckpt, uint64_t step, const void *meta, size_t metalen);
@@ -105,8 +105,8 @@ llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ckpt, llmp_ckpt_stats *stats);
  * LLMP_ERR_UNSUPPORTED: a checkpoint of another format version (1, saved
  * by an older llmp), which this one does not read (doc/checkpoint.md).
  */
-llmp_status llmp_ckpt_load(llmp_ckpt *ckpt, uint64_t step, uint64_t *loaded_step,
-			   void *meta, size_t metacap, size_t *metalen);
+llmp_status llmp_ckpt_load(llmp_ckpt *ckpt, uint64_t step, uint64_t *loaded_step, void *meta, size_t metacap,
+			   size_t *metalen);
 
 #ifdef __cplusplus
 }

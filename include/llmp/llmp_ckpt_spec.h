@@ -49,12 +49,12 @@ enum {
 
 typedef struct llmp_ckpt_spec {
 	char dir[LLMP_CKPT_DIR_MAX];
-	uint32_t every;         /* 0: only when stopping */
-	bool every_minutes;     /* every counts minutes, not steps */
-	uint32_t keep;          /* >= 1 once checked */
-	uint32_t max_restarts;  /* consecutive failed runs tolerated */
-	unsigned given;         /* LLMP_CKPT_GIVEN_* */
-	bool help;              /* the text was "help": print the grammar */
+	uint32_t every;        /* 0: only when stopping */
+	bool every_minutes;    /* every counts minutes, not steps */
+	uint32_t keep;         /* >= 1 once checked */
+	uint32_t max_restarts; /* consecutive failed runs tolerated */
+	unsigned given;        /* LLMP_CKPT_GIVEN_* */
+	bool help;             /* the text was "help": print the grammar */
 } llmp_ckpt_spec;
 
 /* An empty spec: nothing given. */
@@ -67,8 +67,7 @@ void llmp_ckpt_spec_init(llmp_ckpt_spec *spec);
  * spec->help and nothing else. On error msg names the key or
  * text at fault and *spec is unusable.
  */
-llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec, char *msg,
-					 size_t msglen);
+llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec, char *msg, size_t msglen);
 
 /* Copy into *base every key *top was given; a help request carries over. */
 void llmp_ckpt_spec_overlay(llmp_ckpt_spec *base, const llmp_ckpt_spec *top);

@@ -12,34 +12,34 @@
 #define LLMP_ENV_H
 
 /* The layout: the user's spec, and the order and sizes it resolved to. */
-#define LLMP_ENV_PARALLEL    "LLMP_PARALLEL"    /* the layout keys in force, canonically */
-#define LLMP_ENV_ORDER       "LLMP_ORDER"       /* the dimensions, fastest first */
-#define LLMP_ENV_VPP_SIZE    "LLMP_VPP_SIZE"    /* virtual pipeline stages per rank */
+#define LLMP_ENV_PARALLEL "LLMP_PARALLEL"       /* the layout keys in force, canonically */
+#define LLMP_ENV_ORDER "LLMP_ORDER"             /* the dimensions, fastest first */
+#define LLMP_ENV_VPP_SIZE "LLMP_VPP_SIZE"       /* virtual pipeline stages per rank */
 #define LLMP_ENV_LAYOUT_FILE "LLMP_LAYOUT_FILE" /* the JSON layout (doc/layout-json.md) */
 /* LLMP_<DIM>_SIZE and LLMP_<DIM>_RANK for each dimension: plugin/task_env.c. */
-#define LLMP_ENV_PREFIX      "LLMP_"
+#define LLMP_ENV_PREFIX "LLMP_"
 
 /* This task's place in the job. */
-#define LLMP_ENV_WORLD_SIZE       "LLMP_WORLD_SIZE"
-#define LLMP_ENV_RANK             "LLMP_RANK"
-#define LLMP_ENV_LOCAL_RANK       "LLMP_LOCAL_RANK"
+#define LLMP_ENV_WORLD_SIZE "LLMP_WORLD_SIZE"
+#define LLMP_ENV_RANK "LLMP_RANK"
+#define LLMP_ENV_LOCAL_RANK "LLMP_LOCAL_RANK"
 #define LLMP_ENV_LOCAL_WORLD_SIZE "LLMP_LOCAL_WORLD_SIZE"
-#define LLMP_ENV_NODE_RANK        "LLMP_NODE_RANK"
-#define LLMP_ENV_NNODES           "LLMP_NNODES"
+#define LLMP_ENV_NODE_RANK "LLMP_NODE_RANK"
+#define LLMP_ENV_NNODES "LLMP_NNODES"
 
 /* Checkpoints and requeue (--llm-checkpoint, doc/fault-tolerance.md). */
-#define LLMP_ENV_CHECKPOINT       "LLMP_CHECKPOINT"       /* the checkpoint spec in force */
-#define LLMP_ENV_CHECKPOINT_DIR   "LLMP_CHECKPOINT_DIR"
+#define LLMP_ENV_CHECKPOINT "LLMP_CHECKPOINT" /* the checkpoint spec in force */
+#define LLMP_ENV_CHECKPOINT_DIR "LLMP_CHECKPOINT_DIR"
 #define LLMP_ENV_CHECKPOINT_EVERY "LLMP_CHECKPOINT_EVERY"
-#define LLMP_ENV_CHECKPOINT_KEEP  "LLMP_CHECKPOINT_KEEP"
-#define LLMP_ENV_MAX_RESTARTS     "LLMP_MAX_RESTARTS"
-#define LLMP_ENV_RESTART_COUNT    "LLMP_RESTART_COUNT"
-#define LLMP_ENV_REQUEUE          "LLMP_REQUEUE" /* how llmp job-end requeues (llmp-job-end) */
+#define LLMP_ENV_CHECKPOINT_KEEP "LLMP_CHECKPOINT_KEEP"
+#define LLMP_ENV_MAX_RESTARTS "LLMP_MAX_RESTARTS"
+#define LLMP_ENV_RESTART_COUNT "LLMP_RESTART_COUNT"
+#define LLMP_ENV_REQUEUE "LLMP_REQUEUE" /* how llmp job-end requeues (llmp-job-end) */
 
 /* The runtime's tunables, read by libllmp alone (doc/llmp.3). */
-#define LLMP_ENV_TIMEOUT        "LLMP_TIMEOUT"
+#define LLMP_ENV_TIMEOUT "LLMP_TIMEOUT"
 #define LLMP_ENV_RING_THRESHOLD "LLMP_RING_THRESHOLD"
-#define LLMP_ENV_SHM_THRESHOLD  "LLMP_SHM_THRESHOLD"
-#define LLMP_ENV_SHM_CHUNK      "LLMP_SHM_CHUNK"
+#define LLMP_ENV_SHM_THRESHOLD "LLMP_SHM_THRESHOLD"
+#define LLMP_ENV_SHM_CHUNK "LLMP_SHM_CHUNK"
 
 #endif /* LLMP_ENV_H */

@@ -90,8 +90,7 @@ llmp_ckpt *llmp_job_ckpt(llmp_job *job);
  * one that saved (another world size, dp=auto re-planned): slices are
  * resharded.
  */
-llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size_t metacap,
-			    size_t *metalen);
+llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size_t metacap, size_t *metalen);
 
 typedef enum llmp_job_action {
 	LLMP_JOB_CONTINUE = 0,
@@ -137,8 +136,8 @@ typedef enum llmp_run_outcome {
 #define LLMP_NO_STEP UINT64_MAX
 
 typedef struct llmp_run_record {
-	char job_id[32];        /* SLURM_JOB_ID, "" outside Slurm */
-	uint64_t restart;       /* SLURM_RESTART_COUNT of the run */
+	char job_id[32];  /* SLURM_JOB_ID, "" outside Slurm */
+	uint64_t restart; /* SLURM_RESTART_COUNT of the run */
 	llmp_run_outcome outcome;
 	uint32_t failures;      /* failed runs in a row without a new checkpoint */
 	uint64_t ckpt_at_start; /* newest committed step when the run began */
@@ -153,15 +152,14 @@ const char *llmp_run_outcome_name(llmp_run_outcome outcome);
  * needed (`llmp job-end` uses it). LLMP_ERR_IO when there is none or it
  * cannot be read, with msg saying which.
  */
-llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg,
-				 size_t msglen);
+llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg, size_t msglen);
 
 /* After llmp_job_open(): this run's restart count and why it (re)started. */
 typedef struct llmp_job_info {
-	uint64_t restart;          /* 0 for the first run */
-	uint32_t failures;         /* failed runs in a row before this one */
+	uint64_t restart;           /* 0 for the first run */
+	uint32_t failures;          /* failed runs in a row before this one */
 	const char *restart_reason; /* "first run", "preempted: SIGTERM on rank 3 at step 42", ... */
-	uint64_t resumed_step;     /* after llmp_job_resume(); LLMP_NO_STEP: none */
+	uint64_t resumed_step;      /* after llmp_job_resume(); LLMP_NO_STEP: none */
 } llmp_job_info;
 llmp_status llmp_job_get_info(const llmp_job *job, llmp_job_info *info);
 

@@ -77,8 +77,7 @@ int llmp_group_from_name(const char *name);
  * and ep groups that would span nodes. On failure *plan is NULL and msg says
  * what does not fit, with the numbers.
  */
-llmp_status llmp_plan_create(const llmp_spec *spec, uint32_t world,
-			     uint32_t tasks_per_node, llmp_plan **plan,
+llmp_status llmp_plan_create(const llmp_spec *spec, uint32_t world, uint32_t tasks_per_node, llmp_plan **plan,
 			     char *msg, size_t msglen);
 void llmp_plan_destroy(llmp_plan *plan);
 
@@ -93,8 +92,7 @@ size_t llmp_plan_warning_count(const llmp_plan *plan);
 const char *llmp_plan_warning(const llmp_plan *plan, size_t i);
 
 /* The coordinate of rank along every axis. */
-llmp_status llmp_plan_coords(const llmp_plan *plan, uint32_t rank,
-			     uint32_t coords[LLMP_NAXES]);
+llmp_status llmp_plan_coords(const llmp_plan *plan, uint32_t rank, uint32_t coords[LLMP_NAXES]);
 
 /* How many groups of this kind the job has, and the most members one has. */
 uint32_t llmp_plan_group_count(const llmp_plan *plan, enum llmp_group group);
@@ -105,18 +103,16 @@ uint32_t llmp_plan_group_size(const llmp_plan *plan, enum llmp_group group);
  * order, into members[0..cap); *n gets the member count. Iterating index over
  * every kind streams the whole table.
  */
-llmp_status llmp_plan_group(const llmp_plan *plan, enum llmp_group group,
-			    uint32_t index, uint32_t *members, uint32_t cap,
-			    uint32_t *n);
+llmp_status llmp_plan_group(const llmp_plan *plan, enum llmp_group group, uint32_t index, uint32_t *members,
+			    uint32_t cap, uint32_t *n);
 
 /*
  * The group of this kind that rank belongs to: its members as above and, if
  * index is not NULL, its number. A rank in no group of the kind (a middle
  * pipeline stage has no embedding group) gets *n = 0 and LLMP_NO_GROUP.
  */
-llmp_status llmp_plan_group_of(const llmp_plan *plan, enum llmp_group group,
-			       uint32_t rank, uint32_t *members, uint32_t cap,
-			       uint32_t *n, uint32_t *index);
+llmp_status llmp_plan_group_of(const llmp_plan *plan, enum llmp_group group, uint32_t rank, uint32_t *members,
+			       uint32_t cap, uint32_t *n, uint32_t *index);
 
 #ifdef __cplusplus
 }

@@ -29,14 +29,7 @@ extern "C" {
 #endif
 
 /* The dimensions an order names. The enum order is only an index. */
-enum llmp_dim {
-	LLMP_DIM_TP,
-	LLMP_DIM_CP,
-	LLMP_DIM_EP,
-	LLMP_DIM_DP,
-	LLMP_DIM_PP,
-	LLMP_NDIMS
-};
+enum llmp_dim { LLMP_DIM_TP, LLMP_DIM_CP, LLMP_DIM_EP, LLMP_DIM_DP, LLMP_DIM_PP, LLMP_NDIMS };
 
 /* The keys of the grammar; a spec records which ones were given. */
 enum llmp_key {
@@ -51,17 +44,17 @@ enum llmp_key {
 	LLMP_NKEYS
 };
 
-#define LLMP_SPEC_MAX_LEN 256        /* longest accepted text, in bytes */
-#define LLMP_SIZE_MAX     (1u << 20) /* largest accepted size of one dimension */
+#define LLMP_SPEC_MAX_LEN 256    /* longest accepted text, in bytes */
+#define LLMP_SIZE_MAX (1u << 20) /* largest accepted size of one dimension */
 
 typedef struct llmp_spec {
 	uint32_t size[LLMP_NDIMS]; /* 1 by default; size[LLMP_DIM_DP] is 0 while auto */
 	uint32_t etp;              /* expert tensor parallel size; 0 means "same as tp" */
 	uint32_t vpp;              /* virtual pipeline stages; 0 means not set */
 	enum llmp_dim order[LLMP_NDIMS];
-	unsigned order_len;        /* dimensions the order names; 0 = default order */
-	unsigned given;            /* bit (1u << LLMP_KEY_x) for each key given */
-	bool help;                 /* the text was "help" */
+	unsigned order_len; /* dimensions the order names; 0 = default order */
+	unsigned given;     /* bit (1u << LLMP_KEY_x) for each key given */
+	bool help;          /* the text was "help" */
 } llmp_spec;
 
 /* Name of a dimension ("tp", "cp", ...) and of a key ("tp", ..., "order", "vpp"). */
@@ -75,8 +68,7 @@ void llmp_spec_init(llmp_spec *spec);
  * Parse one source without cross-key checks. On failure *spec is left as
  * initialised by llmp_spec_init() and msg (if not NULL) says which item and why.
  */
-llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec,
-				    char *msg, size_t msglen);
+llmp_status llmp_spec_parse_partial(const char *text, llmp_spec *spec, char *msg, size_t msglen);
 
 /* Keys given in top replace those of base; keys top leaves out are kept. */
 void llmp_spec_overlay(llmp_spec *base, const llmp_spec *top);
@@ -88,8 +80,7 @@ void llmp_spec_overlay(llmp_spec *base, const llmp_spec *top);
 llmp_status llmp_spec_check(const llmp_spec *spec, char *msg, size_t msglen);
 
 /* parse_partial + check, for a layout that comes from one source. */
-llmp_status llmp_spec_parse(const char *text, llmp_spec *spec, char *msg,
-			    size_t msglen);
+llmp_status llmp_spec_parse(const char *text, llmp_spec *spec, char *msg, size_t msglen);
 
 /*
  * Write the keys that were given, canonically ("tp=2,pp=2,order=tp-cp-ep-dp-pp");

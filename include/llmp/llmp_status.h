@@ -15,10 +15,10 @@ extern "C" {
 
 typedef enum llmp_status {
 	LLMP_OK = 0,
-	LLMP_ERR_SPEC,    /* the layout text does not follow the grammar */
-	LLMP_ERR_LAYOUT,  /* a well-formed layout that does not fit the world */
-	LLMP_ERR_RANGE,   /* a rank, index or count outside what exists */
-	LLMP_ERR_ARG,     /* a NULL pointer or a buffer too small */
+	LLMP_ERR_SPEC,   /* the layout text does not follow the grammar */
+	LLMP_ERR_LAYOUT, /* a well-formed layout that does not fit the world */
+	LLMP_ERR_RANGE,  /* a rank, index or count outside what exists */
+	LLMP_ERR_ARG,    /* a NULL pointer or a buffer too small */
 	LLMP_ERR_NOMEM,
 	LLMP_ERR_IO,
 	/* Runtime (libllmp) failures. */

@@ -53,33 +53,40 @@ static bool valid_name(const char *name)
 	return true;
 }
 
-llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype,
-			       unsigned ndim, const uint64_t *global_shape,
-			       const uint64_t *offset, const uint64_t *shape, void *data)
+llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype, unsigned ndim,
+			       const uint64_t *global_shape, const uint64_t *offset, const uint64_t *shape,
+			       void *data)
 {
 	if (!ck)
 		return LLMP_ERR_ARG;
 	llmp_ctx *ctx = ck->ctx;
 	if (!name || !valid_name(name))
-		return rt_fail(ctx, LLMP_ERR_ARG, "llmp_ckpt_register: tensor name '%.40s' must be 1-%d "
-			       "printable characters without spaces", name ? name : "(null)", LLMP_CKPT_MAX_NAME);
+		return rt_fail(ctx, LLMP_ERR_ARG,
+			       "llmp_ckpt_register: tensor name '%.40s' must be 1-%d "
+			       "printable characters without spaces",
+			       name ? name : "(null)", LLMP_CKPT_MAX_NAME);
 	if ((unsigned)dtype >= LLMP_NDTYPES)
-		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: dtype %d is not an llmp_dtype", name, (int)dtype);
+		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: dtype %d is not an llmp_dtype", name,
+			       (int)dtype);
 	if (ndim < 1 || ndim > LLMP_CKPT_MAX_DIMS)
-		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: %u dimensions (1..%d)", name, ndim, LLMP_CKPT_MAX_DIMS);
+		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: %u dimensions (1..%d)", name, ndim,
+			       LLMP_CKPT_MAX_DIMS);
 	if (!global_shape || !offset || !shape)
 		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: a shape or offset array is NULL", name);
 	for (size_t i = 0; i < ck->ntensors; i++)
 		if (strcmp(ck->tensors[i].slice.name, name) == 0)
-			return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s is already registered on this rank", name);
-	struct ck_slice s = {.dtype = (uint32_t)dtype, .ndim = ndim, .rank = ctx->rank};
+			return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s is already registered on this rank",
+				       name);
+	struct ck_slice s = { .dtype = (uint32_t)dtype, .ndim = ndim, .rank = ctx->rank };
 	snprintf(s.name, sizeof s.name, "%s", name);
 	for (unsigned d = 0; d < ndim; d++) {
 		if (global_shape[d] == 0 || shape[d] == 0 || offset[d] > global_shape[d] ||
 		    shape[d] > global_shape[d] - offset[d])
-			return rt_fail(ctx, LLMP_ERR_RANGE, "tensor %s, dimension %u: slice [%llu, +%llu) "
-				       "outside the global size %llu", name, d, (unsigned long long)offset[d],
-				       (unsigned long long)shape[d], (unsigned long long)global_shape[d]);
+			return rt_fail(ctx, LLMP_ERR_RANGE,
+				       "tensor %s, dimension %u: slice [%llu, +%llu) "
+				       "outside the global size %llu",
+				       name, d, (unsigned long long)offset[d], (unsigned long long)shape[d],
+				       (unsigned long long)global_shape[d]);
 		s.global[d] = global_shape[d];
 		s.offset[d] = offset[d];
 		s.shape[d] = shape[d];
@@ -94,7 +101,7 @@ llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype
 		ck->tensors = grown;
 		ck->cap = cap;
 	}
-	ck->tensors[ck->ntensors++] = (struct ck_tensor){.slice = s, .data = data};
+	ck->tensors[ck->ntensors++] = (struct ck_tensor){ .slice = s, .data = data };
 	ck->plan_current = false;
 	return LLMP_OK;
 }

@@ -19,7 +19,7 @@ llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path)
 	char buf[4096];
 	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
 		return rt_fail(ctx, LLMP_ERR_ARG, "checkpoint path too long: %.60s...", path);
-	for (char *p = buf + 1; ; p++) {
+	for (char *p = buf + 1;; p++) {
 		char c = *p;
 		if (c != '/' && c != '\0')
 			continue;
@@ -40,7 +40,8 @@ llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path)
 {
 	DIR *dir = opendir(path);
 	if (!dir)
-		return errno == ENOENT ? LLMP_OK : rt_fail(ctx, LLMP_ERR_IO, "opendir %s: %s", path, strerror(errno));
+		return errno == ENOENT ? LLMP_OK
+				       : rt_fail(ctx, LLMP_ERR_IO, "opendir %s: %s", path, strerror(errno));
 	struct dirent *e;
 	llmp_status st = LLMP_OK;
 	while (st == LLMP_OK && (e = readdir(dir))) {

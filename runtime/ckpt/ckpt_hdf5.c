@@ -33,7 +33,8 @@ static herr_t write_dataset(hid_t file, hid_t lcpl, const struct ck_slice *s, co
 	hsize_t dims[LLMP_CKPT_MAX_DIMS];
 	for (unsigned d = 0; d < s->ndim; d++)
 		dims[d] = s->shape[d];
-	hid_t type = ck_h5_file_type((llmp_dtype)s->dtype), space = H5Screate_simple((int)s->ndim, dims, NULL);
+	hid_t type = ck_h5_file_type((llmp_dtype)s->dtype),
+	      space = H5Screate_simple((int)s->ndim, dims, NULL);
 	hid_t dset = H5Dcreate2(file, s->name, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
 	herr_t rc = dset < 0 ? -1 : H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
 	/* Contiguous storage is allocated by the write and does not move afterwards. */
@@ -67,8 +68,9 @@ static llmp_status shard_crc(struct ck_shard_job *job, char *msg, size_t msglen)
 		st = llmp_fail(LLMP_ERR_IO, msg, msglen, "%s: %s", job->path, strerror(errno));
 	for (size_t i = 0; st == LLMP_OK && i < job->n; i++)
 		if (job->data[i])
-			e[n++] = (struct ck_extent){.at = job->all[i].at, .bytes = ck_bytes(&job->all[i]),
-						    .crc = job->all[i].crc};
+			e[n++] = (struct ck_extent){ .at = job->all[i].at,
+						     .bytes = ck_bytes(&job->all[i]),
+						     .crc = job->all[i].crc };
 	if (st == LLMP_OK)
 		st = ck_extents_check(e, n, (uint64_t)sb.st_size, job->path, msg, msglen);
 	if (st == LLMP_OK)
@@ -84,7 +86,8 @@ static llmp_status shard_crc(struct ck_shard_job *job, char *msg, size_t msglen)
 llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
 {
 	llmp_status st = LLMP_OK;
-	H5E_BEGIN_TRY {
+	H5E_BEGIN_TRY
+	{
 		hid_t fapl = ck_h5_file_access(job->alignment), lcpl = H5Pcreate(H5P_LINK_CREATE);
 		H5Pset_create_intermediate_group(lcpl, 1);
 		hid_t file = H5Fcreate(job->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
@@ -102,13 +105,15 @@ llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
 				st = LLMP_ERR_IO;
 			}
 		}
-		if (file >= 0 && (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) && st == LLMP_OK) {
+		if (file >= 0 && (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) &&
+		    st == LLMP_OK) {
 			snprintf(msg, msglen, "closing %s failed (disk full?)", job->path);
 			st = LLMP_ERR_IO;
 		}
 		H5Pclose(lcpl);
 		H5Pclose(fapl);
-	} H5E_END_TRY;
+	}
+	H5E_END_TRY;
 	if (st == LLMP_OK)
 		st = shard_crc(job, msg, msglen);
 	if (st == LLMP_OK)
@@ -123,7 +128,8 @@ static herr_t write_virtual(hid_t file, hid_t lcpl, const struct ck_slice *all, 
 	hsize_t dims[LLMP_CKPT_MAX_DIMS];
 	for (unsigned d = 0; d < t->ndim; d++)
 		dims[d] = t->global[d];
-	hid_t type = ck_h5_file_type((llmp_dtype)t->dtype), vspace = H5Screate_simple((int)t->ndim, dims, NULL);
+	hid_t type = ck_h5_file_type((llmp_dtype)t->dtype),
+	      vspace = H5Screate_simple((int)t->ndim, dims, NULL);
 	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	herr_t rc = 0;
 	for (size_t i = first; rc >= 0 && i < end; i++) {
@@ -157,7 +163,8 @@ llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slic
 {
 	llmp_ctx *ctx = ck->ctx;
 	llmp_status st = LLMP_OK;
-	H5E_BEGIN_TRY {
+	H5E_BEGIN_TRY
+	{
 		hid_t fapl = ck_h5_file_access(0), lcpl = H5Pcreate(H5P_LINK_CREATE);
 		H5Pset_create_intermediate_group(lcpl, 1);
 		hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
@@ -167,13 +174,16 @@ llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slic
 			for (end = first; end < n && strcmp(all[end].name, all[first].name) == 0; end++)
 				;
 			if (write_virtual(file, lcpl, all, first, end) < 0)
-				st = rt_fail(ctx, LLMP_ERR_IO, "writing the virtual dataset of %s to %s failed",
+				st = rt_fail(ctx, LLMP_ERR_IO,
+					     "writing the virtual dataset of %s to %s failed",
 					     all[first].name, path);
 		}
-		if (file >= 0 && (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) && st == LLMP_OK)
+		if (file >= 0 && (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) &&
+		    st == LLMP_OK)
 			st = rt_fail(ctx, LLMP_ERR_IO, "closing %s failed", path);
 		H5Pclose(lcpl);
 		H5Pclose(fapl);
-	} H5E_END_TRY;
+	}
+	H5E_END_TRY;
 	return st == LLMP_OK ? ck_fsync_path(ctx, path) : st;
 }

@@ -49,14 +49,14 @@ struct ck_pending {
 	uint64_t step;
 	struct ck_slice *all; /* every rank's slices; CRCs of ours filled by the writer */
 	size_t n;
-	const void **data;    /* per slice: where this rank's owned bytes are; NULL if not ours */
+	const void **data; /* per slice: where this rank's owned bytes are; NULL if not ours */
 	char *meta;
 	size_t metalen;
 	struct ck_shard_job job;
-	bool writes;          /* this rank owns a slice */
+	bool writes; /* this rank owns a slice */
 	bool threaded;
 	pthread_t thread;
-	atomic_bool written;  /* set by the writer thread when its shard is done */
+	atomic_bool written; /* set by the writer thread when its shard is done */
 	llmp_status status;
 	char msg[LLMP_MSG_MAX];
 	double started;
@@ -68,13 +68,13 @@ struct llmp_ckpt {
 	unsigned keep;
 	size_t alignment;
 	size_t staging_max;
-	char *staging;        /* an async save's copies of this rank's slices; kept for the next */
+	char *staging; /* an async save's copies of this rank's slices; kept for the next */
 	size_t staging_cap;
 	struct ck_tensor *tensors;
 	size_t ntensors, cap;
-	struct ck_slice *plan;  /* every rank's slices as the last save gathered them */
+	struct ck_slice *plan; /* every rank's slices as the last save gathered them */
 	size_t nplan;
-	bool plan_current;      /* no tensor registered on this rank since */
+	bool plan_current; /* no tensor registered on this rank since */
 	struct ck_pending pending;
 	llmp_ckpt_stats stats;
 	/* Steps the last load of LLMP_CKPT_NEWEST found damaged and passed over, if any. */

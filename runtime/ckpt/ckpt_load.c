@@ -49,7 +49,8 @@ static llmp_status read_meta(llmp_ctx *ctx, const char *dir, const struct ck_man
 	fclose(f);
 	llmp_status st = LLMP_OK;
 	if (!all)
-		st = rt_fail(ctx, LLMP_ERR_NOMEM, "metadata of %llu bytes", (unsigned long long)m->meta_bytes);
+		st = rt_fail(ctx, LLMP_ERR_NOMEM, "metadata of %llu bytes",
+			     (unsigned long long)m->meta_bytes);
 	else if (got != m->meta_bytes || kern_crc32c(0, all, got) != m->meta_crc)
 		st = rt_fail(ctx, LLMP_ERR_IO, "%s is truncated or corrupted", path);
 	if (st == LLMP_OK) {
@@ -119,8 +120,8 @@ static llmp_status candidates(llmp_ckpt *ck, uint64_t step, int64_t **list, int6
 	return st;
 }
 
-llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step,
-			   void *meta, size_t metacap, size_t *metalen)
+llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step, void *meta, size_t metacap,
+			   size_t *metalen)
 {
 	if (!ck)
 		return LLMP_ERR_ARG;
@@ -131,8 +132,9 @@ llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step,
 	if (st == LLMP_OK)
 		st = candidates(ck, step, &list, &count);
 	if (st == LLMP_OK && count == 0)
-		st = rt_fail(ctx, LLMP_ERR_IO, step == LLMP_CKPT_NEWEST ? "no complete checkpoint under %s"
-									 : "%s has no complete step-%llu",
+		st = rt_fail(ctx, LLMP_ERR_IO,
+			     step == LLMP_CKPT_NEWEST ? "no complete checkpoint under %s"
+						      : "%s has no complete step-%llu",
 			     ck->root, (unsigned long long)step);
 	for (int64_t i = 0; st == LLMP_OK && i < count; i++) {
 		char doing[64];

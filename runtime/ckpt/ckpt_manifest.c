@@ -14,7 +14,6 @@
 #include "ckpt_internal.h"
 #include "kernels/crc32c.h"
 
-
 /* The text up to its end line. */
 static void write_body(FILE *f, const struct ck_manifest *m)
 {
@@ -23,11 +22,12 @@ static void write_body(FILE *f, const struct ck_manifest *m)
 	fprintf(f, "meta %" PRIu64 " 0x%08x\nindex %" PRIu64 " 0x%08x\n", m->meta_bytes, m->meta_crc,
 		m->index_bytes, m->index_crc);
 	for (size_t i = 0; i < m->nshards; i++)
-		fprintf(f, "shard %u %" PRIu64 " 0x%08x\n", m->shard_ranks[i], m->shard_bytes[i], m->shard_crcs[i]);
+		fprintf(f, "shard %u %" PRIu64 " 0x%08x\n", m->shard_ranks[i], m->shard_bytes[i],
+			m->shard_crcs[i]);
 	for (size_t i = 0; i < m->nslices; i++) {
 		const struct ck_slice *s = &m->slices[i];
 		fprintf(f, "slice %s %s %u", s->name, llmp_dtype_name((llmp_dtype)s->dtype), s->ndim);
-		const uint64_t *parts[3] = {s->global, s->offset, s->shape};
+		const uint64_t *parts[3] = { s->global, s->offset, s->shape };
 		for (int p = 0; p < 3; p++)
 			for (unsigned d = 0; d < s->ndim; d++)
 				fprintf(f, " %" PRIu64, parts[p][d]);

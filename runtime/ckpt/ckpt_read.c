@@ -110,8 +110,8 @@ static size_t first_named(const struct ck_manifest *m, const char *name)
  * appended to needs (room for m->nslices). Checks first that the checkpoint
  * has t, with t's dtype and global shape.
  */
-static llmp_status plan_tensor(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m, struct ck_tensor *t,
-			       struct need *needs, size_t *n)
+static llmp_status plan_tensor(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m,
+			       struct ck_tensor *t, struct need *needs, size_t *n)
 {
 	const struct ck_slice *mine = &t->slice;
 	size_t i = first_named(m, mine->name);
@@ -123,12 +123,13 @@ static llmp_status plan_tensor(llmp_ckpt *ck, const char *dir, const struct ck_m
 		for (unsigned d = 0; same && d < s->ndim; d++)
 			same = s->global[d] == mine->global[d];
 		if (!same)
-			return rt_fail(ck->ctx, LLMP_ERR_MISMATCH, "tensor %s: %s/" CK_MANIFEST " has it as %s with "
-				       "another shape or dtype than registered (%s)", mine->name, dir,
-				       llmp_dtype_name((llmp_dtype)s->dtype),
+			return rt_fail(ck->ctx, LLMP_ERR_MISMATCH,
+				       "tensor %s: %s/" CK_MANIFEST " has it as %s with "
+				       "another shape or dtype than registered (%s)",
+				       mine->name, dir, llmp_dtype_name((llmp_dtype)s->dtype),
 				       llmp_dtype_name((llmp_dtype)mine->dtype));
 		if (ck_intersects(s, mine))
-			needs[(*n)++] = (struct need){.saved = s, .tensor = t};
+			needs[(*n)++] = (struct need){ .saved = s, .tensor = t };
 	}
 	return LLMP_OK;
 }
@@ -214,8 +215,10 @@ static llmp_status open_shard(llmp_ctx *ctx, const char *dir, const struct ck_ma
 	size_t k = ck_manifest_shard(m, rank);
 	ck_shard_path(dir, rank, f->path, sizeof f->path);
 	if (k == m->nshards)
-		return rt_fail(ctx, LLMP_ERR_IO, "%s/" CK_MANIFEST ": a slice is in the shard of rank %u, which it "
-			       "does not list", dir, rank);
+		return rt_fail(ctx, LLMP_ERR_IO,
+			       "%s/" CK_MANIFEST ": a slice is in the shard of rank %u, which it "
+			       "does not list",
+			       dir, rank);
 	if ((f->fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0)
 		return rt_fail(ctx, LLMP_ERR_IO, "open %s: %s", f->path, strerror(errno));
 	return ck_shard_check(f->fd, f->path, m, k, ctx->errmsg, sizeof ctx->errmsg);
@@ -226,11 +229,14 @@ static llmp_status read_need(llmp_ctx *ctx, const struct shard *f, const struct 
 {
 	const struct ck_slice *s = nd->saved;
 	uint32_t crc = 0;
-	llmp_status st = same_region(s, &nd->tensor->slice) ? read_whole(ctx, f, nd, s->at, &crc)
-							    : read_rows(ctx, f, nd, s->at, chunk, chunkcap, &crc);
+	llmp_status st = same_region(s, &nd->tensor->slice)
+				 ? read_whole(ctx, f, nd, s->at, &crc)
+				 : read_rows(ctx, f, nd, s->at, chunk, chunkcap, &crc);
 	if (st == LLMP_OK && crc != s->crc)
-		st = rt_fail(ctx, LLMP_ERR_IO, "tensor %s in %s fails its checksum (CRC-32C 0x%08x, MANIFEST "
-			     "0x%08x): the file is corrupted", s->name, f->path, crc, s->crc);
+		st = rt_fail(ctx, LLMP_ERR_IO,
+			     "tensor %s in %s fails its checksum (CRC-32C 0x%08x, MANIFEST "
+			     "0x%08x): the file is corrupted",
+			     s->name, f->path, crc, s->crc);
 	return st;
 }
 
@@ -248,7 +254,7 @@ llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_mani
 		st = plan_tensor(ck, dir, m, &ck->tensors[i], needs, &n);
 	if (st == LLMP_OK && n)
 		qsort(needs, n, sizeof *needs, by_shard);
-	struct shard f = {.fd = -1};
+	struct shard f = { .fd = -1 };
 	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
 		if (i == 0 || needs[i].saved->owner != needs[i - 1].saved->owner) {
 			close_shard(&f);

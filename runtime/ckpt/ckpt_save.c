@@ -39,8 +39,9 @@ static llmp_status move_damaged_aside(llmp_ckpt *ck, uint64_t step, const char *
 	if (st == LLMP_OK)
 		st = ck_fsync_path(ctx, ck->root);
 	if (st == LLMP_OK)
-		fprintf(stderr, "llmp: %s failed its checks when loaded; moved to %s to save step %llu again\n",
-			dir, aside, (unsigned long long)step);
+		fprintf(stderr,
+			"llmp: %s failed its checks when loaded; moved to %s to save step %llu again\n", dir,
+			aside, (unsigned long long)step);
 	return st;
 }
 
@@ -118,8 +119,8 @@ static llmp_status commit(llmp_ckpt *ck, uint64_t step, struct ck_manifest *m, c
  * shard's size and checksum: sums of what each owner knows. sizes[r] and
  * sizes[world + r] are rank r's shard size and CRC.
  */
-static llmp_status share_results(llmp_ckpt *ck, struct ck_slice *all, size_t n, const struct ck_shard_job *job,
-				 int64_t *sizes)
+static llmp_status share_results(llmp_ckpt *ck, struct ck_slice *all, size_t n,
+				 const struct ck_shard_job *job, int64_t *sizes)
 {
 	llmp_ctx *ctx = ck->ctx;
 	llmp_comm *world;
@@ -235,7 +236,8 @@ static llmp_status reserve_staging(llmp_ckpt *ck, size_t owned)
 	free(ck->staging);
 	ck->staging_cap = 0;
 	if (!(ck->staging = alloc_staging(owned)))
-		return rt_fail(ck->ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu bytes of staging memory", owned);
+		return rt_fail(ck->ctx, LLMP_ERR_NOMEM, "checkpoint save: %zu bytes of staging memory",
+			       owned);
 	ck->staging_cap = owned;
 	return LLMP_OK;
 }
@@ -311,7 +313,8 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 	llmp_status st = llmp_ckpt_wait(ck); /* a save still pending is committed first */
 	if (st != LLMP_OK)
 		return st;
-	llmp_status local = metalen && !meta ? rt_fail(ctx, LLMP_ERR_ARG, "meta is NULL with %zu bytes", metalen)
+	llmp_status local = metalen && !meta
+				    ? rt_fail(ctx, LLMP_ERR_ARG, "meta is NULL with %zu bytes", metalen)
 			    : step == LLMP_CKPT_NEWEST ? rt_fail(ctx, LLMP_ERR_ARG, "step %llu is reserved",
 								 (unsigned long long)step)
 						       : LLMP_OK;
@@ -346,8 +349,10 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 			writer(p); /* not staged, or no thread to be had: write now */
 	}
 	p->active = true;
-	ck->stats = (llmp_ckpt_stats){.step = step, .staged_bytes = staged, .staging_max = ck->staging_max,
-				      .stall_seconds = rt_now() - started};
+	ck->stats = (llmp_ckpt_stats){ .step = step,
+				       .staged_bytes = staged,
+				       .staging_max = ck->staging_max,
+				       .stall_seconds = rt_now() - started };
 	/* A failure here is reported by the wait, which every rank reaches. */
 	if (local != LLMP_OK) {
 		p->status = local;

@@ -26,7 +26,7 @@ llmp_status rt_agree(llmp_ctx *ctx, const char *doing, llmp_status local)
 	struct {
 		int32_t status;
 		char msg[LLMP_MSG_MAX];
-	} why = {(int32_t)local, ""};
+	} why = { (int32_t)local, "" };
 	if ((uint32_t)first == ctx->rank)
 		snprintf(why.msg, sizeof why.msg, "%s", ctx->errmsg);
 	if ((st = llmp_broadcast(world, &why, &why, sizeof why, LLMP_UINT8, (uint32_t)first)) != LLMP_OK)

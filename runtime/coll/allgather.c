@@ -5,12 +5,12 @@
 #include "coll.h"
 #include "shm.h"
 
-llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf,
-			   size_t count, llmp_dtype dtype)
+llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype)
 {
 	rt_call call;
-	llmp_status st = rt_call_begin_blocks(&call, comm, "allgather", sendbuf, recvbuf, count,
-					      dtype, LLMP_SUM, false);
+	llmp_status st = rt_call_begin_blocks(&call, comm, "allgather", sendbuf, recvbuf, count, dtype,
+					      LLMP_SUM, false);
 	if (st != LLMP_OK || count == 0)
 		return st;
 	size_t bytes = count * call.esize;

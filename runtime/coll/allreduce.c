@@ -87,12 +87,11 @@ static llmp_status ring(rt_call *call, const char *sendbuf, char *recvbuf, size_
 	for (uint32_t step = 0; st == LLMP_OK && step + 1 < n; step++) {
 		uint32_t out = (r + n - step) % n, in = (r + 2 * n - step - 1) % n;
 		const char *src = step == 0 ? sendbuf : recvbuf;
-		struct rt_fold fold = {recvbuf + rt_block_offset(&blocks, in),
-				    sendbuf + rt_block_offset(&blocks, in), call};
-		st = rt_exchange_segments(call, src + rt_block_offset(&blocks, out),
-					  rt_block_elems(&blocks, out) * call->esize, right, NULL,
-					  rt_block_elems(&blocks, in) * call->esize, left,
-					  rt_fold_segment, &fold);
+		struct rt_fold fold = { recvbuf + rt_block_offset(&blocks, in),
+					sendbuf + rt_block_offset(&blocks, in), call };
+		st = rt_exchange_segments(
+			call, src + rt_block_offset(&blocks, out), rt_block_elems(&blocks, out) * call->esize,
+			right, NULL, rt_block_elems(&blocks, in) * call->esize, left, rt_fold_segment, &fold);
 	}
 	uint32_t owned = (r + 1) % n;
 	if (st == LLMP_OK && call->op == LLMP_AVG) /* once, by the owner, before it is copied */
@@ -103,8 +102,8 @@ static llmp_status ring(rt_call *call, const char *sendbuf, char *recvbuf, size_
 	return st;
 }
 
-llmp_status llmp_allreduce(llmp_comm *comm, const void *sendbuf, void *recvbuf,
-			   size_t count, llmp_dtype dtype, llmp_op op)
+llmp_status llmp_allreduce(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype, llmp_op op)
 {
 	rt_call call;
 	llmp_status st = rt_call_begin(&call, comm, "allreduce", sendbuf, recvbuf, count, dtype, op, true);

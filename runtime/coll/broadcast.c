@@ -32,7 +32,8 @@ static llmp_status binomial_tree(rt_call *call, char *buf, size_t bytes, uint32_
 	for (mask >>= 1; st == LLMP_OK && mask > 0; mask >>= 1)
 		if (vrank + mask < n) {
 			uint32_t child = (vrank + mask + root) % n;
-			st = rt_tx_isend(comm, child, rt_call_tag(call, comm->rank), buf, bytes, &reqs[nreq++]);
+			st = rt_tx_isend(comm, child, rt_call_tag(call, comm->rank), buf, bytes,
+					 &reqs[nreq++]);
 			if (st != LLMP_OK)
 				nreq--;
 		}
@@ -73,8 +74,8 @@ static llmp_status scatter_allgather(rt_call *call, char *buf, size_t count, uin
 	return st;
 }
 
-llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf,
-			   size_t count, llmp_dtype dtype, uint32_t root)
+llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype, uint32_t root)
 {
 	if (comm && root >= comm->size)
 		return rt_fail(comm->ctx, LLMP_ERR_RANGE, "broadcast on %s: root %u, but it has %u members",
@@ -82,8 +83,8 @@ llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf,
 	/* Only the root's send buffer is read: the others may pass NULL. */
 	bool is_root = comm && comm->rank == root;
 	rt_call call;
-	llmp_status st = rt_call_begin(&call, comm, "broadcast", is_root ? sendbuf : recvbuf,
-				       recvbuf, count, dtype, LLMP_SUM, false);
+	llmp_status st = rt_call_begin(&call, comm, "broadcast", is_root ? sendbuf : recvbuf, recvbuf, count,
+				       dtype, LLMP_SUM, false);
 	if (st != LLMP_OK || count == 0)
 		return st;
 	size_t bytes = count * call.esize;

@@ -7,29 +7,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-llmp_status rt_check_args(rt_call *call, llmp_comm *comm, const char *op_name,
-			  const void *sendbuf, const void *recvbuf, size_t elements,
-			  llmp_dtype dtype, llmp_op op, bool op_used)
+llmp_status rt_check_args(rt_call *call, llmp_comm *comm, const char *op_name, const void *sendbuf,
+			  const void *recvbuf, size_t elements, llmp_dtype dtype, llmp_op op, bool op_used)
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
 	llmp_ctx *ctx = comm->ctx;
 	if (comm->broken)
-		return rt_fail(ctx, LLMP_ERR_STATE, "%s on %s: the communicator broke earlier: %s",
-			       op_name, llmp_comm_name(comm), comm->failure);
+		return rt_fail(ctx, LLMP_ERR_STATE, "%s on %s: the communicator broke earlier: %s", op_name,
+			       llmp_comm_name(comm), comm->failure);
 	if ((unsigned)dtype >= LLMP_NDTYPES)
-		return rt_fail(ctx, LLMP_ERR_ARG, "%s on %s: dtype %d is not an llmp_dtype",
-			       op_name, llmp_comm_name(comm), (int)dtype);
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s on %s: dtype %d is not an llmp_dtype", op_name,
+			       llmp_comm_name(comm), (int)dtype);
 	if (op_used && (unsigned)op >= LLMP_NOPS)
-		return rt_fail(ctx, LLMP_ERR_ARG, "%s on %s: op %d is not an llmp_op",
-			       op_name, llmp_comm_name(comm), (int)op);
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s on %s: op %d is not an llmp_op", op_name,
+			       llmp_comm_name(comm), (int)op);
 	size_t esize = llmp_dtype_size(dtype);
 	if (elements > SIZE_MAX / esize)
-		return rt_fail(ctx, LLMP_ERR_ARG, "%s on %s: %zu elements of %s overflow size_t",
-			       op_name, llmp_comm_name(comm), elements, llmp_dtype_name(dtype));
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s on %s: %zu elements of %s overflow size_t", op_name,
+			       llmp_comm_name(comm), elements, llmp_dtype_name(dtype));
 	if (elements > 0 && (!sendbuf || !recvbuf))
-		return rt_fail(ctx, LLMP_ERR_ARG, "%s on %s: %s is NULL with %zu elements",
-			       op_name, llmp_comm_name(comm), !sendbuf ? "the send buffer" : "the receive buffer",
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s on %s: %s is NULL with %zu elements", op_name,
+			       llmp_comm_name(comm), !sendbuf ? "the send buffer" : "the receive buffer",
 			       elements);
 	llmp_status st = rt_check_host(ctx, sendbuf, "the send buffer");
 	if (st == LLMP_OK && recvbuf != sendbuf)
@@ -45,9 +44,8 @@ llmp_status rt_check_args(rt_call *call, llmp_comm *comm, const char *op_name,
 	return LLMP_OK;
 }
 
-llmp_status rt_call_begin(rt_call *call, llmp_comm *comm, const char *op_name,
-			  const void *sendbuf, const void *recvbuf, size_t elements,
-			  llmp_dtype dtype, llmp_op op, bool op_used)
+llmp_status rt_call_begin(rt_call *call, llmp_comm *comm, const char *op_name, const void *sendbuf,
+			  const void *recvbuf, size_t elements, llmp_dtype dtype, llmp_op op, bool op_used)
 {
 	llmp_status st = rt_check_args(call, comm, op_name, sendbuf, recvbuf, elements, dtype, op, op_used);
 	if (st == LLMP_OK)
@@ -55,31 +53,31 @@ llmp_status rt_call_begin(rt_call *call, llmp_comm *comm, const char *op_name,
 	return st;
 }
 
-llmp_status rt_call_begin_blocks(rt_call *call, llmp_comm *comm, const char *op_name,
-				 const void *sendbuf, const void *recvbuf, size_t count,
-				 llmp_dtype dtype, llmp_op op, bool op_used)
+llmp_status rt_call_begin_blocks(rt_call *call, llmp_comm *comm, const char *op_name, const void *sendbuf,
+				 const void *recvbuf, size_t count, llmp_dtype dtype, llmp_op op,
+				 bool op_used)
 {
 	if (comm && count > SIZE_MAX / comm->size)
-		return rt_fail(comm->ctx, LLMP_ERR_ARG, "%s on %s: %zu x %u elements overflow",
-			       op_name, llmp_comm_name(comm), count, comm->size);
-	return rt_call_begin(call, comm, op_name, sendbuf, recvbuf, comm ? count * comm->size : 0,
-			     dtype, op, op_used);
+		return rt_fail(comm->ctx, LLMP_ERR_ARG, "%s on %s: %zu x %u elements overflow", op_name,
+			       llmp_comm_name(comm), count, comm->size);
+	return rt_call_begin(call, comm, op_name, sendbuf, recvbuf, comm ? count * comm->size : 0, dtype, op,
+			     op_used);
 }
 
-llmp_status rt_exchange(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst,
-			void *recvbuf, size_t recvbytes, uint32_t src)
+llmp_status rt_exchange(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst, void *recvbuf,
+			size_t recvbytes, uint32_t src)
 {
 	llmp_comm *comm = call->comm;
 	rt_req reqs[2];
 	size_t n = 0;
 	llmp_status st = LLMP_OK;
 
-	if (src != UINT32_MAX && (st = rt_tx_irecv(comm, src, rt_call_tag(call, src), recvbuf,
-						  recvbytes, &reqs[n])) == LLMP_OK)
+	if (src != UINT32_MAX &&
+	    (st = rt_tx_irecv(comm, src, rt_call_tag(call, src), recvbuf, recvbytes, &reqs[n])) == LLMP_OK)
 		n++;
 	if (st == LLMP_OK && dst != UINT32_MAX &&
-	    (st = rt_tx_isend(comm, dst, rt_call_tag(call, comm->rank), sendbuf, sendbytes,
-			      &reqs[n])) == LLMP_OK)
+	    (st = rt_tx_isend(comm, dst, rt_call_tag(call, comm->rank), sendbuf, sendbytes, &reqs[n])) ==
+		    LLMP_OK)
 		n++;
 	if (st == LLMP_OK)
 		return rt_tx_wait(comm, call->op_name, reqs, n);
@@ -107,8 +105,8 @@ struct window {
 	size_t total, posted, done; /* segments */
 };
 
-static llmp_status post_segment(rt_call *call, struct window *w, bool recv, uint32_t peer,
-				char *buf, size_t bytes)
+static llmp_status post_segment(rt_call *call, struct window *w, bool recv, uint32_t peer, char *buf,
+				size_t bytes)
 {
 	size_t i = w->posted, len = segment_bytes(bytes, i);
 	rt_req *q = &w->req[i % RT_WINDOW];
@@ -128,12 +126,12 @@ static void drop_window(llmp_ctx *ctx, struct window *w)
 }
 
 llmp_status rt_exchange_segments(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst,
-				 void *recvbuf, size_t recvbytes, uint32_t src,
-				 rt_consume_fn consume, void *arg)
+				 void *recvbuf, size_t recvbytes, uint32_t src, rt_consume_fn consume,
+				 void *arg)
 {
 	llmp_comm *comm = call->comm;
-	struct window in = {.total = src != UINT32_MAX ? segment_count(recvbytes) : 0};
-	struct window out = {.total = dst != UINT32_MAX ? segment_count(sendbytes) : 0};
+	struct window in = { .total = src != UINT32_MAX ? segment_count(recvbytes) : 0 };
+	struct window out = { .total = dst != UINT32_MAX ? segment_count(sendbytes) : 0 };
 	char *slots = NULL;
 	llmp_status st = LLMP_OK;
 
@@ -142,8 +140,8 @@ llmp_status rt_exchange_segments(rt_call *call, const void *sendbuf, size_t send
 		return rt_fail(ctx, LLMP_ERR_NOMEM, "%s: segment buffers", call->op_name);
 	slots = ctx->slots;
 	/* Where segment i lands. */
-#define LANDING(i) (consume ? slots + ((i) % RT_WINDOW) * RT_SEGMENT_BYTES \
-			    : (char *)recvbuf + (i) * RT_SEGMENT_BYTES)
+#define LANDING(i) \
+	(consume ? slots + ((i) % RT_WINDOW) * RT_SEGMENT_BYTES : (char *)recvbuf + (i)*RT_SEGMENT_BYTES)
 	while (st == LLMP_OK && in.posted < in.total && in.posted < RT_WINDOW)
 		st = post_segment(call, &in, true, src, LANDING(in.posted), recvbytes);
 	while (st == LLMP_OK && out.posted < out.total && out.posted < RT_WINDOW)
@@ -158,7 +156,8 @@ llmp_status rt_exchange_segments(rt_call *call, const void *sendbuf, size_t send
 				break;
 			in.done++;
 			if (consume)
-				st = consume(arg, i * RT_SEGMENT_BYTES, LANDING(i), segment_bytes(recvbytes, i));
+				st = consume(arg, i * RT_SEGMENT_BYTES, LANDING(i),
+					     segment_bytes(recvbytes, i));
 			if (st == LLMP_OK && in.posted < in.total)
 				st = post_segment(call, &in, true, src, LANDING(in.posted), recvbytes);
 		}
@@ -185,8 +184,8 @@ llmp_status rt_exchange_segments(rt_call *call, const void *sendbuf, size_t send
 llmp_status rt_fold_segment(void *arg, size_t offset, const void *data, size_t bytes)
 {
 	const struct rt_fold *f = arg;
-	return kern_reduce(f->dst + offset, f->mine + offset, data, bytes / f->call->esize,
-			   f->call->dtype, f->call->op);
+	return kern_reduce(f->dst + offset, f->mine + offset, data, bytes / f->call->esize, f->call->dtype,
+			   f->call->op);
 }
 
 llmp_status rt_ring_allgather(rt_call *call, char *buf, const rt_blocks *blocks, uint32_t shift)
@@ -198,11 +197,10 @@ llmp_status rt_ring_allgather(rt_call *call, char *buf, const rt_blocks *blocks,
 	for (uint32_t step = 0; step + 1 < n; step++) {
 		uint32_t out = (r + shift + n - step % n) % n;
 		uint32_t in = (r + shift + 2 * n - step % n - 1) % n;
-		llmp_status st = rt_exchange_segments(call, buf + rt_block_offset(blocks, out),
-						      rt_block_elems(blocks, out) * blocks->esize, right,
-						      buf + rt_block_offset(blocks, in),
-						      rt_block_elems(blocks, in) * blocks->esize, left,
-						      NULL, NULL);
+		llmp_status st = rt_exchange_segments(
+			call, buf + rt_block_offset(blocks, out), rt_block_elems(blocks, out) * blocks->esize,
+			right, buf + rt_block_offset(blocks, in), rt_block_elems(blocks, in) * blocks->esize,
+			left, NULL, NULL);
 		if (st != LLMP_OK)
 			return st;
 	}

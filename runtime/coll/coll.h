@@ -13,11 +13,11 @@
 /* The arguments of one collective call, checked. */
 typedef struct rt_call {
 	llmp_comm *comm;
-	const char *op_name;  /* "allreduce", ... for messages */
+	const char *op_name; /* "allreduce", ... for messages */
 	llmp_dtype dtype;
 	llmp_op op;
-	size_t esize;         /* bytes per element */
-	uint64_t seq;         /* this operation's sequence number on comm */
+	size_t esize; /* bytes per element */
+	uint64_t seq; /* this operation's sequence number on comm */
 } rt_call;
 
 /*
@@ -26,19 +26,17 @@ typedef struct rt_call {
  * memory, and elements * dtype size that fits in size_t. comm == NULL can
  * only be reported by status.
  */
-llmp_status rt_check_args(rt_call *call, llmp_comm *comm, const char *op_name,
-			  const void *sendbuf, const void *recvbuf, size_t elements,
-			  llmp_dtype dtype, llmp_op op, bool op_used);
+llmp_status rt_check_args(rt_call *call, llmp_comm *comm, const char *op_name, const void *sendbuf,
+			  const void *recvbuf, size_t elements, llmp_dtype dtype, llmp_op op, bool op_used);
 
 /* rt_check_args, then give a collective its sequence number on comm. */
-llmp_status rt_call_begin(rt_call *call, llmp_comm *comm, const char *op_name,
-			  const void *sendbuf, const void *recvbuf, size_t elements,
-			  llmp_dtype dtype, llmp_op op, bool op_used);
+llmp_status rt_call_begin(rt_call *call, llmp_comm *comm, const char *op_name, const void *sendbuf,
+			  const void *recvbuf, size_t elements, llmp_dtype dtype, llmp_op op, bool op_used);
 
 /* rt_call_begin for a call whose buffer holds one block of count per member. */
-llmp_status rt_call_begin_blocks(rt_call *call, llmp_comm *comm, const char *op_name,
-				 const void *sendbuf, const void *recvbuf, size_t count,
-				 llmp_dtype dtype, llmp_op op, bool op_used);
+llmp_status rt_call_begin_blocks(rt_call *call, llmp_comm *comm, const char *op_name, const void *sendbuf,
+				 const void *recvbuf, size_t count, llmp_dtype dtype, llmp_op op,
+				 bool op_used);
 
 /* The tag of this call's messages from comm rank src. */
 static inline uint64_t rt_call_tag(const rt_call *call, uint32_t src)
@@ -53,7 +51,7 @@ typedef struct rt_blocks {
 
 static inline rt_blocks rt_blocks_of(size_t count, uint32_t n, size_t esize)
 {
-	rt_blocks b = {count / n, count % n, esize};
+	rt_blocks b = { count / n, count % n, esize };
 	return b;
 }
 static inline size_t rt_block_elems(const rt_blocks *b, uint32_t i)
@@ -85,8 +83,8 @@ typedef llmp_status (*rt_consume_fn)(void *arg, size_t offset, const void *data,
  * handed to consume (in order) as soon as it arrives.
  */
 llmp_status rt_exchange_segments(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst,
-				 void *recvbuf, size_t recvbytes, uint32_t src,
-				 rt_consume_fn consume, void *arg);
+				 void *recvbuf, size_t recvbytes, uint32_t src, rt_consume_fn consume,
+				 void *arg);
 
 /* Where received segments are reduced: dst[k] = mine[k] op segment[k]. */
 struct rt_fold {
@@ -104,7 +102,7 @@ llmp_status rt_fold_segment(void *arg, size_t offset, const void *data, size_t b
 llmp_status rt_ring_allgather(rt_call *call, char *buf, const rt_blocks *blocks, uint32_t shift);
 
 /* Send to dst and receive from src (either may be UINT32_MAX: none), then wait. */
-llmp_status rt_exchange(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst,
-			void *recvbuf, size_t recvbytes, uint32_t src);
+llmp_status rt_exchange(rt_call *call, const void *sendbuf, size_t sendbytes, uint32_t dst, void *recvbuf,
+			size_t recvbytes, uint32_t src);
 
 #endif /* LLMP_COLL_H */

@@ -13,8 +13,8 @@
 static llmp_status check_peer(llmp_comm *comm, const char *op, uint32_t peer)
 {
 	if (peer >= comm->size)
-		return rt_fail(comm->ctx, LLMP_ERR_RANGE, "%s on %s: peer %u, but it has %u members",
-			       op, llmp_comm_name(comm), peer, comm->size);
+		return rt_fail(comm->ctx, LLMP_ERR_RANGE, "%s on %s: peer %u, but it has %u members", op,
+			       llmp_comm_name(comm), peer, comm->size);
 	if (peer == comm->rank)
 		return rt_fail(comm->ctx, LLMP_ERR_ARG, "%s on %s: peer %u is this rank", op,
 			       llmp_comm_name(comm), peer);
@@ -32,8 +32,8 @@ static llmp_status check_peer(llmp_comm *comm, const char *op, uint32_t peer)
 }
 
 /* Check a p2p call; *bytes gets its size. */
-static llmp_status begin(llmp_comm *comm, const char *op, const void *buf, size_t count,
-			 llmp_dtype dtype, uint32_t peer, size_t *bytes)
+static llmp_status begin(llmp_comm *comm, const char *op, const void *buf, size_t count, llmp_dtype dtype,
+			 uint32_t peer, size_t *bytes)
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
@@ -81,9 +81,8 @@ llmp_status llmp_recv(llmp_comm *comm, void *buf, size_t count, llmp_dtype dtype
 	return st;
 }
 
-llmp_status llmp_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount,
-			  uint32_t dst, void *recvbuf, size_t recvcount,
-			  uint32_t src, llmp_dtype dtype)
+llmp_status llmp_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount, uint32_t dst, void *recvbuf,
+			  size_t recvcount, uint32_t src, llmp_dtype dtype)
 {
 	size_t sbytes, rbytes;
 	rt_req reqs[2];

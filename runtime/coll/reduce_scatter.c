@@ -14,12 +14,12 @@
 #include "kernels/reduce.h"
 #include "shm.h"
 
-llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf,
-				size_t count, llmp_dtype dtype, llmp_op op)
+llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				llmp_dtype dtype, llmp_op op)
 {
 	rt_call call;
-	llmp_status st = rt_call_begin_blocks(&call, comm, "reduce_scatter", sendbuf, recvbuf, count,
-					      dtype, op, true);
+	llmp_status st = rt_call_begin_blocks(&call, comm, "reduce_scatter", sendbuf, recvbuf, count, dtype,
+					      op, true);
 	if (st != LLMP_OK || count == 0)
 		return st;
 	uint32_t n = comm->size, r = comm->rank;
@@ -39,15 +39,15 @@ llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recv
 	char *scratch;
 	if ((st = rt_scratch(comm, 2 * bytes, (void **)&scratch)) != LLMP_OK)
 		return st;
-	char *partial[2] = {scratch, scratch + bytes};
+	char *partial[2] = { scratch, scratch + bytes };
 	uint32_t right = (r + 1) % n, left = (r + n - 1) % n;
 	for (uint32_t step = 0; st == LLMP_OK && step + 1 < n; step++) {
 		uint32_t out = (r + 2 * n - step - 1) % n, in = (r + 2 * n - step - 2) % n;
 		const char *send = step == 0 ? in_blocks + out * bytes : partial[step % 2];
-		struct rt_fold fold = {step + 2 == n ? recvbuf : partial[(step + 1) % 2],
-				       in_blocks + in * bytes, &call};
-		st = rt_exchange_segments(&call, send, bytes, right, NULL, bytes, left,
-					  rt_fold_segment, &fold);
+		struct rt_fold fold = { step + 2 == n ? recvbuf : partial[(step + 1) % 2],
+					in_blocks + in * bytes, &call };
+		st = rt_exchange_segments(&call, send, bytes, right, NULL, bytes, left, rt_fold_segment,
+					  &fold);
 	}
 	if (st == LLMP_OK && op == LLMP_AVG)
 		st = kern_reduce_divide(recvbuf, count, dtype, n);

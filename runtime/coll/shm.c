@@ -30,7 +30,7 @@
 
 /* The collectives that run here, as a call describes itself to the others. */
 enum shm_coll { SHM_ALLREDUCE, SHM_REDUCE_SCATTER, SHM_ALLGATHER, SHM_BROADCAST };
-static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "broadcast"};
+static const char *const coll_names[] = { "allreduce", "reduce_scatter", "allgather", "broadcast" };
 
 /*
  * What a member says about the call a round belongs to; on a call's first
@@ -63,7 +63,7 @@ struct rt_shm {
 	size_t chunk; /* bytes of a member's buffer per round */
 	uint32_t members;
 	struct member_line *lines;
-	char *slots; /* DEPTH x members x chunk */
+	char *slots;    /* DEPTH x members x chunk */
 	uint64_t round; /* rounds run on this segment so far (the same on every member) */
 };
 
@@ -117,8 +117,7 @@ static void unmap_segment(struct rt_shm *s)
 }
 
 /* Member 0: a new named segment, its pages reserved (so a full /dev/shm is an error here, not a SIGBUS later). */
-static struct rt_shm *create_segment(const char *name, size_t bytes, uint32_t members, size_t chunk,
-				     int *err)
+static struct rt_shm *create_segment(const char *name, size_t bytes, uint32_t members, size_t chunk, int *err)
 {
 	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0) {
@@ -143,8 +142,7 @@ static struct rt_shm *create_segment(const char *name, size_t bytes, uint32_t me
 	return s;
 }
 
-static struct rt_shm *attach_segment(const char *name, size_t bytes, uint32_t members, size_t chunk,
-				     int *err)
+static struct rt_shm *attach_segment(const char *name, size_t bytes, uint32_t members, size_t chunk, int *err)
 {
 	int fd = shm_open(name, O_RDWR, 0);
 	if (fd < 0) {
@@ -209,7 +207,7 @@ static llmp_status setup(rt_call *call)
 	llmp_ctx *ctx = comm->ctx;
 	uint32_t n = comm->size;
 	size_t chunk = ctx->shm_chunk;
-	struct offer offer = {.bytes = segment_bytes(n, chunk)};
+	struct offer offer = { .bytes = segment_bytes(n, chunk) };
 	struct rt_shm *s = NULL;
 	int32_t err = 0, verdict = 0;
 	llmp_status st = LLMP_OK;
@@ -356,12 +354,15 @@ static llmp_status check_calls(rt_call *call, uint64_t round)
 		char detail[160];
 		if (d->coll != mine->coll) {
 			snprintf(detail, sizeof detail, "it called %s where this rank called %s",
-				 d->coll < sizeof coll_names / sizeof coll_names[0] ? coll_names[d->coll] : "?",
+				 d->coll < sizeof coll_names / sizeof coll_names[0] ? coll_names[d->coll]
+										    : "?",
 				 coll_names[mine->coll]);
 		} else if (d->bytes != mine->bytes) {
-			return rt_fail_comm(comm, call->op_name, RT_FAILED_LENGTH, m, mine->bytes, d->bytes, NULL);
+			return rt_fail_comm(comm, call->op_name, RT_FAILED_LENGTH, m, mine->bytes, d->bytes,
+					    NULL);
 		} else if (d->dtype != mine->dtype || d->op != mine->op || d->root != mine->root) {
-			snprintf(detail, sizeof detail, "it called with %s, %s, root %u where this rank used %s, %s, root %u",
+			snprintf(detail, sizeof detail,
+				 "it called with %s, %s, root %u where this rank used %s, %s, root %u",
 				 llmp_dtype_name((llmp_dtype)d->dtype), llmp_op_name((llmp_op)d->op), d->root,
 				 llmp_dtype_name((llmp_dtype)mine->dtype), llmp_op_name((llmp_op)mine->op),
 				 mine->root);
@@ -476,7 +477,7 @@ static llmp_status allreduce_round(rt_call *call, const char *send, char *recv, 
 llmp_status rt_shm_allreduce(rt_call *call, const void *sendbuf, void *recvbuf, size_t count)
 {
 	size_t bytes = count * call->esize, chunk = call->comm->shm->chunk;
-	struct call_desc desc = {bytes, SHM_ALLREDUCE, (uint32_t)call->dtype, (uint32_t)call->op, 0};
+	struct call_desc desc = { bytes, SHM_ALLREDUCE, (uint32_t)call->dtype, (uint32_t)call->op, 0 };
 	llmp_status st = LLMP_OK;
 	for (size_t off = 0; off < bytes && st == LLMP_OK; off += chunk, desc.bytes = UINT64_MAX)
 		st = allreduce_round(call, (const char *)sendbuf + off, (char *)recvbuf + off,
@@ -495,7 +496,8 @@ llmp_status rt_shm_reduce_scatter(rt_call *call, const void *sendbuf, void *recv
 	struct rt_shm *s = comm->shm;
 	uint32_t n = comm->size, me = comm->rank;
 	size_t block = count * call->esize, piece = s->chunk / n / call->esize * call->esize;
-	struct call_desc desc = {block * n, SHM_REDUCE_SCATTER, (uint32_t)call->dtype, (uint32_t)call->op, 0};
+	struct call_desc desc = { block * n, SHM_REDUCE_SCATTER, (uint32_t)call->dtype, (uint32_t)call->op,
+				  0 };
 	const char *send = sendbuf;
 	llmp_status st = LLMP_OK;
 
@@ -526,8 +528,8 @@ llmp_status rt_shm_reduce_scatter(rt_call *call, const void *sendbuf, void *recv
  * member j's data at recv + j * stride (allgather); else `from` alone, its
  * data at recv (stride 0: broadcast).
  */
-static llmp_status copy_rounds(rt_call *call, struct call_desc desc, char *recv, size_t bytes,
-			       size_t stride, uint32_t from)
+static llmp_status copy_rounds(rt_call *call, struct call_desc desc, char *recv, size_t bytes, size_t stride,
+			       uint32_t from)
 {
 	llmp_comm *comm = call->comm;
 	struct rt_shm *s = comm->shm;
@@ -556,7 +558,7 @@ static llmp_status copy_rounds(rt_call *call, struct call_desc desc, char *recv,
 llmp_status rt_shm_allgather(rt_call *call, void *recvbuf, size_t count)
 {
 	size_t block = count * call->esize;
-	struct call_desc desc = {block * call->comm->size, SHM_ALLGATHER, (uint32_t)call->dtype, 0, 0};
+	struct call_desc desc = { block * call->comm->size, SHM_ALLGATHER, (uint32_t)call->dtype, 0, 0 };
 	return copy_rounds(call, desc, recvbuf, block, block, UINT32_MAX);
 }
 
@@ -564,6 +566,6 @@ llmp_status rt_shm_allgather(rt_call *call, void *recvbuf, size_t count)
 llmp_status rt_shm_broadcast(rt_call *call, void *recvbuf, size_t count, uint32_t root)
 {
 	size_t bytes = count * call->esize;
-	struct call_desc desc = {bytes, SHM_BROADCAST, (uint32_t)call->dtype, 0, root};
+	struct call_desc desc = { bytes, SHM_BROADCAST, (uint32_t)call->dtype, 0, root };
 	return copy_rounds(call, desc, recvbuf, bytes, 0, root);
 }

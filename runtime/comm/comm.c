@@ -41,8 +41,7 @@ const char *rt_member_name(const llmp_comm *comm, uint32_t comm_rank, char *buf,
 	return buf;
 }
 
-static llmp_status comm_new(llmp_ctx *ctx, int kind, uint32_t *members, uint32_t size,
-			    llmp_comm **out)
+static llmp_status comm_new(llmp_ctx *ctx, int kind, uint32_t *members, uint32_t size, llmp_comm **out)
 {
 	llmp_comm *comm = calloc(1, sizeof *comm);
 	if (!comm) {
@@ -84,7 +83,8 @@ llmp_status llmp_comm_get(llmp_ctx *ctx, enum llmp_group group, llmp_comm **out)
 	uint32_t cap = llmp_plan_group_size(ctx->plan, group);
 	uint32_t *members = malloc((cap ? cap : 1) * sizeof *members);
 	if (!members)
-		return rt_fail(ctx, LLMP_ERR_NOMEM, "members of the %s group (%u)", llmp_group_name(group), cap);
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "members of the %s group (%u)", llmp_group_name(group),
+			       cap);
 	uint32_t n = 0, index;
 	char msg[LLMP_MSG_MAX];
 	llmp_status st = llmp_plan_group_of(ctx->plan, group, ctx->rank, members, cap, &n, &index);
@@ -93,8 +93,8 @@ llmp_status llmp_comm_get(llmp_ctx *ctx, enum llmp_group group, llmp_comm **out)
 		if (st != LLMP_OK)
 			return rt_fail(ctx, st, "members of the %s group: %s", llmp_group_name(group),
 				       llmp_strerror(st));
-		snprintf(msg, sizeof msg, "rank %u is in no %s group (a middle pipeline stage)",
-			 ctx->rank, llmp_group_name(group));
+		snprintf(msg, sizeof msg, "rank %u is in no %s group (a middle pipeline stage)", ctx->rank,
+			 llmp_group_name(group));
 		return rt_fail(ctx, LLMP_ERR_RANGE, "%s", msg);
 	}
 	return comm_new(ctx, (int)group, members, n, out);
@@ -141,8 +141,14 @@ llmp_status rt_scratch(llmp_comm *comm, size_t bytes, void **buf)
 	return LLMP_OK;
 }
 
-uint32_t llmp_comm_size(const llmp_comm *comm) { return comm ? comm->size : 0; }
-uint32_t llmp_comm_rank(const llmp_comm *comm) { return comm ? comm->rank : 0; }
+uint32_t llmp_comm_size(const llmp_comm *comm)
+{
+	return comm ? comm->size : 0;
+}
+uint32_t llmp_comm_rank(const llmp_comm *comm)
+{
+	return comm ? comm->rank : 0;
+}
 
 uint32_t llmp_comm_world_rank(const llmp_comm *comm, uint32_t comm_rank)
 {

@@ -58,8 +58,8 @@ static llmp_status env_number(llmp_ctx *ctx, const char *name, double fallback, 
  * variable `name` (a positive number; "off" gives SIZE_MAX where off_ok),
  * else fallback.
  */
-static llmp_status size_option(llmp_ctx *ctx, size_t given, const char *name, size_t fallback,
-			       bool off_ok, size_t *out)
+static llmp_status size_option(llmp_ctx *ctx, size_t given, const char *name, size_t fallback, bool off_ok,
+			       size_t *out)
 {
 	if (given) {
 		*out = given;
@@ -81,10 +81,11 @@ static llmp_status read_options(llmp_ctx *ctx, const llmp_init_opts *opts)
 	llmp_status st;
 	if (opts && opts->timeout_s != 0) {
 		if (!(opts->timeout_s > 0) || !isfinite(opts->timeout_s))
-			return rt_fail(ctx, LLMP_ERR_ARG, "timeout_s=%g: must be a positive number of seconds",
-				       opts->timeout_s);
+			return rt_fail(ctx, LLMP_ERR_ARG,
+				       "timeout_s=%g: must be a positive number of seconds", opts->timeout_s);
 		ctx->timeout_s = opts->timeout_s;
-	} else if ((st = env_number(ctx, LLMP_ENV_TIMEOUT, RT_DEFAULT_TIMEOUT_S, &ctx->timeout_s)) != LLMP_OK) {
+	} else if ((st = env_number(ctx, LLMP_ENV_TIMEOUT, RT_DEFAULT_TIMEOUT_S, &ctx->timeout_s)) !=
+		   LLMP_OK) {
 		return st;
 	}
 	if ((st = size_option(ctx, opts ? opts->ring_threshold : 0, LLMP_ENV_RING_THRESHOLD,
@@ -110,8 +111,8 @@ static llmp_status check_plugin_env(llmp_ctx *ctx)
 		const char *name;
 		size_t offset;
 	} vars[] = {
-		{LLMP_ENV_RANK, offsetof(llmp_ctx, rank)},
-		{LLMP_ENV_WORLD_SIZE, offsetof(llmp_ctx, world)},
+		{ LLMP_ENV_RANK, offsetof(llmp_ctx, rank) },
+		{ LLMP_ENV_WORLD_SIZE, offsetof(llmp_ctx, world) },
 	};
 	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
 		const char *text = getenv(vars[i].name);
@@ -138,8 +139,8 @@ static void describe_plan(llmp_ctx *ctx)
 		 "tp=%u,cp=%u,ep=%u,etp=%u,dp=%u,pp=%u,vpp=%u,order=%s,world=%u",
 		 llmp_plan_size(p, LLMP_AXIS_TP), llmp_plan_size(p, LLMP_AXIS_CP),
 		 llmp_plan_size(p, LLMP_AXIS_EP), llmp_plan_size(p, LLMP_AXIS_ETP),
-		 llmp_plan_size(p, LLMP_AXIS_DP), llmp_plan_size(p, LLMP_AXIS_PP),
-		 llmp_plan_vpp(p), llmp_plan_order(p), ctx->world);
+		 llmp_plan_size(p, LLMP_AXIS_DP), llmp_plan_size(p, LLMP_AXIS_PP), llmp_plan_vpp(p),
+		 llmp_plan_order(p), ctx->world);
 }
 
 static llmp_status plan_layout(llmp_ctx *ctx, const llmp_init_opts *opts)
@@ -160,9 +161,11 @@ static llmp_status plan_layout(llmp_ctx *ctx, const llmp_init_opts *opts)
 		if (llmp_spec_parse(plugin, &from_plugin, msg, sizeof msg) != LLMP_OK)
 			return rt_fail(ctx, LLMP_ERR_SPEC, LLMP_ENV_PARALLEL ": %s", msg);
 		if (!llmp_spec_equal(&spec, &from_plugin))
-			return rt_fail(ctx, LLMP_ERR_MISMATCH,
-				       "llmp_init_opts.spec '%.100s' differs from the plugin's "
-				       LLMP_ENV_PARALLEL " '%.100s'", given, plugin);
+			return rt_fail(
+				ctx, LLMP_ERR_MISMATCH,
+				"llmp_init_opts.spec '%.100s' differs from the plugin's " LLMP_ENV_PARALLEL
+				" '%.100s'",
+				given, plugin);
 	}
 	if (llmp_plan_create(&spec, ctx->world, 0, &ctx->plan, msg, sizeof msg) != LLMP_OK)
 		return rt_fail(ctx, LLMP_ERR_LAYOUT, "%s: %s", source, msg);
@@ -205,7 +208,8 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 		return LLMP_ERR_NOMEM;
 	double start = rt_now();
 	if (atomic_exchange(&context_exists, true))
-		return rt_fail(ctx, LLMP_ERR_STATE, "llmp_init: this process already has a context; "
+		return rt_fail(ctx, LLMP_ERR_STATE,
+			       "llmp_init: this process already has a context; "
 			       "finalize it first (init publishes under fixed PMIx keys)");
 	ctx->owns_process = true;
 
@@ -258,11 +262,26 @@ const char *llmp_errmsg(const llmp_ctx *ctx)
 	return ctx->errmsg[0] ? ctx->errmsg : "no error";
 }
 
-uint32_t llmp_rank(const llmp_ctx *ctx) { return ctx ? ctx->rank : 0; }
-uint32_t llmp_world_size(const llmp_ctx *ctx) { return ctx ? ctx->world : 0; }
-uint32_t llmp_local_rank(const llmp_ctx *ctx) { return ctx ? ctx->local_rank : 0; }
-uint32_t llmp_local_size(const llmp_ctx *ctx) { return ctx ? ctx->local_size : 0; }
-const llmp_plan *llmp_layout(const llmp_ctx *ctx) { return ctx ? ctx->plan : NULL; }
+uint32_t llmp_rank(const llmp_ctx *ctx)
+{
+	return ctx ? ctx->rank : 0;
+}
+uint32_t llmp_world_size(const llmp_ctx *ctx)
+{
+	return ctx ? ctx->world : 0;
+}
+uint32_t llmp_local_rank(const llmp_ctx *ctx)
+{
+	return ctx ? ctx->local_rank : 0;
+}
+uint32_t llmp_local_size(const llmp_ctx *ctx)
+{
+	return ctx ? ctx->local_size : 0;
+}
+const llmp_plan *llmp_layout(const llmp_ctx *ctx)
+{
+	return ctx ? ctx->plan : NULL;
+}
 
 llmp_status llmp_get_stats(const llmp_ctx *ctx, llmp_stats *stats)
 {

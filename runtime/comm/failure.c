@@ -24,7 +24,7 @@ static uint64_t report_tag(const llmp_comm *comm, uint32_t src)
 llmp_status rt_listen_reports(llmp_comm *comm)
 {
 	uint64_t mask = ~((UINT64_C(1) << RT_TAG_SRC_BITS) - 1); /* from any member */
-	ucp_request_param_t prm = {.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL};
+	ucp_request_param_t prm = { .op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL };
 	void *r = ucp_tag_recv_nbx(comm->ctx->worker, comm->report_in, sizeof comm->report_in,
 				   report_tag(comm, 0), mask, &prm);
 	if (UCS_PTR_IS_ERR(r))
@@ -80,7 +80,7 @@ static void send_reports(llmp_comm *comm, uint32_t culprit)
 			continue;
 		if (rt_tx_peer_ep(comm, m, &ep) != LLMP_OK)
 			continue;
-		ucp_request_param_t prm = {.op_attr_mask = 0};
+		ucp_request_param_t prm = { .op_attr_mask = 0 };
 		void *r = ucp_tag_send_nbx(ep, comm->report_out, sizeof comm->report_out,
 					   report_tag(comm, comm->rank), &prm);
 		if (!UCS_PTR_IS_ERR(r))
@@ -172,24 +172,27 @@ llmp_status rt_fail_comm(llmp_comm *comm, const char *op, enum rt_failure kind, 
 		st = rt_fail(ctx, LLMP_ERR_PEER, "%s on %s: %s reports that this rank did not answer in time",
 			     op, cname, by);
 	} else if (kind == RT_FAILED_TIMEOUT && culprit == suspect) {
-		st = rt_fail(ctx, LLMP_ERR_TIMEOUT, "%s on %s: %s did not answer within %.1f s", op,
-			     cname, who, ctx->timeout_s);
+		st = rt_fail(ctx, LLMP_ERR_TIMEOUT, "%s on %s: %s did not answer within %.1f s", op, cname,
+			     who, ctx->timeout_s);
 	} else if (kind == RT_FAILED_TIMEOUT || kind == RT_FAILED_REPORTED) {
 		if (kind == RT_FAILED_TIMEOUT)
 			st = rt_fail(ctx, LLMP_ERR_TIMEOUT,
 				     "%s on %s: %s failed or stopped answering (reported by %s; this "
-				     "rank timed out after %.1f s waiting for %s)", op, cname, who, by,
-				     ctx->timeout_s, name_of(comm, suspect, waited, sizeof waited));
+				     "rank timed out after %.1f s waiting for %s)",
+				     op, cname, who, by, ctx->timeout_s,
+				     name_of(comm, suspect, waited, sizeof waited));
 		else
-			st = rt_fail(ctx, LLMP_ERR_PEER, "%s on %s: %s failed or stopped answering "
-				     "(reported by %s)", op, cname, who, by);
+			st = rt_fail(ctx, LLMP_ERR_PEER,
+				     "%s on %s: %s failed or stopped answering (reported by %s)", op, cname,
+				     who, by);
 	} else if (kind == RT_FAILED_PEER) {
 		st = rt_fail(ctx, LLMP_ERR_PEER, "%s on %s: %s failed: %s", op, cname, who,
 			     ctx->peers[culprit].why);
 	} else if (kind == RT_FAILED_LENGTH) {
 		st = rt_fail(ctx, LLMP_ERR_MISMATCH,
 			     "%s on %s: %s sent %zu bytes where %zu were expected: members disagree "
-			     "on count or dtype", op, cname, who, got, expected);
+			     "on count or dtype",
+			     op, cname, who, got, expected);
 	} else {
 		st = rt_fail(ctx, LLMP_ERR_TRANSPORT, "%s on %s: with %s: %s", op, cname, who,
 			     detail ? detail : "transport error");

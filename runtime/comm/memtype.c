@@ -36,12 +36,13 @@ llmp_status rt_check_host(llmp_ctx *ctx, const void *buf, const char *what)
 		return LLMP_OK;
 	unsigned int type = 0;
 	/* Host memory CUDA never saw is an error to the driver: that means host. */
-	if (ctx->cu_pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-					  (uintptr_t)buf) != CUDA_SUCCESS)
+	if (ctx->cu_pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (uintptr_t)buf) !=
+	    CUDA_SUCCESS)
 		return LLMP_OK;
 	if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY)
 		return rt_fail(ctx, LLMP_ERR_UNSUPPORTED,
 			       "%s is device memory: this build moves host memory only "
-			       "(device buffers come with the NCCL back end)", what);
+			       "(device buffers come with the NCCL back end)",
+			       what);
 	return LLMP_OK;
 }

@@ -19,26 +19,26 @@
 
 #include <llmp/llmp.h>
 
-#define RT_DEFAULT_TIMEOUT_S      300.0
+#define RT_DEFAULT_TIMEOUT_S 300.0
 #define RT_DEFAULT_RING_THRESHOLD ((size_t)64 << 10)
-#define RT_DEFAULT_SHM_THRESHOLD  ((size_t)8 << 10)
-#define RT_DEFAULT_SHM_CHUNK      ((size_t)256 << 10)
+#define RT_DEFAULT_SHM_THRESHOLD ((size_t)8 << 10)
+#define RT_DEFAULT_SHM_CHUNK ((size_t)256 << 10)
 
 /* The world communicator's kind, after the planner's group kinds. */
 #define RT_COMM_WORLD LLMP_NGROUPS
-#define RT_NCOMMS     (LLMP_NGROUPS + 1)
+#define RT_NCOMMS (LLMP_NGROUPS + 1)
 
 /* What the context knows about one peer it has talked to. */
 struct rt_peer {
-	ucp_ep_h ep;     /* NULL until first needed */
-	bool failed;     /* UCX reported the peer gone, or it timed out */
-	pid_t pid;       /* on this machine: its process, watched while waiting; else 0 */
-	char why[96];    /* how it failed, for messages */
+	ucp_ep_h ep;  /* NULL until first needed */
+	bool failed;  /* UCX reported the peer gone, or it timed out */
+	pid_t pid;    /* on this machine: its process, watched while waiting; else 0 */
+	char why[96]; /* how it failed, for messages */
 };
 
 struct llmp_comm {
 	llmp_ctx *ctx;
-	int kind;           /* enum llmp_group, or RT_COMM_WORLD */
+	int kind; /* enum llmp_group, or RT_COMM_WORLD */
 	uint32_t size;
 	uint32_t rank;      /* this rank's place in members */
 	uint32_t *members;  /* world ranks; NULL for the world (identity) */
@@ -50,7 +50,7 @@ struct llmp_comm {
 	struct rt_shm *shm; /* shm.h: the segment, when every member is on this machine */
 	/* Set with shm by coll/shm.c, which alone knows how to unmap it; called by rt_comm_free. */
 	void (*shm_free)(struct llmp_comm *comm);
-	void *scratch;      /* grows to the largest temporary an algorithm needed */
+	void *scratch; /* grows to the largest temporary an algorithm needed */
 	size_t scratch_bytes;
 	/* Failure reports (failure.c): a receive always posted for the next one. */
 	void *report_req;

@@ -49,7 +49,7 @@ llmp_status rt_tx_init(llmp_ctx *ctx, void **addr, size_t *addrlen)
 	if (s != UCS_OK)
 		return rt_fail(ctx, LLMP_ERR_TRANSPORT, "ucp_worker_create: %s", ucs_status_string(s));
 
-	ucp_worker_attr_t attr = {.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS};
+	ucp_worker_attr_t attr = { .field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS };
 	s = ucp_worker_query(ctx->worker, &attr);
 	if (s != UCS_OK)
 		return rt_fail(ctx, LLMP_ERR_TRANSPORT, "ucp_worker_query: %s", ucs_status_string(s));
@@ -133,11 +133,10 @@ llmp_status rt_tx_peer_ep(llmp_comm *comm, uint32_t peer, ucp_ep_h *ep)
 		bool local = rt_same_machine(process, ctx->machine_id, &p->pid);
 		ucp_ep_params_t params = {
 			.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-				      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-				      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+				      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER,
 			.address = (const ucp_address_t *)addr->data.bo.bytes,
 			.err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
-			.err_handler = {.cb = peer_failed, .arg = p},
+			.err_handler = { .cb = peer_failed, .arg = p },
 		};
 		ucs_status_t s = ucp_ep_create(ctx->worker, &params, &p->ep);
 		rt_wireup_release(addr);
@@ -152,8 +151,8 @@ llmp_status rt_tx_peer_ep(llmp_comm *comm, uint32_t peer, ucp_ep_h *ep)
 	return LLMP_OK;
 }
 
-llmp_status rt_tx_isend(llmp_comm *comm, uint32_t peer, uint64_t tag,
-			const void *buf, size_t bytes, rt_req *req)
+llmp_status rt_tx_isend(llmp_comm *comm, uint32_t peer, uint64_t tag, const void *buf, size_t bytes,
+			rt_req *req)
 {
 	ucp_ep_h ep;
 	memset(req, 0, sizeof *req);
@@ -161,7 +160,7 @@ llmp_status rt_tx_isend(llmp_comm *comm, uint32_t peer, uint64_t tag,
 	llmp_status st = rt_tx_peer_ep(comm, peer, &ep);
 	if (st != LLMP_OK)
 		return st;
-	ucp_request_param_t prm = {.op_attr_mask = 0};
+	ucp_request_param_t prm = { .op_attr_mask = 0 };
 	void *r = ucp_tag_send_nbx(ep, buf, bytes, tag, &prm);
 	if (UCS_PTR_IS_ERR(r)) {
 		char name[64];
@@ -173,8 +172,7 @@ llmp_status rt_tx_isend(llmp_comm *comm, uint32_t peer, uint64_t tag,
 	return LLMP_OK;
 }
 
-llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag,
-			void *buf, size_t bytes, rt_req *req)
+llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag, void *buf, size_t bytes, rt_req *req)
 {
 	ucp_ep_h ep;
 	memset(req, 0, sizeof *req);
@@ -225,8 +223,8 @@ void rt_tx_drop(llmp_ctx *ctx, rt_req *reqs, size_t n)
 	}
 }
 
-static llmp_status fail(llmp_comm *comm, const char *op, rt_req *reqs, size_t n,
-			enum rt_failure kind, const rt_req *at, const char *detail)
+static llmp_status fail(llmp_comm *comm, const char *op, rt_req *reqs, size_t n, enum rt_failure kind,
+			const rt_req *at, const char *detail)
 {
 	rt_tx_drop(comm->ctx, reqs, n);
 	return rt_fail_comm(comm, op, kind, at ? at->comm_peer : UINT32_MAX, at ? at->bytes : 0,
@@ -333,8 +331,8 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 		if (state < 0) {
 			struct rt_peer *p = &ctx->peers[rt_world_rank(comm, reqs[bad].comm_peer)];
 			enum rt_failure kind = why == UCS_ERR_MESSAGE_TRUNCATED ? RT_FAILED_LENGTH
-					       : p->failed			? RT_FAILED_PEER
-									: RT_FAILED_UCX;
+					       : p->failed                      ? RT_FAILED_PEER
+										: RT_FAILED_UCX;
 			return fail(comm, op, reqs, n, kind, &reqs[bad], ucs_status_string(why));
 		}
 		if (rt_report_arrived(comm))

@@ -28,22 +28,22 @@
 #define RT_TAG_SRC_BITS 24
 #define RT_TAG_SEQ_BITS 34
 #define RT_TAG_SEQ_MASK ((UINT64_C(1) << RT_TAG_SEQ_BITS) - 1)
-#define RT_TAG_P2P      (UINT64_C(1) << (RT_TAG_SRC_BITS + RT_TAG_SEQ_BITS))
+#define RT_TAG_P2P (UINT64_C(1) << (RT_TAG_SRC_BITS + RT_TAG_SEQ_BITS))
 #define RT_TAG_ABORT_SEQ RT_TAG_SEQ_MASK /* p2p sequence reserved for failure reports */
 
 static inline uint64_t rt_tag(int kind, bool p2p, uint64_t seq, uint32_t src)
 {
-	return ((uint64_t)kind << (RT_TAG_SRC_BITS + RT_TAG_SEQ_BITS + 1)) |
-	       (p2p ? RT_TAG_P2P : 0) | ((seq & RT_TAG_SEQ_MASK) << RT_TAG_SRC_BITS) | src;
+	return ((uint64_t)kind << (RT_TAG_SRC_BITS + RT_TAG_SEQ_BITS + 1)) | (p2p ? RT_TAG_P2P : 0) |
+	       ((seq & RT_TAG_SEQ_MASK) << RT_TAG_SRC_BITS) | src;
 }
 
 /* One outstanding send or receive. */
 typedef struct rt_req {
-	void *ucx;            /* UCX request; NULL once complete */
-	uint32_t comm_peer;   /* the other member, by comm rank */
+	void *ucx;          /* UCX request; NULL once complete */
+	uint32_t comm_peer; /* the other member, by comm rank */
 	bool recv;
-	bool drained;         /* its peer failed, and the worker was drained since */
-	size_t bytes;         /* expected length of a receive */
+	bool drained; /* its peer failed, and the worker was drained since */
+	size_t bytes; /* expected length of a receive */
 	ucp_tag_recv_info_t info;
 } rt_req;
 
@@ -53,10 +53,9 @@ void rt_tx_release_address(llmp_ctx *ctx, void *addr);
 /* Close endpoints (flushing what was sent, bounded by the timeout) and UCX. */
 void rt_tx_fini(llmp_ctx *ctx);
 
-llmp_status rt_tx_isend(llmp_comm *comm, uint32_t peer, uint64_t tag,
-			const void *buf, size_t bytes, rt_req *req);
-llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag,
-			void *buf, size_t bytes, rt_req *req);
+llmp_status rt_tx_isend(llmp_comm *comm, uint32_t peer, uint64_t tag, const void *buf, size_t bytes,
+			rt_req *req);
+llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag, void *buf, size_t bytes, rt_req *req);
 
 /*
  * Wait for all of reqs. On failure, every request is cancelled or released,
@@ -89,7 +88,7 @@ bool rt_member_gone(llmp_comm *comm, uint32_t member);
  * peer sent before it left is taken in first (transport.c, drain_worker).
  */
 #define RT_DRAIN_QUIET_S 0.02
-#define RT_DRAIN_MAX_S   0.25
+#define RT_DRAIN_MAX_S 0.25
 
 /* How long failure handling spends telling others and cancelling. */
 #define RT_NOTIFY_MAX_S 0.5

@@ -8,29 +8,22 @@
 #include "liveness.h"
 
 #define KEY_UCX_ADDR "llmp.ucx.addr"
-#define KEY_LAYOUT   "llmp.layout"
-#define KEY_PROCESS  "llmp.process"
+#define KEY_LAYOUT "llmp.layout"
+#define KEY_PROCESS "llmp.process"
 
 /* Values PMIx may return for a size or a rank, whatever integer type it uses. */
 static bool value_to_u32(const pmix_value_t *v, uint32_t *out)
 {
 	switch (v->type) {
-	case PMIX_UINT32:
-		*out = v->data.uint32;
-		return true;
-	case PMIX_UINT16:
-		*out = v->data.uint16;
-		return true;
-	case PMIX_PROC_RANK:
-		*out = v->data.rank;
-		return true;
+	case PMIX_UINT32: *out = v->data.uint32; return true;
+	case PMIX_UINT16: *out = v->data.uint16; return true;
+	case PMIX_PROC_RANK: *out = v->data.rank; return true;
 	case PMIX_INT:
 		if (v->data.integer < 0)
 			return false;
 		*out = (uint32_t)v->data.integer;
 		return true;
-	default:
-		return false;
+	default: return false;
 	}
 }
 
@@ -66,8 +59,8 @@ llmp_status rt_wireup_init(llmp_ctx *ctx)
 	if (st != LLMP_OK)
 		return st;
 	if (ctx->world == 0 || ctx->rank >= ctx->world)
-		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx says rank %u of a world of %u",
-			       ctx->rank, ctx->world);
+		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx says rank %u of a world of %u", ctx->rank,
+			       ctx->world);
 	return LLMP_OK;
 }
 
@@ -155,9 +148,8 @@ llmp_status rt_wireup_check_layouts(llmp_ctx *ctx)
 		bool same = v->type == PMIX_STRING && strcmp(v->data.string, ctx->layout) == 0;
 		if (!same) {
 			rt_fail(ctx, LLMP_ERR_MISMATCH,
-				"ranks disagree on the layout: rank %u has '%s', rank %u has '%s'",
-				r, v->type == PMIX_STRING ? v->data.string : "?", ctx->rank,
-				ctx->layout);
+				"ranks disagree on the layout: rank %u has '%s', rank %u has '%s'", r,
+				v->type == PMIX_STRING ? v->data.string : "?", ctx->rank, ctx->layout);
 			PMIX_VALUE_RELEASE(v);
 			return LLMP_ERR_MISMATCH;
 		}

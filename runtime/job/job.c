@@ -82,8 +82,7 @@ static bool made_progress(uint64_t before, uint64_t now)
  * Rank 0: from the previous run's record, why this run started and how
  * many runs in a row failed before it (failures).
  */
-static void judge_previous_run(llmp_job *job, const llmp_run_record *prev, bool have_prev,
-			       uint64_t newest)
+static void judge_previous_run(llmp_job *job, const llmp_run_record *prev, bool have_prev, uint64_t newest)
 {
 	llmp_run_record *run = &job->run;
 	char *why = job->restart_reason;
@@ -108,13 +107,12 @@ static void judge_previous_run(llmp_job *job, const llmp_run_record *prev, bool 
 			snprintf(why, len, "stopped: %.400s", prev->reason);
 			break;
 		case LLMP_RUN_FAILED:
-		case LLMP_RUN_GAVE_UP:
-			snprintf(why, len, "failed: %.400s", prev->reason);
-			break;
+		case LLMP_RUN_GAVE_UP: snprintf(why, len, "failed: %.400s", prev->reason); break;
 		case LLMP_RUN_RUNNING:
 			snprintf(why, len,
 				 "the previous run (restart %" PRIu64 ") ended without a word: "
-				 "node failure, kill or crash", prev->restart);
+				 "node failure, kill or crash",
+				 prev->restart);
 			break;
 		}
 	}
@@ -151,8 +149,8 @@ static llmp_status start_run_on_rank0(llmp_job *job)
 	if (job->over_limit) {
 		job->run.outcome = LLMP_RUN_GAVE_UP;
 		snprintf(job->run.reason, sizeof job->run.reason,
-			 "%u failed runs in a row without a new checkpoint (restarts=%u)",
-			 job->run.failures, job->spec.max_restarts);
+			 "%u failed runs in a row without a new checkpoint (restarts=%u)", job->run.failures,
+			 job->spec.max_restarts);
 	}
 	if (job_record_write(job->spec.dir, &job->run, 0, msg, sizeof msg) != LLMP_OK)
 		return rt_fail(job->ctx, LLMP_ERR_IO, "%s", msg);
@@ -180,11 +178,12 @@ static llmp_status start_run(llmp_job *job)
 	job->run.failures = start.failures;
 	job->over_limit = start.over_limit;
 	job->run.ckpt_at_start = start.ckpt_at_start;
-	snprintf(job->restart_reason, sizeof job->restart_reason, "%.*s",
-		 (int)sizeof start.reason - 1, start.reason);
+	snprintf(job->restart_reason, sizeof job->restart_reason, "%.*s", (int)sizeof start.reason - 1,
+		 start.reason);
 	if (job->over_limit) {
-		job_log(job, "giving up: %u failed runs in a row without a new checkpoint "
-			     "(restarts=%u); the last: %s",
+		job_log(job,
+			"giving up: %u failed runs in a row without a new checkpoint "
+			"(restarts=%u); the last: %s",
 			job->run.failures, job->spec.max_restarts, job->restart_reason);
 		return rt_fail(job->ctx, LLMP_ERR_STATE,
 			       "llmp_job_open: crash loop: %u failed runs in a row without a new "
@@ -196,7 +195,7 @@ static llmp_status start_run(llmp_job *job)
 
 static llmp_status open_parts(llmp_job *job, const llmp_job_opts *opts)
 {
-	llmp_ckpt_opts ck = {0};
+	llmp_ckpt_opts ck = { 0 };
 	llmp_status st;
 
 	if ((st = read_spec(job, opts ? opts->checkpoint : NULL)) != LLMP_OK ||
@@ -260,20 +259,18 @@ static llmp_status prepare_periodic_saves(llmp_job *job)
 	return job->spec.every ? llmp_ckpt_prepare_async(job->ckpt) : LLMP_OK;
 }
 
-llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size_t metacap,
-			    size_t *metalen)
+llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size_t metacap, size_t *metalen)
 {
 	if (!job || !next_step || (metacap && !meta))
-		return job ? rt_fail(job->ctx, LLMP_ERR_ARG, "llmp_job_resume: NULL argument")
-			   : LLMP_ERR_ARG;
+		return job ? rt_fail(job->ctx, LLMP_ERR_ARG, "llmp_job_resume: NULL argument") : LLMP_ERR_ARG;
 	*next_step = 0;
 	if (metalen)
 		*metalen = 0;
 	if (job->over_limit)
 		return rt_fail(job->ctx, LLMP_ERR_STATE, "llmp_job_resume: the run gave up at open");
 	if (job->run.ckpt_at_start == LLMP_NO_STEP) {
-		job_log(job, "run %" PRIu64 " (%s): no checkpoint yet, starting at step 0",
-			job->run.restart, job->restart_reason);
+		job_log(job, "run %" PRIu64 " (%s): no checkpoint yet, starting at step 0", job->run.restart,
+			job->restart_reason);
 		return prepare_periodic_saves(job);
 	}
 	double started = rt_now();
@@ -286,8 +283,9 @@ llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size
 		*metalen = len;
 	job->resumed_step = loaded;
 	*next_step = loaded + 1;
-	job_log(job, "run %" PRIu64 " (%s): resuming at step %" PRIu64
-		     " from checkpoint step-%" PRIu64 ", loaded in %.3f s",
+	job_log(job,
+		"run %" PRIu64 " (%s): resuming at step %" PRIu64 " from checkpoint step-%" PRIu64
+		", loaded in %.3f s",
 		job->run.restart, job->restart_reason, *next_step, loaded, rt_now() - started);
 	return prepare_periodic_saves(job);
 }
@@ -297,7 +295,7 @@ llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size
 /* "12.5 MiB": the bytes this rank registered, for the log. */
 static const char *rank_size(const llmp_job *job, char *buf, size_t len)
 {
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < job->ckpt->ntensors; i++)
 		bytes += ck_bytes(&job->ckpt->tensors[i].slice);
@@ -324,14 +322,12 @@ static llmp_status commit_pending(llmp_job *job)
 	llmp_ckpt_stats stats;
 	char size[32];
 	llmp_ckpt_get_stats(job->ckpt, &stats);
-	job_log(job, "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s "
-		     "(%.3f s stalled)",
-		step, rank_size(job, size, sizeof size), stats.total_seconds, stats.stall_seconds);
+	job_log(job, "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s (%.3f s stalled)", step,
+		rank_size(job, size, sizeof size), stats.total_seconds, stats.stall_seconds);
 	return LLMP_OK;
 }
 
-static llmp_status save(llmp_job *job, uint64_t step, const void *meta, size_t metalen,
-			bool async)
+static llmp_status save(llmp_job *job, uint64_t step, const void *meta, size_t metalen, bool async)
 {
 	llmp_status st = commit_pending(job);
 	if (st != LLMP_OK)
@@ -364,15 +360,14 @@ static const char *signal_name(int sig, char *buf, size_t len)
 }
 
 /* The agreed stop: the checkpoint of this step, then LLMP_JOB_STOP. */
-static llmp_status stop(llmp_job *job, uint64_t step, const void *meta, size_t metalen,
-			int64_t request, llmp_job_action *action)
+static llmp_status stop(llmp_job *job, uint64_t step, const void *meta, size_t metalen, int64_t request,
+			llmp_job_action *action)
 {
 	char name[32];
 	signal_name((int)(request >> 32), name, sizeof name);
 	uint32_t by = (uint32_t)(request & 0xffffffff) - 1;
 	job_log(job, "stop agreed at step %" PRIu64 " (%s on rank %u)", step, name, by);
-	snprintf(job->run.reason, sizeof job->run.reason, "%s on rank %u at step %" PRIu64, name,
-		 by, step);
+	snprintf(job->run.reason, sizeof job->run.reason, "%s on rank %u at step %" PRIu64, name, by, step);
 	llmp_status st = job->pending_step == step ? commit_pending(job)
 						   : save(job, step, meta, metalen, false);
 	if (st != LLMP_OK)
@@ -459,10 +454,8 @@ static bool permanent(llmp_status status)
 	case LLMP_ERR_RANGE:
 	case LLMP_ERR_ARG:
 	case LLMP_ERR_MISMATCH:
-	case LLMP_ERR_UNSUPPORTED:
-		return true;
-	default:
-		return false;
+	case LLMP_ERR_UNSUPPORTED: return true;
+	default: return false;
 	}
 }
 
@@ -497,13 +490,15 @@ static int end_failed(llmp_job *job, llmp_status status)
 			job_log(job, "exit: not requeueing, restarting cannot cure this (code %d)",
 				LLMP_EXIT_NO_REQUEUE);
 		else
-			job_log(job, "exit: giving up after %u failed runs in a row without a new "
-				     "checkpoint (restarts=%u) (code %d)",
+			job_log(job,
+				"exit: giving up after %u failed runs in a row without a new "
+				"checkpoint (restarts=%u) (code %d)",
 				failures, job->spec.max_restarts, LLMP_EXIT_NO_REQUEUE);
 		return LLMP_EXIT_NO_REQUEUE;
 	}
-	job_log(job, "exit: requeue; %u failed run%s in a row without a new checkpoint, "
-		     "restarts=%u allowed (code %d)",
+	job_log(job,
+		"exit: requeue; %u failed run%s in a row without a new checkpoint, "
+		"restarts=%u allowed (code %d)",
 		failures, failures == 1 ? "" : "s", job->spec.max_restarts, LLMP_EXIT_REQUEUE);
 	return LLMP_EXIT_REQUEUE;
 }
@@ -520,8 +515,7 @@ static int end_cleanly(llmp_job *job)
 	if ((st = llmp_barrier(job->world)) != LLMP_OK)
 		return end_failed(job, st);
 	if (job->stopped) {
-		job_log(job, "exit: stopped (%s), requeue (code %d)", job->run.reason,
-			LLMP_EXIT_REQUEUE);
+		job_log(job, "exit: stopped (%s), requeue (code %d)", job->run.reason, LLMP_EXIT_REQUEUE);
 		return LLMP_EXIT_REQUEUE;
 	}
 	job_log(job, "exit: done (code %d)", LLMP_EXIT_DONE);

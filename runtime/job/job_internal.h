@@ -24,18 +24,18 @@ struct llmp_job {
 	/* This run, as its record says (job_record.c). */
 	llmp_run_record run;
 	char restart_reason[LLMP_MSG_MAX];
-	bool over_limit;        /* open found the crash-loop limit exceeded */
-	uint64_t resumed_step;  /* LLMP_NO_STEP until resume loaded one */
+	bool over_limit;       /* open found the crash-loop limit exceeded */
+	uint64_t resumed_step; /* LLMP_NO_STEP until resume loaded one */
 
 	/* Saves */
-	uint64_t pending_step;  /* an async save not yet committed; LLMP_NO_STEP: none */
-	uint64_t last_saved;    /* newest step saved by this run; LLMP_NO_STEP: none */
-	double last_save_time;  /* rt_now() of it, or of open: for every=Nmin */
-	size_t rank_bytes;      /* bytes of the slices this rank registered */
+	uint64_t pending_step; /* an async save not yet committed; LLMP_NO_STEP: none */
+	uint64_t last_saved;   /* newest step saved by this run; LLMP_NO_STEP: none */
+	double last_save_time; /* rt_now() of it, or of open: for every=Nmin */
+	size_t rank_bytes;     /* bytes of the slices this rank registered */
 
 	/* Stop */
 	bool signal_logged;
-	bool stopped;           /* a stop was agreed and its checkpoint committed */
+	bool stopped; /* a stop was agreed and its checkpoint committed */
 };
 
 /* job_signal.c: the stop-request flag, set by signal handlers. */

@@ -34,9 +34,8 @@
 #define RECORD_VERSION 1
 
 static const char *const outcome_names[] = {
-	[LLMP_RUN_RUNNING] = "running", [LLMP_RUN_DONE] = "done",
-	[LLMP_RUN_STOPPED] = "stopped", [LLMP_RUN_FAILED] = "failed",
-	[LLMP_RUN_GAVE_UP] = "gave-up",
+	[LLMP_RUN_RUNNING] = "running", [LLMP_RUN_DONE] = "done",       [LLMP_RUN_STOPPED] = "stopped",
+	[LLMP_RUN_FAILED] = "failed",   [LLMP_RUN_GAVE_UP] = "gave-up",
 };
 
 const char *llmp_run_outcome_name(llmp_run_outcome outcome)
@@ -54,8 +53,8 @@ static void format_step(uint64_t step, char *buf, size_t len)
 		snprintf(buf, len, "%" PRIu64, step);
 }
 
-llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint32_t rank,
-			     char *msg, size_t msglen)
+llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint32_t rank, char *msg,
+			     size_t msglen)
 {
 	char tmp[64], text[LLMP_MSG_MAX + 512], at_start[24], step[24], reason[LLMP_MSG_MAX];
 
@@ -142,8 +141,7 @@ static bool parse_line(char *line, llmp_run_record *rec, unsigned *seen)
 	return false;
 }
 
-llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg,
-				 size_t msglen)
+llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg, size_t msglen)
 {
 	char path[LLMP_CKPT_DIR_MAX + 32], line[LLMP_MSG_MAX + 64];
 	unsigned seen = 0, lineno = 0;

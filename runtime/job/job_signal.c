@@ -27,12 +27,12 @@ static size_t ninstalled;
 static void on_stop_signal(int sig)
 {
 	if (received)
-		return; /* a second SIGTERM is no news: the stop is under way */
+		return;                              /* a second SIGTERM is no news: the stop is under way */
 	clock_gettime(CLOCK_REALTIME, &received_at); /* async-signal-safe */
 	received = sig;
 }
 
-static const int default_signals[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, 0};
+static const int default_signals[] = { SIGTERM, SIGINT, SIGUSR1, SIGUSR2, 0 };
 
 llmp_status job_signals_install(llmp_job *job, const int *signals)
 {
@@ -45,8 +45,7 @@ llmp_status job_signals_install(llmp_job *job, const int *signals)
 		return rt_fail(job->ctx, LLMP_ERR_ARG, "llmp_job_open: more than %d stop signals",
 			       MAX_STOP_SIGNALS);
 	for (size_t i = 0; i < n; i++)
-		if (signals[i] == SIGKILL || signals[i] == SIGSTOP || signals[i] <= 0 ||
-		    signals[i] >= NSIG)
+		if (signals[i] == SIGKILL || signals[i] == SIGSTOP || signals[i] <= 0 || signals[i] >= NSIG)
 			return rt_fail(job->ctx, LLMP_ERR_ARG,
 				       "llmp_job_open: stop signal %d cannot be caught", signals[i]);
 

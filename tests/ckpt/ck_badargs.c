@@ -22,7 +22,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define WORDS(...) ((const char *const[]){__VA_ARGS__}), (sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+#define WORDS(...)                              \
+	((const char *const[]){ __VA_ARGS__ }), \
+		(sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(const char *))
 #define NOWORDS NULL, 0
 
 static void join(char *buf, size_t len, const char *root, const char *leaf)
@@ -80,7 +82,7 @@ int cc_cmd_badargs(const cc_args *args)
 
 	/* ---- open */
 	llmp_ckpt *ck = (llmp_ckpt *)&ck; /* must be reset to NULL on failure */
-	llmp_ckpt_opts o = {.root = okroot, .keep = 1};
+	llmp_ckpt_opts o = { .root = okroot, .keep = 1 };
 	st = llmp_ckpt_open(NULL, &o, &ck);
 	cc_expect_fail(NULL, st, LLMP_ERR_ARG, "open with a NULL context", NOWORDS);
 	report_expect(ck == NULL, "open with a NULL context left the handle set");
@@ -88,7 +90,7 @@ int cc_cmd_badargs(const cc_args *args)
 	cc_expect_fail(NULL, st, LLMP_ERR_ARG, "open with a NULL handle pointer", NOWORDS);
 	st = llmp_ckpt_open(ctx, NULL, &ck);
 	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "open with NULL options", WORDS("root"));
-	llmp_ckpt_opts bad = {.root = NULL};
+	llmp_ckpt_opts bad = { .root = NULL };
 	st = llmp_ckpt_open(ctx, &bad, &ck);
 	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "open with a NULL root", WORDS("root"));
 	bad.root = "";
@@ -104,7 +106,7 @@ int cc_cmd_badargs(const cc_args *args)
 	}
 
 	/* ---- register */
-	float data[64] = {0}, data2[64];
+	float data[64] = { 0 }, data2[64];
 	uint64_t g1[LLMP_CKPT_MAX_DIMS + 1], o1[LLMP_CKPT_MAX_DIMS + 1], s1[LLMP_CKPT_MAX_DIMS + 1];
 	for (int d = 0; d <= LLMP_CKPT_MAX_DIMS; d++) {
 		g1[d] = 1;
@@ -125,14 +127,14 @@ int cc_cmd_badargs(const cc_args *args)
 	static const struct {
 		const char *name, *word;
 	} badnames[] = {
-		{"", "name"},
-		{"with space", "with space"},
-		{"/leading", "/leading"},
-		{"trailing/", "trailing/"},
-		{"a//b", "a//b"},
-		{".", "name"},
-		{"tab\there", "name"},
-		{"caf\xc3\xa9", "name"},
+		{ "", "name" },
+		{ "with space", "with space" },
+		{ "/leading", "/leading" },
+		{ "trailing/", "trailing/" },
+		{ "a//b", "a//b" },
+		{ ".", "name" },
+		{ "tab\there", "name" },
+		{ "caf\xc3\xa9", "name" },
 	};
 	st = llmp_ckpt_register(ck, NULL, LLMP_FLOAT32, 1, g1, o1, s1, data);
 	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a NULL name", WORDS("name"));
@@ -148,7 +150,8 @@ int cc_cmd_badargs(const cc_args *args)
 	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with a name of 128 characters", WORDS("mmmmmmmmmm"));
 
 	st = llmp_ckpt_register(ck, "bad/dtype", (llmp_dtype)LLMP_NDTYPES, 1, g1, o1, s1, data);
-	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with dtype LLMP_NDTYPES", WORDS("bad/dtype", "dtype"));
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with dtype LLMP_NDTYPES",
+		       WORDS("bad/dtype", "dtype"));
 	st = llmp_ckpt_register(ck, "bad/dtype", (llmp_dtype)-1, 1, g1, o1, s1, data);
 	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "register with dtype -1", WORDS("bad/dtype", "dtype"));
 	st = llmp_ckpt_register(ck, "bad/ndim", LLMP_FLOAT32, 0, g1, o1, s1, data);
@@ -166,22 +169,25 @@ int cc_cmd_badargs(const cc_args *args)
 
 	/* slices outside the global shape: {global, offset, shape} in dimension 1 of 2 */
 	static const uint64_t outside[][3] = {
-		{4, 0, 5}, {4, 3, 2}, {4, 4, 1}, {4, 5, 0}, {4, 0, 0}, {0, 0, 1},
-		{4, UINT64_MAX, 2}, {4, 2, UINT64_MAX}, {UINT64_MAX, UINT64_MAX - 1, 2},
+		{ 4, 0, 5 },          { 4, 3, 2 },          { 4, 4, 1 },
+		{ 4, 5, 0 },          { 4, 0, 0 },          { 0, 0, 1 },
+		{ 4, UINT64_MAX, 2 }, { 4, 2, UINT64_MAX }, { UINT64_MAX, UINT64_MAX - 1, 2 },
 	};
 	for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
-		uint64_t g[2] = {2, outside[i][0]}, off[2] = {0, outside[i][1]}, sh[2] = {2, outside[i][2]};
+		uint64_t g[2] = { 2, outside[i][0] }, off[2] = { 0, outside[i][1] },
+			 sh[2] = { 2, outside[i][2] };
 		char what[128];
-		snprintf(what, sizeof what, "register dimension 1: offset %" PRIu64 " shape %" PRIu64
-			 " of global %" PRIu64, off[1], sh[1], g[1]);
+		snprintf(what, sizeof what,
+			 "register dimension 1: offset %" PRIu64 " shape %" PRIu64 " of global %" PRIu64,
+			 off[1], sh[1], g[1]);
 		st = llmp_ckpt_register(ck, "bad/slice", LLMP_FLOAT32, 2, g, off, sh, data);
 		cc_expect_fail(ctx, st, LLMP_ERR_RANGE, what, WORDS("bad/slice", "dimension 1"));
 	}
 
 	/* what is fine: a name of 127 characters, 8 dimensions; then a duplicate */
 	st = llmp_ckpt_register(ck, name127, LLMP_UINT8, LLMP_CKPT_MAX_DIMS, g1, o1, s1, data);
-	report_expect(st == LLMP_OK, "register %d dimensions and a name of %d characters: %s: %s", LLMP_CKPT_MAX_DIMS,
-		  LLMP_CKPT_MAX_NAME, cc_status_name(st), llmp_errmsg(ctx));
+	report_expect(st == LLMP_OK, "register %d dimensions and a name of %d characters: %s: %s",
+		      LLMP_CKPT_MAX_DIMS, LLMP_CKPT_MAX_NAME, cc_status_name(st), llmp_errmsg(ctx));
 	/* "good": this rank's 2 elements, at global 2*rank, in data[0..1] */
 	for (int i = 0; i < 2; i++)
 		data[i] = (float)((2 * rank + (unsigned)i) * 3 + 1);
@@ -211,7 +217,8 @@ int cc_cmd_badargs(const cc_args *args)
 	st = llmp_ckpt_save(ck, 7, meta, sizeof meta);
 	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "save of step 7 again", WORDS("step-7", "exists"));
 	st = llmp_ckpt_load(ck, 8, &loaded, got, sizeof got, &metalen);
-	cc_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 8, which was never saved", WORDS(okroot, "step-8"));
+	cc_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 8, which was never saved",
+		       WORDS(okroot, "step-8"));
 
 	/* metadata larger than the buffer: truncated, *metalen the full size */
 	memset(data, 0, sizeof data);
@@ -222,7 +229,7 @@ int cc_cmd_badargs(const cc_args *args)
 		report_expect(loaded == 7, "loaded step %" PRIu64 ", expected 7", loaded);
 		report_expect(metalen == sizeof meta, "metalen %zu, expected %zu", metalen, sizeof meta);
 		report_expect(memcmp(got, meta, 4) == 0 && got[4] == '#',
-			  "metadata not cut at 4 bytes: '%.8s'", got);
+			      "metadata not cut at 4 bytes: '%.8s'", got);
 		bool same = true;
 		for (int i = 0; i < 2; i++)
 			same &= data[i] == (float)((2 * rank + (unsigned)i) * 3 + 1);
@@ -233,7 +240,8 @@ int cc_cmd_badargs(const cc_args *args)
 
 	/* keep=1 and a lower step than the newest (a job gone back): the one just saved stays */
 	st = llmp_ckpt_save(ck, 0, NULL, 0);
-	report_expect(st == LLMP_OK, "save step 0 with no metadata: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
+	report_expect(st == LLMP_OK, "save step 0 with no metadata: %s: %s", cc_status_name(st),
+		      llmp_errmsg(ctx));
 	if (rank == 0) {
 		char p0[4200], p7[4200];
 		snprintf(p0, sizeof p0, "%s/step-0", okroot);
@@ -244,9 +252,9 @@ int cc_cmd_badargs(const cc_args *args)
 	llmp_ckpt_close(ck);
 
 	/* ---- other roots: empty, missing, a regular file */
-	const char *roots[] = {empty, missing};
+	const char *roots[] = { empty, missing };
 	for (int i = 0; i < 2; i++) {
-		llmp_ckpt_opts eo = {.root = roots[i]};
+		llmp_ckpt_opts eo = { .root = roots[i] };
 		ck = NULL;
 		st = llmp_ckpt_open(ctx, &eo, &ck);
 		if (!report_expect(st == LLMP_OK, "open %s: %s", roots[i], llmp_errmsg(ctx)))
@@ -254,29 +262,31 @@ int cc_cmd_badargs(const cc_args *args)
 		st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
 		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
-		cc_expect_fail(ctx, st, LLMP_ERR_IO, i ? "load from a missing root" : "load from an empty root",
-			       WORDS(roots[i]));
+		cc_expect_fail(ctx, st, LLMP_ERR_IO,
+			       i ? "load from a missing root" : "load from an empty root", WORDS(roots[i]));
 		st = llmp_ckpt_load(ck, 3, &loaded, got, sizeof got, &metalen);
-		cc_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 3 from a root without it", WORDS(roots[i], "step-3"));
+		cc_expect_fail(ctx, st, LLMP_ERR_IO, "load of step 3 from a root without it",
+			       WORDS(roots[i], "step-3"));
 		llmp_ckpt_close(ck);
 	}
 	report_expect(!exists(missing), "a load created %s", missing);
 
-	llmp_ckpt_opts fo = {.root = afile};
+	llmp_ckpt_opts fo = { .root = afile };
 	ck = NULL;
 	st = llmp_ckpt_open(ctx, &fo, &ck);
 	if (report_expect(st == LLMP_OK, "open %s: %s", afile, llmp_errmsg(ctx))) {
 		st = reg_split(ck, "good", LLMP_FLOAT32, rank, world, data);
 		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_save(ck, 1, meta, sizeof meta);
-		cc_expect_fail(ctx, st, LLMP_ERR_IO, "save under a root that is a regular file", WORDS(afile));
+		cc_expect_fail(ctx, st, LLMP_ERR_IO, "save under a root that is a regular file",
+			       WORDS(afile));
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
 		cc_expect_fail(ctx, st, LLMP_ERR_IO, "load from a root that is a regular file", WORDS(afile));
 		llmp_ckpt_close(ck);
 	}
 
 	/* ---- after all that, the world and a fresh handle still work */
-	llmp_ckpt_opts ao = {.root = okroot, .keep = 1};
+	llmp_ckpt_opts ao = { .root = okroot, .keep = 1 };
 	ck = NULL;
 	st = llmp_ckpt_open(ctx, &ao, &ck);
 	if (report_expect(st == LLMP_OK, "open %s again: %s", okroot, llmp_errmsg(ctx))) {
@@ -286,17 +296,18 @@ int cc_cmd_badargs(const cc_args *args)
 		report_expect(st == LLMP_OK, "register good: %s", llmp_errmsg(ctx));
 		st = llmp_ckpt_save(ck, 9, "after", 5);
 		report_expect(st == LLMP_OK, "save step 9 after the failures: %s: %s", cc_status_name(st),
-			  llmp_errmsg(ctx));
+			      llmp_errmsg(ctx));
 		memset(data, 0, sizeof data);
 		metalen = 0;
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, got, sizeof got, &metalen);
 		if (report_expect(st == LLMP_OK, "load after the failures: %s", llmp_errmsg(ctx))) {
 			report_expect(loaded == 9 && metalen == 5 && memcmp(got, "after", 5) == 0,
-				  "loaded step %" PRIu64 " with %zu bytes of metadata, expected step 9 'after'",
-				  loaded, metalen);
+				      "loaded step %" PRIu64
+				      " with %zu bytes of metadata, expected step 9 'after'",
+				      loaded, metalen);
 			report_expect(data[0] == (float)(2 * rank * 5) - 7.0f &&
-				  data[1] == (float)((2 * rank + 1) * 5) - 7.0f,
-				  "good: values after the reload");
+					      data[1] == (float)((2 * rank + 1) * 5) - 7.0f,
+				      "good: values after the reload");
 		}
 		/* keep=1: 9 is the only complete step left; 7 and 0 went */
 		char p[4200];
@@ -312,11 +323,12 @@ int cc_cmd_badargs(const cc_args *args)
 
 /* Save step 1 with what register_fn registered: must fail everywhere naming `tensor`. */
 static void save_must_fail(llmp_ctx *ctx, const cc_args *args, const char *what, const char *tensor,
-			   const char *word, llmp_status (*register_fn)(llmp_ckpt *, uint32_t, uint32_t, float *))
+			   const char *word,
+			   llmp_status (*register_fn)(llmp_ckpt *, uint32_t, uint32_t, float *))
 {
 	llmp_ckpt *ck = NULL;
-	llmp_ckpt_opts o = {.root = args->root};
-	float data[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	llmp_ckpt_opts o = { .root = args->root };
+	float data[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 	llmp_status st = llmp_ckpt_open(ctx, &o, &ck);
 	if (!report_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx)))
 		return;
@@ -351,8 +363,9 @@ static llmp_status reg_shape(llmp_ckpt *ck, uint32_t rank, uint32_t world, float
 static llmp_status reg_dtype(llmp_ckpt *ck, uint32_t rank, uint32_t world, float *data)
 {
 	llmp_status st = reg_ok(ck, rank, world, data);
-	return st ? st : reg_split(ck, "mm/dtype", rank == world - 1 ? LLMP_FLOAT64 : LLMP_FLOAT32, rank, world,
-				   data + 4);
+	return st ? st
+		  : reg_split(ck, "mm/dtype", rank == world - 1 ? LLMP_FLOAT64 : LLMP_FLOAT32, rank, world,
+			      data + 4);
 }
 
 /* Every rank one element of its two: half the tensor is a hole. */
@@ -380,10 +393,10 @@ static llmp_status reg_lonely(llmp_ckpt *ck, uint32_t rank, uint32_t world, floa
 
 struct load_case {
 	const char *what;
-	const char *name;     /* the tensor registered, besides ld/b */
+	const char *name; /* the tensor registered, besides ld/b */
 	llmp_dtype dtype;
-	uint64_t extra;       /* elements added to its global shape */
-	const char *word;     /* what the message must hold besides the name and the directory */
+	uint64_t extra;   /* elements added to its global shape */
+	const char *word; /* what the message must hold besides the name and the directory */
 	bool ok;
 };
 
@@ -407,10 +420,10 @@ int cc_cmd_mismatch(const cc_args *args)
 	save_must_fail(ctx, args, "save: a tensor only rank 0 registered", "mm/lonely", "cover", reg_lonely);
 
 	/* A good checkpoint: ld/a split over the world, ld/b replicated. */
-	float a[4], b[3] = {7, 8, 9};
+	float a[4], b[3] = { 7, 8, 9 };
 	uint64_t bg = 3, bo = 0;
 	llmp_ckpt *ck = NULL;
-	llmp_ckpt_opts o = {.root = args->root};
+	llmp_ckpt_opts o = { .root = args->root };
 	char dir[4200];
 	snprintf(dir, sizeof dir, "%s/step-2", args->root);
 	a[0] = (float)(2 * rank);
@@ -422,20 +435,22 @@ int cc_cmd_mismatch(const cc_args *args)
 			st = llmp_ckpt_register(ck, "ld/b", LLMP_FLOAT32, 1, &bg, &bo, &bg, b);
 		if (st == LLMP_OK)
 			st = llmp_ckpt_save(ck, 2, "good", 4);
-		report_expect(st == LLMP_OK, "save of a good step 2: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "save of a good step 2: %s: %s", cc_status_name(st),
+			      llmp_errmsg(ctx));
 		llmp_ckpt_close(ck);
 	}
 
 	static const struct load_case cases[] = {
-		{"load: ld/a registered as float64", "ld/a", LLMP_FLOAT64, 0, "float32", false},
-		{"load: ld/a registered with another global shape", "ld/a", LLMP_FLOAT32, 2, "shape", false},
-		{"load: a tensor the checkpoint lacks", "ld/missing", LLMP_FLOAT32, 0, "not in", false},
-		{"load: ld/a as saved", "ld/a", LLMP_FLOAT32, 0, NULL, true},
+		{ "load: ld/a registered as float64", "ld/a", LLMP_FLOAT64, 0, "float32", false },
+		{ "load: ld/a registered with another global shape", "ld/a", LLMP_FLOAT32, 2, "shape",
+		  false },
+		{ "load: a tensor the checkpoint lacks", "ld/missing", LLMP_FLOAT32, 0, "not in", false },
+		{ "load: ld/a as saved", "ld/a", LLMP_FLOAT32, 0, NULL, true },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct load_case *c = &cases[i];
-		double buf[4] = {-1, -1, -1, -1};
-		float bb[3] = {0, 0, 0};
+		double buf[4] = { -1, -1, -1, -1 };
+		float bb[3] = { 0, 0, 0 };
 		uint64_t g = 2 * (uint64_t)world + c->extra, off = 2 * (uint64_t)rank, sh = 2, loaded = 0;
 		ck = NULL;
 		st = llmp_ckpt_open(ctx, &o, &ck);
@@ -451,9 +466,12 @@ int cc_cmd_mismatch(const cc_args *args)
 		st = llmp_ckpt_load(ck, LLMP_CKPT_NEWEST, &loaded, NULL, 0, NULL);
 		if (c->ok) {
 			const float *fa = (const float *)buf;
-			if (report_expect(st == LLMP_OK, "%s: %s: %s", c->what, cc_status_name(st), llmp_errmsg(ctx)))
-				report_expect(loaded == 2 && fa[0] == (float)(2 * rank) && fa[1] == (float)(2 * rank + 1) &&
-					  bb[0] == 7 && bb[2] == 9, "%s: wrong values or step %" PRIu64, c->what, loaded);
+			if (report_expect(st == LLMP_OK, "%s: %s: %s", c->what, cc_status_name(st),
+					  llmp_errmsg(ctx)))
+				report_expect(loaded == 2 && fa[0] == (float)(2 * rank) &&
+						      fa[1] == (float)(2 * rank + 1) && bb[0] == 7 &&
+						      bb[2] == 9,
+					      "%s: wrong values or step %" PRIu64, c->what, loaded);
 		} else {
 			cc_expect_fail(ctx, st, LLMP_ERR_MISMATCH, c->what, WORDS(c->name, dir, c->word));
 		}
@@ -464,12 +482,12 @@ int cc_cmd_mismatch(const cc_args *args)
 	ck = NULL;
 	st = llmp_ckpt_open(ctx, &o, &ck);
 	if (report_expect(st == LLMP_OK, "open: %s", llmp_errmsg(ctx))) {
-		float bb[3] = {0, 0, 0};
+		float bb[3] = { 0, 0, 0 };
 		st = llmp_ckpt_register(ck, "ld/b", LLMP_FLOAT32, 1, &bg, &bo, &bg, bb);
 		if (st == LLMP_OK)
 			st = llmp_ckpt_load(ck, 2, NULL, NULL, 0, NULL);
 		report_expect(st == LLMP_OK && bb[0] == 7 && bb[1] == 8 && bb[2] == 9,
-			  "load of ld/b alone: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
+			      "load of ld/b alone: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
 		llmp_ckpt_close(ck);
 	}
 	cc_finalize(args, ctx);

@@ -30,9 +30,19 @@
 /* ------------------------------------------------------------ reporting */
 
 static const char *const status_names[] = {
-	"LLMP_OK", "LLMP_ERR_SPEC", "LLMP_ERR_LAYOUT", "LLMP_ERR_RANGE", "LLMP_ERR_ARG",
-	"LLMP_ERR_NOMEM", "LLMP_ERR_IO", "LLMP_ERR_WIREUP", "LLMP_ERR_MISMATCH",
-	"LLMP_ERR_TRANSPORT", "LLMP_ERR_TIMEOUT", "LLMP_ERR_PEER", "LLMP_ERR_UNSUPPORTED",
+	"LLMP_OK",
+	"LLMP_ERR_SPEC",
+	"LLMP_ERR_LAYOUT",
+	"LLMP_ERR_RANGE",
+	"LLMP_ERR_ARG",
+	"LLMP_ERR_NOMEM",
+	"LLMP_ERR_IO",
+	"LLMP_ERR_WIREUP",
+	"LLMP_ERR_MISMATCH",
+	"LLMP_ERR_TRANSPORT",
+	"LLMP_ERR_TIMEOUT",
+	"LLMP_ERR_PEER",
+	"LLMP_ERR_UNSUPPORTED",
 	"LLMP_ERR_STATE",
 };
 #define NSTATUS (sizeof status_names / sizeof status_names[0])
@@ -56,14 +66,15 @@ bool cc_expect_fail(llmp_ctx *ctx, llmp_status got, llmp_status want, const char
 {
 	const char *msg = llmp_errmsg(ctx);
 	report_note("%s: %s (%s): %s", what, cc_status_name(got), llmp_strerror(got),
-		got == LLMP_OK ? "-" : msg);
-	if (!report_expect(got == want, "%s: got %s, expected %s", what, cc_status_name(got), cc_status_name(want)))
+		    got == LLMP_OK ? "-" : msg);
+	if (!report_expect(got == want, "%s: got %s, expected %s", what, cc_status_name(got),
+			   cc_status_name(want)))
 		return false;
 	bool ok = report_expect(ctx == NULL || (msg[0] && strcmp(msg, "no error") != 0),
-			    "%s: no error message", what);
+				"%s: no error message", what);
 	for (size_t i = 0; i < nmsgs; i++)
 		ok &= report_expect(ctx == NULL || strstr(msg, msgs[i]) != NULL,
-				"%s: message '%s' does not name '%s'", what, msg, msgs[i]);
+				    "%s: message '%s' does not name '%s'", what, msg, msgs[i]);
 	return ok;
 }
 
@@ -101,13 +112,37 @@ void cc_value(int id, llmp_dtype dtype, uint64_t g, uint64_t step, void *out)
 	case CC_BIG: v = (double)((g * 5 + step) % 65536); break;
 	}
 	switch (dtype) {
-	case LLMP_FLOAT32: { float f = (float)v; memcpy(out, &f, 4); break; }
+	case LLMP_FLOAT32: {
+		float f = (float)v;
+		memcpy(out, &f, 4);
+		break;
+	}
 	case LLMP_FLOAT64: memcpy(out, &v, 8); break;
-	case LLMP_BFLOAT16: { uint16_t h = (uint16_t)(float_bits((float)v) >> 16); memcpy(out, &h, 2); break; }
-	case LLMP_FLOAT16: { uint16_t h = cc_float_to_half((float)v); memcpy(out, &h, 2); break; }
-	case LLMP_INT32: { int32_t i = (int32_t)v; memcpy(out, &i, 4); break; }
-	case LLMP_INT64: { int64_t i = (int64_t)v; memcpy(out, &i, 8); break; }
-	case LLMP_UINT8: { uint8_t b = (uint8_t)v; memcpy(out, &b, 1); break; }
+	case LLMP_BFLOAT16: {
+		uint16_t h = (uint16_t)(float_bits((float)v) >> 16);
+		memcpy(out, &h, 2);
+		break;
+	}
+	case LLMP_FLOAT16: {
+		uint16_t h = cc_float_to_half((float)v);
+		memcpy(out, &h, 2);
+		break;
+	}
+	case LLMP_INT32: {
+		int32_t i = (int32_t)v;
+		memcpy(out, &i, 4);
+		break;
+	}
+	case LLMP_INT64: {
+		int64_t i = (int64_t)v;
+		memcpy(out, &i, 8);
+		break;
+	}
+	case LLMP_UINT8: {
+		uint8_t b = (uint8_t)v;
+		memcpy(out, &b, 1);
+		break;
+	}
 	default: break;
 	}
 }
@@ -138,11 +173,11 @@ static void part(uint64_t n, uint32_t k, uint32_t i, uint64_t *offset, uint64_t 
 	*shape = hi - lo;
 }
 
-static void add(struct model *m, int id, const char *name, llmp_dtype dtype, unsigned ndim,
-		uint64_t g0, uint64_t g1, uint64_t g2)
+static void add(struct model *m, int id, const char *name, llmp_dtype dtype, unsigned ndim, uint64_t g0,
+		uint64_t g1, uint64_t g2)
 {
 	struct model_tensor *t = &m->t[m->n++];
-	uint64_t g[3] = {g0, g1, g2};
+	uint64_t g[3] = { g0, g1, g2 };
 	memset(t, 0, sizeof *t);
 	t->id = id;
 	t->name = name;
@@ -170,7 +205,8 @@ static int model_build(llmp_ctx *ctx, const cc_args *args, struct model *m)
 	m->dp = coords[LLMP_AXIS_DP];
 	m->tp_size = llmp_plan_size(plan, LLMP_AXIS_TP);
 	m->dp_size = llmp_plan_size(plan, LLMP_AXIS_DP);
-	report_note("layout: tp %u of %u, dp %u of %u, world %u", m->tp, m->tp_size, m->dp, m->dp_size, m->world);
+	report_note("layout: tp %u of %u, dp %u of %u, world %u", m->tp, m->tp_size, m->dp, m->dp_size,
+		    m->world);
 
 	struct model_tensor *t;
 	/* row-parallel: dim 0 split along tp (13 rows: uneven for tp 2, 3, 4, 6) */
@@ -252,8 +288,10 @@ static void model_check(const struct model *m, uint64_t step)
 			if (memcmp(want, t->data + k * t->esize, t->esize) != 0 && bad++ == 0)
 				first = k;
 		}
-		if (!report_expect(bad == 0, "%s: %zu of %zu elements differ from step %" PRIu64 "'s; first at "
-			       "global index %" PRIu64, t->name, bad, t->count, step, global_index(t, first)))
+		if (!report_expect(bad == 0,
+				   "%s: %zu of %zu elements differ from step %" PRIu64 "'s; first at "
+				   "global index %" PRIu64,
+				   t->name, bad, t->count, step, global_index(t, first)))
 			continue;
 	}
 }
@@ -284,7 +322,7 @@ static int open_model(const cc_args *args, llmp_ctx **ctx, llmp_ckpt **ck, struc
 		return -1;
 	if (model_build(*ctx, args, m) != 0)
 		return -1;
-	llmp_ckpt_opts o = {.root = args->root, .keep = args->keep};
+	llmp_ckpt_opts o = { .root = args->root, .keep = args->keep };
 	st = llmp_ckpt_open(*ctx, &o, ck);
 	if (!report_expect(st == LLMP_OK, "llmp_ckpt_open: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
 		return -1;
@@ -298,32 +336,37 @@ int cc_cmd_save(const cc_args *args)
 {
 	llmp_ctx *ctx = NULL;
 	llmp_ckpt *ck = NULL;
-	struct model m = {0};
+	struct model m = { 0 };
 	if (open_model(args, &ctx, &ck, &m) == 0) {
 		report_note("pid %ld", (long)getpid());
 		for (size_t i = 0; i < args->nsteps; i++) {
 			char meta[128];
 			int len = meta_text(args->steps[i], meta, sizeof meta);
 			model_fill(&m, args->steps[i]);
-			llmp_status st = args->async ? llmp_ckpt_save_async(ck, args->steps[i], meta, (size_t)len)
-						     : llmp_ckpt_save(ck, args->steps[i], meta, (size_t)len);
-			if (!report_expect(st == LLMP_OK, "llmp_ckpt_save step %" PRIu64 ": %s (%s): %s", args->steps[i],
-				       cc_status_name(st), llmp_strerror(st), llmp_errmsg(ctx)))
+			llmp_status st = args->async
+						 ? llmp_ckpt_save_async(ck, args->steps[i], meta, (size_t)len)
+						 : llmp_ckpt_save(ck, args->steps[i], meta, (size_t)len);
+			if (!report_expect(st == LLMP_OK, "llmp_ckpt_save step %" PRIu64 ": %s (%s): %s",
+					   args->steps[i], cc_status_name(st), llmp_strerror(st),
+					   llmp_errmsg(ctx)))
 				break;
 			if (args->async) {
 				/* The save owns copies now: what the program does next must not reach the files. */
 				llmp_ckpt_stats stats;
 				llmp_ckpt_get_stats(ck, &stats);
-				report_expect(stats.step == args->steps[i] && stats.staged_bytes > 0, /* norm/f16 is split over every rank */
-					  "async save of step %" PRIu64 " staged %zu bytes", args->steps[i],
-					  stats.staged_bytes);
+				report_expect(stats.step == args->steps[i] &&
+						      stats.staged_bytes >
+							      0, /* norm/f16 is split over every rank */
+					      "async save of step %" PRIu64 " staged %zu bytes",
+					      args->steps[i], stats.staged_bytes);
 				model_fill(&m, args->steps[i] + 1000003);
 			}
 			report_note("saved step %" PRIu64, args->steps[i]);
 		}
 		if (args->async) {
 			llmp_status st = llmp_ckpt_wait(ck);
-			report_expect(st == LLMP_OK, "llmp_ckpt_wait: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
+			report_expect(st == LLMP_OK, "llmp_ckpt_wait: %s: %s", cc_status_name(st),
+				      llmp_errmsg(ctx));
 		}
 	}
 	llmp_ckpt_close(ck);
@@ -336,7 +379,7 @@ int cc_cmd_load(const cc_args *args)
 {
 	llmp_ctx *ctx = NULL;
 	llmp_ckpt *ck = NULL;
-	struct model m = {0};
+	struct model m = { 0 };
 	if (open_model(args, &ctx, &ck, &m) == 0) {
 		for (size_t i = 0; i < m.n; i++) /* nothing left over from before the load */
 			memset(m.t[i].data, 0xa5, m.t[i].count * m.t[i].esize);
@@ -345,21 +388,23 @@ int cc_cmd_load(const cc_args *args)
 		uint64_t loaded = UINT64_MAX - 1;
 		llmp_status st = llmp_ckpt_load(ck, args->step, &loaded, meta, sizeof meta - 1, &metalen);
 		if (args->expect_fail >= 0) {
-			cc_expect_fail(ctx, st, (llmp_status)args->expect_fail, "llmp_ckpt_load", args->expect_msg,
-				       args->nmsgs);
+			cc_expect_fail(ctx, st, (llmp_status)args->expect_fail, "llmp_ckpt_load",
+				       args->expect_msg, args->nmsgs);
 		} else if (report_expect(st == LLMP_OK, "llmp_ckpt_load: %s (%s): %s", cc_status_name(st),
-				     llmp_strerror(st), llmp_errmsg(ctx))) {
+					 llmp_strerror(st), llmp_errmsg(ctx))) {
 			report_note("loaded step %" PRIu64, loaded);
 			if (args->expect_step != UINT64_MAX)
-				report_expect(loaded == args->expect_step, "loaded step %" PRIu64 ", expected %" PRIu64,
-					  loaded, args->expect_step);
+				report_expect(loaded == args->expect_step,
+					      "loaded step %" PRIu64 ", expected %" PRIu64, loaded,
+					      args->expect_step);
 			if (args->step != LLMP_CKPT_NEWEST)
-				report_expect(loaded == args->step, "asked for step %" PRIu64 ", loaded %" PRIu64,
-					  args->step, loaded);
+				report_expect(loaded == args->step,
+					      "asked for step %" PRIu64 ", loaded %" PRIu64, args->step,
+					      loaded);
 			int wlen = meta_text(loaded, want, sizeof want);
 			meta[metalen < sizeof meta ? metalen : sizeof meta - 1] = '\0';
 			report_expect(metalen == (size_t)wlen && strcmp(meta, want) == 0,
-				  "metadata '%s' (%zu bytes), expected '%s'", meta, metalen, want);
+				      "metadata '%s' (%zu bytes), expected '%s'", meta, metalen, want);
 			model_check(&m, loaded);
 		}
 	}
@@ -391,26 +436,29 @@ void cc_finalize(const cc_args *args, llmp_ctx *ctx)
 		llmp_status st = llmp_comm_world(ctx, &world);
 		if (st == LLMP_OK)
 			st = llmp_barrier(world);
-		report_expect(st == LLMP_OK, "barrier before llmp_finalize: %s: %s", cc_status_name(st), llmp_errmsg(ctx));
+		report_expect(st == LLMP_OK, "barrier before llmp_finalize: %s: %s", cc_status_name(st),
+			      llmp_errmsg(ctx));
 	}
 	llmp_finalize(ctx);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ck_check save|load|badargs|mismatch --root DIR [options]\n"
-		   "  --parallel SPEC        layout (else $LLMP_TEST_SPEC, else the plugin's LLMP_PARALLEL)\n"
-		   "  --steps N,N,...        save: the steps to save, in order\n"
-		   "  --keep N               checkpoints kept (0: the default)\n"
-		   "  --step N               load: this step (else the newest)\n"
-		   "  --expect-step N        load: must load this step\n"
-		   "  --expect-fail STATUS   load: must fail with this status (LLMP_ERR_IO, ...)\n"
-		   "  --expect-msg TEXT      ... and a message holding TEXT (up to %d times)\n"
-		   "  --big K                add big/w, 48*K x 1024 float32 split along the world\n"
-		   "  --timeout S            llmp_init_opts.timeout_s\n"
-		   "  --sync-exit 1          a world barrier before llmp_finalize\n"
-		   "  --async 1              save: llmp_ckpt_save_async, the tensors overwritten as soon as\n"
-		   "                         it returns, llmp_ckpt_wait at the end\n", CC_MAX_MSGS);
+	fprintf(f,
+		"usage: ck_check save|load|badargs|mismatch --root DIR [options]\n"
+		"  --parallel SPEC        layout (else $LLMP_TEST_SPEC, else the plugin's LLMP_PARALLEL)\n"
+		"  --steps N,N,...        save: the steps to save, in order\n"
+		"  --keep N               checkpoints kept (0: the default)\n"
+		"  --step N               load: this step (else the newest)\n"
+		"  --expect-step N        load: must load this step\n"
+		"  --expect-fail STATUS   load: must fail with this status (LLMP_ERR_IO, ...)\n"
+		"  --expect-msg TEXT      ... and a message holding TEXT (up to %d times)\n"
+		"  --big K                add big/w, 48*K x 1024 float32 split along the world\n"
+		"  --timeout S            llmp_init_opts.timeout_s\n"
+		"  --sync-exit 1          a world barrier before llmp_finalize\n"
+		"  --async 1              save: llmp_ckpt_save_async, the tensors overwritten as soon as\n"
+		"                         it returns, llmp_ckpt_wait at the end\n",
+		CC_MAX_MSGS);
 }
 
 static bool parse_u64(const char *s, uint64_t *v)
@@ -496,10 +544,10 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*run)(const cc_args *);
 	} commands[] = {
-		{"save", cc_cmd_save},
-		{"load", cc_cmd_load},
-		{"badargs", cc_cmd_badargs},
-		{"mismatch", cc_cmd_mismatch},
+		{ "save", cc_cmd_save },
+		{ "load", cc_cmd_load },
+		{ "badargs", cc_cmd_badargs },
+		{ "mismatch", cc_cmd_mismatch },
 	};
 	cc_args args;
 

@@ -23,19 +23,19 @@
 
 typedef struct cc_args {
 	const char *root;
-	const char *spec;      /* --parallel, else $LLMP_TEST_SPEC, else the plugin's */
+	const char *spec; /* --parallel, else $LLMP_TEST_SPEC, else the plugin's */
 	uint64_t steps[CC_MAX_STEPS];
 	size_t nsteps;
 	unsigned keep;
-	uint64_t step;         /* load: LLMP_CKPT_NEWEST unless --step */
-	uint64_t expect_step;  /* load: UINT64_MAX unless --expect-step */
-	int expect_fail;       /* load: -1, or the status the load must fail with */
+	uint64_t step;                       /* load: LLMP_CKPT_NEWEST unless --step */
+	uint64_t expect_step;                /* load: UINT64_MAX unless --expect-step */
+	int expect_fail;                     /* load: -1, or the status the load must fail with */
 	const char *expect_msg[CC_MAX_MSGS]; /* ... and words its message must hold */
 	size_t nmsgs;
-	unsigned big;          /* adds big/w, 48*big rows of 1024 float32 */
+	unsigned big; /* adds big/w, 48*big rows of 1024 float32 */
 	double timeout_s;
-	bool sync_exit;        /* --sync-exit 1: a world barrier before llmp_finalize */
-	bool async;            /* --async 1: save with llmp_ckpt_save_async */
+	bool sync_exit; /* --sync-exit 1: a world barrier before llmp_finalize */
+	bool async;     /* --async 1: save with llmp_ckpt_save_async */
 } cc_args;
 
 /* Reporting: report.h. */

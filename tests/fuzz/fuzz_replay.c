@@ -52,7 +52,7 @@ int main(void)
 		count++;
 	}
 	closedir(d);
-	printf("%s 1 - replayed %d corpus inputs through the fuzz target\n",
-	       count > 0 ? "ok" : "not ok", count);
+	printf("%s 1 - replayed %d corpus inputs through the fuzz target\n", count > 0 ? "ok" : "not ok",
+	       count);
 	return count > 0 ? 0 : 1;
 }

@@ -19,10 +19,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                          \
-	do {                                 \
-		if (!(cond))                 \
-			__builtin_trap();    \
+#define CHECK(cond)                       \
+	do {                              \
+		if (!(cond))              \
+			__builtin_trap(); \
 	} while (0)
 
 static void check_round_trip(const llmp_spec *spec)
@@ -50,8 +50,8 @@ static void check_plan(const llmp_spec *spec, uint32_t world, uint32_t per_node)
 	for (uint32_t r = 0; r < world; r += 1 + world / 7) {
 		for (int g = 0; g < LLMP_NGROUPS; g++) {
 			uint32_t n, index, seen = 0;
-			CHECK(llmp_plan_group_of(plan, (enum llmp_group)g, r, m, world,
-						 &n, &index) == LLMP_OK);
+			CHECK(llmp_plan_group_of(plan, (enum llmp_group)g, r, m, world, &n, &index) ==
+			      LLMP_OK);
 			for (uint32_t i = 0; i < n; i++) {
 				CHECK(m[i] < world);
 				CHECK(i == 0 || m[i] > m[i - 1]);
@@ -98,10 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_round_trip(&spec);
 		if (llmp_spec_check(&spec, msg, sizeof msg) == LLMP_OK && !spec.help) {
 			/* A world the layout can fit: its product times a small dp. */
-			uint64_t world = (uint64_t)spec.size[LLMP_DIM_TP] *
-					 spec.size[LLMP_DIM_PP] * spec.size[LLMP_DIM_CP] *
-					 (spec.size[LLMP_DIM_DP] ? spec.size[LLMP_DIM_DP]
-								 : 1 + size % 3);
+			uint64_t world = (uint64_t)spec.size[LLMP_DIM_TP] * spec.size[LLMP_DIM_PP] *
+					 spec.size[LLMP_DIM_CP] *
+					 (spec.size[LLMP_DIM_DP] ? spec.size[LLMP_DIM_DP] : 1 + size % 3);
 			if (world <= 4096) {
 				check_plan(&spec, (uint32_t)world, 0);
 				check_plan(&spec, (uint32_t)world, 1 + (uint32_t)(size % 8));

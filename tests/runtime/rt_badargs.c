@@ -19,7 +19,8 @@ static void refused(llmp_ctx *ctx, const char *call, llmp_status st)
 	if (!report_expect(st != LLMP_OK, "%s returned LLMP_OK", call))
 		return;
 	if (ctx)
-		report_expect(msg && *msg, "%s returned %s with an empty llmp_errmsg", call, llmp_strerror(st));
+		report_expect(msg && *msg, "%s returned %s with an empty llmp_errmsg", call,
+			      llmp_strerror(st));
 	report_note("%s -> %s: %s", call, llmp_strerror(st), msg ? msg : "(no context)");
 }
 
@@ -30,10 +31,10 @@ static void bad_inits(void)
 		const char *spec;
 		llmp_status want;
 	} cases[] = {
-		{"tp=x", LLMP_ERR_SPEC},
-		{"tp=2,tp=4", LLMP_ERR_SPEC},
-		{"xp=2", LLMP_ERR_SPEC},
-		{"tp=4096", LLMP_ERR_LAYOUT}, /* more than any world this test runs in */
+		{ "tp=x", LLMP_ERR_SPEC },
+		{ "tp=2,tp=4", LLMP_ERR_SPEC },
+		{ "xp=2", LLMP_ERR_SPEC },
+		{ "tp=4096", LLMP_ERR_LAYOUT }, /* more than any world this test runs in */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		llmp_init_opts opts;
@@ -45,7 +46,7 @@ static void bad_inits(void)
 		snprintf(call, sizeof call, "llmp_init(spec=%s)", cases[i].spec);
 		refused(ctx, call, st);
 		report_expect(st == cases[i].want, "%s returned %s, expected %s", call, llmp_strerror(st),
-			  llmp_strerror(cases[i].want));
+			      llmp_strerror(cases[i].want));
 		llmp_finalize(ctx);
 	}
 	refused(NULL, "llmp_init(opts, NULL)", llmp_init(NULL, NULL));
@@ -61,7 +62,7 @@ static void bad_context_calls(llmp_ctx *ctx)
 	refused(NULL, "llmp_comm_get(NULL, tp, &c)", llmp_comm_get(NULL, LLMP_GROUP_TP, &c));
 	refused(ctx, "llmp_comm_get(ctx, tp, NULL)", llmp_comm_get(ctx, LLMP_GROUP_TP, NULL));
 	refused(ctx, "llmp_comm_get(ctx, LLMP_NGROUPS, &c)", llmp_comm_get(ctx, LLMP_NGROUPS, &c));
-	refused(ctx, "llmp_comm_get(ctx, -1, &c)", llmp_comm_get(ctx, (enum llmp_group)-1, &c));
+	refused(ctx, "llmp_comm_get(ctx, -1, &c)", llmp_comm_get(ctx, (enum llmp_group) - 1, &c));
 	refused(NULL, "llmp_comm_world(NULL, &c)", llmp_comm_world(NULL, &c));
 	refused(ctx, "llmp_comm_world(ctx, NULL)", llmp_comm_world(ctx, NULL));
 	report_expect(llmp_errmsg(NULL) != NULL, "llmp_errmsg(NULL) returned NULL");
@@ -70,25 +71,32 @@ static void bad_context_calls(llmp_ctx *ctx)
 
 static void bad_collectives(llmp_ctx *ctx, llmp_comm *w)
 {
-	float a[64] = {0}, b[64 * 64];
+	float a[64] = { 0 }, b[64 * 64];
 	uint32_t n = llmp_comm_size(w);
-	const llmp_dtype bad_dt[] = {LLMP_NDTYPES, (llmp_dtype)-1};
-	const llmp_op bad_op[] = {LLMP_NOPS, (llmp_op)-1};
+	const llmp_dtype bad_dt[] = { LLMP_NDTYPES, (llmp_dtype)-1 };
+	const llmp_op bad_op[] = { LLMP_NOPS, (llmp_op)-1 };
 
 	refused(NULL, "allreduce(NULL comm)", llmp_allreduce(NULL, a, b, 1, LLMP_FLOAT32, LLMP_SUM));
-	refused(ctx, "allreduce(sendbuf NULL, count 1)", llmp_allreduce(w, NULL, b, 1, LLMP_FLOAT32, LLMP_SUM));
-	refused(ctx, "allreduce(recvbuf NULL, count 1)", llmp_allreduce(w, a, NULL, 1, LLMP_FLOAT32, LLMP_SUM));
+	refused(ctx, "allreduce(sendbuf NULL, count 1)",
+		llmp_allreduce(w, NULL, b, 1, LLMP_FLOAT32, LLMP_SUM));
+	refused(ctx, "allreduce(recvbuf NULL, count 1)",
+		llmp_allreduce(w, a, NULL, 1, LLMP_FLOAT32, LLMP_SUM));
 	for (int i = 0; i < 2; i++) {
 		refused(ctx, "allreduce(bad dtype)", llmp_allreduce(w, a, b, 1, bad_dt[i], LLMP_SUM));
 		refused(ctx, "allreduce(bad op)", llmp_allreduce(w, a, b, 1, LLMP_FLOAT32, bad_op[i]));
-		refused(ctx, "reduce_scatter(bad dtype)", llmp_reduce_scatter(w, b, a, 1, bad_dt[i], LLMP_SUM));
-		refused(ctx, "reduce_scatter(bad op)", llmp_reduce_scatter(w, b, a, 1, LLMP_FLOAT32, bad_op[i]));
+		refused(ctx, "reduce_scatter(bad dtype)",
+			llmp_reduce_scatter(w, b, a, 1, bad_dt[i], LLMP_SUM));
+		refused(ctx, "reduce_scatter(bad op)",
+			llmp_reduce_scatter(w, b, a, 1, LLMP_FLOAT32, bad_op[i]));
 		refused(ctx, "allgather(bad dtype)", llmp_allgather(w, a, b, 1, bad_dt[i]));
 		refused(ctx, "broadcast(bad dtype)", llmp_broadcast(w, a, b, 1, bad_dt[i], 0));
 	}
-	refused(NULL, "reduce_scatter(NULL comm)", llmp_reduce_scatter(NULL, b, a, 1, LLMP_FLOAT32, LLMP_SUM));
-	refused(ctx, "reduce_scatter(sendbuf NULL)", llmp_reduce_scatter(w, NULL, a, 1, LLMP_FLOAT32, LLMP_SUM));
-	refused(ctx, "reduce_scatter(recvbuf NULL)", llmp_reduce_scatter(w, b, NULL, 1, LLMP_FLOAT32, LLMP_SUM));
+	refused(NULL, "reduce_scatter(NULL comm)",
+		llmp_reduce_scatter(NULL, b, a, 1, LLMP_FLOAT32, LLMP_SUM));
+	refused(ctx, "reduce_scatter(sendbuf NULL)",
+		llmp_reduce_scatter(w, NULL, a, 1, LLMP_FLOAT32, LLMP_SUM));
+	refused(ctx, "reduce_scatter(recvbuf NULL)",
+		llmp_reduce_scatter(w, b, NULL, 1, LLMP_FLOAT32, LLMP_SUM));
 	refused(NULL, "allgather(NULL comm)", llmp_allgather(NULL, a, b, 1, LLMP_FLOAT32));
 	refused(ctx, "allgather(sendbuf NULL)", llmp_allgather(w, NULL, b, 1, LLMP_FLOAT32));
 	refused(ctx, "allgather(recvbuf NULL)", llmp_allgather(w, a, NULL, 1, LLMP_FLOAT32));
@@ -101,7 +109,7 @@ static void bad_collectives(llmp_ctx *ctx, llmp_comm *w)
 
 static void bad_p2p(llmp_ctx *ctx, llmp_comm *w)
 {
-	float a[16] = {0}, b[16];
+	float a[16] = { 0 }, b[16];
 	uint32_t n = llmp_comm_size(w), me = llmp_comm_rank(w), other = (me + 1) % n;
 
 	refused(NULL, "send(NULL comm)", llmp_send(NULL, a, 1, LLMP_FLOAT32, other));
@@ -131,7 +139,8 @@ int chk_cmd_badargs(const chk_args *args)
 	if (!args->skip_bad_init)
 		bad_inits();
 	st = chk_init(args, &ctx);
-	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st), ctx ? llmp_errmsg(ctx) : "")) {
+	if (!report_expect(st == LLMP_OK, "llmp_init: %s: %s", llmp_strerror(st),
+			   ctx ? llmp_errmsg(ctx) : "")) {
 		llmp_finalize(ctx);
 		return report_summary();
 	}
@@ -140,15 +149,15 @@ int chk_cmd_badargs(const chk_args *args)
 	if (report_expect(st == LLMP_OK && world, "llmp_comm_world: %s", llmp_strerror(st))) {
 		uint32_t n = llmp_comm_size(world);
 		report_expect(llmp_comm_world_rank(world, n) == UINT32_MAX,
-			  "llmp_comm_world_rank(world, size) is not UINT32_MAX");
+			      "llmp_comm_world_rank(world, size) is not UINT32_MAX");
 		bad_collectives(ctx, world);
 		bad_p2p(ctx, world);
 		/* still usable: the bad calls sent nothing */
 		int32_t one = 1, sum = 0;
 		st = llmp_allreduce(world, &one, &sum, 1, LLMP_INT32, LLMP_SUM);
 		report_expect(st == LLMP_OK && sum == (int32_t)n,
-			  "allreduce after the bad calls: %s, sum %d of %u ranks: %s", llmp_strerror(st), sum, n,
-			  llmp_errmsg(ctx));
+			      "allreduce after the bad calls: %s, sum %d of %u ranks: %s", llmp_strerror(st),
+			      sum, n, llmp_errmsg(ctx));
 	}
 	report_expect(llmp_finalize(NULL) == LLMP_OK, "llmp_finalize(NULL) is not accepted");
 	st = llmp_finalize(ctx);

@@ -22,14 +22,14 @@ static const struct {
 	int (*run)(const chk_args *args);
 	const char *what;
 } commands[] = {
-	{"coll", chk_cmd_coll, "every collective, op, dtype and count on the world and each group"},
-	{"p2p", chk_cmd_p2p, "send/recv/sendrecv along a group (--group, default pp)"},
-	{"stats", chk_cmd_stats, "llmp_get_stats: one init fence; no endpoint for a group of one"},
-	{"mismatch", chk_cmd_mismatch, "ranks given different layouts: init must fail everywhere"},
-	{"kill", chk_cmd_kill, "--victim R kills itself (or --hang: stops answering) mid-allreduce"},
-	{"disagree", chk_cmd_disagree, "--odd R allreduces one element more: every rank fails, none hangs"},
-	{"singleton", chk_cmd_singleton, "no launcher: a world of one, every collective"},
-	{"badargs", chk_cmd_badargs, "every call with bad arguments fails cleanly"},
+	{ "coll", chk_cmd_coll, "every collective, op, dtype and count on the world and each group" },
+	{ "p2p", chk_cmd_p2p, "send/recv/sendrecv along a group (--group, default pp)" },
+	{ "stats", chk_cmd_stats, "llmp_get_stats: one init fence; no endpoint for a group of one" },
+	{ "mismatch", chk_cmd_mismatch, "ranks given different layouts: init must fail everywhere" },
+	{ "kill", chk_cmd_kill, "--victim R kills itself (or --hang: stops answering) mid-allreduce" },
+	{ "disagree", chk_cmd_disagree, "--odd R allreduces one element more: every rank fails, none hangs" },
+	{ "singleton", chk_cmd_singleton, "no launcher: a world of one, every collective" },
+	{ "badargs", chk_cmd_badargs, "every call with bad arguments fails cleanly" },
 };
 
 static void usage(FILE *out)
@@ -37,21 +37,22 @@ static void usage(FILE *out)
 	fprintf(out, "usage: rt_check SUBCOMMAND [OPTION...]\n\nsubcommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].what);
-	fprintf(out, "\noptions:\n"
-		     "  --parallel SPEC        layout (else $LLMP_TEST_SPEC, else the plugin's LLMP_PARALLEL)\n"
-		     "  --timeout S            llmp_init_opts.timeout_s\n"
-		     "  --ring-threshold B     llmp_init_opts.ring_threshold, in bytes\n"
-		     "  --shm-threshold B      llmp_init_opts.shm_threshold, in bytes\n"
-		     "  --large N              the large element count (default 300007)\n"
-		     "  --quick                counts 0, 1, 7 and the large one only\n"
-		     "  --group NAME           p2p: the group to use (default pp; or world)\n"
-		     "  --victim R             kill: the rank that kills itself (default 1)\n"
-		     "  --hang                 kill: the victim stops answering for a while, then leaves\n"
-		     "  --max-seconds S        kill: longest allowed detection (default timeout + 0.5)\n"
-		     "  --count N              kill, disagree: elements of the float32 allreduce (default 4096)\n"
-		     "  --odd R                mismatch, disagree: the rank that differs (default 1)\n"
-		     "  --skip-bad-init        badargs: leave out the failing llmp_init calls\n"
-		     "  --seed N               seed of the random pass (default 1)\n");
+	fprintf(out,
+		"\noptions:\n"
+		"  --parallel SPEC        layout (else $LLMP_TEST_SPEC, else the plugin's LLMP_PARALLEL)\n"
+		"  --timeout S            llmp_init_opts.timeout_s\n"
+		"  --ring-threshold B     llmp_init_opts.ring_threshold, in bytes\n"
+		"  --shm-threshold B      llmp_init_opts.shm_threshold, in bytes\n"
+		"  --large N              the large element count (default 300007)\n"
+		"  --quick                counts 0, 1, 7 and the large one only\n"
+		"  --group NAME           p2p: the group to use (default pp; or world)\n"
+		"  --victim R             kill: the rank that kills itself (default 1)\n"
+		"  --hang                 kill: the victim stops answering for a while, then leaves\n"
+		"  --max-seconds S        kill: longest allowed detection (default timeout + 0.5)\n"
+		"  --count N              kill, disagree: elements of the float32 allreduce (default 4096)\n"
+		"  --odd R                mismatch, disagree: the rank that differs (default 1)\n"
+		"  --skip-bad-init        badargs: leave out the failing llmp_init calls\n"
+		"  --seed N               seed of the random pass (default 1)\n");
 }
 
 static bool parse_number(const char *text, double *out)
@@ -124,7 +125,8 @@ static int parse_args(int argc, char **argv, chk_args *a)
 		else if (strcmp(o, "--seed") == 0)
 			a->seed = (unsigned)v;
 		else {
-			fprintf(stderr, "rt_check: %s: unknown option (or --large below 8, --count below 1)\n", o);
+			fprintf(stderr,
+				"rt_check: %s: unknown option (or --large below 8, --count below 1)\n", o);
 			return -1;
 		}
 	}

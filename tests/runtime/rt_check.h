@@ -26,39 +26,38 @@
 
 /* What the command line asked for; shared by every subcommand. */
 typedef struct chk_args {
-	const char *spec;       /* --parallel, else $LLMP_TEST_SPEC, else NULL (plugin's) */
-	double timeout_s;       /* --timeout; 0: the runtime's default */
-	size_t ring_threshold;  /* --ring-threshold; 0: the runtime's default */
-	size_t shm_threshold;   /* --shm-threshold; 0: the runtime's default */
-	size_t count;           /* --count: kill's and disagree's allreduce elements */
-	size_t large;           /* --large: the big element count of the sweep */
-	bool quick;             /* --quick: counts 0, 1, 7 and large only */
-	const char *group;      /* --group: p2p along this group ("pp" by default) */
-	uint32_t victim;        /* --victim: kill's victim */
-	uint32_t odd;           /* --odd: the rank that differs (mismatch, disagree) */
-	double max_seconds;     /* --max-seconds: kill's allowed detection time */
-	bool skip_bad_init;     /* --skip-bad-init: badargs without the failing inits */
-	bool hang;              /* --hang: kill's victim stops answering instead of dying */
-	unsigned seed;          /* --seed: for the random pass */
+	const char *spec;      /* --parallel, else $LLMP_TEST_SPEC, else NULL (plugin's) */
+	double timeout_s;      /* --timeout; 0: the runtime's default */
+	size_t ring_threshold; /* --ring-threshold; 0: the runtime's default */
+	size_t shm_threshold;  /* --shm-threshold; 0: the runtime's default */
+	size_t count;          /* --count: kill's and disagree's allreduce elements */
+	size_t large;          /* --large: the big element count of the sweep */
+	bool quick;            /* --quick: counts 0, 1, 7 and large only */
+	const char *group;     /* --group: p2p along this group ("pp" by default) */
+	uint32_t victim;       /* --victim: kill's victim */
+	uint32_t odd;          /* --odd: the rank that differs (mismatch, disagree) */
+	double max_seconds;    /* --max-seconds: kill's allowed detection time */
+	bool skip_bad_init;    /* --skip-bad-init: badargs without the failing inits */
+	bool hang;             /* --hang: kill's victim stops answering instead of dying */
+	unsigned seed;         /* --seed: for the random pass */
 } chk_args;
 
 /* ------------------------------------------------------------ rt_report.c */
 
 /* Which operation a check is about, for the report. */
 typedef struct chk_case {
-	const char *what;   /* "allreduce", "p2p recv", ... */
-	const char *group;  /* communicator name */
-	int op;             /* llmp_op, or -1 */
-	int dtype;          /* llmp_dtype, or -1 */
+	const char *what;  /* "allreduce", "p2p recv", ... */
+	const char *group; /* communicator name */
+	int op;            /* llmp_op, or -1 */
+	int dtype;         /* llmp_dtype, or -1 */
 	size_t count;
 	bool inplace;
-	int64_t root;       /* broadcast root or p2p peer, or -1 */
+	int64_t root; /* broadcast root or p2p peer, or -1 */
 } chk_case;
 
 /* Counting and printing checks: report.h. */
 /* One wrong element; printed for the first few only. */
-void chk_wrong_elem(const chk_case *c, size_t index, const void *got,
-		   const void *expected, const char *why);
+void chk_wrong_elem(const chk_case *c, size_t index, const void *got, const void *expected, const char *why);
 /* A call that returned a status it should not have. */
 void chk_wrong_status(const chk_case *c, llmp_status st, const char *errmsg);
 

@@ -19,9 +19,9 @@
 #include <string.h>
 
 #define CANARY_BYTES 64
-#define CANARY       0xc3
-#define GARBAGE      0xa5
-#define WORLD_KIND   LLMP_NGROUPS
+#define CANARY 0xc3
+#define GARBAGE 0xa5
+#define WORLD_KIND LLMP_NGROUPS
 
 /* One communicator being swept. */
 typedef struct sweep {
@@ -67,8 +67,7 @@ static bool canary_intact(const void *p, size_t bytes)
 }
 
 /* Compare count elements; report the first few wrong ones; one check. */
-static void check_elems(const chk_case *c, const void *got, const void *exp, size_t first,
-			size_t count)
+static void check_elems(const chk_case *c, const void *got, const void *exp, size_t first, size_t count)
 {
 	size_t esz = chk_dtype_size((llmp_dtype)c->dtype), bad = 0;
 	for (size_t i = 0; i < count; i++) {
@@ -86,13 +85,13 @@ static void check_elems(const chk_case *c, const void *got, const void *exp, siz
 static void check_canary(const chk_case *c, const void *p, size_t bytes, const char *which)
 {
 	report_expect(canary_intact(p, bytes), "%s group=%s dtype=%s count=%zu: wrote past the end of %s",
-		  c->what, c->group, chk_dtype_name(c->dtype), c->count, which);
+		      c->what, c->group, chk_dtype_name(c->dtype), c->count, which);
 }
 
 static void check_unchanged(const chk_case *c, const void *p, const void *copy, size_t bytes)
 {
 	report_expect(memcmp(p, copy, bytes) == 0, "%s group=%s op=%s dtype=%s count=%zu: sendbuf modified",
-		  c->what, c->group, chk_op_name(c->op), chk_dtype_name(c->dtype), c->count);
+		      c->what, c->group, chk_op_name(c->op), chk_dtype_name(c->dtype), c->count);
 }
 
 /* The call's status; its time (since t0) counted as time inside libllmp. */
@@ -119,8 +118,8 @@ static void *dup_bytes(const void *p, size_t bytes)
 static void run_allreduce(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op, size_t count, bool inplace)
 {
 	size_t esz = chk_dtype_size(dt), bytes = count * esz;
-	chk_gen g = {dt, op, s->n, next_test(s)};
-	chk_case c = {"allreduce", s->name, op, (int)dt, count, inplace, -1};
+	chk_gen g = { dt, op, s->n, next_test(s) };
+	chk_case c = { "allreduce", s->name, op, (int)dt, count, inplace, -1 };
 	llmp_status st;
 	double t0;
 	void *send = buf_alloc(bytes, 0), *copy, *recv, *exp;
@@ -145,12 +144,11 @@ static void run_allreduce(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op, size_t
 	free(copy);
 }
 
-static void run_reduce_scatter(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op, size_t count,
-			       bool inplace)
+static void run_reduce_scatter(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op, size_t count, bool inplace)
 {
 	size_t esz = chk_dtype_size(dt), total = (size_t)s->n * count, bytes = count * esz;
-	chk_gen g = {dt, op, s->n, next_test(s)};
-	chk_case c = {"reduce_scatter", s->name, op, (int)dt, count, inplace, -1};
+	chk_gen g = { dt, op, s->n, next_test(s) };
+	chk_case c = { "reduce_scatter", s->name, op, (int)dt, count, inplace, -1 };
 	llmp_status st;
 	double t0;
 	void *send = buf_alloc(total * esz, 0), *copy, *recv, *exp;
@@ -182,8 +180,8 @@ static void run_reduce_scatter(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op, s
 static void run_allgather(sweep *s, llmp_ctx *ctx, llmp_dtype dt, size_t count, bool inplace)
 {
 	size_t esz = chk_dtype_size(dt), total = (size_t)s->n * count, bytes = count * esz;
-	chk_gen g = {dt, CHK_COPY, s->n, next_test(s)};
-	chk_case c = {"allgather", s->name, -1, (int)dt, count, inplace, -1};
+	chk_gen g = { dt, CHK_COPY, s->n, next_test(s) };
+	chk_case c = { "allgather", s->name, -1, (int)dt, count, inplace, -1 };
 	llmp_status st;
 	double t0;
 	void *recv = buf_alloc(total * esz, GARBAGE), *send, *copy, *exp;
@@ -209,12 +207,11 @@ static void run_allgather(sweep *s, llmp_ctx *ctx, llmp_dtype dt, size_t count, 
 	free(copy);
 }
 
-static void run_broadcast(sweep *s, llmp_ctx *ctx, llmp_dtype dt, size_t count, uint32_t root,
-			  bool inplace)
+static void run_broadcast(sweep *s, llmp_ctx *ctx, llmp_dtype dt, size_t count, uint32_t root, bool inplace)
 {
 	size_t esz = chk_dtype_size(dt), bytes = count * esz;
-	chk_gen g = {dt, CHK_COPY, s->n, next_test(s)};
-	chk_case c = {"broadcast", s->name, -1, (int)dt, count, inplace, root};
+	chk_gen g = { dt, CHK_COPY, s->n, next_test(s) };
+	chk_case c = { "broadcast", s->name, -1, (int)dt, count, inplace, root };
 	llmp_status st;
 	double t0;
 	void *recv = buf_alloc(bytes, GARBAGE), *send, *copy, *exp;
@@ -243,7 +240,7 @@ static void run_broadcast(sweep *s, llmp_ctx *ctx, llmp_dtype dt, size_t count, 
 
 static void run_barrier(sweep *s, llmp_ctx *ctx)
 {
-	chk_case c = {"barrier", s->name, -1, -1, 0, false, -1};
+	chk_case c = { "barrier", s->name, -1, -1, 0, false, -1 };
 	llmp_status st;
 	double t0;
 	t0 = chk_now();
@@ -259,7 +256,7 @@ static void run_barrier(sweep *s, llmp_ctx *ctx)
 static void run_barrier_waits(sweep *s, llmp_ctx *ctx)
 {
 	const double delay = 0.4, least = 0.2;
-	chk_case c = {"barrier (late member)", s->name, -1, -1, 0, false, -1};
+	chk_case c = { "barrier (late member)", s->name, -1, -1, 0, false, -1 };
 	llmp_status st;
 	double t0;
 
@@ -273,9 +270,10 @@ static void run_barrier_waits(sweep *s, llmp_ctx *ctx)
 	if (!status_ok(s, &c, st, ctx, t0))
 		return;
 	if (s->me != s->n - 1)
-		report_expect(chk_now() - t0 >= least,
-			  "barrier group=%s returned after %.3f s, before its last member entered (%.1f s late)",
-			  s->name, chk_now() - t0, delay);
+		report_expect(
+			chk_now() - t0 >= least,
+			"barrier group=%s returned after %.3f s, before its last member entered (%.1f s late)",
+			s->name, chk_now() - t0, delay);
 }
 
 /* -------------------------------------------------------- random pass */
@@ -295,7 +293,7 @@ static void run_random_allreduce(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op,
 {
 	size_t esz = chk_dtype_size(dt), bytes = count * esz, bad = 0;
 	uint64_t test = next_test(s);
-	chk_case c = {"allreduce (random)", s->name, op, (int)dt, count, false, -1};
+	chk_case c = { "allreduce (random)", s->name, op, (int)dt, count, false, -1 };
 	llmp_status st;
 	double t0;
 	void *send = buf_alloc(bytes, 0), *recv = buf_alloc(bytes, GARBAGE);
@@ -303,7 +301,7 @@ static void run_random_allreduce(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op,
 
 	for (size_t i = 0; i < count; i++)
 		chk_store_real(dt, (char *)send + i * esz,
-			      chk_random_input(dt, seed, test, s->wranks[s->me], i, op));
+			       chk_random_input(dt, seed, test, s->wranks[s->me], i, op));
 	t0 = chk_now();
 	st = llmp_allreduce(s->comm, send, recv, count, dt, (llmp_op)op);
 	if (status_ok(s, &c, st, ctx, t0)) {
@@ -331,8 +329,8 @@ static void run_random_allreduce(sweep *s, llmp_ctx *ctx, llmp_dtype dt, int op,
 				mag = fabsl(acc);
 			double got = chk_load_real(dt, (char *)recv + i * esz);
 			bool ok = (op == LLMP_MIN || op == LLMP_MAX)
-				? got == (double)acc
-				: fabsl((long double)got - acc) <= random_tolerance(dt, s->n) * mag;
+					  ? got == (double)acc
+					  : fabsl((long double)got - acc) <= random_tolerance(dt, s->n) * mag;
 			if (!ok && bad++ < 3) {
 				unsigned char e[8];
 				chk_store_real(dt, e, (double)acc);
@@ -448,8 +446,10 @@ static void sweep_comm(sweep *s, llmp_ctx *ctx)
 	if (!s->broken)
 		run_barrier_waits(s, ctx);
 	report_note("swept %s (size %u, comm rank %u%s): %llu calls, %.2f s (%.2f s in libllmp), %lu wrong",
-		s->name, s->n, s->me, s->large ? "" : ", no large count: one member, or the members of an earlier group",
-		(unsigned long long)s->serial, chk_now() - t0, s->in_calls, report_wrong_count() - before);
+		    s->name, s->n, s->me,
+		    s->large ? "" : ", no large count: one member, or the members of an earlier group",
+		    (unsigned long long)s->serial, chk_now() - t0, s->in_calls,
+		    report_wrong_count() - before);
 }
 
 /* ------------------------------------------------------- the communicators */
@@ -466,35 +466,38 @@ static bool check_comm_shape(llmp_ctx *ctx, llmp_comm *comm, int kind, uint32_t 
 	bool ok = true;
 
 	ok &= report_expect(name && strcmp(name, want) == 0, "comm name %s, expected %s",
-			name ? name : "(null)", want);
+			    name ? name : "(null)", want);
 	ok &= report_expect(n >= 1 && cr < n, "comm %s: rank %u of size %u", want, cr, n);
 	for (uint32_t r = 0; r < n; r++)
 		wranks[r] = llmp_comm_world_rank(comm, r);
-	ok &= report_expect(n == 0 || wranks[cr] == me, "comm %s: comm rank %u is world rank %u, not this rank %u",
-			want, cr, n ? wranks[cr] : 0, me);
+	ok &= report_expect(n == 0 || wranks[cr] == me,
+			    "comm %s: comm rank %u is world rank %u, not this rank %u", want, cr,
+			    n ? wranks[cr] : 0, me);
 	ok &= report_expect(llmp_comm_world_rank(comm, n) == UINT32_MAX,
-			"comm %s: world rank of member %u (one past the end) is not UINT32_MAX", want, n);
+			    "comm %s: world rank of member %u (one past the end) is not UINT32_MAX", want, n);
 
 	if (kind == WORLD_KIND) {
 		ok &= report_expect(n == llmp_world_size(ctx), "world comm size %u, world %u", n,
-				llmp_world_size(ctx));
+				    llmp_world_size(ctx));
 		for (uint32_t r = 0; r < n; r++)
-			ok &= report_expect(wranks[r] == r, "world comm member %u is world rank %u", r, wranks[r]);
+			ok &= report_expect(wranks[r] == r, "world comm member %u is world rank %u", r,
+					    wranks[r]);
 		return ok;
 	}
 
 	uint32_t members[4096], m = 0, index = 0;
-	llmp_status st = llmp_plan_group_of(llmp_layout(ctx), (enum llmp_group)kind, me, members,
-					    4096, &m, &index);
+	llmp_status st = llmp_plan_group_of(llmp_layout(ctx), (enum llmp_group)kind, me, members, 4096, &m,
+					    &index);
 	ok &= report_expect(st == LLMP_OK && m == n, "comm %s: size %u, the layout says %u (%s)", want, n, m,
-			llmp_strerror(st));
+			    llmp_strerror(st));
 	for (uint32_t r = 0; ok && r < n; r++)
-		ok &= report_expect(wranks[r] == members[r], "comm %s: member %u is world rank %u, the layout says %u",
-				want, r, wranks[r], members[r]);
+		ok &= report_expect(wranks[r] == members[r],
+				    "comm %s: member %u is world rank %u, the layout says %u", want, r,
+				    wranks[r], members[r]);
 	llmp_comm *again = NULL;
 	st = llmp_comm_get(ctx, (enum llmp_group)kind, &again);
-	ok &= report_expect(st == LLMP_OK && again == comm, "comm %s: a second llmp_comm_get gave another handle",
-			want);
+	ok &= report_expect(st == LLMP_OK && again == comm,
+			    "comm %s: a second llmp_comm_get gave another handle", want);
 	return ok;
 }
 
@@ -522,15 +525,17 @@ void chk_sweep_all(llmp_ctx *ctx, const chk_args *args)
 		if (st == LLMP_ERR_RANGE && kind != WORLD_KIND) {
 			/* in no group of this kind: the layout must agree */
 			uint32_t m = 1, index = 0, members[1];
-			llmp_plan_group_of(llmp_layout(ctx), (enum llmp_group)kind, llmp_rank(ctx),
-					   members, 1, &m, &index);
-			report_expect(comm == NULL && m == 0, "llmp_comm_get(%s) said not a member, the layout says %u members",
-				  name, m);
+			llmp_plan_group_of(llmp_layout(ctx), (enum llmp_group)kind, llmp_rank(ctx), members,
+					   1, &m, &index);
+			report_expect(comm == NULL && m == 0,
+				      "llmp_comm_get(%s) said not a member, the layout says %u members", name,
+				      m);
 			report_note("not in a %s group", name);
 			continue;
 		}
 		if (st != LLMP_OK || !comm) {
-			report_expect(false, "llmp_comm_get(%s): %s: %s", name, llmp_strerror(st), llmp_errmsg(ctx));
+			report_expect(false, "llmp_comm_get(%s): %s: %s", name, llmp_strerror(st),
+				      llmp_errmsg(ctx));
 			continue;
 		}
 		uint32_t n = llmp_comm_size(comm);
@@ -539,7 +544,7 @@ void chk_sweep_all(llmp_ctx *ctx, const chk_args *args)
 			free(wranks);
 			continue;
 		}
-		sweep s = {args, comm, name, n, llmp_comm_rank(comm), wranks, kind, 0, true, false, 0.0};
+		sweep s = { args, comm, name, n, llmp_comm_rank(comm), wranks, kind, 0, true, false, 0.0 };
 		/* the large count once per set of members that talk (or once alone) */
 		s.large = !seen_before(seen, seen_n, nseen, wranks, n) && (n > 1 || kind == WORLD_KIND);
 		sweep_comm(&s, ctx);
@@ -561,7 +566,7 @@ int chk_cmd_coll(const chk_args *args)
 	llmp_status st = chk_init(args, &ctx);
 	if (st != LLMP_OK) {
 		report_expect(false, "llmp_init: %s: %s", llmp_strerror(st),
-			  ctx ? llmp_errmsg(ctx) : "(no context)");
+			      ctx ? llmp_errmsg(ctx) : "(no context)");
 		llmp_finalize(ctx);
 		return report_summary();
 	}

@@ -35,7 +35,7 @@ int chk_cmd_mismatch(const chk_args *args)
 	msg = ctx ? llmp_errmsg(ctx) : "";
 	report_note("llmp_init: %s: %s", llmp_strerror(st), msg);
 	report_expect(st == LLMP_ERR_MISMATCH, "llmp_init returned %s, not %s", llmp_strerror(st),
-		  llmp_strerror(LLMP_ERR_MISMATCH));
+		      llmp_strerror(LLMP_ERR_MISMATCH));
 	if (me == args->odd) {
 		/* the odd one out: any other rank disagrees with it */
 		bool named = false;
@@ -44,7 +44,7 @@ int chk_cmd_mismatch(const chk_args *args)
 		report_expect(named, "the message names no other rank: '%s'", msg);
 	} else {
 		report_expect(chk_names_rank(msg, args->odd), "the message does not name rank %u: '%s'",
-			  args->odd, msg);
+			      args->odd, msg);
 	}
 	llmp_finalize(ctx);
 	return report_summary();
@@ -79,12 +79,14 @@ int chk_cmd_kill(const chk_args *args)
 		return report_summary();
 	}
 	me = llmp_rank(ctx);
-	timeout = args->timeout_s > 0 ? args->timeout_s
-		: getenv("LLMP_TIMEOUT") ? strtod(getenv("LLMP_TIMEOUT"), NULL) : 300;
+	timeout = args->timeout_s > 0      ? args->timeout_s
+		  : getenv("LLMP_TIMEOUT") ? strtod(getenv("LLMP_TIMEOUT"), NULL)
+					   : 300;
 	limit = args->max_seconds > 0 ? args->max_seconds : timeout + 0.5;
-	if (!report_expect(llmp_comm_world(ctx, &world) == LLMP_OK, "llmp_comm_world: %s", llmp_errmsg(ctx)) ||
+	if (!report_expect(llmp_comm_world(ctx, &world) == LLMP_OK, "llmp_comm_world: %s",
+			   llmp_errmsg(ctx)) ||
 	    !report_expect(args->victim < llmp_world_size(ctx) && llmp_world_size(ctx) >= 2,
-		       "--victim %u in a world of %u", args->victim, llmp_world_size(ctx))) {
+			   "--victim %u in a world of %u", args->victim, llmp_world_size(ctx))) {
 		llmp_finalize(ctx);
 		return report_summary();
 	}
@@ -122,27 +124,31 @@ int chk_cmd_kill(const chk_args *args)
 		t_end = chk_now();
 		if (st == LLMP_OK && out[0] != (float)llmp_world_size(ctx)) {
 			report_expect(false, "iteration %u: allreduce gave %g, not %u", iter, out[0],
-				  llmp_world_size(ctx));
+				      llmp_world_size(ctx));
 			break;
 		}
 		/* no victim death detected after many times the timeout: give up */
 		if (t_end - t_begin > 4 * limit + 30)
 			break;
 	}
-	if (report_expect(st != LLMP_OK, "rank %u was killed, but allreduce kept returning OK (%u iterations, %.1f s)",
-		      args->victim, iter, t_end - t_begin)) {
+	if (report_expect(st != LLMP_OK,
+			  "rank %u was killed, but allreduce kept returning OK (%u iterations, %.1f s)",
+			  args->victim, iter, t_end - t_begin)) {
 		const char *msg = llmp_errmsg(ctx);
 		double took = t_end - t_start;
 		report_note("error after %.3f s at iteration %u: %s (%s): %s", took, iter - 1,
-			 st == LLMP_ERR_TIMEOUT ? "LLMP_ERR_TIMEOUT" : st == LLMP_ERR_PEER ? "LLMP_ERR_PEER" : "other",
-			 llmp_strerror(st), msg);
-		report_expect(st == LLMP_ERR_PEER || st == LLMP_ERR_TIMEOUT,
-			  "status %s, expected %s or %s", llmp_strerror(st), llmp_strerror(LLMP_ERR_PEER),
-			  llmp_strerror(LLMP_ERR_TIMEOUT));
+			    st == LLMP_ERR_TIMEOUT ? "LLMP_ERR_TIMEOUT"
+			    : st == LLMP_ERR_PEER  ? "LLMP_ERR_PEER"
+						   : "other",
+			    llmp_strerror(st), msg);
+		report_expect(st == LLMP_ERR_PEER || st == LLMP_ERR_TIMEOUT, "status %s, expected %s or %s",
+			      llmp_strerror(st), llmp_strerror(LLMP_ERR_PEER),
+			      llmp_strerror(LLMP_ERR_TIMEOUT));
 		report_expect(chk_names_rank(msg, args->victim), "the message does not name rank %u: '%s'",
-			  args->victim, msg);
-		report_expect(took <= limit, "the failure took %.3f s to report; allowed %.1f s (timeout %.1f s)",
-			  took, limit, timeout);
+			      args->victim, msg);
+		report_expect(took <= limit,
+			      "the failure took %.3f s to report; allowed %.1f s (timeout %.1f s)", took,
+			      limit, timeout);
 		/* the communicator is unusable now, and says so */
 		st = llmp_barrier(world);
 		report_expect(st != LLMP_OK, "a barrier after the failure returned OK");

@@ -20,10 +20,9 @@
 #include <string.h>
 
 /* One direction's message sequence: element counts and dtypes. */
-static const size_t msg_counts[] = {7, 0, 1, 1021, 300007, 2, 65536, 0, 13, 4099};
-static const llmp_dtype msg_dtypes[] = {LLMP_FLOAT32, LLMP_INT64, LLMP_UINT8, LLMP_BFLOAT16,
-					LLMP_FLOAT32, LLMP_FLOAT64, LLMP_UINT8, LLMP_INT32,
-					LLMP_FLOAT16, LLMP_INT32};
+static const size_t msg_counts[] = { 7, 0, 1, 1021, 300007, 2, 65536, 0, 13, 4099 };
+static const llmp_dtype msg_dtypes[] = { LLMP_FLOAT32, LLMP_INT64, LLMP_UINT8, LLMP_BFLOAT16, LLMP_FLOAT32,
+					 LLMP_FLOAT64, LLMP_UINT8, LLMP_INT32, LLMP_FLOAT16,  LLMP_INT32 };
 #define NMSGS (sizeof msg_counts / sizeof msg_counts[0])
 
 typedef struct stages {
@@ -51,10 +50,9 @@ static bool ok_status(stages *p, const chk_case *c, llmp_status st)
 	return false;
 }
 
-static void *filled(const stages *p, uint32_t sender, unsigned phase, size_t k, llmp_dtype dt,
-		    size_t count)
+static void *filled(const stages *p, uint32_t sender, unsigned phase, size_t k, llmp_dtype dt, size_t count)
 {
-	chk_gen g = {dt, CHK_COPY, p->n, msg_test(phase, k)};
+	chk_gen g = { dt, CHK_COPY, p->n, msg_test(phase, k) };
 	void *buf = malloc(count * chk_dtype_size(dt) + 1);
 	if (!buf) {
 		fprintf(stderr, "rt_check: out of memory\n");
@@ -85,7 +83,7 @@ static void send_msg(stages *p, uint32_t to, unsigned phase, size_t k)
 {
 	llmp_dtype dt = msg_dtypes[k % NMSGS];
 	size_t count = msg_counts[k % NMSGS];
-	chk_case c = {"p2p send", p->name, -1, (int)dt, count, false, to};
+	chk_case c = { "p2p send", p->name, -1, (int)dt, count, false, to };
 	void *buf = filled(p, p->me, phase, k, dt, count);
 	if (ok_status(p, &c, llmp_send(p->comm, buf, count, dt, to)))
 		report_done(true);
@@ -96,7 +94,7 @@ static void recv_msg(stages *p, uint32_t from, unsigned phase, size_t k)
 {
 	llmp_dtype dt = msg_dtypes[k % NMSGS];
 	size_t count = msg_counts[k % NMSGS];
-	chk_case c = {"p2p recv", p->name, -1, (int)dt, count, false, from};
+	chk_case c = { "p2p recv", p->name, -1, (int)dt, count, false, from };
 	void *buf = malloc(count * chk_dtype_size(dt) + 1);
 	if (!buf)
 		exit(2);
@@ -144,7 +142,7 @@ static void exchange(stages *p, uint32_t dst, uint32_t src, unsigned phase, size
 {
 	const llmp_dtype dt = LLMP_INT32;
 	size_t scount = base + 37 * p->me, rcount = base + 37 * src;
-	chk_case c = {"p2p sendrecv", p->name, -1, (int)dt, rcount, false, src};
+	chk_case c = { "p2p sendrecv", p->name, -1, (int)dt, rcount, false, src };
 	void *send = filled(p, p->me, phase, 0, dt, scount);
 	void *recv = malloc(rcount * sizeof(int32_t) + 1);
 	if (!recv)
@@ -159,7 +157,7 @@ static void exchange(stages *p, uint32_t dst, uint32_t src, unsigned phase, size
 
 static void sendrecv_patterns(stages *p)
 {
-	const size_t bases[] = {0, 5, 300007};
+	const size_t bases[] = { 0, 5, 300007 };
 	for (size_t b = 0; b < 3 && !p->broken; b++) {
 		/* ring shift: everyone sends right and receives from the left at once */
 		exchange(p, (p->me + 1) % p->n, (p->me + p->n - 1) % p->n, (unsigned)(10 + b), bases[b]);
@@ -189,15 +187,17 @@ int chk_cmd_p2p(const chk_args *args)
 		return 2;
 	}
 	st = kind < 0 ? llmp_comm_world(ctx, &comm) : llmp_comm_get(ctx, (enum llmp_group)kind, &comm);
-	if (!report_expect(st == LLMP_OK && comm, "llmp_comm_get(%s): %s: %s", args->group,
-		       llmp_strerror(st), llmp_errmsg(ctx))) {
+	if (!report_expect(st == LLMP_OK && comm, "llmp_comm_get(%s): %s: %s", args->group, llmp_strerror(st),
+			   llmp_errmsg(ctx))) {
 		llmp_finalize(ctx);
 		return report_summary();
 	}
-	stages p = {ctx, comm, llmp_comm_name(comm), llmp_comm_size(comm), llmp_comm_rank(comm), NULL, false};
+	stages p = {
+		ctx, comm, llmp_comm_name(comm), llmp_comm_size(comm), llmp_comm_rank(comm), NULL, false
+	};
 	/* a test that cannot send anything would pass vacuously: refuse it */
 	if (!report_expect(p.n >= 2, "the %s group has %u member: p2p needs a layout where it has 2 or more",
-		       args->group, p.n)) {
+			   args->group, p.n)) {
 		llmp_finalize(ctx);
 		return report_summary();
 	}

@@ -30,8 +30,7 @@ static void describe(const chk_case *c, char *buf, size_t len)
 		snprintf(buf + n, len - (size_t)n, " root/peer=%lld", (long long)c->root);
 }
 
-void chk_wrong_elem(const chk_case *c, size_t index, const void *got,
-		   const void *expected, const char *why)
+void chk_wrong_elem(const chk_case *c, size_t index, const void *got, const void *expected, const char *why)
 {
 	char what[256], g[64], e[64];
 	describe(c, what, sizeof what);

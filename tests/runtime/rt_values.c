@@ -38,20 +38,20 @@ size_t chk_dtype_size(llmp_dtype dtype)
 
 bool chk_dtype_is_float(llmp_dtype dtype)
 {
-	return dtype == LLMP_FLOAT32 || dtype == LLMP_FLOAT64 ||
-	       dtype == LLMP_BFLOAT16 || dtype == LLMP_FLOAT16;
+	return dtype == LLMP_FLOAT32 || dtype == LLMP_FLOAT64 || dtype == LLMP_BFLOAT16 ||
+	       dtype == LLMP_FLOAT16;
 }
 
 const char *chk_dtype_name(int dtype)
 {
-	static const char *const names[] = {"float32", "float64", "bfloat16", "float16",
-					    "int32", "int64", "uint8"};
+	static const char *const names[] = { "float32", "float64", "bfloat16", "float16",
+					     "int32",   "int64",   "uint8" };
 	return dtype >= 0 && dtype < LLMP_NDTYPES ? names[dtype] : "-";
 }
 
 const char *chk_op_name(int op)
 {
-	static const char *const names[] = {"sum", "prod", "min", "max", "avg"};
+	static const char *const names[] = { "sum", "prod", "min", "max", "avg" };
 	return op >= 0 && op < LLMP_NOPS ? names[op] : "-";
 }
 
@@ -135,9 +135,7 @@ static void encode_float(llmp_dtype dtype, double x, void *elem)
 		memcpy(elem, &f, 4);
 		break;
 	}
-	case LLMP_FLOAT64:
-		memcpy(elem, &x, 8);
-		break;
+	case LLMP_FLOAT64: memcpy(elem, &x, 8); break;
 	case LLMP_BFLOAT16: {
 		uint16_t h = chk_to_bf16(x);
 		memcpy(elem, &h, 2);
@@ -148,8 +146,7 @@ static void encode_float(llmp_dtype dtype, double x, void *elem)
 		memcpy(elem, &h, 2);
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -167,14 +164,9 @@ static double decode_float(llmp_dtype dtype, const void *elem)
 		memcpy(&d, elem, 8);
 		return d;
 	}
-	case LLMP_BFLOAT16:
-		memcpy(&h, elem, 2);
-		return chk_from_bf16(h);
-	case LLMP_FLOAT16:
-		memcpy(&h, elem, 2);
-		return chk_from_f16(h);
-	default:
-		return NAN;
+	case LLMP_BFLOAT16: memcpy(&h, elem, 2); return chk_from_bf16(h);
+	case LLMP_FLOAT16: memcpy(&h, elem, 2); return chk_from_f16(h);
+	default: return NAN;
 	}
 }
 
@@ -187,16 +179,13 @@ static void encode_int(llmp_dtype dtype, uint64_t v, void *elem)
 		memcpy(elem, &u, 4);
 		break;
 	}
-	case LLMP_INT64:
-		memcpy(elem, &v, 8);
-		break;
+	case LLMP_INT64: memcpy(elem, &v, 8); break;
 	case LLMP_UINT8: {
 		uint8_t u = (uint8_t)v;
 		memcpy(elem, &u, 1);
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -219,8 +208,7 @@ static int64_t decode_int(llmp_dtype dtype, const void *elem)
 		memcpy(&v, elem, 1);
 		return v;
 	}
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 
@@ -292,19 +280,18 @@ static void finite_bits(llmp_dtype dtype, uint64_t h, void *elem)
 	case LLMP_BFLOAT16: {
 		uint16_t u = (uint16_t)h;
 		if (((u >> 7) & 0xff) == 0xff)
-			u &= (uint16_t)~(1u << 14);
+			u &= (uint16_t) ~(1u << 14);
 		memcpy(elem, &u, 2);
 		break;
 	}
 	case LLMP_FLOAT16: {
 		uint16_t u = (uint16_t)h;
 		if (((u >> 10) & 0x1f) == 0x1f)
-			u &= (uint16_t)~(1u << 14);
+			u &= (uint16_t) ~(1u << 14);
 		memcpy(elem, &u, 2);
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -360,8 +347,7 @@ void chk_input(const chk_gen *g, uint32_t wrank, uint32_t crank, size_t index, v
 	input_seeded(g, member_seed(g->test, wrank, (int)g->dtype), crank, index, elem);
 }
 
-void chk_input_fill(const chk_gen *g, uint32_t wrank, uint32_t crank, void *buf,
-		   size_t first, size_t count)
+void chk_input_fill(const chk_gen *g, uint32_t wrank, uint32_t crank, void *buf, size_t first, size_t count)
 {
 	size_t esz = chk_dtype_size(g->dtype);
 	uint64_t seed = member_seed(g->test, wrank, (int)g->dtype);
@@ -403,9 +389,9 @@ static void reduce_float(const chk_gen *g, const uint64_t *seeds, size_t index, 
 static void reduce_int(const chk_gen *g, const uint64_t *seeds, size_t index, void *elem)
 {
 	unsigned char in[8];
-	uint64_t acc = 0;   /* sum, prod: wrapping */
-	int64_t best = 0;   /* min, max */
-	int64_t exact = 0;  /* avg: the true sum */
+	uint64_t acc = 0;  /* sum, prod: wrapping */
+	int64_t best = 0;  /* min, max */
+	int64_t exact = 0; /* avg: the true sum */
 
 	for (uint32_t m = 0; m < g->n; m++) {
 		input_seeded(g, seeds[m], m, index, in);
@@ -430,8 +416,7 @@ static void reduce_int(const chk_gen *g, const uint64_t *seeds, size_t index, vo
 	}
 }
 
-void chk_expected_reduce(const chk_gen *g, const uint32_t *wranks, size_t first, size_t count,
-			 void *out)
+void chk_expected_reduce(const chk_gen *g, const uint32_t *wranks, size_t first, size_t count, void *out)
 {
 	size_t esz = chk_dtype_size(g->dtype);
 	uint64_t *seeds = malloc(g->n * sizeof *seeds);
@@ -465,19 +450,18 @@ void chk_elem_format(llmp_dtype dtype, const void *elem, char *buf, size_t len)
 	size_t esz = chk_dtype_size(dtype);
 	memcpy(&bits, elem, esz);
 	if (chk_dtype_is_float(dtype))
-		snprintf(buf, len, "%.17g (0x%0*" PRIx64 ")", decode_float(dtype, elem),
-			 (int)(2 * esz), bits);
+		snprintf(buf, len, "%.17g (0x%0*" PRIx64 ")", decode_float(dtype, elem), (int)(2 * esz),
+			 bits);
 	else if (dtype == LLMP_UINT8)
 		snprintf(buf, len, "%" PRId64 " (0x%02" PRIx64 ")", decode_int(dtype, elem), bits);
 	else
-		snprintf(buf, len, "%" PRId64 " (0x%0*" PRIx64 ")", decode_int(dtype, elem),
-			 (int)(2 * esz), bits);
+		snprintf(buf, len, "%" PRId64 " (0x%0*" PRIx64 ")", decode_int(dtype, elem), (int)(2 * esz),
+			 bits);
 }
 
 /* ---------------------------------------------------------- random pass */
 
-double chk_random_input(llmp_dtype dtype, unsigned seed, uint64_t test,
-		       uint32_t wrank, size_t index, int op)
+double chk_random_input(llmp_dtype dtype, unsigned seed, uint64_t test, uint32_t wrank, size_t index, int op)
 {
 	uint64_t h = hash_elem(member_seed(test ^ mix64(seed), wrank, (int)dtype), index);
 	int bits = dtype == LLMP_FLOAT32 ? 23 : 52;

@@ -48,15 +48,13 @@ double chk_from_bf16(uint16_t h);
 /* Member (wrank, crank)'s element `index`, encoded as dtype, into elem. */
 void chk_input(const chk_gen *g, uint32_t wrank, uint32_t crank, size_t index, void *elem);
 /* buf[j] = chk_input(first + j) for j < count. */
-void chk_input_fill(const chk_gen *g, uint32_t wrank, uint32_t crank, void *buf,
-		   size_t first, size_t count);
+void chk_input_fill(const chk_gen *g, uint32_t wrank, uint32_t crank, void *buf, size_t first, size_t count);
 
 /*
  * out[j] = the op over members 0..g->n-1 (world ranks wranks[m], comm rank
  * m) of element first + j, for j < count: reduced one after another here.
  */
-void chk_expected_reduce(const chk_gen *g, const uint32_t *wranks, size_t first, size_t count,
-			 void *out);
+void chk_expected_reduce(const chk_gen *g, const uint32_t *wranks, size_t first, size_t count, void *out);
 
 /* Bitwise equal, except that any NaN matches an expected NaN. */
 bool chk_elem_equal(llmp_dtype dtype, const void *got, const void *expected);
@@ -67,8 +65,7 @@ void chk_elem_format(llmp_dtype dtype, const void *elem, char *buf, size_t len);
  * The random pass (float32, float64): seeded values in [-1, 1) (sum, avg,
  * min, max) or +-[1, 2) (prod), exactly representable in dtype.
  */
-double chk_random_input(llmp_dtype dtype, unsigned seed, uint64_t test,
-		       uint32_t wrank, size_t index, int op);
+double chk_random_input(llmp_dtype dtype, unsigned seed, uint64_t test, uint32_t wrank, size_t index, int op);
 /* Store/load a float32 or float64 element as double. */
 void chk_store_real(llmp_dtype dtype, void *elem, double x);
 double chk_load_real(llmp_dtype dtype, const void *elem);

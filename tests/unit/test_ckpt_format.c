@@ -82,23 +82,23 @@ static void entry_names(void **state)
 		enum ck_entry_kind kind;
 		uint64_t step;
 	} cases[] = {
-		{"step-0", CK_ENTRY_COMPLETE, 0},
-		{"step-300", CK_ENTRY_COMPLETE, 300},
-		{"step-18446744073709551615", CK_ENTRY_COMPLETE, UINT64_MAX},
-		{"step-7.tmp", CK_ENTRY_TMP, 7},
-		{"step-12.deleting", CK_ENTRY_DELETING, 12},
-		{"step-", CK_ENTRY_OTHER, 0},
-		{"step-.tmp", CK_ENTRY_OTHER, 0},
-		{"step-007", CK_ENTRY_OTHER, 0},        /* not the name of step 7 */
-		{"step-18446744073709551616", CK_ENTRY_OTHER, 0}, /* overflow */
-		{"step--1", CK_ENTRY_OTHER, 0},
-		{"step-+1", CK_ENTRY_OTHER, 0},
-		{"step-1x", CK_ENTRY_OTHER, 0},
-		{"step-1.tmp.old", CK_ENTRY_OTHER, 0},
-		{"step-1.TMP", CK_ENTRY_OTHER, 0},
-		{"Step-1", CK_ENTRY_OTHER, 0},
-		{"latest", CK_ENTRY_OTHER, 0},
-		{"", CK_ENTRY_OTHER, 0},
+		{ "step-0", CK_ENTRY_COMPLETE, 0 },
+		{ "step-300", CK_ENTRY_COMPLETE, 300 },
+		{ "step-18446744073709551615", CK_ENTRY_COMPLETE, UINT64_MAX },
+		{ "step-7.tmp", CK_ENTRY_TMP, 7 },
+		{ "step-12.deleting", CK_ENTRY_DELETING, 12 },
+		{ "step-", CK_ENTRY_OTHER, 0 },
+		{ "step-.tmp", CK_ENTRY_OTHER, 0 },
+		{ "step-007", CK_ENTRY_OTHER, 0 },                  /* not the name of step 7 */
+		{ "step-18446744073709551616", CK_ENTRY_OTHER, 0 }, /* overflow */
+		{ "step--1", CK_ENTRY_OTHER, 0 },
+		{ "step-+1", CK_ENTRY_OTHER, 0 },
+		{ "step-1x", CK_ENTRY_OTHER, 0 },
+		{ "step-1.tmp.old", CK_ENTRY_OTHER, 0 },
+		{ "step-1.TMP", CK_ENTRY_OTHER, 0 },
+		{ "Step-1", CK_ENTRY_OTHER, 0 },
+		{ "latest", CK_ENTRY_OTHER, 0 },
+		{ "", CK_ENTRY_OTHER, 0 },
 	};
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
 		uint64_t step = 424242;
@@ -152,17 +152,11 @@ static void write_sealed(const char *dir, const char *body, size_t bodylen)
 
 /* Two ranks; a 4x6 float32 split by rows, an int32 bias owned by rank 0. Its end line is added by write_sealed. */
 static const char good_manifest[] =
-	"llmp-checkpoint 2\n"
-	"step 200\n"
-	"world 2\n"
-	"layout tp=2,cp=1,ep=1,etp=2,dp=1,pp=1,vpp=0,order=tp-cp-ep-dp-pp,world=2\n"
-	"meta 16 0x1a2b3c4d\n"
-	"index 10984 0x0badf00d\n"
-	"shard 0 5808 0x01234567\n"
-	"shard 1 3584 0x89abcdef\n"
+	"llmp-checkpoint 2\nstep 200\nworld 2\n"
+	"layout tp=2,cp=1,ep=1,etp=2,dp=1,pp=1,vpp=0,order=tp-cp-ep-dp-pp,world=2\nmeta 16 0x1a2b3c4d\n"
+	"index 10984 0x0badf00d\nshard 0 5808 0x01234567\nshard 1 3584 0x89abcdef\n"
 	"slice layers/0/bias int32 1 10 0 10 0 2048 0x0000abcd\n"
-	"slice w float32 2 4 6 0 0 2 6 0 4096 0xdeadbeef\n"
-	"slice w float32 2 4 6 2 0 2 6 1 4096 0x00000001\n";
+	"slice w float32 2 4 6 0 0 2 6 0 4096 0xdeadbeef\nslice w float32 2 4 6 2 0 2 6 1 4096 0x00000001\n";
 
 static void manifest_good(void **state)
 {
@@ -231,36 +225,40 @@ static void manifest_rejected(void **state)
 		unsigned line;
 		const char *text, *word;
 	} cases[] = {
-		{1, "llmp-checkpoint 2x\n", "malformed at line 1"},
-		{1, "hdf5 2\n", "malformed at line 1"},
-		{2, "step -1\n", "malformed at line 2"},
-		{2, "step 12abc\n", "malformed at line 2"},
-		{2, "step 99999999999999999999\n", "malformed at line 2"},
-		{2, "", "no 'step' line"},
-		{3, "world 0\n", "malformed at line 3"},
-		{3, "step 200\n", "malformed at line 3"},               /* twice */
-		{5, "meta 16 1a2b3c4d\n", "malformed at line 5"},       /* no 0x */
-		{5, "meta 16 0x1a2b3c4d extra\n", "malformed at line 5"},
-		{6, "index 10984\n", "malformed at line 6"},
-		{6, "index 10984 0x0badf00d 1\n", "malformed at line 6"},
-		{6, "", "no 'index' line"},
-		{7, "shard 1 5808 0x01234567\n", "malformed at line 8"}, /* shards not increasing */
-		{7, "shard 0 5808\n", "malformed at line 7"},            /* no CRC */
-		{8, "shard 1\n", "malformed at line 8"},
-		{9, "slice layers/0/bias int33 1 10 0 10 0 2048 0x0000abcd\n", "malformed at line 9"},
-		{9, "slice layers/0/bias int32 0 0 2048 0x0000abcd\n", "malformed at line 9"},
-		{9, "slice layers/0/bias int32 9 10 0 10 0 2048 0x0000abcd\n", "malformed at line 9"},
-		{9, "slice layers/0/bias int32 1 10 5 10 0 2048 0x0000abcd\n", "malformed at line 9"}, /* past its end */
-		{9, "slice layers/0/bias int32 1 10 0 0 0 2048 0x0000abcd\n", "malformed at line 9"},  /* empty */
-		{9, "slice layers/0/bias int32 1 10 0 10 0 0x0000abcd\n", "malformed at line 9"},  /* no place */
-		{9, "slice layers/0/bias int32 1 10 0 10 0 2048 0xabcd 7\n", "malformed at line 9"},
-		{9, "slice x int32 1 10 0 10 0 2048 0x0000abcd\n", "malformed at line 10"}, /* not sorted by name */
-		{10, "slice w float32 2 4 6 0 0 2 6 0 4096 0xdeadbeef 0\n", "malformed at line 10"},
-		{10, "slice w float64 2 4 6 0 0 2 6 0 4096\n", "malformed at line 10"},
-		{11, "end\n", "malformed at line 11"},           /* an end line inside the text */
-		{11, "bogus\n", "malformed at line 11"},
+		{ 1, "llmp-checkpoint 2x\n", "malformed at line 1" },
+		{ 1, "hdf5 2\n", "malformed at line 1" },
+		{ 2, "step -1\n", "malformed at line 2" },
+		{ 2, "step 12abc\n", "malformed at line 2" },
+		{ 2, "step 99999999999999999999\n", "malformed at line 2" },
+		{ 2, "", "no 'step' line" },
+		{ 3, "world 0\n", "malformed at line 3" },
+		{ 3, "step 200\n", "malformed at line 3" },         /* twice */
+		{ 5, "meta 16 1a2b3c4d\n", "malformed at line 5" }, /* no 0x */
+		{ 5, "meta 16 0x1a2b3c4d extra\n", "malformed at line 5" },
+		{ 6, "index 10984\n", "malformed at line 6" },
+		{ 6, "index 10984 0x0badf00d 1\n", "malformed at line 6" },
+		{ 6, "", "no 'index' line" },
+		{ 7, "shard 1 5808 0x01234567\n", "malformed at line 8" }, /* shards not increasing */
+		{ 7, "shard 0 5808\n", "malformed at line 7" },            /* no CRC */
+		{ 8, "shard 1\n", "malformed at line 8" },
+		{ 9, "slice layers/0/bias int33 1 10 0 10 0 2048 0x0000abcd\n", "malformed at line 9" },
+		{ 9, "slice layers/0/bias int32 0 0 2048 0x0000abcd\n", "malformed at line 9" },
+		{ 9, "slice layers/0/bias int32 9 10 0 10 0 2048 0x0000abcd\n", "malformed at line 9" },
+		{ 9, "slice layers/0/bias int32 1 10 5 10 0 2048 0x0000abcd\n",
+		  "malformed at line 9" }, /* past its end */
+		{ 9, "slice layers/0/bias int32 1 10 0 0 0 2048 0x0000abcd\n",
+		  "malformed at line 9" }, /* empty */
+		{ 9, "slice layers/0/bias int32 1 10 0 10 0 0x0000abcd\n",
+		  "malformed at line 9" }, /* no place */
+		{ 9, "slice layers/0/bias int32 1 10 0 10 0 2048 0xabcd 7\n", "malformed at line 9" },
+		{ 9, "slice x int32 1 10 0 10 0 2048 0x0000abcd\n",
+		  "malformed at line 10" }, /* not sorted by name */
+		{ 10, "slice w float32 2 4 6 0 0 2 6 0 4096 0xdeadbeef 0\n", "malformed at line 10" },
+		{ 10, "slice w float64 2 4 6 0 0 2 6 0 4096\n", "malformed at line 10" },
+		{ 11, "end\n", "malformed at line 11" }, /* an end line inside the text */
+		{ 11, "bogus\n", "malformed at line 11" },
 		/* the last line whole, then a NUL before its newline (added below: a literal cannot carry it) */
-		{11, "slice w float32 2 4 6 2 0 2 6 1 4096 0x00000001", "malformed at line 11"},
+		{ 11, "slice w float32 2 4 6 2 0 2 6 1 4096 0x00000001", "malformed at line 11" },
 	};
 	char text[2048], path[256], msg[LLMP_MSG_MAX];
 	struct ck_manifest m;
@@ -274,7 +272,8 @@ static void manifest_rejected(void **state)
 		msg[0] = '\0';
 		llmp_status st = ck_manifest_read(path, &m, msg, sizeof msg);
 		if (st != LLMP_ERR_IO)
-			fail_msg("case %zu (%s): %s", i, cases[i].text, st == LLMP_OK ? "accepted" : "another status");
+			fail_msg("case %zu (%s): %s", i, cases[i].text,
+				 st == LLMP_OK ? "accepted" : "another status");
 		if (!strstr(msg, cases[i].word) || !strstr(msg, path))
 			fail_msg("case %zu (%s): message '%s' lacks '%s' or the path", i, cases[i].text, msg,
 				 cases[i].word);
@@ -299,15 +298,16 @@ static void manifest_checksum(void **state)
 		llmp_status st;
 		const char *word;
 	} cases[] = {
-		{"end 0x%08x\n", 30, LLMP_ERR_IO, "fails its checksum"},  /* a byte of the layout */
-		{"end 0x%08x\n", 0, LLMP_ERR_IO, "fails its checksum"},   /* the version line: not "version 3" */
-		{"end 0x%08X\n", -1, LLMP_OK, ""},                         /* upper-case hex is hex */
-		{"end 0x%08x", -1, LLMP_ERR_IO, "truncated (no 'end')"},   /* no newline */
-		{"", -1, LLMP_ERR_IO, "truncated (no 'end')"},
-		{"end\n", -1, LLMP_ERR_IO, "malformed at line 12"},      /* format 1's end line */
-		{"end 0x1234567\n", -1, LLMP_ERR_IO, "malformed at line 12"},
-		{"end 0x%08x\nslice w\n", -1, LLMP_ERR_IO, "text after 'end' at line 13"},
-		{"end 0x%08x\n\n", -1, LLMP_ERR_IO, "text after 'end' at line 13"},
+		{ "end 0x%08x\n", 30, LLMP_ERR_IO, "fails its checksum" }, /* a byte of the layout */
+		{ "end 0x%08x\n", 0, LLMP_ERR_IO,
+		  "fails its checksum" },            /* the version line: not "version 3" */
+		{ "end 0x%08X\n", -1, LLMP_OK, "" }, /* upper-case hex is hex */
+		{ "end 0x%08x", -1, LLMP_ERR_IO, "truncated (no 'end')" }, /* no newline */
+		{ "", -1, LLMP_ERR_IO, "truncated (no 'end')" },
+		{ "end\n", -1, LLMP_ERR_IO, "malformed at line 12" }, /* format 1's end line */
+		{ "end 0x1234567\n", -1, LLMP_ERR_IO, "malformed at line 12" },
+		{ "end 0x%08x\nslice w\n", -1, LLMP_ERR_IO, "text after 'end' at line 13" },
+		{ "end 0x%08x\n\n", -1, LLMP_ERR_IO, "text after 'end' at line 13" },
 	};
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
 		size_t used = (size_t)snprintf(text, sizeof text, "%s", good_manifest);
@@ -315,7 +315,8 @@ static void manifest_checksum(void **state)
 		if (cases[i].flip >= 0)
 			text[cases[i].flip] ^= 0x01;
 		if (cases[i].flip == 0)
-			text[16] = '3'; /* "llmp-checkpoint 3": damage, not another version, since the CRC says so */
+			text[16] =
+				'3'; /* "llmp-checkpoint 3": damage, not another version, since the CRC says so */
 		write_file(s->dir, "MANIFEST", text);
 		msg[0] = '\0';
 		llmp_status st = ck_manifest_read(path, &m, msg, sizeof msg);
@@ -345,8 +346,9 @@ static void manifest_other_version(void **state)
 	struct ck_manifest m;
 	snprintf(path, sizeof path, "%s/MANIFEST", s->dir);
 	/* Version 1 as llmp wrote it: no file checksums, a bare end line. */
-	write_file(s->dir, "MANIFEST", "llmp-checkpoint 1\nstep 200\nworld 1\nlayout tp=1\nmeta 0 0x00000000\n"
-				       "shard 0 5808\nslice b int32 1 10 0 10 0 0x0000abcd\nend\n");
+	write_file(s->dir, "MANIFEST",
+		   "llmp-checkpoint 1\nstep 200\nworld 1\nlayout tp=1\nmeta 0 0x00000000\n"
+		   "shard 0 5808\nslice b int32 1 10 0 10 0 0x0000abcd\nend\n");
 	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_ERR_UNSUPPORTED);
 	if (!strstr(msg, path) || !strstr(msg, "format version 1; this llmp reads version 2") ||
 	    !strstr(msg, "save it again"))
@@ -364,10 +366,10 @@ static void manifest_other_version(void **state)
 
 /* ------------------------------------------------------------------ tiling */
 
-static struct ck_slice slice(const char *name, uint64_t g0, uint64_t g1, uint64_t o0, uint64_t o1, uint64_t s0,
-			     uint64_t s1, uint32_t rank)
+static struct ck_slice slice(const char *name, uint64_t g0, uint64_t g1, uint64_t o0, uint64_t o1,
+			     uint64_t s0, uint64_t s1, uint32_t rank)
 {
-	struct ck_slice s = {.dtype = LLMP_FLOAT32, .ndim = 2, .rank = rank, .owner = rank};
+	struct ck_slice s = { .dtype = LLMP_FLOAT32, .ndim = 2, .rank = rank, .owner = rank };
 	snprintf(s.name, sizeof s.name, "%s", name);
 	s.global[0] = g0, s.global[1] = g1;
 	s.offset[0] = o0, s.offset[1] = o1;
@@ -388,22 +390,22 @@ static void tiling(void **state)
 	};
 	assert_int_equal(ck_validate_slices(ok, ARRAY_LEN(ok), &culprit, msg, sizeof msg), LLMP_OK);
 
-	struct ck_slice hole[] = {slice("a", 4, 6, 0, 0, 2, 6, 0), slice("b", 2, 2, 0, 0, 1, 2, 0)};
+	struct ck_slice hole[] = { slice("a", 4, 6, 0, 0, 2, 6, 0), slice("b", 2, 2, 0, 0, 1, 2, 0) };
 	assert_int_equal(ck_validate_slices(hole, 2, &culprit, msg, sizeof msg), LLMP_ERR_MISMATCH);
 	assert_non_null(strstr(msg, "tensor a: the slices cover 12 of its 24 elements"));
 	assert_int_equal(culprit, 0);
 
-	struct ck_slice overlap[] = {slice("a", 4, 6, 0, 0, 3, 6, 0), slice("a", 4, 6, 2, 0, 2, 6, 1)};
+	struct ck_slice overlap[] = { slice("a", 4, 6, 0, 0, 3, 6, 0), slice("a", 4, 6, 2, 0, 2, 6, 1) };
 	assert_int_equal(ck_validate_slices(overlap, 2, &culprit, msg, sizeof msg), LLMP_ERR_MISMATCH);
 	assert_non_null(strstr(msg, "overlap"));
 
-	struct ck_slice shapes[] = {slice("z", 1, 1, 0, 0, 1, 1, 0), slice("a", 4, 6, 0, 0, 2, 6, 0),
-				    slice("a", 4, 7, 2, 0, 2, 6, 1)};
+	struct ck_slice shapes[] = { slice("z", 1, 1, 0, 0, 1, 1, 0), slice("a", 4, 6, 0, 0, 2, 6, 0),
+				     slice("a", 4, 7, 2, 0, 2, 6, 1) };
 	assert_int_equal(ck_validate_slices(shapes + 1, 2, &culprit, msg, sizeof msg), LLMP_ERR_MISMATCH);
 	assert_non_null(strstr(msg, "tensor a: the slice of rank 1 has another dtype or global shape"));
 
 	/* a replica (owner != rank) counts once */
-	struct ck_slice replica[] = {slice("a", 2, 2, 0, 0, 2, 2, 0), slice("a", 2, 2, 0, 0, 2, 2, 1)};
+	struct ck_slice replica[] = { slice("a", 2, 2, 0, 0, 2, 2, 0), slice("a", 2, 2, 0, 0, 2, 2, 1) };
 	replica[1].owner = 0;
 	assert_int_equal(ck_validate_slices(replica, 2, NULL, msg, sizeof msg), LLMP_OK);
 }
@@ -429,9 +431,9 @@ static void listing(void **state)
 	write_file(s->dir, "latest", "step-300\n");
 	assert_int_equal(ck_list_entries(s->dir, &e, &n, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(n, 5);
-	const uint64_t steps[] = {300, 300, 300, 100, 20};
-	const enum ck_entry_kind kinds[] = {CK_ENTRY_COMPLETE, CK_ENTRY_TMP, CK_ENTRY_DELETING, CK_ENTRY_COMPLETE,
-					    CK_ENTRY_COMPLETE};
+	const uint64_t steps[] = { 300, 300, 300, 100, 20 };
+	const enum ck_entry_kind kinds[] = { CK_ENTRY_COMPLETE, CK_ENTRY_TMP, CK_ENTRY_DELETING,
+					     CK_ENTRY_COMPLETE, CK_ENTRY_COMPLETE };
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(e[i].step, steps[i]);
 		assert_int_equal(e[i].kind, kinds[i]);

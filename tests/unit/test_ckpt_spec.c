@@ -22,8 +22,8 @@
 #include <llmp/llmp_ckpt_spec.h>
 
 #define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
-#define GIVEN_ALL (LLMP_CKPT_GIVEN_DIR | LLMP_CKPT_GIVEN_EVERY | LLMP_CKPT_GIVEN_KEEP | \
-		   LLMP_CKPT_GIVEN_RESTARTS)
+#define GIVEN_ALL \
+	(LLMP_CKPT_GIVEN_DIR | LLMP_CKPT_GIVEN_EVERY | LLMP_CKPT_GIVEN_KEEP | LLMP_CKPT_GIVEN_RESTARTS)
 
 /* ------------------------------------------------------------ helpers */
 
@@ -91,8 +91,7 @@ static const char *reject_status(const char *text, llmp_status status, ...)
 	return msg;
 }
 
-#define REJECT(text, ...) \
-	reject_status((text), LLMP_ERR_SPEC, __VA_ARGS__, (const char *)NULL)
+#define REJECT(text, ...) reject_status((text), LLMP_ERR_SPEC, __VA_ARGS__, (const char *)NULL)
 
 /* A string of n copies of c (static storage, one at a time). */
 #define REPEAT_MAX (2 * LLMP_CKPT_SPEC_MAX_LEN)
@@ -249,9 +248,8 @@ static void grammar_names_every_key(void **state)
 {
 	(void)state;
 	const char *g = llmp_ckpt_spec_grammar();
-	static const char *const words[] = {"DIR", "dir=DIR", "every=N", "every=Nmin",
-					    "keep=N", "restarts=N", "help", "(default 2)",
-					    "(default 3)"};
+	static const char *const words[] = { "DIR",        "dir=DIR", "every=N",     "every=Nmin", "keep=N",
+					     "restarts=N", "help",    "(default 2)", "(default 3)" };
 	for (size_t i = 0; i < ARRAY_LEN(words); i++)
 		if (!strstr(g, words[i]))
 			fail_msg("grammar lacks '%s'", words[i]);
@@ -265,16 +263,14 @@ static void null_empty_and_empty_items(void **state)
 	char msg[LLMP_MSG_MAX];
 
 	reject_status(NULL, LLMP_ERR_ARG, "no checkpoint spec given", (const char *)NULL);
-	assert_int_equal(llmp_ckpt_spec_parse_partial("d", NULL, msg, sizeof msg),
-			 LLMP_ERR_ARG);
+	assert_int_equal(llmp_ckpt_spec_parse_partial("d", NULL, msg, sizeof msg), LLMP_ERR_ARG);
 	REJECT("", "empty checkpoint spec", "DIR[,every=N|Nmin]");
 	REJECT(",d", "empty item at character 1");
 	REJECT("d,", "empty item at character 3");
 	REJECT("d,,keep=1", "empty item at character 3");
 	REJECT(",", "empty item at character 1");
 	/* No message buffer: still a status, no crash. */
-	assert_int_equal(llmp_ckpt_spec_parse_partial("", &(llmp_ckpt_spec){0}, NULL, 0),
-			 LLMP_ERR_SPEC);
+	assert_int_equal(llmp_ckpt_spec_parse_partial("", &(llmp_ckpt_spec){ 0 }, NULL, 0), LLMP_ERR_SPEC);
 }
 
 static void two_directories(void **state)
@@ -318,8 +314,9 @@ static void numbers_below_the_minimum(void **state)
 static void values_that_are_not_numbers(void **state)
 {
 	(void)state;
-	static const char *const keep_bad[] = {"x", "1x", "+1", " 1", "1 ", "0x10", "1.5", "-",
-					       "--1", "1e3"};
+	static const char *const keep_bad[] = {
+		"x", "1x", "+1", " 1", "1 ", "0x10", "1.5", "-", "--1", "1e3"
+	};
 	char text[64];
 
 	for (size_t i = 0; i < ARRAY_LEN(keep_bad); i++) {
@@ -329,8 +326,9 @@ static void values_that_are_not_numbers(void **state)
 		REJECT(text, want);
 	}
 	REJECT("d,restarts=many", "restarts=many: not a number");
-	static const char *const every_bad[] = {"5m", "5MIN", "min", "5mins", "5 min", "x",
-						"min5", "5minmin"};
+	static const char *const every_bad[] = {
+		"5m", "5MIN", "min", "5mins", "5 min", "x", "min5", "5minmin"
+	};
 	for (size_t i = 0; i < ARRAY_LEN(every_bad); i++) {
 		char want[64];
 		snprintf(text, sizeof text, "d,every=%s", every_bad[i]);
@@ -359,8 +357,7 @@ static void number_boundaries(void **state)
 	assert_int_equal(s.max_restarts, 1000000000u);
 	assert_int_equal(accept("d,every=1000000000min").every, 1000000000u);
 	assert_int_equal(accept("d,keep=0001000000000").keep, 1000000000u);
-	REJECT("d,every=1000000001",
-	       "every=1000000001: larger than the largest accepted, 1000000000");
+	REJECT("d,every=1000000001", "every=1000000001: larger than the largest accepted, 1000000000");
 	REJECT("d,every=1000000001min", "every=1000000001min: larger than");
 	REJECT("d,keep=1000000001", "keep=1000000001: larger than the largest accepted");
 	REJECT("d,restarts=1000000001", "restarts=1000000001: larger than");
@@ -443,11 +440,11 @@ static void overlay_precedence(void **state)
 	llmp_ckpt_spec_overlay(&s, &env);
 	llmp_ckpt_spec_overlay(&s, &opt);
 	assert_int_equal(llmp_ckpt_spec_check(&s, msg, sizeof msg), LLMP_OK);
-	assert_string_equal(s.dir, "/opt");       /* option over env */
-	assert_int_equal(s.every, 100);           /* option over site... */
-	assert_false(s.every_minutes);            /* ...unit included */
-	assert_int_equal(s.keep, 4);              /* env over site */
-	assert_int_equal(s.max_restarts, 5);      /* site */
+	assert_string_equal(s.dir, "/opt");  /* option over env */
+	assert_int_equal(s.every, 100);      /* option over site... */
+	assert_false(s.every_minutes);       /* ...unit included */
+	assert_int_equal(s.keep, 4);         /* env over site */
+	assert_int_equal(s.max_restarts, 5); /* site */
 	assert_int_equal(s.given, GIVEN_ALL);
 
 	/* The other way round: the site's minutes come back over steps. */
@@ -480,13 +477,13 @@ static void format_canonical_text(void **state)
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-		{"/scratch/run1", "/scratch/run1,keep=2,restarts=3"},
-		{"restarts=0,keep=9,every=100,ckpt", "ckpt,every=100,keep=9,restarts=0"},
-		{"every=30min,dir=/a", "/a,every=30min,keep=2,restarts=3"},
-		{"dir=/a=b", "dir=/a=b,keep=2,restarts=3"},
-		{"dir=help", "dir=help,keep=2,restarts=3"},
-		{"./help", "./help,keep=2,restarts=3"},
-		{"./my run,every=1min", "./my run,every=1min,keep=2,restarts=3"},
+		{ "/scratch/run1", "/scratch/run1,keep=2,restarts=3" },
+		{ "restarts=0,keep=9,every=100,ckpt", "ckpt,every=100,keep=9,restarts=0" },
+		{ "every=30min,dir=/a", "/a,every=30min,keep=2,restarts=3" },
+		{ "dir=/a=b", "dir=/a=b,keep=2,restarts=3" },
+		{ "dir=help", "dir=help,keep=2,restarts=3" },
+		{ "./help", "./help,keep=2,restarts=3" },
+		{ "./my run,every=1min", "./my run,every=1min,keep=2,restarts=3" },
 	};
 	char out[LLMP_CKPT_SPEC_MAX_LEN + 1];
 
@@ -495,8 +492,7 @@ static void format_canonical_text(void **state)
 		int n = llmp_ckpt_spec_format(&s, out, sizeof out);
 		assert_int_equal(n, (int)strlen(cases[i].out));
 		if (strcmp(out, cases[i].out) != 0)
-			fail_msg("'%s' printed as '%s', expected '%s'", cases[i].in, out,
-				 cases[i].out);
+			fail_msg("'%s' printed as '%s', expected '%s'", cases[i].in, out, cases[i].out);
 	}
 }
 
@@ -528,8 +524,8 @@ static void format_round_trip(void **state)
 	}
 	/* The longest spec fits LLMP_CKPT_SPEC_MAX_LEN. */
 	char text[TEXT_MAX];
-	snprintf(text, sizeof text, "dir=/%s=,every=1000000000min,keep=1000000000,"
-		 "restarts=1000000000", repeat('q', 1021));
+	snprintf(text, sizeof text, "dir=/%s=,every=1000000000min,keep=1000000000,restarts=1000000000",
+		 repeat('q', 1021));
 	llmp_ckpt_spec s = accept_checked(text);
 	int n = llmp_ckpt_spec_format(&s, out, sizeof out);
 	assert_true(n <= LLMP_CKPT_SPEC_MAX_LEN);

@@ -128,13 +128,12 @@ static void null_with_zero_length_returns_crc_unchanged(void **state)
 
 /* ------------------------------------------------- against the reference */
 
-static void check_against_reference(const unsigned char *p, size_t len, uint32_t start,
-				    size_t offset)
+static void check_against_reference(const unsigned char *p, size_t len, uint32_t start, size_t offset)
 {
 	uint32_t want = reference_crc32c(start, p, len), got = kern_crc32c(start, p, len);
 	if (got != want)
-		fail_msg("length %zu at offset %zu from %08x: got %08x, want %08x", len, offset,
-			 start, got, want);
+		fail_msg("length %zu at offset %zu from %08x: got %08x, want %08x", len, offset, start, got,
+			 want);
 }
 
 static void every_length_to_300_at_every_offset_matches_reference(void **state)
@@ -159,8 +158,7 @@ static void long_lengths_match_reference(void **state)
 	(void)state;
 	/* Lengths near multiples of 256 and 4096 bytes and of three times those,
 	 * where a fast implementation may change strategy, then random ones. */
-	static const size_t edges[] = { 256, 512, 768, 1024, 3072, 4096, 8192, 12288, 16384, 24576,
-					36864 };
+	static const size_t edges[] = { 256, 512, 768, 1024, 3072, 4096, 8192, 12288, 16384, 24576, 36864 };
 	enum { MAX_LEN = 65536 + 64 };
 	unsigned char *buf = random_buffer(MAX_LEN + 16, 2);
 	uint64_t rng = 3;
@@ -214,8 +212,7 @@ static void pieces_at_random_split_points_equal_one_shot(void **state)
 		for (size_t i = 0; i < ncuts; i++)
 			crc = kern_crc32c(crc, buf + cuts[i], cuts[i + 1] - cuts[i]);
 		if (crc != whole)
-			fail_msg("trial %d in %zu pieces: %08x, one shot %08x", trial, ncuts, crc,
-				 whole);
+			fail_msg("trial %d in %zu pieces: %08x, one shot %08x", trial, ncuts, crc, whole);
 	}
 	/* Byte by byte too. */
 	uint32_t crc = 0;
@@ -241,8 +238,8 @@ static void combine_equals_the_crc_of_the_concatenation(void **state)
 		uint32_t a = reference_crc32c(0, buf, cut), b = reference_crc32c(0, buf + cut, len - cut);
 		uint32_t want = reference_crc32c(0, buf, len), got = kern_crc32c_combine(a, b, len - cut);
 		if (got != want)
-			fail_msg("trial %d: %zu + %zu bytes: combined %08x, whole %08x", trial, cut, len - cut,
-				 got, want);
+			fail_msg("trial %d: %zu + %zu bytes: combined %08x, whole %08x", trial, cut,
+				 len - cut, got, want);
 	}
 	/* A long second part: a mebibyte and three of zeros after "123456789". */
 	size_t zeros = ((size_t)1 << 20) + 3;

@@ -53,9 +53,8 @@ static void assert_text_equal(const char *got, const char *want)
 	size_t i = 0;
 	while (got[i] && got[i] == want[i])
 		i++;
-	fail_msg("documents differ at byte %zu:\n got: ...%.60s\nwant: ...%.60s\n"
-		 "full document:\n%s", i, got + (i > 20 ? i - 20 : 0),
-		 want + (i > 20 ? i - 20 : 0), got);
+	fail_msg("documents differ at byte %zu:\n got: ...%.60s\nwant: ...%.60s\nfull document:\n%s", i,
+		 got + (i > 20 ? i - 20 : 0), want + (i > 20 ? i - 20 : 0), got);
 }
 
 /*
@@ -70,29 +69,15 @@ static void full_document_tp2(void **state)
 	(void)state;
 	llmp_plan *plan = plan_of("tp=2", 4, 0);
 	char *got = json_of(plan, LLMP_JSON_ALL_RANKS, LLMP_OK);
-	const char *want =
-		"{\"version\":1,\"world\":4,\"order\":\"tp-cp-ep-dp-pp\",\"spec\":\"tp=2\","
-		"\"sizes\":{\"tp\":2,\"pp\":1,\"cp\":1,\"dp\":2,\"ep\":1,\"expert-tp\":2,"
-		"\"expert-dp\":2,\"vpp\":1},"
-		"\"warnings\":[],"
-		"\"groups\":{"
-		"\"tp\":[[0,1],[2,3]],"
-		"\"pp\":[[0],[1],[2],[3]],"
-		"\"cp\":[[0],[1],[2],[3]],"
-		"\"dp\":[[0,2],[1,3]],"
-		"\"ep\":[[0],[1],[2],[3]],"
-		"\"dp-cp\":[[0,2],[1,3]],"
-		"\"tp-cp\":[[0,1],[2,3]],"
-		"\"tp-pp\":[[0,1],[2,3]],"
-		"\"tp-dp\":[[0,1,2,3]],"
-		"\"tp-dp-cp\":[[0,1,2,3]],"
-		"\"expert-tp\":[[0,1],[2,3]],"
-		"\"expert-dp\":[[0,2],[1,3]],"
-		"\"tp-ep\":[[0,1],[2,3]],"
-		"\"tp-ep-pp\":[[0,1],[2,3]],"
-		"\"embedding\":[[0],[1],[2],[3]],"
-		"\"position-embedding\":[[0],[1],[2],[3]]"
-		"}}\n";
+	const char *want = "{\"version\":1,\"world\":4,\"order\":\"tp-cp-ep-dp-pp\",\"spec\":\"tp=2\","
+			   "\"sizes\":{\"tp\":2,\"pp\":1,\"cp\":1,\"dp\":2,\"ep\":1,\"expert-tp\":2,"
+			   "\"expert-dp\":2,\"vpp\":1},\"warnings\":[],\"groups\":{\"tp\":[[0,1],[2,3]],"
+			   "\"pp\":[[0],[1],[2],[3]],\"cp\":[[0],[1],[2],[3]],\"dp\":[[0,2],[1,3]],"
+			   "\"ep\":[[0],[1],[2],[3]],\"dp-cp\":[[0,2],[1,3]],\"tp-cp\":[[0,1],[2,3]],"
+			   "\"tp-pp\":[[0,1],[2,3]],\"tp-dp\":[[0,1,2,3]],\"tp-dp-cp\":[[0,1,2,3]],"
+			   "\"expert-tp\":[[0,1],[2,3]],\"expert-dp\":[[0,2],[1,3]],\"tp-ep\":[[0,1],[2,3]],"
+			   "\"tp-ep-pp\":[[0,1],[2,3]],\"embedding\":[[0],[1],[2],[3]],"
+			   "\"position-embedding\":[[0],[1],[2],[3]]}}\n";
 	assert_text_equal(got, want);
 	free(got);
 	llmp_plan_destroy(plan);
@@ -108,30 +93,16 @@ static void full_document_custom_order(void **state)
 	(void)state;
 	llmp_plan *plan = plan_of("tp=2,order=dp-tp", 4, 0);
 	char *got = json_of(plan, LLMP_JSON_ALL_RANKS, LLMP_OK);
-	const char *want =
-		"{\"version\":1,\"world\":4,\"order\":\"dp-tp-pp-ep-cp\","
-		"\"spec\":\"tp=2,order=dp-tp\","
-		"\"sizes\":{\"tp\":2,\"pp\":1,\"cp\":1,\"dp\":2,\"ep\":1,\"expert-tp\":2,"
-		"\"expert-dp\":2,\"vpp\":1},"
-		"\"warnings\":[],"
-		"\"groups\":{"
-		"\"tp\":[[0,2],[1,3]],"
-		"\"pp\":[[0],[1],[2],[3]],"
-		"\"cp\":[[0],[1],[2],[3]],"
-		"\"dp\":[[0,1],[2,3]],"
-		"\"ep\":[[0],[1],[2],[3]],"
-		"\"dp-cp\":[[0,1],[2,3]],"
-		"\"tp-cp\":[[0,2],[1,3]],"
-		"\"tp-pp\":[[0,2],[1,3]],"
-		"\"tp-dp\":[[0,1,2,3]],"
-		"\"tp-dp-cp\":[[0,1,2,3]],"
-		"\"expert-tp\":[[0,2],[1,3]],"
-		"\"expert-dp\":[[0,1],[2,3]],"
-		"\"tp-ep\":[[0,2],[1,3]],"
-		"\"tp-ep-pp\":[[0,2],[1,3]],"
-		"\"embedding\":[[0],[1],[2],[3]],"
-		"\"position-embedding\":[[0],[1],[2],[3]]"
-		"}}\n";
+	const char *want = "{\"version\":1,\"world\":4,\"order\":\"dp-tp-pp-ep-cp\","
+			   "\"spec\":\"tp=2,order=dp-tp\","
+			   "\"sizes\":{\"tp\":2,\"pp\":1,\"cp\":1,\"dp\":2,\"ep\":1,\"expert-tp\":2,"
+			   "\"expert-dp\":2,\"vpp\":1},\"warnings\":[],\"groups\":{\"tp\":[[0,2],[1,3]],"
+			   "\"pp\":[[0],[1],[2],[3]],\"cp\":[[0],[1],[2],[3]],\"dp\":[[0,1],[2,3]],"
+			   "\"ep\":[[0],[1],[2],[3]],\"dp-cp\":[[0,1],[2,3]],\"tp-cp\":[[0,2],[1,3]],"
+			   "\"tp-pp\":[[0,2],[1,3]],\"tp-dp\":[[0,1,2,3]],\"tp-dp-cp\":[[0,1,2,3]],"
+			   "\"expert-tp\":[[0,2],[1,3]],\"expert-dp\":[[0,1],[2,3]],\"tp-ep\":[[0,2],[1,3]],"
+			   "\"tp-ep-pp\":[[0,2],[1,3]],\"embedding\":[[0],[1],[2],[3]],"
+			   "\"position-embedding\":[[0],[1],[2],[3]]}}\n";
 	assert_text_equal(got, want);
 	free(got);
 	llmp_plan_destroy(plan);
@@ -143,32 +114,15 @@ static void rank_view_tp2(void **state)
 	(void)state;
 	llmp_plan *plan = plan_of("tp=2", 4, 0);
 	char *got = json_of(plan, 1, LLMP_OK);
-	const char *want =
-		"{\"version\":1,\"world\":4,\"order\":\"tp-cp-ep-dp-pp\",\"spec\":\"tp=2\","
-		"\"sizes\":{\"tp\":2,\"pp\":1,\"cp\":1,\"dp\":2,\"ep\":1,\"expert-tp\":2,"
-		"\"expert-dp\":2,\"vpp\":1},"
-		"\"warnings\":[],"
-		"\"rank\":1,"
-		"\"coords\":{\"tp\":1,\"cp\":0,\"ep\":0,\"dp\":0,\"pp\":0,\"expert-tp\":1,"
-		"\"expert-dp\":0},"
-		"\"groups\":{"
-		"\"tp\":[[0,1]],"
-		"\"pp\":[[1]],"
-		"\"cp\":[[1]],"
-		"\"dp\":[[1,3]],"
-		"\"ep\":[[1]],"
-		"\"dp-cp\":[[1,3]],"
-		"\"tp-cp\":[[0,1]],"
-		"\"tp-pp\":[[0,1]],"
-		"\"tp-dp\":[[0,1,2,3]],"
-		"\"tp-dp-cp\":[[0,1,2,3]],"
-		"\"expert-tp\":[[0,1]],"
-		"\"expert-dp\":[[1,3]],"
-		"\"tp-ep\":[[0,1]],"
-		"\"tp-ep-pp\":[[0,1]],"
-		"\"embedding\":[[1]],"
-		"\"position-embedding\":[[1]]"
-		"}}\n";
+	const char *want = "{\"version\":1,\"world\":4,\"order\":\"tp-cp-ep-dp-pp\",\"spec\":\"tp=2\","
+			   "\"sizes\":{\"tp\":2,\"pp\":1,\"cp\":1,\"dp\":2,\"ep\":1,\"expert-tp\":2,"
+			   "\"expert-dp\":2,\"vpp\":1},\"warnings\":[],\"rank\":1,"
+			   "\"coords\":{\"tp\":1,\"cp\":0,\"ep\":0,\"dp\":0,\"pp\":0,\"expert-tp\":1,"
+			   "\"expert-dp\":0},\"groups\":{\"tp\":[[0,1]],\"pp\":[[1]],\"cp\":[[1]],"
+			   "\"dp\":[[1,3]],\"ep\":[[1]],\"dp-cp\":[[1,3]],\"tp-cp\":[[0,1]],"
+			   "\"tp-pp\":[[0,1]],\"tp-dp\":[[0,1,2,3]],\"tp-dp-cp\":[[0,1,2,3]],"
+			   "\"expert-tp\":[[0,1]],\"expert-dp\":[[1,3]],\"tp-ep\":[[0,1]],"
+			   "\"tp-ep-pp\":[[0,1]],\"embedding\":[[1]],\"position-embedding\":[[1]]}}\n";
 	assert_text_equal(got, want);
 	free(got);
 	llmp_plan_destroy(plan);
@@ -185,32 +139,15 @@ static void rank_view_last_stage(void **state)
 	(void)state;
 	llmp_plan *plan = plan_of("pp=2", 4, 0);
 	char *got = json_of(plan, 3, LLMP_OK);
-	const char *want =
-		"{\"version\":1,\"world\":4,\"order\":\"tp-cp-ep-dp-pp\",\"spec\":\"pp=2\","
-		"\"sizes\":{\"tp\":1,\"pp\":2,\"cp\":1,\"dp\":2,\"ep\":1,\"expert-tp\":1,"
-		"\"expert-dp\":2,\"vpp\":1},"
-		"\"warnings\":[],"
-		"\"rank\":3,"
-		"\"coords\":{\"tp\":0,\"cp\":0,\"ep\":0,\"dp\":1,\"pp\":1,\"expert-tp\":0,"
-		"\"expert-dp\":1},"
-		"\"groups\":{"
-		"\"tp\":[[3]],"
-		"\"pp\":[[1,3]],"
-		"\"cp\":[[3]],"
-		"\"dp\":[[2,3]],"
-		"\"ep\":[[3]],"
-		"\"dp-cp\":[[2,3]],"
-		"\"tp-cp\":[[3]],"
-		"\"tp-pp\":[[1,3]],"
-		"\"tp-dp\":[[2,3]],"
-		"\"tp-dp-cp\":[[2,3]],"
-		"\"expert-tp\":[[3]],"
-		"\"expert-dp\":[[2,3]],"
-		"\"tp-ep\":[[3]],"
-		"\"tp-ep-pp\":[[1,3]],"
-		"\"embedding\":[[1,3]],"
-		"\"position-embedding\":[]"
-		"}}\n";
+	const char *want = "{\"version\":1,\"world\":4,\"order\":\"tp-cp-ep-dp-pp\",\"spec\":\"pp=2\","
+			   "\"sizes\":{\"tp\":1,\"pp\":2,\"cp\":1,\"dp\":2,\"ep\":1,\"expert-tp\":1,"
+			   "\"expert-dp\":2,\"vpp\":1},\"warnings\":[],\"rank\":3,"
+			   "\"coords\":{\"tp\":0,\"cp\":0,\"ep\":0,\"dp\":1,\"pp\":1,\"expert-tp\":0,"
+			   "\"expert-dp\":1},\"groups\":{\"tp\":[[3]],\"pp\":[[1,3]],\"cp\":[[3]],"
+			   "\"dp\":[[2,3]],\"ep\":[[3]],\"dp-cp\":[[2,3]],\"tp-cp\":[[3]],\"tp-pp\":[[1,3]],"
+			   "\"tp-dp\":[[2,3]],\"tp-dp-cp\":[[2,3]],\"expert-tp\":[[3]],\"expert-dp\":[[2,3]],"
+			   "\"tp-ep\":[[3]],\"tp-ep-pp\":[[1,3]],\"embedding\":[[1,3]],"
+			   "\"position-embedding\":[]}}\n";
 	assert_text_equal(got, want);
 	free(got);
 	llmp_plan_destroy(plan);
@@ -222,33 +159,15 @@ static void rank_view_middle_stage(void **state)
 	(void)state;
 	llmp_plan *plan = plan_of("pp=3,vpp=2", 3, 0);
 	char *got = json_of(plan, 1, LLMP_OK);
-	const char *want =
-		"{\"version\":1,\"world\":3,\"order\":\"tp-cp-ep-dp-pp\","
-		"\"spec\":\"pp=3,vpp=2\","
-		"\"sizes\":{\"tp\":1,\"pp\":3,\"cp\":1,\"dp\":1,\"ep\":1,\"expert-tp\":1,"
-		"\"expert-dp\":1,\"vpp\":2},"
-		"\"warnings\":[],"
-		"\"rank\":1,"
-		"\"coords\":{\"tp\":0,\"cp\":0,\"ep\":0,\"dp\":0,\"pp\":1,\"expert-tp\":0,"
-		"\"expert-dp\":0},"
-		"\"groups\":{"
-		"\"tp\":[[1]],"
-		"\"pp\":[[0,1,2]],"
-		"\"cp\":[[1]],"
-		"\"dp\":[[1]],"
-		"\"ep\":[[1]],"
-		"\"dp-cp\":[[1]],"
-		"\"tp-cp\":[[1]],"
-		"\"tp-pp\":[[0,1,2]],"
-		"\"tp-dp\":[[1]],"
-		"\"tp-dp-cp\":[[1]],"
-		"\"expert-tp\":[[1]],"
-		"\"expert-dp\":[[1]],"
-		"\"tp-ep\":[[1]],"
-		"\"tp-ep-pp\":[[0,1,2]],"
-		"\"embedding\":[],"
-		"\"position-embedding\":[]"
-		"}}\n";
+	const char *want = "{\"version\":1,\"world\":3,\"order\":\"tp-cp-ep-dp-pp\",\"spec\":\"pp=3,vpp=2\","
+			   "\"sizes\":{\"tp\":1,\"pp\":3,\"cp\":1,\"dp\":1,\"ep\":1,\"expert-tp\":1,"
+			   "\"expert-dp\":1,\"vpp\":2},\"warnings\":[],\"rank\":1,"
+			   "\"coords\":{\"tp\":0,\"cp\":0,\"ep\":0,\"dp\":0,\"pp\":1,\"expert-tp\":0,"
+			   "\"expert-dp\":0},\"groups\":{\"tp\":[[1]],\"pp\":[[0,1,2]],\"cp\":[[1]],"
+			   "\"dp\":[[1]],\"ep\":[[1]],\"dp-cp\":[[1]],\"tp-cp\":[[1]],\"tp-pp\":[[0,1,2]],"
+			   "\"tp-dp\":[[1]],\"tp-dp-cp\":[[1]],\"expert-tp\":[[1]],\"expert-dp\":[[1]],"
+			   "\"tp-ep\":[[1]],\"tp-ep-pp\":[[0,1,2]],\"embedding\":[],\"position-embedding\":[]"
+			   "}}\n";
 	assert_text_equal(got, want);
 	free(got);
 	llmp_plan_destroy(plan);
@@ -292,12 +211,10 @@ static void large_document(void **state)
 		const char *name;
 		int all; /* 1: one group of all ranks; 0: one group per rank */
 	} kinds[] = {
-		{"tp", 0},        {"pp", 0},         {"cp", 0},
-		{"dp", 1},        {"ep", 0},         {"dp-cp", 1},
-		{"tp-cp", 0},     {"tp-pp", 0},      {"tp-dp", 1},
-		{"tp-dp-cp", 1},  {"expert-tp", 0},  {"expert-dp", 1},
-		{"tp-ep", 0},     {"tp-ep-pp", 0},   {"embedding", 0},
-		{"position-embedding", 0},
+		{ "tp", 0 },    { "pp", 0 },       { "cp", 0 },        { "dp", 1 },
+		{ "ep", 0 },    { "dp-cp", 1 },    { "tp-cp", 0 },     { "tp-pp", 0 },
+		{ "tp-dp", 1 }, { "tp-dp-cp", 1 }, { "expert-tp", 0 }, { "expert-dp", 1 },
+		{ "tp-ep", 0 }, { "tp-ep-pp", 0 }, { "embedding", 0 }, { "position-embedding", 0 },
 	};
 	const uint32_t W = 20000;
 	char msg[LLMP_MSG_MAX] = "";
@@ -307,7 +224,7 @@ static void large_document(void **state)
 	llmp_spec_init(&spec);
 	assert_int_equal(llmp_plan_create(&spec, W, 0, &plan, msg, sizeof msg), LLMP_OK);
 
-	struct str want = {0};
+	struct str want = { 0 };
 	add(&want,
 	    "{\"version\":1,\"world\":%u,\"order\":\"tp-cp-ep-dp-pp\",\"spec\":\"\","
 	    "\"sizes\":{\"tp\":1,\"pp\":1,\"cp\":1,\"dp\":%u,\"ep\":1,\"expert-tp\":1,"
@@ -407,7 +324,7 @@ static void bad_rank(void **state)
 {
 	(void)state;
 	llmp_plan *plan = plan_of("tp=2", 4, 0);
-	const uint32_t bad[] = {4, 5, 1000, LLMP_JSON_ALL_RANKS - 1};
+	const uint32_t bad[] = { 4, 5, 1000, LLMP_JSON_ALL_RANKS - 1 };
 
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char *got = json_of(plan, bad[i], LLMP_ERR_RANGE);
@@ -441,16 +358,11 @@ static void null_arguments(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(full_document_tp2),
-		cmocka_unit_test(full_document_custom_order),
-		cmocka_unit_test(rank_view_tp2),
-		cmocka_unit_test(rank_view_last_stage),
-		cmocka_unit_test(rank_view_middle_stage),
-		cmocka_unit_test(large_document),
-		cmocka_unit_test(warnings_in_document),
-		cmocka_unit_test(write_error_read_only_stream),
-		cmocka_unit_test(write_error_full_device),
-		cmocka_unit_test(bad_rank),
+		cmocka_unit_test(full_document_tp2),       cmocka_unit_test(full_document_custom_order),
+		cmocka_unit_test(rank_view_tp2),           cmocka_unit_test(rank_view_last_stage),
+		cmocka_unit_test(rank_view_middle_stage),  cmocka_unit_test(large_document),
+		cmocka_unit_test(warnings_in_document),    cmocka_unit_test(write_error_read_only_stream),
+		cmocka_unit_test(write_error_full_device), cmocka_unit_test(bad_rank),
 		cmocka_unit_test(null_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,9 +71,10 @@ static void document(void **state)
 	json_array_end(&o.w);
 	json_object_end(&o.w);
 	assert_true(finish(&o));
-	assert_string_equal(o.text, "{\"root\":\"/ck\",\"latest\":null,\"step\":18446744073709551615,\"ok\":true,"
-				    "\"bad\":false,\"none\":null,\"shape\":[13,10],\"empty\":[],"
-				    "\"list\":[{},{\"x\":0.5,\"nan\":null}]}\n");
+	assert_string_equal(o.text,
+			    "{\"root\":\"/ck\",\"latest\":null,\"step\":18446744073709551615,\"ok\":true,"
+			    "\"bad\":false,\"none\":null,\"shape\":[13,10],\"empty\":[],"
+			    "\"list\":[{},{\"x\":0.5,\"nan\":null}]}\n");
 	free(o.text);
 }
 
@@ -89,8 +90,7 @@ static void escaping(void **state)
 	json_array_end(&o.w);
 	assert_true(finish(&o));
 	assert_string_equal(o.text, "[\"quote \\\" backslash \\\\ slash /\","
-				    "\"nl \\n cr \\r tab \\t bell \\u0007 del \\u007f\","
-				    "\"caf\xc3\xa9\"]\n");
+				    "\"nl \\n cr \\r tab \\t bell \\u0007 del \\u007f\",\"caf\xc3\xa9\"]\n");
 	free(o.text);
 	/* keys are escaped too */
 	start(&o);

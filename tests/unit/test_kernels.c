@@ -81,16 +81,28 @@ static double pow2(int e)
 struct half_format {
 	const char *name;
 	int exponent_bits, mantissa_bits;
-	uint16_t inf; /* the pattern of +Inf: exponent all ones, mantissa 0 */
-	float (*widen)(uint16_t);   /* under test */
-	uint16_t (*narrow)(float);  /* under test */
-	double *values;             /* value of each pattern 0..inf, built once */
+	uint16_t inf;              /* the pattern of +Inf: exponent all ones, mantissa 0 */
+	float (*widen)(uint16_t);  /* under test */
+	uint16_t (*narrow)(float); /* under test */
+	double *values;            /* value of each pattern 0..inf, built once */
 };
 
-static float widen_bf16(uint16_t h) { return kern_bf16_to_f32(h); }
-static uint16_t narrow_bf16(float f) { return kern_f32_to_bf16(f); }
-static float widen_f16(uint16_t h) { return kern_f16_to_f32(h); }
-static uint16_t narrow_f16(float f) { return kern_f32_to_f16(f); }
+static float widen_bf16(uint16_t h)
+{
+	return kern_bf16_to_f32(h);
+}
+static uint16_t narrow_bf16(float f)
+{
+	return kern_f32_to_bf16(f);
+}
+static float widen_f16(uint16_t h)
+{
+	return kern_f16_to_f32(h);
+}
+static uint16_t narrow_f16(float f)
+{
+	return kern_f32_to_f16(f);
+}
 
 static struct half_format bf16 = { "bfloat16", 8, 7, 0x7f80, widen_bf16, narrow_bf16, NULL };
 static struct half_format f16 = { "float16", 5, 10, 0x7c00, widen_f16, narrow_f16, NULL };
@@ -112,8 +124,7 @@ static double half_value(const struct half_format *f, uint16_t h)
 		return mantissa ? (double)NAN : sign * (double)INFINITY;
 	if (exponent == 0) /* subnormal: no hidden bit, exponent of 1 */
 		return sign * mantissa * pow2(1 - bias - f->mantissa_bits);
-	return sign * (mantissa + (1 << f->mantissa_bits)) *
-	       pow2(exponent - bias - f->mantissa_bits);
+	return sign * (mantissa + (1 << f->mantissa_bits)) * pow2(exponent - bias - f->mantissa_bits);
 }
 
 /*
@@ -191,14 +202,10 @@ static float ref_f32(llmp_op op, float x, float y)
 {
 	switch (op) {
 	case LLMP_SUM:
-	case LLMP_AVG:
-		return x + y;
-	case LLMP_PROD:
-		return x * y;
-	case LLMP_MIN:
-		return (float)ref_min(x, y);
-	default:
-		return (float)ref_max(x, y);
+	case LLMP_AVG: return x + y;
+	case LLMP_PROD: return x * y;
+	case LLMP_MIN: return (float)ref_min(x, y);
+	default: return (float)ref_max(x, y);
 	}
 }
 
@@ -206,14 +213,10 @@ static double ref_f64(llmp_op op, double x, double y)
 {
 	switch (op) {
 	case LLMP_SUM:
-	case LLMP_AVG:
-		return x + y;
-	case LLMP_PROD:
-		return x * y;
-	case LLMP_MIN:
-		return ref_min(x, y);
-	default:
-		return ref_max(x, y);
+	case LLMP_AVG: return x + y;
+	case LLMP_PROD: return x * y;
+	case LLMP_MIN: return ref_min(x, y);
+	default: return ref_max(x, y);
 	}
 }
 
@@ -233,14 +236,10 @@ static int32_t ref_i32(llmp_op op, int32_t x, int32_t y)
 {
 	switch (op) {
 	case LLMP_SUM:
-	case LLMP_AVG:
-		return wrap_i32((int64_t)x + y);
-	case LLMP_PROD:
-		return wrap_i32((int64_t)x * y); /* |x * y| <= 2^62 */
-	case LLMP_MIN:
-		return x < y ? x : y;
-	default:
-		return x > y ? x : y;
+	case LLMP_AVG: return wrap_i32((int64_t)x + y);
+	case LLMP_PROD: return wrap_i32((int64_t)x * y); /* |x * y| <= 2^62 */
+	case LLMP_MIN: return x < y ? x : y;
+	default: return x > y ? x : y;
 	}
 }
 
@@ -269,14 +268,10 @@ static int64_t ref_i64(llmp_op op, int64_t x, int64_t y)
 {
 	switch (op) {
 	case LLMP_SUM:
-	case LLMP_AVG:
-		return int64_of_bits(bits_of_int64(x) + bits_of_int64(y));
-	case LLMP_PROD:
-		return int64_of_bits(low_product(bits_of_int64(x), bits_of_int64(y)));
-	case LLMP_MIN:
-		return x < y ? x : y;
-	default:
-		return x > y ? x : y;
+	case LLMP_AVG: return int64_of_bits(bits_of_int64(x) + bits_of_int64(y));
+	case LLMP_PROD: return int64_of_bits(low_product(bits_of_int64(x), bits_of_int64(y)));
+	case LLMP_MIN: return x < y ? x : y;
+	default: return x > y ? x : y;
 	}
 }
 
@@ -284,14 +279,10 @@ static uint8_t ref_u8(llmp_op op, unsigned x, unsigned y)
 {
 	switch (op) {
 	case LLMP_SUM:
-	case LLMP_AVG:
-		return (uint8_t)((x + y) % 256);
-	case LLMP_PROD:
-		return (uint8_t)((x * y) % 256);
-	case LLMP_MIN:
-		return (uint8_t)(x < y ? x : y);
-	default:
-		return (uint8_t)(x > y ? x : y);
+	case LLMP_AVG: return (uint8_t)((x + y) % 256);
+	case LLMP_PROD: return (uint8_t)((x * y) % 256);
+	case LLMP_MIN: return (uint8_t)(x < y ? x : y);
+	default: return (uint8_t)(x > y ? x : y);
 	}
 }
 
@@ -341,9 +332,7 @@ static void ref_element(llmp_dtype t, llmp_op op, const void *x, const void *y, 
 		memcpy(out, &r, 8);
 		break;
 	}
-	default:
-		*(uint8_t *)out = ref_u8(op, *(const uint8_t *)x, *(const uint8_t *)y);
-		break;
+	default: *(uint8_t *)out = ref_u8(op, *(const uint8_t *)x, *(const uint8_t *)y); break;
 	}
 }
 
@@ -367,8 +356,7 @@ static bool same_element(llmp_dtype t, const void *expected, const void *got)
 		memcpy(&e, expected, 2), memcpy(&g, got, 2);
 		return half_same(t == LLMP_BFLOAT16 ? &bf16 : &f16, e, g);
 	}
-	default:
-		return memcmp(expected, got, elem_size[t]) == 0;
+	default: return memcmp(expected, got, elem_size[t]) == 0;
 	}
 }
 
@@ -406,9 +394,14 @@ static void random_element(llmp_dtype t, uint64_t *rng, void *out)
 		break;
 	}
 	case LLMP_FLOAT64: {
-		static const uint64_t edge[] = { 0, 0x8000000000000000u, 0x7ff0000000000000u,
-						 0xfff0000000000000u, 0x7ff8000000000000u,
-						 0x7ff0000000000001u, 0x7fefffffffffffffu, 1,
+		static const uint64_t edge[] = { 0,
+						 0x8000000000000000u,
+						 0x7ff0000000000000u,
+						 0xfff0000000000000u,
+						 0x7ff8000000000000u,
+						 0x7ff0000000000001u,
+						 0x7fefffffffffffffu,
+						 1,
 						 0x3ff0000000000000u };
 		uint64_t u = bits;
 		if (kind == 0)
@@ -422,9 +415,8 @@ static void random_element(llmp_dtype t, uint64_t *rng, void *out)
 	case LLMP_FLOAT16: {
 		static const uint16_t edge_bf16[] = { 0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0,
 						      0x7f81, 0x7f7f, 0xff7f, 0x0001, 0x3f80 };
-		static const uint16_t edge_f16[] = { 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00,
-						     0x7c01, 0x7bff, 0xfbff, 0x0001, 0x03ff,
-						     0x3c00 };
+		static const uint16_t edge_f16[] = { 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x7c01,
+						     0x7bff, 0xfbff, 0x0001, 0x03ff, 0x3c00 };
 		bool is_bf16 = t == LLMP_BFLOAT16;
 		uint16_t u = (uint16_t)bits;
 		if (kind == 0)
@@ -457,15 +449,13 @@ static void random_element(llmp_dtype t, uint64_t *rng, void *out)
 		memcpy(out, &v, 8);
 		break;
 	}
-	default:
-		*(uint8_t *)out = (uint8_t)bits;
-		break;
+	default: *(uint8_t *)out = (uint8_t)bits; break;
 	}
 }
 
 /* ------------------------------------------------- one checked reduction */
 
-#define GUARD 32       /* bytes of poison before and after each buffer */
+#define GUARD 32 /* bytes of poison before and after each buffer */
 #define POISON 0xa5
 
 enum placement { APART, INTO_A, INTO_B, SELF };
@@ -518,17 +508,16 @@ struct reduction {
  * offset from a malloc'd start, and check the result, the guards and that the
  * inputs are unchanged.
  */
-static void check_placement(const struct reduction *r, enum placement where, size_t off_dst,
-			    size_t off_a, size_t off_b)
+static void check_placement(const struct reduction *r, enum placement where, size_t off_dst, size_t off_a,
+			    size_t off_b)
 {
 	size_t es = elem_size[r->t], bytes = r->n * es;
 	struct region d, a = { 0 }, b = { 0 };
 	char what[160];
 	void *pa, *pb;
 
-	snprintf(what, sizeof what, "%s %s n=%zu %s offsets %zu/%zu/%zu",
-		 llmp_dtype_name(r->t), llmp_op_name(r->op), r->n, placement_name[where],
-		 off_dst, off_a, off_b);
+	snprintf(what, sizeof what, "%s %s n=%zu %s offsets %zu/%zu/%zu", llmp_dtype_name(r->t),
+		 llmp_op_name(r->op), r->n, placement_name[where], off_dst, off_a, off_b);
 	switch (where) {
 	case APART:
 		region_init(&d, bytes, off_dst, NULL);
@@ -561,8 +550,7 @@ static void check_placement(const struct reduction *r, enum placement where, siz
 			char ha[20], hb[20], he[20], hg[20];
 			hex_of(r->a + i * es, es, ha), hex_of(r->b + i * es, es, hb);
 			hex_of(e, es, he), hex_of(g, es, hg);
-			fail_msg("%s: element %zu: %s op %s gave %s, expected %s", what, i, ha, hb,
-				 hg, he);
+			fail_msg("%s: element %zu: %s op %s gave %s, expected %s", what, i, ha, hb, hg, he);
 		}
 	}
 	region_check_untouched(&d, bytes, NULL, what);
@@ -583,7 +571,8 @@ static const size_t lengths[] = { 0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 1000, 4099 
  */
 static void check_all_placements(llmp_dtype t, llmp_op op, uint64_t *rng)
 {
-	static const size_t offsets[][3] = { /* dst, a, b, in elements */
+	static const size_t offsets[][3] = {
+		/* dst, a, b, in elements */
 		{ 0, 0, 0 }, { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 }, { 1, 1, 1 },
 	};
 	size_t es = elem_size[t];
@@ -678,8 +667,8 @@ static void check_widening_is_exact(struct half_format *f)
 			if (!signbit(got) != !(h & 0x8000))
 				fail_msg("%s 0x%04x (NaN) lost its sign", f->name, p);
 		} else if (bits_of_float(got) != bits_of_float((float)want)) {
-			fail_msg("%s 0x%04x widened to %a (0x%08x), expected %a", f->name, p,
-				 (double)got, bits_of_float(got), want);
+			fail_msg("%s 0x%04x widened to %a (0x%08x), expected %a", f->name, p, (double)got,
+				 bits_of_float(got), want);
 		}
 	}
 }
@@ -704,8 +693,8 @@ static void check_narrowing_of(struct half_format *f, float x)
 		if (!half_is_nan(f, got) || (got >> 15) != (bits_of_float(x) >> 31))
 			fail_msg("%s: NaN 0x%08x narrowed to 0x%04x", f->name, bits_of_float(x), got);
 	} else if (got != want) {
-		fail_msg("%s: %a (0x%08x) narrowed to 0x%04x, nearest-even is 0x%04x", f->name,
-			 (double)x, bits_of_float(x), got, want);
+		fail_msg("%s: %a (0x%08x) narrowed to 0x%04x, nearest-even is 0x%04x", f->name, (double)x,
+			 bits_of_float(x), got, want);
 	}
 }
 
@@ -800,8 +789,8 @@ static void float32_to_float16_rounds_to_nearest_even_with_subnormals_and_overfl
 	assert_int_equal(kern_f32_to_f16(65519.99f), 0x7bff);
 	assert_int_equal(kern_f32_to_f16(65520.0f), 0x7c00); /* tie past the largest: Inf */
 	assert_int_equal(kern_f32_to_f16(1e9f), 0x7c00);
-	assert_int_equal(kern_f32_to_f16(0x1p-24f), 0x0001);     /* smallest subnormal */
-	assert_int_equal(kern_f32_to_f16(0x1p-25f), 0x0000);     /* tie, even down to 0 */
+	assert_int_equal(kern_f32_to_f16(0x1p-24f), 0x0001); /* smallest subnormal */
+	assert_int_equal(kern_f32_to_f16(0x1p-25f), 0x0000); /* tie, even down to 0 */
 	assert_int_equal(kern_f32_to_f16(0x1.000002p-25f), 0x0001);
 	assert_int_equal(kern_f32_to_f16(0x3p-25f), 0x0002);     /* tie, even up */
 	assert_int_equal(kern_f32_to_f16(0x1.ff8p-15f), 0x03ff); /* largest subnormal */
@@ -882,9 +871,9 @@ static void int32_sum_and_prod_wrap_around(void **state)
 	assert_int_equal(d[1], INT32_MAX);
 	assert_int_equal(kern_reduce(d, a, b, ARRAY_LEN(a), LLMP_INT32, LLMP_PROD), LLMP_OK);
 	assert_int_equal(d[0], INT32_MAX);
-	assert_int_equal(d[1], INT32_MIN);  /* -2^31 * -1 = 2^31, wraps */
-	assert_int_equal(d[2], INT32_MIN);  /* -1 * -2^31 */
-	assert_int_equal(d[3], 0);          /* 2^32 */
+	assert_int_equal(d[1], INT32_MIN); /* -2^31 * -1 = 2^31, wraps */
+	assert_int_equal(d[2], INT32_MIN); /* -1 * -2^31 */
+	assert_int_equal(d[3], 0);         /* 2^32 */
 	assert_int_equal(d[4], INT32_MIN);
 	assert_int_equal(d[5], -2147479015); /* 46341^2 = 2147488281 - 2^32 */
 }
@@ -965,18 +954,15 @@ static void float_min_max_sum_propagate_nan_and_inf(void **state)
 			char row[64];
 			snprintf(row, sizeof row, "row %zu %s", i, llmp_op_name(ops[k]));
 
-			assert_int_equal(kern_reduce(&d32, &rows[i].a, &rows[i].b, 1, LLMP_FLOAT32,
-						     ops[k]),
+			assert_int_equal(kern_reduce(&d32, &rows[i].a, &rows[i].b, 1, LLMP_FLOAT32, ops[k]),
 					 LLMP_OK);
 			if (!same_element(LLMP_FLOAT32, &want32[k], &d32))
-				fail_msg("float32 %s: got %a, want %a", row, (double)d32,
-					 (double)want32[k]);
+				fail_msg("float32 %s: got %a, want %a", row, (double)d32, (double)want32[k]);
 
 			bool overflows_float32 = i == 8;
 			if (overflows_float32 && ops[k] == LLMP_SUM) /* but not float64 */
 				w64 = (double)3.4e38f * 2;
-			assert_int_equal(kern_reduce(&d64, &a64, &b64, 1, LLMP_FLOAT64, ops[k]),
-					 LLMP_OK);
+			assert_int_equal(kern_reduce(&d64, &a64, &b64, 1, LLMP_FLOAT64, ops[k]), LLMP_OK);
 			if (!same_element(LLMP_FLOAT64, &w64, &d64))
 				fail_msg("float64 %s: got %a, want %a", row, d64, w64);
 
@@ -991,8 +977,8 @@ static void float_min_max_sum_propagate_nan_and_inf(void **state)
 				uint16_t wh = half_round(fmts[h], want32[k]), dh;
 				assert_int_equal(kern_reduce(&dh, &ah, &bh, 1, t, ops[k]), LLMP_OK);
 				if (!half_same(fmts[h], wh, dh))
-					fail_msg("%s %s: got 0x%04x, want 0x%04x", fmts[h]->name,
-						 row, dh, wh);
+					fail_msg("%s %s: got 0x%04x, want 0x%04x", fmts[h]->name, row, dh,
+						 wh);
 			}
 		}
 	}
@@ -1071,15 +1057,15 @@ static void divide_floats_in_their_own_type(void **state)
 			uint32_t n = sizes[s];
 			for (uint32_t p = 0; p <= 0xffff; p++)
 				all[p] = (uint16_t)p;
-			assert_int_equal(kern_reduce_divide(all, 65536,
-							    is_f16 ? LLMP_FLOAT16 : LLMP_BFLOAT16, n),
-					 LLMP_OK);
+			assert_int_equal(
+				kern_reduce_divide(all, 65536, is_f16 ? LLMP_FLOAT16 : LLMP_BFLOAT16, n),
+				LLMP_OK);
 			for (uint32_t p = 0; p <= 0xffff; p++) {
 				float q = (float)half_value(fmt, (uint16_t)p) / (float)n;
 				uint16_t want = half_round(fmt, q);
 				if (!half_same(fmt, want, all[p]))
-					fail_msg("%s 0x%04x / %u gave 0x%04x, expected 0x%04x",
-						 fmt->name, p, n, all[p], want);
+					fail_msg("%s 0x%04x / %u gave 0x%04x, expected 0x%04x", fmt->name, p,
+						 n, all[p], want);
 			}
 		}
 	}
@@ -1103,8 +1089,7 @@ static void divide_integers_truncates_toward_zero(void **state)
 	uint8_t u[] = { 255, 7, 1, 0 };
 
 	assert_int_equal(kern_reduce_divide(i, ARRAY_LEN(i), LLMP_INT32, 2), LLMP_OK);
-	assert_memory_equal(i, ((int32_t[]){ -3, 3, 0, -1073741824, 1073741823, 3, -3 }),
-			    sizeof i);
+	assert_memory_equal(i, ((int32_t[]){ -3, 3, 0, -1073741824, 1073741823, 3, -3 }), sizeof i);
 	/* A divisor above INT32_MAX stays positive. */
 	assert_int_equal(kern_reduce_divide(j, ARRAY_LEN(j), LLMP_INT32, 3000000000u), LLMP_OK);
 	assert_memory_equal(j, ((int32_t[]){ 0, 0, 0 }), sizeof j);
@@ -1195,8 +1180,7 @@ static void dst_partly_overlapping_an_input_is_rejected(void **state)
 	assert_int_equal(kern_reduce(buf + 1, buf, other, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
 	assert_int_equal(kern_reduce(buf, buf + 3, other, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
 	assert_int_equal(kern_reduce(buf + 2, other, buf, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
-	assert_int_equal(kern_reduce((char *)buf + 1, buf, other, 4, LLMP_INT32, LLMP_SUM),
-			 LLMP_ERR_ARG);
+	assert_int_equal(kern_reduce((char *)buf + 1, buf, other, 4, LLMP_INT32, LLMP_SUM), LLMP_ERR_ARG);
 	assert_memory_equal(buf, orig, sizeof buf);
 	/* Touching ends are apart, and a and b may overlap each other freely. */
 	assert_int_equal(kern_reduce(buf + 5, buf + 1, buf, 4, LLMP_INT32, LLMP_SUM), LLMP_OK);

@@ -46,8 +46,8 @@ static void derives_dp_and_expert_dp(void **state)
 	(void)state;
 	llmp_plan *p = plan_of("tp=8,pp=4,cp=2", 64, 0);
 	assert_int_equal(llmp_plan_size(p, LLMP_AXIS_DP), 1);
-	assert_int_equal(llmp_plan_size(p, LLMP_AXIS_ETP), 8);  /* defaults to tp */
-	assert_int_equal(llmp_plan_size(p, LLMP_AXIS_EDP), 2);  /* 64 / (8*1*4) */
+	assert_int_equal(llmp_plan_size(p, LLMP_AXIS_ETP), 8); /* defaults to tp */
+	assert_int_equal(llmp_plan_size(p, LLMP_AXIS_EDP), 2); /* 64 / (8*1*4) */
 	llmp_plan_destroy(p);
 
 	p = plan_of("tp=2,pp=2,ep=4,etp=1", 64, 0);
@@ -119,8 +119,7 @@ static void rejects_unequal_dp_unless_pp_last(void **state)
 {
 	(void)state;
 	/* dp = 16/(2*2) = 4, expert-dp = 16/(2*4*2) = 1, pp not last. */
-	const char *msg = rejection("tp=2,ep=4,pp=2,order=tp-cp-ep-pp-dp", 16,
-				    LLMP_ERR_LAYOUT);
+	const char *msg = rejection("tp=2,ep=4,pp=2,order=tp-cp-ep-pp-dp", 16, LLMP_ERR_LAYOUT);
 	assert_non_null(strstr(msg, "order tp-cp-ep-pp-dp"));
 	assert_non_null(strstr(msg, "dp (4) and expert-dp (1)"));
 	/* The same sizes are fine with pp last, as given by the user. */
@@ -132,8 +131,7 @@ static void rejects_pipeline_groups_differing_between_grids(void **state)
 {
 	(void)state;
 	/* dp = expert-dp = 2, but pp's stride is tp = 2 densely, etp = 4 for experts. */
-	const char *msg = rejection("tp=2,cp=2,pp=2,etp=4,order=tp-pp-cp-ep-dp", 16,
-				    LLMP_ERR_LAYOUT);
+	const char *msg = rejection("tp=2,cp=2,pp=2,etp=4,order=tp-pp-cp-ep-dp", 16, LLMP_ERR_LAYOUT);
 	assert_non_null(strstr(msg, "order tp-pp-cp-ep-dp"));
 	assert_non_null(strstr(msg, "ranks 4 apart"));
 	assert_non_null(strstr(msg, "ranks 2 apart"));
@@ -149,23 +147,18 @@ static void rejects_bad_world_and_arguments(void **state)
 	llmp_plan *plan;
 
 	llmp_spec_init(&spec);
-	assert_int_equal(llmp_plan_create(&spec, 0, 0, &plan, msg, sizeof msg),
-			 LLMP_ERR_RANGE);
+	assert_int_equal(llmp_plan_create(&spec, 0, 0, &plan, msg, sizeof msg), LLMP_ERR_RANGE);
 	assert_non_null(strstr(msg, "world size 0"));
-	assert_int_equal(llmp_plan_create(&spec, LLMP_WORLD_MAX + 1, 0, &plan, msg,
-					  sizeof msg), LLMP_ERR_RANGE);
-	assert_int_equal(llmp_plan_create(NULL, 4, 0, &plan, msg, sizeof msg),
-			 LLMP_ERR_ARG);
-	assert_int_equal(llmp_plan_create(&spec, 4, 0, NULL, msg, sizeof msg),
-			 LLMP_ERR_ARG);
+	assert_int_equal(llmp_plan_create(&spec, LLMP_WORLD_MAX + 1, 0, &plan, msg, sizeof msg),
+			 LLMP_ERR_RANGE);
+	assert_int_equal(llmp_plan_create(NULL, 4, 0, &plan, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, NULL, msg, sizeof msg), LLMP_ERR_ARG);
 	spec.help = true;
-	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg),
-			 LLMP_ERR_SPEC);
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg), LLMP_ERR_SPEC);
 	/* A spec assembled by hand still gets the cross-key checks. */
 	llmp_spec_init(&spec);
 	spec.vpp = 2;
-	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg),
-			 LLMP_ERR_SPEC);
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_non_null(strstr(msg, "vpp=2"));
 	/* A NULL message buffer is allowed. */
 	llmp_spec_init(&spec);
@@ -177,10 +170,9 @@ static void warns_when_groups_span_nodes(void **state)
 	(void)state;
 	llmp_plan *p = plan_of("tp=8", 16, 4);
 	assert_int_equal(llmp_plan_warning_count(p), 1);
-	assert_string_equal(llmp_plan_warning(p, 0),
-			    "tp groups of 8 ranks span nodes of 4 tasks (e.g. ranks "
-			    "0..7 on 2 nodes): tensor-parallel traffic will cross "
-			    "the network");
+	assert_string_equal(llmp_plan_warning(p, 0), "tp groups of 8 ranks span nodes of 4 tasks (e.g. ranks "
+						     "0..7 on 2 nodes): tensor-parallel traffic will cross "
+						     "the network");
 	assert_null(llmp_plan_warning(p, 1));
 	llmp_plan_destroy(p);
 
@@ -219,8 +211,8 @@ static void coords_follow_the_order(void **state)
 {
 	(void)state;
 	const uint32_t tp = 2, cp = 3, dp = 2, pp = 2, ep = 3, etp = 1;
-	const uint32_t world = tp * cp * dp * pp;            /* 24 */
-	const uint32_t edp = world / (etp * ep * pp);        /* 4 */
+	const uint32_t world = tp * cp * dp * pp;     /* 24 */
+	const uint32_t edp = world / (etp * ep * pp); /* 4 */
 	llmp_plan *p = plan_of("tp=2,cp=3,pp=2,ep=3,etp=1", world, 0);
 	uint32_t c[LLMP_NAXES];
 
@@ -256,22 +248,18 @@ static void embeddings_hold_first_and_last_stage(void **state)
 	uint32_t m[4], n, index;
 
 	assert_int_equal(llmp_plan_group_size(p, LLMP_GROUP_EMBEDDING), 2);
-	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_EMBEDDING, 6, m, 4, &n, &index),
-			 LLMP_OK);
+	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_EMBEDDING, 6, m, 4, &n, &index), LLMP_OK);
 	assert_int_equal(n, 2);
 	assert_int_equal(m[0], 0);
 	assert_int_equal(m[1], 6);
 	assert_int_equal(index, 0);
 	/* A middle stage holds no embedding. */
-	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_EMBEDDING, 3, m, 4, &n, &index),
-			 LLMP_OK);
+	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_EMBEDDING, 3, m, 4, &n, &index), LLMP_OK);
 	assert_int_equal(n, 0);
 	assert_int_equal(index, LLMP_NO_GROUP);
-	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_POSITION_EMBEDDING, 6, m, 4,
-					    &n, NULL), LLMP_OK);
+	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_POSITION_EMBEDDING, 6, m, 4, &n, NULL), LLMP_OK);
 	assert_int_equal(n, 0);
-	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_POSITION_EMBEDDING, 1, m, 4,
-					    &n, &index), LLMP_OK);
+	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_POSITION_EMBEDDING, 1, m, 4, &n, &index), LLMP_OK);
 	assert_int_equal(n, 1);
 	assert_int_equal(m[0], 1);
 	assert_int_equal(index, 1);
@@ -280,8 +268,7 @@ static void embeddings_hold_first_and_last_stage(void **state)
 	/* Without pipeline parallelism every rank is its own embedding group. */
 	p = plan_of("tp=2", 4, 0);
 	assert_int_equal(llmp_plan_group_size(p, LLMP_GROUP_EMBEDDING), 1);
-	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_EMBEDDING, 3, m, 4, &n, NULL),
-			 LLMP_OK);
+	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_EMBEDDING, 3, m, 4, &n, NULL), LLMP_OK);
 	assert_int_equal(n, 1);
 	assert_int_equal(m[0], 3);
 	llmp_plan_destroy(p);
@@ -298,11 +285,9 @@ static void group_calls_check_their_arguments(void **state)
 	assert_int_equal(n, 0);
 	assert_int_equal(llmp_plan_group(p, LLMP_GROUP_TP, 0, m, 3, &n), LLMP_ERR_ARG);
 	assert_int_equal(llmp_plan_group(p, LLMP_NGROUPS, 0, m, 4, &n), LLMP_ERR_ARG);
-	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_TP, 8, m, 4, &n, &index),
-			 LLMP_ERR_RANGE);
+	assert_int_equal(llmp_plan_group_of(p, LLMP_GROUP_TP, 8, m, 4, &n, &index), LLMP_ERR_RANGE);
 	assert_int_equal(index, LLMP_NO_GROUP);
-	assert_int_equal(llmp_plan_group_of(NULL, LLMP_GROUP_TP, 0, m, 4, &n, NULL),
-			 LLMP_ERR_ARG);
+	assert_int_equal(llmp_plan_group_of(NULL, LLMP_GROUP_TP, 0, m, 4, &n, NULL), LLMP_ERR_ARG);
 	assert_int_equal(llmp_plan_group_count(NULL, LLMP_GROUP_TP), 0);
 	assert_int_equal(llmp_plan_group_size(p, LLMP_NGROUPS), 0);
 	llmp_plan_destroy(p);
@@ -313,9 +298,10 @@ static void names_round_trip(void **state)
 {
 	(void)state;
 	static const char *const expected[LLMP_NGROUPS] = {
-		"tp", "pp", "cp", "dp", "ep", "dp-cp", "tp-cp", "tp-pp", "tp-dp",
-		"tp-dp-cp", "expert-tp", "expert-dp", "tp-ep", "tp-ep-pp",
-		"embedding", "position-embedding",
+		"tp",    "pp",       "cp",        "dp",
+		"ep",    "dp-cp",    "tp-cp",     "tp-pp",
+		"tp-dp", "tp-dp-cp", "expert-tp", "expert-dp",
+		"tp-ep", "tp-ep-pp", "embedding", "position-embedding",
 	};
 	for (int g = 0; g < LLMP_NGROUPS; g++) {
 		assert_string_equal(llmp_group_name((enum llmp_group)g), expected[g]);

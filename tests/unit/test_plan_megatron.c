@@ -42,7 +42,7 @@
 /* Megatron-Core's RankGenerator, transcribed                             */
 /* ===================================================================== */
 
-#define REF_MAXDIMS       5
+#define REF_MAXDIMS 5
 #define REF_DEFAULT_ORDER "tp-cp-ep-dp-pp" /* initialize_model_parallel's default */
 
 /* A RankGenerator after __init__: the completed order and its sizes. */
@@ -115,9 +115,8 @@ static void decompose(uint64_t index, const uint64_t *shape, unsigned n, uint64_
  * key order of name_to_size (tp, pp, dp, ep, cp), if its size is 1; otherwise
  * Megatron raises RuntimeError, and so do we (false, with why).
  */
-static bool ref_generator_init(struct ref_generator *g, uint64_t tp, uint64_t ep,
-			       uint64_t dp, uint64_t pp, uint64_t cp,
-			       const char *order, char *why, size_t whylen)
+static bool ref_generator_init(struct ref_generator *g, uint64_t tp, uint64_t ep, uint64_t dp, uint64_t pp,
+			       uint64_t cp, const char *order, char *why, size_t whylen)
 {
 	static const char *const name[] = { "tp", "pp", "dp", "ep", "cp" };
 	const uint64_t size[] = { tp, pp, dp, ep, cp };
@@ -131,8 +130,8 @@ static bool ref_generator_init(struct ref_generator *g, uint64_t tp, uint64_t ep
 			continue;
 		if (size[i] != 1) {
 			snprintf(why, whylen,
-				 "the size of (%s) is (%llu), but the order (%s) does not name it",
-				 name[i], (unsigned long long)size[i], order);
+				 "the size of (%s) is (%llu), but the order (%s) does not name it", name[i],
+				 (unsigned long long)size[i], order);
 			return false;
 		}
 		strcat(full, "-");
@@ -153,8 +152,7 @@ static bool ref_generator_init(struct ref_generator *g, uint64_t tp, uint64_t ep
 }
 
 /* RankGenerator.get_mask(order, token) and the set-up of generate_masked_orthogonal_rank_groups. */
-static void ref_masked_init(const struct ref_generator *g, const char *token,
-			    struct ref_masked *m)
+static void ref_masked_init(const struct ref_generator *g, const char *token, struct ref_masked *m)
 {
 	char list[REF_MAXDIMS][3];
 	unsigned n = split_tokens(token, list, REF_MAXDIMS);
@@ -205,8 +203,7 @@ static void ref_group(const struct ref_masked *m, uint64_t group_index, uint32_t
  * the group's unmasked coordinates are the rank's, and group_index is what
  * decompose(group_index, unmasked_shape) inverts.
  */
-static uint64_t ref_group_index_of(const struct ref_generator *g,
-				   const struct ref_masked *m, uint64_t rank)
+static uint64_t ref_group_index_of(const struct ref_generator *g, const struct ref_masked *m, uint64_t rank)
 {
 	uint64_t coord[REF_MAXDIMS], index = 0, stride = 1;
 
@@ -227,8 +224,7 @@ struct ref_table {
 };
 
 /* RankGenerator.get_ranks(token). */
-static void ref_table_build(struct ref_table *t, const struct ref_generator *g,
-			    const char *token)
+static void ref_table_build(struct ref_table *t, const struct ref_generator *g, const char *token)
 {
 	struct ref_masked m;
 
@@ -242,8 +238,7 @@ static void ref_table_build(struct ref_table *t, const struct ref_generator *g,
 }
 
 /* default_embedding_ranks / default_position_embedding_ranks of every pp group. */
-static void ref_table_pipeline_ends(struct ref_table *t, const struct ref_table *pp,
-				    bool position)
+static void ref_table_pipeline_ends(struct ref_table *t, const struct ref_table *pp, bool position)
 {
 	t->count = pp->count;
 	t->size = (position || pp->size == 1) ? 1 : 2;
@@ -261,8 +256,7 @@ static void ref_table_pipeline_ends(struct ref_table *t, const struct ref_table 
 static bool ref_table_equal(const struct ref_table *a, const struct ref_table *b)
 {
 	return a->count == b->count && a->size == b->size &&
-	       memcmp(a->members, b->members,
-		      (size_t)a->count * a->size * sizeof *a->members) == 0;
+	       memcmp(a->members, b->members, (size_t)a->count * a->size * sizeof *a->members) == 0;
 }
 
 static void ref_table_free(struct ref_table *t)
@@ -280,7 +274,7 @@ enum source { FROM_DENSE, FROM_EXPERT, FROM_PP_ENDS };
 
 static const struct kind {
 	enum llmp_group group;
-	const char *name;  /* the planner's name for it */
+	const char *name; /* the planner's name for it */
 	enum source source;
 	const char *token; /* get_ranks(token) on that generator */
 } kinds[LLMP_NGROUPS] = {
@@ -304,12 +298,9 @@ static const struct kind {
 
 /* The group whose position of a rank is its coordinate along an axis. */
 static const enum llmp_group axis_group[LLMP_NAXES] = {
-	[LLMP_AXIS_TP] = LLMP_GROUP_TP,
-	[LLMP_AXIS_CP] = LLMP_GROUP_CP,
-	[LLMP_AXIS_EP] = LLMP_GROUP_EP,
-	[LLMP_AXIS_DP] = LLMP_GROUP_DP,
-	[LLMP_AXIS_PP] = LLMP_GROUP_PP,
-	[LLMP_AXIS_ETP] = LLMP_GROUP_EXPERT_TP,
+	[LLMP_AXIS_TP] = LLMP_GROUP_TP,         [LLMP_AXIS_CP] = LLMP_GROUP_CP,
+	[LLMP_AXIS_EP] = LLMP_GROUP_EP,         [LLMP_AXIS_DP] = LLMP_GROUP_DP,
+	[LLMP_AXIS_PP] = LLMP_GROUP_PP,         [LLMP_AXIS_ETP] = LLMP_GROUP_EXPERT_TP,
 	[LLMP_AXIS_EDP] = LLMP_GROUP_EXPERT_DP,
 };
 
@@ -329,8 +320,11 @@ enum verdict {
 };
 
 static const char *const verdict_name[NVERDICTS] = {
-	"accepted", "tp*pp*cp does not divide the world", "order lacks a dimension",
-	"etp*ep*pp does not divide the world", "not pp-last and expert-dp != dp",
+	"accepted",
+	"tp*pp*cp does not divide the world",
+	"order lacks a dimension",
+	"etp*ep*pp does not divide the world",
+	"not pp-last and expert-dp != dp",
 	"dense and expert pp groups differ",
 };
 
@@ -379,13 +373,12 @@ static void reference_init(struct reference *r, const struct layout *l, bool tab
 	memset(r, 0, sizeof *r);
 	if (l->world % model != 0) {
 		r->verdict = REJECT_DENSE_DIVIDE;
-		snprintf(r->why, sizeof r->why, "world_size (%u) is not divisible by %llu",
-			 l->world, (unsigned long long)model);
+		snprintf(r->why, sizeof r->why, "world_size (%u) is not divisible by %llu", l->world,
+			 (unsigned long long)model);
 		return;
 	}
 	r->dp = l->world / model;
-	if (!ref_generator_init(&r->dense, l->tp, 1, r->dp, l->pp, l->cp, order,
-				r->why, sizeof r->why)) {
+	if (!ref_generator_init(&r->dense, l->tp, 1, r->dp, l->pp, l->cp, order, r->why, sizeof r->why)) {
 		r->verdict = REJECT_ORDER;
 		return;
 	}
@@ -394,21 +387,20 @@ static void reference_init(struct reference *r, const struct layout *l, bool tab
 	r->edp = l->world / etmp;
 	if (l->world % etmp != 0) {
 		r->verdict = REJECT_EXPERT_DIVIDE;
-		snprintf(r->why, sizeof r->why,
-			 "world_size (%u) is not divisible by expert_tensor_model_pipeline_parallel size (%llu)",
-			 l->world, (unsigned long long)etmp);
+		snprintf(
+			r->why, sizeof r->why,
+			"world_size (%u) is not divisible by expert_tensor_model_pipeline_parallel size (%llu)",
+			l->world, (unsigned long long)etmp);
 		return;
 	}
-	if (!ref_generator_init(&r->expert, r->etp, l->ep, r->edp, l->pp, 1, order,
-				r->why, sizeof r->why)) {
+	if (!ref_generator_init(&r->expert, r->etp, l->ep, r->edp, l->pp, 1, order, r->why, sizeof r->why)) {
 		r->verdict = REJECT_ORDER;
 		return;
 	}
 	if (!(ends_with(order, "pp") || l->pp == 1 || r->edp == r->dp)) {
 		r->verdict = REJECT_DP_MISMATCH;
-		snprintf(r->why, sizeof r->why,
-			 "order %s is not pp-last and expert-dp (%llu) != dp (%llu)", order,
-			 (unsigned long long)r->edp, (unsigned long long)r->dp);
+		snprintf(r->why, sizeof r->why, "order %s is not pp-last and expert-dp (%llu) != dp (%llu)",
+			 order, (unsigned long long)r->edp, (unsigned long long)r->dp);
 		return;
 	}
 	ref_table_build(&dense_pp, &r->dense, "pp");
@@ -416,9 +408,9 @@ static void reference_init(struct reference *r, const struct layout *l, bool tab
 	if (!ref_table_equal(&dense_pp, &expert_pp)) {
 		r->verdict = REJECT_PP_GROUPS;
 		snprintf(r->why, sizeof r->why,
-			 "pipeline groups differ: dense [%u,%u,...] expert [%u,%u,...]",
-			 dense_pp.members[0], dense_pp.size > 1 ? dense_pp.members[1] : 0,
-			 expert_pp.members[0], expert_pp.size > 1 ? expert_pp.members[1] : 0);
+			 "pipeline groups differ: dense [%u,%u,...] expert [%u,%u,...]", dense_pp.members[0],
+			 dense_pp.size > 1 ? dense_pp.members[1] : 0, expert_pp.members[0],
+			 expert_pp.size > 1 ? expert_pp.members[1] : 0);
 	}
 	ref_table_free(&expert_pp);
 	if (r->verdict != ACCEPTED || !tables) {
@@ -433,8 +425,7 @@ static void reference_init(struct reference *r, const struct layout *l, bool tab
 		else if (k->source == FROM_EXPERT)
 			ref_table_build(&r->table[g], &r->expert, k->token);
 		else
-			ref_table_pipeline_ends(&r->table[g], &dense_pp,
-						g == LLMP_GROUP_POSITION_EMBEDDING);
+			ref_table_pipeline_ends(&r->table[g], &dense_pp, g == LLMP_GROUP_POSITION_EMBEDDING);
 	}
 	ref_table_free(&dense_pp);
 }
@@ -497,9 +488,8 @@ static const char *fmt_ranks(char *buf, size_t len, const uint32_t *r, uint32_t 
  * pos_out (optional) gets each rank's position in its group (UINT32_MAX for
  * none). Returns false on a mismatch.
  */
-static bool compare_kind(struct check *c, const llmp_plan *plan, enum llmp_group g,
-			 uint32_t count, uint32_t size, const uint32_t *table,
-			 uint32_t world, uint32_t *pos_out)
+static bool compare_kind(struct check *c, const llmp_plan *plan, enum llmp_group g, uint32_t count,
+			 uint32_t size, const uint32_t *table, uint32_t world, uint32_t *pos_out)
 {
 	const char *name = kinds[g].name;
 	uint32_t got_count = llmp_plan_group_count(plan, g);
@@ -510,8 +500,8 @@ static bool compare_kind(struct check *c, const llmp_plan *plan, enum llmp_group
 	bool ok = true;
 
 	if (got_count != count || got_size != size) {
-		mismatch(c, "group %s: planner has %u groups of up to %u members, Megatron %u of %u",
-			 name, got_count, got_size, count, size);
+		mismatch(c, "group %s: planner has %u groups of up to %u members, Megatron %u of %u", name,
+			 got_count, got_size, count, size);
 		return false;
 	}
 	got = malloc(((size_t)size + 1) * sizeof *got);
@@ -527,8 +517,10 @@ static bool compare_kind(struct check *c, const llmp_plan *plan, enum llmp_group
 			uint32_t m = table[(size_t)i * size + k];
 
 			if (m >= world || owner[m] != LLMP_NO_GROUP) {
-				mismatch(c, "group %s: the expected table is not a partition (rank %u) - a bug in this test",
-					 name, m);
+				mismatch(
+					c,
+					"group %s: the expected table is not a partition (rank %u) - a bug in this test",
+					name, m);
 				ok = false;
 				break;
 			}
@@ -563,8 +555,8 @@ static bool compare_kind(struct check *c, const llmp_plan *plan, enum llmp_group
 	}
 	st = llmp_plan_group(plan, g, count, got, size, &n);
 	if (st != LLMP_ERR_RANGE) {
-		mismatch(c, "group %s index %u (one past the last): status %s, expected %s",
-			 name, count, llmp_strerror(st), llmp_strerror(LLMP_ERR_RANGE));
+		mismatch(c, "group %s index %u (one past the last): status %s, expected %s", name, count,
+			 llmp_strerror(st), llmp_strerror(LLMP_ERR_RANGE));
 		ok = false;
 	}
 
@@ -575,8 +567,10 @@ static bool compare_kind(struct check *c, const llmp_plan *plan, enum llmp_group
 		st = llmp_plan_group_of(plan, g, r, got, size, &n, &index);
 		if (owner[r] == LLMP_NO_GROUP) {
 			if (st != LLMP_OK || n != 0 || index != LLMP_NO_GROUP) {
-				mismatch(c, "group %s rank %u: Megatron puts it in no group; planner: status %s, %u members, index %u",
-					 name, r, llmp_strerror(st), n, index);
+				mismatch(
+					c,
+					"group %s rank %u: Megatron puts it in no group; planner: status %s, %u members, index %u",
+					name, r, llmp_strerror(st), n, index);
 				ok = false;
 			}
 			continue;
@@ -607,8 +601,7 @@ static bool compare_kind(struct check *c, const llmp_plan *plan, enum llmp_group
 }
 
 /* The coordinate, in the planner's terms, of one token of a generator's order. */
-static uint64_t coord_of_token(const uint32_t coords[LLMP_NAXES], const char *token,
-			       bool expert)
+static uint64_t coord_of_token(const uint32_t coords[LLMP_NAXES], const char *token, bool expert)
 {
 	if (strcmp(token, "tp") == 0)
 		return coords[expert ? LLMP_AXIS_ETP : LLMP_AXIS_TP];
@@ -622,8 +615,8 @@ static uint64_t coord_of_token(const uint32_t coords[LLMP_NAXES], const char *to
 }
 
 /* rank = sum of coordinate * stride over the generator's order, leftmost fastest. */
-static uint64_t rank_from_coords(const struct ref_generator *g,
-				 const uint32_t coords[LLMP_NAXES], bool expert)
+static uint64_t rank_from_coords(const struct ref_generator *g, const uint32_t coords[LLMP_NAXES],
+				 bool expert)
 {
 	uint64_t rank = 0, stride = 1;
 
@@ -639,8 +632,8 @@ static void compare_plan(struct check *c, const llmp_plan *plan, const struct re
 			 const struct layout *l)
 {
 	const uint64_t size[LLMP_NAXES] = {
-		[LLMP_AXIS_TP] = l->tp, [LLMP_AXIS_CP] = l->cp, [LLMP_AXIS_EP] = l->ep,
-		[LLMP_AXIS_DP] = ref->dp, [LLMP_AXIS_PP] = l->pp, [LLMP_AXIS_ETP] = ref->etp,
+		[LLMP_AXIS_TP] = l->tp,     [LLMP_AXIS_CP] = l->cp, [LLMP_AXIS_EP] = l->ep,
+		[LLMP_AXIS_DP] = ref->dp,   [LLMP_AXIS_PP] = l->pp, [LLMP_AXIS_ETP] = ref->etp,
 		[LLMP_AXIS_EDP] = ref->edp,
 	};
 	uint32_t *pos[LLMP_NGROUPS] = { NULL };
@@ -660,8 +653,9 @@ static void compare_plan(struct check *c, const llmp_plan *plan, const struct re
 	for (unsigned g = 0; g < LLMP_NGROUPS; g++) {
 		const struct ref_table *t = &ref->table[g];
 
-		if (!compare_kind(c, plan, (enum llmp_group)g, t->count, t->size, t->members,
-				  l->world, pos[g]) && pos[g])
+		if (!compare_kind(c, plan, (enum llmp_group)g, t->count, t->size, t->members, l->world,
+				  pos[g]) &&
+		    pos[g])
 			pos_ok = false;
 	}
 	for (uint32_t r = 0; r < l->world && pos_ok; r++) {
@@ -699,8 +693,7 @@ static void compare_plan(struct check *c, const llmp_plan *plan, const struct re
 }
 
 /* The --llm-parallel text for a layout. */
-static void layout_text(const struct layout *l, const struct reference *ref, char *buf,
-			size_t len)
+static void layout_text(const struct layout *l, const struct reference *ref, char *buf, size_t len)
 {
 	size_t pos = 0;
 	const struct {
@@ -712,8 +705,8 @@ static void layout_text(const struct layout *l, const struct reference *ref, cha
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		if (l->terse && keys[i].value == 1)
 			continue;
-		pos += (size_t)snprintf(buf + pos, len - pos, "%s%s=%u", pos ? "," : "",
-					keys[i].key, keys[i].value);
+		pos += (size_t)snprintf(buf + pos, len - pos, "%s%s=%u", pos ? "," : "", keys[i].key,
+					keys[i].value);
 	}
 	if (l->etp)
 		pos += (size_t)snprintf(buf + pos, len - pos, "%setp=%u", pos ? "," : "", l->etp);
@@ -744,8 +737,7 @@ static bool order_omits_given_size(const struct layout *l, const struct referenc
 	return ((l->tp != 1 || (l->etp != 0 && l->etp != 1)) && !strstr(o, "tp")) ||
 	       (l->cp != 1 && !strstr(o, "cp")) || (l->pp != 1 && !strstr(o, "pp")) ||
 	       (l->ep != 1 && !strstr(o, "ep")) ||
-	       (l->give_dp && ref->verdict != REJECT_DENSE_DIVIDE && ref->dp != 1 &&
-		!strstr(o, "dp"));
+	       (l->give_dp && ref->verdict != REJECT_DENSE_DIVIDE && ref->dp != 1 && !strstr(o, "dp"));
 }
 
 /*
@@ -765,16 +757,15 @@ static void run_layout(struct check *c, const struct layout *l, struct sweep_sta
 	reference_init(&ref, l, true);
 	layout_text(l, &ref, text, sizeof text);
 	snprintf(c->layout, sizeof c->layout, "world=%u \"%s\" (tp=%u cp=%u pp=%u ep=%u etp=%llu order=%s)",
-		 l->world, text, l->tp, l->cp, l->pp, l->ep,
-		 (unsigned long long)(l->etp ? l->etp : l->tp), l->order ? l->order : REF_DEFAULT_ORDER);
+		 l->world, text, l->tp, l->cp, l->pp, l->ep, (unsigned long long)(l->etp ? l->etp : l->tp),
+		 l->order ? l->order : REF_DEFAULT_ORDER);
 	if (stats)
 		stats->verdict[ref.verdict]++;
 
 	msg[0] = '\0';
 	st = llmp_spec_parse(text, &spec, msg, sizeof msg);
 	if (st != LLMP_OK) {
-		if (!(ref.verdict != ACCEPTED && st == LLMP_ERR_SPEC &&
-		      order_omits_given_size(l, &ref)))
+		if (!(ref.verdict != ACCEPTED && st == LLMP_ERR_SPEC && order_omits_given_size(l, &ref)))
 			mismatch(c, "llmp_spec_parse: %s (%s); Megatron: %s", llmp_strerror(st), msg,
 				 ref.verdict == ACCEPTED ? "accepts the layout" : ref.why);
 		goto out;
@@ -822,22 +813,31 @@ static void sweep_small(struct check *c, const char *order, struct sweep_stats *
 	unsigned serial = 0;
 
 	for (size_t w = 0; w < sizeof small_worlds / sizeof small_worlds[0]; w++)
-	for (size_t t = 0; t < sizeof small_sizes / sizeof small_sizes[0]; t++)
-	for (size_t k = 0; k < sizeof small_sizes / sizeof small_sizes[0]; k++)
-	for (size_t p = 0; p < sizeof small_sizes / sizeof small_sizes[0]; p++)
-	for (size_t e = 0; e < sizeof small_sizes / sizeof small_sizes[0]; e++)
-	for (size_t x = 0; x < sizeof small_etps / sizeof small_etps[0]; x++) {
-		struct layout l = {
-			.world = small_worlds[w], .tp = small_sizes[t], .cp = small_sizes[k],
-			.pp = small_sizes[p], .ep = small_sizes[e], .etp = small_etps[x],
-			.order = order, .give_dp = serial % 3 == 1, .terse = serial % 2 == 0,
-		};
+		for (size_t t = 0; t < sizeof small_sizes / sizeof small_sizes[0]; t++)
+			for (size_t k = 0; k < sizeof small_sizes / sizeof small_sizes[0]; k++)
+				for (size_t p = 0; p < sizeof small_sizes / sizeof small_sizes[0]; p++)
+					for (size_t e = 0; e < sizeof small_sizes / sizeof small_sizes[0];
+					     e++)
+						for (size_t x = 0;
+						     x < sizeof small_etps / sizeof small_etps[0]; x++) {
+							struct layout l = {
+								.world = small_worlds[w],
+								.tp = small_sizes[t],
+								.cp = small_sizes[k],
+								.pp = small_sizes[p],
+								.ep = small_sizes[e],
+								.etp = small_etps[x],
+								.order = order,
+								.give_dp = serial % 3 == 1,
+								.terse = serial % 2 == 0,
+							};
 
-		if (strcmp(order, REF_DEFAULT_ORDER) == 0 && serial % 4 == 3)
-			l.order = NULL;
-		serial++;
-		run_layout(c, &l, stats);
-	}
+							if (strcmp(order, REF_DEFAULT_ORDER) == 0 &&
+							    serial % 4 == 3)
+								l.order = NULL;
+							serial++;
+							run_layout(c, &l, stats);
+						}
 }
 
 /* A small deterministic generator, so that a failure reproduces. */
@@ -866,8 +866,8 @@ static const uint32_t large_worlds[] = { 32, 48, 64, 96, 128, 192, 256, 384 };
  * of them fold ep onto cp (ep = cp, etp = tp), which keeps expert-dp = dp and
  * so is accepted under most orders; the others pick ep and etp freely.
  */
-static void sweep_sampled(struct check *c, const char *order, unsigned per_world,
-			  uint64_t seed, struct sweep_stats *stats)
+static void sweep_sampled(struct check *c, const char *order, unsigned per_world, uint64_t seed,
+			  struct sweep_stats *stats)
 {
 	uint64_t state = seed;
 	unsigned serial = 0;
@@ -901,10 +901,11 @@ static void print_stats(const char *what, const struct sweep_stats *s)
 
 	for (unsigned v = 0; v < NVERDICTS; v++)
 		total += s->verdict[v];
-	print_message("  %-16s %5u layouts: %5u accepted, rejected: %u divide, %u order, %u expert divide, %u expert-dp, %u pp groups\n",
-		      what, total, s->verdict[ACCEPTED], s->verdict[REJECT_DENSE_DIVIDE],
-		      s->verdict[REJECT_ORDER], s->verdict[REJECT_EXPERT_DIVIDE],
-		      s->verdict[REJECT_DP_MISMATCH], s->verdict[REJECT_PP_GROUPS]);
+	print_message(
+		"  %-16s %5u layouts: %5u accepted, rejected: %u divide, %u order, %u expert divide, %u expert-dp, %u pp groups\n",
+		what, total, s->verdict[ACCEPTED], s->verdict[REJECT_DENSE_DIVIDE], s->verdict[REJECT_ORDER],
+		s->verdict[REJECT_EXPERT_DIVIDE], s->verdict[REJECT_DP_MISMATCH],
+		s->verdict[REJECT_PP_GROUPS]);
 }
 
 /* ===================================================================== */
@@ -992,15 +993,24 @@ static const struct expected w16_swapped[] = {
 #define NELEMS(a) (sizeof a / sizeof((a)[0]))
 
 static const struct layout w16_default_layout = {
-	.world = 16, .tp = 2, .cp = 2, .pp = 2, .ep = 1, .order = NULL,
+	.world = 16,
+	.tp = 2,
+	.cp = 2,
+	.pp = 2,
+	.ep = 1,
+	.order = NULL,
 };
 static const struct layout w16_swapped_layout = {
-	.world = 16, .tp = 2, .cp = 2, .pp = 2, .ep = 2, .order = "tp-cp-ep-pp-dp",
+	.world = 16,
+	.tp = 2,
+	.cp = 2,
+	.pp = 2,
+	.ep = 2,
+	.order = "tp-cp-ep-pp-dp",
 };
 
 /* The transcription reproduces the tables Megatron's own code printed. */
-static void check_reference_against(const struct layout *l, const struct expected *e,
-				    size_t n)
+static void check_reference_against(const struct layout *l, const struct expected *e, size_t n)
 {
 	struct reference ref;
 
@@ -1012,8 +1022,9 @@ static void check_reference_against(const struct layout *l, const struct expecte
 		if (t->count != e[i].count || t->size != e[i].size ||
 		    memcmp(t->members, e[i].members, (size_t)t->count * t->size * sizeof(uint32_t)) != 0) {
 			reference_free(&ref);
-			fail_msg("the Megatron transcription gives wrong %s groups for the worked example (order %s)",
-				 kinds[e[i].group].name, l->order ? l->order : REF_DEFAULT_ORDER);
+			fail_msg(
+				"the Megatron transcription gives wrong %s groups for the worked example (order %s)",
+				kinds[e[i].group].name, l->order ? l->order : REF_DEFAULT_ORDER);
 		}
 	}
 	reference_free(&ref);
@@ -1027,8 +1038,7 @@ static void test_reference_reproduces_worked_example(void **state)
 }
 
 /* The planner gives the hard-coded tables for one spelling of the layout. */
-static void check_planner_against(struct check *c, const char *text, const struct expected *e,
-				  size_t n)
+static void check_planner_against(struct check *c, const char *text, const struct expected *e, size_t n)
 {
 	llmp_spec spec;
 	llmp_plan *plan = NULL;
@@ -1087,8 +1097,8 @@ static void test_group_names(void **state)
 
 		assert_int_equal(kinds[g].group, g);
 		if (name == NULL || strcmp(name, kinds[g].name) != 0)
-			fail_msg("llmp_group_name(%u) = \"%s\", expected \"%s\"", g,
-				 name ? name : "(null)", kinds[g].name);
+			fail_msg("llmp_group_name(%u) = \"%s\", expected \"%s\"", g, name ? name : "(null)",
+				 kinds[g].name);
 		assert_int_equal(llmp_group_from_name(kinds[g].name), (int)g);
 	}
 }
@@ -1129,8 +1139,7 @@ static void test_sweep_pp_before_dp(void **state)
 static void test_sweep_other_orders(void **state)
 {
 	static const char *const orders[] = {
-		"pp-dp-cp-ep-tp", "tp-pp-cp-ep-dp", "cp-dp-tp-ep-pp", "dp-tp-pp-cp-ep",
-		"ep-tp-cp-pp-dp",
+		"pp-dp-cp-ep-tp", "tp-pp-cp-ep-dp", "cp-dp-tp-ep-pp", "dp-tp-pp-cp-ep", "ep-tp-cp-pp-dp",
 	};
 	struct check c = { .failures = 0 };
 	struct sweep_stats total = { { 0 } };
@@ -1154,8 +1163,8 @@ static void test_sweep_other_orders(void **state)
 static void test_sweep_partial_orders(void **state)
 {
 	static const char *const orders[] = {
-		"tp-dp-pp", "tp-pp-dp", "pp-tp-dp", "dp-tp", "tp-cp-dp-pp", "tp-ep-dp-pp",
-		"ep-dp-pp", "pp-dp", "tp",
+		"tp-dp-pp",    "tp-pp-dp", "pp-tp-dp", "dp-tp", "tp-cp-dp-pp",
+		"tp-ep-dp-pp", "ep-dp-pp", "pp-dp",    "tp",
 	};
 	struct check c = { .failures = 0 };
 	struct sweep_stats total = { { 0 } };
@@ -1189,17 +1198,23 @@ static void test_rejected_layouts(void **state)
 		/* expert-dp = 2 while dp = 1 */
 		{ { .world = 4, .tp = 2, .cp = 2, .pp = 1, .ep = 1, .order = "tp-cp-ep-pp" }, REJECT_ORDER },
 		{ { .world = 8, .tp = 1, .cp = 1, .pp = 1, .ep = 2, .order = "tp-cp-dp-pp" }, REJECT_ORDER },
-		{ { .world = 8, .tp = 1, .cp = 1, .pp = 1, .ep = 1, .etp = 2, .order = "cp-ep-dp-pp" }, REJECT_ORDER },
+		{ { .world = 8, .tp = 1, .cp = 1, .pp = 1, .ep = 1, .etp = 2, .order = "cp-ep-dp-pp" },
+		  REJECT_ORDER },
 		/* the worked example's sizes with pp before dp and ep = 1: expert-dp 4 != dp 2 */
-		{ { .world = 16, .tp = 2, .cp = 2, .pp = 2, .ep = 1, .order = "tp-cp-ep-pp-dp" }, REJECT_DP_MISMATCH },
+		{ { .world = 16, .tp = 2, .cp = 2, .pp = 2, .ep = 1, .order = "tp-cp-ep-pp-dp" },
+		  REJECT_DP_MISMATCH },
 		/* pp before dp: expert grid etp*ep = 4 != tp*cp = 2 */
-		{ { .world = 16, .tp = 2, .cp = 1, .pp = 2, .ep = 2, .order = "tp-cp-ep-pp-dp" }, REJECT_DP_MISMATCH },
+		{ { .world = 16, .tp = 2, .cp = 1, .pp = 2, .ep = 2, .order = "tp-cp-ep-pp-dp" },
+		  REJECT_DP_MISMATCH },
 		/* pp first: identical pp groups, but expert-dp 2 != dp 4 */
-		{ { .world = 16, .tp = 2, .cp = 1, .pp = 2, .ep = 2, .order = "pp-dp-cp-ep-tp" }, REJECT_DP_MISMATCH },
+		{ { .world = 16, .tp = 2, .cp = 1, .pp = 2, .ep = 2, .order = "pp-dp-cp-ep-tp" },
+		  REJECT_DP_MISMATCH },
 		/* expert-dp = dp = 2, but pp strides differ: tp = 2 vs etp = 1 */
-		{ { .world = 16, .tp = 2, .cp = 2, .pp = 2, .ep = 4, .etp = 1, .order = "tp-pp-cp-ep-dp" }, REJECT_PP_GROUPS },
+		{ { .world = 16, .tp = 2, .cp = 2, .pp = 2, .ep = 4, .etp = 1, .order = "tp-pp-cp-ep-dp" },
+		  REJECT_PP_GROUPS },
 		/* the large layout with pp before dp: expert-dp 128 != dp 256 */
-		{ { .world = 131072, .tp = 8, .cp = 4, .pp = 16, .ep = 8, .order = "tp-cp-ep-pp-dp" }, REJECT_DP_MISMATCH },
+		{ { .world = 131072, .tp = 8, .cp = 4, .pp = 16, .ep = 8, .order = "tp-cp-ep-pp-dp" },
+		  REJECT_DP_MISMATCH },
 	};
 	struct check c = { .failures = 0 };
 
@@ -1209,8 +1224,9 @@ static void test_rejected_layouts(void **state)
 
 		reference_init(&ref, &cases[i].l, false);
 		if (ref.verdict != cases[i].why)
-			fail_msg("case %zu: the Megatron transcription says \"%s\", expected \"%s\" - a bug in this test",
-				 i, verdict_name[ref.verdict], verdict_name[cases[i].why]);
+			fail_msg(
+				"case %zu: the Megatron transcription says \"%s\", expected \"%s\" - a bug in this test",
+				i, verdict_name[ref.verdict], verdict_name[cases[i].why]);
 		reference_free(&ref);
 		if (cases[i].l.world <= 4096)
 			run_layout(&c, &cases[i].l, NULL);
@@ -1246,8 +1262,8 @@ static void test_rejected_layouts(void **state)
  * false when the rank is in no group of the kind (embedding groups).
  */
 static bool reference_group_of(const struct reference *ref, enum llmp_group g, uint32_t rank,
-			       uint32_t *members, uint32_t *n, uint64_t *index,
-			       uint64_t *count, uint32_t *size)
+			       uint32_t *members, uint32_t *n, uint64_t *index, uint64_t *count,
+			       uint32_t *size)
 {
 	const struct kind *k = &kinds[g];
 	const struct ref_generator *gen = k->source == FROM_EXPERT ? &ref->expert : &ref->dense;
@@ -1302,11 +1318,10 @@ static void spot_check_layout(struct check *c, const struct layout *l)
 			 llmp_strerror(st), msg);
 		return;
 	}
-	if (llmp_plan_size(plan, LLMP_AXIS_DP) != ref.dp ||
-	    llmp_plan_size(plan, LLMP_AXIS_EDP) != ref.edp)
-		mismatch(c, "dp %u expert-dp %u, expected %llu and %llu",
-			 llmp_plan_size(plan, LLMP_AXIS_DP), llmp_plan_size(plan, LLMP_AXIS_EDP),
-			 (unsigned long long)ref.dp, (unsigned long long)ref.edp);
+	if (llmp_plan_size(plan, LLMP_AXIS_DP) != ref.dp || llmp_plan_size(plan, LLMP_AXIS_EDP) != ref.edp)
+		mismatch(c, "dp %u expert-dp %u, expected %llu and %llu", llmp_plan_size(plan, LLMP_AXIS_DP),
+			 llmp_plan_size(plan, LLMP_AXIS_EDP), (unsigned long long)ref.dp,
+			 (unsigned long long)ref.edp);
 
 	/* 200 ranks evenly spread, first and last included, and 40 at random. */
 	for (uint32_t i = 0; i < 200; i++)
@@ -1325,33 +1340,40 @@ static void spot_check_layout(struct check *c, const struct layout *l)
 		for (size_t i = 0; i < NELEMS(ranks) && ok; i++) {
 			uint32_t r = ranks[i], n, size, got_n = UINT32_MAX, got_index = 0xdeadbeef;
 			uint64_t index, count;
-			bool member = reference_group_of(&ref, (enum llmp_group)g, r, want, &n,
-							 &index, &count, &size);
+			bool member = reference_group_of(&ref, (enum llmp_group)g, r, want, &n, &index,
+							 &count, &size);
 
-			if (i == 0 && (llmp_plan_group_count(plan, (enum llmp_group)g) != count ||
-				       cap != size)) {
-				mismatch(c, "group %s: planner has %u groups of up to %u members, Megatron %llu of %u",
-					 name, llmp_plan_group_count(plan, (enum llmp_group)g), cap,
-					 (unsigned long long)count, size);
+			if (i == 0 &&
+			    (llmp_plan_group_count(plan, (enum llmp_group)g) != count || cap != size)) {
+				mismatch(
+					c,
+					"group %s: planner has %u groups of up to %u members, Megatron %llu of %u",
+					name, llmp_plan_group_count(plan, (enum llmp_group)g), cap,
+					(unsigned long long)count, size);
 				ok = false;
 				break;
 			}
-			st = llmp_plan_group_of(plan, (enum llmp_group)g, r, got, cap, &got_n,
-						&got_index);
+			st = llmp_plan_group_of(plan, (enum llmp_group)g, r, got, cap, &got_n, &got_index);
 			if (!member) {
 				if (st != LLMP_OK || got_n != 0 || got_index != LLMP_NO_GROUP) {
-					mismatch(c, "group %s rank %u: Megatron puts it in no group; planner: status %s, %u members, index %u",
-						 name, r, llmp_strerror(st), got_n, got_index);
+					mismatch(
+						c,
+						"group %s rank %u: Megatron puts it in no group; planner: status %s, %u members, index %u",
+						name, r, llmp_strerror(st), got_n, got_index);
 					ok = false;
 				}
 				continue;
 			}
 			if (st != LLMP_OK || got_index != index || got_n != n ||
 			    memcmp(got, want, (size_t)n * sizeof *got) != 0) {
-				mismatch(c, "group %s of rank %u: expected index %llu %s, got index %u %s (status %s)",
-					 name, r, (unsigned long long)index, fmt_ranks(a, sizeof a, want, n),
-					 got_index, fmt_ranks(b, sizeof b, got, st == LLMP_OK && got_n <= cap ? got_n : 0),
-					 llmp_strerror(st));
+				mismatch(
+					c,
+					"group %s of rank %u: expected index %llu %s, got index %u %s (status %s)",
+					name, r, (unsigned long long)index, fmt_ranks(a, sizeof a, want, n),
+					got_index,
+					fmt_ranks(b, sizeof b, got,
+						  st == LLMP_OK && got_n <= cap ? got_n : 0),
+					llmp_strerror(st));
 				ok = false;
 				continue;
 			}
@@ -1359,7 +1381,8 @@ static void spot_check_layout(struct check *c, const struct layout *l)
 			if (st != LLMP_OK || got_n != n || memcmp(got, want, (size_t)n * sizeof *got) != 0) {
 				mismatch(c, "group %s index %llu: expected %s, got %s (status %s)", name,
 					 (unsigned long long)index, fmt_ranks(a, sizeof a, want, n),
-					 fmt_ranks(b, sizeof b, got, st == LLMP_OK && got_n <= cap ? got_n : 0),
+					 fmt_ranks(b, sizeof b, got,
+						   st == LLMP_OK && got_n <= cap ? got_n : 0),
 					 llmp_strerror(st));
 				ok = false;
 			}
@@ -1402,7 +1425,13 @@ static void test_large_world_spot_check(void **state)
 		/* pp before dp, ep folded onto cp so that expert-dp = dp */
 		{ .world = 131072, .tp = 8, .pp = 16, .cp = 4, .ep = 4, .order = "tp-cp-ep-pp-dp" },
 		/* pp first, expert-tp differing from tp */
-		{ .world = 131072, .tp = 8, .pp = 16, .cp = 4, .ep = 16, .etp = 2, .order = "pp-dp-cp-ep-tp" },
+		{ .world = 131072,
+		  .tp = 8,
+		  .pp = 16,
+		  .cp = 4,
+		  .ep = 16,
+		  .etp = 2,
+		  .order = "pp-dp-cp-ep-tp" },
 	};
 	struct check c = { .failures = 0 };
 

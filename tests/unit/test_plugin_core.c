@@ -28,19 +28,15 @@ static void first_host_of_hostlists(void **state)
 	static const struct {
 		const char *list, *first;
 	} cases[] = {
-		{"node1", "node1"},
-		{"node[1-3]", "node1"},
-		{"node[01-04,7],gpu1", "node01"},
-		{"node[7,1-3]", "node7"},
-		{"a,b", "a"},
-		{"rack[2-3]-n[05-08]", "rack2-n05"},
-		{"n[3]x", "n3x"},
+		{ "node1", "node1" },       { "node[1-3]", "node1" }, { "node[01-04,7],gpu1", "node01" },
+		{ "node[7,1-3]", "node7" }, { "a,b", "a" },           { "rack[2-3]-n[05-08]", "rack2-n05" },
+		{ "n[3]x", "n3x" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		assert_int_equal(plugin_hostlist_first(cases[i].list, host, sizeof host), 0);
 		assert_string_equal(host, cases[i].first);
 	}
-	const char *bad[] = {"", ",a", "node[", "node[a-b]", "n]", "[1-2"};
+	const char *bad[] = { "", ",a", "node[", "node[a-b]", "n]", "[1-2" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(plugin_hostlist_first(bad[i], host, sizeof host), -1);
 	assert_int_equal(plugin_hostlist_first(NULL, host, sizeof host), -1);
@@ -58,7 +54,7 @@ static void uniform_tasks_per_node(void **state)
 	assert_int_equal(plugin_tasks_per_node_uniform("2(x2),2"), 2);
 	assert_int_equal(plugin_tasks_per_node_uniform("3,1"), 0);
 	assert_int_equal(plugin_tasks_per_node_uniform("4(x2),3"), 0);
-	const char *bad[] = {"", "x", "4,", "4(y2)", "4(x)", "4(x2", ",4", "3,1,z"};
+	const char *bad[] = { "", "x", "4,", "4(y2)", "4(x)", "4(x2", ",4", "3,1,z" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(plugin_tasks_per_node_uniform(bad[i]), -1);
 	assert_int_equal(plugin_tasks_per_node_uniform(NULL), -1);
@@ -71,7 +67,7 @@ static void restart_counts(void **state)
 	assert_int_equal(plugin_restart_count("0"), 0);
 	assert_int_equal(plugin_restart_count("3"), 3);
 	assert_int_equal(plugin_restart_count("65535"), 65535);
-	const char *bad[] = {"", "x", "-1", "+1", "1x", " 1", "1 ", "1.0", "99999999999"};
+	const char *bad[] = { "", "x", "-1", "+1", "1x", " 1", "1 ", "1.0", "99999999999" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		if (plugin_restart_count(bad[i]) != -1)
 			fail_msg("'%s' read as a restart count", bad[i]);
@@ -85,20 +81,17 @@ static void one_gpu_per_local_task(void **state)
 
 	assert_int_equal(plugin_gpu_pick(NULL, 0, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_NONE);
 	assert_int_equal(plugin_gpu_pick("", 0, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_NONE);
-	assert_int_equal(plugin_gpu_pick("3", 0, 1, gpu, sizeof gpu, &n),
-			 PLUGIN_GPU_ALREADY_BOUND);
+	assert_int_equal(plugin_gpu_pick("3", 0, 1, gpu, sizeof gpu, &n), PLUGIN_GPU_ALREADY_BOUND);
 	assert_int_equal(plugin_gpu_pick("0,1,2,3", 2, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "2");
 	assert_int_equal(n, 4);
 	/* Entries are taken as written: the step may hold GPUs 4-7 of the node. */
 	assert_int_equal(plugin_gpu_pick("4,5,6,7", 0, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "4");
-	assert_int_equal(plugin_gpu_pick("GPU-aa,GPU-bb", 1, 2, gpu, sizeof gpu, &n),
-			 PLUGIN_GPU_BOUND);
+	assert_int_equal(plugin_gpu_pick("GPU-aa,GPU-bb", 1, 2, gpu, sizeof gpu, &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "GPU-bb");
 	/* More GPUs than tasks: each task still takes the one at its index. */
-	assert_int_equal(plugin_gpu_pick("0,1,2,3,4,5,6,7", 3, 4, gpu, sizeof gpu, &n),
-			 PLUGIN_GPU_BOUND);
+	assert_int_equal(plugin_gpu_pick("0,1,2,3,4,5,6,7", 3, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "3");
 	assert_int_equal(plugin_gpu_pick("0,1", 1, 4, gpu, sizeof gpu, &n), LLMP_GPU_TOO_FEW);
 	assert_int_equal(n, 2);
@@ -131,9 +124,11 @@ static void site_arguments(void **state)
 	assert_int_equal(site.ckpt_defaults.given, 0);
 	assert_string_equal(site.layout_dir, "");
 
-	assert_int_equal(site_of(&site, "defaults=order=tp-cp-ep-pp-dp,tp=2 max_tp=8 "
-				 "max_ep=4 gpu_bind=none port_base=40000 port_range=100 "
-				 "layout_dir=/var/tmp", msg), 0);
+	assert_int_equal(site_of(&site,
+				 "defaults=order=tp-cp-ep-pp-dp,tp=2 max_tp=8 "
+				 "max_ep=4 gpu_bind=none port_base=40000 port_range=100 layout_dir=/var/tmp",
+				 msg),
+			 0);
 	assert_int_equal(site.defaults.size[LLMP_DIM_TP], 2);
 	assert_int_equal(site.defaults.order[3], LLMP_DIM_PP);
 	assert_int_equal(site.max[LLMP_KEY_TP], 8);
@@ -144,8 +139,8 @@ static void site_arguments(void **state)
 	assert_string_equal(site.layout_dir, "/var/tmp");
 
 	assert_int_equal(site_of(&site, "checkpoint=every=30min,keep=3,restarts=5", msg), 0);
-	assert_int_equal(site.ckpt_defaults.given, LLMP_CKPT_GIVEN_EVERY |
-			 LLMP_CKPT_GIVEN_KEEP | LLMP_CKPT_GIVEN_RESTARTS);
+	assert_int_equal(site.ckpt_defaults.given,
+			 LLMP_CKPT_GIVEN_EVERY | LLMP_CKPT_GIVEN_KEEP | LLMP_CKPT_GIVEN_RESTARTS);
 	assert_int_equal(site.ckpt_defaults.every, 30);
 	assert_true(site.ckpt_defaults.every_minutes);
 	assert_int_equal(site.ckpt_defaults.keep, 3);
@@ -156,22 +151,22 @@ static void site_arguments(void **state)
 	static const struct {
 		const char *args, *culprit, *why;
 	} bad[] = {
-		{"colour=blue", "'colour=blue'", "unknown"},
-		{"max_tp", "'max_tp'", "key=value"},
-		{"max_tp=0", "'max_tp=0'", "size"},
-		{"max_xx=4", "'max_xx=4'", "unknown"},
-		{"defaults=tp=0", "'defaults=tp=0'", "at least 1"},
-		{"defaults=help", "'defaults=help'", "help"},
-		{"gpu_bind=all", "'gpu_bind=all'", "task or none"},
-		{"port_base=80", "'port_base=80'", "1024"},
-		{"port_base=60000 port_range=10000", "port_base=60000", "65535"},
-		{"layout_dir=tmp", "'layout_dir=tmp'", "absolute"},
-		{"checkpoint=keep=0", "'checkpoint=keep=0'", "keep=0: must be at least 1"},
-		{"checkpoint=every=5m", "'checkpoint=every=5m'", "not a number"},
-		{"checkpoint=kept=2", "'checkpoint=kept=2'", "unknown key 'kept'"},
-		{"checkpoint=help", "'checkpoint=help'", "'help' is not a default"},
-		{"checkpoint=", "'checkpoint='", "empty checkpoint spec"},
-		{"checkpoints=keep=2", "'checkpoints=keep=2'", "checkpoint="},
+		{ "colour=blue", "'colour=blue'", "unknown" },
+		{ "max_tp", "'max_tp'", "key=value" },
+		{ "max_tp=0", "'max_tp=0'", "size" },
+		{ "max_xx=4", "'max_xx=4'", "unknown" },
+		{ "defaults=tp=0", "'defaults=tp=0'", "at least 1" },
+		{ "defaults=help", "'defaults=help'", "help" },
+		{ "gpu_bind=all", "'gpu_bind=all'", "task or none" },
+		{ "port_base=80", "'port_base=80'", "1024" },
+		{ "port_base=60000 port_range=10000", "port_base=60000", "65535" },
+		{ "layout_dir=tmp", "'layout_dir=tmp'", "absolute" },
+		{ "checkpoint=keep=0", "'checkpoint=keep=0'", "keep=0: must be at least 1" },
+		{ "checkpoint=every=5m", "'checkpoint=every=5m'", "not a number" },
+		{ "checkpoint=kept=2", "'checkpoint=kept=2'", "unknown key 'kept'" },
+		{ "checkpoint=help", "'checkpoint=help'", "'help' is not a default" },
+		{ "checkpoint=", "'checkpoint='", "empty checkpoint spec" },
+		{ "checkpoints=keep=2", "'checkpoints=keep=2'", "checkpoint=" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		msg[0] = '\0';
@@ -198,8 +193,8 @@ static void ports_differ_between_jobs_and_steps(void **state)
 	}
 }
 
-static enum plugin_resolved resolve(const char *site_args, const char *env,
-				  const char *option, llmp_spec *spec, char *msg)
+static enum plugin_resolved resolve(const char *site_args, const char *env, const char *option,
+				    llmp_spec *spec, char *msg)
 {
 	struct plugin_site site;
 
@@ -214,8 +209,9 @@ static void sources_take_precedence_key_by_key(void **state)
 	llmp_spec s;
 
 	assert_int_equal(resolve("defaults=tp=2", NULL, NULL, &s, msg), PLUGIN_INACTIVE);
-	assert_int_equal(resolve("defaults=tp=2,pp=2,order=tp-cp-ep-pp-dp", "pp=4,cp=2",
-				 "cp=4,ep=2", &s, msg), PLUGIN_ACTIVE);
+	assert_int_equal(
+		resolve("defaults=tp=2,pp=2,order=tp-cp-ep-pp-dp", "pp=4,cp=2", "cp=4,ep=2", &s, msg),
+		PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 2);  /* site */
 	assert_int_equal(s.size[LLMP_DIM_PP], 4);  /* env over site */
 	assert_int_equal(s.size[LLMP_DIM_CP], 4);  /* option over env */
@@ -239,8 +235,7 @@ static void each_source_is_named_in_errors(void **state)
 	assert_int_equal(resolve("", "tp=2", "tp=0", &s, msg), LLMP_INVALID);
 	assert_non_null(strstr(msg, "--llm-parallel: tp=0"));
 	/* Each source is fine alone; merged, the site's order leaves out cp=2. */
-	assert_int_equal(resolve("defaults=order=tp-dp-pp", NULL, "cp=2", &s, msg),
-			 LLMP_INVALID);
+	assert_int_equal(resolve("defaults=order=tp-dp-pp", NULL, "cp=2", &s, msg), LLMP_INVALID);
 	assert_non_null(strstr(msg, "omits cp, whose size is 2"));
 	assert_int_equal(resolve("max_tp=8", NULL, "tp=16", &s, msg), LLMP_INVALID);
 	assert_non_null(strstr(msg, "tp=16 is larger than this site allows (8"));
@@ -259,25 +254,22 @@ static void checkpoint_turns_on_the_default_layout(void **state)
 
 	/* Wanted by --llm-checkpoint, without any layout source: all dp. */
 	assert_int_equal(site_of(&site, "", msg), 0);
-	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof msg),
-			 PLUGIN_ACTIVE);
+	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof msg), PLUGIN_ACTIVE);
 	assert_int_equal(s.given, 0);
 	assert_int_equal(s.size[LLMP_DIM_TP], 1);
 	assert_int_equal(s.size[LLMP_DIM_PP], 1);
 	assert_int_equal(s.size[LLMP_DIM_DP], 0); /* auto */
 	/* The site's default layout applies then too. */
 	assert_int_equal(site_of(&site, "defaults=tp=2", msg), 0);
-	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof msg),
-			 PLUGIN_ACTIVE);
+	assert_int_equal(plugin_resolve(&site, NULL, NULL, true, &s, msg, sizeof msg), PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 2);
 	/* The user's layout still wins. */
-	assert_int_equal(plugin_resolve(&site, NULL, "tp=4", true, &s, msg, sizeof msg),
-			 PLUGIN_ACTIVE);
+	assert_int_equal(plugin_resolve(&site, NULL, "tp=4", true, &s, msg, sizeof msg), PLUGIN_ACTIVE);
 	assert_int_equal(s.size[LLMP_DIM_TP], 4);
 }
 
-static enum plugin_resolved resolve_ckpt(const char *site_args, const char *env,
-				       const char *option, llmp_ckpt_spec *spec, char *msg)
+static enum plugin_resolved resolve_ckpt(const char *site_args, const char *env, const char *option,
+					 llmp_ckpt_spec *spec, char *msg)
 {
 	struct plugin_site site;
 
@@ -302,13 +294,12 @@ static void checkpoint_sources_take_precedence_key_by_key(void **state)
 	assert_int_equal(s.keep, 3);
 	assert_int_equal(s.max_restarts, 5);
 	/* All three: option > LLMP_CHECKPOINT > site, key by key. */
-	assert_int_equal(resolve_ckpt(site, "/env,keep=4,every=7", "restarts=0", &s, msg),
-			 PLUGIN_ACTIVE);
-	assert_string_equal(s.dir, "/env");   /* env over site */
-	assert_int_equal(s.every, 7);         /* env over site */
+	assert_int_equal(resolve_ckpt(site, "/env,keep=4,every=7", "restarts=0", &s, msg), PLUGIN_ACTIVE);
+	assert_string_equal(s.dir, "/env"); /* env over site */
+	assert_int_equal(s.every, 7);       /* env over site */
 	assert_false(s.every_minutes);
-	assert_int_equal(s.keep, 4);          /* env over site */
-	assert_int_equal(s.max_restarts, 0);  /* option over site */
+	assert_int_equal(s.keep, 4);         /* env over site */
+	assert_int_equal(s.max_restarts, 0); /* option over site */
 	/* The variable alone turns checkpointing on; the site gives the DIR. */
 	assert_int_equal(resolve_ckpt(site, "keep=9", NULL, &s, msg), PLUGIN_ACTIVE);
 	assert_string_equal(s.dir, "/site");
@@ -336,10 +327,8 @@ static void checkpoint_errors_name_their_source(void **state)
 	assert_int_equal(resolve_ckpt("", "/a", "/b,every=5m", &s, msg), LLMP_INVALID);
 	assert_non_null(strstr(msg, "--llm-checkpoint: every=5m: not a number"));
 	/* Each source is fine alone; merged, there is still no directory. */
-	assert_int_equal(resolve_ckpt("checkpoint=keep=3", "every=10", "restarts=1", &s, msg),
-			 LLMP_INVALID);
-	assert_string_equal(msg,
-			    "--llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)");
+	assert_int_equal(resolve_ckpt("checkpoint=keep=3", "every=10", "restarts=1", &s, msg), LLMP_INVALID);
+	assert_string_equal(msg, "--llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)");
 }
 
 /* Find a variable of the env by name; NULL if absent. */
@@ -363,24 +352,29 @@ static void task_environment(void **state)
 	assert_int_equal(llmp_plan_create(&spec, 8, 4, &plan, msg, sizeof msg), LLMP_OK);
 	for (uint32_t rank = 0; rank < 8; rank++) {
 		struct plugin_task t = {
-			.rank = rank, .local_rank = rank % 4, .local_tasks = 4,
-			.node_rank = rank / 4, .nnodes = 2, .master_addr = "node1",
-			.master_port = 20123, .layout_file = "/tmp/l.json",
+			.rank = rank,
+			.local_rank = rank % 4,
+			.local_tasks = 4,
+			.node_rank = rank / 4,
+			.nnodes = 2,
+			.master_addr = "node1",
+			.master_port = 20123,
+			.layout_file = "/tmp/l.json",
 		};
 		assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 		/* rank = tp + 2*dp + 4*pp; experts: rank = etp + 2*(ep + 2*edp*...) */
 		const uint32_t expected[][2] = {
-			{0, rank}, {1, rank % 2}, {2, rank / 2 % 2}, {3, rank / 4},
-			{4, rank / 2 % 2}, {5, rank % 2},
+			{ 0, rank },     { 1, rank % 2 },     { 2, rank / 2 % 2 },
+			{ 3, rank / 4 }, { 4, rank / 2 % 2 }, { 5, rank % 2 },
 		};
-		const char *names[] = {"RANK", "LLMP_TP_RANK", "LLMP_DP_RANK", "LLMP_PP_RANK",
-				       "LLMP_EP_RANK", "LLMP_EXPERT_TP_RANK"};
+		const char *names[] = { "RANK",         "LLMP_TP_RANK", "LLMP_DP_RANK",
+					"LLMP_PP_RANK", "LLMP_EP_RANK", "LLMP_EXPERT_TP_RANK" };
 		for (size_t i = 0; i < 6; i++) {
 			snprintf(expect, sizeof expect, "%u", expected[i][1]);
 			assert_non_null(var(&env, names[i]));
 			if (strcmp(var(&env, names[i]), expect) != 0)
-				fail_msg("rank %u: %s=%s, expected %s", rank, names[i],
-					 var(&env, names[i]), expect);
+				fail_msg("rank %u: %s=%s, expected %s", rank, names[i], var(&env, names[i]),
+					 expect);
 		}
 		snprintf(expect, sizeof expect, "%u", rank % 4);
 		assert_string_equal(var(&env, "LOCAL_RANK"), expect);
@@ -407,7 +401,7 @@ static void task_environment(void **state)
 	llmp_plan_destroy(plan);
 	assert_int_equal(llmp_spec_parse("tp=2", &spec, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof msg), LLMP_OK);
-	struct plugin_task t = {.rank = 1, .local_tasks = 2, .nnodes = 1, .master_addr = "n"};
+	struct plugin_task t = { .rank = 1, .local_tasks = 2, .nnodes = 1, .master_addr = "n" };
 	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_null(var(&env, "LLMP_VPP_SIZE"));
 	assert_null(var(&env, "LLMP_LAYOUT_FILE"));
@@ -461,12 +455,16 @@ static void checkpoint_environment(void **state)
 	assert_int_equal(llmp_spec_parse("tp=2,pp=2,vpp=2", &spec, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg), LLMP_OK);
 	llmp_ckpt_spec ckpt = checked_ckpt("every=30min,/scratch/run1,keep=3");
-	struct plugin_task t = {.rank = 3, .local_tasks = 4, .nnodes = 1, .master_addr = "n",
-			      .layout_file = "/tmp/l.json", .ckpt = &ckpt, .restart_count = 4};
+	struct plugin_task t = { .rank = 3,
+				 .local_tasks = 4,
+				 .nnodes = 1,
+				 .master_addr = "n",
+				 .layout_file = "/tmp/l.json",
+				 .ckpt = &ckpt,
+				 .restart_count = 4 };
 	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
 	assert_names_unique(&env);
-	assert_string_equal(var(&env, "LLMP_CHECKPOINT"),
-			    "/scratch/run1,every=30min,keep=3,restarts=3");
+	assert_string_equal(var(&env, "LLMP_CHECKPOINT"), "/scratch/run1,every=30min,keep=3,restarts=3");
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT_DIR"), "/scratch/run1");
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT_EVERY"), "30min");
 	assert_string_equal(var(&env, "LLMP_CHECKPOINT_KEEP"), "3");
@@ -493,8 +491,7 @@ static void checkpoint_environment(void **state)
 	memset(dir, 'd', 1023);
 	dir[0] = '/';
 	dir[1023] = '\0';
-	snprintf(text, sizeof text, "%s,every=1000000000min,keep=1000000000,"
-		 "restarts=1000000000", dir);
+	snprintf(text, sizeof text, "%s,every=1000000000min,keep=1000000000,restarts=1000000000", dir);
 	ckpt = checked_ckpt(text);
 	t.restart_count = 65535;
 	assert_int_equal(plugin_task_env(plan, &t, &env), 0);
@@ -508,9 +505,9 @@ static void batch_script_environment(void **state)
 {
 	(void)state;
 	static struct llmp_env env;
-	static const char *const names[] = {"LLMP_CHECKPOINT", "LLMP_CHECKPOINT_DIR",
-					    "LLMP_CHECKPOINT_EVERY", "LLMP_CHECKPOINT_KEEP",
-					    "LLMP_MAX_RESTARTS", "LLMP_RESTART_COUNT"};
+	static const char *const names[] = { "LLMP_CHECKPOINT",       "LLMP_CHECKPOINT_DIR",
+					     "LLMP_CHECKPOINT_EVERY", "LLMP_CHECKPOINT_KEEP",
+					     "LLMP_MAX_RESTARTS",     "LLMP_RESTART_COUNT" };
 	llmp_ckpt_spec ckpt = checked_ckpt("dir=/a=b,every=5,keep=1,restarts=2");
 
 	/* Exactly the checkpoint variables: no layout, no rank. */

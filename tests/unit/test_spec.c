@@ -66,8 +66,8 @@ static const char *reject_v(const char *text, llmp_status status, va_list ap)
 	strcpy(msg, "(no message written)");
 	llmp_status got = llmp_spec_parse(text, &spec, msg, sizeof msg);
 	if (got != status)
-		fail_msg("'%s': status %d, expected %d (message \"%s\")", text ? text : "(null)",
-			 got, status, msg);
+		fail_msg("'%s': status %d, expected %d (message \"%s\")", text ? text : "(null)", got, status,
+			 msg);
 	if (strcmp(msg, "(no message written)") == 0 || msg[0] == '\0')
 		fail_msg("'%s': rejected without a message", text ? text : "(null)");
 	while ((needle = va_arg(ap, const char *)) != NULL)
@@ -116,8 +116,8 @@ static void assert_order(const llmp_spec *s, const enum llmp_dim want[LLMP_NDIMS
 {
 	for (int i = 0; i < LLMP_NDIMS; i++)
 		if (s->order[i] != want[i])
-			fail_msg("order position %d is %s, expected %s", i,
-				 llmp_dim_name(s->order[i]), llmp_dim_name(want[i]));
+			fail_msg("order position %d is %s, expected %s", i, llmp_dim_name(s->order[i]),
+				 llmp_dim_name(want[i]));
 }
 
 static const enum llmp_dim megatron_default[LLMP_NDIMS] = {
@@ -205,8 +205,8 @@ static void each_key(void **state)
 	assert_int_equal(s.given, BITK(LLMP_KEY_PP) | BITK(LLMP_KEY_VPP));
 
 	s = accept("order=pp-dp-ep-cp-tp");
-	const enum llmp_dim rev[LLMP_NDIMS] = {LLMP_DIM_PP, LLMP_DIM_DP, LLMP_DIM_EP,
-					       LLMP_DIM_CP, LLMP_DIM_TP};
+	const enum llmp_dim rev[LLMP_NDIMS] = { LLMP_DIM_PP, LLMP_DIM_DP, LLMP_DIM_EP, LLMP_DIM_CP,
+						LLMP_DIM_TP };
 	assert_order(&s, rev);
 	assert_int_equal(s.order_len, 5);
 	assert_int_equal(s.given, BITK(LLMP_KEY_ORDER));
@@ -224,8 +224,8 @@ static void each_key(void **state)
 	assert_order(&s, megatron_default);
 	assert_false(s.help);
 	assert_int_equal(s.given, BITK(LLMP_KEY_TP) | BITK(LLMP_KEY_PP) | BITK(LLMP_KEY_CP) |
-					  BITK(LLMP_KEY_EP) | BITK(LLMP_KEY_DP) |
-					  BITK(LLMP_KEY_ORDER) | BITK(LLMP_KEY_VPP));
+					  BITK(LLMP_KEY_EP) | BITK(LLMP_KEY_DP) | BITK(LLMP_KEY_ORDER) |
+					  BITK(LLMP_KEY_VPP));
 
 	/* Leading zeros are still decimal, not octal. */
 	s = accept("tp=010");
@@ -246,11 +246,14 @@ static void any_subset_any_order(void **state)
 		const char *text;
 		enum llmp_key key;
 	} items[] = {
-		{"tp=2", LLMP_KEY_TP},   {"pp=4", LLMP_KEY_PP},
-		{"cp=3", LLMP_KEY_CP},   {"ep=5", LLMP_KEY_EP},
-		{"etp=6", LLMP_KEY_ETP}, {"dp=7", LLMP_KEY_DP},
-		{"order=pp-dp-ep-cp-tp", LLMP_KEY_ORDER},
-		{"vpp=9", LLMP_KEY_VPP}, /* only together with pp */
+		{ "tp=2", LLMP_KEY_TP },
+		{ "pp=4", LLMP_KEY_PP },
+		{ "cp=3", LLMP_KEY_CP },
+		{ "ep=5", LLMP_KEY_EP },
+		{ "etp=6", LLMP_KEY_ETP },
+		{ "dp=7", LLMP_KEY_DP },
+		{ "order=pp-dp-ep-cp-tp", LLMP_KEY_ORDER },
+		{ "vpp=9", LLMP_KEY_VPP }, /* only together with pp */
 	};
 	const size_t nitems = ARRAY_LEN(items);
 	unsigned tested = 0;
@@ -287,9 +290,8 @@ static void any_subset_any_order(void **state)
 			assert_int_equal(s.size[LLMP_DIM_DP], (mask & BITK(5)) ? 7 : 0);
 			assert_int_equal(s.order_len, (mask & BITK(6)) ? 5 : 0);
 			if (mask & BITK(6)) {
-				const enum llmp_dim rev[LLMP_NDIMS] = {
-					LLMP_DIM_PP, LLMP_DIM_DP, LLMP_DIM_EP, LLMP_DIM_CP,
-					LLMP_DIM_TP};
+				const enum llmp_dim rev[LLMP_NDIMS] = { LLMP_DIM_PP, LLMP_DIM_DP, LLMP_DIM_EP,
+									LLMP_DIM_CP, LLMP_DIM_TP };
 				assert_order(&s, rev);
 			} else {
 				assert_order(&s, megatron_default);
@@ -318,9 +320,8 @@ static void help_alone(void **state)
 	/* The grammar names every key, 'auto' and the default order. */
 	const char *g = llmp_spec_grammar();
 	assert_non_null(g);
-	static const char *const words[] = {"tp=", "pp=", "cp=", "ep=", "etp=", "dp=",
-					    "auto", "order=", "vpp=", "help",
-					    "tp-cp-ep-dp-pp"};
+	static const char *const words[] = { "tp=",  "pp=",    "cp=",  "ep=",  "etp=",          "dp=",
+					     "auto", "order=", "vpp=", "help", "tp-cp-ep-dp-pp" };
 	for (size_t i = 0; i < ARRAY_LEN(words); i++)
 		assert_msg_has(g, words[i], "(grammar)");
 }
@@ -409,8 +410,7 @@ static void unknown_key(void **state)
 	REJECT(" tp=2", "unknown key", "' tp'");
 	/* The message lists the known keys. */
 	const char *m = REJECT("world=8", "unknown key", "'world'");
-	static const char *const keys[] = {"tp", "pp", "cp", "ep", "etp", "dp", "order",
-					   "vpp"};
+	static const char *const keys[] = { "tp", "pp", "cp", "ep", "etp", "dp", "order", "vpp" };
 	for (size_t i = 0; i < ARRAY_LEN(keys); i++)
 		assert_msg_has(m, keys[i], "world=8");
 }
@@ -432,7 +432,7 @@ static void duplicate_key(void **state)
 
 /* ------------------------------------------------------------ bad values */
 
-static const char *const numeric_keys[] = {"tp", "pp", "cp", "ep", "etp", "dp", "vpp"};
+static const char *const numeric_keys[] = { "tp", "pp", "cp", "ep", "etp", "dp", "vpp" };
 
 static void zero_value(void **state)
 {
@@ -491,15 +491,14 @@ static void overflowing_value(void **state)
 	(void)state;
 	REJECT("tp=1048577", "tp=1048577", "larger than", "1048576"); /* LLMP_SIZE_MAX + 1 */
 	REJECT("pp=2097152", "pp=2097152", "larger than");
-	REJECT("tp=123456789012345678901234567890",
-	       "tp=123456789012345678901234567890", "larger than");
+	REJECT("tp=123456789012345678901234567890", "tp=123456789012345678901234567890", "larger than");
 	/* Values that wrap a 32- or 64-bit integer to a small one. */
 	REJECT("vpp=4294967296", "vpp=4294967296", "larger than");
 	REJECT("cp=4294967297", "cp=4294967297", "larger than");
 	REJECT("ep=18446744073709551617", "ep=18446744073709551617", "larger than");
 	REJECT("dp=18446744073709551616", "dp=18446744073709551616", "larger than");
-	REJECT("etp=99999999999999999999999999999999999",
-	       "etp=99999999999999999999999999999999999", "larger than");
+	REJECT("etp=99999999999999999999999999999999999", "etp=99999999999999999999999999999999999",
+	       "larger than");
 }
 
 static void dp_auto_and_number(void **state)
@@ -585,28 +584,28 @@ static void order_completion(void **state)
 
 	s = accept("order=dp");
 	assert_int_equal(s.order_len, 1);
-	assert_order(&s, (const enum llmp_dim[]){LLMP_DIM_DP, LLMP_DIM_TP, LLMP_DIM_PP,
-						  LLMP_DIM_EP, LLMP_DIM_CP});
+	assert_order(&s, (const enum llmp_dim[]){ LLMP_DIM_DP, LLMP_DIM_TP, LLMP_DIM_PP, LLMP_DIM_EP,
+						  LLMP_DIM_CP });
 	s = accept("order=cp");
 	assert_int_equal(s.order_len, 1);
-	assert_order(&s, (const enum llmp_dim[]){LLMP_DIM_CP, LLMP_DIM_TP, LLMP_DIM_PP,
-						  LLMP_DIM_DP, LLMP_DIM_EP});
+	assert_order(&s, (const enum llmp_dim[]){ LLMP_DIM_CP, LLMP_DIM_TP, LLMP_DIM_PP, LLMP_DIM_DP,
+						  LLMP_DIM_EP });
 	s = accept("pp=2,cp=2,order=pp-cp");
 	assert_int_equal(s.order_len, 2);
-	assert_order(&s, (const enum llmp_dim[]){LLMP_DIM_PP, LLMP_DIM_CP, LLMP_DIM_TP,
-						  LLMP_DIM_DP, LLMP_DIM_EP});
+	assert_order(&s, (const enum llmp_dim[]){ LLMP_DIM_PP, LLMP_DIM_CP, LLMP_DIM_TP, LLMP_DIM_DP,
+						  LLMP_DIM_EP });
 	s = accept("order=ep-tp,tp=4,ep=2");
 	assert_int_equal(s.order_len, 2);
-	assert_order(&s, (const enum llmp_dim[]){LLMP_DIM_EP, LLMP_DIM_TP, LLMP_DIM_PP,
-						  LLMP_DIM_DP, LLMP_DIM_CP});
+	assert_order(&s, (const enum llmp_dim[]){ LLMP_DIM_EP, LLMP_DIM_TP, LLMP_DIM_PP, LLMP_DIM_DP,
+						  LLMP_DIM_CP });
 	s = accept("tp=2,pp=2,order=tp-dp-pp");
 	assert_int_equal(s.order_len, 3);
-	assert_order(&s, (const enum llmp_dim[]){LLMP_DIM_TP, LLMP_DIM_DP, LLMP_DIM_PP,
-						  LLMP_DIM_EP, LLMP_DIM_CP});
+	assert_order(&s, (const enum llmp_dim[]){ LLMP_DIM_TP, LLMP_DIM_DP, LLMP_DIM_PP, LLMP_DIM_EP,
+						  LLMP_DIM_CP });
 	/* dp=auto is not known to be 1 yet: the spec alone cannot reject it. */
 	s = accept("tp=2,order=tp");
-	assert_order(&s, (const enum llmp_dim[]){LLMP_DIM_TP, LLMP_DIM_PP, LLMP_DIM_DP,
-						  LLMP_DIM_EP, LLMP_DIM_CP});
+	assert_order(&s, (const enum llmp_dim[]){ LLMP_DIM_TP, LLMP_DIM_PP, LLMP_DIM_DP, LLMP_DIM_EP,
+						  LLMP_DIM_CP });
 	/* Explicit size 1 may be left out. */
 	s = accept("pp=1,cp=1,order=tp-dp");
 	assert_int_equal(s.order_len, 2);
@@ -733,14 +732,11 @@ static void failure_leaves_defaults(void **state)
 	char msg[LLMP_MSG_MAX];
 	llmp_spec s;
 
-	assert_int_equal(llmp_spec_parse_partial("tp=4,pp=2,cp=x", &s, msg, sizeof msg),
-			 LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_parse_partial("tp=4,pp=2,cp=x", &s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_is_init(&s);
-	assert_int_equal(llmp_spec_parse("tp=4,order=tp-dp,pp=2", &s, msg, sizeof msg),
-			 LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_parse("tp=4,order=tp-dp,pp=2", &s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_is_init(&s);
-	assert_int_equal(llmp_spec_parse("tp=4,vpp=2", &s, msg, sizeof msg),
-			 LLMP_ERR_SPEC);
+	assert_int_equal(llmp_spec_parse("tp=4,vpp=2", &s, msg, sizeof msg), LLMP_ERR_SPEC);
 	assert_is_init(&s);
 }
 
@@ -775,11 +771,9 @@ static void format_round_trip(void **state)
 		size_t n = llmp_spec_format(&a, buf, sizeof buf);
 		assert_int_equal(n, strlen(buf));
 		if (llmp_spec_parse(buf, &b, msg, sizeof msg) != LLMP_OK)
-			fail_msg("'%s' formats as '%s', which does not parse: %s", specs[i],
-				 buf, msg);
+			fail_msg("'%s' formats as '%s', which does not parse: %s", specs[i], buf, msg);
 		if (!llmp_spec_equal(&a, &b))
-			fail_msg("'%s' formats as '%s', which parses differently", specs[i],
-				 buf);
+			fail_msg("'%s' formats as '%s', which parses differently", specs[i], buf);
 		/* Canonical: formatting again gives the same text. */
 		char again[LLMP_SPEC_MAX_LEN + 1];
 		llmp_spec_format(&b, again, sizeof again);
@@ -794,8 +788,8 @@ static void format_round_trip(void **state)
 	assert_string_equal(buf, "");
 
 	/* Round trip of every generated combination too. */
-	static const char *const items[] = {"tp=2", "pp=4", "cp=3", "ep=5",
-					    "etp=6", "dp=auto", "order=dp-pp-cp"};
+	static const char *const items[] = { "tp=2",  "pp=4",    "cp=3",          "ep=5",
+					     "etp=6", "dp=auto", "order=dp-pp-cp" };
 	for (unsigned mask = 1; mask < (1u << ARRAY_LEN(items)); mask++) {
 		char text[LLMP_SPEC_MAX_LEN + 1] = "";
 		for (size_t i = ARRAY_LEN(items); i-- > 0;)
@@ -821,11 +815,11 @@ static void format_canonical_text(void **state)
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-		{"vpp=2,order=pp-tp,dp=auto,pp=2,tp=4", "tp=4,pp=2,dp=auto,order=pp-tp,vpp=2"},
-		{"tp=0002", "tp=2"},
-		{"dp=8,etp=2,ep=4,cp=2", "cp=2,ep=4,etp=2,dp=8"},
-		{"order=dp", "order=dp"}, /* the order as given, not as completed */
-		{"help", "help"},
+		{ "vpp=2,order=pp-tp,dp=auto,pp=2,tp=4", "tp=4,pp=2,dp=auto,order=pp-tp,vpp=2" },
+		{ "tp=0002", "tp=2" },
+		{ "dp=8,etp=2,ep=4,cp=2", "cp=2,ep=4,etp=2,dp=8" },
+		{ "order=dp", "order=dp" }, /* the order as given, not as completed */
+		{ "help", "help" },
 	};
 	char buf[LLMP_SPEC_MAX_LEN + 1];
 
@@ -896,7 +890,7 @@ static void overlay_precedence(void **state)
 	assert_int_equal(merged.size[LLMP_DIM_CP], 2); /* env only */
 	assert_int_equal(merged.size[LLMP_DIM_EP], 1); /* cmd over site */
 	assert_int_equal(merged.size[LLMP_DIM_DP], 0);
-	assert_int_equal(merged.order_len, 5);          /* site only */
+	assert_int_equal(merged.order_len, 5); /* site only */
 	assert_order(&merged, megatron_default);
 
 	llmp_spec want = accept("tp=8,pp=2,cp=2,ep=1,dp=auto,order=tp-cp-ep-dp-pp");

@@ -32,13 +32,13 @@
 #define CK_FORMAT_VERSION 2
 
 /* The names in a checkpoint root and in a step directory. */
-#define CK_LATEST          "latest"
-#define CK_MANIFEST        "MANIFEST"
-#define CK_INDEX           "index.h5"
-#define CK_META            "meta.bin"
-#define CK_SUFFIX_TMP      ".tmp"      /* a save in progress, or one that was killed */
+#define CK_LATEST "latest"
+#define CK_MANIFEST "MANIFEST"
+#define CK_INDEX "index.h5"
+#define CK_META "meta.bin"
+#define CK_SUFFIX_TMP ".tmp"           /* a save in progress, or one that was killed */
 #define CK_SUFFIX_DELETING ".deleting" /* a checkpoint being removed by retention */
-#define CK_SUFFIX_DAMAGED  ".damaged"  /* one a load passed over, moved aside to save its step again */
+#define CK_SUFFIX_DAMAGED ".damaged"   /* one a load passed over, moved aside to save its step again */
 
 /* One registered slice, as exchanged between ranks (fixed size, no pointers). */
 struct ck_slice {
@@ -47,10 +47,10 @@ struct ck_slice {
 	uint64_t global[LLMP_CKPT_MAX_DIMS];
 	uint64_t offset[LLMP_CKPT_MAX_DIMS];
 	uint64_t shape[LLMP_CKPT_MAX_DIMS];
-	uint32_t rank;  /* world rank that registered it */
-	uint32_t owner; /* world rank that writes it: the lowest with the same slice */
-	uint32_t crc;   /* CRC-32C of its bytes, once written */
-	uint64_t at;    /* where its bytes start in shard-OWNER.h5, once written */
+	uint32_t rank;   /* world rank that registered it */
+	uint32_t owner;  /* world rank that writes it: the lowest with the same slice */
+	uint32_t crc;    /* CRC-32C of its bytes, once written */
+	uint64_t at;     /* where its bytes start in shard-OWNER.h5, once written */
 	uint32_t tensor; /* its place among the tensors `rank` registered (not in the MANIFEST) */
 };
 
@@ -111,8 +111,8 @@ llmp_status ck_fsync_msg(const char *path, char *msg, size_t len);
  * written to dir/tmp_name, fsynced, renamed, then dir fsynced (`latest`,
  * and the run record of a job, which is written even after a failure).
  */
-llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_name,
-			    const char *text, char *msg, size_t len);
+llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_name, const char *text,
+			    char *msg, size_t len);
 
 /* ------------------------------------------------ MANIFEST (manifest.c) */
 
@@ -126,7 +126,7 @@ struct ck_manifest {
 	uint32_t index_crc;
 	uint32_t *shard_ranks; /* ranks with a shard file, increasing */
 	uint64_t *shard_bytes;
-	uint32_t *shard_crcs;  /* of each shard file whole */
+	uint32_t *shard_crcs; /* of each shard file whole */
 	size_t nshards;
 	struct ck_slice *slices; /* owners and CRCs set; sorted as ck_plan_slices: by name, offset, shape */
 	size_t nslices;
@@ -199,7 +199,8 @@ llmp_status ck_shard_check(int fd, const char *path, const struct ck_manifest *m
 struct ck_h5;
 llmp_status ck_h5_open(const char *path, struct ck_h5 **h5, char *msg, size_t len);
 void ck_h5_close(struct ck_h5 *h5);
-llmp_status ck_h5_locate(struct ck_h5 *h5, const struct ck_slice *s, uint64_t *file_offset, char *msg, size_t len);
+llmp_status ck_h5_locate(struct ck_h5 *h5, const struct ck_slice *s, uint64_t *file_offset, char *msg,
+			 size_t len);
 /* The datasets in the file, at any depth. */
 llmp_status ck_h5_count_datasets(struct ck_h5 *h5, size_t *n, char *msg, size_t len);
 /*
@@ -225,7 +226,7 @@ struct ck_verify_hooks {
 
 struct ck_verify_totals {
 	size_t tensors, slices, shards; /* as the MANIFEST lists them */
-	uint64_t bytes;     /* slice bytes read and checksummed */
+	uint64_t bytes;                 /* slice bytes read and checksummed */
 	unsigned problems;
 };
 

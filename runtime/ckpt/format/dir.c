@@ -50,7 +50,6 @@ llmp_status ck_fsync_msg(const char *path, char *msg, size_t len)
 	return LLMP_OK;
 }
 
-
 /*
  * N from the digits at name, up to end; false for none, junk, overflow or
  * a leading zero (step-007 is not the directory ck_step_path names for 7).
@@ -75,8 +74,10 @@ enum ck_entry_kind ck_parse_entry_name(const char *name, uint64_t *step)
 	static const struct {
 		const char *suffix;
 		enum ck_entry_kind kind;
-	} kinds[] = {{"", CK_ENTRY_COMPLETE}, {CK_SUFFIX_TMP, CK_ENTRY_TMP}, {CK_SUFFIX_DELETING, CK_ENTRY_DELETING},
-		     {CK_SUFFIX_DAMAGED, CK_ENTRY_DAMAGED}};
+	} kinds[] = { { "", CK_ENTRY_COMPLETE },
+		      { CK_SUFFIX_TMP, CK_ENTRY_TMP },
+		      { CK_SUFFIX_DELETING, CK_ENTRY_DELETING },
+		      { CK_SUFFIX_DAMAGED, CK_ENTRY_DAMAGED } };
 	if (strncmp(name, "step-", 5) != 0)
 		return CK_ENTRY_OTHER;
 	const char *digits = name + 5, *end = digits + strspn(digits, "0123456789");
@@ -161,8 +162,8 @@ llmp_status ck_read_latest(const char *root, uint64_t *step, char *msg, size_t l
 	return LLMP_OK;
 }
 
-llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_name,
-			    const char *text, char *msg, size_t len)
+llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_name, const char *text,
+			    char *msg, size_t len)
 {
 	char tmp[4096], final[4096];
 	snprintf(tmp, sizeof tmp, "%s/%s", dir, tmp_name);

@@ -43,8 +43,8 @@ static llmp_status crc_of_range(int fd, uint64_t offset, uint64_t len, char *buf
 			continue;
 		if (got <= 0)
 			return llmp_fail(LLMP_ERR_IO, msg, msglen, "%s: %s at byte %llu", path,
-				       got < 0 ? strerror(errno) : "the file ends",
-				       (unsigned long long)(offset + done));
+					 got < 0 ? strerror(errno) : "the file ends",
+					 (unsigned long long)(offset + done));
 		*crc = kern_crc32c(*crc, buf, (size_t)got);
 		done += (uint64_t)got;
 	}
@@ -64,9 +64,9 @@ llmp_status ck_file_crc(const char *path, uint64_t *bytes, uint32_t *crc, char *
 		*crc = kern_crc32c(*crc, buf, got);
 		*bytes += got;
 	}
-	llmp_status st = !buf ? llmp_fail(LLMP_ERR_NOMEM, msg, len, "reading %s: out of memory", path)
-		       : ferror(f) ? llmp_fail(LLMP_ERR_IO, msg, len, "reading %s failed", path)
-				   : LLMP_OK;
+	llmp_status st = !buf        ? llmp_fail(LLMP_ERR_NOMEM, msg, len, "reading %s: out of memory", path)
+			 : ferror(f) ? llmp_fail(LLMP_ERR_IO, msg, len, "reading %s failed", path)
+				     : LLMP_OK;
 	free(buf);
 	fclose(f);
 	return st;
@@ -80,12 +80,15 @@ llmp_status ck_file_check(const char *path, uint64_t bytes, uint32_t crc, char *
 	if (st != LLMP_OK)
 		return st;
 	if (got_bytes != bytes)
-		return llmp_fail(LLMP_ERR_IO, msg, len, "%s has %llu bytes, its MANIFEST says %llu%s: the file is damaged",
-			       path, (unsigned long long)got_bytes, (unsigned long long)bytes,
-			       got_bytes < bytes ? " (truncated)" : "");
+		return llmp_fail(LLMP_ERR_IO, msg, len,
+				 "%s has %llu bytes, its MANIFEST says %llu%s: the file is damaged", path,
+				 (unsigned long long)got_bytes, (unsigned long long)bytes,
+				 got_bytes < bytes ? " (truncated)" : "");
 	if (got_crc != crc)
-		return llmp_fail(LLMP_ERR_IO, msg, len, "%s fails its checksum (CRC-32C 0x%08x, its MANIFEST says "
-			       "0x%08x): the file is damaged", path, got_crc, crc);
+		return llmp_fail(LLMP_ERR_IO, msg, len,
+				 "%s fails its checksum (CRC-32C 0x%08x, its MANIFEST says "
+				 "0x%08x): the file is damaged",
+				 path, got_crc, crc);
 	return LLMP_OK;
 }
 
@@ -102,12 +105,14 @@ llmp_status ck_extents_check(struct ck_extent *e, size_t n, uint64_t file_bytes,
 		qsort(e, n, sizeof *e, by_position);
 	for (size_t i = 0; i < n; i++) {
 		if (e[i].at > file_bytes || e[i].bytes > file_bytes - e[i].at)
-			return llmp_fail(LLMP_ERR_IO, msg, len, "%s: a slice of %llu bytes at byte %llu is past the end "
-				       "of its %llu bytes", path, (unsigned long long)e[i].bytes,
-				       (unsigned long long)e[i].at, (unsigned long long)file_bytes);
+			return llmp_fail(LLMP_ERR_IO, msg, len,
+					 "%s: a slice of %llu bytes at byte %llu is past the end "
+					 "of its %llu bytes",
+					 path, (unsigned long long)e[i].bytes, (unsigned long long)e[i].at,
+					 (unsigned long long)file_bytes);
 		if (i > 0 && e[i].at < e[i - 1].at + e[i - 1].bytes)
 			return llmp_fail(LLMP_ERR_IO, msg, len, "%s: two slices overlap at byte %llu", path,
-				       (unsigned long long)e[i].at);
+					 (unsigned long long)e[i].at);
 	}
 	return LLMP_OK;
 }
@@ -147,24 +152,26 @@ llmp_status ck_shard_check(int fd, const char *path, const struct ck_manifest *m
 		return llmp_fail(LLMP_ERR_IO, msg, len, "%s: %s", path, strerror(errno));
 	if ((uint64_t)sb.st_size != bytes)
 		return llmp_fail(LLMP_ERR_IO, msg, len, "%s: %lld bytes, the MANIFEST says %llu%s", path,
-			       (long long)sb.st_size, (unsigned long long)bytes,
-			       (uint64_t)sb.st_size < bytes ? " (truncated)" : "");
+				 (long long)sb.st_size, (unsigned long long)bytes,
+				 (uint64_t)sb.st_size < bytes ? " (truncated)" : "");
 	size_t n = 0;
 	struct ck_extent *e = malloc((m->nslices ? m->nslices : 1) * sizeof *e);
 	if (!e)
 		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "checking %s: out of memory", path);
 	for (size_t i = 0; i < m->nslices; i++)
 		if (m->slices[i].owner == m->shard_ranks[k])
-			e[n++] = (struct ck_extent){.at = m->slices[i].at, .bytes = ck_bytes(&m->slices[i]),
-						    .crc = m->slices[i].crc};
+			e[n++] = (struct ck_extent){ .at = m->slices[i].at,
+						     .bytes = ck_bytes(&m->slices[i]),
+						     .crc = m->slices[i].crc };
 	uint32_t crc;
 	llmp_status st = ck_extents_check(e, n, bytes, path, msg, len);
 	if (st == LLMP_OK)
 		st = ck_crc_around(fd, bytes, e, n, path, &crc, msg, len);
 	if (st == LLMP_OK && crc != m->shard_crcs[k])
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: its bytes outside the tensors (HDF5's metadata) are damaged: "
-			     "they do not give the file's CRC-32C in its MANIFEST (0x%08x against 0x%08x)", path, crc,
-			     m->shard_crcs[k]);
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: its bytes outside the tensors (HDF5's metadata) are damaged: "
+			       "they do not give the file's CRC-32C in its MANIFEST (0x%08x against 0x%08x)",
+			       path, crc, m->shard_crcs[k]);
 	free(e);
 	return st;
 }

@@ -64,7 +64,6 @@ static bool same_extent(hid_t space, unsigned ndim, const uint64_t *dims)
 	return true;
 }
 
-
 struct ck_h5 {
 	hid_t file;
 	char path[4200];
@@ -77,11 +76,13 @@ llmp_status ck_h5_open(const char *path, struct ck_h5 **out, char *msg, size_t l
 	if (!h5)
 		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "opening %s: out of memory", path);
 	snprintf(h5->path, sizeof h5->path, "%s", path);
-	H5E_BEGIN_TRY {
+	H5E_BEGIN_TRY
+	{
 		hid_t fapl = ck_h5_file_access(0);
 		h5->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
 		H5Pclose(fapl);
-	} H5E_END_TRY;
+	}
+	H5E_END_TRY;
 	if (h5->file < 0) {
 		free(h5);
 		return llmp_fail(LLMP_ERR_IO, msg, len, "%s: cannot open it as HDF5", path);
@@ -94,9 +95,11 @@ void ck_h5_close(struct ck_h5 *h5)
 {
 	if (!h5)
 		return;
-	H5E_BEGIN_TRY {
+	H5E_BEGIN_TRY
+	{
 		H5Fclose(h5->file);
-	} H5E_END_TRY;
+	}
+	H5E_END_TRY;
 	free(h5);
 }
 
@@ -111,8 +114,8 @@ static bool same_type(hid_t dset, llmp_dtype dtype)
 	return same;
 }
 
-static llmp_status locate(struct ck_h5 *h5, hid_t dset, const struct ck_slice *s, uint64_t *offset,
-			  char *msg, size_t len)
+static llmp_status locate(struct ck_h5 *h5, hid_t dset, const struct ck_slice *s, uint64_t *offset, char *msg,
+			  size_t len)
 {
 	const char *path = h5->path, *name = s->name;
 	hid_t space = H5Dget_space(dset), dcpl = H5Dget_create_plist(dset);
@@ -120,14 +123,16 @@ static llmp_status locate(struct ck_h5 *h5, hid_t dset, const struct ck_slice *s
 	haddr_t where = H5Dget_offset(dset);
 	llmp_status st = LLMP_OK;
 	if (!same_extent(space, s->ndim, s->shape))
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: another shape than its MANIFEST says", path,
-			     name);
+		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: another shape than its MANIFEST says",
+			       path, name);
 	else if (!same_type(dset, (llmp_dtype)s->dtype))
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: stored with another type than its MANIFEST's %s",
-			     path, name, llmp_dtype_name((llmp_dtype)s->dtype));
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: tensor %s: stored with another type than its MANIFEST's %s", path, name,
+			       llmp_dtype_name((llmp_dtype)s->dtype));
 	else if (!contiguous || where == HADDR_UNDEF || H5Dget_storage_size(dset) != ck_bytes(s))
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: not stored as one contiguous block of %llu bytes",
-			     path, name, (unsigned long long)ck_bytes(s));
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: tensor %s: not stored as one contiguous block of %llu bytes", path, name,
+			       (unsigned long long)ck_bytes(s));
 	else
 		*offset = (uint64_t)where;
 	if (dcpl >= 0)
@@ -137,18 +142,22 @@ static llmp_status locate(struct ck_h5 *h5, hid_t dset, const struct ck_slice *s
 	return st;
 }
 
-llmp_status ck_h5_locate(struct ck_h5 *h5, const struct ck_slice *s, uint64_t *file_offset, char *msg, size_t len)
+llmp_status ck_h5_locate(struct ck_h5 *h5, const struct ck_slice *s, uint64_t *file_offset, char *msg,
+			 size_t len)
 {
 	llmp_status st;
-	H5E_BEGIN_TRY {
+	H5E_BEGIN_TRY
+	{
 		hid_t dset = H5Dopen2(h5->file, s->name, H5P_DEFAULT);
 		if (dset < 0) {
-			st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: no such dataset", h5->path, s->name);
+			st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: no such dataset", h5->path,
+				       s->name);
 		} else {
 			st = locate(h5, dset, s, file_offset, msg, len);
 			H5Dclose(dset);
 		}
-	} H5E_END_TRY;
+	}
+	H5E_END_TRY;
 	return st;
 }
 
@@ -165,9 +174,11 @@ llmp_status ck_h5_count_datasets(struct ck_h5 *h5, size_t *n, char *msg, size_t 
 {
 	herr_t rc;
 	*n = 0;
-	H5E_BEGIN_TRY {
+	H5E_BEGIN_TRY
+	{
 		rc = H5Ovisit(h5->file, H5_INDEX_NAME, H5_ITER_NATIVE, count_dataset, n);
-	} H5E_END_TRY;
+	}
+	H5E_END_TRY;
 	return rc < 0 ? llmp_fail(LLMP_ERR_IO, msg, len, "%s: cannot list its datasets", h5->path) : LLMP_OK;
 }
 
@@ -218,17 +229,23 @@ static llmp_status check_mapping(const struct ck_h5 *h5, hid_t dcpl, size_t i, c
 		ck_shard_path(NULL, s[k].owner, want, sizeof want);
 	llmp_status st = LLMP_OK;
 	if (k == n)
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: virtual mapping %zu fills a region that is no "
-			     "slice of its MANIFEST", path, name, i);
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: tensor %s: virtual mapping %zu fills a region that is no "
+			       "slice of its MANIFEST",
+			       path, name, i);
 	else if (mapped[k])
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: mapping %zu fills a slice another mapping "
-			     "fills too", path, name, i);
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: tensor %s: mapping %zu fills a slice another mapping fills too", path,
+			       name, i);
 	else if (strcmp(file, want) != 0 || strcmp(dset, name) != 0)
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: mapping %zu reads %s:%s, its MANIFEST says %s:%s",
-			     path, name, i, file, dset, want, name);
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: tensor %s: mapping %zu reads %s:%s, its MANIFEST says %s:%s", path, name,
+			       i, file, dset, want, name);
 	else if (!whole_source(sspace, &s[k]))
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: mapping %zu reads a part of its source, or "
-			     "one of another shape than its slice", path, name, i);
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: tensor %s: mapping %zu reads a part of its source, or "
+			       "one of another shape than its slice",
+			       path, name, i);
 	else
 		mapped[k] = true;
 	if (vspace >= 0)
@@ -251,14 +268,15 @@ static llmp_status check_virtual(struct ck_h5 *h5, hid_t dset, const struct ck_s
 	else if (dcpl < 0 || H5Pget_layout(dcpl) != H5D_VIRTUAL || H5Pget_virtual_count(dcpl, &count) < 0)
 		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: not a virtual dataset", path, name);
 	else if (!same_extent(space, s->ndim, s->global))
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: another global shape than its MANIFEST says",
-			     path, name);
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: tensor %s: another global shape than its MANIFEST says", path, name);
 	else if (!same_type(dset, (llmp_dtype)s->dtype))
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: another type than its MANIFEST's %s", path, name,
-			     llmp_dtype_name((llmp_dtype)s->dtype));
+		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: another type than its MANIFEST's %s",
+			       path, name, llmp_dtype_name((llmp_dtype)s->dtype));
 	else if (count != n)
-		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: %zu virtual mappings for the %zu slices of its "
-			     "MANIFEST", path, name, count, n);
+		st = llmp_fail(LLMP_ERR_IO, msg, len,
+			       "%s: tensor %s: %zu virtual mappings for the %zu slices of its MANIFEST", path,
+			       name, count, n);
 	/* As many mappings as slices, each filling another slice: every slice is mapped. */
 	for (size_t i = 0; st == LLMP_OK && i < count; i++)
 		st = check_mapping(h5, dcpl, i, s, n, mapped, msg, len);
@@ -273,14 +291,17 @@ static llmp_status check_virtual(struct ck_h5 *h5, hid_t dset, const struct ck_s
 llmp_status ck_h5_check_virtual(struct ck_h5 *h5, const struct ck_slice *s, size_t n, char *msg, size_t len)
 {
 	llmp_status st;
-	H5E_BEGIN_TRY {
+	H5E_BEGIN_TRY
+	{
 		hid_t dset = H5Dopen2(h5->file, s->name, H5P_DEFAULT);
 		if (dset < 0) {
-			st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: no such dataset", h5->path, s->name);
+			st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: no such dataset", h5->path,
+				       s->name);
 		} else {
 			st = check_virtual(h5, dset, s, n, msg, len);
 			H5Dclose(dset);
 		}
-	} H5E_END_TRY;
+	}
+	H5E_END_TRY;
 	return st;
 }

@@ -66,7 +66,8 @@ static bool parse_number(const char *tok, int base, uint64_t max, uint64_t *out)
 	if (base == 16 && strncmp(tok, "0x", 2) != 0)
 		return false;
 	const char *digits = base == 16 ? tok + 2 : tok;
-	if (!*digits || strspn(digits, base == 16 ? "0123456789abcdefABCDEF" : "0123456789") != strlen(digits))
+	if (!*digits ||
+	    strspn(digits, base == 16 ? "0123456789abcdefABCDEF" : "0123456789") != strlen(digits))
 		return false;
 	errno = 0;
 	unsigned long long v = strtoull(digits, NULL, base);
@@ -107,7 +108,7 @@ static bool parse_slice(char *rest, struct ck_slice *s)
 		return false;
 	s->dtype = (uint32_t)dtype;
 	s->ndim = (uint32_t)v;
-	uint64_t *parts[3] = {s->global, s->offset, s->shape};
+	uint64_t *parts[3] = { s->global, s->offset, s->shape };
 	for (int p = 0; p < 3; p++)
 		for (unsigned d = 0; d < s->ndim; d++)
 			if (!next_number(&save, 10, UINT64_MAX, &parts[p][d]))
@@ -161,7 +162,7 @@ enum {
 	LINE_INDEX = 1 << 4,
 	LINES_REQUIRED = (1 << 5) - 1,
 };
-static const char *const required_names[] = {"step", "world", "layout", "meta", "index"};
+static const char *const required_names[] = { "step", "world", "layout", "meta", "index" };
 
 /* One line after the first, with its first word split off; false when it is not a MANIFEST line. */
 static bool parse_line(char *line, char *rest, struct ck_manifest *m, unsigned *seen)
@@ -175,21 +176,16 @@ static bool parse_line(char *line, char *rest, struct ck_manifest *m, unsigned *
 		return false;
 	*seen |= once;
 	switch (once) {
-	case LINE_STEP:
-		return parse_number(rest, 10, UINT64_MAX, &m->step);
+	case LINE_STEP: return parse_number(rest, 10, UINT64_MAX, &m->step);
 	case LINE_WORLD: {
 		bool ok = parse_number(rest, 10, UINT32_MAX, &v) && v > 0;
 		m->world = (uint32_t)v;
 		return ok;
 	}
-	case LINE_LAYOUT:
-		return snprintf(m->layout, sizeof m->layout, "%s", rest) < (int)sizeof m->layout;
-	case LINE_META:
-		return parse_file(rest, &m->meta_bytes, &m->meta_crc);
-	case LINE_INDEX:
-		return parse_file(rest, &m->index_bytes, &m->index_crc);
-	default:
-		break;
+	case LINE_LAYOUT: return snprintf(m->layout, sizeof m->layout, "%s", rest) < (int)sizeof m->layout;
+	case LINE_META: return parse_file(rest, &m->meta_bytes, &m->meta_crc);
+	case LINE_INDEX: return parse_file(rest, &m->index_bytes, &m->index_crc);
+	default: break;
 	}
 	if (strcmp(line, "shard") == 0)
 		return parse_shard(rest, m);
@@ -224,7 +220,7 @@ static llmp_status read_whole(const char *path, char **text, size_t *n, char *ms
 		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: %s", path, strerror(errno));
 	else if ((uint64_t)sb.st_size > MANIFEST_MAX_BYTES)
 		st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: %lld bytes, too large for a MANIFEST", path,
-			     (long long)sb.st_size);
+			       (long long)sb.st_size);
 	else if (!(*text = malloc((size_t)sb.st_size + 1)))
 		st = llmp_fail(LLMP_ERR_NOMEM, msg, len, "reading %s: out of memory", path);
 	if (st == LLMP_OK) {
@@ -258,11 +254,13 @@ static llmp_status unsealed(const char *path, const char *text, size_t n, char *
 {
 	int version = first_line_version(text, n);
 	if (version > 0 && version != CK_FORMAT_VERSION)
-		return llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "%s: format version %d; this llmp reads version %d "
-			       "only%s", path, version, CK_FORMAT_VERSION,
-			       version < CK_FORMAT_VERSION ? " (older versions have no checksums of their HDF5 "
-							     "files: load it with the llmp that saved it, then save it again)"
-							   : "");
+		return llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len,
+				 "%s: format version %d; this llmp reads version %d only%s", path, version,
+				 CK_FORMAT_VERSION,
+				 version < CK_FORMAT_VERSION
+					 ? " (older versions have no checksums of their HDF5 "
+					   "files: load it with the llmp that saved it, then save it again)"
+					 : "");
 	/* One pass over the lines (a long damaged MANIFEST must not cost a scan per line). */
 	const char *p = text, *stop = text + n;
 	for (unsigned i = 1; p < stop; i++) {
@@ -270,10 +268,13 @@ static llmp_status unsealed(const char *path, const char *text, size_t n, char *
 		size_t linelen = (size_t)((nl ? nl : stop) - p);
 		bool end = (linelen == 3 || (linelen > 3 && p[3] == ' ')) && memcmp(p, "end", 3) == 0;
 		if (end && nl && nl + 1 < stop)
-			return llmp_fail(LLMP_ERR_IO, msg, len, "%s: text after 'end' at line %u", path, i + 1);
+			return llmp_fail(LLMP_ERR_IO, msg, len, "%s: text after 'end' at line %u", path,
+					 i + 1);
 		if (end && nl) /* the last line, whole, but not a good end line */
-			return llmp_fail(LLMP_ERR_IO, msg, len, "%s: malformed at line %u (the end line is 'end 0x' and "
-				       "the CRC-32C of the text before it, 8 hex digits)", path, i);
+			return llmp_fail(LLMP_ERR_IO, msg, len,
+					 "%s: malformed at line %u (the end line is 'end 0x' and "
+					 "the CRC-32C of the text before it, 8 hex digits)",
+					 path, i);
 		p = nl ? nl + 1 : stop;
 	}
 	return llmp_fail(LLMP_ERR_IO, msg, len, "%s: truncated (no 'end')", path);
@@ -283,7 +284,8 @@ static llmp_status unsealed(const char *path, const char *text, size_t n, char *
  * The end line, "end 0x" and 8 hex digits, last in the file: *body is the
  * length of what it covers, checked against its CRC.
  */
-static llmp_status check_seal(const char *path, const char *text, size_t n, size_t *body, char *msg, size_t len)
+static llmp_status check_seal(const char *path, const char *text, size_t n, size_t *body, char *msg,
+			      size_t len)
 {
 	static const char end[] = "end 0x";
 	const size_t sealen = sizeof end - 1 + 8 + 1;
@@ -299,8 +301,10 @@ static llmp_status check_seal(const char *path, const char *text, size_t n, size
 	*body = n - sealen;
 	uint32_t got = kern_crc32c(0, text, *body);
 	if (got != (uint32_t)want)
-		return llmp_fail(LLMP_ERR_IO, msg, len, "%s fails its checksum (CRC-32C 0x%08x of its text, its end line "
-			       "says 0x%08x): the file is damaged", path, got, (uint32_t)want);
+		return llmp_fail(LLMP_ERR_IO, msg, len,
+				 "%s fails its checksum (CRC-32C 0x%08x of its text, its end line "
+				 "says 0x%08x): the file is damaged",
+				 path, got, (uint32_t)want);
 	return LLMP_OK;
 }
 
@@ -310,13 +314,15 @@ static llmp_status parse_body(const char *path, char *text, size_t body, struct 
 {
 	int version = first_line_version(text, body);
 	if (version != CK_FORMAT_VERSION)
-		return version > 0 ? llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "%s: format version %d; this llmp "
-					     "reads version %d only", path, version, CK_FORMAT_VERSION)
+		return version > 0 ? llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len,
+					       "%s: format version %d; this llmp reads version %d only", path,
+					       version, CK_FORMAT_VERSION)
 				   : llmp_fail(LLMP_ERR_IO, msg, len, "%s: malformed at line 1", path);
 	unsigned lineno = 1, seen = 0;
 	char *p = (char *)memchr(text, '\n', body) + 1, *end = text + body;
 	while (p < end) {
-		char *nl = memchr(p, '\n', (size_t)(end - p)); /* the body ends with a newline: there is one */
+		char *nl = memchr(p, '\n',
+				  (size_t)(end - p)); /* the body ends with a newline: there is one */
 		char *next = nl + 1;
 		lineno++;
 		*nl = '\0';

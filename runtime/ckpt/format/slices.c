@@ -54,8 +54,10 @@ llmp_status ck_validate_slices(const struct ck_slice *all, size_t n, size_t *cul
 			for (unsigned d = 0; shape_ok && d < t->ndim; d++)
 				shape_ok = s->global[d] == t->global[d];
 			if (!shape_ok) {
-				snprintf(msg, len, "tensor %s: the slice of rank %u has another dtype or global "
-					 "shape than that of rank %u", t->name, s->rank, t->rank);
+				snprintf(msg, len,
+					 "tensor %s: the slice of rank %u has another dtype or global "
+					 "shape than that of rank %u",
+					 t->name, s->rank, t->rank);
 				return LLMP_ERR_MISMATCH;
 			}
 			if (s->owner != s->rank)
@@ -63,8 +65,10 @@ llmp_status ck_validate_slices(const struct ck_slice *all, size_t n, size_t *cul
 			covered += ck_volume(s);
 			for (size_t j = first; j < i; j++)
 				if (all[j].owner == all[j].rank && ck_intersects(&all[j], s)) {
-					snprintf(msg, len, "tensor %s: the slices of ranks %u and %u overlap "
-						 "without being equal", t->name, all[j].rank, s->rank);
+					snprintf(msg, len,
+						 "tensor %s: the slices of ranks %u and %u overlap "
+						 "without being equal",
+						 t->name, all[j].rank, s->rank);
 					return LLMP_ERR_MISMATCH;
 				}
 		}

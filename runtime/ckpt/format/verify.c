@@ -110,14 +110,14 @@ static void check_manifest(struct verifier *v, uint64_t step)
 	size_t culprit;
 	unsigned long world = layout_world(m->layout);
 	if (m->step != step)
-		problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": says step %llu, in directory step-%llu", v->dir,
-			 (unsigned long long)m->step, (unsigned long long)step);
+		problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": says step %llu, in directory step-%llu",
+			 v->dir, (unsigned long long)m->step, (unsigned long long)step);
 	if (world && world != m->world)
-		problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": world %u, its layout says world=%lu", v->dir,
-			 m->world, world);
+		problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": world %u, its layout says world=%lu",
+			 v->dir, m->world, world);
 	if (m->nshards && m->shard_ranks[m->nshards - 1] >= m->world) /* ranks increase */
-		problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": a shard of rank %u in a world of %u", v->dir,
-			 m->shard_ranks[m->nshards - 1], m->world);
+		problemf(v, CK_MANIFEST, NULL, "%s/" CK_MANIFEST ": a shard of rank %u in a world of %u",
+			 v->dir, m->shard_ranks[m->nshards - 1], m->world);
 	if (ck_validate_slices(m->slices, m->nslices, &culprit, text, sizeof text) != LLMP_OK)
 		problemf(v, CK_MANIFEST, m->slices[culprit].name, "%s/" CK_MANIFEST ": %s", v->dir, text);
 	for (size_t i = 0; i < m->nslices; i++) {
@@ -125,8 +125,10 @@ static void check_manifest(struct verifier *v, uint64_t step)
 		if (i > 0 && v->owned[i - 1].owner == s->owner)
 			continue;
 		if (ck_manifest_shard(m, s->owner) == m->nshards)
-			problemf(v, CK_MANIFEST, s->name, "%s/" CK_MANIFEST ": tensor %s: a slice is in the shard of "
-				 "rank %u, which it does not list", v->dir, s->name, s->owner);
+			problemf(v, CK_MANIFEST, s->name,
+				 "%s/" CK_MANIFEST ": tensor %s: a slice is in the shard of "
+				 "rank %u, which it does not list",
+				 v->dir, s->name, s->owner);
 	}
 }
 
@@ -139,9 +141,9 @@ static bool crc_of_range(struct verifier *v, int fd, uint64_t offset, uint64_t l
 		size_t want = len - done < CHUNK_BYTES ? (size_t)(len - done) : CHUNK_BYTES;
 		ssize_t got = pread(fd, v->buf, want, (off_t)(offset + done));
 		if (got <= 0) {
-			problemf(v, file, s->name, "%s: tensor %s: %s after %llu of its %llu bytes", path, s->name,
-				 got < 0 ? strerror(errno) : "the file ends", (unsigned long long)done,
-				 (unsigned long long)len);
+			problemf(v, file, s->name, "%s: tensor %s: %s after %llu of its %llu bytes", path,
+				 s->name, got < 0 ? strerror(errno) : "the file ends",
+				 (unsigned long long)done, (unsigned long long)len);
 			return false;
 		}
 		*crc = kern_crc32c(*crc, v->buf, (size_t)got);
@@ -159,8 +161,10 @@ static bool check_slice_bytes(struct verifier *v, int fd, const char *path, cons
 	if (!crc_of_range(v, fd, s->at, ck_bytes(s), path, file, s, crc))
 		return false;
 	if (*crc != s->crc)
-		problemf(v, file, s->name, "%s: tensor %s: CRC-32C 0x%08x of its bytes, the MANIFEST says 0x%08x: "
-			 "the data does not match its MANIFEST", path, s->name, *crc, s->crc);
+		problemf(v, file, s->name,
+			 "%s: tensor %s: CRC-32C 0x%08x of its bytes, the MANIFEST says 0x%08x: "
+			 "the data does not match its MANIFEST",
+			 path, s->name, *crc, s->crc);
 	return true;
 }
 
@@ -192,8 +196,10 @@ static bool check_outside_slices(struct verifier *v, int fd, size_t k, struct ck
 	}
 	if (crc == m->shard_crcs[k])
 		return true; /* only slices are damaged, and each was reported */
-	problemf(v, file, NULL, "%s: its bytes outside the tensors (HDF5's metadata) are damaged: they do not give "
-		 "the file's CRC-32C in its MANIFEST, 0x%08x", path, m->shard_crcs[k]);
+	problemf(v, file, NULL,
+		 "%s: its bytes outside the tensors (HDF5's metadata) are damaged: they do not give "
+		 "the file's CRC-32C in its MANIFEST, 0x%08x",
+		 path, m->shard_crcs[k]);
 	return false;
 }
 
@@ -211,15 +217,17 @@ static void check_shard_hdf5(struct verifier *v, const char *path, const char *f
 	if (ck_h5_count_datasets(h5, &datasets, v->msg, sizeof v->msg) != LLMP_OK)
 		problem(v, file, NULL, v->msg);
 	else if (datasets != owned)
-		problemf(v, file, NULL, "%s: %zu datasets, the MANIFEST lists %zu slices in it", path, datasets,
-			 owned);
+		problemf(v, file, NULL, "%s: %zu datasets, the MANIFEST lists %zu slices in it", path,
+			 datasets, owned);
 	for (size_t i = first; i < end; i++) {
 		const struct ck_slice *s = &m->slices[v->owned[i].slice];
 		if (ck_h5_locate(h5, s, &offset, v->msg, sizeof v->msg) != LLMP_OK)
 			problem(v, file, s->name, v->msg);
 		else if (offset != s->at)
-			problemf(v, file, s->name, "%s: tensor %s: its dataset's bytes are at byte %llu, the MANIFEST "
-				 "says %llu", path, s->name, (unsigned long long)offset, (unsigned long long)s->at);
+			problemf(v, file, s->name,
+				 "%s: tensor %s: its dataset's bytes are at byte %llu, the MANIFEST "
+				 "says %llu",
+				 path, s->name, (unsigned long long)offset, (unsigned long long)s->at);
 	}
 	ck_h5_close(h5);
 }
@@ -242,19 +250,22 @@ static void check_shard(struct verifier *v, size_t k)
 	}
 	bool whole = (uint64_t)sb.st_size == m->shard_bytes[k];
 	if (!whole)
-		problemf(v, file, NULL, "%s: %lld bytes, the MANIFEST says %llu%s", path, (long long)sb.st_size,
-			 (unsigned long long)m->shard_bytes[k],
+		problemf(v, file, NULL, "%s: %lld bytes, the MANIFEST says %llu%s", path,
+			 (long long)sb.st_size, (unsigned long long)m->shard_bytes[k],
 			 (uint64_t)sb.st_size < m->shard_bytes[k] ? " (truncated)" : "");
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct ck_extent *listed = malloc((end - first + 1) * sizeof *listed);
 	struct ck_extent *as_read = malloc((end - first + 1) * sizeof *as_read);
 	if (fd < 0 || !listed || !as_read) {
-		problemf(v, file, NULL, "%s: %s", path, fd < 0 ? strerror(errno) : "out of memory to check it");
+		problemf(v, file, NULL, "%s: %s", path,
+			 fd < 0 ? strerror(errno) : "out of memory to check it");
 	} else {
 		/* Each slice's own bytes even when the rest is damaged: they say which tensors survive. */
 		for (size_t i = first; i < end; i++) {
 			const struct ck_slice *s = &m->slices[v->owned[i].slice];
-			listed[i - first] = (struct ck_extent){.at = s->at, .bytes = ck_bytes(s), .crc = s->crc};
+			listed[i - first] = (struct ck_extent){ .at = s->at,
+								.bytes = ck_bytes(s),
+								.crc = s->crc };
 			as_read[i - first] = listed[i - first];
 			whole &= check_slice_bytes(v, fd, path, file, s, &as_read[i - first].crc);
 		}
@@ -284,10 +295,11 @@ static void check_index(struct verifier *v)
 	if (ck_h5_count_datasets(h5, &datasets, v->msg, sizeof v->msg) != LLMP_OK) {
 		problem(v, CK_INDEX, NULL, v->msg);
 	} else if (datasets != tensors)
-		problemf(v, CK_INDEX, NULL, "%s: %zu datasets, the MANIFEST lists %zu tensors", path, datasets,
-			 tensors);
+		problemf(v, CK_INDEX, NULL, "%s: %zu datasets, the MANIFEST lists %zu tensors", path,
+			 datasets, tensors);
 	for (size_t first = 0, end; first < m->nslices; first = end) {
-		for (end = first; end < m->nslices && strcmp(m->slices[end].name, m->slices[first].name) == 0; end++)
+		for (end = first; end < m->nslices && strcmp(m->slices[end].name, m->slices[first].name) == 0;
+		     end++)
 			;
 		if (ck_h5_check_virtual(h5, &m->slices[first], end - first, v->msg, sizeof v->msg) != LLMP_OK)
 			problem(v, CK_INDEX, m->slices[first].name, v->msg);
@@ -315,16 +327,18 @@ static void check_meta(struct verifier *v)
 	}
 	fclose(f);
 	if (total != m->meta_bytes || crc != m->meta_crc)
-		problemf(v, CK_META, NULL, "%s: %llu bytes with CRC-32C 0x%08x, the MANIFEST says %llu bytes "
-			 "with 0x%08x", path, (unsigned long long)total, crc, (unsigned long long)m->meta_bytes,
-			 m->meta_crc);
+		problemf(v, CK_META, NULL,
+			 "%s: %llu bytes with CRC-32C 0x%08x, the MANIFEST says %llu bytes with 0x%08x", path,
+			 (unsigned long long)total, crc, (unsigned long long)m->meta_bytes, m->meta_crc);
 }
 
 llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verify_hooks *hooks,
 			   struct ck_verify_totals *totals, char *msg, size_t len)
 {
 	struct ck_manifest m;
-	struct verifier v = {.dir = dir, .hooks = hooks, .totals = totals, .m = &m, .first = msg, .firstlen = len};
+	struct verifier v = {
+		.dir = dir, .hooks = hooks, .totals = totals, .m = &m, .first = msg, .firstlen = len
+	};
 	char path[4200];
 	memset(totals, 0, sizeof *totals);
 	snprintf(path, sizeof path, "%s/" CK_MANIFEST, dir);
@@ -345,7 +359,7 @@ llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verif
 	totals->shards = m.nshards;
 	for (size_t i = 0; i < m.nslices; i++) {
 		v.total_bytes += ck_bytes(&m.slices[i]);
-		v.owned[i] = (struct owned){.owner = m.slices[i].owner, .slice = i};
+		v.owned[i] = (struct owned){ .owner = m.slices[i].owner, .slice = i };
 	}
 	if (m.nslices)
 		qsort(v.owned, m.nslices, sizeof *v.owned, compare_owned);
