@@ -37,7 +37,7 @@ enum plugin_gpu_choice plugin_gpu_pick(const char *visible, uint32_t local_rank,
 	if (n == 1)
 		return PLUGIN_GPU_ALREADY_BOUND;
 	if (n < local_tasks || !pick || picklen >= gpulen)
-		return LLMP_GPU_TOO_FEW;
+		return PLUGIN_GPU_TOO_FEW;
 	memcpy(gpu, pick, picklen);
 	gpu[picklen] = '\0';
 	return PLUGIN_GPU_BOUND;

@@ -12,7 +12,7 @@ enum plugin_gpu_choice {
 	PLUGIN_GPU_NONE,          /* the step has no GPUs: nothing to do */
 	PLUGIN_GPU_ALREADY_BOUND, /* the task sees one GPU already (--gpus-per-task, --gpu-bind) */
 	PLUGIN_GPU_BOUND,         /* *gpu holds this task's GPU */
-	LLMP_GPU_TOO_FEW          /* fewer GPUs than local tasks: left unbound */
+	PLUGIN_GPU_TOO_FEW        /* fewer GPUs than local tasks: left unbound */
 };
 
 /*

@@ -31,21 +31,21 @@ enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *
 	*spec = site->defaults;
 	if (env_text) {
 		if (parse_layer(LLMP_ENV_PARALLEL, env_text, &layer, msg, msglen))
-			return LLMP_INVALID;
+			return PLUGIN_INVALID;
 		llmp_spec_overlay(spec, &layer);
 	}
 	if (option_text) {
 		if (parse_layer("--llm-parallel", option_text, &layer, msg, msglen))
-			return LLMP_INVALID;
+			return PLUGIN_INVALID;
 		llmp_spec_overlay(spec, &layer);
 	}
 	if (spec->help)
 		return PLUGIN_HELP;
 	if (llmp_spec_check(spec, why, sizeof why) != LLMP_OK) {
 		snprintf(msg, msglen, "--llm-parallel: %s", why);
-		return LLMP_INVALID;
+		return PLUGIN_INVALID;
 	}
 	if (plugin_site_check(site, spec, msg, msglen) < 0)
-		return LLMP_INVALID;
+		return PLUGIN_INVALID;
 	return PLUGIN_ACTIVE;
 }

@@ -21,7 +21,7 @@ enum plugin_resolved {
 	PLUGIN_INACTIVE, /* neither the option nor the variable: leave the job alone */
 	PLUGIN_ACTIVE,   /* *spec holds the checked layout */
 	PLUGIN_HELP,     /* the user asked for the grammar */
-	LLMP_INVALID     /* msg says which source and what is wrong */
+	PLUGIN_INVALID   /* msg says which source and what is wrong */
 };
 
 /* wanted: active even when neither source gives a layout. */

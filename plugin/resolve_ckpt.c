@@ -31,19 +31,19 @@ enum plugin_resolved plugin_resolve_ckpt(const struct plugin_site *site, const c
 	*spec = site->ckpt_defaults;
 	if (env_text) {
 		if (parse_layer(LLMP_ENV_CHECKPOINT, env_text, &layer, msg, msglen))
-			return LLMP_INVALID;
+			return PLUGIN_INVALID;
 		llmp_ckpt_spec_overlay(spec, &layer);
 	}
 	if (option_text) {
 		if (parse_layer("--llm-checkpoint", option_text, &layer, msg, msglen))
-			return LLMP_INVALID;
+			return PLUGIN_INVALID;
 		llmp_ckpt_spec_overlay(spec, &layer);
 	}
 	if (spec->help)
 		return PLUGIN_HELP;
 	if (llmp_ckpt_spec_check(spec, why, sizeof why) != LLMP_OK) {
 		snprintf(msg, msglen, "--llm-checkpoint: %s", why);
-		return LLMP_INVALID;
+		return PLUGIN_INVALID;
 	}
 	return PLUGIN_ACTIVE;
 }

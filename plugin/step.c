@@ -103,7 +103,7 @@ static int read_restart_count(spank_t sp, uint32_t *count, char *msg, size_t msg
 /*
  * The checkpoint spec from the site, LLMP_CHECKPOINT and the option. Help is
  * invalid here: it is answered at submission. Returns PLUGIN_ACTIVE,
- * PLUGIN_INACTIVE, or LLMP_INVALID with msg saying why.
+ * PLUGIN_INACTIVE, or PLUGIN_INVALID with msg saying why.
  */
 static enum plugin_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spec, char *msg, size_t msglen)
 {
@@ -114,12 +114,12 @@ static enum plugin_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spe
 	if (step_env_whole(sp, LLMP_ENV_CHECKPOINT, env, sizeof env, &env_text) < 0) {
 		snprintf(msg, msglen, LLMP_ENV_CHECKPOINT ": checkpoint spec is longer than %d characters",
 			 LLMP_CKPT_SPEC_MAX_LEN);
-		return LLMP_INVALID;
+		return PLUGIN_INVALID;
 	}
 	enum plugin_resolved r = plugin_resolve_ckpt(&c->site, env_text, c->ckpt_option, spec, msg, msglen);
 	if (r == PLUGIN_HELP) {
 		snprintf(msg, msglen, "--llm-checkpoint: 'help' is answered at submission, not inside a job");
-		return LLMP_INVALID;
+		return PLUGIN_INVALID;
 	}
 	return r;
 }
@@ -167,7 +167,7 @@ static int prepare_normal_step(spank_t sp)
 	case PLUGIN_INACTIVE: break;
 	case PLUGIN_ACTIVE: c->ckpt_active = true; break;
 	case PLUGIN_HELP:
-	case LLMP_INVALID: c->active = true; return fail_step("%s", msg);
+	case PLUGIN_INVALID: c->active = true; return fail_step("%s", msg);
 	}
 	if (step_env_whole(sp, LLMP_ENV_PARALLEL, env, sizeof env, &env_text) < 0) {
 		c->active = true;
@@ -179,7 +179,7 @@ static int prepare_normal_step(spank_t sp)
 	case PLUGIN_HELP:
 		c->active = true;
 		return fail_step("'help' is answered at submission, not inside a job");
-	case LLMP_INVALID: c->active = true; return fail_step("%s", msg);
+	case PLUGIN_INVALID: c->active = true; return fail_step("%s", msg);
 	case PLUGIN_ACTIVE: break;
 	}
 	c->active = true;
@@ -219,7 +219,7 @@ static int bind_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks)
 		if (spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS)
 			return -1;
 		break;
-	case LLMP_GPU_TOO_FEW:
+	case PLUGIN_GPU_TOO_FEW:
 		if (local_rank == 0)
 			plugin_task_message("warning: %u tasks on this node but %u GPUs in the "
 					    "step; GPUs left unbound (use --gpus-per-node=%u, "
@@ -257,7 +257,7 @@ static int batch_task(spank_t sp)
 	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof msg)) {
 	case PLUGIN_INACTIVE: return 0;
 	case PLUGIN_HELP:
-	case LLMP_INVALID:
+	case PLUGIN_INVALID:
 		plugin_task_message("warning: %s; the batch script gets no checkpoint variables", msg);
 		return 0;
 	case PLUGIN_ACTIVE: break;

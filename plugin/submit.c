@@ -29,7 +29,7 @@ static int answer(enum plugin_resolved resolved, const char *grammar, const char
 	switch (resolved) {
 	case PLUGIN_INACTIVE: return 0;
 	case PLUGIN_HELP: fputs(grammar, stdout); exit(0);
-	case LLMP_INVALID: plugin_user_message("%s", msg); return -1;
+	case PLUGIN_INVALID: plugin_user_message("%s", msg); return -1;
 	case PLUGIN_ACTIVE: break;
 	}
 	*active = true;

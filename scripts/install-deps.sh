@@ -13,7 +13,7 @@ packages=(
 	# build
 	build-essential autoconf automake libtool pkg-config
 	# test framework and tools
-	libcmocka-dev bats valgrind clang libclang-rt-dev python3
+	libcmocka-dev bats valgrind clang libclang-rt-dev clang-format python3
 	# Open MPI's mpirun: a second PMIx launcher the example's tests start ranks with
 	openmpi-bin
 	# Slurm 22.05 with the SPANK header, munge for its authentication

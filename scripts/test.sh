@@ -7,7 +7,8 @@
 #      tests again, built with ASan + UBSan,
 #   4. the unit tests under valgrind,
 #   5. a short libFuzzer run of the layout parser (FUZZ_SECONDS, default 60),
-#   6. `make distcheck`.
+#   6. the C sources formatted as .clang-format says (scripts/format.sh --check),
+#   7. `make distcheck`.
 # Every stage runs even if an earlier one failed; the last line is the total,
 # "N passed, N failed, N skipped", and the exit status is 1 if anything failed.
 # A test skipped for a reason not listed in allowed_skips counts as failed.
@@ -123,6 +124,9 @@ check_skips "$vg_log" "valgrind"
 echo "== fuzzing the layout parser for ${FUZZ_SECONDS:-60} s"
 count_step "fuzz" quietly "$build/fuzz.log" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 tail -n 1 "$build/fuzz.log"
+
+echo "== the C sources as clang-format writes them (.clang-format)"
+count_step "format" quietly "$build/format.log" scripts/format.sh --check
 
 echo "== make distcheck"
 count_step "distcheck" quietly "$build/distcheck.log" make -C "$build" distcheck \

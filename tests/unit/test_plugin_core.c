@@ -93,10 +93,10 @@ static void one_gpu_per_local_task(void **state)
 	/* More GPUs than tasks: each task still takes the one at its index. */
 	assert_int_equal(plugin_gpu_pick("0,1,2,3,4,5,6,7", 3, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_BOUND);
 	assert_string_equal(gpu, "3");
-	assert_int_equal(plugin_gpu_pick("0,1", 1, 4, gpu, sizeof gpu, &n), LLMP_GPU_TOO_FEW);
+	assert_int_equal(plugin_gpu_pick("0,1", 1, 4, gpu, sizeof gpu, &n), PLUGIN_GPU_TOO_FEW);
 	assert_int_equal(n, 2);
 	assert_int_equal(plugin_gpu_pick("GPU-0123456789abcdef,GPU-1", 0, 2, gpu, 8, &n),
-			 LLMP_GPU_TOO_FEW); /* does not fit the buffer: left alone */
+			 PLUGIN_GPU_TOO_FEW); /* does not fit the buffer: left alone */
 }
 
 static int site_of(struct plugin_site *site, const char *args, char *msg)
@@ -230,17 +230,17 @@ static void each_source_is_named_in_errors(void **state)
 	char msg[LLMP_MSG_MAX];
 	llmp_spec s;
 
-	assert_int_equal(resolve("", "tp=x", "tp=2", &s, msg), LLMP_INVALID);
+	assert_int_equal(resolve("", "tp=x", "tp=2", &s, msg), PLUGIN_INVALID);
 	assert_non_null(strstr(msg, "LLMP_PARALLEL: tp=x"));
-	assert_int_equal(resolve("", "tp=2", "tp=0", &s, msg), LLMP_INVALID);
+	assert_int_equal(resolve("", "tp=2", "tp=0", &s, msg), PLUGIN_INVALID);
 	assert_non_null(strstr(msg, "--llm-parallel: tp=0"));
 	/* Each source is fine alone; merged, the site's order leaves out cp=2. */
-	assert_int_equal(resolve("defaults=order=tp-dp-pp", NULL, "cp=2", &s, msg), LLMP_INVALID);
+	assert_int_equal(resolve("defaults=order=tp-dp-pp", NULL, "cp=2", &s, msg), PLUGIN_INVALID);
 	assert_non_null(strstr(msg, "omits cp, whose size is 2"));
-	assert_int_equal(resolve("max_tp=8", NULL, "tp=16", &s, msg), LLMP_INVALID);
+	assert_int_equal(resolve("max_tp=8", NULL, "tp=16", &s, msg), PLUGIN_INVALID);
 	assert_non_null(strstr(msg, "tp=16 is larger than this site allows (8"));
 	/* etp defaults to tp, so the tp ceiling is not the etp one. */
-	assert_int_equal(resolve("max_etp=4", NULL, "tp=8", &s, msg), LLMP_INVALID);
+	assert_int_equal(resolve("max_etp=4", NULL, "tp=8", &s, msg), PLUGIN_INVALID);
 	assert_non_null(strstr(msg, "etp=8"));
 	assert_int_equal(resolve("max_etp=4", NULL, "tp=8,etp=4", &s, msg), PLUGIN_ACTIVE);
 }
@@ -322,12 +322,13 @@ static void checkpoint_errors_name_their_source(void **state)
 	char msg[LLMP_MSG_MAX];
 	llmp_ckpt_spec s;
 
-	assert_int_equal(resolve_ckpt("", "/a,keep=0", "/b", &s, msg), LLMP_INVALID);
+	assert_int_equal(resolve_ckpt("", "/a,keep=0", "/b", &s, msg), PLUGIN_INVALID);
 	assert_string_equal(msg, "LLMP_CHECKPOINT: keep=0: must be at least 1");
-	assert_int_equal(resolve_ckpt("", "/a", "/b,every=5m", &s, msg), LLMP_INVALID);
+	assert_int_equal(resolve_ckpt("", "/a", "/b,every=5m", &s, msg), PLUGIN_INVALID);
 	assert_non_null(strstr(msg, "--llm-checkpoint: every=5m: not a number"));
 	/* Each source is fine alone; merged, there is still no directory. */
-	assert_int_equal(resolve_ckpt("checkpoint=keep=3", "every=10", "restarts=1", &s, msg), LLMP_INVALID);
+	assert_int_equal(resolve_ckpt("checkpoint=keep=3", "every=10", "restarts=1", &s, msg),
+			 PLUGIN_INVALID);
 	assert_string_equal(msg, "--llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)");
 }
 
