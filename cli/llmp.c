@@ -15,6 +15,7 @@ static void usage(FILE *out)
 {
 	fputs("usage: llmp plan (--world W | --nodes N --tasks-per-node T)\n"
 	      "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
+	      "       llmp topo [--file FILE] [--format text|json]\n"
 	      "       llmp bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "       llmp job-end [options] [RC]   (last line of a batch script)\n"
 	      "       llmp ckpt list|verify|inspect DIR [options]\n"
@@ -33,6 +34,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "plan") == 0)
 		return cli_plan(argc - 1, argv + 1);
+	if (strcmp(argv[1], "topo") == 0)
+		return cli_topo(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0) {
 #ifdef LLMP_HAVE_RUNTIME
 		return cli_exec_bench("bench", argc - 1, argv + 1);

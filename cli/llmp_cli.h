@@ -38,6 +38,9 @@ int cli_parse_size(const char *prog, const char *opt, const char *text, uint64_t
 /* "1.5 MiB": bytes for people (powers of 1024); exact counts are in the JSON. */
 const char *cli_human_bytes(uint64_t bytes, char *buf, size_t len);
 
+/* `llmp topo ...`; argv[0] is "topo". */
+int cli_topo(int argc, char **argv);
+
 /* `llmp plan ...`; argv[0] is "plan". */
 int cli_plan(int argc, char **argv);
 

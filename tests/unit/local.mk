@@ -9,7 +9,7 @@ if HAVE_CMOCKA
 unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan \
 	tests/unit/test_plan_megatron tests/unit/test_json tests/unit/test_plugin_core \
 	tests/fuzz/fuzz_replay tests/unit/test_kernels tests/unit/test_crc32c \
-	tests/unit/test_json_writer
+	tests/unit/test_json_writer tests/unit/test_topo
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format
 endif
@@ -27,6 +27,8 @@ tests_unit_test_plan_CFLAGS = $(test_cflags)
 tests_unit_test_plan_LDADD = $(test_ldadd)
 tests_unit_test_plan_megatron_CFLAGS = $(test_cflags)
 tests_unit_test_plan_megatron_LDADD = $(test_ldadd)
+tests_unit_test_topo_CFLAGS = $(test_cflags)
+tests_unit_test_topo_LDADD = $(test_ldadd)
 tests_unit_test_json_CFLAGS = $(test_cflags)
 tests_unit_test_json_LDADD = $(test_ldadd)
 tests_unit_test_plugin_core_CFLAGS = $(test_cflags)

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cmd_topo.c - `llmp topo`: the topology llmp uses on this node, as text
+ * or as JSON (doc/topology-json.md).
+ *
+ * With --file FILE, or LLMP_TOPOLOGY_FILE set, that file (checked whole:
+ * a mistake is exit status 2 and one line naming the line and the key);
+ * otherwise this node discovered from sysfs and SLURM_TOPOLOGY_ADDR.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmp_cli.h"
+#include "topology/discover/discover.h"
+#include "topology/topo.h"
+
+#define PROG "llmp topo"
+
+static void help(void)
+{
+	printf("usage: llmp topo [--file FILE] [--format text|json] [--sysfs DIR]\n"
+	       "\n"
+	       "Show the topology llmp uses on this node: GPUs, InfiniBand/RoCE HCAs, NUMA nodes,\n"
+	       "PCIe nearness, the switch tree (format: doc/topology-json.md).\n"
+	       "  -F, --file FILE          read and check FILE instead of discovering (default:\n"
+	       "                           $LLMP_TOPOLOGY_FILE when set)\n"
+	       "  -f, --format text|json   output format (default text)\n"
+	       "  -s, --sysfs DIR          discover from a copy of sysfs under DIR (for tests, and\n"
+	       "                           to replay a saved tree)\n"
+	       "Discovery reads /sys and SLURM_TOPOLOGY_ADDR/_PATTERN; NVLink (NVML) is not read yet.\n"
+	       "Exit status: 0 success, 2 bad input (an option, a topology file), 1 other errors.\n");
+}
+
+static int usage_error(const char *what, const char *text)
+{
+	fprintf(stderr, PROG ": %s '%s' (see --help)\n", what, cli_printable(text));
+	return CLI_EXIT_USAGE;
+}
+
+int cli_topo(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "file", required_argument, NULL, 'F' },  { "format", required_argument, NULL, 'f' },
+		{ "sysfs", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *file = getenv("LLMP_TOPOLOGY_FILE"), *sysfs = "/";
+	bool json = false;
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":F:f:s:h", options, NULL)) != -1) {
+		switch (c) {
+		case 'F': file = optarg; break;
+		case 's': sysfs = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
+				return usage_error("--format: expected text or json, not", optarg);
+			json = strcmp(optarg, "json") == 0;
+			break;
+		case 'h': help(); return CLI_EXIT_OK;
+		case ':': return usage_error("a value is missing after", cli_culprit(argv));
+		default: return usage_error("unknown option", cli_culprit(argv));
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument", argv[optind]);
+	if (file && !*file)
+		file = NULL;
+
+	struct topo t;
+	char msg[LLMP_MSG_MAX];
+	llmp_status st = file ? topo_read_file(file, &t, msg, sizeof msg)
+			      : topo_discover(sysfs, getenv("SLURM_TOPOLOGY_ADDR"), getenv("SLURM_TOPOLOGY_ADDR_PATTERN"),
+					      &t, msg, sizeof msg);
+	if (st != LLMP_OK) {
+		fprintf(stderr, PROG ": %s\n", msg);
+		return st == LLMP_ERR_NOMEM ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
+	}
+	int rc = json ? topo_write_json(&t, stdout) : topo_write_text(&t, stdout);
+	topo_free(&t);
+	if (rc != 0 || fflush(stdout) != 0) {
+		fprintf(stderr, PROG ": writing the output failed\n");
+		return CLI_EXIT_FAILURE;
+	}
+	return CLI_EXIT_OK;
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
+# `llmp topo` (cli/cmd_topo.c): the fixtures of etc/topology/ read, checked
+# and written back; this node discovered from a copy of sysfs built by
+# tests/topology/fake_sysfs.py; bad topology files refused with the line and
+# the key. What the output must say is computed by tests/topology/topo_model.py,
+# which reads the format on its own (doc/topology-json.md).
+
+load lib/helpers
+
+MODEL="$LLMP_SRCDIR/tests/topology/topo_model.py"
+FAKE="$LLMP_SRCDIR/tests/topology/fake_sysfs.py"
+FIXTURES="$LLMP_SRCDIR/etc/topology"
+
+setup() {
+	llmp_setup
+	need_python
+	unset LLMP_TOPOLOGY_FILE SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
+	W=$BATS_TEST_TMPDIR
+}
+
+@test "every fixture is read, checked, and written back as the same cluster" {
+	for f in "$FIXTURES"/*.json; do
+		run "$LLMP" topo --file "$f" --format json
+		[ "$status" -eq 0 ] || fail "$f: $output"
+		printf '%s\n' "$output" >"$W/out.json"
+		run python3 "$MODEL" same "$f" "$W/out.json"
+		[ "$status" -eq 0 ] || fail "$f written back differs: $output"
+		# And what it wrote reads back to the same bytes.
+		"$LLMP" topo --file "$W/out.json" --format json >"$W/again.json"
+		cmp "$W/out.json" "$W/again.json" || fail "$f: a second round trip changed the file"
+	done
+}
+
+@test "text: hosts, GPUs with their nearest HCA, the switch tree" {
+	run "$LLMP" topo --file "$FIXTURES/fat-tree.json"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "node type dgx-h100: 128 hosts, 2 NUMA nodes, 8 GPUs, 12 HCAs"
+	# DGX H100 User Guide table 6: GPU1 with mlx5_3, GPU5 with mlx5_9, each under one PCIe switch.
+	grep -Eq '^  1 +0000:43:00.0 +0 +nvswitch +mlx5_3 \(PIX\)' <<<"$output" || fail "GPU 1's HCA"
+	grep -Eq '^  5 +0000:c3:00.0 +1 +nvswitch +mlx5_9 \(PIX\)' <<<"$output" || fail "GPU 5's HCA"
+	[ "$(grep -c ': 4 hosts$' <<<"$output")" -eq 32 ] || fail "32 leaves of 4 hosts"
+	grep -qx '  spine' <<<"$output" || fail "the spine"
+	run "$LLMP" topo --file "$FIXTURES/pcie-4gpu.json"
+	# Nothing shares a PCIe switch with the NIC: one NUMA node is the nearest.
+	grep -Eq '^  0 +0000:03:00.0 +0 +none +mlx5_0 \(NODE\)' <<<"$output" || fail "$output"
+}
+
+@test "hosts and switches as the model reads them" {
+	for f in heterogeneous gb200-nvl72 fat-tree; do
+		"$LLMP" topo --file "$FIXTURES/$f.json" --format json >"$W/out.json"
+		python3 "$MODEL" hosts "$FIXTURES/$f.json" | sort >"$W/want"
+		python3 "$MODEL" hosts "$W/out.json" | sort >"$W/got"
+		diff "$W/want" "$W/got" || fail "$f"
+	done
+	# The model itself, on one host written out by hand from the fixture.
+	python3 "$MODEL" hosts "$FIXTURES/heterogeneous.json" | grep -qx 'nvl07 gb200 rack-a leaf-nvl spine' ||
+		fail "nvl07 under leaf-nvl under spine, in domain rack-a"
+}
+
+@test "discovery: a DGX H100 and a PCIe box from their sysfs, the tree from SLURM_TOPOLOGY_ADDR" {
+	python3 "$FAKE" "$FIXTURES/dgx-h100.json" dgx-h100 "$W/dgx"
+	SLURMD_NODENAME=dgx001 SLURM_TOPOLOGY_ADDR=s0.s4.dgx001 SLURM_TOPOLOGY_ADDR_PATTERN=switch.switch.node \
+		run "$LLMP" topo --sysfs "$W/dgx" --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	printf '%s\n' "$output" >"$W/dgx.json"
+	run python3 "$MODEL" node "$FIXTURES/dgx-h100.json" dgx-h100 "$W/dgx.json" dgx001 s0.s4.dgx001
+	[ "$status" -eq 0 ] || fail "discovered DGX differs: $output"
+
+	python3 "$FAKE" "$FIXTURES/pcie-4gpu.json" pcie-4gpu "$W/box"
+	SLURMD_NODENAME=box1 run "$LLMP" topo --sysfs "$W/box" --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	printf '%s\n' "$output" >"$W/box.json"
+	run python3 "$MODEL" node "$FIXTURES/pcie-4gpu.json" pcie-4gpu "$W/box.json" box1
+	[ "$status" -eq 0 ] || fail "discovered box differs: $output"
+	# NVLink is not known without NVML: said as such, never as "none".
+	run "$LLMP" topo --sysfs "$W/box"
+	grep -Eq '^  0 +0000:03:00.0 +0 +\? ' <<<"$output" || fail "$output"
+}
+
+@test "discovery: this machine, and a bad SLURM_TOPOLOGY_ADDR named" {
+	run "$LLMP" topo --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["nodes"]) == 1' <<<"$output" ||
+		fail "not one node: $output"
+	SLURM_TOPOLOGY_ADDR=s0.s1.n1 SLURM_TOPOLOGY_ADDR_PATTERN=switch.node run "$LLMP" topo
+	[ "$status" -eq 2 ] || fail "status $status: $output"
+	assert_contains "$output" "SLURM_TOPOLOGY_ADDR 's0.s1.n1' does not match its pattern"
+}
+
+@test "LLMP_TOPOLOGY_FILE replaces discovery; --file replaces both" {
+	LLMP_TOPOLOGY_FILE="$FIXTURES/gb200-nvl72.json" run "$LLMP" topo
+	assert_contains "$output" "node type gb200: 18 hosts"
+	LLMP_TOPOLOGY_FILE="$FIXTURES/gb200-nvl72.json" run "$LLMP" topo --file "$FIXTURES/pcie-4gpu.json"
+	assert_contains "$output" "node type pcie-4gpu: 4 hosts"
+	LLMP_TOPOLOGY_FILE="$W/missing.json" run "$LLMP" topo
+	[ "$status" -eq 2 ] && assert_contains "$output" "missing.json: No such file or directory"
+}
+
+# A fixture changed by one python expression, then read: the message must hold words.
+bad_file() {
+	local edit=$1
+	shift
+	python3 - "$FIXTURES/heterogeneous.json" "$W/bad.json" "$edit" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(doc, open(sys.argv[2], "w"), indent=1)
+PY
+	run "$LLMP" topo --file "$W/bad.json"
+	[ "$status" -eq 2 ] || fail "status $status for: $edit: $output"
+	for words in "$@"; do
+		assert_contains "$output" "$words"
+	done
+}
+
+@test "bad topology files: the line and the key named, exit 2" {
+	bad_file 'doc["node_types"]["dgx-h100"]["gpus"][3]["bsu"] = "x"' 'bad.json:' 'gpu 3: unknown key "bsu"'
+	bad_file 'doc["node_types"]["dgx-h100"]["gpus"][2]["bus"] = "0000:1B:00.0"' "'B' is not allowed"
+	bad_file 'doc["node_types"]["dgx-h100"]["gpus"][2]["bus"] = "0000:1b:00.9"' 'is not a PCI address'
+	bad_file 'doc["node_types"]["dgx-h100"]["gpus"][2]["numa"] = 2' '"numa" must be an integer from -1 to 1'
+	bad_file 'doc["node_types"]["dgx-h100"]["gpus"][2]["bus"] = doc["node_types"]["dgx-h100"]["gpus"][1]["bus"]' \
+		'two GPUs at 0000:43:00.0'
+	bad_file 'doc["node_types"]["dgx-h100"]["hcas"][0]["ports"][0]["link"] = "Omni-Path"' \
+		'"link" must be "InfiniBand" or "Ethernet"'
+	bad_file 'doc["nodes"][0]["hosts"] = "dgx[01-16],nvl03"' 'host nvl03 is listed twice'
+	bad_file 'doc["nodes"][0]["type"] = "dgx-a100"' 'no node type "dgx-a100" in node_types'
+	bad_file 'doc["nodes"][0]["hosts"] = "dgx[16-01]"' 'LOW <= HIGH'
+	bad_file 'doc["switches"].append({"name": "spine2", "switches": "leaf-nvl"})' \
+		'switch leaf-nvl is under switch spine already'
+	bad_file 'doc["switches"].append({"name": "leaf-x", "nodes": "dgx03"})' 'host dgx03 is under switch leaf-dgx0 already'
+	bad_file 'doc["switches"][0]["switches"] += ",spine"' 'a switch cannot hold itself'
+	bad_file 'doc["switches"].append({"name": "core", "switches": "leaf-nvl"}); doc["switches"][0]["switches"] = "leaf-dgx[0-1],leaf-box,core"; [s.update(switches="spine") for s in doc["switches"] if s["name"] == "core"]' \
+		'in a cycle'
+	bad_file 'doc["llmp_topology"] = 2' 'version 2; this llmp reads version 1'
+	bad_file 'del doc["nodes"]' '"nodes" is missing'
+	printf '{"llmp_topology": 1,\n "node_types": {},\n "nodes": [],\n}\n' >"$W/comma.json"
+	run "$LLMP" topo --file "$W/comma.json"
+	[ "$status" -eq 2 ] && assert_contains "$output" "comma.json:4: expected a string, found '}'"
+	printf '{"llmp_topology": 1, "llmp_topology": 1}' >"$W/twice.json"
+	run "$LLMP" topo --file "$W/twice.json"
+	[ "$status" -eq 2 ] && assert_contains "$output" 'key "llmp_topology" given twice'
+	run "$LLMP" topo --file "$W"
+	[ "$status" -eq 2 ] && assert_contains "$output" "not a regular file"
+	run "$LLMP" topo --format xml
+	[ "$status" -eq 2 ] && assert_contains "$output" "--format: expected text or json"
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * discover.h - this node's topology, found where Linux and Slurm put it
+ * (doc/topology-json.md, "A discovered node"). One file per source:
+ * sysfs.c (PCI GPUs, InfiniBand/RoCE HCAs, NUMA), slurm_addr.c (the switch
+ * tree from SLURM_TOPOLOGY_ADDR). Each source is optional: what it cannot
+ * see is left out, never guessed.
+ */
+#ifndef LLMP_DISCOVER_H
+#define LLMP_DISCOVER_H
+
+#include <stddef.h>
+
+#include <llmp/llmp_status.h>
+#include "topology/topo.h"
+
+/*
+ * This node as a topology of one node type and one node: sysfs under
+ * sysfs_root ("" or "/" for the machine's; a test gives a tree of its
+ * own), the host name from SLURMD_NODENAME or gethostname, and the switch
+ * tree from addr and pattern (SLURM_TOPOLOGY_ADDR, _PATTERN; NULL: none).
+ */
+llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *pattern, struct topo *t,
+			  char *msg, size_t len);
+
+/* sysfs.c: the node type's NUMA nodes, GPUs and HCAs. */
+llmp_status topo_discover_sysfs(const char *sysfs_root, struct topo_type *type, char *msg, size_t len);
+
+/*
+ * slurm_addr.c: the switches above host from a tree address ("s0.s4.tux1"
+ * with pattern "switch.switch.node"), appended to t, host's leaf set.
+ * An address whose last part is not a node is refused; a part that is a
+ * range ("s[1-2]", a node under several switches) takes its first.
+ */
+llmp_status topo_discover_switches(const char *addr, const char *pattern, struct topo *t, size_t node, char *msg,
+				   size_t len);
+
+#endif /* LLMP_DISCOVER_H */
