@@ -30,7 +30,8 @@ static void help(void)
 	       "  -f, --format text|json   output format (default text)\n"
 	       "  -s, --sysfs DIR          discover from a copy of sysfs under DIR (for tests, and\n"
 	       "                           to replay a saved tree)\n"
-	       "Discovery reads /sys and SLURM_TOPOLOGY_ADDR/_PATTERN; NVLink (NVML) is not read yet.\n"
+	       "Discovery reads /sys, NVML (libnvidia-ml.so.1, or $LLMP_NVML_LIBRARY) and\n"
+	       "SLURM_TOPOLOGY_ADDR/_PATTERN.\n"
 	       "Exit status: 0 success, 2 bad input (an option, a topology file), 1 other errors.\n");
 }
 
@@ -43,8 +44,10 @@ static int usage_error(const char *what, const char *text)
 int cli_topo(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "file", required_argument, NULL, 'F' },  { "format", required_argument, NULL, 'f' },
-		{ "sysfs", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
+		{ "file", required_argument, NULL, 'F' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "sysfs", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = getenv("LLMP_TOPOLOGY_FILE"), *sysfs = "/";
@@ -74,8 +77,8 @@ int cli_topo(int argc, char **argv)
 	struct topo t;
 	char msg[LLMP_MSG_MAX];
 	llmp_status st = file ? topo_read_file(file, &t, msg, sizeof msg)
-			      : topo_discover(sysfs, getenv("SLURM_TOPOLOGY_ADDR"), getenv("SLURM_TOPOLOGY_ADDR_PATTERN"),
-					      &t, msg, sizeof msg);
+			      : topo_discover(sysfs, getenv("SLURM_TOPOLOGY_ADDR"),
+					      getenv("SLURM_TOPOLOGY_ADDR_PATTERN"), &t, msg, sizeof msg);
 	if (st != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return st == LLMP_ERR_NOMEM ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;

@@ -145,3 +145,43 @@ PY
 	run "$LLMP" topo --format xml
 	[ "$status" -eq 2 ] && assert_contains "$output" "--format: expected text or json"
 }
+
+@test "NVML through dlopen: model, UUID, NVLink peers or NVSwitch, the multi-node domain; unknown without it" {
+	local nvml="$LLMP_BUILDDIR/tests/topology/.libs/fake_nvml.so"
+	[ -f "$nvml" ] || fail "$nvml not built"
+	# DGX H100: every GPU on NVSwitch, 18 links; a completed fabric with no cluster is no domain.
+	python3 "$FAKE" "$FIXTURES/dgx-h100.json" dgx-h100 "$W/dgx"
+	LLMP_NVML_LIBRARY=$nvml FAKE_NVML_FILE=$W/dgx/nvml.tsv SLURMD_NODENAME=dgx001 \
+		run "$LLMP" topo --sysfs "$W/dgx" --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	printf '%s\n' "$output" >"$W/dgx.json"
+	run python3 "$MODEL" nvml "$FIXTURES/dgx-h100.json" dgx-h100 "$W/dgx.json" dgx001
+	[ "$status" -eq 0 ] || fail "NVML view of the DGX differs: $output"
+	# GB200: one NVLink domain across trays, from the fabric's cluster UUID and clique.
+	python3 "$FAKE" "$FIXTURES/gb200-nvl72.json" gb200 "$W/nvl" nvl72-rack0
+	LLMP_NVML_LIBRARY=$nvml FAKE_NVML_FILE=$W/nvl/nvml.tsv SLURMD_NODENAME=nvl72-01 \
+		run "$LLMP" topo --sysfs "$W/nvl" --format json
+	printf '%s\n' "$output" >"$W/nvl.json"
+	run python3 "$MODEL" nvml "$FIXTURES/gb200-nvl72.json" gb200 "$W/nvl.json" nvl72-01 nvl72-rack0
+	[ "$status" -eq 0 ] || fail "NVML view of the GB200 tray differs: $output"
+	# GPUs joined by direct links (no switch): each names its peers.
+	python3 - "$FIXTURES/pcie-4gpu.json" "$W/bridged.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+g = doc["node_types"]["pcie-4gpu"]["gpus"]
+g[0]["nvlink"], g[1]["nvlink"] = [g[1]["bus"]], [g[0]["bus"]]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+	python3 "$FAKE" "$W/bridged.json" pcie-4gpu "$W/br"
+	LLMP_NVML_LIBRARY=$nvml FAKE_NVML_FILE=$W/br/nvml.tsv SLURMD_NODENAME=box1 \
+		run "$LLMP" topo --sysfs "$W/br" --format json
+	printf '%s\n' "$output" >"$W/br.json"
+	run python3 "$MODEL" nvml "$W/bridged.json" pcie-4gpu "$W/br.json" box1
+	[ "$status" -eq 0 ] || fail "NVLink bridge pairs differ: $output"
+	# No library, or one that fails to start: NVLink unknown, and said.
+	LLMP_NVML_LIBRARY=$W/none.so run "$LLMP" topo --sysfs "$W/dgx"
+	[ "$status" -eq 0 ] && assert_contains "$output" "NVLink not read: $W/none.so not loaded"
+	LLMP_NVML_LIBRARY=$nvml FAKE_NVML_FILE=$W/missing run "$LLMP" topo --sysfs "$W/dgx"
+	[ "$status" -eq 0 ] && assert_contains "$output" "nvmlInit_v2 failed (NVML error 9)"
+	grep -Eq '^  0 +0000:1b:00.0 +0 +\? ' <<<"$output" || fail "NVLink should be unknown: $output"
+}

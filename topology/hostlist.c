@@ -72,7 +72,8 @@ static llmp_status expand_item(const char *item, size_t n, struct names *out, co
 				 llmp_show(shown, list, strlen(list)));
 	if (!open && !close) {
 		if (n > HOSTLIST_NAME_MAX)
-			return llmp_fail(LLMP_ERR_ARG, msg, len, "host list '%s': a name longer than %d bytes",
+			return llmp_fail(LLMP_ERR_ARG, msg, len,
+					 "host list '%s': a name longer than %d bytes",
 					 llmp_show(shown, list, strlen(list)), HOSTLIST_NAME_MAX);
 		memcpy(name, item, n);
 		name[n] = '\0';
@@ -80,8 +81,10 @@ static llmp_status expand_item(const char *item, size_t n, struct names *out, co
 	}
 	const char *end = item + n;
 	if (!open || !close || close < open || memchr(open + 1, '[', (size_t)(end - open - 1)) ||
-	    memchr(close + 1, ']', (size_t)(end - close - 1)) || memchr(close + 1, '[', (size_t)(end - close - 1)))
-		return llmp_fail(LLMP_ERR_ARG, msg, len, "host list '%s': one [...] per host name, opened and closed",
+	    memchr(close + 1, ']', (size_t)(end - close - 1)) ||
+	    memchr(close + 1, '[', (size_t)(end - close - 1)))
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "host list '%s': one [...] per host name, opened and closed",
 				 llmp_show(shown, list, strlen(list)));
 	size_t plen = (size_t)(open - item), slen = (size_t)(end - close - 1);
 	for (const char *r = open + 1; r < close;) {
@@ -89,20 +92,23 @@ static llmp_status expand_item(const char *item, size_t n, struct names *out, co
 		const char *stop = comma ? comma : close;
 		const char *dash = memchr(r, '-', (size_t)(stop - r));
 		unsigned long lo, hi;
-		bool ok = dash ? number(r, (size_t)(dash - r), &lo) && number(dash + 1, (size_t)(stop - dash - 1), &hi)
+		bool ok = dash ? number(r, (size_t)(dash - r), &lo) &&
+					  number(dash + 1, (size_t)(stop - dash - 1), &hi)
 			       : number(r, (size_t)(stop - r), &lo);
 		if (!dash)
 			hi = lo;
 		if (!ok || hi < lo)
-			return llmp_fail(LLMP_ERR_ARG, msg, len,
-					 "host list '%s': inside [...], numbers or ranges LOW-HIGH with LOW <= HIGH",
-					 llmp_show(shown, list, strlen(list)));
+			return llmp_fail(
+				LLMP_ERR_ARG, msg, len,
+				"host list '%s': inside [...], numbers or ranges LOW-HIGH with LOW <= HIGH",
+				llmp_show(shown, list, strlen(list)));
 		int width = r[0] == '0' ? (int)(dash ? dash - r : stop - r) : 1;
 		for (unsigned long v = lo; v <= hi; v++) {
-			int k = snprintf(name, sizeof name, "%.*s%0*lu%.*s", (int)plen, item, width, v, (int)slen,
-					 close + 1);
+			int k = snprintf(name, sizeof name, "%.*s%0*lu%.*s", (int)plen, item, width, v,
+					 (int)slen, close + 1);
 			if (k < 0 || (size_t)k >= sizeof name)
-				return llmp_fail(LLMP_ERR_ARG, msg, len, "host list '%s': a name longer than %d bytes",
+				return llmp_fail(LLMP_ERR_ARG, msg, len,
+						 "host list '%s': a name longer than %d bytes",
 						 llmp_show(shown, list, strlen(list)), HOSTLIST_NAME_MAX);
 			llmp_status st = add(out, name, list, msg, len);
 			if (st != LLMP_OK)

@@ -131,7 +131,9 @@ static size_t read_escape(struct reader *r, char *out)
 {
 	char c = *r->p++;
 	switch (c) {
-	case '"': case '\\': case '/': out[0] = c; return 1;
+	case '"':
+	case '\\':
+	case '/': out[0] = c; return 1;
 	case 'b': out[0] = '\b'; return 1;
 	case 'f': out[0] = '\f'; return 1;
 	case 'n': out[0] = '\n'; return 1;
@@ -429,7 +431,7 @@ const struct json_value *json_get(const struct json_value *v, const char *key)
 
 const char *json_kind_name(enum json_kind kind)
 {
-	static const char *const names[] = { "null", "a boolean", "a number", "a string", "an array",
-					     "an object" };
+	static const char *const names[] = { "null",     "a boolean", "a number",
+					     "a string", "an array",  "an object" };
 	return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }

@@ -28,10 +28,10 @@ struct json_value {
 	unsigned line;
 	bool boolean;
 	double number;
-	bool integer;  /* a number without fraction or exponent that fits an int64 */
-	int64_t int64; /* its value then */
-	char *string;  /* NUL-terminated (a NUL inside is refused) */
-	struct json_value *items; /* array */
+	bool integer;                /* a number without fraction or exponent that fits an int64 */
+	int64_t int64;               /* its value then */
+	char *string;                /* NUL-terminated (a NUL inside is refused) */
+	struct json_value *items;    /* array */
 	struct json_member *members; /* object, in file order */
 	size_t n;                    /* items or members */
 };

@@ -43,7 +43,7 @@ struct topo_gpu {
 	enum topo_nvlink nvlink;
 	char (*peers)[TOPO_BUS_MAX]; /* TOPO_NVLINK_PEERS: bus ids of the GPUs its links reach */
 	unsigned npeers;
-	unsigned nvlinks; /* active links; 0 unknown */
+	unsigned nvlinks;           /* active links; 0 unknown */
 	char domain[TOPO_NAME_MAX]; /* multi-node NVLink domain; "" none */
 };
 
@@ -93,6 +93,7 @@ struct topo {
 	size_t nnodes;
 	struct topo_switch *switches;
 	size_t nswitches;
+	char note[160]; /* what discovery could not read (NVML), for people; not in the file */
 };
 
 /*
@@ -102,7 +103,8 @@ struct topo {
  */
 llmp_status topo_read_file(const char *path, struct topo *t, char *msg, size_t len);
 /* The same from text in memory; name stands for the path in messages. */
-llmp_status topo_read_text(const char *text, size_t n, const char *name, struct topo *t, char *msg, size_t len);
+llmp_status topo_read_text(const char *text, size_t n, const char *name, struct topo *t, char *msg,
+			   size_t len);
 void topo_free(struct topo *t);
 
 /* Write t in the format of doc/topology-json.md; -1 on an output error. */

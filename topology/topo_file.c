@@ -53,7 +53,8 @@ static bool no_memory(struct checker *c)
 }
 
 /* Every key of object v is one of allowed (NULL-terminated); where names v in messages. */
-static bool known_keys(struct checker *c, const struct json_value *v, const char *where, const char *const *allowed)
+static bool known_keys(struct checker *c, const struct json_value *v, const char *where,
+		       const char *const *allowed)
 {
 	char shown[LLMP_SHOW_MAX];
 	for (size_t i = 0; i < v->n; i++) {
@@ -87,7 +88,8 @@ static bool get_int(struct checker *c, const struct json_value *obj, const char 
 	if (!is_kind(c, v, JSON_NUMBER, where, key))
 		return false;
 	if (!v->integer || v->int64 < min || v->int64 > max)
-		return bad(c, v->line, "%s: \"%s\" must be an integer from %lld to %lld", where, key, min, max);
+		return bad(c, v->line, "%s: \"%s\" must be an integer from %lld to %lld", where, key, min,
+			   max);
 	*out = v->int64;
 	return true;
 }
@@ -145,8 +147,8 @@ static bool get_bus(struct checker *c, const struct json_value *obj, const char 
 	if (!get_string(c, obj, key, where, required, "0123456789abcdef:.", out, TOPO_BUS_MAX))
 		return false;
 	if (out[0] && !bus_id(out))
-		return bad(c, json_get(obj, key)->line, "%s: \"%s\" = \"%s\" is not a PCI address dddd:bb:dd.f",
-			   where, key, out);
+		return bad(c, json_get(obj, key)->line,
+			   "%s: \"%s\" = \"%s\" is not a PCI address dddd:bb:dd.f", where, key, out);
 	return true;
 }
 
@@ -170,7 +172,8 @@ static bool read_pci(struct checker *c, const struct json_value *obj, const char
 	for (size_t i = 0; i < chain->n; i++) {
 		const struct json_value *b = &chain->items[i];
 		if (b->kind != JSON_STRING || !bus_id(b->string))
-			return bad(c, b->line, "%s: \"pcie\" item %zu is not a PCI address dddd:bb:dd.f", where, i);
+			return bad(c, b->line, "%s: \"pcie\" item %zu is not a PCI address dddd:bb:dd.f",
+				   where, i);
 		snprintf(pci->pcie[i], TOPO_BUS_MAX, "%s", b->string);
 	}
 	pci->npcie = (unsigned)chain->n;
@@ -185,8 +188,8 @@ static int by_bus(const void *a, const void *b)
 static bool read_gpu(struct checker *c, const struct json_value *v, const char *type, unsigned i,
 		     unsigned numa_nodes, struct topo_gpu *g)
 {
-	static const char *const keys[] = { "bus", "numa", "pcie", "model", "uuid", "nvlink", "nvlinks", "domain",
-					     NULL };
+	static const char *const keys[] = { "bus",    "numa",    "pcie",   "model", "uuid",
+					    "nvlink", "nvlinks", "domain", NULL };
 	char where[TOPO_NAME_MAX + 64];
 	snprintf(where, sizeof where, "node type %s: gpu %u", type, i);
 	if (v->kind != JSON_OBJECT)
@@ -213,12 +216,14 @@ static bool read_gpu(struct checker *c, const struct json_value *v, const char *
 		for (size_t k = 0; k < nv->n; k++) {
 			const struct json_value *p = &nv->items[k];
 			if (p->kind != JSON_STRING || !bus_id(p->string))
-				return bad(c, p->line, "%s: \"nvlink\" item %zu is not a PCI address", where, k);
+				return bad(c, p->line, "%s: \"nvlink\" item %zu is not a PCI address", where,
+					   k);
 			snprintf(g->peers[k], TOPO_BUS_MAX, "%s", p->string);
 		}
 		g->npeers = (unsigned)nv->n;
 	} else {
-		return bad(c, nv->line, "%s: \"nvlink\" must be \"none\", \"nvswitch\" or an array of bus ids", where);
+		return bad(c, nv->line,
+			   "%s: \"nvlink\" must be \"none\", \"nvswitch\" or an array of bus ids", where);
 	}
 	return true;
 }
@@ -230,13 +235,15 @@ static bool read_port(struct checker *c, const struct json_value *v, const char 
 	if (v->kind != JSON_OBJECT)
 		return bad(c, v->line, "%s: a port must be an object", where);
 	if (!known_keys(c, v, where, keys) || !get_int(c, v, "port", where, true, 1, 255, &port) ||
-	    !get_string(c, v, "state", where, true, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_", p->state, sizeof p->state) ||
+	    !get_string(c, v, "state", where, true, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_", p->state,
+			sizeof p->state) ||
 	    !get_int(c, v, "gbps", where, false, 0, 100000, &gbps) ||
 	    !get_string(c, v, "link", where, false, NAME_CHARS, p->link, sizeof p->link) ||
 	    !get_string(c, v, "netdev", where, false, NAME_CHARS, p->netdev, sizeof p->netdev))
 		return false;
 	if (p->link[0] && strcmp(p->link, "InfiniBand") && strcmp(p->link, "Ethernet"))
-		return bad(c, json_get(v, "link")->line, "%s: \"link\" must be \"InfiniBand\" or \"Ethernet\"", where);
+		return bad(c, json_get(v, "link")->line,
+			   "%s: \"link\" must be \"InfiniBand\" or \"Ethernet\"", where);
 	p->port = (unsigned)port;
 	p->gbps = (unsigned)gbps;
 	return true;
@@ -284,17 +291,20 @@ static bool check_type_devices(struct checker *c, const struct json_value *v, st
 	for (unsigned i = 0; i < t->ngpus; i++)
 		for (unsigned j = 0; j < i; j++)
 			if (strcmp(t->gpus[i].pci.bus, t->gpus[j].pci.bus) == 0)
-				return bad(c, gv->line, "node type %s: two GPUs at %s", t->name, t->gpus[i].pci.bus);
+				return bad(c, gv->line, "node type %s: two GPUs at %s", t->name,
+					   t->gpus[i].pci.bus);
 	for (unsigned i = 0; i < t->nhcas; i++) {
 		for (unsigned j = 0; j < i; j++)
 			if (strcmp(t->hcas[i].name, t->hcas[j].name) == 0 ||
 			    (t->hcas[i].pci.bus[0] && strcmp(t->hcas[i].pci.bus, t->hcas[j].pci.bus) == 0))
-				return bad(c, hv->items[i].line, "node type %s: hca %s has the name or bus of hca %s",
-					   t->name, t->hcas[i].name, t->hcas[j].name);
+				return bad(c, hv->items[i].line,
+					   "node type %s: hca %s has the name or bus of hca %s", t->name,
+					   t->hcas[i].name, t->hcas[j].name);
 		for (unsigned j = 0; j < t->ngpus; j++)
 			if (t->hcas[i].pci.bus[0] && strcmp(t->hcas[i].pci.bus, t->gpus[j].pci.bus) == 0)
-				return bad(c, hv->items[i].line, "node type %s: hca %s is at the bus of a GPU (%s)",
-					   t->name, t->hcas[i].name, t->gpus[j].pci.bus);
+				return bad(c, hv->items[i].line,
+					   "node type %s: hca %s is at the bus of a GPU (%s)", t->name,
+					   t->hcas[i].name, t->gpus[j].pci.bus);
 	}
 	for (unsigned i = 0; i < t->ngpus; i++) {
 		const struct topo_gpu *g = &t->gpus[i];
@@ -303,8 +313,10 @@ static bool check_type_devices(struct checker *c, const struct json_value *v, st
 			for (unsigned j = 0; j < t->ngpus && !found; j++)
 				found = j != i && strcmp(t->gpus[j].pci.bus, g->peers[k]) == 0;
 			if (!found)
-				return bad(c, gv->line, "node type %s: GPU %s: NVLink peer %s is not another GPU of the node",
-					   t->name, g->pci.bus, g->peers[k]);
+				return bad(
+					c, gv->line,
+					"node type %s: GPU %s: NVLink peer %s is not another GPU of the node",
+					t->name, g->pci.bus, g->peers[k]);
 		}
 	}
 	return true;
@@ -317,7 +329,8 @@ static bool read_type(struct checker *c, const struct json_member *m, struct top
 	char where[TOPO_NAME_MAX + 16], shown[LLMP_SHOW_MAX];
 	size_t n = strlen(m->key);
 	if (n == 0 || n >= TOPO_NAME_MAX || strspn(m->key, NAME_CHARS) != n)
-		return bad(c, v->line, "node type \"%s\": a name is 1 to %d bytes of letters, digits, '.', '_', '-'",
+		return bad(c, v->line,
+			   "node type \"%s\": a name is 1 to %d bytes of letters, digits, '.', '_', '-'",
 			   llmp_show(shown, m->key, n), TOPO_NAME_MAX - 1);
 	snprintf(t->name, sizeof t->name, "%s", m->key);
 	snprintf(where, sizeof where, "node type %s", t->name);
@@ -391,10 +404,12 @@ static bool read_nodes(struct checker *c, const struct json_value *nodes, struct
 		while (k < t->ntypes && strcmp(t->types[k].name, type))
 			k++;
 		if (k == t->ntypes)
-			return bad(c, json_get(v, "type")->line, "%s: no node type \"%s\" in node_types", where, type);
+			return bad(c, json_get(v, "type")->line, "%s: no node type \"%s\" in node_types",
+				   where, type);
 		char **names, why[LLMP_MSG_MAX];
 		size_t n;
-		llmp_status st = hostlist_expand(hosts, TOPO_HOSTS_MAX - t->nnodes, &names, &n, why, sizeof why);
+		llmp_status st = hostlist_expand(hosts, TOPO_HOSTS_MAX - t->nnodes, &names, &n, why,
+						 sizeof why);
 		if (st != LLMP_OK) {
 			if (st == LLMP_ERR_NOMEM)
 				return no_memory(c);
@@ -484,7 +499,8 @@ static bool read_switches(struct checker *c, const struct json_value *sw, struct
 		for (size_t k = 0; ok && k < n; k++) {
 			long at = find(s->leaf ? hosts : names, s->leaf ? t->nnodes : sw->n, members[k]);
 			if (at < 0)
-				ok = bad(c, line, "%s: %s %s is not in %s", where, s->leaf ? "host" : "switch", members[k],
+				ok = bad(c, line, "%s: %s %s is not in %s", where,
+					 s->leaf ? "host" : "switch", members[k],
 					 s->leaf ? "nodes" : "switches");
 			else if (s->leaf && t->nodes[at].leaf >= 0)
 				ok = bad(c, line, "%s: host %s is under switch %s already", where, members[k],
@@ -492,8 +508,8 @@ static bool read_switches(struct checker *c, const struct json_value *sw, struct
 			else if (s->leaf)
 				t->nodes[at].leaf = (long)i;
 			else if (t->switches[at].parent >= 0)
-				ok = bad(c, line, "%s: switch %s is under switch %s already", where, members[k],
-					 t->switches[t->switches[at].parent].name);
+				ok = bad(c, line, "%s: switch %s is under switch %s already", where,
+					 members[k], t->switches[t->switches[at].parent].name);
 			else if ((size_t)at == i)
 				ok = bad(c, line, "%s: a switch cannot hold itself", where);
 			else
@@ -516,7 +532,9 @@ static bool read_switches(struct checker *c, const struct json_value *sw, struct
 
 static bool read_root(struct checker *c, const struct json_value *root, struct topo *t)
 {
-	static const char *const keys[] = { "llmp_topology", "source", "node_types", "nodes", "switches", NULL };
+	static const char *const keys[] = {
+		"llmp_topology", "source", "node_types", "nodes", "switches", NULL
+	};
 	const char *where = "the document";
 	struct name_index *hosts = NULL;
 	if (root->kind != JSON_OBJECT)
@@ -527,7 +545,8 @@ static bool read_root(struct checker *c, const struct json_value *root, struct t
 		return false;
 	if (version != TOPO_VERSION)
 		return bad(c, json_get(root, "llmp_topology")->line,
-			   "\"llmp_topology\": version %lld; this llmp reads version %d", version, TOPO_VERSION);
+			   "\"llmp_topology\": version %lld; this llmp reads version %d", version,
+			   TOPO_VERSION);
 	t->version = (unsigned)version;
 	const struct json_value *source = json_get(root, "source");
 	if (source) {
@@ -542,7 +561,8 @@ static bool read_root(struct checker *c, const struct json_value *root, struct t
 		return bad(c, root->line, "\"node_types\" is missing");
 	if (!nodes)
 		return bad(c, root->line, "\"nodes\" is missing");
-	if (!is_kind(c, types, JSON_OBJECT, where, "node_types") || !is_kind(c, nodes, JSON_ARRAY, where, "nodes") ||
+	if (!is_kind(c, types, JSON_OBJECT, where, "node_types") ||
+	    !is_kind(c, nodes, JSON_ARRAY, where, "nodes") ||
 	    (sw && !is_kind(c, sw, JSON_ARRAY, where, "switches")))
 		return false;
 	if (types->n > 4096)
@@ -557,7 +577,8 @@ static bool read_root(struct checker *c, const struct json_value *root, struct t
 	return ok;
 }
 
-llmp_status topo_read_text(const char *text, size_t n, const char *name, struct topo *t, char *msg, size_t len)
+llmp_status topo_read_text(const char *text, size_t n, const char *name, struct topo *t, char *msg,
+			   size_t len)
 {
 	struct checker c = { .name = name, .msg = msg, .len = len };
 	struct json_value root;
@@ -586,8 +607,9 @@ llmp_status topo_read_file(const char *path, struct topo *t, char *msg, size_t l
 	}
 	if ((size_t)sb.st_size > TOPO_FILE_MAX) {
 		fclose(f);
-		return llmp_fail(LLMP_ERR_ARG, msg, len, "%s: %lld bytes, more than a topology file may have (%zu)",
-				 path, (long long)sb.st_size, TOPO_FILE_MAX);
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "%s: %lld bytes, more than a topology file may have (%zu)", path,
+				 (long long)sb.st_size, TOPO_FILE_MAX);
 	}
 	size_t n = (size_t)sb.st_size;
 	char *text = malloc(n ? n : 1);

@@ -150,8 +150,8 @@ int topo_write_json(const struct topo *t, FILE *out)
 	fputs("  \"node_types\": {", out);
 	for (unsigned i = 0; i < t->ntypes; i++) {
 		const struct topo_type *ty = &t->types[i];
-		fprintf(out, "%s\n    \"%s\": {\n      \"numa_nodes\": %u,\n      \"gpus\": [", i ? "," : "", ty->name,
-			ty->numa_nodes);
+		fprintf(out, "%s\n    \"%s\": {\n      \"numa_nodes\": %u,\n      \"gpus\": [", i ? "," : "",
+			ty->name, ty->numa_nodes);
 		for (unsigned g = 0; g < ty->ngpus; g++) {
 			fputs(g ? ",\n" : "\n", out);
 			put_gpu(out, &ty->gpus[g]);
@@ -219,7 +219,8 @@ static void write_type(const struct topo *t, unsigned k, FILE *out)
 		hosts == 1 ? "" : "s", ty->numa_nodes, ty->numa_nodes == 1 ? "" : "s", ty->ngpus,
 		ty->ngpus == 1 ? "" : "s", ty->nhcas, ty->nhcas == 1 ? "" : "s");
 	if (ty->ngpus)
-		fprintf(out, "  %-4s %-13s %-4s %-9s %-22s %s\n", "gpu", "bus", "numa", "nvlink", "nearest HCA", "model");
+		fprintf(out, "  %-4s %-13s %-4s %-9s %-22s %s\n", "gpu", "bus", "numa", "nvlink",
+			"nearest HCA", "model");
 	for (unsigned g = 0; g < ty->ngpus; g++) {
 		const struct topo_gpu *gpu = &ty->gpus[g];
 		enum topo_distance d = TOPO_SYS;
@@ -240,7 +241,8 @@ static void write_type(const struct topo *t, unsigned k, FILE *out)
 		fprintf(out, "  %-10s %-13s %-4s %s\n", "hca", "bus", "numa", "ports");
 	for (unsigned h = 0; h < ty->nhcas; h++) {
 		const struct topo_hca *hca = &ty->hcas[h];
-		fprintf(out, "  %-10s %-13s %-4d", hca->name, hca->pci.bus[0] ? hca->pci.bus : "-", hca->pci.numa);
+		fprintf(out, "  %-10s %-13s %-4d", hca->name, hca->pci.bus[0] ? hca->pci.bus : "-",
+			hca->pci.numa);
 		for (unsigned p = 0; p < hca->nports; p++) {
 			const struct topo_port *port = &hca->ports[p];
 			fprintf(out, " %u:%s", port->port, port->state);
@@ -288,5 +290,7 @@ int topo_write_text(const struct topo *t, FILE *out)
 		untreed += t->nodes[i].leaf < 0;
 	if (t->nswitches && untreed)
 		fprintf(out, "  (%zu host%s under no switch)\n", untreed, untreed == 1 ? "" : "s");
+	if (t->note[0])
+		fprintf(out, "NVLink not read: %s\n", t->note);
 	return ferror(out) ? -1 : 0;
 }

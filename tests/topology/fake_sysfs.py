@@ -3,7 +3,14 @@
 node type, laid out as Linux lays them out (relative symlinks into
 /sys/devices), so discovery can be tested without the hardware:
 
-    fake_sysfs.py FIXTURE TYPE DIR
+    fake_sysfs.py FIXTURE TYPE DIR [DOMAIN]
+
+and DIR/nvml.tsv for tests/topology/fake_nvml.c: each GPU's name, UUID
+(the fixture's, else one made from its bus), the bus ids its active NVLink
+links reach (for "nvswitch", that many links to switch functions that are no
+GPU), and its fabric cluster: md5(DOMAIN) when a DOMAIN is given, else zeros
+(an HGX node: a completed fabric with no cluster). GPUs are listed in
+reverse bus order: NVML's index is not CUDA's.
 
 DIR/sys/devices/pci0000:BB/ROOT/SWITCH/DEV/{vendor,class,numa_node}
 DIR/sys/bus/pci/devices/DEV -> ../../../devices/...
@@ -14,6 +21,7 @@ DIR/sys/devices/system/node/nodeN
 Also a CPU-side device that is not a GPU (vendor 0x8086) and an NVIDIA audio
 function (class 0x0403), which discovery must pass over.
 """
+import hashlib
 import json
 import os
 import sys
@@ -48,8 +56,35 @@ def pci_device(sysfs, dev, vendor, cls):
     return d
 
 
+def nvml_bus(bus):
+    dom, rest = bus.split(":", 1)
+    return f"{int(dom, 16):08X}:{rest.upper()}"
+
+
+def gpu_uuid(g):
+    return g.get("uuid") or "GPU-fake-" + g["bus"].replace(":", "-").replace(".", "-")
+
+
+def write_nvml(t, path, domain):
+    cluster = hashlib.md5(domain.encode()).hexdigest() if domain else "0" * 32
+    lines = []
+    for g in sorted(t.get("gpus", []), key=lambda g: g["bus"], reverse=True):
+        nv = g.get("nvlink", "none")
+        if nv == "nvswitch":
+            targets = [f"00000000:{0xe0 + k:02X}:00.0" for k in range(g.get("nvlinks", 1) or 1)]
+        elif isinstance(nv, list):
+            targets = [nvml_bus(b) for b in nv]
+        else:
+            targets = []
+        lines.append("\t".join([nvml_bus(g["bus"]), g.get("model", "NVIDIA GPU"), gpu_uuid(g), cluster,
+                                "0", ",".join(targets) or "-"]))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     fixture, tname, out = sys.argv[1:4]
+    domain = sys.argv[4] if len(sys.argv) > 4 else ""
     with open(fixture) as f:
         t = json.load(f)["node_types"][tname]
     sysfs = os.path.join(out, "sys")
@@ -77,6 +112,7 @@ def main():
                 write(os.path.join(pd, "link_layer"), p["link"])
             if p.get("netdev"):
                 write(os.path.join(pd, "gid_attrs", "ndevs", "0"), p["netdev"])
+    write_nvml(t, os.path.join(out, "nvml.tsv"), domain)
 
 
 main()

@@ -9,7 +9,12 @@ independently of llmp's C reader, for tests/topo.bats to compare against:
                                         print for a node of TYPE (discovery sees
                                         no NVML: model, uuid, nvlink, nvlinks and
                                         domain are left out)
+    topo_model.py nvml FIXTURE TYPE OUT HOST [DOMAIN]
+                                        the same with what tests/topology/fake_nvml.c
+                                        answers (fake_sysfs.py wrote it): every GPU's
+                                        model, UUID, NVLink and domain too
 """
+import hashlib
 import json
 import re
 import sys
@@ -101,6 +106,20 @@ def same(a, b):
     return None
 
 
+def expected_nvml_gpu(g, domain):
+    nv = g.get("nvlink", "none")
+    c = {"bus": g["bus"], "numa": g.get("numa", -1), "pcie": g.get("pcie", []),
+         "model": g.get("model", "NVIDIA GPU"),
+         "uuid": g.get("uuid") or "GPU-fake-" + g["bus"].replace(":", "-").replace(".", "-"),
+         "nvlink": nv}
+    links = (g.get("nvlinks", 1) or 1) if nv == "nvswitch" else len(nv) if isinstance(nv, list) else 0
+    if links:
+        c["nvlinks"] = links
+    if domain:
+        c["domain"] = hashlib.md5(domain.encode()).hexdigest() + "-0"
+    return c
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "hosts":
@@ -110,6 +129,16 @@ def main():
         why = same(load(sys.argv[2]), load(sys.argv[3]))
         if why:
             print(why)
+            sys.exit(1)
+    elif cmd == "nvml":
+        fixture, tname, out, host = sys.argv[2:6]
+        domain = sys.argv[6] if len(sys.argv) > 6 else ""
+        t = load(fixture)["node_types"][tname]
+        want = [expected_nvml_gpu(g, domain) for g in sorted(t["gpus"], key=lambda g: g["bus"])]
+        got = canonical_type(load(out)["node_types"][host])["gpus"]
+        if want != got:
+            print(json.dumps(want, indent=1))
+            print(json.dumps(got, indent=1))
             sys.exit(1)
     elif cmd == "node":
         fixture, tname, out, host = sys.argv[2:6]

@@ -15,9 +15,9 @@ static void host_name(char *buf, size_t len)
 {
 	const char *slurm = getenv("SLURMD_NODENAME");
 	char host[256] = "";
-	if (slurm && *slurm && strlen(slurm) < len && strspn(slurm, "abcdefghijklmnopqrstuvwxyz"
-								    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-								    strlen(slurm)) {
+	if (slurm && *slurm && strlen(slurm) < len &&
+	    strspn(slurm, "abcdefghijklmnopqrstuvwxyz"
+			  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(slurm)) {
 		snprintf(buf, len, "%s", slurm);
 		return;
 	}
@@ -47,13 +47,16 @@ llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *
 		const char *last = strrchr(addr, '.');
 		last = last ? last + 1 : addr;
 		if (*last && strlen(last) < sizeof node->host &&
-		    strspn(last, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(last))
+		    strspn(last, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+			    strlen(last))
 			snprintf(node->host, sizeof node->host, "%s", last);
 	}
 	snprintf(t->types[0].name, sizeof t->types[0].name, "%s", node->host);
 	node->type = 0;
 	node->leaf = -1;
 	llmp_status st = topo_discover_sysfs(sysfs_root, &t->types[0], msg, len);
+	if (st == LLMP_OK)
+		topo_discover_nvml(&t->types[0], t->note, sizeof t->note);
 	if (st == LLMP_OK)
 		st = topo_discover_switches(addr, pattern, t, 0, msg, len);
 	if (st != LLMP_OK)

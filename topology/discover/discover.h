@@ -2,8 +2,8 @@
 /*
  * discover.h - this node's topology, found where Linux and Slurm put it
  * (doc/topology-json.md, "A discovered node"). One file per source:
- * sysfs.c (PCI GPUs, InfiniBand/RoCE HCAs, NUMA), slurm_addr.c (the switch
- * tree from SLURM_TOPOLOGY_ADDR). Each source is optional: what it cannot
+ * sysfs.c (PCI GPUs, InfiniBand/RoCE HCAs, NUMA), nvml.c (NVLink, through
+ * the driver), slurm_addr.c (the switch tree from SLURM_TOPOLOGY_ADDR). Each source is optional: what it cannot
  * see is left out, never guessed.
  */
 #ifndef LLMP_DISCOVER_H
@@ -27,12 +27,20 @@ llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *
 llmp_status topo_discover_sysfs(const char *sysfs_root, struct topo_type *type, char *msg, size_t len);
 
 /*
+ * nvml.c: each GPU's model, UUID, NVLink links and multi-node NVLink
+ * domain from NVML (dlopen of libnvidia-ml.so.1, or LLMP_NVML_LIBRARY).
+ * What it could not read is left unknown and said in why ("" when all
+ * was read).
+ */
+void topo_discover_nvml(struct topo_type *type, char *why, size_t len);
+
+/*
  * slurm_addr.c: the switches above host from a tree address ("s0.s4.tux1"
  * with pattern "switch.switch.node"), appended to t, host's leaf set.
  * An address whose last part is not a node is refused; a part that is a
  * range ("s[1-2]", a node under several switches) takes its first.
  */
-llmp_status topo_discover_switches(const char *addr, const char *pattern, struct topo *t, size_t node, char *msg,
-				   size_t len);
+llmp_status topo_discover_switches(const char *addr, const char *pattern, struct topo *t, size_t node,
+				   char *msg, size_t len);
 
 #endif /* LLMP_DISCOVER_H */

@@ -35,20 +35,22 @@ static int split(char *s, char **parts, int max)
 	return n;
 }
 
-llmp_status topo_discover_switches(const char *addr, const char *pattern, struct topo *t, size_t node, char *msg,
-				   size_t len)
+llmp_status topo_discover_switches(const char *addr, const char *pattern, struct topo *t, size_t node,
+				   char *msg, size_t len)
 {
 	char a[1024], p[1024], shown[LLMP_SHOW_MAX], *ap[ADDR_PARTS], *pp[ADDR_PARTS];
 	if (!addr || !*addr)
 		return LLMP_OK;
 	if (snprintf(a, sizeof a, "%s", addr) >= (int)sizeof a ||
 	    snprintf(p, sizeof p, "%s", pattern ? pattern : "") >= (int)sizeof p)
-		return llmp_fail(LLMP_ERR_ARG, msg, len, "SLURM_TOPOLOGY_ADDR: longer than %zu bytes", sizeof a - 1);
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "SLURM_TOPOLOGY_ADDR: longer than %zu bytes",
+				 sizeof a - 1);
 	int na = split(a, ap, ADDR_PARTS), np = pattern ? split(p, pp, ADDR_PARTS) : na;
 	if (na < 1 || np != na || (pattern && strcmp(pp[na - 1], "node") != 0))
-		return llmp_fail(LLMP_ERR_ARG, msg, len,
-				 "SLURM_TOPOLOGY_ADDR '%s' does not match its pattern (one part per level, the node last)",
-				 llmp_show(shown, addr, strlen(addr)));
+		return llmp_fail(
+			LLMP_ERR_ARG, msg, len,
+			"SLURM_TOPOLOGY_ADDR '%s' does not match its pattern (one part per level, the node last)",
+			llmp_show(shown, addr, strlen(addr)));
 	if (na == 1)
 		return LLMP_OK; /* a node under no switch */
 	struct topo_switch *grown = realloc(t->switches, (t->nswitches + (size_t)na - 1) * sizeof *grown);

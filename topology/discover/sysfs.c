@@ -136,11 +136,12 @@ static unsigned count_numa(const char *root)
 	char path[PATH_LEN], **names, why[64];
 	size_t n;
 	unsigned count = 0;
-	if (!join(path, root, "/sys/devices/system/node") || list_dir(path, &names, &n, why, sizeof why) != LLMP_OK)
+	if (!join(path, root, "/sys/devices/system/node") ||
+	    list_dir(path, &names, &n, why, sizeof why) != LLMP_OK)
 		return 1;
 	for (size_t i = 0; i < n; i++)
-		count += strncmp(names[i], "node", 4) == 0 && names[i][4] && strspn(names[i] + 4, "0123456789") ==
-										       strlen(names[i] + 4);
+		count += strncmp(names[i], "node", 4) == 0 && names[i][4] &&
+			 strspn(names[i] + 4, "0123456789") == strlen(names[i] + 4);
 	free_names(names, n);
 	return count ? count : 1;
 }
@@ -204,13 +205,16 @@ static void read_port(const char *dir, unsigned port, struct topo_port *p)
 	snprintf(path, sizeof path, "%s/link_layer", dir);
 	if (read_line(path, text, sizeof text))
 		snprintf(p->link, sizeof p->link, "%s",
-			 !strcmp(text, "InfiniBand") ? "InfiniBand" : !strcmp(text, "Ethernet") ? "Ethernet" : "");
+			 !strcmp(text, "InfiniBand") ? "InfiniBand"
+			 : !strcmp(text, "Ethernet") ? "Ethernet"
+						     : "");
 	snprintf(path, sizeof path, "%s/gid_attrs/ndevs/0", dir);
 	if (read_line(path, text, sizeof text) && text[0] && strlen(text) < sizeof p->netdev)
 		snprintf(p->netdev, sizeof p->netdev, "%s", text);
 	else {
 		snprintf(path, sizeof path, "%s/../../device/net", dir);
-		if (list_dir(path, &names, &n, why, sizeof why) == LLMP_OK && n && strlen(names[0]) < sizeof p->netdev)
+		if (list_dir(path, &names, &n, why, sizeof why) == LLMP_OK && n &&
+		    strlen(names[0]) < sizeof p->netdev)
 			snprintf(p->netdev, sizeof p->netdev, "%s", names[0]);
 		if (n)
 			free_names(names, n);

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fake_nvml.c - a stand-in for libnvidia-ml.so.1 with the calls
+ * topology/discover/nvml.c makes, answering from the file FAKE_NVML_FILE
+ * that tests/topology/fake_sysfs.py writes (one GPU per line, tab-separated):
+ *
+ *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS
+ *
+ * BUS in NVML's form ("00000000:1B:00.0"), CLUSTER 32 hex digits (zeros:
+ * none), TARGETS the bus ids its active links reach, comma-separated, or
+ * "-". The GPUs are listed in an order of their own, not by bus: NVML's
+ * index is not CUDA's. Loaded by `llmp topo` through LLMP_NVML_LIBRARY.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GPUS 64
+#define MAX_LINKS 18
+
+struct pci_info {
+	char bus_id_legacy[16];
+	unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+	char bus_id[32];
+};
+
+struct fabric_info_v2 {
+	unsigned version;
+	unsigned char cluster_uuid[16];
+	int status;
+	unsigned clique_id;
+	unsigned char state;
+	unsigned health_mask;
+};
+
+struct gpu {
+	char bus[32], name[96], uuid[96];
+	unsigned char cluster[16];
+	unsigned clique;
+	char targets[MAX_LINKS][32];
+	unsigned ntargets;
+};
+
+/* The calls, as libnvidia-ml.so.1 exports them (the device handle is a struct gpu here). */
+int nvmlInit_v2(void);
+int nvmlDeviceGetCount_v2(unsigned *count);
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, struct gpu **dev);
+int nvmlDeviceGetPciInfo_v3(struct gpu *dev, struct pci_info *pci);
+int nvmlDeviceGetName(struct gpu *dev, char *name, unsigned len);
+int nvmlDeviceGetUUID(struct gpu *dev, char *uuid, unsigned len);
+int nvmlDeviceGetNvLinkState(struct gpu *dev, unsigned link, int *active);
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(struct gpu *dev, unsigned link, struct pci_info *pci);
+int nvmlDeviceGetGpuFabricInfoV(struct gpu *dev, struct fabric_info_v2 *info);
+
+static struct gpu gpus[MAX_GPUS];
+static unsigned ngpus;
+
+int nvmlInit_v2(void)
+{
+	const char *path = getenv("FAKE_NVML_FILE");
+	FILE *f = path ? fopen(path, "r") : NULL;
+	char line[4096];
+	if (!f)
+		return 9; /* NVML_ERROR_DRIVER_NOT_LOADED */
+	ngpus = 0;
+	while (ngpus < MAX_GPUS && fgets(line, sizeof line, f)) {
+		struct gpu *g = &gpus[ngpus];
+		char *save = NULL, *field[6];
+		int n = 0;
+		line[strcspn(line, "\n")] = '\0';
+		for (char *p = strtok_r(line, "\t", &save); p && n < 6; p = strtok_r(NULL, "\t", &save))
+			field[n++] = p;
+		if (n != 6)
+			continue;
+		memset(g, 0, sizeof *g);
+		snprintf(g->bus, sizeof g->bus, "%s", field[0]);
+		snprintf(g->name, sizeof g->name, "%s", field[1]);
+		snprintf(g->uuid, sizeof g->uuid, "%s", field[2]);
+		for (int i = 0; i < 16; i++)
+			sscanf(field[3] + 2 * i, "%2hhx", &g->cluster[i]);
+		g->clique = (unsigned)strtoul(field[4], NULL, 10);
+		if (strcmp(field[5], "-") != 0)
+			for (char *p = strtok_r(field[5], ",", &save); p && g->ntargets < MAX_LINKS;
+			     p = strtok_r(NULL, ",", &save))
+				snprintf(g->targets[g->ntargets++], sizeof g->targets[0], "%s", p);
+		ngpus++;
+	}
+	fclose(f);
+	return 0;
+}
+
+int nvmlDeviceGetCount_v2(unsigned *count)
+{
+	*count = ngpus;
+	return 0;
+}
+
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, struct gpu **dev)
+{
+	if (i >= ngpus)
+		return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+	*dev = &gpus[i];
+	return 0;
+}
+
+int nvmlDeviceGetPciInfo_v3(struct gpu *dev, struct pci_info *pci)
+{
+	memset(pci, 0, sizeof *pci);
+	snprintf(pci->bus_id, sizeof pci->bus_id, "%s", dev->bus);
+	return 0;
+}
+
+int nvmlDeviceGetName(struct gpu *dev, char *name, unsigned len)
+{
+	snprintf(name, len, "%s", dev->name);
+	return 0;
+}
+
+int nvmlDeviceGetUUID(struct gpu *dev, char *uuid, unsigned len)
+{
+	snprintf(uuid, len, "%s", dev->uuid);
+	return 0;
+}
+
+int nvmlDeviceGetNvLinkState(struct gpu *dev, unsigned link, int *active)
+{
+	if (link >= MAX_LINKS)
+		return 2;
+	*active = link < dev->ntargets;
+	return 0;
+}
+
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(struct gpu *dev, unsigned link, struct pci_info *pci)
+{
+	if (link >= dev->ntargets)
+		return 2;
+	memset(pci, 0, sizeof *pci);
+	snprintf(pci->bus_id, sizeof pci->bus_id, "%s", dev->targets[link]);
+	return 0;
+}
+
+int nvmlDeviceGetGpuFabricInfoV(struct gpu *dev, struct fabric_info_v2 *info)
+{
+	if (info->version != (sizeof *info | 2u << 24))
+		return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+	memcpy(info->cluster_uuid, dev->cluster, sizeof info->cluster_uuid);
+	info->status = 0;
+	info->clique_id = dev->clique;
+	info->state = 3; /* completed */
+	return 0;
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nvml.c - what only NVIDIA's driver knows: each GPU's name and UUID, its
+ * active NVLink links and where they go (another GPU of the node, or an
+ * NVSwitch), and its multi-node NVLink domain (GB200 NVL72).
+ *
+ * libnvidia-ml.so.1 is opened with dlopen, never linked: a CPU node has
+ * none, and the plugin runs inside slurmstepd. Every symbol is optional
+ * (an old driver lacks nvmlDeviceGetGpuFabricInfoV); the structures are
+ * our own copies of the documented layouts (NVML API reference,
+ * nvmlPciInfo_t and nvmlGpuFabricInfo_v2_t), versioned as NVML asks. GPUs
+ * are matched by PCI bus id, never by NVML's index, which need not be
+ * CUDA's (shared/reference/topology.md §4). The library is never closed:
+ * NVML does not promise that unloading is safe. LLMP_NVML_LIBRARY names
+ * another library (a site's path, or the tests' fake).
+ */
+#define _GNU_SOURCE
+#include "discover.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NVML_MAX_LINKS 18 /* NVLink 4 and 5 give a GPU 18 links */
+#define NVML_FABRIC_STATE_COMPLETED 3
+
+typedef int nvml_return;
+typedef struct nvml_device *nvml_device;
+
+struct nvml_pci_info {
+	char bus_id_legacy[16];
+	unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+	char bus_id[32];
+};
+
+struct nvml_fabric_info_v2 {
+	unsigned version;
+	unsigned char cluster_uuid[16];
+	nvml_return status;
+	unsigned clique_id;
+	unsigned char state;
+	unsigned health_mask;
+};
+
+struct nvml {
+	nvml_return (*init)(void);
+	nvml_return (*count)(unsigned *);
+	nvml_return (*handle)(unsigned, nvml_device *);
+	nvml_return (*pci)(nvml_device, struct nvml_pci_info *);
+	nvml_return (*name)(nvml_device, char *, unsigned);
+	nvml_return (*uuid)(nvml_device, char *, unsigned);
+	nvml_return (*link_state)(nvml_device, unsigned, int *);
+	nvml_return (*link_remote)(nvml_device, unsigned, struct nvml_pci_info *);
+	nvml_return (*fabric)(nvml_device, struct nvml_fabric_info_v2 *);
+};
+
+/* "00000000:1B:00.0" (NVML) as "0000:1b:00.0" (sysfs); false when it is not one. */
+static bool normal_bus(const char *nvml, char out[TOPO_BUS_MAX])
+{
+	unsigned dom, bus, dev, fn;
+	char tail;
+	if (sscanf(nvml, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4 || dom > 0xffff || bus > 0xff ||
+	    dev > 0x1f || fn > 7)
+		return false;
+	snprintf(out, TOPO_BUS_MAX, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+	return true;
+}
+
+/* Printable ASCII only: a name goes to JSON and to terminals. */
+static void printable(char *s)
+{
+	for (; *s; s++)
+		if (!isprint((unsigned char)*s) || *s == '"' || *s == '\\')
+			*s = '?';
+}
+
+static bool load(struct nvml *n, char *why, size_t len)
+{
+	const char *path = getenv("LLMP_NVML_LIBRARY");
+	if (!path || !*path)
+		path = "libnvidia-ml.so.1";
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		snprintf(why, len, "%s not loaded", path);
+		return false;
+	}
+	*(void **)&n->init = dlsym(lib, "nvmlInit_v2");
+	*(void **)&n->count = dlsym(lib, "nvmlDeviceGetCount_v2");
+	*(void **)&n->handle = dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+	*(void **)&n->pci = dlsym(lib, "nvmlDeviceGetPciInfo_v3");
+	*(void **)&n->name = dlsym(lib, "nvmlDeviceGetName");
+	*(void **)&n->uuid = dlsym(lib, "nvmlDeviceGetUUID");
+	*(void **)&n->link_state = dlsym(lib, "nvmlDeviceGetNvLinkState");
+	*(void **)&n->link_remote = dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+	*(void **)&n->fabric = dlsym(lib, "nvmlDeviceGetGpuFabricInfoV");
+	if (!n->init || !n->count || !n->handle || !n->pci) {
+		snprintf(why, len, "%s lacks nvmlInit_v2 or the device calls", path);
+		return false;
+	}
+	nvml_return rc = n->init();
+	if (rc != 0) {
+		snprintf(why, len, "nvmlInit_v2 failed (NVML error %d)", rc);
+		return false;
+	}
+	return true;
+}
+
+static struct topo_gpu *gpu_at(struct topo_type *type, const char *bus)
+{
+	for (unsigned g = 0; g < type->ngpus; g++)
+		if (strcmp(type->gpus[g].pci.bus, bus) == 0)
+			return &type->gpus[g];
+	return NULL;
+}
+
+/* Active links: to GPUs of the node (peers) or to anything else (an NVSwitch). */
+static void read_links(const struct nvml *n, nvml_device dev, struct topo_type *type, struct topo_gpu *g)
+{
+	char peers[NVML_MAX_LINKS][TOPO_BUS_MAX];
+	unsigned npeers = 0, links = 0;
+	bool to_switch = false, known = n->link_state != NULL;
+	for (unsigned l = 0; known && l < NVML_MAX_LINKS; l++) {
+		int active = 0;
+		struct nvml_pci_info remote = { 0 };
+		char bus[TOPO_BUS_MAX];
+		if (n->link_state(dev, l, &active) != 0 || !active)
+			continue;
+		links++;
+		if (!n->link_remote || n->link_remote(dev, l, &remote) != 0 || !normal_bus(remote.bus_id, bus) ||
+		    !gpu_at(type, bus) || strcmp(bus, g->pci.bus) == 0) {
+			to_switch = true; /* NCCL's rule: a target that is no GPU here is an NVSwitch */
+			continue;
+		}
+		bool seen = false;
+		for (unsigned k = 0; k < npeers && !seen; k++)
+			seen = strcmp(peers[k], bus) == 0;
+		if (!seen)
+			snprintf(peers[npeers++], TOPO_BUS_MAX, "%s", bus);
+	}
+	if (!known)
+		return;
+	g->nvlinks = links;
+	if (links == 0) {
+		g->nvlink = TOPO_NVLINK_NONE;
+	} else if (to_switch || npeers == 0) {
+		g->nvlink = TOPO_NVLINK_SWITCH;
+	} else if ((g->peers = calloc(npeers, sizeof *g->peers))) {
+		g->nvlink = TOPO_NVLINK_PEERS;
+		memcpy(g->peers, peers, npeers * sizeof *peers);
+		g->npeers = npeers;
+	}
+}
+
+/* The multi-node NVLink domain: cluster UUID and clique, when the fabric says it is set up. */
+static void read_fabric(const struct nvml *n, nvml_device dev, struct topo_gpu *g)
+{
+	struct nvml_fabric_info_v2 f = { .version = (unsigned)sizeof f | 2u << 24 };
+	bool zero = true;
+	if (!n->fabric || n->fabric(dev, &f) != 0 || f.status != 0 || f.state != NVML_FABRIC_STATE_COMPLETED)
+		return;
+	for (size_t i = 0; i < sizeof f.cluster_uuid; i++)
+		zero &= f.cluster_uuid[i] == 0;
+	if (zero)
+		return; /* HGX nodes report a completed fabric with no cluster: no multi-node NVLink */
+	char *w = g->domain;
+	for (size_t i = 0; i < sizeof f.cluster_uuid; i++)
+		w += sprintf(w, "%02x", f.cluster_uuid[i]);
+	snprintf(w, sizeof g->domain - (size_t)(w - g->domain), "-%u", f.clique_id);
+}
+
+void topo_discover_nvml(struct topo_type *type, char *why, size_t len)
+{
+	struct nvml n = { 0 };
+	unsigned count = 0, matched = 0;
+	why[0] = '\0';
+	if (type->ngpus == 0)
+		return;
+	if (!load(&n, why, len))
+		return;
+	if (n.count(&count) != 0) {
+		snprintf(why, len, "nvmlDeviceGetCount_v2 failed");
+		return;
+	}
+	for (unsigned i = 0; i < count; i++) {
+		nvml_device dev;
+		struct nvml_pci_info pci = { 0 };
+		char bus[TOPO_BUS_MAX];
+		struct topo_gpu *g;
+		if (n.handle(i, &dev) != 0 || n.pci(dev, &pci) != 0 || !normal_bus(pci.bus_id, bus) ||
+		    !(g = gpu_at(type, bus)))
+			continue; /* a GPU this process's sysfs does not show */
+		matched++;
+		if (n.name && n.name(dev, g->model, sizeof g->model) == 0)
+			printable(g->model);
+		else
+			g->model[0] = '\0';
+		if (!n.uuid || n.uuid(dev, g->uuid, sizeof g->uuid) != 0 ||
+		    strspn(g->uuid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+			    strlen(g->uuid))
+			g->uuid[0] = '\0';
+		read_links(&n, dev, type, g);
+		read_fabric(&n, dev, g);
+	}
+	if (matched < type->ngpus)
+		snprintf(why, len, "NVML showed %u of the %u GPUs sysfs shows", matched, type->ngpus);
+}
