@@ -27,6 +27,7 @@
 #include "topology/fail.h" /* llmp_show */
 #include "gpu_bind.h"
 #include "layout_file.h"
+#include "netif.h"
 #include <llmp/llmp_env.h>
 #include "resolve.h"
 #include "resolve_ckpt.h"
@@ -272,6 +273,22 @@ static int batch_task(spank_t sp)
 	return 0;
 }
 
+/*
+ * GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME, where the task has neither
+ * its own nor the user's: the interface toward the node srun ran on
+ * (netif.h). Nothing is set when there is no such route to name.
+ */
+static void socket_ifname(spank_t sp)
+{
+	static const char *const names[] = { "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME" };
+	char launch[256], ifname[64];
+	if (!step_env(sp, "SLURM_LAUNCH_NODE_IPADDR", launch, sizeof launch) ||
+	    plugin_route_ifname(launch, ifname, sizeof ifname) < 0)
+		return;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		spank_setenv(sp, names[i], ifname, 0); /* 0: a value already there stays */
+}
+
 int plugin_step_task(spank_t sp)
 {
 	struct plugin_ctx *c = plugin_ctx();
@@ -315,6 +332,7 @@ int plugin_step_task(spank_t sp)
 	}
 	if (set_task_env(sp, &env) < 0)
 		return -1;
+	socket_ifname(sp);
 	if (bind_gpu(sp, (uint32_t)local_rank, local_tasks) < 0) {
 		plugin_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;

@@ -172,6 +172,35 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	[ "$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output" | sort -u | wc -l)" -eq 2 ]
 }
 
+@test "GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME: the interface toward srun's node, unless the user set them" {
+	# Each node of the test cluster reaches the others through its eth0
+	# (tests/cluster/cluster.sh); its host name resolves to loopback, where a
+	# gloo rendezvous hangs.
+	local show='echo "ifname $SLURMD_NODENAME ${GLOO_SOCKET_IFNAME-<unset>} ${NCCL_SOCKET_IFNAME-<unset>}"'
+	run srun -N3 --llm-parallel=tp=1 sh -c "$show"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^ifname node[1-3] eth0 eth0$' <<<"$output")" -eq 3 ] || { echo "$output"; false; }
+	GLOO_SOCKET_IFNAME=lo run srun -N3 --llm-parallel=tp=1 sh -c "$show"
+	[ "$(grep -c '^ifname node[1-3] lo eth0$' <<<"$output")" -eq 3 ] || { echo "the user's value must stay: $output"; false; }
+	run srun -N1 sh -c "$show"
+	grep -Eq '^ifname node[1-3] <unset> <unset>$' <<<"$output" || { echo "a job without the option is untouched: $output"; false; }
+}
+
+@test "llmp topo in a step: each node under its leaf and the spine, from SLURM_TOPOLOGY_ADDR" {
+	# topology.conf of tests/cluster/cluster.sh: leaf1 holds node1 and node2,
+	# leaf2 node3, the spine both leaves. Read by tests/topology/topo_model.py.
+	local dir=$WORK/topo
+	mkdir -p "$dir"
+	run srun -N3 sh -c '"$0" topo --format json >"$1/topo-$SLURMD_NODENAME.json"' "$LLMP" "$dir"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	for n in 1 2 3; do
+		run python3 "$LLMP_SRCDIR/tests/topology/topo_model.py" hosts "$dir/topo-node$n.json"
+		local leaf=leaf1
+		[ "$n" -ne 3 ] || leaf=leaf2
+		[ "$output" = "node$n node$n - $leaf spine" ] || { echo "node$n: $output"; false; }
+	done
+}
+
 # -------------------------------------------------------------- bad layouts
 
 @test "bad specs are refused at submission by sbatch, salloc and srun: nothing queued" {

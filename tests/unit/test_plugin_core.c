@@ -5,6 +5,11 @@
  * precedence of the layout's and the checkpoint spec's sources, and the
  * environment each task (and the batch script) gets.
  */
+#define _GNU_SOURCE /* struct ifaddrs, inet_pton */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +20,7 @@
 #include <cmocka.h>
 
 #include "plugin/gpu_bind.h"
+#include "plugin/netif.h"
 #include "plugin/resolve.h"
 #include "plugin/resolve_ckpt.h"
 #include "plugin/site.h"
@@ -533,6 +539,53 @@ static void batch_script_environment(void **state)
 	assert_int_equal(plugin_ckpt_env(&ckpt, 0, &env), -1);
 }
 
+/* ------------------------------------------------- socket interface */
+
+static void socket_interface(void **state)
+{
+	(void)state;
+	struct sockaddr_in lo4 = { .sin_family = AF_INET }, eth4 = { .sin_family = AF_INET },
+			   ib4 = { .sin_family = AF_INET }, other4 = { .sin_family = AF_INET };
+	struct sockaddr_in6 ib6 = { .sin6_family = AF_INET6 }, other6 = { .sin6_family = AF_INET6 };
+	inet_pton(AF_INET, "127.0.0.1", &lo4.sin_addr);
+	inet_pton(AF_INET, "10.0.0.5", &eth4.sin_addr);
+	inet_pton(AF_INET, "192.168.7.5", &ib4.sin_addr);
+	inet_pton(AF_INET, "10.0.0.6", &other4.sin_addr);
+	inet_pton(AF_INET6, "fd00::5", &ib6.sin6_addr);
+	inet_pton(AF_INET6, "fd00::6", &other6.sin6_addr);
+	/* lo, eth0, an interface with no address, ib0 (v4 and v6), in getifaddrs' chain. */
+	struct ifaddrs ib0v6 = { .ifa_name = "ib0",
+				 .ifa_flags = IFF_UP,
+				 .ifa_addr = (struct sockaddr *)&ib6 };
+	struct ifaddrs ib0 = { .ifa_next = &ib0v6,
+			       .ifa_name = "ib0",
+			       .ifa_flags = IFF_UP,
+			       .ifa_addr = (struct sockaddr *)&ib4 };
+	struct ifaddrs bare = { .ifa_next = &ib0, .ifa_name = "dummy0", .ifa_flags = IFF_UP };
+	struct ifaddrs eth0 = { .ifa_next = &bare,
+				.ifa_name = "eth0",
+				.ifa_flags = IFF_UP,
+				.ifa_addr = (struct sockaddr *)&eth4 };
+	struct ifaddrs lo = { .ifa_next = &eth0,
+			      .ifa_name = "lo",
+			      .ifa_flags = IFF_UP | IFF_LOOPBACK,
+			      .ifa_addr = (struct sockaddr *)&lo4 };
+	char name[16] = "";
+	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&ib4, name, sizeof name), 0);
+	assert_string_equal(name, "ib0");
+	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&eth4, name, sizeof name), 0);
+	assert_string_equal(name, "eth0");
+	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&ib6, name, sizeof name), 0);
+	assert_string_equal(name, "ib0");
+	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&lo4, name, sizeof name), -1);
+	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&other4, name, sizeof name), -1);
+	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&other6, name, sizeof name), -1);
+	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&eth4, name, 4), -1); /* "eth0" needs 5 */
+	/* The kernel's own route: to this machine's loopback there is no interface to name. */
+	assert_int_equal(plugin_route_ifname("127.0.0.1", name, sizeof name), -1);
+	assert_int_equal(plugin_route_ifname("", name, sizeof name), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -550,6 +603,7 @@ int main(void)
 		cmocka_unit_test(task_environment),
 		cmocka_unit_test(checkpoint_environment),
 		cmocka_unit_test(batch_script_environment),
+		cmocka_unit_test(socket_interface),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

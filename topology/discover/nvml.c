@@ -128,8 +128,8 @@ static void read_links(const struct nvml *n, nvml_device dev, struct topo_type *
 		if (n->link_state(dev, l, &active) != 0 || !active)
 			continue;
 		links++;
-		if (!n->link_remote || n->link_remote(dev, l, &remote) != 0 || !normal_bus(remote.bus_id, bus) ||
-		    !gpu_at(type, bus) || strcmp(bus, g->pci.bus) == 0) {
+		if (!n->link_remote || n->link_remote(dev, l, &remote) != 0 ||
+		    !normal_bus(remote.bus_id, bus) || !gpu_at(type, bus) || strcmp(bus, g->pci.bus) == 0) {
 			to_switch = true; /* NCCL's rule: a target that is no GPU here is an NVSwitch */
 			continue;
 		}

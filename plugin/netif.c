@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* netif.c - the interface toward a host (netif.h). */
+#define _GNU_SOURCE
+#include "netif.h"
+
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool same_address(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (!a || !b || a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+int plugin_ifname_of(const struct ifaddrs *list, const struct sockaddr *addr, char *name, size_t len)
+{
+	for (const struct ifaddrs *i = list; i; i = i->ifa_next) {
+		if (!i->ifa_name || !same_address(i->ifa_addr, addr))
+			continue;
+		if ((i->ifa_flags & IFF_LOOPBACK) || strlen(i->ifa_name) >= len)
+			return -1;
+		snprintf(name, len, "%s", i->ifa_name);
+		return 0;
+	}
+	return -1;
+}
+
+int plugin_route_ifname(const char *host, char *name, size_t len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res = NULL;
+	int rc = -1;
+	if (!host || !*host || getaddrinfo(host, "9", &hints, &res) != 0)
+		return -1;
+	for (struct addrinfo *a = res; a && rc < 0; a = a->ai_next) {
+		struct sockaddr_storage local;
+		socklen_t n = sizeof local;
+		struct ifaddrs *list = NULL;
+		int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 && getsockname(fd, (struct sockaddr *)&local, &n) == 0 &&
+		    getifaddrs(&list) == 0) {
+			rc = plugin_ifname_of(list, (struct sockaddr *)&local, name, len);
+			freeifaddrs(list);
+		}
+		close(fd);
+	}
+	freeaddrinfo(res);
+	return rc;
+}

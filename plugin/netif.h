@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * netif.h - which network interface a task's bootstrap sockets should use.
+ *
+ * gloo and NCCL pick their socket interface from the address the host name
+ * resolves to; where that is loopback (Debian's 127.0.1.1 line, the test
+ * cluster) a PyTorch job hangs in its rendezvous. The plugin sets
+ * GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME, when the user has not, to the
+ * interface this node uses to reach the node srun was started from: the
+ * network Slurm itself reaches the job through.
+ */
+#ifndef LLMP_NETIF_H
+#define LLMP_NETIF_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+struct ifaddrs;
+
+/*
+ * The name of the interface in list that holds address addr (IPv4 or
+ * IPv6). Returns 0, or -1 when none does, or when it is a loopback
+ * interface (no peer can reach a task there).
+ */
+int plugin_ifname_of(const struct ifaddrs *list, const struct sockaddr *addr, char *name, size_t len);
+
+/*
+ * The interface this node would send from to reach host (a numeric
+ * address or a name): the kernel's route, found by connecting a UDP
+ * socket, which sends nothing. Returns 0, or -1 when there is none to use.
+ */
+int plugin_route_ifname(const char *host, char *name, size_t len);
+
+#endif /* LLMP_NETIF_H */
