@@ -19,7 +19,8 @@
 #define PROG "llmp plan"
 
 struct plan_args {
-	const char *spec;
+	const char *spec, *topology, *hosts;
+	bool renumber;
 	uint32_t world, nodes, tasks_per_node;
 	int64_t rank; /* -1 for all ranks */
 	int json;
@@ -28,7 +29,9 @@ struct plan_args {
 static void help(void)
 {
 	printf("usage: llmp plan (--world W | --nodes N --tasks-per-node T)\n"
-	       "                 [--parallel SPEC] [--rank R] [--format text|json]\n\n"
+	       "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
+	       "       llmp plan --topology FILE [--hosts LIST] [--tasks-per-node T]\n"
+	       "                 [--placement block|topology] [--parallel SPEC] [--rank R]\n\n"
 	       "Fit a 4D layout to a job and print its sizes and process groups.\n"
 	       "  -w, --world W            number of ranks in the job\n"
 	       "  -N, --nodes N            number of nodes (with --tasks-per-node)\n"
@@ -37,6 +40,12 @@ static void help(void)
 	       "                           'help' prints the grammar\n"
 	       "  -r, --rank R             show only rank R: coordinates and its groups\n"
 	       "  -f, --format text|json   output format (JSON: doc/layout-json.md)\n"
+	       "  -T, --topology FILE      place the ranks on the hosts of FILE (doc/topology-json.md):\n"
+	       "                           host, GPU and HCA of each rank, and how far each group spans\n"
+	       "  -H, --hosts LIST         the job's hosts, in Slurm's order (default: all of FILE)\n"
+	       "  -P, --placement block|topology\n"
+	       "                           ranks follow Slurm's task ids (block, the default) or the\n"
+	       "                           topology (NVLink domain, then the switch tree)\n"
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
 }
 
@@ -65,6 +74,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		{ "parallel", required_argument, NULL, 'p' },
 		{ "rank", required_argument, NULL, 'r' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "topology", required_argument, NULL, 'T' },
+		{ "hosts", required_argument, NULL, 'H' },
+		{ "placement", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -75,7 +87,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	a->rank = -1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:h", options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			if (cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
@@ -93,6 +105,13 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			a->tasks_per_node = (uint32_t)v;
 			break;
 		case 'p': a->spec = optarg; break;
+		case 'T': a->topology = optarg; break;
+		case 'H': a->hosts = optarg; break;
+		case 'P':
+			if (strcmp(optarg, "block") != 0 && strcmp(optarg, "topology") != 0)
+				return usage_error("--placement '%s': expected block or topology", optarg);
+			a->renumber = strcmp(optarg, "topology") == 0;
+			break;
 		case 'r':
 			if (cli_parse_count(PROG, "--rank", optarg, 0, LLMP_WORLD_MAX - 1, &v))
 				return CLI_EXIT_USAGE;
@@ -110,6 +129,12 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	if ((a->hosts || a->renumber) && !a->topology)
+		return usage_message("", "--hosts and --placement need --topology");
+	if (a->topology && (a->nodes || a->json))
+		return usage_message(
+			"",
+			"--topology takes its hosts from the file or --hosts: no --nodes, no --format json yet");
 	return CLI_EXIT_OK;
 }
 
@@ -165,6 +190,15 @@ int cli_plan(int argc, char **argv)
 		}
 	} else {
 		llmp_spec_init(&spec);
+	}
+	if (a.topology) {
+		struct cli_plan_topology on = { .file = a.topology,
+						.hosts = a.hosts,
+						.world = a.world,
+						.tasks_per_node = a.tasks_per_node,
+						.renumber = a.renumber,
+						.rank = a.rank };
+		return cli_plan_on_topology(&on, &spec);
 	}
 	rc = resolve_world(&a);
 	if (rc)

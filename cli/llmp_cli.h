@@ -38,6 +38,16 @@ int cli_parse_size(const char *prog, const char *opt, const char *text, uint64_t
 /* "1.5 MiB": bytes for people (powers of 1024); exact counts are in the JSON. */
 const char *cli_human_bytes(uint64_t bytes, char *buf, size_t len);
 
+/* `llmp plan --topology FILE`: the plan placed on a topology (plan_place.c). */
+struct cli_plan_topology {
+	const char *file, *hosts; /* hosts NULL: every host of the file */
+	uint32_t world;           /* 0, or what the tasks must add up to */
+	uint32_t tasks_per_node;  /* 0: as many as each host has GPUs */
+	bool renumber;            /* --placement topology */
+	int64_t rank;             /* -1: every rank */
+};
+int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec);
+
 /* `llmp topo ...`; argv[0] is "topo". */
 int cli_topo(int argc, char **argv);
 

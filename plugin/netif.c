@@ -17,10 +17,11 @@ static bool same_address(const struct sockaddr *a, const struct sockaddr *b)
 	if (!a || !b || a->sa_family != b->sa_family)
 		return false;
 	if (a->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
 	if (a->sa_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
-			      sizeof(struct in6_addr)) == 0;
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
 	return false;
 }
 
@@ -50,8 +51,8 @@ int plugin_route_ifname(const char *host, char *name, size_t len)
 		int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			continue;
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 && getsockname(fd, (struct sockaddr *)&local, &n) == 0 &&
-		    getifaddrs(&list) == 0) {
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&local, &n) == 0 && getifaddrs(&list) == 0) {
 			rc = plugin_ifname_of(list, (struct sockaddr *)&local, name, len);
 			freeifaddrs(list);
 		}

@@ -185,3 +185,65 @@ PY
 	[ "$status" -eq 0 ] && assert_contains "$output" "nvmlInit_v2 failed (NVML error 9)"
 	grep -Eq '^  0 +0000:1b:00.0 +0 +\? ' <<<"$output" || fail "NVLink should be unknown: $output"
 }
+
+# The "groups by span" lines of `llmp plan --topology`.
+spans() {
+	sed -n '/^groups by span:/,/^  rank /p' <<<"$1" | grep -v '^groups\|^  rank '
+}
+
+@test "placement: block order keeps RANK = SLURM_PROCID; topology order mends a host list that crosses leaves" {
+	# fat-tree.json: leaf NN holds dgx(4NN+1)..dgx(4NN+4). tp=8 fills a node,
+	# a cp pair is two consecutive nodes. In Slurm's own order (by name) the
+	# pair shares a leaf; in a list that takes one host of every leaf in turn
+	# no pair does, until the ranks follow the tree.
+	run "$LLMP" plan --topology "$FIXTURES/fat-tree.json" --parallel tp=8,cp=2,pp=8
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$(spans "$output")" "tp  128 groups of 8: 128 in one node" "cp  512 groups of 2: 512 in one leaf"
+	local hosts
+	hosts=$(python3 -c "print(','.join(f'dgx{l*4+i+1:03d}' for i in range(4) for l in range(32)))")
+	run "$LLMP" plan --topology "$FIXTURES/fat-tree.json" --hosts "$hosts" --parallel tp=8,cp=2,pp=8
+	assert_contains "$(spans "$output")" "cp  512 groups of 2: 512 in one tree"
+	grep -Eq '^  8 +8 +dgx005 ' <<<"$output" || fail "rank 8 is task 8, on the second host given"
+	run "$LLMP" plan --topology "$FIXTURES/fat-tree.json" --hosts "$hosts" --parallel tp=8,cp=2,pp=8 \
+		--placement topology
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$(spans "$output")" "cp  512 groups of 2: 512 in one leaf"
+	# Ranks 8-15 on dgx002 (leaf00's second host), which Slurm numbered tasks 256-263.
+	grep -Eq '^  8 +256 +dgx002 +0 ' <<<"$output" || fail "$output"
+	# Every task has exactly one rank.
+	[ "$(awk '$1 ~ /^[0-9]+$/ && NF == 6 {print $2}' <<<"$output" | sort -n | uniq | wc -l)" -eq 1024 ] ||
+		fail "not a permutation of the 1024 tasks"
+}
+
+@test "placement inside a node: a tp group under one PCIe switch, each GPU with the HCA the DGX manual pairs it with" {
+	# pcie-4gpu.json: GPUs 0000:03 and 0000:04 share a PCIe switch, so do
+	# 0000:43 and 0000:44. With cp fastest, the tp pairs are ranks (0,2), (1,3).
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --parallel tp=2,cp=2,order=cp-tp-ep-dp-pp
+	[ "$status" -eq 0 ] || fail "$output"
+	grep -Eq '^  0 +0 +box1 +0 +0000:03:00.0 +mlx5_0$' <<<"$output" || fail "$output"
+	grep -Eq '^  2 +2 +box1 +1 +0000:04:00.0 +mlx5_0$' <<<"$output" || fail "$output"
+	grep -Eq '^  1 +1 +box1 +2 +0000:43:00.0 +mlx5_0$' <<<"$output" || fail "$output"
+	grep -Eq '^  3 +3 +box1 +3 +0000:44:00.0 +mlx5_0$' <<<"$output" || fail "$output"
+	# DGX H100 User Guide table 6, GPU by GPU.
+	run "$LLMP" plan --topology "$FIXTURES/dgx-h100.json" --parallel tp=8
+	local want=(mlx5_0 mlx5_3 mlx5_4 mlx5_5 mlx5_6 mlx5_9 mlx5_10 mlx5_11)
+	for r in 0 1 2 3 4 5 6 7; do
+		grep -Eq "^  $r +$r +dgx001 +$r +[0-9a-f:.]+ +${want[r]}\$" <<<"$output" || fail "rank $r: $output"
+	done
+}
+
+@test "placement spans: one NVLink domain across trays, a tree across kinds; bad hosts named" {
+	run "$LLMP" plan --topology "$FIXTURES/heterogeneous.json" --hosts 'nvl[01-18]' --parallel tp=4 --tasks-per-node 4
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$(spans "$output")" "tp  18 groups of 4: 18 in one node" "dp  4 groups of 18: 4 in one nvlink-domain"
+	run "$LLMP" plan --topology "$FIXTURES/heterogeneous.json" --parallel tp=4,pp=2 --tasks-per-node 4
+	assert_contains "$(spans "$output")" "dp  8 groups of 21: 8 in one tree"
+	run "$LLMP" plan --topology "$FIXTURES/heterogeneous.json" --hosts 'dgx01,zz' --tasks-per-node 4
+	[ "$status" -eq 2 ] && assert_contains "$output" "placement: host zz is not in the topology"
+	run "$LLMP" plan --topology "$FIXTURES/heterogeneous.json" --hosts 'dgx[01-02]' --world 9
+	[ "$status" -eq 2 ] && assert_contains "$output" "--world 9 disagrees with 16 tasks on the 2 hosts"
+	run "$LLMP" plan --hosts dgx01 --world 4
+	[ "$status" -eq 2 ] && assert_contains "$output" "--hosts and --placement need --topology"
+	run "$LLMP" plan --topology "$FIXTURES/dgx-h100.json" --placement random
+	[ "$status" -eq 2 ] && assert_contains "$output" "--placement 'random': expected block or topology"
+}

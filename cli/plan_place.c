@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * plan_place.c - `llmp plan --topology FILE`: the plan laid on a topology
+ * (topology/placement.h). The job is the file's hosts (or --hosts, in
+ * Slurm's order) with --tasks-per-node tasks each, or as many as each has
+ * GPUs. Shows where every rank runs, and how far each group of the layout
+ * spans: one node, one NVLink domain, one leaf switch, the tree.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmp_cli.h"
+#include "topology/hostlist.h"
+#include "topology/placement.h"
+#include "topology/topo.h"
+
+#define PROG "llmp plan"
+
+/* Per group kind: how many groups span what. */
+static void write_spans(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan, FILE *out)
+{
+	static const enum llmp_group kinds[] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP, LLMP_GROUP_DP,
+						 LLMP_GROUP_PP };
+	uint32_t world = llmp_plan_world(plan);
+	uint32_t *members = malloc((world ? world : 1) * sizeof *members);
+	if (!members)
+		return;
+	fprintf(out, "groups by span:\n");
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		uint32_t count = llmp_plan_group_count(plan, kinds[k]), size = llmp_plan_group_size(plan, kinds[k]);
+		size_t spans[TOPO_SPAN_NONE + 1] = { 0 };
+		if (size <= 1)
+			continue;
+		for (uint32_t g = 0; g < count; g++) {
+			uint32_t n = 0;
+			if (llmp_plan_group(plan, kinds[k], g, members, world, &n) == LLMP_OK)
+				spans[topo_group_span(t, p, members, n)]++;
+		}
+		fprintf(out, "  %-3s %u groups of %u:", llmp_group_name(kinds[k]), count, size);
+		for (int s = TOPO_SPAN_NODE; s <= TOPO_SPAN_NONE; s++)
+			if (spans[s])
+				fprintf(out, " %zu in one %s", spans[s], topo_span_name((enum topo_span)s));
+		fputc('\n', out);
+	}
+	free(members);
+}
+
+static void write_slots(const struct topo *t, const struct topo_placement *p, char *const *hosts, int64_t only,
+			FILE *out)
+{
+	fprintf(out, "  %-6s %-6s %-16s %-4s %-13s %s\n", "rank", "task", "host", "gpu", "bus", "hca");
+	for (uint32_t r = 0; r < p->world; r++) {
+		if (only >= 0 && r != (uint32_t)only)
+			continue;
+		const struct topo_slot *s = &p->rank[r];
+		const struct topo_type *ty = &t->types[t->nodes[s->node].type];
+		char gpu[16] = "-";
+		if (s->gpu >= 0)
+			snprintf(gpu, sizeof gpu, "%d", s->gpu);
+		fprintf(out, "  %-6u %-6u %-16s %-4s %-13s %s\n", r, s->task, hosts[s->host], gpu,
+			s->gpu >= 0 ? ty->gpus[s->gpu].pci.bus : "-", s->hca >= 0 ? ty->hcas[s->hca].name : "-");
+	}
+}
+
+int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec)
+{
+	struct topo t;
+	char msg[LLMP_MSG_MAX], **hosts = NULL;
+	size_t nhosts = 0;
+	int rc = CLI_EXIT_USAGE;
+	if (topo_read_file(a->file, &t, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": --topology: %s\n", msg);
+		return CLI_EXIT_USAGE;
+	}
+	llmp_status st = a->hosts ? hostlist_expand(a->hosts, TOPO_HOSTS_MAX, &hosts, &nhosts, msg, sizeof msg)
+				  : LLMP_OK;
+	if (st != LLMP_OK) {
+		fprintf(stderr, PROG ": --hosts: %s\n", msg);
+		topo_free(&t);
+		return CLI_EXIT_USAGE;
+	}
+	if (!a->hosts) {
+		hosts = calloc(t.nnodes ? t.nnodes : 1, sizeof *hosts);
+		for (size_t i = 0; hosts && i < t.nnodes; i++)
+			hosts[nhosts++] = strdup(t.nodes[i].host);
+	}
+	uint32_t *tasks = calloc(nhosts ? nhosts : 1, sizeof *tasks);
+	uint64_t world = 0;
+	bool uniform = true;
+	for (size_t i = 0; tasks && i < nhosts && hosts[i]; i++) {
+		uint32_t gpus = 0;
+		for (size_t n = 0; n < t.nnodes; n++)
+			if (strcmp(t.nodes[n].host, hosts[i]) == 0)
+				gpus = t.types[t.nodes[n].type].ngpus;
+		tasks[i] = a->tasks_per_node ? a->tasks_per_node : gpus;
+		uniform &= tasks[i] == tasks[0];
+		world += tasks[i];
+	}
+	llmp_plan *plan = NULL;
+	struct topo_placement p = { 0 };
+	if (!tasks || !hosts) {
+		fprintf(stderr, PROG ": out of memory\n");
+		rc = CLI_EXIT_FAILURE;
+	} else if (world == 0 || world > LLMP_WORLD_MAX) {
+		fprintf(stderr, PROG ": --topology: %" PRIu64 " tasks on %zu hosts (give --tasks-per-node)\n", world,
+			nhosts);
+	} else if (a->world && a->world != world) {
+		fprintf(stderr, PROG ": --world %u disagrees with %" PRIu64 " tasks on the %zu hosts\n", a->world, world,
+			nhosts);
+	} else if (llmp_plan_create(spec, (uint32_t)world, uniform ? tasks[0] : 0, &plan, msg, sizeof msg) !=
+		   LLMP_OK) {
+		fprintf(stderr, PROG ": %s\n", msg);
+	} else if (topo_place(&t, plan, hosts, nhosts, tasks, a->renumber, &p, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": %s\n", msg);
+	} else {
+		cli_plan_write_text(plan, uniform ? (uint32_t)nhosts : 0, a->rank, stdout);
+		fprintf(stdout, "placement: %s, %zu hosts\n",
+			a->renumber ? "topology (ranks in topology order)" : "block (RANK = SLURM_PROCID)", nhosts);
+		write_spans(&t, &p, plan, stdout);
+		write_slots(&t, &p, hosts, a->rank, stdout);
+		rc = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+	}
+	topo_placement_free(&p);
+	llmp_plan_destroy(plan);
+	free(tasks);
+	hostlist_free(hosts, nhosts);
+	topo_free(&t);
+	return rc;
+}
