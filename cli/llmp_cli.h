@@ -44,6 +44,7 @@ struct cli_plan_topology {
 	uint32_t world;           /* 0, or what the tasks must add up to */
 	uint32_t tasks_per_node;  /* 0: as many as each host has GPUs */
 	bool renumber;            /* --placement topology */
+	const char *model;        /* --model: the cost report; NULL none */
 	int64_t rank;             /* -1: every rank */
 };
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec);

@@ -14,13 +14,15 @@
 
 #include "llmp_cli.h"
 #include "topology/hostlist.h"
+#include "topology/cost.h"
 #include "topology/placement.h"
 #include "topology/topo.h"
 
 #define PROG "llmp plan"
 
 /* Per group kind: how many groups span what. */
-static void write_spans(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan, FILE *out)
+static void write_spans(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+			FILE *out)
 {
 	static const enum llmp_group kinds[] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP, LLMP_GROUP_DP,
 						 LLMP_GROUP_PP };
@@ -30,7 +32,8 @@ static void write_spans(const struct topo *t, const struct topo_placement *p, co
 		return;
 	fprintf(out, "groups by span:\n");
 	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-		uint32_t count = llmp_plan_group_count(plan, kinds[k]), size = llmp_plan_group_size(plan, kinds[k]);
+		uint32_t count = llmp_plan_group_count(plan, kinds[k]),
+			 size = llmp_plan_group_size(plan, kinds[k]);
 		size_t spans[TOPO_SPAN_NONE + 1] = { 0 };
 		if (size <= 1)
 			continue;
@@ -48,8 +51,8 @@ static void write_spans(const struct topo *t, const struct topo_placement *p, co
 	free(members);
 }
 
-static void write_slots(const struct topo *t, const struct topo_placement *p, char *const *hosts, int64_t only,
-			FILE *out)
+static void write_slots(const struct topo *t, const struct topo_placement *p, char *const *hosts,
+			int64_t only, FILE *out)
 {
 	fprintf(out, "  %-6s %-6s %-16s %-4s %-13s %s\n", "rank", "task", "host", "gpu", "bus", "hca");
 	for (uint32_t r = 0; r < p->world; r++) {
@@ -61,7 +64,98 @@ static void write_slots(const struct topo *t, const struct topo_placement *p, ch
 		if (s->gpu >= 0)
 			snprintf(gpu, sizeof gpu, "%d", s->gpu);
 		fprintf(out, "  %-6u %-6u %-16s %-4s %-13s %s\n", r, s->task, hosts[s->host], gpu,
-			s->gpu >= 0 ? ty->gpus[s->gpu].pci.bus : "-", s->hca >= 0 ? ty->hcas[s->hca].name : "-");
+			s->gpu >= 0 ? ty->gpus[s->gpu].pci.bus : "-",
+			s->hca >= 0 ? ty->hcas[s->hca].name : "-");
+	}
+}
+
+static const char *human(double bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KB", "MB", "GB", "TB", "PB" };
+	size_t u = 0;
+	while (bytes >= 1000 && u + 1 < sizeof units / sizeof units[0]) {
+		bytes /= 1000;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", bytes, units[u]);
+	return buf;
+}
+
+/* The cost of one placed plan as a column of the report; NULL dims when it could not be computed. */
+struct column {
+	const char *name;
+	struct topo_cost cost;
+	bool ok;
+};
+
+static void cost_of(const struct topo *t, const llmp_spec *spec, bool default_order, bool renumber,
+		    char *const *hosts, size_t nhosts, const uint32_t *tasks, uint32_t world,
+		    uint32_t per_node, const struct topo_model *m, struct column *col)
+{
+	llmp_spec s = *spec;
+	llmp_plan *plan = NULL;
+	struct topo_placement p = { 0 };
+	char msg[LLMP_MSG_MAX];
+	if (default_order)
+		s.order_len = 0;
+	col->ok = llmp_plan_create(&s, world, per_node, &plan, msg, sizeof msg) == LLMP_OK &&
+		  topo_place(t, plan, hosts, nhosts, tasks, renumber, &p, msg, sizeof msg) == LLMP_OK &&
+		  topo_cost(t, plan, &p, m, &col->cost, msg, sizeof msg) == LLMP_OK;
+	topo_placement_free(&p);
+	llmp_plan_destroy(plan);
+}
+
+static void write_cost(const struct column *cols, size_t ncols, const struct topo_model *m, FILE *out)
+{
+	char a[32], b[32];
+	const struct topo_cost *mine = &cols[0].cost;
+	fprintf(out,
+		"cost of one step (estimate: bf16, fp32 gradients reduced by a distributed optimizer, ring\n"
+		"collectives, no overlap): h=%.0f L=%.0f seq=%.0f mbs=%.0f, %.0f microbatches\n",
+		m->hidden, m->layers, m->seq, m->mbs, mine->microbatches);
+	fprintf(out, "  %-4s %-12s", "dim", "bytes/rank");
+	for (size_t c = 0; c < ncols; c++)
+		fprintf(out, " | %-30s", cols[c].name);
+	fputc('\n', out);
+	for (size_t d = 0; d < mine->ndims; d++) {
+		fprintf(out, "  %-4s %-12s", llmp_axis_name(mine->dim[d].axis),
+			human(mine->dim[d].bytes, a, sizeof a));
+		for (size_t c = 0; c < ncols; c++) {
+			const struct topo_cost_dim *x = NULL;
+			for (size_t k = 0; cols[c].ok && k < cols[c].cost.ndims; k++)
+				if (cols[c].cost.dim[k].axis == mine->dim[d].axis)
+					x = &cols[c].cost.dim[k];
+			char cell[64] = "-";
+			if (x)
+				snprintf(cell, sizeof cell, "%-13s %5.1f GB/s %7.3f s",
+					 topo_span_name(x->span), x->gbps, x->seconds);
+			fprintf(out, " | %-30s", cell);
+		}
+		fputc('\n', out);
+	}
+	fprintf(out, "  %-17s", "time");
+	for (size_t c = 0; c < ncols; c++) {
+		char cell[64] = "-";
+		if (cols[c].ok)
+			snprintf(cell, sizeof cell, "%29.3f s", cols[c].cost.seconds);
+		fprintf(out, " | %-30s", cell);
+	}
+	fprintf(out, "\n  %-17s", "through a spine");
+	for (size_t c = 0; c < ncols; c++)
+		fprintf(out, " | %30s", cols[c].ok ? human(cols[c].cost.switch_bytes, b, sizeof b) : "-");
+	fputc('\n', out);
+	if (ncols > 1 && cols[1].ok) {
+		double base = cols[1].cost.switch_bytes, here = mine->switch_bytes;
+		if (base > 0)
+			fprintf(out,
+				"verdict: this placement sends %.0f%% of the bytes Slurm's block order sends through a "
+				"spine, in %.3f s of network time against %.3f s\n",
+				100 * here / base, mine->seconds, cols[1].cost.seconds);
+		else
+			fprintf(out,
+				"verdict: no group crosses a spine in Slurm's block order; %.3f s of network time "
+				"against %.3f s\n",
+				mine->seconds, cols[1].cost.seconds);
 	}
 }
 
@@ -75,8 +169,9 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 		fprintf(stderr, PROG ": --topology: %s\n", msg);
 		return CLI_EXIT_USAGE;
 	}
-	llmp_status st = a->hosts ? hostlist_expand(a->hosts, TOPO_HOSTS_MAX, &hosts, &nhosts, msg, sizeof msg)
-				  : LLMP_OK;
+	llmp_status st = a->hosts
+				 ? hostlist_expand(a->hosts, TOPO_HOSTS_MAX, &hosts, &nhosts, msg, sizeof msg)
+				 : LLMP_OK;
 	if (st != LLMP_OK) {
 		fprintf(stderr, PROG ": --hosts: %s\n", msg);
 		topo_free(&t);
@@ -101,27 +196,50 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 	}
 	llmp_plan *plan = NULL;
 	struct topo_placement p = { 0 };
-	if (!tasks || !hosts) {
+	struct topo_model model;
+	if (a->model && topo_model_parse(a->model, &model, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": %s\n", msg);
+	} else if (!tasks || !hosts) {
 		fprintf(stderr, PROG ": out of memory\n");
 		rc = CLI_EXIT_FAILURE;
 	} else if (world == 0 || world > LLMP_WORLD_MAX) {
-		fprintf(stderr, PROG ": --topology: %" PRIu64 " tasks on %zu hosts (give --tasks-per-node)\n", world,
-			nhosts);
+		fprintf(stderr, PROG ": --topology: %" PRIu64 " tasks on %zu hosts (give --tasks-per-node)\n",
+			world, nhosts);
 	} else if (a->world && a->world != world) {
-		fprintf(stderr, PROG ": --world %u disagrees with %" PRIu64 " tasks on the %zu hosts\n", a->world, world,
-			nhosts);
+		fprintf(stderr, PROG ": --world %u disagrees with %" PRIu64 " tasks on the %zu hosts\n",
+			a->world, world, nhosts);
 	} else if (llmp_plan_create(spec, (uint32_t)world, uniform ? tasks[0] : 0, &plan, msg, sizeof msg) !=
 		   LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 	} else if (topo_place(&t, plan, hosts, nhosts, tasks, a->renumber, &p, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
+	} else if (a->model && model.gbs && model.gbs < model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP)) {
+		fprintf(stderr, PROG ": --model: gbs=%.0f is less than mbs x dp = %.0f\n", model.gbs,
+			model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP));
 	} else {
 		cli_plan_write_text(plan, uniform ? (uint32_t)nhosts : 0, a->rank, stdout);
 		fprintf(stdout, "placement: %s, %zu hosts\n",
-			a->renumber ? "topology (ranks in topology order)" : "block (RANK = SLURM_PROCID)", nhosts);
+			a->renumber ? "topology (ranks in topology order)" : "block (RANK = SLURM_PROCID)",
+			nhosts);
 		write_spans(&t, &p, plan, stdout);
 		write_slots(&t, &p, hosts, a->rank, stdout);
-		rc = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+		rc = CLI_EXIT_OK;
+		if (a->model) {
+			struct column cols[3] = { { .name = a->renumber ? "this placement (topology)"
+									: "this placement (block)" },
+						  { .name = "Slurm's block order" },
+						  { .name = "Megatron's default order" } };
+			uint32_t per = uniform ? tasks[0] : 0;
+			cost_of(&t, spec, false, a->renumber, hosts, nhosts, tasks, (uint32_t)world, per,
+				&model, &cols[0]);
+			cost_of(&t, spec, false, false, hosts, nhosts, tasks, (uint32_t)world, per, &model,
+				&cols[1]);
+			cost_of(&t, spec, true, false, hosts, nhosts, tasks, (uint32_t)world, per, &model,
+				&cols[2]);
+			write_cost(cols, 3, &model, stdout);
+		}
+		if (fflush(stdout) != 0)
+			rc = CLI_EXIT_FAILURE;
 	}
 	topo_placement_free(&p);
 	llmp_plan_destroy(plan);

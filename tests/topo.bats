@@ -243,7 +243,42 @@ spans() {
 	run "$LLMP" plan --topology "$FIXTURES/heterogeneous.json" --hosts 'dgx[01-02]' --world 9
 	[ "$status" -eq 2 ] && assert_contains "$output" "--world 9 disagrees with 16 tasks on the 2 hosts"
 	run "$LLMP" plan --hosts dgx01 --world 4
-	[ "$status" -eq 2 ] && assert_contains "$output" "--hosts and --placement need --topology"
+	[ "$status" -eq 2 ] && assert_contains "$output" "--hosts, --placement and --model need --topology"
 	run "$LLMP" plan --topology "$FIXTURES/dgx-h100.json" --placement random
 	[ "$status" -eq 2 ] && assert_contains "$output" "--placement 'random': expected block or topology"
+}
+
+@test "cost report: bytes per dimension, the link each crosses, spine bytes against Slurm's block order" {
+	# Worked by hand (shared/reference/topology.md §8). pcie-4gpu, tp=2 over 16
+	# GPUs: dp=8, 4 microbatches (4 x pp), A = 1 x 1024 x 1024 x 2 B.
+	#   tp: 4 x 8 layers x 8 x (1/2) x A = 268,435,456 B over PCIe (no NVLink), 24 GB/s: 0.011 s
+	#   dp: params 8 x (4 + 8) x 1024^2 / 2 = 50,331,648 per rank; 7/8 x 6 B each
+	#       = 264,241,152 B; four GPUs share one 100 Gb/s HCA: 3.1 GB/s, 0.085 s
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --parallel tp=2 --model hidden=1024,layers=8,seq=1024,mbs=1
+	[ "$status" -eq 0 ] || fail "$output"
+	grep -Eq '^  tp +268\.4 MB +\| node +24\.0 GB/s +0\.011 s \|' <<<"$output" || fail "$output"
+	grep -Eq '^  dp +264\.2 MB +\| leaf +3\.1 GB/s +0\.085 s \|' <<<"$output" || fail "$output"
+	grep -Eq '^  time +\| +0\.096 s \|' <<<"$output" || fail "$output"
+	# fat-tree, tp=8,cp=2,pp=8, 70B-like (h 8192, 80 layers, 64 heads, 8 KV heads, seq 8192):
+	# per rank cp 2,013,265,920 B, dp 4,836,556,800 B, pp 536,870,912 B. With one host of
+	# each leaf in turn, every group crosses the spine in block order: 1024 x 7.39 GB = 7.6 TB;
+	# in topology order the cp pairs stay in a leaf: 1024 x 5.37 GB = 5.5 TB, 73%.
+	local hosts
+	hosts=$(python3 -c "print(','.join(f'dgx{l*4+i+1:03d}' for i in range(4) for l in range(32)))")
+	run "$LLMP" plan --topology "$FIXTURES/fat-tree.json" --hosts "$hosts" --parallel tp=8,cp=2,pp=8 \
+		--placement topology --model hidden=8192,layers=80,seq=8192,mbs=1,heads=64,kv-heads=8
+	[ "$status" -eq 0 ] || fail "$output"
+	grep -Eq '^  tp +150\.3 GB +\| node +450\.0 GB/s' <<<"$output" || fail "tp over NVLink: $output"
+	grep -Eq '^  cp +2\.0 GB +\| leaf .*\| tree ' <<<"$output" || fail "cp: $output"
+	grep -Eq '^  dp +4\.8 GB ' <<<"$output" || fail "dp: $output"
+	grep -Eq '^  pp +536\.9 MB ' <<<"$output" || fail "pp: $output"
+	grep -Eq '^  through a spine +\| +5\.5 TB \| +7\.6 TB \|' <<<"$output" || fail "spine bytes: $output"
+	assert_contains "$output" "verdict: this placement sends 73% of the bytes Slurm's block order sends through a spine"
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --model hidden=1024,layrs=8
+	[ "$status" -eq 2 ] && assert_contains "$output" "--model: unknown key 'layrs'"
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --model hidden=1024,layers=8,seq=64
+	[ "$status" -eq 2 ] && assert_contains "$output" "--model: mbs= is missing"
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --parallel tp=2 --model hidden=8,layers=1,seq=8,mbs=1,gbs=4
+	[ "$status" -eq 2 ] && assert_contains "$output" "--model: gbs=4 is less than mbs x dp = 8"
+	[ "$(wc -l <<<"$output")" -eq 1 ] || fail "nothing but the error: $output"
 }

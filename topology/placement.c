@@ -10,7 +10,8 @@
 #include "fail.h"
 
 /* The dimensions from the most bytes per step to the least (shared/reference/topology.md §8). */
-static const enum llmp_axis by_traffic[] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP, LLMP_AXIS_PP };
+static const enum llmp_axis by_traffic[] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
+					     LLMP_AXIS_PP };
 
 /* A node's multi-node NVLink domain: its own, else its GPUs' when they agree; "" none. */
 static const char *domain_of(const struct topo *t, size_t node)
@@ -59,7 +60,8 @@ static void fill_key(const struct topo *t, struct node_key *k)
 	const char *up[TOPO_PCIE_MAX * 2];
 	unsigned n = 0;
 	k->domain = domain_of(t, k->node);
-	for (long s = t->nodes[k->node].leaf; s >= 0 && n < sizeof up / sizeof up[0]; s = t->switches[s].parent)
+	for (long s = t->nodes[k->node].leaf; s >= 0 && n < sizeof up / sizeof up[0];
+	     s = t->switches[s].parent)
 		up[n++] = t->switches[s].name;
 	for (unsigned i = 0; i < n; i++)
 		k->path[i] = up[n - 1 - i];
@@ -143,7 +145,8 @@ static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struc
 		for (unsigned h = 0; h < ty->nhcas; h++) {
 			if (!usable(&ty->hcas[h]))
 				continue;
-			enum topo_distance d = s->gpu >= 0 ? topo_pci_distance(&ty->gpus[s->gpu].pci, &ty->hcas[h].pci)
+			enum topo_distance d = s->gpu >= 0 ? topo_pci_distance(&ty->gpus[s->gpu].pci,
+									       &ty->hcas[h].pci)
 							   : TOPO_SYS;
 			if (s->hca < 0 || d < best || (d == best && load[h] < load[s->hca])) {
 				s->hca = (int)h;
@@ -172,7 +175,8 @@ static int by_name(const void *a, const void *b)
 }
 
 llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const *hosts, size_t nhosts,
-		       const uint32_t *tasks, bool renumber, struct topo_placement *out, char *msg, size_t len)
+		       const uint32_t *tasks, bool renumber, struct topo_placement *out, char *msg,
+		       size_t len)
 {
 	char shown[LLMP_SHOW_MAX];
 	uint64_t total = 0;
@@ -181,7 +185,8 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 	for (size_t i = 0; i < nhosts; i++)
 		total += tasks[i];
 	if (total != world)
-		return llmp_fail(LLMP_ERR_ARG, msg, len, "placement: %llu tasks on the hosts, the layout has %u ranks",
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "placement: %llu tasks on the hosts, the layout has %u ranks",
 				 (unsigned long long)total, world);
 	struct named *sorted = malloc((t->nnodes ? t->nnodes : 1) * sizeof *sorted);
 	struct node_key *keys = malloc((nhosts ? nhosts : 1) * sizeof *keys);
@@ -208,7 +213,8 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 		}
 		for (size_t j = 0; st == LLMP_OK && j < i; j++)
 			if (keys[j].node == keys[i].node)
-				st = llmp_fail(LLMP_ERR_ARG, msg, len, "placement: host %s is listed twice", hosts[i]);
+				st = llmp_fail(LLMP_ERR_ARG, msg, len, "placement: host %s is listed twice",
+					       hosts[i]);
 	}
 	uint32_t *first_task = malloc((nhosts ? nhosts : 1) * sizeof *first_task);
 	if (st == LLMP_OK && !first_task)

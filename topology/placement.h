@@ -53,11 +53,19 @@ struct topo_placement {
  * renumber: grid ranks follow topology order instead of task ids.
  */
 llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const *hosts, size_t nhosts,
-		       const uint32_t *tasks, bool renumber, struct topo_placement *out, char *msg, size_t len);
+		       const uint32_t *tasks, bool renumber, struct topo_placement *out, char *msg,
+		       size_t len);
 void topo_placement_free(struct topo_placement *p);
 
 /* How far a group's members are from one another: the smallest thing holding them all. */
-enum topo_span { TOPO_SPAN_GPU, TOPO_SPAN_NODE, TOPO_SPAN_NVLINK_DOMAIN, TOPO_SPAN_LEAF, TOPO_SPAN_TREE, TOPO_SPAN_NONE };
+enum topo_span {
+	TOPO_SPAN_GPU,
+	TOPO_SPAN_NODE,
+	TOPO_SPAN_NVLINK_DOMAIN,
+	TOPO_SPAN_LEAF,
+	TOPO_SPAN_TREE,
+	TOPO_SPAN_NONE
+};
 const char *topo_span_name(enum topo_span s);
 enum topo_span topo_group_span(const struct topo *t, const struct topo_placement *p, const uint32_t *members,
 			       size_t n);

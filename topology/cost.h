@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cost.h - what a placed layout costs the network in one training step: the
+ * bytes each dimension moves per rank (shared/reference/topology.md §8,
+ * after Megatron-LM, Korthikanti et al. and nccl-tests' bus bandwidth), the
+ * link each group's traffic crosses (its span, placement.h), and the time
+ * at that link's bandwidth. An estimate to compare placements with, not a
+ * prediction: no overlap with compute, no latency term, ring algorithms.
+ *
+ * Assumptions, printed with every report: bf16 activations and parameters
+ * (2 bytes), gradients reduced in fp32 (4 bytes) by a distributed optimizer
+ * (reduce-scatter then all-gather over dp x cp), sequence parallelism with
+ * tp, ring context parallelism, MoE in every layer when experts > 0.
+ */
+#ifndef LLMP_COST_H
+#define LLMP_COST_H
+
+#include <stddef.h>
+
+#include <llmp/llmp_plan.h>
+#include <llmp/llmp_status.h>
+#include "placement.h"
+#include "topo.h"
+
+/* hidden=,layers=,seq=,mbs= [,heads=,kv-heads=,experts=,topk=,gbs=] */
+struct topo_model {
+	double hidden, layers, seq, mbs;
+	double heads, kv_heads; /* 0: kv-heads = heads (no grouped-query attention) */
+	double experts, topk;   /* experts 0: dense */
+	double gbs;             /* global batch in sequences; 0: mbs x dp x 4 x pp */
+};
+
+/* Parse "hidden=8192,layers=80,..."; every key once, every value a positive integer. */
+llmp_status topo_model_parse(const char *text, struct topo_model *m, char *msg, size_t len);
+
+/* Bandwidth per GPU and direction, GB/s, of each link class. */
+#define TOPO_GBPS_NVLINK_LINK 25.0 /* one NVLink 4 link (H100: 18 of them, 450 GB/s) */
+#define TOPO_GBPS_PCIE 24.0         /* PCIe Gen4 x16 as NCCL models it */
+
+struct topo_cost_dim {
+	enum llmp_axis axis;
+	double bytes;        /* per rank and step */
+	enum topo_span span; /* the widest span among its groups */
+	double gbps;         /* the bandwidth of the link that span crosses */
+	double seconds;      /* bytes / gbps */
+	double switch_bytes; /* summed over the ranks whose group crosses a switch above a leaf */
+	double node_bytes;   /* summed over the ranks whose group leaves its node */
+};
+
+struct topo_cost {
+	struct topo_cost_dim dim[5]; /* tp, cp, ep, dp, pp: those of size > 1 */
+	size_t ndims;
+	double microbatches;
+	double seconds;      /* the sum over dimensions */
+	double switch_bytes; /* over all ranks */
+	double node_bytes;
+};
+
+llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p,
+		      const struct topo_model *m, struct topo_cost *out, char *msg, size_t len);
+
+#endif /* LLMP_COST_H */
