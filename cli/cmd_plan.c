@@ -136,10 +136,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if ((a->hosts || a->renumber || a->model) && !a->topology)
 		return usage_message("", "--hosts, --placement and --model need --topology");
-	if (a->topology && (a->nodes || a->json))
-		return usage_message(
-			"",
-			"--topology takes its hosts from the file or --hosts: no --nodes, no --format json yet");
+	if (a->topology && a->nodes)
+		return usage_message("", "--topology takes its hosts from the file or --hosts: no --nodes");
 	return CLI_EXIT_OK;
 }
 
@@ -203,6 +201,7 @@ int cli_plan(int argc, char **argv)
 						.tasks_per_node = a.tasks_per_node,
 						.renumber = a.renumber,
 						.model = a.model,
+						.json = a.json != 0,
 						.rank = a.rank };
 		return cli_plan_on_topology(&on, &spec);
 	}

@@ -46,6 +46,7 @@ struct cli_plan_topology {
 	bool renumber;            /* --placement topology */
 	const char *model;        /* --model: the cost report; NULL none */
 	int64_t rank;             /* -1: every rank */
+	bool json;                /* doc/placement-json.md */
 };
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec);
 

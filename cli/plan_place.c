@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_writer.h"
 #include "llmp_cli.h"
 #include "topology/hostlist.h"
 #include "topology/cost.h"
@@ -159,6 +160,129 @@ static void write_cost(const struct column *cols, size_t ncols, const struct top
 	}
 }
 
+/* ------------------------------------------------------------------ JSON */
+
+static void json_cost_dims(struct json_writer *w, const struct topo_cost *c)
+{
+	json_array(w, "dims");
+	for (size_t d = 0; d < c->ndims; d++) {
+		const struct topo_cost_dim *x = &c->dim[d];
+		json_object(w, NULL);
+		json_string(w, "dim", llmp_axis_name(x->axis));
+		json_double(w, "bytes", x->bytes);
+		json_string(w, "span", topo_span_name(x->span));
+		json_double(w, "gbps", x->gbps);
+		json_double(w, "seconds", x->seconds);
+		json_double(w, "spine_bytes", x->switch_bytes);
+		json_double(w, "internode_bytes", x->node_bytes);
+		json_object_end(w);
+	}
+	json_array_end(w);
+}
+
+/* doc/placement-json.md */
+static bool write_json(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+		       char *const *hosts, size_t nhosts, bool renumber, int64_t only,
+		       const struct topo_model *m, const struct column *cols, size_t ncols, FILE *out)
+{
+	static const enum llmp_group kinds[] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP, LLMP_GROUP_DP,
+						 LLMP_GROUP_PP };
+	struct json_writer w;
+	char spec[LLMP_SPEC_MAX_LEN + 1];
+	uint32_t world = llmp_plan_world(plan);
+	uint32_t *members = malloc((world ? world : 1) * sizeof *members);
+	if (!members)
+		return false;
+	if (llmp_spec_format(llmp_plan_spec(plan), spec, sizeof spec) == 0)
+		snprintf(spec, sizeof spec, "dp=auto");
+	json_begin(&w, out);
+	json_object(&w, NULL);
+	json_uint(&w, "llmp_placement", 1);
+	json_string(&w, "layout", spec);
+	json_string(&w, "order", llmp_plan_order(plan));
+	json_uint(&w, "world", world);
+	json_string(&w, "placement", renumber ? "topology" : "block");
+	json_array(&w, "hosts");
+	for (size_t i = 0; i < nhosts; i++)
+		json_string(&w, NULL, hosts[i]);
+	json_array_end(&w);
+	json_array(&w, "groups");
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		uint32_t count = llmp_plan_group_count(plan, kinds[k]),
+			 size = llmp_plan_group_size(plan, kinds[k]);
+		size_t spans[TOPO_SPAN_NONE + 1] = { 0 };
+		for (uint32_t g = 0; g < count; g++) {
+			uint32_t n = 0;
+			if (llmp_plan_group(plan, kinds[k], g, members, world, &n) == LLMP_OK)
+				spans[topo_group_span(t, p, members, n)]++;
+		}
+		json_object(&w, NULL);
+		json_string(&w, "kind", llmp_group_name(kinds[k]));
+		json_uint(&w, "count", count);
+		json_uint(&w, "size", size);
+		json_object(&w, "spans");
+		for (int s = TOPO_SPAN_GPU; s <= TOPO_SPAN_NONE; s++)
+			if (spans[s])
+				json_uint(&w, topo_span_name((enum topo_span)s), spans[s]);
+		json_object_end(&w);
+		json_object_end(&w);
+	}
+	json_array_end(&w);
+	json_array(&w, "ranks");
+	for (uint32_t r = 0; r < p->world; r++) {
+		if (only >= 0 && r != (uint32_t)only)
+			continue;
+		const struct topo_slot *s = &p->rank[r];
+		const struct topo_type *ty = &t->types[t->nodes[s->node].type];
+		json_object(&w, NULL);
+		json_uint(&w, "rank", r);
+		json_uint(&w, "task", s->task);
+		json_string(&w, "host", hosts[s->host]);
+		if (s->gpu >= 0) {
+			json_uint(&w, "gpu", (uint64_t)s->gpu);
+			json_string(&w, "bus", ty->gpus[s->gpu].pci.bus);
+		} else {
+			json_null(&w, "gpu");
+			json_null(&w, "bus");
+		}
+		json_string(&w, "hca", s->hca >= 0 ? ty->hcas[s->hca].name : NULL);
+		json_object_end(&w);
+	}
+	json_array_end(&w);
+	if (m) {
+		json_object(&w, "cost");
+		json_object(&w, "model");
+		json_double(&w, "hidden", m->hidden);
+		json_double(&w, "layers", m->layers);
+		json_double(&w, "seq", m->seq);
+		json_double(&w, "mbs", m->mbs);
+		json_double(&w, "heads", m->heads);
+		json_double(&w, "kv_heads", m->kv_heads);
+		json_double(&w, "experts", m->experts);
+		json_double(&w, "topk", m->topk);
+		json_double(&w, "gbs", m->gbs);
+		json_object_end(&w);
+		json_double(&w, "microbatches", cols[0].cost.microbatches);
+		json_array(&w, "columns");
+		for (size_t c = 0; c < ncols; c++) {
+			json_object(&w, NULL);
+			json_string(&w, "name", cols[c].name);
+			if (cols[c].ok) {
+				json_double(&w, "seconds", cols[c].cost.seconds);
+				json_double(&w, "spine_bytes", cols[c].cost.switch_bytes);
+				json_double(&w, "internode_bytes", cols[c].cost.node_bytes);
+				json_cost_dims(&w, &cols[c].cost);
+			}
+			json_object_end(&w);
+		}
+		json_array_end(&w);
+		json_object_end(&w);
+	}
+	json_object_end(&w);
+	free(members);
+	return json_end(&w);
+}
+
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec)
 {
 	struct topo t;
@@ -217,26 +341,34 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 		fprintf(stderr, PROG ": --model: gbs=%.0f is less than mbs x dp = %.0f\n", model.gbs,
 			model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP));
 	} else {
-		cli_plan_write_text(plan, uniform ? (uint32_t)nhosts : 0, a->rank, stdout);
-		fprintf(stdout, "placement: %s, %zu hosts\n",
-			a->renumber ? "topology (ranks in topology order)" : "block (RANK = SLURM_PROCID)",
-			nhosts);
-		write_spans(&t, &p, plan, stdout);
-		write_slots(&t, &p, hosts, a->rank, stdout);
-		rc = CLI_EXIT_OK;
+		struct column cols[3] = { { .name = a->renumber ? "this placement (topology)"
+								: "this placement (block)" },
+					  { .name = "Slurm's block order" },
+					  { .name = "Megatron's default order" } };
+		uint32_t per = uniform ? tasks[0] : 0;
 		if (a->model) {
-			struct column cols[3] = { { .name = a->renumber ? "this placement (topology)"
-									: "this placement (block)" },
-						  { .name = "Slurm's block order" },
-						  { .name = "Megatron's default order" } };
-			uint32_t per = uniform ? tasks[0] : 0;
 			cost_of(&t, spec, false, a->renumber, hosts, nhosts, tasks, (uint32_t)world, per,
 				&model, &cols[0]);
 			cost_of(&t, spec, false, false, hosts, nhosts, tasks, (uint32_t)world, per, &model,
 				&cols[1]);
 			cost_of(&t, spec, true, false, hosts, nhosts, tasks, (uint32_t)world, per, &model,
 				&cols[2]);
-			write_cost(cols, 3, &model, stdout);
+		}
+		rc = CLI_EXIT_OK;
+		if (a->json) {
+			if (!write_json(&t, &p, plan, hosts, nhosts, a->renumber, a->rank,
+					a->model ? &model : NULL, cols, 3, stdout))
+				rc = CLI_EXIT_FAILURE;
+		} else {
+			cli_plan_write_text(plan, uniform ? (uint32_t)nhosts : 0, a->rank, stdout);
+			fprintf(stdout, "placement: %s, %zu hosts\n",
+				a->renumber ? "topology (ranks in topology order)"
+					    : "block (RANK = SLURM_PROCID)",
+				nhosts);
+			write_spans(&t, &p, plan, stdout);
+			write_slots(&t, &p, hosts, a->rank, stdout);
+			if (a->model)
+				write_cost(cols, 3, &model, stdout);
 		}
 		if (fflush(stdout) != 0)
 			rc = CLI_EXIT_FAILURE;

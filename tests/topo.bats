@@ -282,3 +282,28 @@ spans() {
 	[ "$status" -eq 2 ] && assert_contains "$output" "--model: gbs=4 is less than mbs x dp = 8"
 	[ "$(wc -l <<<"$output")" -eq 1 ] || fail "nothing but the error: $output"
 }
+
+@test "placement and cost as JSON: the same figures as the text, exact bytes" {
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --parallel tp=2 --format json \
+		--model hidden=1024,layers=8,seq=1024,mbs=1
+	[ "$status" -eq 0 ] || fail "$output"
+	printf '%s\n' "$output" >"$W/placement.json"
+	python3 - "$W/placement.json" <<'PY' || fail "$output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["llmp_placement"] == 1 and d["world"] == 16 and d["placement"] == "block", d
+assert d["hosts"] == ["box1", "box2", "box3", "box4"]
+assert {"kind": "tp", "count": 8, "size": 2, "spans": {"node": 8}} in d["groups"]
+assert d["ranks"][5] == {"rank": 5, "task": 5, "host": "box2", "gpu": 1, "bus": "0000:04:00.0", "hca": "mlx5_0"}
+col = d["cost"]["columns"][0]
+dims = {x["dim"]: x for x in col["dims"]}
+assert dims["tp"]["bytes"] == 268435456 and dims["tp"]["span"] == "node" and dims["tp"]["gbps"] == 24, dims
+assert dims["dp"]["bytes"] == 264241152 and dims["dp"]["gbps"] == 3.125, dims
+assert abs(dims["dp"]["internode_bytes"] - 16 * 264241152) < 1e3, dims
+assert [c["name"] for c in d["cost"]["columns"]] == ["this placement (block)", "Slurm's block order",
+                                                    "Megatron's default order"]
+PY
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --parallel tp=2 --format json --rank 7
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert [r["rank"] for r in d["ranks"]] == [7]' <<<"$output" ||
+		fail "$output"
+}

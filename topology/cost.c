@@ -33,7 +33,8 @@ llmp_status topo_model_parse(const char *text, struct topo_model *m, char *msg, 
 	bool seen[sizeof keys / sizeof keys[0]] = { false };
 	memset(m, 0, sizeof *m);
 	if (strlen(text) >= sizeof buf)
-		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: longer than %zu characters", sizeof buf - 1);
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: longer than %zu characters",
+				 sizeof buf - 1);
 	snprintf(buf, sizeof buf, "%s", text);
 	char *save = NULL;
 	for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
@@ -44,14 +45,16 @@ llmp_status topo_model_parse(const char *text, struct topo_model *m, char *msg, 
 		while (k < sizeof keys / sizeof keys[0] && strcmp(keys[k].key, item) != 0)
 			k++;
 		if (k == sizeof keys / sizeof keys[0])
-			return llmp_fail(LLMP_ERR_ARG, msg, len,
-					 "--model: unknown key '%s' (hidden, layers, seq, mbs, heads, kv-heads, experts, "
-					 "topk, gbs)",
-					 llmp_show(shown, item, strlen(item)));
+			return llmp_fail(
+				LLMP_ERR_ARG, msg, len,
+				"--model: unknown key '%s' (hidden, layers, seq, mbs, heads, kv-heads, experts, "
+				"topk, gbs)",
+				llmp_show(shown, item, strlen(item)));
 		char *end = NULL;
 		unsigned long long v = eq ? strtoull(eq + 1, &end, 10) : 0;
 		if (!eq || !eq[1] || *end || v == 0 || v > (1ULL << 40) || eq[1] == '-' || eq[1] == '+')
-			return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s= needs a positive integer", keys[k].key);
+			return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s= needs a positive integer",
+					 keys[k].key);
 		if (seen[k])
 			return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s given twice", keys[k].key);
 		seen[k] = true;
@@ -88,7 +91,8 @@ static double group_gbps(const struct topo *t, const struct topo_placement *p, c
 		double here = 0;
 		if (span == TOPO_SPAN_NODE || span == TOPO_SPAN_NVLINK_DOMAIN) {
 			const struct topo_gpu *g = s->gpu >= 0 ? &ty->gpus[s->gpu] : NULL;
-			bool nvlink = g && (g->nvlink == TOPO_NVLINK_SWITCH || g->nvlink == TOPO_NVLINK_PEERS);
+			bool nvlink = g &&
+				      (g->nvlink == TOPO_NVLINK_SWITCH || g->nvlink == TOPO_NVLINK_PEERS);
 			unsigned links = g && g->nvlinks ? g->nvlinks : 18;
 			here = nvlink ? links * TOPO_GBPS_NVLINK_LINK : TOPO_GBPS_PCIE;
 		} else if (s->hca >= 0) {
@@ -119,7 +123,9 @@ static double dim_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct
 	case LLMP_AXIS_TP: return micro * layers * 8 * (t - 1) / t * act;
 	case LLMP_AXIS_CP: return micro * layers * 3 * (c - 1) * 2 * b * (s / c) * (h_kv / t) * BYTES_ACT;
 	case LLMP_AXIS_EP:
-		return m->experts ? micro * layers * 4 * (b * s / (c * t)) * m->topk * h * BYTES_ACT * (e - 1) / e : 0;
+		return m->experts ? micro * layers * 4 * (b * s / (c * t)) * m->topk * h * BYTES_ACT *
+					    (e - 1) / e
+				  : 0;
 	case LLMP_AXIS_PP: return 2 * micro * act / t;
 	case LLMP_AXIS_DP: {
 		/* Attention (Q, O; K, V), and the MLP (4h wide, two matrices) unless experts hold it. */
@@ -128,7 +134,8 @@ static double dim_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct
 		double bytes = (n - 1) / n * dense * (BYTES_GRAD + BYTES_ACT);
 		double edp = llmp_plan_size(plan, LLMP_AXIS_EDP);
 		if (m->experts && edp > 1)
-			bytes += (edp - 1) / edp * (mlp * m->experts / (e * te * p)) * (BYTES_GRAD + BYTES_ACT);
+			bytes += (edp - 1) / edp * (mlp * m->experts / (e * te * p)) *
+				 (BYTES_GRAD + BYTES_ACT);
 		return bytes;
 	}
 	default: return 0;
@@ -150,14 +157,15 @@ static enum llmp_group group_of(enum llmp_axis axis, const llmp_plan *plan)
 llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p,
 		      const struct topo_model *m, struct topo_cost *out, char *msg, size_t len)
 {
-	static const enum llmp_axis axes[] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP, LLMP_AXIS_PP };
+	static const enum llmp_axis axes[] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
+					       LLMP_AXIS_PP };
 	uint32_t world = llmp_plan_world(plan);
 	double d = llmp_plan_size(plan, LLMP_AXIS_DP), pp = llmp_plan_size(plan, LLMP_AXIS_PP);
 	memset(out, 0, sizeof *out);
 	out->microbatches = m->gbs ? m->gbs / (m->mbs * d) : 4 * pp;
 	if (out->microbatches < 1)
-		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: gbs=%.0f is less than mbs x dp = %.0f", m->gbs,
-				 m->mbs * d);
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: gbs=%.0f is less than mbs x dp = %.0f",
+				 m->gbs, m->mbs * d);
 	uint32_t *members = malloc((world ? world : 1) * sizeof *members);
 	unsigned *share = calloc(world ? world : 1, sizeof *share);
 	if (!members || !share) {

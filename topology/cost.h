@@ -35,7 +35,7 @@ llmp_status topo_model_parse(const char *text, struct topo_model *m, char *msg, 
 
 /* Bandwidth per GPU and direction, GB/s, of each link class. */
 #define TOPO_GBPS_NVLINK_LINK 25.0 /* one NVLink 4 link (H100: 18 of them, 450 GB/s) */
-#define TOPO_GBPS_PCIE 24.0         /* PCIe Gen4 x16 as NCCL models it */
+#define TOPO_GBPS_PCIE 24.0        /* PCIe Gen4 x16 as NCCL models it */
 
 struct topo_cost_dim {
 	enum llmp_axis axis;
