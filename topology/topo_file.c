@@ -361,7 +361,8 @@ static bool read_type(struct checker *c, const struct json_member *m, struct top
 	if (!check_type_devices(c, v, t))
 		return false;
 	/* The order CUDA numbers them in with CUDA_DEVICE_ORDER=PCI_BUS_ID. */
-	qsort(t->gpus, t->ngpus, sizeof *t->gpus, by_bus);
+	if (t->ngpus)
+		qsort(t->gpus, t->ngpus, sizeof *t->gpus, by_bus);
 	return true;
 }
 

@@ -23,8 +23,11 @@ static void host_name(char *buf, size_t len)
 	}
 	if (gethostname(host, sizeof host - 1) != 0 || !host[0])
 		snprintf(host, sizeof host, "localhost");
-	host[strcspn(host, ".")] = '\0';
-	snprintf(buf, len, "%s", host);
+	size_t n = strcspn(host, ".");
+	if (n >= len)
+		n = len - 1; /* a name longer than a topology allows: cut, still printable */
+	memcpy(buf, host, n);
+	buf[n] = '\0';
 }
 
 llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *pattern, struct topo *t,

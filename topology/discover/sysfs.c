@@ -210,7 +210,7 @@ static void read_port(const char *dir, unsigned port, struct topo_port *p)
 						     : "");
 	snprintf(path, sizeof path, "%s/gid_attrs/ndevs/0", dir);
 	if (read_line(path, text, sizeof text) && text[0] && strlen(text) < sizeof p->netdev)
-		snprintf(p->netdev, sizeof p->netdev, "%s", text);
+		memcpy(p->netdev, text, strlen(text) + 1);
 	else {
 		snprintf(path, sizeof path, "%s/../../device/net", dir);
 		if (list_dir(path, &names, &n, why, sizeof why) == LLMP_OK && n &&
@@ -269,7 +269,7 @@ llmp_status topo_discover_sysfs(const char *sysfs_root, struct topo_type *type, 
 	llmp_status st = find_gpus(root, type, msg, len);
 	if (st == LLMP_OK)
 		st = find_hcas(root, type, msg, len);
-	if (st == LLMP_OK)
+	if (st == LLMP_OK && type->ngpus)
 		qsort(type->gpus, type->ngpus, sizeof *type->gpus, gpu_by_bus);
 	/* A NUMA node sysfs gives beyond those counted would not pass the file's checks. */
 	for (unsigned g = 0; g < type->ngpus; g++)
