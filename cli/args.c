@@ -18,6 +18,12 @@ const char *cli_printable(const char *s)
 	return llmp_show(buf, s, strlen(s));
 }
 
+int cli_usage_error(const char *prog, const char *what, const char *text)
+{
+	fprintf(stderr, "%s: %s '%s' (see --help)\n", prog, what, cli_printable(text));
+	return CLI_EXIT_USAGE;
+}
+
 const char *cli_culprit(char **argv)
 {
 	static char shortopt[3] = "-?";

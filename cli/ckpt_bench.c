@@ -98,12 +98,6 @@ static void help(void)
 	       "Exit status: 0 success, 1 a failed step or a wrong restored value, 2 bad input.\n");
 }
 
-static int usage_error(const char *what, const char *text)
-{
-	fprintf(stderr, PROG ": %s '%s' (see --help)\n", what, cli_printable(text));
-	return CLI_EXIT_USAGE;
-}
-
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option options[] = {
@@ -132,20 +126,20 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			break;
 		case 'C':
 			if (strcmp(optarg, "cold") != 0 && strcmp(optarg, "warm") != 0)
-				return usage_error("--cache: expected cold or warm, not", optarg);
+				return cli_usage_error(PROG, "--cache: expected cold or warm, not", optarg);
 			a->cold = strcmp(optarg, "cold") == 0;
 			break;
 		case 'k': a->keep_files = true; break;
 		case 'p': a->spec = optarg; break;
 		case 'h': help(); return -1;
-		case ':': return usage_error("missing value for", cli_culprit(argv));
-		default: return usage_error("unknown option", cli_culprit(argv));
+		case ':': return cli_usage_error(PROG, "missing value for", cli_culprit(argv));
+		default: return cli_usage_error(PROG, "unknown option", cli_culprit(argv));
 		}
 	}
 	if (bad)
 		return CLI_EXIT_USAGE;
 	if (optind < argc)
-		return usage_error("unexpected argument", argv[optind]);
+		return cli_usage_error(PROG, "unexpected argument", argv[optind]);
 	struct stat sb;
 	int missing = stat(a->dir, &sb);
 	if (missing || !S_ISDIR(sb.st_mode)) {

@@ -65,12 +65,6 @@ int cli_ckpt(int argc, char **argv)
 
 /* ------------------------------------------------------------- options */
 
-static int usage_error(const char *prog, const char *what, const char *text)
-{
-	fprintf(stderr, "%s: %s '%s' (see --help)\n", prog, what, cli_printable(text));
-	return CLI_EXIT_USAGE;
-}
-
 int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, void (*help)(void),
 		    struct ckpt_args *a)
 {
@@ -89,15 +83,15 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":f:s:h", options, NULL)) != -1) {
 		if (c == 's' && !(allowed & CKPT_OPT_STEP))
-			return usage_error(prog, "unknown option for this subcommand:", "--step");
+			return cli_usage_error(prog, "unknown option for this subcommand:", "--step");
 		if ((c == 'P' || c == 'Q') && !(allowed & CKPT_OPT_PROGRESS))
-			return usage_error(prog, "unknown option for this subcommand:",
-					   c == 'P' ? "--progress" : "--no-progress");
+			return cli_usage_error(prog, "unknown option for this subcommand:",
+					       c == 'P' ? "--progress" : "--no-progress");
 		switch (c) {
 		case 'j': a->json = true; break;
 		case 'f':
 			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
-				return usage_error(prog, "--format: expected text or json, not", optarg);
+				return cli_usage_error(prog, "--format: expected text or json, not", optarg);
 			a->json = strcmp(optarg, "json") == 0;
 			break;
 		case 's':
@@ -108,8 +102,8 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 		case 'P':
 		case 'Q': a->progress = c == 'P'; break;
 		case 'h': help(); return -1;
-		case ':': return usage_error(prog, "missing value for", cli_culprit(argv));
-		default: return usage_error(prog, "unknown option", cli_culprit(argv));
+		case ':': return cli_usage_error(prog, "missing value for", cli_culprit(argv));
+		default: return cli_usage_error(prog, "unknown option", cli_culprit(argv));
 		}
 	}
 	if (optind == argc) {
@@ -117,7 +111,7 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 		return CLI_EXIT_USAGE;
 	}
 	if (optind + 1 < argc)
-		return usage_error(prog, "unexpected argument", argv[optind + 1]);
+		return cli_usage_error(prog, "unexpected argument", argv[optind + 1]);
 	a->dir = argv[optind];
 	return 0;
 }

@@ -35,12 +35,6 @@ static void help(void)
 	       "Exit status: 0 success, 2 bad input (an option, a topology file), 1 other errors.\n");
 }
 
-static int usage_error(const char *what, const char *text)
-{
-	fprintf(stderr, PROG ": %s '%s' (see --help)\n", what, cli_printable(text));
-	return CLI_EXIT_USAGE;
-}
-
 int cli_topo(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -61,16 +55,16 @@ int cli_topo(int argc, char **argv)
 		case 's': sysfs = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return usage_error("--format: expected text or json, not", optarg);
+				return cli_usage_error(PROG, "--format: expected text or json, not", optarg);
 			json = strcmp(optarg, "json") == 0;
 			break;
 		case 'h': help(); return CLI_EXIT_OK;
-		case ':': return usage_error("a value is missing after", cli_culprit(argv));
-		default: return usage_error("unknown option", cli_culprit(argv));
+		case ':': return cli_usage_error(PROG, "a value is missing after", cli_culprit(argv));
+		default: return cli_usage_error(PROG, "unknown option", cli_culprit(argv));
 		}
 	}
 	if (optind < argc)
-		return usage_error("unexpected argument", argv[optind]);
+		return cli_usage_error(PROG, "unexpected argument", argv[optind]);
 	if (file && !*file)
 		file = NULL;
 

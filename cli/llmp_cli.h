@@ -23,6 +23,9 @@ enum {
  * statement. */
 const char *cli_printable(const char *s);
 
+/* "PROG: WHAT 'TEXT' (see --help)" on stderr, TEXT as cli_printable shows it; CLI_EXIT_USAGE. */
+int cli_usage_error(const char *prog, const char *what, const char *text);
+
 /* The option getopt_long complained about (call right after it returned
  * '?' or ':'): a short one by its letter, a long one by its text. */
 const char *cli_culprit(char **argv);

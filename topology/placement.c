@@ -164,16 +164,6 @@ static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struc
 
 /* ------------------------------------------------------------- placing */
 
-struct named {
-	const char *host;
-	size_t node;
-};
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(((const struct named *)a)->host, ((const struct named *)b)->host);
-}
-
 llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const *hosts, size_t nhosts,
 		       const uint32_t *tasks, bool renumber, struct topo_placement *out, char *msg,
 		       size_t len)
@@ -188,7 +178,7 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 		return llmp_fail(LLMP_ERR_ARG, msg, len,
 				 "placement: %llu tasks on the hosts, the layout has %u ranks",
 				 (unsigned long long)total, world);
-	struct named *sorted = malloc((t->nnodes ? t->nnodes : 1) * sizeof *sorted);
+	struct topo_name_index *sorted = malloc((t->nnodes ? t->nnodes : 1) * sizeof *sorted);
 	struct node_key *keys = malloc((nhosts ? nhosts : 1) * sizeof *keys);
 	out->rank = calloc(world ? world : 1, sizeof *out->rank);
 	out->rank_of_task = calloc(world ? world : 1, sizeof *out->rank_of_task);
@@ -198,17 +188,16 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 	/* Hosts to nodes of the topology, by name. */
 	if (st == LLMP_OK) {
 		for (size_t i = 0; i < t->nnodes; i++)
-			sorted[i] = (struct named){ .host = t->nodes[i].host, .node = i };
-		qsort(sorted, t->nnodes, sizeof *sorted, by_name);
+			sorted[i] = (struct topo_name_index){ .name = t->nodes[i].host, .index = i };
+		topo_names_sort(sorted, t->nnodes);
 	}
 	for (size_t i = 0; st == LLMP_OK && i < nhosts; i++) {
-		struct named key = { .host = hosts[i] };
-		const struct named *hit = bsearch(&key, sorted, t->nnodes, sizeof *sorted, by_name);
-		if (!hit)
+		long hit = topo_names_find(sorted, t->nnodes, hosts[i]);
+		if (hit < 0)
 			st = llmp_fail(LLMP_ERR_ARG, msg, len, "placement: host %s is not in the topology",
 				       llmp_show(shown, hosts[i], strlen(hosts[i])));
 		else {
-			keys[i] = (struct node_key){ .host = (uint32_t)i, .node = hit->node };
+			keys[i] = (struct node_key){ .host = (uint32_t)i, .node = (size_t)hit };
 			fill_key(t, &keys[i]);
 		}
 		for (size_t j = 0; st == LLMP_OK && j < i; j++)

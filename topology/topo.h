@@ -122,6 +122,16 @@ enum topo_distance { TOPO_PIX, TOPO_PXB, TOPO_PHB, TOPO_NODE, TOPO_SYS };
 enum topo_distance topo_pci_distance(const struct topo_pci *a, const struct topo_pci *b);
 const char *topo_distance_name(enum topo_distance d);
 
+/* Names looked up by bisection: hosts of a topology, its switches. */
+struct topo_name_index {
+	const char *name;
+	size_t index;
+};
+/* Sort v[0..n) by name. */
+void topo_names_sort(struct topo_name_index *v, size_t n);
+/* The index of name in v (sorted), or -1. */
+long topo_names_find(const struct topo_name_index *v, size_t n, const char *name);
+
 /* Whether an HCA port carries traffic: ACTIVE, InfiniBand or Ethernet (NCCL's filter). */
 bool topo_port_usable(const struct topo_port *p);
 

@@ -368,25 +368,26 @@ static bool read_type(struct checker *c, const struct json_member *m, struct top
 
 /* ------------------------------------------------------ hosts by name */
 
-struct name_index {
-	const char *name;
-	size_t index;
-};
-
 static int by_name(const void *a, const void *b)
 {
-	return strcmp(((const struct name_index *)a)->name, ((const struct name_index *)b)->name);
+	return strcmp(((const struct topo_name_index *)a)->name, ((const struct topo_name_index *)b)->name);
 }
 
-static long find(const struct name_index *sorted, size_t n, const char *name)
+void topo_names_sort(struct topo_name_index *v, size_t n)
 {
-	struct name_index key = { .name = name };
-	const struct name_index *hit = bsearch(&key, sorted, n, sizeof *sorted, by_name);
+	if (n)
+		qsort(v, n, sizeof *v, by_name);
+}
+
+long topo_names_find(const struct topo_name_index *v, size_t n, const char *name)
+{
+	struct topo_name_index key = { .name = name };
+	const struct topo_name_index *hit = n ? bsearch(&key, v, n, sizeof *v, by_name) : NULL;
 	return hit ? (long)hit->index : -1;
 }
 
 static bool read_nodes(struct checker *c, const struct json_value *nodes, struct topo *t,
-		       struct name_index **sorted)
+		       struct topo_name_index **sorted)
 {
 	static const char *const keys[] = { "hosts", "type", "domain", NULL };
 	size_t cap = 0;
@@ -439,8 +440,8 @@ static bool read_nodes(struct checker *c, const struct json_value *nodes, struct
 	if (!(*sorted = malloc((t->nnodes ? t->nnodes : 1) * sizeof **sorted)))
 		return no_memory(c);
 	for (size_t i = 0; i < t->nnodes; i++)
-		(*sorted)[i] = (struct name_index){ .name = t->nodes[i].host, .index = i };
-	qsort(*sorted, t->nnodes, sizeof **sorted, by_name);
+		(*sorted)[i] = (struct topo_name_index){ .name = t->nodes[i].host, .index = i };
+	topo_names_sort(*sorted, t->nnodes);
 	for (size_t i = 1; i < t->nnodes; i++)
 		if (strcmp((*sorted)[i].name, (*sorted)[i - 1].name) == 0)
 			return bad(c, nodes->line, "nodes: host %s is listed twice", (*sorted)[i].name);
@@ -449,10 +450,10 @@ static bool read_nodes(struct checker *c, const struct json_value *nodes, struct
 
 /* Switches: names first (they may be named before they are defined), then the links. */
 static bool read_switches(struct checker *c, const struct json_value *sw, struct topo *t,
-			  const struct name_index *hosts)
+			  const struct topo_name_index *hosts)
 {
 	static const char *const keys[] = { "name", "nodes", "switches", NULL };
-	struct name_index *names = NULL;
+	struct topo_name_index *names = NULL;
 	bool ok = true;
 	if (sw->n && !(t->switches = calloc(sw->n, sizeof *t->switches)))
 		return no_memory(c);
@@ -474,9 +475,9 @@ static bool read_switches(struct checker *c, const struct json_value *sw, struct
 	if (ok && !(names = malloc((sw->n ? sw->n : 1) * sizeof *names)))
 		return no_memory(c);
 	for (size_t i = 0; ok && i < sw->n; i++)
-		names[i] = (struct name_index){ .name = t->switches[i].name, .index = i };
+		names[i] = (struct topo_name_index){ .name = t->switches[i].name, .index = i };
 	if (ok)
-		qsort(names, sw->n, sizeof *names, by_name);
+		topo_names_sort(names, sw->n);
 	for (size_t i = 1; ok && i < sw->n; i++)
 		if (strcmp(names[i].name, names[i - 1].name) == 0)
 			ok = bad(c, sw->line, "switches: switch %s is defined twice", names[i].name);
@@ -498,7 +499,8 @@ static bool read_switches(struct checker *c, const struct json_value *sw, struct
 			break;
 		}
 		for (size_t k = 0; ok && k < n; k++) {
-			long at = find(s->leaf ? hosts : names, s->leaf ? t->nnodes : sw->n, members[k]);
+			long at = topo_names_find(s->leaf ? hosts : names, s->leaf ? t->nnodes : sw->n,
+						  members[k]);
 			if (at < 0)
 				ok = bad(c, line, "%s: %s %s is not in %s", where,
 					 s->leaf ? "host" : "switch", members[k],
@@ -537,7 +539,7 @@ static bool read_root(struct checker *c, const struct json_value *root, struct t
 		"llmp_topology", "source", "node_types", "nodes", "switches", NULL
 	};
 	const char *where = "the document";
-	struct name_index *hosts = NULL;
+	struct topo_name_index *hosts = NULL;
 	if (root->kind != JSON_OBJECT)
 		return bad(c, root->line, "a topology is a JSON object, not %s", json_kind_name(root->kind));
 	long long version = 0;
