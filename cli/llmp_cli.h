@@ -50,8 +50,15 @@ struct cli_plan_topology {
 	const char *model;        /* --model: the cost report; NULL none */
 	int64_t rank;             /* -1: every rank */
 	bool json;                /* doc/placement-json.md */
+	const char *svg;          /* --svg: write the picture there; NULL none */
 };
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec);
+
+struct topo;
+struct topo_placement;
+/* The placement as an SVG picture (plan_svg.c); -1 on an output error. */
+int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+		       char *const *hosts, size_t nhosts, FILE *out);
 
 /* `llmp topo ...`; argv[0] is "topo". */
 int cli_topo(int argc, char **argv);

@@ -8,7 +8,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <inttypes.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +285,28 @@ static bool write_json(const struct topo *t, const struct topo_placement *p, con
 	return json_end(&w);
 }
 
+/* The picture into path, whole or not at all: written beside it, then renamed. */
+static int write_picture(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+			 char *const *hosts, size_t nhosts, const char *path)
+{
+	char tmp[4096];
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+		fprintf(stderr, PROG ": --svg: path too long\n");
+		return -1;
+	}
+	FILE *f = fopen(tmp, "we");
+	int rc = f ? cli_plan_write_svg(t, p, plan, hosts, nhosts, f) : -1;
+	if (f && fclose(f) != 0)
+		rc = -1;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -1;
+	if (rc != 0) {
+		fprintf(stderr, PROG ": --svg %s: %s\n", cli_printable(path), strerror(errno));
+		unlink(tmp);
+	}
+	return rc;
+}
+
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec)
 {
 	struct topo t;
@@ -371,6 +395,8 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 				write_cost(cols, 3, &model, stdout);
 		}
 		if (fflush(stdout) != 0)
+			rc = CLI_EXIT_FAILURE;
+		if (a->svg && write_picture(&t, &p, plan, hosts, nhosts, a->svg) < 0)
 			rc = CLI_EXIT_FAILURE;
 	}
 	topo_placement_free(&p);

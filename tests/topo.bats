@@ -243,7 +243,7 @@ spans() {
 	run "$LLMP" plan --topology "$FIXTURES/heterogeneous.json" --hosts 'dgx[01-02]' --world 9
 	[ "$status" -eq 2 ] && assert_contains "$output" "--world 9 disagrees with 16 tasks on the 2 hosts"
 	run "$LLMP" plan --hosts dgx01 --world 4
-	[ "$status" -eq 2 ] && assert_contains "$output" "--hosts, --placement and --model need --topology"
+	[ "$status" -eq 2 ] && assert_contains "$output" "--hosts, --placement, --model and --svg need --topology"
 	run "$LLMP" plan --topology "$FIXTURES/dgx-h100.json" --placement random
 	[ "$status" -eq 2 ] && assert_contains "$output" "--placement 'random': expected block or topology"
 }
@@ -306,4 +306,27 @@ PY
 	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --parallel tp=2 --format json --rank 7
 	python3 -c 'import json,sys; d=json.load(sys.stdin); assert [r["rank"] for r in d["ranks"]] == [7]' <<<"$output" ||
 		fail "$output"
+}
+
+@test "--svg: a picture of the placement, one cell per rank, hosts in rows by leaf; written whole or not at all" {
+	run "$LLMP" plan --topology "$FIXTURES/heterogeneous.json" --parallel tp=4,pp=2 --tasks-per-node 4 --svg "$W/p.svg"
+	[ "$status" -eq 0 ] || fail "$output"
+	python3 - "$W/p.svg" <<'PY' || fail "the picture"
+import sys
+import xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+cells = [e for e in root.iter(ns + "rect") if e.get("class") == "rank"]
+assert len(cells) == 42 * 4, len(cells)
+titles = [c.find(ns + "title").text for c in cells]
+assert "rank 0 (task 0): tp 0 cp 0 ep 0 dp 0 pp 0; gpu 0000:1b:00.0; hca mlx5_0" in titles, titles[:2]
+rows = [g.find(ns + "text").text for g in root.iter(ns + "g") if g.get("class") == "leaf"]
+assert rows == ["leaf-dgx0", "leaf-dgx1", "leaf-nvl", "leaf-box"], rows
+hosts = [g.find(ns + "text").text for g in root.iter(ns + "g") if g.get("class") == "host"]
+assert len(hosts) == 42 and hosts[:2] == ["dgx01", "dgx02"] and hosts[-1] == "box8", hosts
+PY
+	mkdir "$W/dir.svg"
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --svg "$W/dir.svg"
+	[ "$status" -eq 1 ] && assert_contains "$output" "--svg $W/dir.svg:"
+	[ ! -e "$W/dir.svg.tmp" ] || fail "a half-written picture was left"
 }
