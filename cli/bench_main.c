@@ -2,7 +2,8 @@
 /*
  * bench_main.c - llmp-bench, the subcommands of `llmp` that join a job
  * (bench_exec.c): `llmp-bench bench ARGS` is `llmp bench ARGS`, and
- * `llmp-bench ckpt-bench ARGS` is `llmp ckpt bench ARGS`. Linked with the
+ * `llmp-bench ckpt-bench ARGS` is `llmp ckpt bench ARGS`, `llmp-bench
+ * topo-job ARGS` is `llmp topo --job ARGS`. Linked with the
  * runtime; not meant to be called by hand.
  */
 #include <stdio.h>
@@ -17,7 +18,9 @@ int main(int argc, char **argv)
 		return cli_bench(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "ckpt-bench") == 0)
 		return cli_ckpt_bench(argc - 1, argv + 1);
-	fputs("usage: llmp-bench bench|ckpt-bench [options]\n"
+	if (argc >= 2 && strcmp(argv[1], "topo-job") == 0)
+		return cli_topo_job(argc - 1, argv + 1);
+	fputs("usage: llmp-bench bench|ckpt-bench|topo-job [options]\n"
 	      "This is the part of llmp that joins a job: run 'llmp bench' or 'llmp ckpt bench'.\n",
 	      stderr);
 	return CLI_EXIT_USAGE;

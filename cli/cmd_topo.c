@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llmp/llmp_env.h>
 #include "llmp_cli.h"
 #include "topology/discover/discover.h"
 #include "topology/topo.h"
@@ -22,6 +23,7 @@
 static void help(void)
 {
 	printf("usage: llmp topo [--file FILE] [--format text|json] [--sysfs DIR]\n"
+	       "       llmp topo --job [--format text|json]   (run under srun --mpi=pmix)\n"
 	       "\n"
 	       "Show the topology llmp uses on this node: GPUs, InfiniBand/RoCE HCAs, NUMA nodes,\n"
 	       "PCIe nearness, the switch tree (format: doc/topology-json.md).\n"
@@ -30,6 +32,8 @@ static void help(void)
 	       "  -f, --format text|json   output format (default text)\n"
 	       "  -s, --sysfs DIR          discover from a copy of sysfs under DIR (for tests, and\n"
 	       "                           to replay a saved tree)\n"
+	       "  -j, --job                every node of the step, gathered in llmp_init's one PMIx\n"
+	       "                           fence; rank 0 prints them\n"
 	       "Discovery reads /sys, NVML (libnvidia-ml.so.1, or $LLMP_NVML_LIBRARY) and\n"
 	       "SLURM_TOPOLOGY_ADDR/_PATTERN.\n"
 	       "Exit status: 0 success, 2 bad input (an option, a topology file), 1 other errors.\n");
@@ -38,21 +42,20 @@ static void help(void)
 int cli_topo(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "file", required_argument, NULL, 'F' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "sysfs", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "file", required_argument, NULL, 'F' },  { "format", required_argument, NULL, 'f' },
+		{ "sysfs", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
+		{ "job", no_argument, NULL, 'j' },         { NULL, 0, NULL, 0 },
 	};
-	const char *file = getenv("LLMP_TOPOLOGY_FILE"), *sysfs = "/";
-	bool json = false;
+	const char *file = getenv(LLMP_ENV_TOPOLOGY_FILE), *sysfs = "/";
+	bool json = false, job = false, chose = false;
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":F:f:s:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:f:s:jh", options, NULL)) != -1) {
 		switch (c) {
-		case 'F': file = optarg; break;
-		case 's': sysfs = optarg; break;
+		case 'F': file = optarg, chose = true; break;
+		case 's': sysfs = optarg, chose = true; break;
+		case 'j': job = true; break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
 				return cli_usage_error(PROG, "--format: expected text or json, not", optarg);
@@ -65,6 +68,11 @@ int cli_topo(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error(PROG, "unexpected argument", argv[optind]);
+	if (job && chose)
+		return cli_usage_error(
+			PROG, "--job discovers every node of the step: no --file or --sysfs with", "--job");
+	if (job) /* it joins the job: llmp-bench, with the runtime */
+		return cli_exec_bench("topo-job", argc, argv);
 	if (file && !*file)
 		file = NULL;
 

@@ -62,6 +62,8 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 
 /* `llmp topo ...`; argv[0] is "topo". */
 int cli_topo(int argc, char **argv);
+/* `llmp topo --job` (in llmp-bench, with the runtime); argv[0] is "topo-job". */
+int cli_topo_job(int argc, char **argv);
 
 /* `llmp plan ...`; argv[0] is "plan". */
 int cli_plan(int argc, char **argv);

@@ -47,7 +47,8 @@ static long leaf_of(const struct topo *t, const struct topo_placement *p, uint32
 int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
 		       char *const *hosts, size_t nhosts, FILE *out)
 {
-	uint32_t pp = llmp_plan_size(plan, LLMP_AXIS_PP), *ranks_of = calloc(nhosts ? nhosts : 1, sizeof *ranks_of);
+	uint32_t pp = llmp_plan_size(plan, LLMP_AXIS_PP),
+		 *ranks_of = calloc(nhosts ? nhosts : 1, sizeof *ranks_of);
 	long *leaf = malloc((nhosts ? nhosts : 1) * sizeof *leaf);
 	if (!ranks_of || !leaf) {
 		free(ranks_of);
@@ -85,8 +86,8 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 		snprintf(spec, sizeof spec, "dp=auto");
 	fprintf(out, "<text x=\"%d\" y=\"16\" font-size=\"12\">", GAP);
 	put_text(out, spec);
-	fprintf(out, " (order %s): %u ranks on %zu hosts; colour: pipeline stage</text>\n", llmp_plan_order(plan),
-		p->world, nhosts);
+	fprintf(out, " (order %s): %u ranks on %zu hosts; colour: pipeline stage</text>\n",
+		llmp_plan_order(plan), p->world, nhosts);
 	unsigned y = 24;
 	for (long s = 0; s <= (long)t->nswitches; s++) {
 		long sw = s < (long)t->nswitches ? s : -1; /* switches first, hosts under none last */
@@ -95,8 +96,8 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 			if (leaf[h] != sw)
 				continue;
 			if (col == 0) {
-				fprintf(out, "<g class=\"leaf\"><text x=\"%d\" y=\"%u\" font-size=\"12\">", GAP,
-					y + box_h / 2);
+				fprintf(out, "<g class=\"leaf\"><text x=\"%d\" y=\"%u\" font-size=\"12\">",
+					GAP, y + box_h / 2);
 				put_text(out, sw >= 0 ? t->switches[sw].name : "(no switch)");
 				fputs("</text></g>\n", out);
 			}
@@ -115,18 +116,19 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 				uint32_t c[LLMP_NAXES];
 				llmp_plan_coords(plan, r, c);
 				const struct topo_type *ty = &t->types[t->nodes[slot->node].type];
-				unsigned cx = x + GAP + (k % per_line) * CELL, cy = y + HOST_LABEL + GAP + (k / per_line) * CELL;
+				unsigned cx = x + GAP + (k % per_line) * CELL,
+					 cy = y + HOST_LABEL + GAP + (k / per_line) * CELL;
 				unsigned hue = pp > 1 ? 360 * c[LLMP_AXIS_PP] / pp : 210;
 				fprintf(out,
 					"<rect class=\"rank\" x=\"%u\" y=\"%u\" width=\"%d\" height=\"%d\" "
 					"fill=\"hsl(%u,60%%,75%%)\" stroke=\"#333\"><title>rank %u (task %u): tp %u cp %u ep %u "
 					"dp %u pp %u; gpu %s; hca %s</title></rect>"
 					"<text x=\"%u\" y=\"%u\" text-anchor=\"middle\">%u</text>\n",
-					cx, cy, CELL - 2, CELL - 2, hue, r, slot->task, c[LLMP_AXIS_TP], c[LLMP_AXIS_CP],
-					c[LLMP_AXIS_EP], c[LLMP_AXIS_DP], c[LLMP_AXIS_PP],
+					cx, cy, CELL - 2, CELL - 2, hue, r, slot->task, c[LLMP_AXIS_TP],
+					c[LLMP_AXIS_CP], c[LLMP_AXIS_EP], c[LLMP_AXIS_DP], c[LLMP_AXIS_PP],
 					slot->gpu >= 0 ? ty->gpus[slot->gpu].pci.bus : "none",
-					slot->hca >= 0 ? ty->hcas[slot->hca].name : "none", cx + CELL / 2 - 1, cy + CELL / 2 + 3,
-					r);
+					slot->hca >= 0 ? ty->hcas[slot->hca].name : "none", cx + CELL / 2 - 1,
+					cy + CELL / 2 + 3, r);
 				k++;
 			}
 			fputs("</g>\n", out);

@@ -201,6 +201,21 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	done
 }
 
+@test "llmp topo --job: every node gathered in llmp_init's one fence, printed once by rank 0" {
+	run timeout -k 10 120 srun --mpi=pmix -N3 --ntasks-per-node=2 "$LLMP" topo --job --format json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	printf '%s\n' "$output" >"$WORK/job-topo.json"
+	run python3 "$LLMP_SRCDIR/tests/topology/topo_model.py" hosts "$WORK/job-topo.json"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# tests/cluster/cluster.sh's topology.conf, each node named as Slurm names it.
+	[ "$(sort <<<"$output")" = "$(printf '%s\n' 'node1 node1 - leaf1 spine' 'node2 node2 - leaf1 spine' \
+		'node3 node3 - leaf2 spine')" ] || { echo "$output"; false; }
+	# Text from rank 0 alone: one summary line per node type.
+	run timeout -k 10 120 srun --mpi=pmix -N3 "$LLMP" topo --job
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^node type node[1-3]: 1 host' <<<"$output")" -eq 3 ] || { echo "$output"; false; }
+}
+
 # -------------------------------------------------------------- bad layouts
 
 @test "bad specs are refused at submission by sbatch, salloc and srun: nothing queued" {

@@ -107,6 +107,14 @@ llmp_status topo_read_text(const char *text, size_t n, const char *name, struct 
 			   size_t len);
 void topo_free(struct topo *t);
 
+/*
+ * Add part's node types, nodes and switches to whole (topo_merge.c): a
+ * job's view built from each node's own. Two nodes of one name, two types
+ * of one name, or a switch under another parent than before: an error
+ * naming it, and whole keeps what was merged before.
+ */
+llmp_status topo_merge(struct topo *whole, const struct topo *part, char *msg, size_t len);
+
 /* Write t in the format of doc/topology-json.md; -1 on an output error. */
 int topo_write_json(const struct topo *t, FILE *out);
 /* Write t for people: each node type, its GPUs with their nearest HCA, the tree. */

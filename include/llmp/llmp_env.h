@@ -42,4 +42,9 @@
 #define LLMP_ENV_SHM_THRESHOLD "LLMP_SHM_THRESHOLD"
 #define LLMP_ENV_SHM_CHUNK "LLMP_SHM_CHUNK"
 
+/* The topology (doc/topology-json.md): a file in place of discovery, and
+ * whether llmp_init publishes each node's own in its fence (llmp topo --job). */
+#define LLMP_ENV_TOPOLOGY_FILE "LLMP_TOPOLOGY_FILE"
+#define LLMP_ENV_TOPOLOGY_GATHER "LLMP_TOPOLOGY_GATHER"
+
 #endif /* LLMP_ENV_H */

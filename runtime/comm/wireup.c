@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* wireup.c - PMIx: who we are, and one exchange with every other rank. */
 #include "wireup.h"
+#include "node_topo.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -64,7 +65,7 @@ llmp_status rt_wireup_init(llmp_ctx *ctx)
 	return LLMP_OK;
 }
 
-static llmp_status put(llmp_ctx *ctx, const char *key, pmix_value_t *value)
+llmp_status rt_wireup_put(llmp_ctx *ctx, const char *key, pmix_value_t *value)
 {
 	pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, value);
 	if (rc != PMIX_SUCCESS)
@@ -78,17 +79,19 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 	value.type = PMIX_BYTE_OBJECT;
 	value.data.bo.bytes = (char *)addr; /* PMIx_Put copies it */
 	value.data.bo.size = addrlen;
-	llmp_status st = put(ctx, KEY_UCX_ADDR, &value);
+	llmp_status st = rt_wireup_put(ctx, KEY_UCX_ADDR, &value);
 	if (st != LLMP_OK)
 		return st;
 	value.type = PMIX_STRING;
 	value.data.string = ctx->layout;
-	if ((st = put(ctx, KEY_LAYOUT, &value)) != LLMP_OK)
+	if ((st = rt_wireup_put(ctx, KEY_LAYOUT, &value)) != LLMP_OK)
 		return st;
 	char process[160];
 	rt_process_id(process, sizeof process);
 	value.data.string = process;
-	if ((st = put(ctx, KEY_PROCESS, &value)) != LLMP_OK)
+	if ((st = rt_wireup_put(ctx, KEY_PROCESS, &value)) != LLMP_OK)
+		return st;
+	if ((st = rt_topology_publish(ctx)) != LLMP_OK)
 		return st;
 
 	pmix_status_t rc = PMIx_Commit();
@@ -117,7 +120,7 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 }
 
 /* After the collecting fence every value is local: ask for nothing remote. */
-static pmix_status_t get_local(llmp_ctx *ctx, uint32_t rank, const char *key, pmix_value_t **value)
+pmix_status_t rt_wireup_get(llmp_ctx *ctx, uint32_t rank, const char *key, pmix_value_t **value)
 {
 	pmix_proc_t peer;
 	pmix_info_t info;
@@ -141,7 +144,7 @@ llmp_status rt_wireup_check_layouts(llmp_ctx *ctx)
 		if (r == ctx->rank)
 			continue;
 		pmix_value_t *v = NULL;
-		pmix_status_t rc = get_local(ctx, r, KEY_LAYOUT, &v);
+		pmix_status_t rc = rt_wireup_get(ctx, r, KEY_LAYOUT, &v);
 		if (rc != PMIX_SUCCESS)
 			return rt_fail(ctx, LLMP_ERR_WIREUP, "layout of rank %u: PMIx_Get: %s", r,
 				       PMIx_Error_string(rc));
@@ -161,7 +164,7 @@ llmp_status rt_wireup_check_layouts(llmp_ctx *ctx)
 llmp_status rt_wireup_peer_address(llmp_ctx *ctx, uint32_t rank, pmix_value_t **value)
 {
 	*value = NULL;
-	pmix_status_t rc = get_local(ctx, rank, KEY_UCX_ADDR, value);
+	pmix_status_t rc = rt_wireup_get(ctx, rank, KEY_UCX_ADDR, value);
 	if (rc != PMIX_SUCCESS || (*value)->type != PMIX_BYTE_OBJECT) {
 		if (*value)
 			PMIX_VALUE_RELEASE(*value);
@@ -175,7 +178,7 @@ llmp_status rt_wireup_peer_address(llmp_ctx *ctx, uint32_t rank, pmix_value_t **
 llmp_status rt_wireup_peer_process(llmp_ctx *ctx, uint32_t rank, char *buf, size_t len)
 {
 	pmix_value_t *v = NULL;
-	pmix_status_t rc = get_local(ctx, rank, KEY_PROCESS, &v);
+	pmix_status_t rc = rt_wireup_get(ctx, rank, KEY_PROCESS, &v);
 	if (rc != PMIX_SUCCESS || v->type != PMIX_STRING) {
 		if (v)
 			PMIX_VALUE_RELEASE(v);

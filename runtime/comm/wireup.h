@@ -21,6 +21,14 @@ llmp_status rt_wireup_init(llmp_ctx *ctx);
 /* Put the UCX address and ctx->layout, commit, and fence once, collecting. */
 llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen);
 
+/* Put one key for the fence (before rt_wireup_exchange commits). */
+llmp_status rt_wireup_put(llmp_ctx *ctx, const char *key, pmix_value_t *value);
+/*
+ * A peer's value of key, already local after the collecting fence (the
+ * lookup is optional: PMIX_ERR_NOT_FOUND when the peer put none).
+ */
+pmix_status_t rt_wireup_get(llmp_ctx *ctx, uint32_t rank, const char *key, pmix_value_t **value);
+
 /* Every rank's layout equals ours; else LLMP_ERR_MISMATCH naming one that differs. */
 llmp_status rt_wireup_check_layouts(llmp_ctx *ctx);
 
