@@ -105,4 +105,6 @@ void plugin_ctx_release(void)
 	ctx.ckpt_option = NULL;
 	llmp_plan_destroy(ctx.plan);
 	ctx.plan = NULL;
+	plugin_node_place_free(&ctx.place);
+	ctx.placed = false;
 }

@@ -17,6 +17,7 @@
 
 #include <llmp/llmp_ckpt_spec.h>
 #include <llmp/llmp_plan.h>
+#include "node_place.h"
 #include "site.h"
 
 #define PLUGIN_NAME "llm_parallel"
@@ -38,6 +39,9 @@ struct plugin_ctx {
 	llmp_plan *plan;
 	char layout_path[PATH_MAX]; /* "" when no file was written */
 	uint32_t job_id, step_id, nnodes, node_id;
+	bool placed; /* place holds this node's tasks' GPUs and HCAs */
+	struct plugin_node_place place;
+	char place_warning[LLMP_MSG_MAX]; /* why not, when a description was given but unusable */
 };
 
 struct plugin_ctx *plugin_ctx(void);

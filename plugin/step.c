@@ -20,6 +20,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <slurm/slurm.h>
@@ -28,6 +29,7 @@
 #include "gpu_bind.h"
 #include "layout_file.h"
 #include "netif.h"
+#include "topology/hostlist.h"
 #include <llmp/llmp_env.h>
 #include "resolve.h"
 #include "resolve_ckpt.h"
@@ -154,6 +156,46 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 }
 
 /*
+ * This node's tasks on its GPUs and HCAs (node_place.h), when the job names
+ * a topology file or discovery finds GPUs. Nothing here fails the step: a
+ * description that cannot be used is a warning, and tasks keep local order.
+ */
+static void place_node_tasks(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char file[PATH_MAX], host[256] = "", addr[1024], pattern[256], nodes[8192], why[LLMP_MSG_MAX],
+			     **names;
+	uint32_t n = 0, *ranks;
+	size_t nnames;
+	/* This node as Slurm names it: its place in the step's node list (no SPANK item gives the name). */
+	if (step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes) &&
+	    hostlist_expand(nodes, 1u << 20, &names, &nnames, why, sizeof why) == LLMP_OK) {
+		if (c->node_id < nnames)
+			snprintf(host, sizeof host, "%s", names[c->node_id]);
+		hostlist_free(names, nnames);
+	}
+	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &n) != ESPANK_SUCCESS || n == 0 ||
+	    !(ranks = calloc(n, sizeof *ranks)))
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &ranks[i]) != ESPANK_SUCCESS) {
+			free(ranks);
+			return;
+		}
+	struct plugin_node_inputs in = {
+		.file = step_env(sp, LLMP_ENV_TOPOLOGY_FILE, file, sizeof file),
+		.host = host,
+		.addr = step_env(sp, "SLURM_TOPOLOGY_ADDR", addr, sizeof addr),
+		.pattern = step_env(sp, "SLURM_TOPOLOGY_ADDR_PATTERN", pattern, sizeof pattern),
+		.ranks = ranks,
+		.ntasks = n,
+	};
+	c->placed = plugin_node_place(&c->place, &in, c->plan, c->place_warning, sizeof c->place_warning) ==
+		    0;
+	free(ranks);
+}
+
+/*
  * Resolve the checkpoint spec and the layout, read the restart count and plan
  * the step. Any failure is kept for task_init (fail_step).
  */
@@ -186,7 +228,10 @@ static int prepare_normal_step(spank_t sp)
 	c->active = true;
 	if (read_restart_count(sp, &c->restart_count, msg, sizeof msg) < 0)
 		return fail_step("%s", msg);
-	return plan_step(sp, &spec);
+	int rc = plan_step(sp, &spec);
+	if (rc == 0 && !c->failed)
+		place_node_tasks(sp);
+	return rc;
 }
 
 int plugin_step_prepare(spank_t sp)
@@ -214,8 +259,17 @@ static int bind_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks)
 
 	if (!(c->gpu_bind >= 0 ? c->gpu_bind : c->site.gpu_bind))
 		return 0;
-	switch (plugin_gpu_pick(step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible), local_rank,
-				local_tasks, gpu, sizeof gpu, &ngpus)) {
+	const char *list = step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible);
+	uint32_t entry = local_rank;
+	/* The placement's GPU, when the step sees every GPU of the node (in bus order, as Slurm numbers them). */
+	if (list && c->placed && local_rank < c->place.n && c->place.gpu[local_rank] >= 0) {
+		uint32_t entries = *list ? 1 : 0;
+		for (const char *p = list; *p; p++)
+			entries += *p == ',';
+		if (entries == c->place.type->ngpus)
+			entry = (uint32_t)c->place.gpu[local_rank];
+	}
+	switch (plugin_gpu_pick(list, entry, local_tasks, gpu, sizeof gpu, &ngpus)) {
 	case PLUGIN_GPU_BOUND:
 		if (spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS)
 			return -1;
@@ -278,6 +332,33 @@ static int batch_task(spank_t sp)
  * its own nor the user's: the interface toward the node srun ran on
  * (netif.h). Nothing is set when there is no such route to name.
  */
+static void socket_ifname(spank_t sp);
+
+/*
+ * UCX_NET_DEVICES (the HCA port nearest the task's GPU, for llmp's own UCX
+ * traffic) and NCCL_IB_HCA (every HCA the node's tasks use, "=" exact, the
+ * same on every task, so NCCL keeps its own choice among them and PXN),
+ * where the task has no value of its own.
+ */
+static void network_devices(spank_t sp, uint32_t local_rank)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char buf[1024];
+	if (local_rank == 0 && c->place_warning[0])
+		plugin_task_message("warning: %s; tasks keep one GPU each in local order", c->place_warning);
+	if (!c->placed || local_rank >= c->place.n || c->place.hca[local_rank] < 0)
+		return;
+	const struct topo_hca *h = &c->place.type->hcas[c->place.hca[local_rank]];
+	for (unsigned p = 0; p < h->nports; p++)
+		if (topo_port_usable(&h->ports[p])) {
+			snprintf(buf, sizeof buf, "%s:%u", h->name, h->ports[p].port);
+			spank_setenv(sp, "UCX_NET_DEVICES", buf, 0);
+			break;
+		}
+	if (plugin_node_hca_list(&c->place, buf, sizeof buf) == 0)
+		spank_setenv(sp, "NCCL_IB_HCA", buf, 0);
+}
+
 static void socket_ifname(spank_t sp)
 {
 	static const char *const names[] = { "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME" };
@@ -333,6 +414,7 @@ int plugin_step_task(spank_t sp)
 	if (set_task_env(sp, &env) < 0)
 		return -1;
 	socket_ifname(sp);
+	network_devices(sp, (uint32_t)local_rank);
 	if (bind_gpu(sp, (uint32_t)local_rank, local_tasks) < 0) {
 		plugin_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;

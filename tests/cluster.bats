@@ -216,6 +216,37 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	[ "$(grep -c '^node type node[1-3]: 1 host' <<<"$output")" -eq 3 ] || { echo "$output"; false; }
 }
 
+@test "placement on a node: GPUs by the topology, the nearest HCA for UCX, the node's HCAs for NCCL; a bad file warns" {
+	# The test nodes described as PCIe boxes (etc/topology/pcie-4gpu.json):
+	# GPUs 0,1 under one PCIe switch, 2,3 under another, one RoCE HCA. With cp
+	# fastest the tp pairs are ranks (0,2) and (1,3): each pair under one
+	# switch, so rank 1 gets GPU 2 and rank 2 GPU 1 (worked out by hand).
+	python3 - "$LLMP_SRCDIR/etc/topology/pcie-4gpu.json" "$WORK/nodes.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["nodes"] = [{"hosts": "node[1-3]", "type": "pcie-4gpu"}]
+doc["switches"] = []
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+	local show='echo "place $SLURM_PROCID $CUDA_VISIBLE_DEVICES ${UCX_NET_DEVICES-<unset>} ${NCCL_IB_HCA-<unset>}"'
+	LLMP_TOPOLOGY_FILE=$WORK/nodes.json run srun -N1 -n4 --gres=gpu:4 \
+		--llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	for want in "0 0" "1 2" "2 1" "3 3"; do
+		grep -qx "place $want mlx5_0:1 =mlx5_0" <<<"$output" || { echo "want $want: $output"; false; }
+	done
+	# The user's own values stay.
+	LLMP_TOPOLOGY_FILE=$WORK/nodes.json UCX_NET_DEVICES=all NCCL_IB_HCA=mine run srun -N1 -n4 --gres=gpu:4 \
+		--llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"
+	grep -qx "place 1 2 all mine" <<<"$output" || { echo "$output"; false; }
+	# A file that is not there: a warning once per node, local order, the step runs.
+	LLMP_TOPOLOGY_FILE=$WORK/none.json run srun -N1 -n4 --gres=gpu:4 --llm-parallel=tp=2 sh -c "$show"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "warning: topology $WORK/none.json: No such file or directory; tasks keep one GPU each in local order" \
+		<<<"$output" || { echo "$output"; false; }
+	grep -qx "place 1 1 <unset> <unset>" <<<"$output" || { echo "$output"; false; }
+}
+
 # -------------------------------------------------------------- bad layouts
 
 @test "bad specs are refused at submission by sbatch, salloc and srun: nothing queued" {

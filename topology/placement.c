@@ -117,11 +117,9 @@ static bool usable(const struct topo_hca *h)
 	return false;
 }
 
-/* GPUs and HCAs for the ranks [first, first + n) of one host. */
-static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struct topo_placement *p,
-			      uint32_t first, uint32_t n, char *msg, size_t len)
+llmp_status topo_place_node(const struct topo_type *ty, const llmp_plan *plan, const uint32_t *ranks,
+			    uint32_t n, int *gpu, int *hca, char *msg, size_t len)
 {
-	const struct topo_type *ty = &t->types[t->nodes[p->rank[first].node].type];
 	struct local_rank *order = malloc((n ? n : 1) * sizeof *order);
 	int *gpus = malloc((ty->ngpus ? ty->ngpus : 1) * sizeof *gpus);
 	unsigned *load = calloc(ty->nhcas ? ty->nhcas : 1, sizeof *load);
@@ -131,35 +129,61 @@ static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struc
 		free(load);
 		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "placement: out of memory");
 	}
+	/* order[].rank holds the task's index in ranks[] here. */
 	for (uint32_t i = 0; i < n; i++)
-		order[i] = (struct local_rank){ .rank = first + i, .key = traffic_key(plan, first + i) };
+		order[i] = (struct local_rank){ .rank = i, .key = traffic_key(plan, ranks[i]) };
 	qsort(order, n, sizeof *order, by_key);
 	for (unsigned g = 0; g < ty->ngpus; g++)
 		gpus[g] = (int)g;
-	qsort_r(gpus, ty->ngpus, sizeof *gpus, by_locality, (void *)ty);
+	if (ty->ngpus)
+		qsort_r(gpus, ty->ngpus, sizeof *gpus, by_locality, (void *)ty);
 	for (uint32_t i = 0; i < n; i++) {
-		struct topo_slot *s = &p->rank[order[i].rank];
-		s->gpu = i < ty->ngpus ? gpus[i] : -1;
-		s->hca = -1;
+		uint32_t k = order[i].rank;
+		gpu[k] = i < ty->ngpus ? gpus[i] : -1;
+		hca[k] = -1;
 		enum topo_distance best = TOPO_SYS;
 		for (unsigned h = 0; h < ty->nhcas; h++) {
 			if (!usable(&ty->hcas[h]))
 				continue;
-			enum topo_distance d = s->gpu >= 0 ? topo_pci_distance(&ty->gpus[s->gpu].pci,
+			enum topo_distance d = gpu[k] >= 0 ? topo_pci_distance(&ty->gpus[gpu[k]].pci,
 									       &ty->hcas[h].pci)
 							   : TOPO_SYS;
-			if (s->hca < 0 || d < best || (d == best && load[h] < load[s->hca])) {
-				s->hca = (int)h;
+			if (hca[k] < 0 || d < best || (d == best && load[h] < load[hca[k]])) {
+				hca[k] = (int)h;
 				best = d;
 			}
 		}
-		if (s->hca >= 0)
-			load[s->hca]++;
+		if (hca[k] >= 0)
+			load[hca[k]]++;
 	}
 	free(order);
 	free(gpus);
 	free(load);
 	return LLMP_OK;
+}
+
+/* GPUs and HCAs for the ranks [first, first + n) of one host. */
+static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struct topo_placement *p,
+			      uint32_t first, uint32_t n, char *msg, size_t len)
+{
+	const struct topo_type *ty = &t->types[t->nodes[p->rank[first].node].type];
+	uint32_t *ranks = malloc((n ? n : 1) * sizeof *ranks);
+	int *gpu = malloc((n ? n : 1) * sizeof *gpu), *hca = malloc((n ? n : 1) * sizeof *hca);
+	llmp_status st = ranks && gpu && hca
+				 ? LLMP_OK
+				 : llmp_fail(LLMP_ERR_NOMEM, msg, len, "placement: out of memory");
+	for (uint32_t i = 0; st == LLMP_OK && i < n; i++)
+		ranks[i] = first + i;
+	if (st == LLMP_OK)
+		st = topo_place_node(ty, plan, ranks, n, gpu, hca, msg, len);
+	for (uint32_t i = 0; st == LLMP_OK && i < n; i++) {
+		p->rank[first + i].gpu = gpu[i];
+		p->rank[first + i].hca = hca[i];
+	}
+	free(ranks);
+	free(gpu);
+	free(hca);
+	return st;
 }
 
 /* ------------------------------------------------------------- placing */

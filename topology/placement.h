@@ -57,6 +57,15 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 		       size_t len);
 void topo_placement_free(struct topo_placement *p);
 
+/*
+ * One node's share: the GPU (index among ty's, PCI bus order; -1 none
+ * left) and HCA (-1 none usable) of each of the n tasks whose grid ranks
+ * are ranks[] (in the node's own order), as topo_place gives them. The
+ * plugin calls it for the tasks of its node alone.
+ */
+llmp_status topo_place_node(const struct topo_type *ty, const llmp_plan *plan, const uint32_t *ranks,
+			    uint32_t n, int *gpu, int *hca, char *msg, size_t len);
+
 /* How far a group's members are from one another: the smallest thing holding them all. */
 enum topo_span {
 	TOPO_SPAN_GPU,

@@ -26,7 +26,8 @@ static bool copy_type(struct topo_type *to, const struct topo_type *from)
 		if (from->gpus[g].npeers) {
 			if (!(to->gpus[g].peers = malloc(from->gpus[g].npeers * sizeof *to->gpus[g].peers)))
 				return false;
-			memcpy(to->gpus[g].peers, from->gpus[g].peers, from->gpus[g].npeers * sizeof *to->gpus[g].peers);
+			memcpy(to->gpus[g].peers, from->gpus[g].peers,
+			       from->gpus[g].npeers * sizeof *to->gpus[g].peers);
 		}
 	}
 	if (from->nhcas && !(to->hcas = calloc(from->nhcas, sizeof *to->hcas)))
@@ -37,7 +38,8 @@ static bool copy_type(struct topo_type *to, const struct topo_type *from)
 		if (from->hcas[h].nports) {
 			if (!(to->hcas[h].ports = malloc(from->hcas[h].nports * sizeof *to->hcas[h].ports)))
 				return false;
-			memcpy(to->hcas[h].ports, from->hcas[h].ports, from->hcas[h].nports * sizeof *to->hcas[h].ports);
+			memcpy(to->hcas[h].ports, from->hcas[h].ports,
+			       from->hcas[h].nports * sizeof *to->hcas[h].ports);
 		}
 	}
 	return true;
@@ -67,10 +69,12 @@ llmp_status topo_merge(struct topo *whole, const struct topo *part, char *msg, s
 		if (at >= 0) {
 			const struct topo_switch *ws = &whole->switches[at];
 			const char *wparent = ws->parent >= 0 ? whole->switches[ws->parent].name : NULL;
-			if (ws->leaf != ps->leaf || !parent != !wparent || (parent && strcmp(parent, wparent) != 0))
-				st = llmp_fail(LLMP_ERR_MISMATCH, msg, len,
-					       "nodes disagree on switch %s: under %s for one, under %s for another", ps->name,
-					       wparent ? wparent : "nothing", parent ? parent : "nothing");
+			if (ws->leaf != ps->leaf || !parent != !wparent ||
+			    (parent && strcmp(parent, wparent) != 0))
+				st = llmp_fail(
+					LLMP_ERR_MISMATCH, msg, len,
+					"nodes disagree on switch %s: under %s for one, under %s for another",
+					ps->name, wparent ? wparent : "nothing", parent ? parent : "nothing");
 			sw_at[s] = at;
 			continue;
 		}
@@ -82,8 +86,10 @@ llmp_status topo_merge(struct topo *whole, const struct topo *part, char *msg, s
 		whole->switches = grown;
 		whole->switches[whole->nswitches] = *ps;
 		/* A parent comes before its children in a discovered node (slurm_addr.c); else look it up. */
-		whole->switches[whole->nswitches].parent =
-			ps->parent < 0 ? -1 : (size_t)ps->parent < s ? sw_at[ps->parent] : switch_named(whole, parent);
+		whole->switches[whole->nswitches].parent = ps->parent < 0 ? -1
+							   : (size_t)ps->parent < s
+								   ? sw_at[ps->parent]
+								   : switch_named(whole, parent);
 		sw_at[s] = (long)whole->nswitches++;
 	}
 	/* Node types, under their own names: a name already used is a mistake (two nodes of one name). */
@@ -92,8 +98,9 @@ llmp_status topo_merge(struct topo *whole, const struct topo *part, char *msg, s
 			if (strcmp(whole->types[w].name, part->types[k].name) == 0)
 				st = llmp_fail(LLMP_ERR_MISMATCH, msg, len, "two nodes describe node type %s",
 					       part->types[k].name);
-		struct topo_type *grown =
-			st == LLMP_OK ? realloc(whole->types, (whole->ntypes + 1) * sizeof *grown) : NULL;
+		struct topo_type *grown = st == LLMP_OK
+						  ? realloc(whole->types, (whole->ntypes + 1) * sizeof *grown)
+						  : NULL;
 		if (st == LLMP_OK && !grown)
 			st = llmp_fail(LLMP_ERR_NOMEM, msg, len, "merging topologies: out of memory");
 		if (st != LLMP_OK)
@@ -109,8 +116,9 @@ llmp_status topo_merge(struct topo *whole, const struct topo *part, char *msg, s
 			if (strcmp(whole->nodes[w].host, part->nodes[n].host) == 0)
 				st = llmp_fail(LLMP_ERR_MISMATCH, msg, len, "host %s is described twice",
 					       part->nodes[n].host);
-		struct topo_node *grown =
-			st == LLMP_OK ? realloc(whole->nodes, (whole->nnodes + 1) * sizeof *grown) : NULL;
+		struct topo_node *grown = st == LLMP_OK
+						  ? realloc(whole->nodes, (whole->nnodes + 1) * sizeof *grown)
+						  : NULL;
 		if (st == LLMP_OK && !grown)
 			st = llmp_fail(LLMP_ERR_NOMEM, msg, len, "merging topologies: out of memory");
 		if (st != LLMP_OK)

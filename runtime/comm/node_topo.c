@@ -27,8 +27,8 @@ llmp_status rt_topology_publish(llmp_ctx *ctx)
 	struct topo t;
 	char why[LLMP_MSG_MAX], *text = NULL;
 	size_t n = 0;
-	llmp_status st = topo_discover("/", getenv("SLURM_TOPOLOGY_ADDR"), getenv("SLURM_TOPOLOGY_ADDR_PATTERN"), &t,
-				       why + 1, sizeof why - 1);
+	llmp_status st = topo_discover("/", getenv("SLURM_TOPOLOGY_ADDR"),
+				       getenv("SLURM_TOPOLOGY_ADDR_PATTERN"), &t, why + 1, sizeof why - 1);
 	if (st == LLMP_OK) {
 		FILE *mem = open_memstream(&text, &n);
 		if (!mem || topo_write_json(&t, mem) != 0 || fclose(mem) != 0) {
@@ -56,7 +56,8 @@ llmp_status rt_topology_gather(llmp_ctx *ctx, struct topo *job, char *msg, size_
 	memset(job, 0, sizeof *job);
 	if (!asked())
 		return llmp_fail(LLMP_ERR_STATE, msg, len,
-				 "the job's topology is gathered only when " LLMP_ENV_TOPOLOGY_GATHER "=1 at llmp_init");
+				 "the job's topology is gathered only when " LLMP_ENV_TOPOLOGY_GATHER
+				 "=1 at llmp_init");
 	for (uint32_t r = 0; st == LLMP_OK && r < ctx->world; r++) {
 		pmix_value_t *v = NULL;
 		if (rt_wireup_get(ctx, r, KEY_TOPOLOGY, &v) != PMIX_SUCCESS) {
@@ -65,7 +66,8 @@ llmp_status rt_topology_gather(llmp_ctx *ctx, struct topo *job, char *msg, size_
 			continue; /* not a node's first rank */
 		}
 		if (v->type != PMIX_STRING || !v->data.string) {
-			st = llmp_fail(LLMP_ERR_WIREUP, msg, len, "rank %u published a topology that is not text", r);
+			st = llmp_fail(LLMP_ERR_WIREUP, msg, len,
+				       "rank %u published a topology that is not text", r);
 		} else if (v->data.string[0] == FAILED_MARK) {
 			st = llmp_fail(LLMP_ERR_IO, msg, len, "rank %u could not discover its node: %s", r,
 				       v->data.string + 1);
@@ -73,7 +75,8 @@ llmp_status rt_topology_gather(llmp_ctx *ctx, struct topo *job, char *msg, size_
 			struct topo node;
 			char name[32], why[LLMP_MSG_MAX];
 			snprintf(name, sizeof name, "rank %u", r);
-			st = topo_read_text(v->data.string, strlen(v->data.string), name, &node, why, sizeof why);
+			st = topo_read_text(v->data.string, strlen(v->data.string), name, &node, why,
+					    sizeof why);
 			if (st == LLMP_OK) {
 				st = topo_merge(job, &node, why, sizeof why);
 				topo_free(&node);
