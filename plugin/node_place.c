@@ -39,8 +39,8 @@ static const struct topo_type *type_of(const struct topo *t, const char *host)
 	return NULL;
 }
 
-int plugin_node_place(struct plugin_node_place *np, const struct plugin_node_inputs *in, const llmp_plan *plan,
-		      char *warning, size_t len)
+int plugin_node_place(struct plugin_node_place *np, const struct plugin_node_inputs *in,
+		      const llmp_plan *plan, char *warning, size_t len)
 {
 	char msg[LLMP_MSG_MAX];
 	llmp_status st;
@@ -52,9 +52,11 @@ int plugin_node_place(struct plugin_node_place *np, const struct plugin_node_inp
 		if (st != LLMP_OK)
 			snprintf(warning, len, "topology %s", msg);
 		else if (!np->type)
-			snprintf(warning, len, "topology %s does not describe this node (%s)", in->file, in->host);
+			snprintf(warning, len, "topology %s does not describe this node (%s)", in->file,
+				 in->host);
 	} else {
-		st = topo_discover(in->sysfs ? in->sysfs : "/", in->addr, in->pattern, &np->topo, msg, sizeof msg);
+		st = topo_discover(in->sysfs ? in->sysfs : "/", in->addr, in->pattern, &np->topo, msg,
+				   sizeof msg);
 		np->type = st == LLMP_OK ? &np->topo.types[0] : NULL;
 		if (st != LLMP_OK)
 			snprintf(warning, len, "topology discovery: %s", msg);

@@ -15,11 +15,11 @@
 #include "topology/topo.h"
 
 struct plugin_node_inputs {
-	const char *file;            /* LLMP_TOPOLOGY_FILE, else the site's topology=; NULL: discover */
-	const char *host;            /* this node as Slurm names it (SLURMD_NODENAME) */
-	const char *addr, *pattern;  /* SLURM_TOPOLOGY_ADDR and _PATTERN, for discovery */
-	const char *sysfs;           /* NULL: "/" */
-	const uint32_t *ranks;       /* the grid ranks of this node's tasks, by local task id */
+	const char *file;           /* LLMP_TOPOLOGY_FILE, else the site's topology=; NULL: discover */
+	const char *host;           /* this node as Slurm names it (SLURMD_NODENAME) */
+	const char *addr, *pattern; /* SLURM_TOPOLOGY_ADDR and _PATTERN, for discovery */
+	const char *sysfs;          /* NULL: "/" */
+	const uint32_t *ranks;      /* the grid ranks of this node's tasks, by local task id */
 	uint32_t ntasks;
 };
 
@@ -35,8 +35,8 @@ struct plugin_node_place {
  * Read or discover this node and place its tasks. Returns 0, or -1 with a
  * sentence for the job's output in warning (np then holds nothing).
  */
-int plugin_node_place(struct plugin_node_place *np, const struct plugin_node_inputs *in, const llmp_plan *plan,
-		      char *warning, size_t len);
+int plugin_node_place(struct plugin_node_place *np, const struct plugin_node_inputs *in,
+		      const llmp_plan *plan, char *warning, size_t len);
 void plugin_node_place_free(struct plugin_node_place *np);
 
 /* NCCL_IB_HCA's value for the node: "=mlx5_0,mlx5_3,..." of the HCAs its tasks use; -1 when none. */

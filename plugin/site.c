@@ -103,9 +103,15 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		strcpy(site->layout_dir, v);
 		return 0;
 	}
+	if (is_key(arg, klen, "topology")) {
+		if (v[0] != '/' || strlen(v) >= sizeof site->topology)
+			return bad(msg, msglen, arg, "expected an absolute path under 1024 bytes");
+		strcpy(site->topology, v);
+		return 0;
+	}
 	return bad(msg, msglen, arg,
 		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
-		   "max_etp= gpu_bind= port_base= port_range= layout_dir=)");
+		   "max_etp= gpu_bind= port_base= port_range= layout_dir= topology=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)

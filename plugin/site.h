@@ -15,6 +15,9 @@
  *                     MASTER_PORT is port_base + (job, step) mod port_range
  *   layout_dir=DIR    where the per-node JSON layout file goes (default: the
  *                     job's TMPDIR, else /tmp)
+ *   topology=FILE     the site's description of its nodes (doc/topology-json.md),
+ *                     used when the job gives no LLMP_TOPOLOGY_FILE; read at each
+ *                     step, a file that cannot be used is a warning there
  */
 #ifndef LLMP_SITE_H
 #define LLMP_SITE_H
@@ -33,6 +36,7 @@ struct plugin_site {
 	bool gpu_bind;
 	uint32_t port_base, port_range;
 	char layout_dir[256]; /* "" = the job's TMPDIR, else /tmp */
+	char topology[1024];  /* "" = discover each node */
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */

@@ -183,7 +183,9 @@ static void place_node_tasks(spank_t sp)
 			return;
 		}
 	struct plugin_node_inputs in = {
-		.file = step_env(sp, LLMP_ENV_TOPOLOGY_FILE, file, sizeof file),
+		.file = step_env(sp, LLMP_ENV_TOPOLOGY_FILE, file, sizeof file) ? file
+			: c->site.topology[0]                                   ? c->site.topology
+										: NULL,
 		.host = host,
 		.addr = step_env(sp, "SLURM_TOPOLOGY_ADDR", addr, sizeof addr),
 		.pattern = step_env(sp, "SLURM_TOPOLOGY_ADDR_PATTERN", pattern, sizeof pattern),

@@ -239,6 +239,11 @@ PY
 	LLMP_TOPOLOGY_FILE=$WORK/nodes.json UCX_NET_DEVICES=all NCCL_IB_HCA=mine run srun -N1 -n4 --gres=gpu:4 \
 		--llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"
 	grep -qx "place 1 2 all mine" <<<"$output" || { echo "$output"; false; }
+	# The site's description (plugstack topology=) when the job names none.
+	write_plugstack "topology=$WORK/nodes.json"
+	run srun -N1 -n4 --gres=gpu:4 --llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"
+	grep -qx "place 1 2 mlx5_0:1 =mlx5_0" <<<"$output" || { echo "site topology=: $output"; false; }
+	write_plugstack
 	# A file that is not there: a warning once per node, local order, the step runs.
 	LLMP_TOPOLOGY_FILE=$WORK/none.json run srun -N1 -n4 --gres=gpu:4 --llm-parallel=tp=2 sh -c "$show"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }

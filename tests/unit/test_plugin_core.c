@@ -539,6 +539,20 @@ static void batch_script_environment(void **state)
 	assert_int_equal(plugin_ckpt_env(&ckpt, 0, &env), -1);
 }
 
+static void site_topology(void **state)
+{
+	(void)state;
+	struct plugin_site site;
+	char msg[LLMP_MSG_MAX];
+	assert_int_equal(site_of(&site, "topology=/etc/slurm/llmp-topology.json", msg), 0);
+	assert_string_equal(site.topology, "/etc/slurm/llmp-topology.json");
+	assert_int_equal(site_of(&site, "max_tp=8", msg), 0);
+	assert_string_equal(site.topology, "");
+	assert_int_equal(site_of(&site, "topology=topo.json", msg), -1);
+	assert_non_null(strstr(msg, "'topology=topo.json'"));
+	assert_non_null(strstr(msg, "absolute path"));
+}
+
 /* ------------------------------------------------- socket interface */
 
 static void socket_interface(void **state)
@@ -604,6 +618,7 @@ int main(void)
 		cmocka_unit_test(checkpoint_environment),
 		cmocka_unit_test(batch_script_environment),
 		cmocka_unit_test(socket_interface),
+		cmocka_unit_test(site_topology),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
