@@ -10,7 +10,8 @@ kernels_sources = \
 	kernels/dtype.c \
 	kernels/half.h \
 	kernels/reduce.h kernels/reduce.c \
-	kernels/crc32c.h kernels/crc32c.c kernels/crc32c_combine.c
+	kernels/crc32c.h kernels/crc32c.c kernels/crc32c_combine.c \
+	kernels/copy.h kernels/copy.c
 
 noinst_LTLIBRARIES += kernels/libkernels.la
 kernels_libkernels_la_SOURCES = $(kernels_sources)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ckpt_internal.h"
+#include "kernels/copy.h"
 #include "kernels/crc32c.h"
 
 /*
@@ -277,7 +278,8 @@ static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async,
 		if (!p->data[i])
 			continue;
 		size_t bytes = (size_t)ck_bytes(&p->all[i]);
-		memcpy(ck->staging + off, p->data[i], bytes);
+		kern_copy_stream(ck->staging + off, p->data[i],
+				 bytes); /* read by the writer, not by this core */
 		p->data[i] = ck->staging + off;
 		off += bytes;
 	}

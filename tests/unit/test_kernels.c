@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "kernels/copy.h"
 #include "kernels/half.h"
 #include <llmp/llmp_dtype.h>
 #include "kernels/reduce.h"
@@ -1188,10 +1189,44 @@ static void dst_partly_overlapping_an_input_is_rejected(void **state)
 	assert_memory_equal(buf + 5, ((int32_t[]){ 3, 5, 7, 9 }), 4 * sizeof(int32_t));
 }
 
+/*
+ * kern_copy_stream: every byte as memcpy would leave it, around the
+ * threshold where it starts to stream, at every alignment of both buffers
+ * within a 16-byte line, and the bytes around dst untouched.
+ */
+static void stream_copy_equals_the_source_at_every_alignment_and_length(void **state)
+{
+	(void)state;
+	const size_t m = KERN_STREAM_MIN;
+	const size_t copy_lengths[] = { 0, 1, 15, 16, 63, 64, m - 1, m, m + 1, m + 63, 3 * m + 17 };
+	size_t cap = 3 * m + 17 + 64;
+	unsigned char *src = malloc(cap), *dst = malloc(cap), *want = malloc(cap);
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_non_null(want);
+	for (size_t i = 0; i < cap; i++)
+		src[i] = (unsigned char)(i * 131 + 7);
+	for (size_t l = 0; l < sizeof copy_lengths / sizeof copy_lengths[0]; l++)
+		for (size_t sa = 0; sa < 16; sa += 5)
+			for (size_t da = 0; da < 16; da += 3) {
+				size_t n = copy_lengths[l];
+				memset(dst, 0xa5, cap);
+				memset(want, 0xa5, cap);
+				for (size_t i = 0; i < n; i++) /* byte by byte: not the function under test */
+					want[da + i] = src[sa + i];
+				kern_copy_stream(dst + da, src + sa, n);
+				assert_memory_equal(dst, want, cap);
+			}
+	free(src);
+	free(dst);
+	free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(dtype_sizes_and_names_follow_the_enum),
+		cmocka_unit_test(stream_copy_equals_the_source_at_every_alignment_and_length),
 		cmocka_unit_test(unknown_dtypes_and_ops_have_no_size_and_a_question_mark),
 		cmocka_unit_test(bfloat16_widens_every_pattern_exactly),
 		cmocka_unit_test(bfloat16_every_pattern_round_trips_through_float32),
