@@ -23,35 +23,53 @@
 
 #define PROG "llmp plan"
 
-/* Per group kind: how many groups span what. */
-static void write_spans(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
-			FILE *out)
+/* Per group kind of the layout: how many groups of which size span one node, one leaf, ... */
+#define NKINDS 5
+struct span_row {
+	enum llmp_group kind;
+	uint32_t count, size;
+	size_t spans[TOPO_SPAN_NONE + 1];
+};
+
+static bool count_spans(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+			struct span_row rows[NKINDS])
 {
-	static const enum llmp_group kinds[] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP, LLMP_GROUP_DP,
-						 LLMP_GROUP_PP };
+	static const enum llmp_group kinds[NKINDS] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP,
+						       LLMP_GROUP_DP, LLMP_GROUP_PP };
 	uint32_t world = llmp_plan_world(plan);
 	uint32_t *members = malloc((world ? world : 1) * sizeof *members);
 	if (!members)
-		return;
-	fprintf(out, "groups by span:\n");
-	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-		uint32_t count = llmp_plan_group_count(plan, kinds[k]),
-			 size = llmp_plan_group_size(plan, kinds[k]);
-		size_t spans[TOPO_SPAN_NONE + 1] = { 0 };
-		if (size <= 1)
-			continue;
-		for (uint32_t g = 0; g < count; g++) {
+		return false;
+	for (size_t k = 0; k < NKINDS; k++) {
+		struct span_row *row = &rows[k];
+		*row = (struct span_row){ .kind = kinds[k],
+					  .count = llmp_plan_group_count(plan, kinds[k]),
+					  .size = llmp_plan_group_size(plan, kinds[k]) };
+		for (uint32_t g = 0; g < row->count; g++) {
 			uint32_t n = 0;
 			if (llmp_plan_group(plan, kinds[k], g, members, world, &n) == LLMP_OK)
-				spans[topo_group_span(t, p, members, n)]++;
+				row->spans[topo_group_span(t, p, members, n)]++;
 		}
-		fprintf(out, "  %-3s %u groups of %u:", llmp_group_name(kinds[k]), count, size);
-		for (int s = TOPO_SPAN_NODE; s <= TOPO_SPAN_NONE; s++)
-			if (spans[s])
-				fprintf(out, " %zu in one %s", spans[s], topo_span_name((enum topo_span)s));
-		fputc('\n', out);
 	}
 	free(members);
+	return true;
+}
+
+/* The groups of more than one rank, for people. */
+static void write_spans(const struct span_row rows[NKINDS], FILE *out)
+{
+	fprintf(out, "groups by span:\n");
+	for (size_t k = 0; k < NKINDS; k++) {
+		if (rows[k].size <= 1)
+			continue;
+		fprintf(out, "  %-3s %u groups of %u:", llmp_group_name(rows[k].kind), rows[k].count,
+			rows[k].size);
+		for (int s = TOPO_SPAN_NODE; s <= TOPO_SPAN_NONE; s++)
+			if (rows[k].spans[s])
+				fprintf(out, " %zu in one %s", rows[k].spans[s],
+					topo_span_name((enum topo_span)s));
+		fputc('\n', out);
+	}
 }
 
 static void write_slots(const struct topo *t, const struct topo_placement *p, char *const *hosts,
@@ -184,17 +202,13 @@ static void json_cost_dims(struct json_writer *w, const struct topo_cost *c)
 
 /* doc/placement-json.md */
 static bool write_json(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
-		       char *const *hosts, size_t nhosts, bool renumber, int64_t only,
-		       const struct topo_model *m, const struct column *cols, size_t ncols, FILE *out)
+		       const struct span_row rows[NKINDS], char *const *hosts, size_t nhosts, bool renumber,
+		       int64_t only, const struct topo_model *m, const struct column *cols, size_t ncols,
+		       FILE *out)
 {
-	static const enum llmp_group kinds[] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP, LLMP_GROUP_DP,
-						 LLMP_GROUP_PP };
 	struct json_writer w;
 	char spec[LLMP_SPEC_MAX_LEN + 1];
 	uint32_t world = llmp_plan_world(plan);
-	uint32_t *members = malloc((world ? world : 1) * sizeof *members);
-	if (!members)
-		return false;
 	if (llmp_spec_format(llmp_plan_spec(plan), spec, sizeof spec) == 0)
 		snprintf(spec, sizeof spec, "dp=auto");
 	json_begin(&w, out);
@@ -209,23 +223,15 @@ static bool write_json(const struct topo *t, const struct topo_placement *p, con
 		json_string(&w, NULL, hosts[i]);
 	json_array_end(&w);
 	json_array(&w, "groups");
-	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-		uint32_t count = llmp_plan_group_count(plan, kinds[k]),
-			 size = llmp_plan_group_size(plan, kinds[k]);
-		size_t spans[TOPO_SPAN_NONE + 1] = { 0 };
-		for (uint32_t g = 0; g < count; g++) {
-			uint32_t n = 0;
-			if (llmp_plan_group(plan, kinds[k], g, members, world, &n) == LLMP_OK)
-				spans[topo_group_span(t, p, members, n)]++;
-		}
+	for (size_t k = 0; k < NKINDS; k++) {
 		json_object(&w, NULL);
-		json_string(&w, "kind", llmp_group_name(kinds[k]));
-		json_uint(&w, "count", count);
-		json_uint(&w, "size", size);
+		json_string(&w, "kind", llmp_group_name(rows[k].kind));
+		json_uint(&w, "count", rows[k].count);
+		json_uint(&w, "size", rows[k].size);
 		json_object(&w, "spans");
 		for (int s = TOPO_SPAN_GPU; s <= TOPO_SPAN_NONE; s++)
-			if (spans[s])
-				json_uint(&w, topo_span_name((enum topo_span)s), spans[s]);
+			if (rows[k].spans[s])
+				json_uint(&w, topo_span_name((enum topo_span)s), rows[k].spans[s]);
 		json_object_end(&w);
 		json_object_end(&w);
 	}
@@ -281,7 +287,6 @@ static bool write_json(const struct topo *t, const struct topo_placement *p, con
 		json_object_end(&w);
 	}
 	json_object_end(&w);
-	free(members);
 	return json_end(&w);
 }
 
@@ -370,17 +375,25 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 					  { .name = "Slurm's block order" },
 					  { .name = "Megatron's default order" } };
 		uint32_t per = uniform ? tasks[0] : 0;
+		struct span_row rows[NKINDS];
 		if (a->model) {
-			cost_of(&t, spec, false, a->renumber, hosts, nhosts, tasks, (uint32_t)world, per,
-				&model, &cols[0]);
-			cost_of(&t, spec, false, false, hosts, nhosts, tasks, (uint32_t)world, per, &model,
-				&cols[1]);
+			/* This placement is placed already; in block order it is Slurm's column too. */
+			cols[0].ok = topo_cost(&t, plan, &p, &model, &cols[0].cost, msg, sizeof msg) ==
+				     LLMP_OK;
+			if (a->renumber)
+				cost_of(&t, spec, false, false, hosts, nhosts, tasks, (uint32_t)world, per,
+					&model, &cols[1]);
+			else
+				cols[1].cost = cols[0].cost, cols[1].ok = cols[0].ok;
 			cost_of(&t, spec, true, false, hosts, nhosts, tasks, (uint32_t)world, per, &model,
 				&cols[2]);
 		}
 		rc = CLI_EXIT_OK;
-		if (a->json) {
-			if (!write_json(&t, &p, plan, hosts, nhosts, a->renumber, a->rank,
+		if (!count_spans(&t, &p, plan, rows)) {
+			fprintf(stderr, PROG ": out of memory\n");
+			rc = CLI_EXIT_FAILURE;
+		} else if (a->json) {
+			if (!write_json(&t, &p, plan, rows, hosts, nhosts, a->renumber, a->rank,
 					a->model ? &model : NULL, cols, 3, stdout))
 				rc = CLI_EXIT_FAILURE;
 		} else {
@@ -389,7 +402,7 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 				a->renumber ? "topology (ranks in topology order)"
 					    : "block (RANK = SLURM_PROCID)",
 				nhosts);
-			write_spans(&t, &p, plan, stdout);
+			write_spans(rows, stdout);
 			write_slots(&t, &p, hosts, a->rank, stdout);
 			if (a->model)
 				write_cost(cols, 3, &model, stdout);

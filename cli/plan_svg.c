@@ -35,32 +35,31 @@ static void put_text(FILE *out, const char *s)
 	}
 }
 
-/* The rows: leaf switch of each host (by topology node), hosts under none last. */
-static long leaf_of(const struct topo *t, const struct topo_placement *p, uint32_t host)
-{
-	for (uint32_t r = 0; r < p->world; r++)
-		if (p->rank[r].host == host)
-			return t->nodes[p->rank[r].node].leaf;
-	return -1;
-}
-
 int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
 		       char *const *hosts, size_t nhosts, FILE *out)
 {
 	uint32_t pp = llmp_plan_size(plan, LLMP_AXIS_PP),
-		 *ranks_of = calloc(nhosts ? nhosts : 1, sizeof *ranks_of);
+		 *ranks_of = calloc(nhosts ? nhosts : 1, sizeof *ranks_of),
+		 *first = calloc(nhosts ? nhosts : 1, sizeof *first);
 	long *leaf = malloc((nhosts ? nhosts : 1) * sizeof *leaf);
-	if (!ranks_of || !leaf) {
+	if (!ranks_of || !first || !leaf) {
 		free(ranks_of);
+		free(first);
 		free(leaf);
 		return -1;
 	}
+	/* A host's ranks are consecutive in p->rank (placement.c): its first and how many. */
 	uint32_t most = 1;
-	for (uint32_t r = 0; r < p->world; r++)
-		if (++ranks_of[p->rank[r].host] > most)
-			most = ranks_of[p->rank[r].host];
+	for (uint32_t r = 0; r < p->world; r++) {
+		uint32_t h = p->rank[r].host;
+		if (ranks_of[h]++ == 0)
+			first[h] = r;
+		if (ranks_of[h] > most)
+			most = ranks_of[h];
+	}
+	/* The rows: the leaf switch of each host, hosts under none (or with no rank) last. */
 	for (size_t h = 0; h < nhosts; h++)
-		leaf[h] = leaf_of(t, p, (uint32_t)h);
+		leaf[h] = ranks_of[h] ? t->nodes[p->rank[first[h]].node].leaf : -1;
 	/* Rows: each switch that is some host's leaf, in switch order, then "no switch". */
 	size_t rows = 0, widest = 0;
 	for (long s = -1; s < (long)t->nswitches; s++) {
@@ -108,11 +107,9 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 				x, y, box_w, box_h, x + GAP, y + HOST_LABEL - 2);
 			put_text(out, hosts[h]);
 			fputs("</text>\n", out);
-			unsigned k = 0;
-			for (uint32_t r = 0; r < p->world; r++) {
+			for (uint32_t k = 0; k < ranks_of[h]; k++) {
+				uint32_t r = first[h] + k;
 				const struct topo_slot *slot = &p->rank[r];
-				if (slot->host != h)
-					continue;
 				uint32_t c[LLMP_NAXES];
 				llmp_plan_coords(plan, r, c);
 				const struct topo_type *ty = &t->types[t->nodes[slot->node].type];
@@ -129,7 +126,6 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 					slot->gpu >= 0 ? ty->gpus[slot->gpu].pci.bus : "none",
 					slot->hca >= 0 ? ty->hcas[slot->hca].name : "none", cx + CELL / 2 - 1,
 					cy + CELL / 2 + 3, r);
-				k++;
 			}
 			fputs("</g>\n", out);
 			col++;
@@ -139,6 +135,7 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 	}
 	fputs("</svg>\n", out);
 	free(ranks_of);
+	free(first);
 	free(leaf);
 	return ferror(out) ? -1 : 0;
 }
