@@ -80,7 +80,8 @@ int cli_topo(int argc, char **argv)
 	char msg[LLMP_MSG_MAX];
 	llmp_status st = file ? topo_read_file(file, &t, msg, sizeof msg)
 			      : topo_discover(sysfs, getenv("SLURM_TOPOLOGY_ADDR"),
-					      getenv("SLURM_TOPOLOGY_ADDR_PATTERN"), &t, msg, sizeof msg);
+					      getenv("SLURM_TOPOLOGY_ADDR_PATTERN"), true, &t, msg,
+					      sizeof msg);
 	if (st != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return st == LLMP_ERR_NOMEM ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;

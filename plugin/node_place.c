@@ -4,7 +4,8 @@
  * topology (topology/placement.h), once per step in slurmstepd.
  *
  * The node's description comes from the job's LLMP_TOPOLOGY_FILE, the
- * site's topology= file, or discovery of this node. Slurm numbers a step's
+ * site's topology= file, or discovery of this node, without NVML: at every
+ * step's start, and the GPU order here needs only NUMA and PCIe. Slurm numbers a step's
  * GPUs (CUDA_VISIBLE_DEVICES as it sets them) in PCI bus order, as its
  * gpu/nvml AutoDetect sorts them; the placement's GPU index is in the same
  * order, so it picks the entry of that list, when the step sees every GPU
@@ -55,7 +56,7 @@ int plugin_node_place(struct plugin_node_place *np, const struct plugin_node_inp
 			snprintf(warning, len, "topology %s does not describe this node (%s)", in->file,
 				 in->host);
 	} else {
-		st = topo_discover(in->sysfs ? in->sysfs : "/", in->addr, in->pattern, &np->topo, msg,
+		st = topo_discover(in->sysfs ? in->sysfs : "/", in->addr, in->pattern, false, &np->topo, msg,
 				   sizeof msg);
 		np->type = st == LLMP_OK ? &np->topo.types[0] : NULL;
 		if (st != LLMP_OK)

@@ -109,14 +109,6 @@ static uint64_t traffic_key(const llmp_plan *plan, uint32_t rank)
 	return key;
 }
 
-static bool usable(const struct topo_hca *h)
-{
-	for (unsigned p = 0; p < h->nports; p++)
-		if (topo_port_usable(&h->ports[p]))
-			return true;
-	return false;
-}
-
 llmp_status topo_place_node(const struct topo_type *ty, const llmp_plan *plan, const uint32_t *ranks,
 			    uint32_t n, int *gpu, int *hca, char *msg, size_t len)
 {
@@ -143,7 +135,7 @@ llmp_status topo_place_node(const struct topo_type *ty, const llmp_plan *plan, c
 		hca[k] = -1;
 		enum topo_distance best = TOPO_SYS;
 		for (unsigned h = 0; h < ty->nhcas; h++) {
-			if (!usable(&ty->hcas[h]))
+			if (!topo_hca_usable(&ty->hcas[h]))
 				continue;
 			enum topo_distance d = gpu[k] >= 0 ? topo_pci_distance(&ty->gpus[gpu[k]].pci,
 									       &ty->hcas[h].pci)

@@ -142,5 +142,14 @@ long topo_names_find(const struct topo_name_index *v, size_t n, const char *name
 
 /* Whether an HCA port carries traffic: ACTIVE, InfiniBand or Ethernet (NCCL's filter). */
 bool topo_port_usable(const struct topo_port *p);
+/* Whether an HCA has such a port. */
+bool topo_hca_usable(const struct topo_hca *h);
+
+/* The characters of a name in a topology: hosts, switches, node types, HCAs, netdevs, UUIDs. */
+#define TOPO_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+/* Whether s is such a name, of 1 to TOPO_NAME_MAX - 1 bytes (topo_file.c). */
+bool topo_name_ok(const char *s);
+/* Whether s is a PCI address "dddd:bb:dd.f": lower-case hex, function 0-7 (topo_file.c). */
+bool topo_bus_id(const char *s);
 
 #endif /* LLMP_TOPO_H */

@@ -121,10 +121,15 @@ static bool get_string(struct checker *c, const struct json_value *obj, const ch
 	return true;
 }
 
-#define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+#define NAME_CHARS TOPO_NAME_CHARS
 
-/* "dddd:bb:dd.f", lower-case hex, function 0-7. */
-static bool bus_id(const char *s)
+bool topo_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n > 0 && n < TOPO_NAME_MAX && strspn(s, NAME_CHARS) == n;
+}
+
+bool topo_bus_id(const char *s)
 {
 	static const char form[] = "xxxx:xx:xx.f";
 	if (strlen(s) != sizeof form - 1)
@@ -146,7 +151,7 @@ static bool get_bus(struct checker *c, const struct json_value *obj, const char 
 {
 	if (!get_string(c, obj, key, where, required, "0123456789abcdef:.", out, TOPO_BUS_MAX))
 		return false;
-	if (out[0] && !bus_id(out))
+	if (out[0] && !topo_bus_id(out))
 		return bad(c, json_get(obj, key)->line,
 			   "%s: \"%s\" = \"%s\" is not a PCI address dddd:bb:dd.f", where, key, out);
 	return true;
@@ -171,7 +176,7 @@ static bool read_pci(struct checker *c, const struct json_value *obj, const char
 		return bad(c, chain->line, "%s: \"pcie\" lists more than %d bridges", where, TOPO_PCIE_MAX);
 	for (size_t i = 0; i < chain->n; i++) {
 		const struct json_value *b = &chain->items[i];
-		if (b->kind != JSON_STRING || !bus_id(b->string))
+		if (b->kind != JSON_STRING || !topo_bus_id(b->string))
 			return bad(c, b->line, "%s: \"pcie\" item %zu is not a PCI address dddd:bb:dd.f",
 				   where, i);
 		snprintf(pci->pcie[i], TOPO_BUS_MAX, "%s", b->string);
@@ -215,7 +220,7 @@ static bool read_gpu(struct checker *c, const struct json_value *v, const char *
 			return no_memory(c);
 		for (size_t k = 0; k < nv->n; k++) {
 			const struct json_value *p = &nv->items[k];
-			if (p->kind != JSON_STRING || !bus_id(p->string))
+			if (p->kind != JSON_STRING || !topo_bus_id(p->string))
 				return bad(c, p->line, "%s: \"nvlink\" item %zu is not a PCI address", where,
 					   k);
 			snprintf(g->peers[k], TOPO_BUS_MAX, "%s", p->string);
@@ -328,7 +333,7 @@ static bool read_type(struct checker *c, const struct json_member *m, struct top
 	const struct json_value *v = &m->value;
 	char where[TOPO_NAME_MAX + 16], shown[LLMP_SHOW_MAX];
 	size_t n = strlen(m->key);
-	if (n == 0 || n >= TOPO_NAME_MAX || strspn(m->key, NAME_CHARS) != n)
+	if (!topo_name_ok(m->key))
 		return bad(c, v->line,
 			   "node type \"%s\": a name is 1 to %d bytes of letters, digits, '.', '_', '-'",
 			   llmp_show(shown, m->key, n), TOPO_NAME_MAX - 1);

@@ -40,6 +40,14 @@ bool topo_port_usable(const struct topo_port *p)
 	       (strcmp(p->link, "InfiniBand") == 0 || strcmp(p->link, "Ethernet") == 0);
 }
 
+bool topo_hca_usable(const struct topo_hca *h)
+{
+	for (unsigned p = 0; p < h->nports; p++)
+		if (topo_port_usable(&h->ports[p]))
+			return true;
+	return false;
+}
+
 /* ------------------------------------------------------------------ JSON */
 
 /* A JSON string: the names are checked printable ASCII, but the source is free text. */
@@ -195,10 +203,7 @@ static int nearest_hca(const struct topo_type *ty, const struct topo_pci *pci, e
 {
 	int best = -1;
 	for (unsigned h = 0; h < ty->nhcas; h++) {
-		bool usable = false;
-		for (unsigned p = 0; p < ty->hcas[h].nports; p++)
-			usable |= topo_port_usable(&ty->hcas[h].ports[p]);
-		if (!usable)
+		if (!topo_hca_usable(&ty->hcas[h]))
 			continue;
 		enum topo_distance here = topo_pci_distance(pci, &ty->hcas[h].pci);
 		if (best < 0 || here < *d) {

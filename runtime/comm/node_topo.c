@@ -28,7 +28,8 @@ llmp_status rt_topology_publish(llmp_ctx *ctx)
 	char why[LLMP_MSG_MAX], *text = NULL;
 	size_t n = 0;
 	llmp_status st = topo_discover("/", getenv("SLURM_TOPOLOGY_ADDR"),
-				       getenv("SLURM_TOPOLOGY_ADDR_PATTERN"), &t, why + 1, sizeof why - 1);
+				       getenv("SLURM_TOPOLOGY_ADDR_PATTERN"), true, &t, why + 1,
+				       sizeof why - 1);
 	if (st == LLMP_OK) {
 		FILE *mem = open_memstream(&text, &n);
 		if (!mem || topo_write_json(&t, mem) != 0 || fclose(mem) != 0) {

@@ -15,9 +15,7 @@ static void host_name(char *buf, size_t len)
 {
 	const char *slurm = getenv("SLURMD_NODENAME");
 	char host[256] = "";
-	if (slurm && *slurm && strlen(slurm) < len &&
-	    strspn(slurm, "abcdefghijklmnopqrstuvwxyz"
-			  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(slurm)) {
+	if (slurm && strlen(slurm) < len && topo_name_ok(slurm)) {
 		snprintf(buf, len, "%s", slurm);
 		return;
 	}
@@ -30,8 +28,8 @@ static void host_name(char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *pattern, struct topo *t,
-			  char *msg, size_t len)
+llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *pattern, bool nvml,
+			  struct topo *t, char *msg, size_t len)
 {
 	memset(t, 0, sizeof *t);
 	t->version = TOPO_VERSION;
@@ -49,16 +47,14 @@ llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *
 	if (addr && *addr) {
 		const char *last = strrchr(addr, '.');
 		last = last ? last + 1 : addr;
-		if (*last && strlen(last) < sizeof node->host &&
-		    strspn(last, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-			    strlen(last))
+		if (topo_name_ok(last))
 			snprintf(node->host, sizeof node->host, "%s", last);
 	}
 	snprintf(t->types[0].name, sizeof t->types[0].name, "%s", node->host);
 	node->type = 0;
 	node->leaf = -1;
 	llmp_status st = topo_discover_sysfs(sysfs_root, &t->types[0], msg, len);
-	if (st == LLMP_OK)
+	if (st == LLMP_OK && nvml)
 		topo_discover_nvml(&t->types[0], t->note, sizeof t->note);
 	if (st == LLMP_OK)
 		st = topo_discover_switches(addr, pattern, t, 0, msg, len);

@@ -19,9 +19,12 @@
  * sysfs_root ("" or "/" for the machine's; a test gives a tree of its
  * own), the host name from SLURMD_NODENAME or gethostname, and the switch
  * tree from addr and pattern (SLURM_TOPOLOGY_ADDR, _PATTERN; NULL: none).
+ * With nvml false NVML is not loaded (its initialisation costs a GPU node a
+ * good part of a second): NVLink stays unknown, which placing tasks on a
+ * node's GPUs does not use.
  */
-llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *pattern, struct topo *t,
-			  char *msg, size_t len);
+llmp_status topo_discover(const char *sysfs_root, const char *addr, const char *pattern, bool nvml,
+			  struct topo *t, char *msg, size_t len);
 
 /* sysfs.c: the node type's NUMA nodes, GPUs and HCAs. */
 llmp_status topo_discover_sysfs(const char *sysfs_root, struct topo_type *type, char *msg, size_t len);

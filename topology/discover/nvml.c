@@ -196,9 +196,7 @@ void topo_discover_nvml(struct topo_type *type, char *why, size_t len)
 			printable(g->model);
 		else
 			g->model[0] = '\0';
-		if (!n.uuid || n.uuid(dev, g->uuid, sizeof g->uuid) != 0 ||
-		    strspn(g->uuid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-			    strlen(g->uuid))
+		if (!n.uuid || n.uuid(dev, g->uuid, sizeof g->uuid) != 0 || !topo_name_ok(g->uuid))
 			g->uuid[0] = '\0';
 		read_links(&n, dev, type, g);
 		read_fabric(&n, dev, g);

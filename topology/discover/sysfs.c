@@ -50,14 +50,6 @@ static bool read_line(const char *path, char *buf, size_t len)
 	return ok;
 }
 
-static bool is_bus_id(const char *s)
-{
-	unsigned dom, bus, dev, fn;
-	char tail;
-	return strlen(s) == 12 && sscanf(s, "%4x:%2x:%2x.%1x%c", &dom, &bus, &dev, &fn, &tail) == 4 &&
-	       strspn(s, "0123456789abcdef:.") == 12;
-}
-
 /* numa_node, pcie and bus of the PCI function whose sysfs directory is dir. */
 static void read_pci(const char *dir, struct topo_pci *pci)
 {
@@ -70,12 +62,12 @@ static void read_pci(const char *dir, struct topo_pci *pci)
 		return;
 	/* .../pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0: bridges, then the function. */
 	const char *last = strrchr(real, '/');
-	if (last && is_bus_id(last + 1))
+	if (last && topo_bus_id(last + 1))
 		snprintf(pci->bus, sizeof pci->bus, "%s", last + 1);
 	char *save = NULL;
 	unsigned n = 0;
 	for (char *part = strtok_r(real, "/", &save); part; part = strtok_r(NULL, "/", &save))
-		if (is_bus_id(part) && strcmp(part, pci->bus) != 0 && n < TOPO_PCIE_MAX)
+		if (topo_bus_id(part) && strcmp(part, pci->bus) != 0 && n < TOPO_PCIE_MAX)
 			snprintf(pci->pcie[n++], TOPO_BUS_MAX, "%s", part);
 	pci->npcie = n;
 }
@@ -173,7 +165,7 @@ static llmp_status find_gpus(const char *root, struct topo_type *type, char *msg
 		memset(g, 0, sizeof *g);
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
 		read_pci(path, &g->pci);
-		if (!g->pci.bus[0] && is_bus_id(names[i]))
+		if (!g->pci.bus[0] && topo_bus_id(names[i]))
 			snprintf(g->pci.bus, sizeof g->pci.bus, "%s", names[i]);
 	}
 	free_names(names, n);
