@@ -5,6 +5,8 @@
  *   --llm-parallel=SPEC   the layout (grammar: llmp_spec.h); "help" prints it
  *   --llm-checkpoint=SPEC checkpoint root and policy (llmp_ckpt_spec.h); "help"
  *   --llm-gpu-bind=MODE   task: one GPU per local task (default); none
+ *   --llm-placement=MODE  block: ranks are Slurm's task ids (default);
+ *                         topology: ranks in topology order (job_place.h)
  *
  * Values are stored as given; they are checked in init_post_opt, once the
  * environment and site defaults are known. A later value replaces an earlier
@@ -19,13 +21,18 @@
 
 #include <llmp/llmp_spec.h>
 
-enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND };
+enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT };
 
-static struct plugin_ctx ctx = { .gpu_bind = -1 };
+static struct plugin_ctx ctx = { .gpu_bind = -1, .placement = -1 };
 
 struct plugin_ctx *plugin_ctx(void)
 {
 	return &ctx;
+}
+
+bool plugin_renumber_asked(void)
+{
+	return ctx.placement >= 0 ? ctx.placement == 1 : ctx.site.placement_topology;
 }
 
 /* The grammar of the option val, for OPTION=help; ends the process. */
@@ -39,7 +46,9 @@ static void print_grammar_and_exit(int val)
 	} else {
 		fputs(llmp_spec_grammar(), stdout);
 		fputs("Other options: --llm-gpu-bind=task|none (one GPU per local task; default\n"
-		      "task), --llm-checkpoint=DIR[,...] (--llm-checkpoint=help explains)\n"
+		      "task), --llm-placement=block|topology (ranks as Slurm's task ids, the\n"
+		      "default, or in the topology's order), --llm-checkpoint=DIR[,...]\n"
+		      "(--llm-checkpoint=help explains)\n"
 		      "The environment variable LLMP_PARALLEL gives a layout too; the option wins\n"
 		      "key by key. See llm_parallel(8).\n",
 		      stdout);
@@ -55,6 +64,14 @@ static int option_cb(int val, const char *optarg, int remote)
 			return -1;
 		}
 		ctx.gpu_bind = strcmp(optarg, "task") == 0;
+		return 0;
+	}
+	if (val == OPT_PLACEMENT) {
+		if (!optarg || (strcmp(optarg, "block") != 0 && strcmp(optarg, "topology") != 0)) {
+			plugin_user_message("--llm-placement: expected 'block' or 'topology'");
+			return -1;
+		}
+		ctx.placement = strcmp(optarg, "topology") == 0;
 		return 0;
 	}
 	/* "help" answers at once, on the submitting side, and submits nothing. */
@@ -82,6 +99,11 @@ static struct spank_option options[] = {
 	  "[llm_parallel] with --llm-parallel: one GPU per local task (task, the "
 	  "default) or leave CUDA_VISIBLE_DEVICES as Slurm set it (none)",
 	  1, OPT_GPU_BIND, option_cb },
+	{ "llm-placement", "block|topology",
+	  "[llm_parallel] with --llm-parallel: ranks are Slurm's task ids (block, "
+	  "the default) or follow the topology (LLMP_TOPOLOGY_FILE), NVLink "
+	  "domains and switches first",
+	  1, OPT_PLACEMENT, option_cb },
 };
 
 int plugin_options_register(spank_t sp)
@@ -107,4 +129,6 @@ void plugin_ctx_release(void)
 	ctx.plan = NULL;
 	plugin_node_place_free(&ctx.place);
 	ctx.placed = false;
+	plugin_job_place_free(&ctx.job);
+	ctx.job_placed = ctx.renumbered = false;
 }

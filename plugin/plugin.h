@@ -17,6 +17,7 @@
 
 #include <llmp/llmp_ckpt_spec.h>
 #include <llmp/llmp_plan.h>
+#include "job_place.h"
 #include "node_place.h"
 #include "site.h"
 
@@ -27,6 +28,7 @@ struct plugin_ctx {
 	char *option;      /* --llm-parallel value, NULL if not given */
 	char *ckpt_option; /* --llm-checkpoint value, NULL if not given */
 	int gpu_bind;      /* --llm-gpu-bind: -1 not given, 0 none, 1 task */
+	int placement;     /* --llm-placement: -1 not given, 0 block, 1 topology */
 
 	/* slurmstepd only: prepared once per step in user_init */
 	bool batch; /* the batch script's step: checkpoint variables only */
@@ -41,6 +43,9 @@ struct plugin_ctx {
 	uint32_t job_id, step_id, nnodes, node_id;
 	bool placed; /* place holds this node's tasks' GPUs and HCAs */
 	struct plugin_node_place place;
+	bool job_placed; /* job holds the whole step's placement (job_place.h) */
+	bool renumbered; /* and its grid ranks are not Slurm's task ids */
+	struct plugin_job_place job;
 	char place_warning[LLMP_MSG_MAX]; /* why not, when a description was given but unusable */
 };
 
@@ -49,6 +54,8 @@ struct plugin_ctx *plugin_ctx(void);
 /* options.c */
 int plugin_options_register(spank_t sp);
 void plugin_ctx_release(void);
+/* --llm-placement=topology, or the site's placement=topology when not given. */
+bool plugin_renumber_asked(void);
 
 /* submit.c: srun, sbatch and salloc */
 int plugin_submit_check(spank_t sp);

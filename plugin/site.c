@@ -97,6 +97,12 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		site->gpu_bind = strcmp(v, "task") == 0;
 		return 0;
 	}
+	if (is_key(arg, klen, "placement")) {
+		if (strcmp(v, "block") != 0 && strcmp(v, "topology") != 0)
+			return bad(msg, msglen, arg, "expected block or topology");
+		site->placement_topology = strcmp(v, "topology") == 0;
+		return 0;
+	}
 	if (is_key(arg, klen, "layout_dir")) {
 		if (v[0] != '/' || strlen(v) >= sizeof site->layout_dir)
 			return bad(msg, msglen, arg, "expected an absolute path under 256 bytes");
@@ -111,7 +117,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 	}
 	return bad(msg, msglen, arg,
 		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
-		   "max_etp= gpu_bind= port_base= port_range= layout_dir= topology=)");
+		   "max_etp= gpu_bind= placement= port_base= port_range= layout_dir= topology=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)

@@ -11,6 +11,8 @@
  *   max_tp=N max_pp=N max_cp=N max_ep=N max_etp=N
  *                     ceilings on sizes (e.g. tp no wider than a node's NVLink domain)
  *   gpu_bind=task|none  default of --llm-gpu-bind (task: one GPU per local task)
+ *   placement=block|topology  default of --llm-placement (block: ranks are
+ *                     Slurm's task ids)
  *   port_base=N port_range=N
  *                     MASTER_PORT is port_base + (job, step) mod port_range
  *   layout_dir=DIR    where the per-node JSON layout file goes (default: the
@@ -34,6 +36,7 @@ struct plugin_site {
 	llmp_ckpt_spec ckpt_defaults;
 	uint32_t max[LLMP_NKEYS]; /* ceiling per size key; 0 = none */
 	bool gpu_bind;
+	bool placement_topology;
 	uint32_t port_base, port_range;
 	char layout_dir[256]; /* "" = the job's TMPDIR, else /tmp */
 	char topology[1024];  /* "" = discover each node */

@@ -92,6 +92,35 @@ int64_t plugin_tasks_per_node_uniform(const char *text)
 	return common == -2 ? 0 : common;
 }
 
+int plugin_tasks_per_node_list(const char *text, uint32_t *tasks, size_t nnodes)
+{
+	const char *p = text;
+	size_t filled = 0;
+
+	if (!p || !*p)
+		return -1;
+	for (;;) {
+		int64_t n = number(&p), repeat = 1;
+		if (n < 0)
+			return -1;
+		if (*p == '(') {
+			p++;
+			if (*p++ != 'x' || (repeat = number(&p)) <= 0 || *p++ != ')')
+				return -1;
+		}
+		for (int64_t k = 0; k < repeat; k++) {
+			if (filled == nnodes)
+				return -1; /* more counts than nodes */
+			tasks[filled++] = (uint32_t)n;
+		}
+		if (*p == '\0')
+			break;
+		if (*p++ != ',')
+			return -1;
+	}
+	return filled == nnodes ? 0 : -1;
+}
+
 int64_t plugin_restart_count(const char *text)
 {
 	const char *p = text;

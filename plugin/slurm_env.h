@@ -23,6 +23,13 @@ int plugin_hostlist_first(const char *hostlist, char *host, size_t hostlen);
 int64_t plugin_tasks_per_node_uniform(const char *text);
 
 /*
+ * SLURM_STEP_TASKS_PER_NODE expanded: tasks[i] for each of the nnodes nodes
+ * ("2(x3),1" -> 2 2 2 1). Returns 0, or -1 when malformed or when it does
+ * not count exactly nnodes nodes.
+ */
+int plugin_tasks_per_node_list(const char *text, uint32_t *tasks, size_t nnodes);
+
+/*
  * SLURM_RESTART_COUNT: how many times the job was requeued; 0 when unset
  * (NULL), -1 when not a decimal number (or above 2^24).
  */

@@ -139,7 +139,8 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 	    spank_get_item(sp, S_JOB_NODEID, &c->node_id) != ESPANK_SUCCESS)
 		return fail_step("cannot read the step's geometry from Slurm");
 
-	uint32_t per_node = block_tasks_per_node(sp, c->node_id);
+	/* Groups spanning nodes in block order: not what a renumbered step gets (job_place.h says). */
+	uint32_t per_node = plugin_renumber_asked() ? 0 : block_tasks_per_node(sp, c->node_id);
 	if (llmp_plan_create(spec, world, per_node, &c->plan, msg, sizeof msg) != LLMP_OK)
 		return fail_step("%s (job step %u.%u: %u tasks on %u node%s)", msg, c->job_id, c->step_id,
 				 world, c->nnodes, c->nnodes == 1 ? "" : "s");
@@ -152,6 +153,42 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 		c->layout_path[0] = '\0';
 		return fail_step("%s", msg);
 	}
+	return 0;
+}
+
+/*
+ * The whole step on a topology that names all its nodes (job_place.h):
+ * always for --llm-placement=topology, which fails the step when it cannot
+ * be done; in block order, whenever the description allows (it then also
+ * tells what a group leaving its node costs). Returns 0 when placed.
+ */
+static int place_job_tasks(spank_t sp, const char *topology, const uint32_t *tasks, uint32_t n)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char nodes[8192], per_node[1024], msg[LLMP_MSG_MAX];
+	bool renumber = plugin_renumber_asked();
+	if (!topology) {
+		if (renumber)
+			fail_step("--llm-placement=topology: no topology: set " LLMP_ENV_TOPOLOGY_FILE
+				  " or the plugin's topology=");
+		return -1;
+	}
+	struct plugin_job_inputs in = {
+		.file = topology,
+		.nodelist = step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes),
+		.tasks_per_node = step_env(sp, "SLURM_STEP_TASKS_PER_NODE", per_node, sizeof per_node),
+		.node_id = c->node_id,
+		.tasks = tasks,
+		.ntasks = n,
+		.renumber = renumber,
+	};
+	if (plugin_job_place(&c->place, &c->job, &in, c->plan, msg, sizeof msg) < 0) {
+		if (renumber)
+			fail_step("--llm-placement=topology: %s", msg);
+		return -1;
+	}
+	c->placed = c->job_placed = true;
+	c->renumbered = renumber;
 	return 0;
 }
 
@@ -182,10 +219,15 @@ static void place_node_tasks(spank_t sp)
 			free(ranks);
 			return;
 		}
+	const char *topology = step_env(sp, LLMP_ENV_TOPOLOGY_FILE, file, sizeof file) ? file
+			       : c->site.topology[0]                                   ? c->site.topology
+										       : NULL;
+	if (place_job_tasks(sp, topology, ranks, n) == 0 || c->failed) {
+		free(ranks);
+		return;
+	}
 	struct plugin_node_inputs in = {
-		.file = step_env(sp, LLMP_ENV_TOPOLOGY_FILE, file, sizeof file) ? file
-			: c->site.topology[0]                                   ? c->site.topology
-										: NULL,
+		.file = topology,
 		.host = host,
 		.addr = step_env(sp, "SLURM_TOPOLOGY_ADDR", addr, sizeof addr),
 		.pattern = step_env(sp, "SLURM_TOPOLOGY_ADDR_PATTERN", pattern, sizeof pattern),
@@ -397,6 +439,13 @@ int plugin_step_task(spank_t sp)
 		return -1;
 	}
 
+	/* Renumbered: the grid rank is the task's rank, and rank 0's host the master. */
+	char placement[64] = "block";
+	if (c->renumbered && (uint32_t)local_rank < c->place.n) {
+		rank = c->job.rank[local_rank];
+		snprintf(first, sizeof first, "%s", c->job.master);
+		snprintf(placement, sizeof placement, "topology:%016llx", (unsigned long long)c->job.digest);
+	}
 	struct plugin_task task = {
 		.rank = rank,
 		.local_rank = (uint32_t)local_rank,
@@ -404,6 +453,7 @@ int plugin_step_task(spank_t sp)
 		.node_rank = c->node_id,
 		.nnodes = c->nnodes,
 		.master_addr = first,
+		.placement = placement,
 		.master_port = plugin_site_port(&c->site, c->job_id, c->step_id),
 		.layout_file = c->layout_path[0] ? c->layout_path : NULL,
 		.ckpt = c->ckpt_active ? &c->ckpt : NULL,
@@ -421,7 +471,10 @@ int plugin_step_task(spank_t sp)
 		plugin_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;
 	}
-	for (size_t i = 0; rank == 0 && i < llmp_plan_warning_count(c->plan); i++)
+	/* Placed on the topology, its advice has the cost; in block order without one, the plan's. */
+	if (rank == 0 && c->job_placed && c->job.advice[0])
+		plugin_task_message("warning: %s", c->job.advice);
+	for (size_t i = 0; rank == 0 && !c->job_placed && i < llmp_plan_warning_count(c->plan); i++)
 		plugin_task_message("warning: %s", llmp_plan_warning(c->plan, i));
 	return 0;
 }

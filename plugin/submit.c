@@ -65,13 +65,32 @@ static int resolve_here(llmp_spec *spec, bool *active)
 		llmp_spec_grammar(), msg, active);
 }
 
+/*
+ * --llm-placement=topology places the whole job, so it needs a description
+ * of every node: refused here without one, before anything is queued.
+ */
+static int check_placement(void)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	const char *file = getenv(LLMP_ENV_TOPOLOGY_FILE);
+	if (!plugin_renumber_asked() || (file && *file) || c->site.topology[0])
+		return 0;
+	plugin_user_message(
+		"--llm-placement=topology needs a description of the job's nodes: set " LLMP_ENV_TOPOLOGY_FILE
+		" (doc/topology-json.md), or ask the administrator for "
+		"the plugin's topology= setting");
+	return -1;
+}
+
 int plugin_submit_check(spank_t sp)
 {
 	llmp_spec spec;
 	bool active;
 
 	(void)sp;
-	return resolve_here(&spec, &active);
+	if (resolve_here(&spec, &active) < 0)
+		return -1;
+	return active ? check_placement() : 0;
 }
 
 int plugin_submit_check_tasks(spank_t sp)
@@ -90,8 +109,8 @@ int plugin_submit_check_tasks(spank_t sp)
 	    spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS || !tasks)
 		return 0; /* unknown here: the step checks it */
 
-	/* With an even spread, advise about groups that cross nodes. */
-	uint32_t per_node = nodes && tasks % nodes == 0 ? tasks / nodes : 0;
+	/* With an even spread, advise about groups that cross nodes; renumbered, the step advises. */
+	uint32_t per_node = nodes && tasks % nodes == 0 && !plugin_renumber_asked() ? tasks / nodes : 0;
 	if (llmp_plan_create(&spec, tasks, per_node, &plan, msg, sizeof msg) != LLMP_OK) {
 		plugin_user_message("%s (%u tasks on %u node%s)", msg, tasks, nodes, nodes == 1 ? "" : "s");
 		return -1;

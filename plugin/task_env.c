@@ -62,6 +62,7 @@ int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t, struct l
 	rc |= add(env, LLMP_ENV_LOCAL_WORLD_SIZE, "%u", t->local_tasks);
 	rc |= add(env, LLMP_ENV_NODE_RANK, "%u", t->node_rank);
 	rc |= add(env, LLMP_ENV_NNODES, "%u", t->nnodes);
+	rc |= add(env, LLMP_ENV_PLACEMENT, "%s", t->placement ? t->placement : "block");
 	for (int a = 0; a < LLMP_NAXES; a++) {
 		axis_var(name, sizeof name, (enum llmp_axis)a, "SIZE");
 		rc |= add(env, name, "%u", llmp_plan_size(plan, (enum llmp_axis)a));

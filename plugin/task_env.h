@@ -17,7 +17,8 @@
 /* Where a task sits in its step, as Slurm describes it. */
 struct plugin_task {
 	uint32_t rank, local_rank, local_tasks, node_rank, nnodes;
-	const char *master_addr; /* first node of the step */
+	const char *master_addr; /* the host of rank 0: the step's first node unless renumbered */
+	const char *placement;   /* LLMP_PLACEMENT: "block", or "topology:<digest>" when renumbered */
 	uint32_t master_port;
 	const char *layout_file;    /* path of the per-node JSON layout */
 	const llmp_ckpt_spec *ckpt; /* checked; NULL when checkpointing is off */

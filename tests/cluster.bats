@@ -252,6 +252,57 @@ PY
 	grep -qx "place 1 1 <unset> <unset>" <<<"$output" || { echo "$output"; false; }
 }
 
+@test "--llm-placement=topology: ranks follow the tree, MASTER_ADDR is rank 0's host; cyclic tasks and no file refused" {
+	write_renumber_topology "$WORK/tree.json"
+	local show='echo "task $SLURM_PROCID $SLURMD_NODENAME rank $RANK $LLMP_RANK $LLMP_TP_RANK $LLMP_PP_RANK master $MASTER_ADDR $LLMP_PLACEMENT"'
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run srun -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
+		--llm-placement=topology sh -c "$show"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# By hand: node2's tasks 2,3 are ranks 0,1; node3's 4,5 are 2,3; node1's 0,1 are 4,5.
+	for want in "0 node1 rank 4 4 0 2" "1 node1 rank 5 5 1 2" "2 node2 rank 0 0 0 0" "3 node2 rank 1 1 1 0" \
+		"4 node3 rank 2 2 0 1" "5 node3 rank 3 3 1 1"; do
+		grep -Eq "^task $want master node2 topology:[0-9a-f]{16}\$" <<<"$output" || { echo "want $want: $output"; false; }
+	done
+	# One placement: every task carries the same digest.
+	[ "$(grep -o 'topology:[0-9a-f]*' <<<"$output" | sort -u | wc -l)" -eq 1 ] || { echo "$output"; false; }
+	# Without the option, ranks are Slurm's task ids.
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run srun -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 sh -c "$show"
+	grep -qx "task 2 node2 rank 2 2 0 1 master node1 block" <<<"$output" || { echo "$output"; false; }
+	# Cyclic task ids cannot follow a placement every node computes alone: the step fails, saying why.
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run srun -N3 --ntasks-per-node=2 -m cyclic --llm-parallel=tp=2,pp=3 \
+		--llm-placement=topology sh -c "$show"
+	[ "$status" -ne 0 ] || { echo "$output"; false; }
+	grep -q "llm_parallel: --llm-placement=topology: task 3 is local task 1 of node 0, where block distribution puts task 1" \
+		<<<"$output" || { echo "$output"; false; }
+	! grep -q '^task ' <<<"$output"
+	# Nothing to place on: refused at submission, as is a mistyped mode.
+	run srun -N1 -n2 --llm-parallel=tp=2 --llm-placement=topology true
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: --llm-placement=topology needs a description of the job's nodes: set LLMP_TOPOLOGY_FILE" \
+		<<<"$output" || { echo "$output"; false; }
+	run srun -N1 -n2 --llm-parallel=tp=2 --llm-placement=tree true
+	[ "$status" -ne 0 ]
+	grep -q "llm_parallel: --llm-placement: expected 'block' or 'topology'" <<<"$output" || { echo "$output"; false; }
+	assert_cluster_idle
+}
+
+@test "a tp group the topology cannot keep in a node: rank 0 warns once with the cost" {
+	write_renumber_topology "$WORK/tree.json"
+	# tp=4 over node2 and node3, 2 tasks each, under leaf a. Their HCA
+	# (pcie-4gpu.json's) is 100 Gb/s = 12.5 GB/s, shared by the node's 2
+	# tasks: 6.25 GB/s, against PCIe's 24 GB/s inside the node.
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run srun -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
+		--llm-placement=topology true
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	! grep -q 'warning' <<<"$output" || { echo "tp=2 stays in a node: $output"; false; }
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run srun -N2 -w 'node[2-3]' --ntasks-per-node=2 --llm-parallel=tp=4 \
+		--llm-placement=topology true
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c 'warning' <<<"$output")" -eq 1 ] || { echo "$output"; false; }
+	grep -q "llm_parallel: warning: tensor-parallel groups leave their node (tp group 0: ranks 0,1,2,3, under one leaf switch): 6.2 GB/s per GPU over the network instead of 24.0 GB/s inside a node, 4x the time per byte" \
+		<<<"$output" || { echo "$output"; false; }
+}
+
 # -------------------------------------------------------------- bad layouts
 
 @test "bad specs are refused at submission by sbatch, salloc and srun: nothing queued" {

@@ -163,6 +163,34 @@ count_swept() { # NAME SIZE
 	[ "$(grep -c 'stats after every group: init_fences=1 ' <<<"$output")" -eq 12 ]
 }
 
+@test "coll: --llm-placement=topology renumbers ranks across nodes: every group's results right" {
+	# Ranks 0,1 on node2, 2,3 on node3, 4,5 on node1 (tests/cluster.bats
+	# checks the numbers): the runtime must speak of these ranks, not PMIx's.
+	write_renumber_topology "$WORK/tree.json"
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run rt_srun 400 -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
+		--llm-placement=topology "$RT_CHECK" coll --quick
+	assert_ranks_ok 6 1000
+	[ "$(grep -c '^rank [0-9]*: not in a embedding group$' <<<"$output")" -eq 2 ]
+}
+
+@test "mismatch: a task whose placement differs fails init on every rank, naming it" {
+	write_renumber_topology "$WORK/tree.json"
+	cat >"$WORK/odd.sh" <<-EOF
+		#!/bin/sh
+		[ "\$SLURM_PROCID" = 1 ] && LLMP_PLACEMENT=topology:0000000000000000
+		export LLMP_PLACEMENT
+		exec "$RT_CHECK" coll --quick
+	EOF
+	chmod +x "$WORK/odd.sh"
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run rt_srun 60 -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
+		--llm-placement=topology "$WORK/odd.sh"
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[ "$(grep -c '^rank ?: WRONG: llmp_init: .*ranks disagree on the layout' <<<"$output")" -eq 6 ]
+	# Each names task 1 with its placement (task 1 beside the first task that differs from it).
+	[ "$(grep -c "task 1 has '[^']* placement=topology:0000000000000000'" <<<"$output")" -eq 6 ]
+}
+
 @test "mismatch: one rank with another layout fails init on every rank, naming it" {
 	cat >"$WORK/odd.sh" <<-EOF
 		#!/bin/sh

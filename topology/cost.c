@@ -108,6 +108,25 @@ static double group_gbps(const struct topo *t, const struct topo_placement *p, c
 	return gbps;
 }
 
+/*
+ * How many ranks of its host use each rank's HCA, by grid rank (malloc'd;
+ * NULL when out of memory). A host's ranks are consecutive in p->rank
+ * (placement.c).
+ */
+static unsigned *hca_share(const struct topo_placement *p)
+{
+	uint32_t world = p->world;
+	unsigned *share = calloc(world ? world : 1, sizeof *share);
+	for (uint32_t first = 0, last; share && first < world; first = last + 1) {
+		for (last = first; last + 1 < world && p->rank[last + 1].host == p->rank[first].host;)
+			last++;
+		for (uint32_t r = first; r <= last; r++)
+			for (uint32_t q = first; q <= last; q++)
+				share[r] += p->rank[q].hca == p->rank[r].hca;
+	}
+	return share;
+}
+
 /* --------------------------------------------------------------- bytes */
 
 /* Bytes per rank and step that each dimension moves (cost.h, topology.md §8). */
@@ -167,21 +186,11 @@ llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct 
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: gbs=%.0f is less than mbs x dp = %.0f",
 				 m->gbs, m->mbs * d);
 	uint32_t *members = malloc((world ? world : 1) * sizeof *members);
-	unsigned *share = calloc(world ? world : 1, sizeof *share);
+	unsigned *share = hca_share(p);
 	if (!members || !share) {
 		free(members);
 		free(share);
 		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "cost: out of memory");
-	}
-	/* A host's ranks are consecutive in p->rank (placement.c): count those that use the same HCA. */
-	for (uint32_t r = 0; r < world; r++) {
-		uint32_t first = r, last = r;
-		while (first > 0 && p->rank[first - 1].host == p->rank[r].host)
-			first--;
-		while (last + 1 < world && p->rank[last + 1].host == p->rank[r].host)
-			last++;
-		for (uint32_t q = first; q <= last; q++)
-			share[r] += p->rank[q].hca == p->rank[r].hca;
 	}
 	for (size_t a = 0; a < sizeof axes / sizeof axes[0]; a++) {
 		enum llmp_group kind = group_of(axes[a], plan);
@@ -215,4 +224,67 @@ llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct 
 	free(members);
 	free(share);
 	return LLMP_OK;
+}
+
+/* ------------------------------------------------------------- advice */
+
+static const char *span_words(enum topo_span s)
+{
+	switch (s) {
+	case TOPO_SPAN_LEAF: return "under one leaf switch";
+	case TOPO_SPAN_TREE: return "across leaf switches";
+	default: return "with no switch between them in the topology";
+	}
+}
+
+int topo_span_advice(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p, char *buf,
+		     size_t len)
+{
+	static const struct {
+		enum llmp_group group;
+		const char *what;
+	} dims[] = { { LLMP_GROUP_TP, "tensor-parallel" },
+		     { LLMP_GROUP_CP, "context-parallel" },
+		     { LLMP_GROUP_EP, "expert-parallel" } };
+	uint32_t world = p->world;
+	uint32_t *members = malloc((world ? world : 1) * sizeof *members);
+	unsigned *share = hca_share(p);
+	int found = members && share ? 0 : -1;
+	for (size_t d = 0; found == 0 && d < sizeof dims / sizeof dims[0]; d++) {
+		uint32_t groups = llmp_plan_group_count(plan, dims[d].group);
+		for (uint32_t g = 0, n = 0; found == 0 && g < groups; g++) {
+			if (llmp_plan_group(plan, dims[d].group, g, members, world, &n) != LLMP_OK || n < 2)
+				continue;
+			enum topo_span span = topo_group_span(t, p, members, n);
+			if (span <= TOPO_SPAN_NVLINK_DOMAIN)
+				continue;
+			double out = group_gbps(t, p, share, members, n, span);
+			double in = group_gbps(t, p, share, members, n, TOPO_SPAN_NODE);
+			char cost[160];
+			if (out > 0)
+				snprintf(cost, sizeof cost,
+					 "%.1f GB/s per GPU over the network instead of %.1f GB/s inside a "
+					 "node, %.0fx the time per byte",
+					 out, in, in / out);
+			else
+				snprintf(cost, sizeof cost,
+					 "the network, where the topology shows no usable HCA for some of "
+					 "them (%.1f GB/s inside a node)",
+					 in);
+			char ranks[96];
+			size_t off = 0;
+			for (uint32_t i = 0; i < n && off < sizeof ranks; i++)
+				off += (size_t)snprintf(ranks + off, sizeof ranks - off, "%s%u", i ? "," : "",
+							members[i]);
+			if (off >= sizeof ranks)
+				strcpy(ranks + sizeof ranks - 5, ",...");
+			snprintf(buf, len, "%s groups leave their node (%s group %u: ranks %s, %s): %s",
+				 dims[d].what, llmp_group_name(dims[d].group), g, ranks, span_words(span),
+				 cost);
+			found = 1;
+		}
+	}
+	free(members);
+	free(share);
+	return found;
 }

@@ -59,4 +59,14 @@ struct topo_cost {
 llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p,
 		      const struct topo_model *m, struct topo_cost *out, char *msg, size_t len);
 
+/*
+ * The first tensor-, context- or expert-parallel group (in that order) that
+ * leaves its node and NVLink domain under placement p, in a sentence with
+ * its cost: the GB/s per GPU its members get there against inside a node.
+ * Returns 1 with buf filled, 0 when every such group stays in, -1 when out
+ * of memory. No model needed: a ratio of bandwidths, not a time.
+ */
+int topo_span_advice(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p, char *buf,
+		     size_t len);
+
 #endif /* LLMP_COST_H */

@@ -262,6 +262,24 @@ void topo_placement_free(struct topo_placement *p)
 	memset(p, 0, sizeof *p);
 }
 
+/* FNV-1a over the four bytes of w, least significant first. */
+static uint64_t fnv_word(uint64_t h, uint32_t w)
+{
+	for (int b = 0; b < 4; b++) {
+		h ^= (w >> (8 * b)) & 0xffu;
+		h *= 0x100000001b3u;
+	}
+	return h;
+}
+
+uint64_t topo_placement_digest(const struct topo_placement *p)
+{
+	uint64_t h = fnv_word(0xcbf29ce484222325u, p->world);
+	for (uint32_t t = 0; t < p->world; t++)
+		h = fnv_word(h, p->rank_of_task[t]);
+	return h;
+}
+
 /* ---------------------------------------------------------------- spans */
 
 const char *topo_span_name(enum topo_span s)

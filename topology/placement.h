@@ -58,6 +58,13 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 void topo_placement_free(struct topo_placement *p);
 
 /*
+ * A fingerprint of the placement (which task holds which grid rank): equal
+ * placements give equal values, so tasks that computed theirs apart can
+ * compare them (FNV-1a, 64 bits, over the world and rank_of_task).
+ */
+uint64_t topo_placement_digest(const struct topo_placement *p);
+
+/*
  * One node's share: the GPU (index among ty's, PCI bus order; -1 none
  * left) and HCA (-1 none usable) of each of the n tasks whose grid ranks
  * are ranks[] (in the node's own order), as topo_place gives them. The

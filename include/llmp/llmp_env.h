@@ -26,6 +26,10 @@
 #define LLMP_ENV_LOCAL_WORLD_SIZE "LLMP_LOCAL_WORLD_SIZE"
 #define LLMP_ENV_NODE_RANK "LLMP_NODE_RANK"
 #define LLMP_ENV_NNODES "LLMP_NNODES"
+/* "block": LLMP_RANK is SLURM_PROCID; "topology:<16 hex digits>": ranks were
+ * renumbered in topology order (--llm-placement=topology), the digits a
+ * fingerprint of the placement, which libllmp compares across ranks. */
+#define LLMP_ENV_PLACEMENT "LLMP_PLACEMENT"
 
 /* Checkpoints and requeue (--llm-checkpoint, doc/fault-tolerance.md). */
 #define LLMP_ENV_CHECKPOINT "LLMP_CHECKPOINT" /* the checkpoint spec in force */

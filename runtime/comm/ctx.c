@@ -104,6 +104,36 @@ static llmp_status read_options(llmp_ctx *ctx, const llmp_init_opts *opts)
 	return LLMP_OK;
 }
 
+/*
+ * A step renumbered on the topology (LLMP_PLACEMENT=topology:...) gives each
+ * task its rank in LLMP_RANK; PMIx keeps Slurm's task id, which wireup maps
+ * once every rank has published its own.
+ */
+static llmp_status read_placement(llmp_ctx *ctx)
+{
+	const char *placement = getenv(LLMP_ENV_PLACEMENT);
+	snprintf(ctx->placement, sizeof ctx->placement, "block");
+	if (!placement || strcmp(placement, "block") == 0)
+		return LLMP_OK;
+	if (strlen(placement) >= sizeof ctx->placement)
+		return rt_fail(ctx, LLMP_ERR_ARG, LLMP_ENV_PLACEMENT "='%.40s...': too long", placement);
+	if (strncmp(placement, "topology:", 9) != 0)
+		return rt_fail(ctx, LLMP_ERR_ARG,
+			       LLMP_ENV_PLACEMENT "='%.40s': expected block or topology:DIGEST", placement);
+	const char *text = getenv(LLMP_ENV_RANK);
+	char *end;
+	unsigned long v = text ? strtoul(text, &end, 10) : 0;
+	if (!text || !*text || *end || v >= ctx->world)
+		return rt_fail(ctx, LLMP_ERR_ARG,
+			       LLMP_ENV_PLACEMENT " says the ranks were renumbered, but " LLMP_ENV_RANK
+						  "=%.20s is not a rank of a world of %u",
+			       text ? text : "(unset)", ctx->world);
+	ctx->renumbered = true;
+	ctx->rank = (uint32_t)v;
+	snprintf(ctx->placement, sizeof ctx->placement, "%s", placement);
+	return LLMP_OK;
+}
+
 /* The plugin's numbering must be PMIx's, or the layout would be applied to other ranks. */
 static llmp_status check_plugin_env(llmp_ctx *ctx)
 {
@@ -114,7 +144,10 @@ static llmp_status check_plugin_env(llmp_ctx *ctx)
 		{ LLMP_ENV_RANK, offsetof(llmp_ctx, rank) },
 		{ LLMP_ENV_WORLD_SIZE, offsetof(llmp_ctx, world) },
 	};
-	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+	llmp_status st = read_placement(ctx);
+	if (st != LLMP_OK)
+		return st;
+	for (size_t i = ctx->renumbered ? 1 : 0; i < sizeof vars / sizeof vars[0]; i++) {
 		const char *text = getenv(vars[i].name);
 		if (!text)
 			continue;
@@ -235,6 +268,8 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 	}
 	if (st == LLMP_OK)
 		st = rt_wireup_check_layouts(ctx);
+	if (st == LLMP_OK && ctx->renumbered)
+		st = rt_wireup_map_ranks(ctx);
 	ctx->stats.init_seconds = rt_now() - start;
 	return st;
 }
@@ -249,6 +284,7 @@ llmp_status llmp_finalize(llmp_ctx *ctx)
 	rt_wireup_fini(ctx);
 	llmp_plan_destroy(ctx->plan);
 	free(ctx->slots);
+	free(ctx->proc_of_rank);
 	if (ctx->owns_process)
 		atomic_store(&context_exists, false);
 	free(ctx);

@@ -66,6 +66,7 @@ struct llmp_ctx {
 	uint32_t rank, world, local_rank, local_size;
 	llmp_plan *plan;
 	char layout[LLMP_SPEC_MAX_LEN + 32]; /* canonical text, compared across ranks */
+	char placement[48];                  /* LLMP_PLACEMENT, compared with it; "block" without */
 	double timeout_s;
 	size_t ring_threshold;
 	size_t shm_threshold; /* SIZE_MAX: never */
@@ -76,6 +77,9 @@ struct llmp_ctx {
 	/* wire-up */
 	bool pmix_up;
 	pmix_proc_t me;
+	/* LLMP_PLACEMENT=topology:...: ranks are the plugin's, not PMIx's (wireup.c) */
+	bool renumbered;
+	uint32_t *proc_of_rank; /* PMIx rank of each rank; NULL: the same */
 
 	/* transport */
 	ucp_context_h ucp;

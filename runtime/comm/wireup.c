@@ -4,13 +4,17 @@
 #include "node_topo.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <llmp/llmp_env.h>
 
 #include "liveness.h"
 
 #define KEY_UCX_ADDR "llmp.ucx.addr"
 #define KEY_LAYOUT "llmp.layout"
 #define KEY_PROCESS "llmp.process"
+#define KEY_RANK "llmp.rank"
 
 /* Values PMIx may return for a size or a rank, whatever integer type it uses. */
 static bool value_to_u32(const pmix_value_t *v, uint32_t *out)
@@ -73,6 +77,19 @@ llmp_status rt_wireup_put(llmp_ctx *ctx, const char *key, pmix_value_t *value)
 	return LLMP_OK;
 }
 
+/*
+ * What every rank must agree on: the layout, and the placement that gave
+ * the ranks. A rank that failed before the exchange publishes its error
+ * ("!..."), which no other rank's text equals.
+ */
+static void agreed_text(const llmp_ctx *ctx, char *buf, size_t len)
+{
+	if (ctx->layout[0] == '!')
+		snprintf(buf, len, "%s", ctx->layout);
+	else
+		snprintf(buf, len, "%s placement=%s", ctx->layout, ctx->placement);
+}
+
 llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 {
 	pmix_value_t value;
@@ -82,8 +99,10 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 	llmp_status st = rt_wireup_put(ctx, KEY_UCX_ADDR, &value);
 	if (st != LLMP_OK)
 		return st;
+	char agreed[sizeof ctx->layout + sizeof ctx->placement + 16];
+	agreed_text(ctx, agreed, sizeof agreed);
 	value.type = PMIX_STRING;
-	value.data.string = ctx->layout;
+	value.data.string = agreed;
 	if ((st = rt_wireup_put(ctx, KEY_LAYOUT, &value)) != LLMP_OK)
 		return st;
 	char process[160];
@@ -92,6 +111,10 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 	if ((st = rt_wireup_put(ctx, KEY_PROCESS, &value)) != LLMP_OK)
 		return st;
 	if ((st = rt_topology_publish(ctx)) != LLMP_OK)
+		return st;
+	value.type = PMIX_UINT32;
+	value.data.uint32 = ctx->rank;
+	if ((st = rt_wireup_put(ctx, KEY_RANK, &value)) != LLMP_OK)
 		return st;
 
 	pmix_status_t rc = PMIx_Commit();
@@ -125,7 +148,8 @@ pmix_status_t rt_wireup_get(llmp_ctx *ctx, uint32_t rank, const char *key, pmix_
 	pmix_proc_t peer;
 	pmix_info_t info;
 	bool optional = true;
-	PMIX_LOAD_PROCID(&peer, ctx->me.nspace, rank);
+	PMIX_LOAD_PROCID(&peer, ctx->me.nspace,
+			 ctx->proc_of_rank && rank < ctx->world ? ctx->proc_of_rank[rank] : rank);
 	PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &optional, PMIX_BOOL);
 	pmix_status_t rc = PMIx_Get(&peer, key, &info, 1, value);
 	PMIX_INFO_DESTRUCT(&info);
@@ -140,24 +164,62 @@ llmp_status rt_wireup_check_layouts(llmp_ctx *ctx)
 	 * values are already local after the fence: this costs O(world) memory
 	 * lookups, no messages.
 	 */
+	/* By PMIx rank, before ranks are mapped: "task" when that is not the rank. */
+	const char *who = ctx->renumbered ? "task" : "rank";
+	char agreed[sizeof ctx->layout + sizeof ctx->placement + 16];
+	agreed_text(ctx, agreed, sizeof agreed);
 	for (uint32_t r = 0; r < ctx->world; r++) {
-		if (r == ctx->rank)
+		if (r == ctx->me.rank)
 			continue;
 		pmix_value_t *v = NULL;
 		pmix_status_t rc = rt_wireup_get(ctx, r, KEY_LAYOUT, &v);
 		if (rc != PMIX_SUCCESS)
-			return rt_fail(ctx, LLMP_ERR_WIREUP, "layout of rank %u: PMIx_Get: %s", r,
+			return rt_fail(ctx, LLMP_ERR_WIREUP, "layout of %s %u: PMIx_Get: %s", who, r,
 				       PMIx_Error_string(rc));
-		bool same = v->type == PMIX_STRING && strcmp(v->data.string, ctx->layout) == 0;
+		bool same = v->type == PMIX_STRING && strcmp(v->data.string, agreed) == 0;
 		if (!same) {
 			rt_fail(ctx, LLMP_ERR_MISMATCH,
-				"ranks disagree on the layout: rank %u has '%s', rank %u has '%s'", r,
-				v->type == PMIX_STRING ? v->data.string : "?", ctx->rank, ctx->layout);
+				"ranks disagree on the layout: %s %u has '%s', %s %u has '%s'", who, r,
+				v->type == PMIX_STRING ? v->data.string : "?", who, ctx->me.rank, agreed);
 			PMIX_VALUE_RELEASE(v);
 			return LLMP_ERR_MISMATCH;
 		}
 		PMIX_VALUE_RELEASE(v);
 	}
+	return LLMP_OK;
+}
+
+llmp_status rt_wireup_map_ranks(llmp_ctx *ctx)
+{
+	uint32_t *map = malloc(ctx->world * sizeof *map);
+	if (!map)
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "the map of %u ranks", ctx->world);
+	for (uint32_t r = 0; r < ctx->world; r++)
+		map[r] = UINT32_MAX;
+	/* Every process reads every claim, so all of them fail alike on a bad one. */
+	for (uint32_t p = 0; p < ctx->world; p++) {
+		pmix_value_t *v = NULL;
+		uint32_t rank = UINT32_MAX;
+		pmix_status_t rc = rt_wireup_get(ctx, p, KEY_RANK, &v);
+		bool ok = rc == PMIX_SUCCESS && value_to_u32(v, &rank) && rank < ctx->world;
+		if (v)
+			PMIX_VALUE_RELEASE(v);
+		if (!ok) {
+			free(map);
+			return rt_fail(ctx, LLMP_ERR_WIREUP, "the rank of task %u: %s", p,
+				       rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "not a rank");
+		}
+		if (map[rank] != UINT32_MAX) {
+			uint32_t other = map[rank];
+			free(map);
+			return rt_fail(ctx, LLMP_ERR_MISMATCH,
+				       "tasks %u and %u both hold rank %u: the nodes computed different "
+				       "placements (" LLMP_ENV_PLACEMENT ")",
+				       other, p, rank);
+		}
+		map[rank] = p;
+	}
+	ctx->proc_of_rank = map;
 	return LLMP_OK;
 }
 

@@ -32,6 +32,13 @@ pmix_status_t rt_wireup_get(llmp_ctx *ctx, uint32_t rank, const char *key, pmix_
 /* Every rank's layout equals ours; else LLMP_ERR_MISMATCH naming one that differs. */
 llmp_status rt_wireup_check_layouts(llmp_ctx *ctx);
 
+/*
+ * A renumbered step (ctx->renumbered): read every process's published rank
+ * and map ranks to PMIx ranks, so that rt_wireup_get and everything above
+ * it speak of ranks. LLMP_ERR_MISMATCH when two processes claim one rank.
+ */
+llmp_status rt_wireup_map_ranks(llmp_ctx *ctx);
+
 /* A peer's UCX address; release with rt_wireup_release(). */
 llmp_status rt_wireup_peer_address(llmp_ctx *ctx, uint32_t rank, pmix_value_t **value);
 void rt_wireup_release(pmix_value_t *value);

@@ -135,3 +135,16 @@ submit() { # sbatch|srun|salloc OPTION...
 	salloc) salloc "$@" true ;;
 	esac
 }
+
+# A description of the test nodes whose tree puts node2 and node3 under leaf
+# "a" and node1 under "b": in topology order node2, node3, node1.
+write_renumber_topology() { # OUT
+	python3 - "$LLMP_SRCDIR/etc/topology/pcie-4gpu.json" "$1" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["nodes"] = [{"hosts": "node[1-3]", "type": "pcie-4gpu"}]
+doc["switches"] = [{"name": "spine", "switches": "a,b"},
+                   {"name": "a", "nodes": "node[2-3]"}, {"name": "b", "nodes": "node1"}]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+}

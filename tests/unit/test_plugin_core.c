@@ -15,11 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "plugin/gpu_bind.h"
+#include "plugin/job_place.h"
 #include "plugin/netif.h"
 #include "plugin/resolve.h"
 #include "plugin/resolve_ckpt.h"
@@ -64,6 +67,26 @@ static void uniform_tasks_per_node(void **state)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		assert_int_equal(plugin_tasks_per_node_uniform(bad[i]), -1);
 	assert_int_equal(plugin_tasks_per_node_uniform(NULL), -1);
+}
+
+static void tasks_per_node_lists(void **state)
+{
+	(void)state;
+	uint32_t t[6];
+	assert_int_equal(plugin_tasks_per_node_list("2(x3),1", t, 4), 0);
+	assert_true(t[0] == 2 && t[1] == 2 && t[2] == 2 && t[3] == 1);
+	assert_int_equal(plugin_tasks_per_node_list("3,1,4", t, 3), 0);
+	assert_true(t[0] == 3 && t[1] == 1 && t[2] == 4);
+	assert_int_equal(plugin_tasks_per_node_list("8", t, 1), 0);
+	assert_int_equal(t[0], 8);
+	/* Too few, too many, malformed. */
+	assert_int_equal(plugin_tasks_per_node_list("2(x3)", t, 4), -1);
+	assert_int_equal(plugin_tasks_per_node_list("2(x3),1,1", t, 4), -1);
+	assert_int_equal(plugin_tasks_per_node_list("2(x0)", t, 1), -1);
+	const char *bad[] = { "", "x", "4,", "4(y2)", "4(x)", "4(x2", ",4" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(plugin_tasks_per_node_list(bad[i], t, 2), -1);
+	assert_int_equal(plugin_tasks_per_node_list(NULL, t, 1), -1);
 }
 
 static void restart_counts(void **state)
@@ -395,6 +418,7 @@ static void task_environment(void **state)
 	assert_string_equal(var(&env, "LOCAL_WORLD_SIZE"), "4");
 	assert_string_equal(var(&env, "MASTER_ADDR"), "node1");
 	assert_string_equal(var(&env, "MASTER_PORT"), "20123");
+	assert_string_equal(var(&env, "LLMP_PLACEMENT"), "block"); /* none given */
 	assert_string_equal(var(&env, "LLMP_TP_SIZE"), "2");
 	assert_string_equal(var(&env, "LLMP_DP_SIZE"), "2");
 	assert_string_equal(var(&env, "LLMP_EXPERT_DP_SIZE"), "1");
@@ -405,6 +429,15 @@ static void task_environment(void **state)
 	assert_string_equal(var(&env, "LLMP_NNODES"), "2");
 
 	/* No vpp, no layout file: those variables are absent, not empty. */
+	/* Renumbered on the topology (job_place.h): the grid rank and rank 0's host. */
+	struct plugin_task renumbered = {
+		.rank = 5, .local_tasks = 1, .master_addr = "node3", .placement = "topology:00112233aabbccdd"
+	};
+	assert_int_equal(plugin_task_env(plan, &renumbered, &env), 0);
+	assert_string_equal(var(&env, "LLMP_PLACEMENT"), "topology:00112233aabbccdd");
+	assert_string_equal(var(&env, "RANK"), "5");
+	assert_string_equal(var(&env, "LLMP_RANK"), "5");
+	assert_string_equal(var(&env, "MASTER_ADDR"), "node3");
 	llmp_plan_destroy(plan);
 	assert_int_equal(llmp_spec_parse("tp=2", &spec, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(llmp_plan_create(&spec, 2, 0, &plan, msg, sizeof msg), LLMP_OK);
@@ -553,6 +586,102 @@ static void site_topology(void **state)
 	assert_non_null(strstr(msg, "absolute path"));
 }
 
+/* ------------------------------------------------- the whole step placed */
+
+/*
+ * Three hosts of two 2-GPU nodes each... under two leaves named so that the
+ * topology order is n2, n3 (leaf "a") then n1 (leaf "b"): with renumbering,
+ * n2's tasks 2,3 become ranks 0,1, n3's tasks 4,5 ranks 2,3 and n1's tasks
+ * 0,1 ranks 4,5 (worked out by hand from placement.h's rule).
+ */
+static const char job_topology[] =
+	"{\"llmp_topology\": 1, \"source\": \"made up for test_plugin_core\",\n"
+	" \"node_types\": {\"box\": {\"numa_nodes\": 1, \"gpus\": [\n"
+	"   {\"bus\": \"0000:03:00.0\", \"numa\": 0, \"pcie\": [\"0000:00:01.0\"]},\n"
+	"   {\"bus\": \"0000:04:00.0\", \"numa\": 0, \"pcie\": [\"0000:00:02.0\"]}],\n"
+	"  \"hcas\": [{\"name\": \"mlx5_0\", \"bus\": \"0000:61:00.0\", \"numa\": 0, \"pcie\": [\"0000:00:03.0\"],\n"
+	"   \"ports\": [{\"port\": 1, \"state\": \"ACTIVE\", \"gbps\": 200, \"link\": \"InfiniBand\"}]}]}},\n"
+	" \"nodes\": [{\"hosts\": \"n[1-3]\", \"type\": \"box\"}],\n"
+	" \"switches\": [{\"name\": \"spine\", \"switches\": \"a,b\"},\n"
+	"   {\"name\": \"a\", \"nodes\": \"n[2-3]\"}, {\"name\": \"b\", \"nodes\": \"n1\"}]}\n";
+
+static int place_node_of(const char *file, uint32_t node, const uint32_t *tasks, uint32_t n, bool renumber,
+			 const char *spec_text, struct plugin_node_place *np, struct plugin_job_place *jp,
+			 char *msg)
+{
+	llmp_spec spec;
+	llmp_plan *plan;
+	assert_int_equal(llmp_spec_parse(spec_text, &spec, msg, LLMP_MSG_MAX), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 6, 0, &plan, msg, LLMP_MSG_MAX), LLMP_OK);
+	struct plugin_job_inputs in = { .file = file,
+					.nodelist = "n[1-3]",
+					.tasks_per_node = "2(x3)",
+					.node_id = node,
+					.tasks = tasks,
+					.ntasks = n,
+					.renumber = renumber };
+	int rc = plugin_job_place(np, jp, &in, plan, msg, LLMP_MSG_MAX);
+	llmp_plan_destroy(plan);
+	return rc;
+}
+
+static void whole_step_placement(void **state)
+{
+	(void)state;
+	char file[] = "/tmp/llmp-test-topo-XXXXXX", msg[LLMP_MSG_MAX];
+	int fd = mkstemp(file);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, job_topology, sizeof job_topology - 1),
+			 (ssize_t)(sizeof job_topology - 1));
+	close(fd);
+	struct plugin_node_place np;
+	struct plugin_job_place jp;
+	static const uint32_t want[3][2] = { { 4, 5 }, { 0, 1 }, { 2, 3 } }; /* by node, local task */
+	uint64_t digest = 0;
+	for (uint32_t node = 0; node < 3; node++) {
+		uint32_t tasks[2] = { 2 * node, 2 * node + 1 };
+		assert_int_equal(place_node_of(file, node, tasks, 2, true, "tp=2,pp=3", &np, &jp, msg), 0);
+		assert_int_equal(jp.rank[0], want[node][0]);
+		assert_int_equal(jp.rank[1], want[node][1]);
+		assert_string_equal(jp.master, "n2");
+		assert_true(node == 0 || jp.digest == digest); /* every node computes the same */
+		digest = jp.digest;
+		assert_int_equal(np.n, 2);
+		assert_true(np.gpu[0] != np.gpu[1] && np.gpu[0] >= 0 && np.gpu[1] >= 0);
+		assert_int_equal(np.hca[0], 0);
+		assert_string_equal(jp.advice, ""); /* tp pairs stay in their nodes */
+		plugin_job_place_free(&jp);
+		plugin_node_place_free(&np);
+	}
+	/* Block order: ranks are task ids, the master is the first host. */
+	uint32_t tasks[2] = { 2, 3 };
+	assert_int_equal(place_node_of(file, 1, tasks, 2, false, "tp=2,pp=3", &np, &jp, msg), 0);
+	assert_true(jp.rank[0] == 2 && jp.rank[1] == 3);
+	assert_string_equal(jp.master, "n1");
+	assert_true(jp.digest != digest);
+	plugin_job_place_free(&jp);
+	plugin_node_place_free(&np);
+	/* tp=3 cannot stay in a 2-task node: the advice names the group and the cost, 200 Gb/s = 25 GB/s
+	 * shared by two tasks against PCIe's 24 GB/s inside the node. */
+	assert_int_equal(place_node_of(file, 1, tasks, 2, true, "tp=3", &np, &jp, msg), 0);
+	assert_non_null(strstr(jp.advice, "tensor-parallel groups leave their node (tp group 0: ranks 0,1,2, "
+					  "under one leaf switch)"));
+	assert_non_null(strstr(jp.advice, "12.5 GB/s per GPU over the network instead of 24.0 GB/s"));
+	plugin_job_place_free(&jp);
+	plugin_node_place_free(&np);
+	/* Cyclic task ids, a count that disagrees, a host the file does not name: each said. */
+	uint32_t cyclic[2] = { 1, 4 };
+	assert_int_equal(place_node_of(file, 1, cyclic, 2, true, "tp=2", &np, &jp, msg), -1);
+	assert_non_null(
+		strstr(msg, "task 1 is local task 0 of node 1, where block distribution puts task 2"));
+	assert_int_equal(place_node_of(file, 1, tasks, 1, true, "tp=2", &np, &jp, msg), -1);
+	assert_non_null(strstr(msg, "node 1 has 1 tasks, SLURM_STEP_TASKS_PER_NODE says 2"));
+	assert_int_equal(place_node_of("/nonexistent/topo.json", 1, tasks, 2, true, "tp=2", &np, &jp, msg),
+			 -1);
+	assert_non_null(strstr(msg, "/nonexistent/topo.json"));
+	unlink(file);
+}
+
 /* ------------------------------------------------- socket interface */
 
 static void socket_interface(void **state)
@@ -605,6 +734,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_host_of_hostlists),
 		cmocka_unit_test(uniform_tasks_per_node),
+		cmocka_unit_test(tasks_per_node_lists),
 		cmocka_unit_test(restart_counts),
 		cmocka_unit_test(one_gpu_per_local_task),
 		cmocka_unit_test(site_arguments),
@@ -619,6 +749,7 @@ int main(void)
 		cmocka_unit_test(batch_script_environment),
 		cmocka_unit_test(socket_interface),
 		cmocka_unit_test(site_topology),
+		cmocka_unit_test(whole_step_placement),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
