@@ -20,7 +20,7 @@
 
 struct plan_args {
 	const char *spec, *topology, *hosts, *model, *svg;
-	bool renumber;
+	bool renumber, explain;
 	uint32_t world, nodes, tasks_per_node;
 	int64_t rank; /* -1 for all ranks */
 	int json;
@@ -31,8 +31,8 @@ static void help(void)
 	printf("usage: llmp plan (--world W | --nodes N --tasks-per-node T)\n"
 	       "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
 	       "       llmp plan --topology FILE [--hosts LIST] [--tasks-per-node T]\n"
-	       "                 [--placement block|topology] [--model SPEC] [--svg OUT] [--parallel SPEC]\n"
-	       "                 [--rank R] [--format text|json]\n\n"
+	       "                 [--placement block|topology] [--model SPEC [--explain]] [--svg OUT]\n"
+	       "                 [--parallel SPEC] [--rank R] [--format text|json]\n\n"
 	       "Fit a 4D layout to a job and print its sizes and process groups.\n"
 	       "  -w, --world W            number of ranks in the job\n"
 	       "  -N, --nodes N            number of nodes (with --tasks-per-node)\n"
@@ -50,6 +50,8 @@ static void help(void)
 	       "  -M, --model hidden=H,layers=L,seq=S,mbs=B[,heads=,kv-heads=,experts=,topk=,gbs=]\n"
 	       "                           the network cost of one training step, per dimension, for this\n"
 	       "                           placement, Slurm's block order and Megatron's default order\n"
+	       "  -E, --explain            with --model, only the cost: the bytes each dimension moves\n"
+	       "                           over each link class (NVLink, PCIe, IB leaf, IB spine)\n"
 	       "  -S, --svg OUT            also draw the placement as an SVG picture into OUT\n"
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
 }
@@ -84,6 +86,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		{ "placement", required_argument, NULL, 'P' },
 		{ "model", required_argument, NULL, 'M' },
 		{ "svg", required_argument, NULL, 'S' },
+		{ "explain", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -94,7 +97,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	a->rank = -1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:Eh", options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			if (cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
@@ -116,6 +119,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case 'H': a->hosts = optarg; break;
 		case 'M': a->model = optarg; break;
 		case 'S': a->svg = optarg; break;
+		case 'E': a->explain = true; break;
 		case 'P':
 			if (strcmp(optarg, "block") != 0 && strcmp(optarg, "topology") != 0)
 				return usage_error("--placement '%s': expected block or topology", optarg);
@@ -140,6 +144,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if ((a->hosts || a->renumber || a->model || a->svg) && !a->topology)
 		return usage_message("", "--hosts, --placement, --model and --svg need --topology");
+	if (a->explain && !a->model)
+		return usage_message("", "--explain explains the cost of --model: give --model too");
 	if (a->topology && a->nodes)
 		return usage_message("", "--topology takes its hosts from the file or --hosts: no --nodes");
 	return CLI_EXIT_OK;
@@ -205,6 +211,7 @@ int cli_plan(int argc, char **argv)
 						.tasks_per_node = a.tasks_per_node,
 						.renumber = a.renumber,
 						.model = a.model,
+						.explain = a.explain,
 						.json = a.json != 0,
 						.svg = a.svg,
 						.rank = a.rank };

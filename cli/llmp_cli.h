@@ -48,6 +48,7 @@ struct cli_plan_topology {
 	uint32_t tasks_per_node;  /* 0: as many as each host has GPUs */
 	bool renumber;            /* --placement topology */
 	const char *model;        /* --model: the cost report; NULL none */
+	bool explain;             /* --explain: the cost by link class, nothing else */
 	int64_t rank;             /* -1: every rank */
 	bool json;                /* doc/placement-json.md */
 	const char *svg;          /* --svg: write the picture there; NULL none */

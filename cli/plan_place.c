@@ -126,6 +126,8 @@ static void cost_of(const struct topo *t, const llmp_spec *spec, bool default_or
 	llmp_plan_destroy(plan);
 }
 
+static void write_verdict(const struct column *cols, size_t ncols, FILE *out);
+
 static void write_cost(const struct column *cols, size_t ncols, const struct topo_model *m, FILE *out)
 {
 	char a[32], b[32];
@@ -165,6 +167,53 @@ static void write_cost(const struct column *cols, size_t ncols, const struct top
 	for (size_t c = 0; c < ncols; c++)
 		fprintf(out, " | %30s", cols[c].ok ? human(cols[c].cost.switch_bytes, b, sizeof b) : "-");
 	fputc('\n', out);
+	write_verdict(cols, ncols, out);
+}
+
+/*
+ * --explain: for each column, the bytes each dimension moves over each link
+ * class in one step (all ranks together) and its time, then the verdict.
+ */
+static void write_explained(const struct column *cols, size_t ncols, const struct topo_model *m, FILE *out)
+{
+	char b[32];
+	fprintf(out,
+		"cost of one step (estimate: bf16, fp32 gradients reduced by a distributed optimizer, ring\n"
+		"collectives, no overlap): h=%.0f L=%.0f seq=%.0f mbs=%.0f, %.0f microbatches\n"
+		"bytes over each link class, all ranks together; time of each dimension's slowest group\n",
+		m->hidden, m->layers, m->seq, m->mbs, cols[0].cost.microbatches);
+	for (size_t c = 0; c < ncols; c++) {
+		fprintf(out, "%s\n  %-4s %-12s", cols[c].name, "dim", "bytes/rank");
+		for (int l = 0; l < TOPO_NLINKS; l++)
+			fprintf(out, " %10s", topo_link_name((enum topo_link)l));
+		fprintf(out, " %10s\n", "time");
+		if (!cols[c].ok) {
+			fprintf(out, "  (this order cannot be placed on these hosts)\n");
+			continue;
+		}
+		double total[TOPO_NLINKS] = { 0 };
+		for (size_t d = 0; d < cols[c].cost.ndims; d++) {
+			const struct topo_cost_dim *x = &cols[c].cost.dim[d];
+			fprintf(out, "  %-4s %-12s", llmp_axis_name(x->axis), human(x->bytes, b, sizeof b));
+			for (int l = 0; l < TOPO_NLINKS; l++) {
+				fprintf(out, " %10s",
+					x->link_bytes[l] > 0 ? human(x->link_bytes[l], b, sizeof b) : "-");
+				total[l] += x->link_bytes[l];
+			}
+			fprintf(out, " %8.3f s\n", x->seconds);
+		}
+		fprintf(out, "  %-17s", "all");
+		for (int l = 0; l < TOPO_NLINKS; l++)
+			fprintf(out, " %10s", total[l] > 0 ? human(total[l], b, sizeof b) : "-");
+		fprintf(out, " %8.3f s\n", cols[c].cost.seconds);
+	}
+	write_verdict(cols, ncols, out);
+}
+
+/* One line comparing this placement with Slurm's block order (column 1). */
+static void write_verdict(const struct column *cols, size_t ncols, FILE *out)
+{
+	const struct topo_cost *mine = &cols[0].cost;
 	if (ncols > 1 && cols[1].ok) {
 		double base = cols[1].cost.switch_bytes, here = mine->switch_bytes;
 		if (base > 0)
@@ -184,6 +233,7 @@ static void write_cost(const struct column *cols, size_t ncols, const struct top
 
 static void json_cost_dims(struct json_writer *w, const struct topo_cost *c)
 {
+	static const char *const link_key[TOPO_NLINKS] = { "nvlink", "pcie", "ib_leaf", "ib_spine" };
 	json_array(w, "dims");
 	for (size_t d = 0; d < c->ndims; d++) {
 		const struct topo_cost_dim *x = &c->dim[d];
@@ -195,6 +245,10 @@ static void json_cost_dims(struct json_writer *w, const struct topo_cost *c)
 		json_double(w, "seconds", x->seconds);
 		json_double(w, "spine_bytes", x->switch_bytes);
 		json_double(w, "internode_bytes", x->node_bytes);
+		json_object(w, "link_bytes");
+		for (int l = 0; l < TOPO_NLINKS; l++)
+			json_double(w, link_key[l], x->link_bytes[l]);
+		json_object_end(w);
 		json_object_end(w);
 	}
 	json_array_end(w);
@@ -396,6 +450,13 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 			if (!write_json(&t, &p, plan, rows, hosts, nhosts, a->renumber, a->rank,
 					a->model ? &model : NULL, cols, 3, stdout))
 				rc = CLI_EXIT_FAILURE;
+		} else if (a->explain) {
+			fprintf(stdout, "placement: %s, %zu hosts\n",
+				a->renumber ? "topology (ranks in topology order)"
+					    : "block (RANK = SLURM_PROCID)",
+				nhosts);
+			write_spans(rows, stdout);
+			write_explained(cols, 3, &model, stdout);
 		} else {
 			cli_plan_write_text(plan, uniform ? (uint32_t)nhosts : 0, a->rank, stdout);
 			fprintf(stdout, "placement: %s, %zu hosts\n",

@@ -308,6 +308,48 @@ PY
 		fail "$output"
 }
 
+@test "--explain: the bytes of each dimension by link class; renumbering takes cp off the spines" {
+	local hosts
+	hosts=$(python3 -c "print(','.join(f'dgx{l*4+i+1:03d}' for i in range(4) for l in range(32)))")
+	local model=hidden=8192,layers=80,seq=8192,mbs=1
+	run "$LLMP" plan --topology "$FIXTURES/fat-tree.json" --hosts "$hosts" --parallel tp=8,cp=2,pp=8 \
+		--model $model --placement topology --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	printf '%s\n' "$output" >"$W/fat.json"
+	output="(the JSON is in $W/fat.json)"
+	# Every rank is in one group of each dimension, so each dimension's bytes,
+	# times the 1024 ranks, land whole on the class of link its groups cross:
+	# tp in a DGX (NVSwitch), dp and pp across leaves, cp in one leaf once
+	# renumbered and across leaves in this host order (tests above).
+	python3 - "$W/fat.json" <<'PY' || fail "$output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = {0: {"tp": "nvlink", "cp": "ib_leaf", "dp": "ib_spine", "pp": "ib_spine"},
+        1: {"tp": "nvlink", "cp": "ib_spine", "dp": "ib_spine", "pp": "ib_spine"}}
+for c, classes in want.items():
+    for x in d["cost"]["columns"][c]["dims"]:
+        links = x["link_bytes"]
+        assert set(links) == {"nvlink", "pcie", "ib_leaf", "ib_spine"}, links
+        for k, v in links.items():
+            expect = 1024 * x["bytes"] if k == classes[x["dim"]] else 0
+            # the JSON holds 9 significant digits of both numbers
+            assert abs(v - expect) <= 1e-8 * expect, (c, x["dim"], k, v, expect)
+PY
+	run "$LLMP" plan --topology "$FIXTURES/fat-tree.json" --hosts "$hosts" --parallel tp=8,cp=2,pp=8 \
+		--model $model --placement topology --explain
+	[ "$status" -eq 0 ] || fail "$output"
+	! grep -q '^  rank ' <<<"$output" || fail "--explain prints the cost alone: $output"
+	assert_contains "$output" "this placement (topology)" "Slurm's block order" "Megatron's default order"
+	grep -Eq '^  cp   16\.1 GB +- +- +16\.5 TB +- +0\.322 s$' <<<"$output" || fail "$output"
+	# 16.5 TB of cp leave the spines: 6.3 TB of 22.8 TB remain.
+	assert_contains "$output" "verdict: this placement sends 28% of the bytes Slurm's block order sends through a spine"
+	# On a PCIe box, tp crosses PCIe.
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --parallel tp=2 --model hidden=1024,layers=8,seq=1024,mbs=1 --explain
+	grep -Eq '^  tp   268\.4 MB +- +4\.3 GB +- +- ' <<<"$output" || fail "$output"
+	run "$LLMP" plan --topology "$FIXTURES/pcie-4gpu.json" --parallel tp=2 --explain
+	[ "$status" -eq 2 ] && assert_contains "$output" "--explain explains the cost of --model: give --model too"
+}
+
 @test "--svg: a picture of the placement, one cell per rank, hosts in rows by leaf; written whole or not at all" {
 	run "$LLMP" plan --topology "$FIXTURES/heterogeneous.json" --parallel tp=4,pp=2 --tasks-per-node 4 --svg "$W/p.svg"
 	[ "$status" -eq 0 ] || fail "$output"

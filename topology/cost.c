@@ -127,6 +127,33 @@ static unsigned *hca_share(const struct topo_placement *p)
 	return share;
 }
 
+const char *topo_link_name(enum topo_link l)
+{
+	static const char *const names[] = { "NVLink", "PCIe", "IB leaf", "IB spine" };
+	return (unsigned)l < TOPO_NLINKS ? names[l] : "?";
+}
+
+/* The link class a group of the given span crosses: inside a node, NVLink when all its GPUs have it. */
+static enum topo_link link_of(const struct topo *t, const struct topo_placement *p, const uint32_t *members,
+			      size_t n, enum topo_span span)
+{
+	switch (span) {
+	case TOPO_SPAN_NVLINK_DOMAIN: return TOPO_LINK_NVLINK;
+	case TOPO_SPAN_LEAF: return TOPO_LINK_IB_LEAF;
+	case TOPO_SPAN_TREE:
+	case TOPO_SPAN_NONE: return TOPO_LINK_IB_SPINE;
+	default: break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct topo_slot *s = &p->rank[members[i]];
+		const struct topo_type *ty = &t->types[t->nodes[s->node].type];
+		const struct topo_gpu *g = s->gpu >= 0 ? &ty->gpus[s->gpu] : NULL;
+		if (!g || (g->nvlink != TOPO_NVLINK_SWITCH && g->nvlink != TOPO_NVLINK_PEERS))
+			return TOPO_LINK_PCIE;
+	}
+	return TOPO_LINK_NVLINK;
+}
+
 /* --------------------------------------------------------------- bytes */
 
 /* Bytes per rank and step that each dimension moves (cost.h, topology.md §8). */
@@ -211,6 +238,7 @@ llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct 
 				dim->switch_bytes += bytes * n;
 			if (span > TOPO_SPAN_NODE)
 				dim->node_bytes += bytes * n;
+			dim->link_bytes[link_of(t, p, members, n, span)] += bytes * n;
 			if (g == 0 || seconds > dim->seconds || (gbps <= 0 && dim->gbps > 0)) {
 				dim->seconds = seconds;
 				dim->gbps = gbps;

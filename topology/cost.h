@@ -37,14 +37,19 @@ llmp_status topo_model_parse(const char *text, struct topo_model *m, char *msg, 
 #define TOPO_GBPS_NVLINK_LINK 25.0 /* one NVLink 4 link (H100: 18 of them, 450 GB/s) */
 #define TOPO_GBPS_PCIE 24.0        /* PCIe Gen4 x16 as NCCL models it */
 
+/* The link classes a group's traffic crosses, by its span (placement.h). */
+enum topo_link { TOPO_LINK_NVLINK, TOPO_LINK_PCIE, TOPO_LINK_IB_LEAF, TOPO_LINK_IB_SPINE, TOPO_NLINKS };
+const char *topo_link_name(enum topo_link l);
+
 struct topo_cost_dim {
 	enum llmp_axis axis;
-	double bytes;        /* per rank and step */
-	enum topo_span span; /* the widest span among its groups */
-	double gbps;         /* the bandwidth of the link that span crosses */
-	double seconds;      /* bytes / gbps */
-	double switch_bytes; /* summed over the ranks whose group crosses a switch above a leaf */
-	double node_bytes;   /* summed over the ranks whose group leaves its node */
+	double bytes;                   /* per rank and step */
+	enum topo_span span;            /* the widest span among its groups */
+	double gbps;                    /* the bandwidth of the link that span crosses */
+	double seconds;                 /* bytes / gbps */
+	double switch_bytes;            /* summed over the ranks whose group crosses a switch above a leaf */
+	double node_bytes;              /* summed over the ranks whose group leaves its node */
+	double link_bytes[TOPO_NLINKS]; /* summed over ranks, by the class of link their group crosses */
 };
 
 struct topo_cost {
