@@ -13,9 +13,20 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format
 endif
+# The CUDA kernels' element functions, compiled by the C compiler (always)
+# and, with nvcc, by nvcc as CUDA host code; the link of the kernels'
+# archive, and its check, only with nvcc.
+unit_tests += tests/unit/test_cuda_elem
+if HAVE_CUDA
+unit_tests += tests/unit/test_cuda_elem_nvcc tests/unit/test_cuda_link
+endif
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
+if HAVE_CUDA
+TESTS += tests/unit/cuda_link_check.sh
 endif
+endif
+EXTRA_DIST += tests/unit/cuda_link_check.sh
 
 test_cflags = $(LLMP_CFLAGS) $(CMOCKA_CFLAGS)
 test_ldadd = topology/libplanner.la $(CMOCKA_LIBS)
@@ -49,4 +60,18 @@ if BUILD_RUNTIME
 tests_unit_test_ckpt_format_CFLAGS = $(test_cflags)
 tests_unit_test_ckpt_format_LDADD = runtime/ckpt/format/libckpt_format.la topology/libplanner.la \
 	kernels/libkernels.la $(CMOCKA_LIBS)
+endif
+tests_unit_test_cuda_elem_CFLAGS = $(test_cflags)
+tests_unit_test_cuda_elem_LDADD = kernels/libkernels.la $(CMOCKA_LIBS) -lm
+if HAVE_CUDA
+# The same source as CUDA C++ host code (-x cu), where KERN_HD is
+# __host__ __device__; linked by the C compiler with the CUDA runtime.
+tests_unit_test_cuda_elem_nvcc_SOURCES =
+tests_unit_test_cuda_elem_nvcc_LDADD = tests/unit/test_cuda_elem_nvcc.$(OBJEXT) kernels/libkernels.la \
+	$(CMOCKA_LIBS) $(CUDART_LIBS) -lm
+tests/unit/test_cuda_elem_nvcc.$(OBJEXT): tests/unit/test_cuda_elem.c $(kernels_cuda_headers)
+	$(AM_V_NVCC)$(NVCC_COMPILE) $(CMOCKA_CFLAGS) $(NVCCFLAGS) -x cu -c -o $@ $(srcdir)/tests/unit/test_cuda_elem.c
+tests_unit_test_cuda_link_CFLAGS = $(test_cflags)
+tests_unit_test_cuda_link_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_unit_test_cuda_link_LDADD = kernels/cuda/libkernels_cuda.a kernels/libkernels.la $(CMOCKA_LIBS) $(CUDART_LIBS)
 endif

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# kernels/cuda/local.mk - the CUDA kernels (included by Makefile.am).
+#
+# Built only when configure finds nvcc (HAVE_CUDA), into a plain static
+# archive of position-independent objects, kernels/cuda/libkernels_cuda.a.
+# Nothing links it yet but its tests: libllmp gets it with the device path.
+# Automake knows no .cu, so one suffix rule compiles them with the flags
+# configure chose (NVCC_BASEFLAGS, NVCC_WFLAGS, NVCC_GENCODE: sm_80, sm_90,
+# sm_100 and compute_90 PTX, every warning an error) and the user's
+# NVCCFLAGS last. nvcc's dependency output is not used: every object
+# depends on every header of the kernels, which are few.
+kernels_cuda_headers = \
+	kernels/cuda/hd.h kernels/cuda/half_elem.h kernels/cuda/reduce_elem.h \
+	kernels/cuda/crc32c_elem.h kernels/cuda/attn_merge_elem.h \
+	kernels/cuda/kern_cuda.h kernels/cuda/launch.cuh kernels/attn_merge.h
+kernels_cuda_sources = \
+	kernels/cuda/reduce.cu kernels/cuda/cast.cu \
+	kernels/cuda/attn_merge.cu kernels/cuda/crc32c.cu
+EXTRA_DIST += $(kernels_cuda_headers) $(kernels_cuda_sources) kernels/cuda/local.mk kernels/cuda/README.md
+
+NVCC_COMPILE = $(NVCC) $(NVCC_BASEFLAGS) $(NVCC_WFLAGS) $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(CPPFLAGS)
+AM_V_NVCC = $(am__v_NVCC_@AM_V@)
+am__v_NVCC_ = $(am__v_NVCC_@AM_DEFAULT_V@)
+am__v_NVCC_0 = @echo "  NVCC    " $@;
+am__v_NVCC_1 =
+
+if HAVE_CUDA
+noinst_LIBRARIES = kernels/cuda/libkernels_cuda.a
+kernels_cuda_libkernels_cuda_a_SOURCES = $(kernels_cuda_sources)
+$(kernels_cuda_libkernels_cuda_a_OBJECTS): $(kernels_cuda_headers)
+endif
+
+SUFFIXES = .cu
+.cu.o:
+	$(AM_V_NVCC)$(NVCC_COMPILE) $(NVCC_GENCODE) $(NVCCFLAGS) -c -o $@ $<
