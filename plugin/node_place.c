@@ -9,7 +9,7 @@
  * GPUs (CUDA_VISIBLE_DEVICES as it sets them) in PCI bus order, as its
  * gpu/nvml AutoDetect sorts them; the placement's GPU index is in the same
  * order, so it picks the entry of that list, when the step sees every GPU
- * of the node. Otherwise, or without a description, tasks keep one GPU each
+ * of the node. Otherwise, or without a description, tasks take GPUs
  * in local order. A description that cannot be read is a warning in the
  * job's output, never a failed step.
  */

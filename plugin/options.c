@@ -4,7 +4,8 @@
  *
  *   --llm-parallel=SPEC   the layout (grammar: llmp_spec.h); "help" prints it
  *   --llm-checkpoint=SPEC checkpoint root and policy (llmp_ckpt_spec.h); "help"
- *   --llm-gpu-bind=MODE   task: one GPU per local task (default); none
+ *   --llm-gpu-bind=MODE   node: the step's GPUs, LOCAL_RANK the task's (default);
+ *                         task: one GPU per task; none (gpu_bind.h)
  *   --llm-placement=MODE  block: ranks are Slurm's task ids (default);
  *                         topology: ranks in topology order (job_place.h)
  *
@@ -14,6 +15,7 @@
  * before its own command line, which must win.
  */
 #include "plugin.h"
+#include "gpu_bind.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +47,9 @@ static void print_grammar_and_exit(int val)
 		      stdout);
 	} else {
 		fputs(llmp_spec_grammar(), stdout);
-		fputs("Other options: --llm-gpu-bind=task|none (one GPU per local task; default\n"
-		      "task), --llm-placement=block|topology (ranks as Slurm's task ids, the\n"
+		fputs("Other options: --llm-gpu-bind=node|task|none (every task sees the step's\n"
+		      "GPUs and LOCAL_RANK indexes its own, the default; one GPU per task; as Slurm\n"
+		      "set them), --llm-placement=block|topology (ranks as Slurm's task ids, the\n"
 		      "default, or in the topology's order), --llm-checkpoint=DIR[,...]\n"
 		      "(--llm-checkpoint=help explains)\n"
 		      "The environment variable LLMP_PARALLEL gives a layout too; the option wins\n"
@@ -59,11 +62,12 @@ static void print_grammar_and_exit(int val)
 static int option_cb(int val, const char *optarg, int remote)
 {
 	if (val == OPT_GPU_BIND) {
-		if (!optarg || (strcmp(optarg, "task") != 0 && strcmp(optarg, "none") != 0)) {
-			plugin_user_message("--llm-gpu-bind: expected 'task' or 'none'");
+		int mode = plugin_gpus_parse(optarg);
+		if (mode < 0) {
+			plugin_user_message("--llm-gpu-bind: expected 'node', 'task' or 'none'");
 			return -1;
 		}
-		ctx.gpu_bind = strcmp(optarg, "task") == 0;
+		ctx.gpu_bind = mode;
 		return 0;
 	}
 	if (val == OPT_PLACEMENT) {
@@ -95,9 +99,10 @@ static struct spank_option options[] = {
 	  "[llm_parallel] checkpoints of a requeued job "
 	  "DIR[,every=N|Nmin][,keep=N][,restarts=N]; 'help' explains",
 	  1, OPT_CHECKPOINT, option_cb },
-	{ "llm-gpu-bind", "task|none",
-	  "[llm_parallel] with --llm-parallel: one GPU per local task (task, the "
-	  "default) or leave CUDA_VISIBLE_DEVICES as Slurm set it (none)",
+	{ "llm-gpu-bind", "node|task|none",
+	  "[llm_parallel] with --llm-parallel: every task sees the step's GPUs and "
+	  "LOCAL_RANK indexes its own (node, the default), one GPU per task with "
+	  "LOCAL_RANK=0 (task), or GPUs and LOCAL_RANK as Slurm set them (none)",
 	  1, OPT_GPU_BIND, option_cb },
 	{ "llm-placement", "block|topology",
 	  "[llm_parallel] with --llm-parallel: ranks are Slurm's task ids (block, "

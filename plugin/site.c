@@ -7,6 +7,7 @@
  * as pyxis does, rather than being ignored.
  */
 #include "site.h"
+#include "gpu_bind.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -92,9 +93,10 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		return 0;
 	}
 	if (is_key(arg, klen, "gpu_bind")) {
-		if (strcmp(v, "task") != 0 && strcmp(v, "none") != 0)
-			return bad(msg, msglen, arg, "expected task or none");
-		site->gpu_bind = strcmp(v, "task") == 0;
+		int mode = plugin_gpus_parse(v);
+		if (mode < 0)
+			return bad(msg, msglen, arg, "expected node, task or none");
+		site->gpu_bind = mode;
 		return 0;
 	}
 	if (is_key(arg, klen, "placement")) {
@@ -125,7 +127,7 @@ int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg
 	memset(site, 0, sizeof *site);
 	llmp_spec_init(&site->defaults);
 	llmp_ckpt_spec_init(&site->ckpt_defaults);
-	site->gpu_bind = true;
+	site->gpu_bind = PLUGIN_GPUS_NODE;
 	site->port_base = DEFAULT_PORT_BASE;
 	site->port_range = DEFAULT_PORT_RANGE;
 	for (int i = 0; i < argc; i++)

@@ -10,7 +10,7 @@
  *                     turn checkpointing on by themselves
  *   max_tp=N max_pp=N max_cp=N max_ep=N max_etp=N
  *                     ceilings on sizes (e.g. tp no wider than a node's NVLink domain)
- *   gpu_bind=task|none  default of --llm-gpu-bind (task: one GPU per local task)
+ *   gpu_bind=node|task|none  default of --llm-gpu-bind (node, gpu_bind.h)
  *   placement=block|topology  default of --llm-placement (block: ranks are
  *                     Slurm's task ids)
  *   port_base=N port_range=N
@@ -35,7 +35,7 @@ struct plugin_site {
 	llmp_spec defaults;
 	llmp_ckpt_spec ckpt_defaults;
 	uint32_t max[LLMP_NKEYS]; /* ceiling per size key; 0 = none */
-	bool gpu_bind;
+	int gpu_bind;             /* enum plugin_gpus */
 	bool placement_topology;
 	uint32_t port_base, port_range;
 	char layout_dir[256]; /* "" = the job's TMPDIR, else /tmp */

@@ -294,40 +294,49 @@ int plugin_step_prepare(spank_t sp)
 	return prepare_normal_step(sp);
 }
 
-/* Bind the task to its GPU; advice goes to the job's output once per node. */
-static int bind_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks)
+/*
+ * The task's GPU (gpu_bind.h): its entry in the step's CUDA_VISIBLE_DEVICES
+ * is the placement's, when the step sees every GPU of the node (Slurm lists
+ * them in PCI bus order, as the placement counts them), else its local id.
+ * Node mode gives that entry as LOCAL_RANK; task mode cuts the list to it,
+ * in *bind, and gives LOCAL_RANK 0. Advice goes to the job's output once per
+ * node.
+ */
+static uint32_t choose_gpu(spank_t sp, uint32_t local_rank, uint32_t local_tasks, char *bind, size_t len)
 {
 	struct plugin_ctx *c = plugin_ctx();
-	char visible[4096], gpu[256];
+	char visible[4096];
 	uint32_t ngpus;
-
-	if (!(c->gpu_bind >= 0 ? c->gpu_bind : c->site.gpu_bind))
-		return 0;
+	int mode = c->gpu_bind >= 0 ? c->gpu_bind : c->site.gpu_bind;
 	const char *list = step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible);
-	uint32_t entry = local_rank;
-	/* The placement's GPU, when the step sees every GPU of the node (in bus order, as Slurm numbers them). */
-	if (list && c->placed && local_rank < c->place.n && c->place.gpu[local_rank] >= 0) {
-		uint32_t entries = *list ? 1 : 0;
-		for (const char *p = list; *p; p++)
-			entries += *p == ',';
-		if (entries == c->place.type->ngpus)
-			entry = (uint32_t)c->place.gpu[local_rank];
+	uint32_t entries = plugin_gpu_entries(list), entry = local_rank;
+	bind[0] = '\0';
+	if (mode == PLUGIN_GPUS_NONE || entries == 0)
+		return local_rank;
+	if (c->placed && local_rank < c->place.n && c->place.gpu[local_rank] >= 0 &&
+	    entries == c->place.type->ngpus)
+		entry = (uint32_t)c->place.gpu[local_rank];
+	if (entries == 1 && local_tasks > 1) {
+		if (local_rank == 0 && mode == PLUGIN_GPUS_NODE)
+			plugin_task_message(
+				"warning: each task sees one GPU (--gpus-per-task or --gpu-bind?): "
+				"LOCAL_RANK=0 in every task, and NCCL cannot see the node's other "
+				"GPUs; --gpus-per-node keeps them visible");
+		return 0;
 	}
-	switch (plugin_gpu_pick(list, entry, local_tasks, gpu, sizeof gpu, &ngpus)) {
-	case PLUGIN_GPU_BOUND:
-		if (spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS)
-			return -1;
-		break;
-	case PLUGIN_GPU_TOO_FEW:
+	if (entries < local_tasks) {
 		if (local_rank == 0)
-			plugin_task_message("warning: %u tasks on this node but %u GPUs in the "
-					    "step; GPUs left unbound (use --gpus-per-node=%u, "
-					    "or --llm-gpu-bind=none to silence this)",
-					    local_tasks, ngpus, local_tasks);
-		break;
-	case PLUGIN_GPU_NONE:
-	case PLUGIN_GPU_ALREADY_BOUND: break;
+			plugin_task_message(
+				"warning: %u tasks on this node but %u GPUs in the step; GPUs left as "
+				"Slurm set them (use --gpus-per-node=%u, or --llm-gpu-bind=none to "
+				"silence this)",
+				local_tasks, entries, local_tasks);
+		return local_rank;
 	}
+	if (mode == PLUGIN_GPUS_NODE)
+		return entry;
+	if (plugin_gpu_pick(list, entry, local_tasks, bind, len, &ngpus) != PLUGIN_GPU_BOUND)
+		bind[0] = '\0';
 	return 0;
 }
 
@@ -389,7 +398,7 @@ static void network_devices(spank_t sp, uint32_t local_rank)
 	struct plugin_ctx *c = plugin_ctx();
 	char buf[1024];
 	if (local_rank == 0 && c->place_warning[0])
-		plugin_task_message("warning: %s; tasks keep one GPU each in local order", c->place_warning);
+		plugin_task_message("warning: %s; tasks take GPUs in local order", c->place_warning);
 	if (!c->placed || local_rank >= c->place.n || c->place.hca[local_rank] < 0)
 		return;
 	const struct topo_hca *h = &c->place.type->hcas[c->place.hca[local_rank]];
@@ -401,6 +410,15 @@ static void network_devices(spank_t sp, uint32_t local_rank)
 		}
 	if (plugin_node_hca_list(&c->place, buf, sizeof buf) == 0)
 		spank_setenv(sp, "NCCL_IB_HCA", buf, 0);
+}
+
+/* OMP_NUM_THREADS, where the task has none: its CPUs (SLURM_CPUS_PER_TASK), else 1, as torchrun does. */
+static void thread_default(spank_t sp)
+{
+	char cpus[32];
+	const char *n = step_env(sp, "SLURM_CPUS_PER_TASK", cpus, sizeof cpus);
+	bool number = n && *n && n[0] != '0' && strspn(n, "0123456789") == strlen(n);
+	spank_setenv(sp, "OMP_NUM_THREADS", number ? n : "1", 0);
 }
 
 static void socket_ifname(spank_t sp)
@@ -446,9 +464,12 @@ int plugin_step_task(spank_t sp)
 		snprintf(first, sizeof first, "%s", c->job.master);
 		snprintf(placement, sizeof placement, "topology:%016llx", (unsigned long long)c->job.digest);
 	}
+	char gpu[256];
+	uint32_t torch_local = choose_gpu(sp, (uint32_t)local_rank, local_tasks, gpu, sizeof gpu);
 	struct plugin_task task = {
 		.rank = rank,
 		.local_rank = (uint32_t)local_rank,
+		.torch_local_rank = torch_local,
 		.local_tasks = local_tasks,
 		.node_rank = c->node_id,
 		.nnodes = c->nnodes,
@@ -467,7 +488,8 @@ int plugin_step_task(spank_t sp)
 		return -1;
 	socket_ifname(sp);
 	network_devices(sp, (uint32_t)local_rank);
-	if (bind_gpu(sp, (uint32_t)local_rank, local_tasks) < 0) {
+	thread_default(sp);
+	if (gpu[0] && spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS) {
 		plugin_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;
 	}

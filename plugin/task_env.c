@@ -8,6 +8,7 @@
 #include "task_env.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +39,36 @@ static void axis_var(char *out, size_t outlen, enum llmp_axis axis, const char *
 	for (const char *s = llmp_axis_name(axis); *s && off + 1 < outlen; s++)
 		out[off++] = *s == '-' ? '_' : (char)toupper((unsigned char)*s);
 	snprintf(out + off, outlen - off, "_%s", what);
+}
+
+/*
+ * Megatron-LM's arguments for the layout, or -1 where Megatron cannot state
+ * its order: it knows tp-cp-ep-dp-pp (its default) and, with
+ * --use-tp-pp-dp-mapping, tp-cp-ep-pp-dp. Keys at their default are left
+ * out, so older Megatron versions accept what they do not know of.
+ */
+static int megatron_args(const llmp_plan *plan, char *out, size_t len)
+{
+	const char *order = llmp_plan_order(plan);
+	bool tp_pp_dp = strcmp(order, "tp-cp-ep-pp-dp") == 0;
+	if (!tp_pp_dp && strcmp(order, "tp-cp-ep-dp-pp") != 0)
+		return -1;
+	uint32_t tp = llmp_plan_size(plan, LLMP_AXIS_TP), cp = llmp_plan_size(plan, LLMP_AXIS_CP),
+		 ep = llmp_plan_size(plan, LLMP_AXIS_EP), etp = llmp_plan_size(plan, LLMP_AXIS_ETP),
+		 vpp = llmp_plan_vpp(plan);
+	int n = snprintf(out, len, "--tensor-model-parallel-size %u --pipeline-model-parallel-size %u", tp,
+			 llmp_plan_size(plan, LLMP_AXIS_PP));
+	if (cp > 1)
+		n += snprintf(out + n, len - (size_t)n, " --context-parallel-size %u", cp);
+	if (ep > 1)
+		n += snprintf(out + n, len - (size_t)n, " --expert-model-parallel-size %u", ep);
+	if (etp != tp)
+		n += snprintf(out + n, len - (size_t)n, " --expert-tensor-parallel-size %u", etp);
+	if (vpp)
+		n += snprintf(out + n, len - (size_t)n, " --num-virtual-stages-per-pipeline-rank %u", vpp);
+	if (tp_pp_dp)
+		n += snprintf(out + n, len - (size_t)n, " --use-tp-pp-dp-mapping");
+	return (size_t)n < len ? 0 : -1;
 }
 
 int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t, struct llmp_env *env)
@@ -74,14 +105,26 @@ int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t, struct l
 	if (t->layout_file)
 		rc |= add(env, LLMP_ENV_LAYOUT_FILE, "%s", t->layout_file);
 
-	/* torch.distributed's env:// rendezvous */
+	char megatron[256];
+	if (megatron_args(plan, megatron, sizeof megatron) == 0)
+		rc |= add(env, LLMP_ENV_MEGATRON_ARGS, "%s", megatron);
+
+	/* torchrun's contract (torch.distributed's env:// rendezvous, torchelastic's roles) */
 	rc |= add(env, "RANK", "%u", t->rank);
-	rc |= add(env, "LOCAL_RANK", "%u", t->local_rank);
+	rc |= add(env, "LOCAL_RANK", "%u", t->torch_local_rank);
 	rc |= add(env, "WORLD_SIZE", "%u", llmp_plan_world(plan));
 	rc |= add(env, "LOCAL_WORLD_SIZE", "%u", t->local_tasks);
 	rc |= add(env, "GROUP_RANK", "%u", t->node_rank);
+	rc |= add(env, "GROUP_WORLD_SIZE", "%u", t->nnodes);
+	rc |= add(env, "ROLE_NAME", "default");
+	rc |= add(env, "ROLE_RANK", "%u", t->rank);
+	rc |= add(env, "ROLE_WORLD_SIZE", "%u", llmp_plan_world(plan));
 	rc |= add(env, "MASTER_ADDR", "%s", t->master_addr);
 	rc |= add(env, "MASTER_PORT", "%u", t->master_port);
+	/* DeepSpeed's launcher (its checkpoint writer reads CROSS_*) */
+	rc |= add(env, "LOCAL_SIZE", "%u", t->local_tasks);
+	rc |= add(env, "CROSS_RANK", "%u", t->node_rank);
+	rc |= add(env, "CROSS_SIZE", "%u", t->nnodes);
 	rc |= plugin_ckpt_env(t->ckpt, t->restart_count, env);
 	return rc ? -1 : 0;
 }

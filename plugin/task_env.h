@@ -17,15 +17,16 @@
 /* Where a task sits in its step, as Slurm describes it. */
 struct plugin_task {
 	uint32_t rank, local_rank, local_tasks, node_rank, nnodes;
-	const char *master_addr; /* the host of rank 0: the step's first node unless renumbered */
-	const char *placement;   /* LLMP_PLACEMENT: "block", or "topology:<digest>" when renumbered */
+	uint32_t torch_local_rank; /* LOCAL_RANK: the task's GPU entry, or 0 with one GPU (gpu_bind.h) */
+	const char *master_addr;   /* the host of rank 0: the step's first node unless renumbered */
+	const char *placement;     /* LLMP_PLACEMENT: "block", or "topology:<digest>" when renumbered */
 	uint32_t master_port;
 	const char *layout_file;    /* path of the per-node JSON layout */
 	const llmp_ckpt_spec *ckpt; /* checked; NULL when checkpointing is off */
 	uint32_t restart_count;     /* SLURM_RESTART_COUNT, 0 when unset */
 };
 
-#define PLUGIN_ENV_MAX 48
+#define PLUGIN_ENV_MAX 64
 #define PLUGIN_ENV_VALUE_MAX (LLMP_CKPT_SPEC_MAX_LEN + 1) /* LLMP_CHECKPOINT is the longest */
 
 struct llmp_env {

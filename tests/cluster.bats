@@ -126,17 +126,32 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	assert_queue_empty
 }
 
-@test "GPU binding: one GPU per local task, or none with --llm-gpu-bind=none" {
+@test "GPUs: every task sees the node's and LOCAL_RANK picks its own; one each with --llm-gpu-bind=task" {
 	run srun -N2 --ntasks-per-node=4 --gres=gpu:4 --llm-parallel=tp=4 "$TASK_ENV"
 	[ "$status" -eq 0 ]
 	check_tasks tp=4 8 --gpus 4
+	run srun -N2 --ntasks-per-node=4 --gres=gpu:4 --llm-parallel=tp=4 --llm-gpu-bind=task "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	check_tasks tp=4 8 --gpus 4 --gpu-bind task
 	run srun -N2 --ntasks-per-node=4 --gres=gpu:4 --llm-parallel=tp=4 --llm-gpu-bind=none "$TASK_ENV"
 	[ "$status" -eq 0 ]
-	check_tasks tp=4 8 --gpus 4 --no-gpu-bind
-	write_plugstack gpu_bind=none
+	check_tasks tp=4 8 --gpus 4 --gpu-bind none
+	write_plugstack gpu_bind=task
 	run srun -N1 -n4 --gres=gpu:4 --llm-parallel=tp=4 "$TASK_ENV"
 	[ "$status" -eq 0 ]
-	check_tasks tp=4 4 --gpus 4 --no-gpu-bind
+	check_tasks tp=4 4 --gpus 4 --gpu-bind task
+	# A task's own OMP_NUM_THREADS stays; -c sets it to the task's CPUs.
+	write_plugstack
+	OMP_NUM_THREADS=7 run srun -N1 -n2 --llm-parallel=tp=2 "$TASK_ENV"
+	[ "$(grep -c 'OMP_NUM_THREADS=7 ' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	run srun -N1 -n2 -c 2 --llm-parallel=tp=2 "$TASK_ENV"
+	check_tasks tp=2 2
+	[ "$(grep -c 'OMP_NUM_THREADS=2 ' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	# One GPU per task from Slurm (--gpus-per-task): LOCAL_RANK 0 everywhere, and a warning.
+	run srun -N1 -n2 --gpus-per-task=1 --llm-parallel=tp=2 "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^task .* LOCAL_RANK=0 ' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	grep -q 'llm_parallel: warning: each task sees one GPU' <<<"$output" || { echo "$output"; false; }
 }
 
 @test "fewer GPUs than tasks: a warning, CUDA_VISIBLE_DEVICES left as Slurm set it" {
@@ -220,7 +235,8 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	# The test nodes described as PCIe boxes (etc/topology/pcie-4gpu.json):
 	# GPUs 0,1 under one PCIe switch, 2,3 under another, one RoCE HCA. With cp
 	# fastest the tp pairs are ranks (0,2) and (1,3): each pair under one
-	# switch, so rank 1 gets GPU 2 and rank 2 GPU 1 (worked out by hand).
+	# switch, so rank 1 gets GPU 2 and rank 2 GPU 1 (worked out by hand):
+	# every task sees the four, and LOCAL_RANK names its own.
 	python3 - "$LLMP_SRCDIR/etc/topology/pcie-4gpu.json" "$WORK/nodes.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -228,28 +244,34 @@ doc["nodes"] = [{"hosts": "node[1-3]", "type": "pcie-4gpu"}]
 doc["switches"] = []
 json.dump(doc, open(sys.argv[2], "w"))
 PY
-	local show='echo "place $SLURM_PROCID $CUDA_VISIBLE_DEVICES ${UCX_NET_DEVICES-<unset>} ${NCCL_IB_HCA-<unset>}"'
+	local show='echo "place $SLURM_PROCID $LOCAL_RANK $CUDA_VISIBLE_DEVICES ${UCX_NET_DEVICES-<unset>} ${NCCL_IB_HCA-<unset>}"'
 	LLMP_TOPOLOGY_FILE=$WORK/nodes.json run srun -N1 -n4 --gres=gpu:4 \
 		--llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	for want in "0 0" "1 2" "2 1" "3 3"; do
+		grep -qx "place $want 0,1,2,3 mlx5_0:1 =mlx5_0" <<<"$output" || { echo "want $want: $output"; false; }
+	done
+	# One GPU per task: the same GPUs, each alone in the task's list.
+	LLMP_TOPOLOGY_FILE=$WORK/nodes.json run srun -N1 -n4 --gres=gpu:4 --llm-gpu-bind=task \
+		--llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"
+	for want in "0 0 0" "1 0 2" "2 0 1" "3 0 3"; do
 		grep -qx "place $want mlx5_0:1 =mlx5_0" <<<"$output" || { echo "want $want: $output"; false; }
 	done
 	# The user's own values stay.
 	LLMP_TOPOLOGY_FILE=$WORK/nodes.json UCX_NET_DEVICES=all NCCL_IB_HCA=mine run srun -N1 -n4 --gres=gpu:4 \
 		--llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"
-	grep -qx "place 1 2 all mine" <<<"$output" || { echo "$output"; false; }
+	grep -qx "place 1 2 0,1,2,3 all mine" <<<"$output" || { echo "$output"; false; }
 	# The site's description (plugstack topology=) when the job names none.
 	write_plugstack "topology=$WORK/nodes.json"
 	run srun -N1 -n4 --gres=gpu:4 --llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"
-	grep -qx "place 1 2 mlx5_0:1 =mlx5_0" <<<"$output" || { echo "site topology=: $output"; false; }
+	grep -qx "place 1 2 0,1,2,3 mlx5_0:1 =mlx5_0" <<<"$output" || { echo "site topology=: $output"; false; }
 	write_plugstack
 	# A file that is not there: a warning once per node, local order, the step runs.
 	LLMP_TOPOLOGY_FILE=$WORK/none.json run srun -N1 -n4 --gres=gpu:4 --llm-parallel=tp=2 sh -c "$show"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
-	grep -q "warning: topology $WORK/none.json: No such file or directory; tasks keep one GPU each in local order" \
+	grep -q "warning: topology $WORK/none.json: No such file or directory; tasks take GPUs in local order" \
 		<<<"$output" || { echo "$output"; false; }
-	grep -qx "place 1 1 <unset> <unset>" <<<"$output" || { echo "$output"; false; }
+	grep -qx "place 1 1 0,1,2,3 <unset> <unset>" <<<"$output" || { echo "$output"; false; }
 }
 
 @test "--llm-placement=topology: ranks follow the tree, MASTER_ADDR is rank 0's host; cyclic tasks and no file refused" {

@@ -16,6 +16,9 @@
 #define LLMP_ENV_ORDER "LLMP_ORDER"             /* the dimensions, fastest first */
 #define LLMP_ENV_VPP_SIZE "LLMP_VPP_SIZE"       /* virtual pipeline stages per rank */
 #define LLMP_ENV_LAYOUT_FILE "LLMP_LAYOUT_FILE" /* the JSON layout (doc/layout-json.md) */
+/* Megatron-LM's arguments for the layout ("--tensor-model-parallel-size 2 ..."),
+ * set when Megatron can state the order. */
+#define LLMP_ENV_MEGATRON_ARGS "LLMP_MEGATRON_ARGS"
 /* LLMP_<DIM>_SIZE and LLMP_<DIM>_RANK for each dimension: plugin/task_env.c. */
 #define LLMP_ENV_PREFIX "LLMP_"
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Check the task lines of task_env.sh against a layout computed here.
 
-usage: check_env.py SPEC WORLD [--gpus N] [--no-gpu-bind] [--master NODE]
+usage: check_env.py SPEC WORLD [--gpus N] [--gpu-bind node|task|none] [--master NODE]
                     [--checkpoint CKPT] [--restart-count N] < lines
 
 The expected coordinates come from Megatron-Core's numbering written out
@@ -11,9 +11,14 @@ dimension fastest, dense grid tp/cp/dp/pp and expert grid etp/ep/edp/pp.
 SPEC "" is the default layout (--llm-checkpoint alone). CKPT is the
 checkpoint spec the tasks must see, every key written out by the caller
 (DIR,every=...,keep=N,restarts=N); without it, no checkpoint variable may be
-set. LLMP_RESTART_COUNT must be N (default 0).
+set. LLMP_RESTART_COUNT must be N (default 0). With --gpus N (GPUs per node, no
+topology: each task's GPU is the one at its local id), --gpu-bind says what
+the tasks must see (default node: all N, LOCAL_RANK its local id; task: one,
+LOCAL_RANK 0; none: all N). LLMP_MEGATRON_ARGS is checked against Megatron-LM's
+argument names for the layout.
 Exits 1 with one line per mismatch.
 """
+import os
 import sys
 
 DEFAULT_ORDER = ["tp", "cp", "ep", "dp", "pp"]
@@ -63,7 +68,7 @@ def main():
     args = sys.argv[1:]
     spec, world = args[0], int(args[1])
     gpus = int(args[args.index("--gpus") + 1]) if "--gpus" in args else 0
-    bind = "--no-gpu-bind" not in args
+    bind = args[args.index("--gpu-bind") + 1] if "--gpu-bind" in args else "node"
     master = args[args.index("--master") + 1] if "--master" in args else None
     ckpt = args[args.index("--checkpoint") + 1] if "--checkpoint" in args else None
     restarts = args[args.index("--restart-count") + 1] if "--restart-count" in args else "0"
@@ -78,7 +83,11 @@ def main():
         if not line.startswith("task "):
             continue
         fields = line.split()
-        tasks[int(fields[1])] = dict(f.split("=", 1) for f in fields[2:])
+        bad = [f for f in fields[2:] if "=" not in f]
+        if bad:
+            print(f"malformed task line (fields {bad}): {line.strip()}")
+            return 1
+        tasks.setdefault(int(fields[1]), {}).update(f.split("=", 1) for f in fields[2:])
     errors = []
     if sorted(tasks) != list(range(world)):
         errors.append(f"expected tasks 0..{world - 1}, got {sorted(tasks)}")
@@ -95,6 +104,20 @@ def main():
     for env in tasks.values():
         per_node[env["SLURMD_NODENAME"]] = per_node.get(env["SLURMD_NODENAME"], 0) + 1
 
+    nodes = len(per_node)
+    megatron = None
+    if order[:5] in (["tp", "cp", "ep", "dp", "pp"], ["tp", "cp", "ep", "pp", "dp"]):
+        megatron = f"--tensor-model-parallel-size {size['tp']} --pipeline-model-parallel-size {size['pp']}"
+        if size["cp"] > 1:
+            megatron += f" --context-parallel-size {size['cp']}"
+        if size["ep"] > 1:
+            megatron += f" --expert-model-parallel-size {size['ep']}"
+        if size["etp"] != size["tp"]:
+            megatron += f" --expert-tensor-parallel-size {size['etp']}"
+        if vpp:
+            megatron += f" --num-virtual-stages-per-pipeline-rank {vpp}"
+        if order[3] == "pp":
+            megatron += " --use-tp-pp-dp-mapping"
     for rank, env in sorted(tasks.items()):
         local = per_node[env["SLURMD_NODENAME"]]
         for name in ("LOCAL_WORLD_SIZE", "LLMP_LOCAL_WORLD_SIZE"):
@@ -104,8 +127,13 @@ def main():
         expect = {
             "LLMP_WORLD_SIZE": world, "WORLD_SIZE": world,
             "LLMP_RANK": rank, "RANK": rank,
-            "LOCAL_RANK": env["SLURM_LOCALID"], "LLMP_LOCAL_RANK": env["SLURM_LOCALID"],
+            "LOCAL_RANK": 0 if gpus and bind == "task" else env["SLURM_LOCALID"],
+            "LLMP_LOCAL_RANK": env["SLURM_LOCALID"],
             "GROUP_RANK": env["SLURM_NODEID"], "LLMP_NODE_RANK": env["SLURM_NODEID"],
+            "GROUP_WORLD_SIZE": nodes, "CROSS_RANK": env["SLURM_NODEID"], "CROSS_SIZE": nodes,
+            "LOCAL_SIZE": local, "ROLE_RANK": rank, "ROLE_WORLD_SIZE": world, "ROLE_NAME": "default",
+            "LLMP_MEGATRON_ARGS": megatron.replace(" ", "+") if megatron else "<unset>",
+            "LLMP_PLACEMENT": "block",
             "LLMP_ORDER": "-".join(order),
             "LLMP_TP_SIZE": size["tp"], "LLMP_TP_RANK": d["tp"],
             "LLMP_CP_SIZE": size["cp"], "LLMP_CP_RANK": d["cp"],
@@ -119,13 +147,17 @@ def main():
         }
         if not spec:  # the default layout is named, never left empty
             expect["LLMP_PARALLEL"] = "dp=auto"
+        # Set only where the task has none: its CPUs, else 1.
+        if "OMP_NUM_THREADS" not in os.environ:
+            cpus = env.get("SLURM_CPUS_PER_TASK", "<unset>")
+            expect["OMP_NUM_THREADS"] = 1 if cpus == "<unset>" else cpus
         expect.update(checkpoint_vars(ckpt))
         for name, want in expect.items():
             if env.get(name) != str(want):
                 errors.append(f"task {rank}: {name}={env.get(name)}, expected {want}")
         if gpus:
             visible = env["CUDA_VISIBLE_DEVICES"]
-            want = env["SLURM_LOCALID"] if bind else ",".join(map(str, range(gpus)))
+            want = env["SLURM_LOCALID"] if bind == "task" else ",".join(map(str, range(gpus)))
             if visible != want:
                 errors.append(f"task {rank}: CUDA_VISIBLE_DEVICES={visible}, expected {want}")
     for e in errors:

@@ -126,6 +126,17 @@ static void one_gpu_per_local_task(void **state)
 	assert_int_equal(n, 2);
 	assert_int_equal(plugin_gpu_pick("GPU-0123456789abcdef,GPU-1", 0, 2, gpu, 8, &n),
 			 PLUGIN_GPU_TOO_FEW); /* does not fit the buffer: left alone */
+	/* The modes by name, and the entries of a list. */
+	assert_int_equal(plugin_gpus_parse("node"), PLUGIN_GPUS_NODE);
+	assert_int_equal(plugin_gpus_parse("task"), PLUGIN_GPUS_TASK);
+	assert_int_equal(plugin_gpus_parse("none"), PLUGIN_GPUS_NONE);
+	assert_int_equal(plugin_gpus_parse("Node"), -1);
+	assert_int_equal(plugin_gpus_parse(NULL), -1);
+	assert_int_equal(plugin_gpu_entries(NULL), 0);
+	assert_int_equal(plugin_gpu_entries(""), 0);
+	assert_int_equal(plugin_gpu_entries("3"), 1);
+	assert_int_equal(plugin_gpu_entries("0,1,2,3"), 4);
+	assert_int_equal(plugin_gpu_entries("GPU-aa,,GPU-bb,"), 2);
 }
 
 static int site_of(struct plugin_site *site, const char *args, char *msg)
@@ -146,7 +157,7 @@ static void site_arguments(void **state)
 	char msg[LLMP_MSG_MAX];
 
 	assert_int_equal(site_of(&site, "", msg), 0);
-	assert_true(site.gpu_bind);
+	assert_int_equal(site.gpu_bind, PLUGIN_GPUS_NODE);
 	assert_int_equal(site.port_base, 20000);
 	assert_int_equal(site.port_range, 10000);
 	assert_int_equal(site.defaults.given, 0);
@@ -162,7 +173,7 @@ static void site_arguments(void **state)
 	assert_int_equal(site.defaults.order[3], LLMP_DIM_PP);
 	assert_int_equal(site.max[LLMP_KEY_TP], 8);
 	assert_int_equal(site.max[LLMP_KEY_EP], 4);
-	assert_false(site.gpu_bind);
+	assert_int_equal(site.gpu_bind, PLUGIN_GPUS_NONE);
 	assert_int_equal(site.port_base, 40000);
 	assert_int_equal(site.port_range, 100);
 	assert_string_equal(site.layout_dir, "/var/tmp");
@@ -186,7 +197,8 @@ static void site_arguments(void **state)
 		{ "max_xx=4", "'max_xx=4'", "unknown" },
 		{ "defaults=tp=0", "'defaults=tp=0'", "at least 1" },
 		{ "defaults=help", "'defaults=help'", "help" },
-		{ "gpu_bind=all", "'gpu_bind=all'", "task or none" },
+		{ "gpu_bind=all", "'gpu_bind=all'", "node, task or none" },
+		{ "placement=tree", "'placement=tree'", "block or topology" },
 		{ "port_base=80", "'port_base=80'", "1024" },
 		{ "port_base=60000 port_range=10000", "port_base=60000", "65535" },
 		{ "layout_dir=tmp", "'layout_dir=tmp'", "absolute" },
@@ -384,6 +396,7 @@ static void task_environment(void **state)
 		struct plugin_task t = {
 			.rank = rank,
 			.local_rank = rank % 4,
+			.torch_local_rank = 3 - rank % 4, /* the GPU the placement gave it */
 			.local_tasks = 4,
 			.node_rank = rank / 4,
 			.nnodes = 2,
@@ -407,11 +420,15 @@ static void task_environment(void **state)
 					 expect);
 		}
 		snprintf(expect, sizeof expect, "%u", rank % 4);
-		assert_string_equal(var(&env, "LOCAL_RANK"), expect);
 		assert_string_equal(var(&env, "LLMP_LOCAL_RANK"), expect);
+		snprintf(expect, sizeof expect, "%u", 3 - rank % 4);
+		assert_string_equal(var(&env, "LOCAL_RANK"), expect);
 		snprintf(expect, sizeof expect, "%u", rank / 4);
 		assert_string_equal(var(&env, "GROUP_RANK"), expect);
 		assert_string_equal(var(&env, "LLMP_NODE_RANK"), expect);
+		assert_string_equal(var(&env, "CROSS_RANK"), expect);
+		snprintf(expect, sizeof expect, "%u", rank);
+		assert_string_equal(var(&env, "ROLE_RANK"), expect);
 	}
 	assert_string_equal(var(&env, "WORLD_SIZE"), "8");
 	assert_string_equal(var(&env, "LLMP_WORLD_SIZE"), "8");
@@ -419,6 +436,15 @@ static void task_environment(void **state)
 	assert_string_equal(var(&env, "MASTER_ADDR"), "node1");
 	assert_string_equal(var(&env, "MASTER_PORT"), "20123");
 	assert_string_equal(var(&env, "LLMP_PLACEMENT"), "block"); /* none given */
+	assert_string_equal(var(&env, "GROUP_WORLD_SIZE"), "2");
+	assert_string_equal(var(&env, "CROSS_SIZE"), "2");
+	assert_string_equal(var(&env, "LOCAL_SIZE"), "4");
+	assert_string_equal(var(&env, "ROLE_WORLD_SIZE"), "8");
+	assert_string_equal(var(&env, "ROLE_NAME"), "default");
+	assert_null(var(&env, "TORCHELASTIC_USE_AGENT_STORE")); /* never: it changes torch's rendezvous */
+	assert_string_equal(var(&env, "LLMP_MEGATRON_ARGS"),
+			    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+			    "--expert-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 3");
 	assert_string_equal(var(&env, "LLMP_TP_SIZE"), "2");
 	assert_string_equal(var(&env, "LLMP_DP_SIZE"), "2");
 	assert_string_equal(var(&env, "LLMP_EXPERT_DP_SIZE"), "1");
@@ -461,6 +487,41 @@ static void task_environment(void **state)
 	t.rank = 2;
 	assert_int_equal(plugin_task_env(plan, &t, &env), -1);
 	llmp_plan_destroy(plan);
+}
+
+/* LLMP_MEGATRON_ARGS for a layout, or NULL when it is not set. */
+static const char *megatron_of(const char *layout, uint32_t world, struct llmp_env *env)
+{
+	char msg[LLMP_MSG_MAX];
+	llmp_spec spec;
+	llmp_plan *plan;
+	assert_int_equal(llmp_spec_parse(layout, &spec, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, world, 0, &plan, msg, sizeof msg), LLMP_OK);
+	struct plugin_task t = { .local_tasks = 1, .nnodes = 1, .master_addr = "n" };
+	assert_int_equal(plugin_task_env(plan, &t, env), 0);
+	llmp_plan_destroy(plan);
+	return var(env, "LLMP_MEGATRON_ARGS");
+}
+
+static void megatron_arguments(void **state)
+{
+	(void)state;
+	static struct llmp_env env;
+	/* Written from Megatron-LM's argument names; keys at their default left out. */
+	assert_string_equal(megatron_of("dp=auto", 4, &env),
+			    "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1");
+	assert_string_equal(megatron_of("tp=4,pp=2,cp=2", 32, &env),
+			    "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 "
+			    "--context-parallel-size 2");
+	assert_string_equal(megatron_of("tp=2,ep=4,etp=1", 16, &env),
+			    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 1 "
+			    "--expert-model-parallel-size 4 --expert-tensor-parallel-size 1");
+	/* tp-cp-ep-pp-dp is Megatron's --use-tp-pp-dp-mapping; other orders it cannot state. */
+	assert_string_equal(megatron_of("tp=2,pp=2,order=tp-cp-ep-pp-dp", 8, &env),
+			    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+			    "--use-tp-pp-dp-mapping");
+	assert_null(megatron_of("tp=2,pp=2,order=pp-tp-cp-ep-dp", 8, &env));
+	assert_null(megatron_of("tp=2,cp=2,order=cp-tp-ep-dp-pp", 8, &env));
 }
 
 static llmp_ckpt_spec checked_ckpt(const char *text)
@@ -745,6 +806,7 @@ int main(void)
 		cmocka_unit_test(checkpoint_sources_take_precedence_key_by_key),
 		cmocka_unit_test(checkpoint_errors_name_their_source),
 		cmocka_unit_test(task_environment),
+		cmocka_unit_test(megatron_arguments),
 		cmocka_unit_test(checkpoint_environment),
 		cmocka_unit_test(batch_script_environment),
 		cmocka_unit_test(socket_interface),
