@@ -14,6 +14,8 @@ packages=(
 	build-essential autoconf automake libtool pkg-config
 	# test framework and tools
 	libcmocka-dev bats valgrind clang libclang-rt-dev clang-format python3
+	# the virtual environment of the Python package's tests (scripts/python-env.sh)
+	python3-venv
 	# Open MPI's mpirun: a second PMIx launcher the example's tests start ranks with
 	openmpi-bin
 	# Slurm 22.05 with the SPANK header, munge for its authentication

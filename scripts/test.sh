@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Set up this machine and run every test of llmp, as CI does:
 #   1. install the Debian packages (as root; skipped with a note otherwise),
-#   2. build, and `make check`: unit tests, CLI tests, local Slurm cluster tests,
+#   2. a virtual environment with PyTorch for the Python package's tests (scripts/python-env.sh),
+#      then build, and `make check`: unit tests, CLI tests, the Python package's tests,
+#      local Slurm cluster tests,
 #   3. the unit, CLI, singleton runtime example, llmp ckpt (damaged checkpoints included) and job-end
 #      tests again, built with ASan + UBSan,
 #   4. the unit tests under valgrind,
@@ -92,8 +94,19 @@ else
 	echo "test: not root, so no packages installed and cluster tests will be skipped" >&2
 fi
 
-echo "== build and make check"
 build=$src/build
+
+echo "== the Python environment of the python/ tests (PyTorch from PyPI: scripts/python-env.sh)"
+mkdir -p "$build"
+if py=$(scripts/python-env.sh "$build/venv"); then
+	export LLMP_PYTHON=$py # tests/python.bats runs pytest with it, in make check and distcheck
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+	failures+=("python environment: scripts/python-env.sh $build/venv failed")
+fi
+
+echo "== build and make check"
 rm -f "$build/test-suite.log"
 if LLMP_BUILD_DIR=$build scripts/build.sh; then
 	make -C "$build" check

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""llmp - the Python side of llmp (the --llm-parallel Slurm plugin and libllmp).
+
+    import llmp
+    lay = llmp.layout()            # this task's layout, from LLMP_LAYOUT_FILE
+    lay.group("tp"), lay.coords()
+
+    import llmp.torch
+    groups = llmp.torch.init()     # torch.distributed and the layout's groups
+    groups["tp"]
+
+llmp.layout needs nothing but Python; llmp.torch needs PyTorch. See README.md
+beside this package's pyproject.toml.
+"""
+
+from .layout import COORD_DIMS, GROUP_KINDS, Layout, LayoutError, layout, load
+
+__version__ = "0.1.0"
+
+__all__ = ["COORD_DIMS", "GROUP_KINDS", "Layout", "LayoutError", "layout", "load", "__version__"]

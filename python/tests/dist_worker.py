@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""dist_worker.py - one rank of a local multi-process torch.distributed run.
+
+The tests (test_torch.py) start WORLD_SIZE copies with the env:// variables
+the llm_parallel plugin sets (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+MASTER_PORT, LLMP_LAYOUT_FILE) and read back what each rank saw, as JSON in
+OUTDIR/rank<R>.json:
+
+    python dist_worker.py SCENARIO OUTDIR [KIND...]
+
+SCENARIO:
+  groups  llmp.torch.init() (gloo), then for each kind: the global ranks of this
+          rank's torch group and the all-reduced sum of (rank, 1) over it; also
+          the DeviceMesh: its dimension names, its mesh, the ranks of its group
+          along each dimension and an all-reduce over each. KINDS, if given,
+          are passed to init (creation order).
+  naive   each rank creates only its own groups with new_group(...,
+          use_local_synchronization=True), kind by kind in the order KINDS:
+          the way that deadlocks in gloo's connectFullMesh; records whether
+          it finished or timed out (new_group timeout LLMP_TEST_GROUP_TIMEOUT s).
+"""
+
+import datetime
+import json
+import os
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+
+import llmp
+import llmp.torch
+
+
+def all_reduce_sum(values, group):
+    t = torch.tensor(values, dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM, group=group)
+    return t.tolist()
+
+
+def scenario_groups(kinds):
+    groups = llmp.torch.init(backend="gloo", timeout=120, kinds=kinds or None)
+    rank = dist.get_rank()
+    out = {"rank": rank, "world": dist.get_world_size(), "backend": dist.get_backend(),
+           "created": list(groups), "groups": {}}
+    # Every rank walks the kinds in one order, so each member reaches each
+    # group's all-reduce in the same sequence.
+    for kind in groups:
+        entry = {"member": groups.member(kind)}
+        if groups.member(kind):
+            entry["ranks"] = dist.get_process_group_ranks(groups[kind])
+            entry["llmp_ranks"] = list(groups.ranks(kind))
+            entry["sum"] = all_reduce_sum([rank, 1], groups[kind])
+        out["groups"][kind] = entry
+    if not kinds:
+        mesh = llmp.torch.device_mesh(groups)
+        out["mesh"] = {"dim_names": list(mesh.mesh_dim_names), "device_type": mesh.device_type,
+                       "mesh": mesh.mesh.tolist(), "dims": {}}
+        for dim in mesh.mesh_dim_names:
+            g = mesh.get_group(dim)
+            out["mesh"]["dims"][dim] = {"ranks": dist.get_process_group_ranks(g),
+                                        "local_rank": mesh.get_local_rank(dim),
+                                        "sum": all_reduce_sum([rank, 1], g)}
+    dist.barrier()
+    dist.destroy_process_group()
+    return out
+
+
+def scenario_naive(kinds):
+    timeout = datetime.timedelta(seconds=float(os.environ.get("LLMP_TEST_GROUP_TIMEOUT", "10")))
+    dist.init_process_group("gloo", init_method="env://", timeout=timeout)
+    lay = llmp.layout()
+    out = {"rank": dist.get_rank(), "joined": [], "error": None}
+    try:
+        for kind in kinds:
+            members = lay.group(kind)
+            if members is None:
+                continue
+            dist.new_group(list(members), timeout=timeout, use_local_synchronization=True)
+            out["joined"].append(kind)
+    except Exception as e:  # gloo's timeout: a RuntimeError, or DistStoreError
+        out["error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+    # No destroy_process_group: a rank whose group timed out has peers
+    # still waiting; exiting is the clean way out.
+    return out
+
+
+def main():
+    scenario, outdir, kinds = sys.argv[1], sys.argv[2], sys.argv[3:]
+    rank = int(os.environ["RANK"])
+    try:
+        out = {"groups": scenario_groups, "naive": scenario_naive}[scenario](kinds)
+        status = 0
+    except Exception:
+        out = {"rank": rank, "exception": traceback.format_exc()}
+        status = 1
+    with open(os.path.join(outdir, "rank%d.json" % rank), "w") as f:
+        json.dump(out, f)
+    sys.stdout.flush()
+    # os._exit: a rank left in a broken group must not wait in torch's
+    # atexit handlers for peers that will never come.
+    os._exit(status)
+
+
+if __name__ == "__main__":
+    main()

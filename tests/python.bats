@@ -1,0 +1,55 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
+# python.bats - the Python package llmp (python/): its pytest suites, run with
+# the Python of the virtual environment scripts/python-env.sh makes (PyTorch
+# from PyPI, CPU and gloo), and `pip install python/` giving a working package.
+#
+# The Python is $LLMP_PYTHON, else $LLMP_BUILDDIR/venv/bin/python. Without
+# one the tests skip, naming the script; scripts/test.sh runs that script
+# first and counts such a skip as a failure.
+
+load lib/helpers
+
+setup() {
+	llmp_setup
+	PY=${LLMP_PYTHON:-$LLMP_BUILDDIR/venv/bin/python}
+	[ -x "$PY" ] || skip "no Python environment with torch at $PY: run scripts/python-env.sh (or set LLMP_PYTHON)"
+	# The source tree is read-only under make distcheck: no caches in it.
+	export PYTHONDONTWRITEBYTECODE=1
+	export LLMP_BUILDDIR PYTHONPATH="$LLMP_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}"
+}
+
+pytest() {
+	run "$PY" -m pytest -p no:cacheprovider -q -rs --basetemp="$BATS_TEST_TMPDIR/pytest" \
+		--rootdir="$LLMP_SRCDIR/python" "$@"
+	echo "$output"
+	[ "$status" -eq 0 ] || fail "pytest $* failed"
+	# A skip inside pytest would pass here unseen: there must be none.
+	! grep -q -E '^SKIPPED|[0-9]+ skipped' <<<"$output" || fail "pytest skipped a test"
+}
+
+@test "python: llmp.layout() reads llmp plan's files, groups as Megatron-Core's" {
+	cd "$LLMP_SRCDIR/python"
+	pytest tests/test_layout.py
+}
+
+@test "python: llmp.torch groups, all-reduce and DeviceMesh on gloo, no deadlock" {
+	cd "$LLMP_SRCDIR/python"
+	pytest tests/test_torch.py
+}
+
+@test "python: pip install python/ installs a package that reads a layout" {
+	# A copy: setuptools builds inside the project folder.
+	cp -R "$LLMP_SRCDIR/python" "$BATS_TEST_TMPDIR/src"
+	chmod -R u+w "$BATS_TEST_TMPDIR/src"
+	run "$PY" -m pip install --quiet --no-deps --no-build-isolation --no-index \
+		--target "$BATS_TEST_TMPDIR/site" "$BATS_TEST_TMPDIR/src"
+	[ "$status" -eq 0 ] || fail "pip install failed"
+	[ -f "$BATS_TEST_TMPDIR/site/llmp/torch.py" ] || fail "llmp/torch.py not installed"
+	"$LLMP" plan --world 4 --parallel tp=2 --format json >"$BATS_TEST_TMPDIR/layout.json"
+	cd "$BATS_TEST_TMPDIR"
+	run env PYTHONPATH="$BATS_TEST_TMPDIR/site" LLMP_LAYOUT_FILE="$BATS_TEST_TMPDIR/layout.json" RANK=3 \
+		"$PY" -c 'import llmp; l = llmp.layout(); print(llmp.__file__, l.group("tp"), l.coords()["tp"])'
+	[ "$status" -eq 0 ] || fail "import of the installed llmp failed"
+	assert_contains "$output" "$BATS_TEST_TMPDIR/site/llmp/__init__.py (2, 3) 1"
+}
