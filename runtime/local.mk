@@ -20,11 +20,12 @@ include runtime/comm/local.mk
 include runtime/coll/local.mk
 include runtime/ckpt/local.mk
 include runtime/job/local.mk
+include runtime/device/local.mk
 
 noinst_LTLIBRARIES += runtime/libllmp_core.la
 runtime_libllmp_core_la_SOURCES = $(runtime_sources)
 runtime_libllmp_core_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE $(PMIX_CFLAGS) $(UCX_CFLAGS) $(HDF5_CFLAGS)
-runtime_libllmp_core_la_LIBADD = runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
+runtime_libllmp_core_la_LIBADD = runtime/device/libdevice.la runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
 	topology/discover/libdiscover.la topology/libplanner.la kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS) -lpthread
 
 lib_LTLIBRARIES += runtime/libllmp.la
@@ -35,6 +36,7 @@ runtime_libllmp_la_LDFLAGS = -version-info 0:0:0 \
 EXTRA_runtime_libllmp_la_DEPENDENCIES = runtime/libllmp.map
 EXTRA_DIST += runtime/libllmp.map
 
-pkginclude_HEADERS += include/llmp/llmp.h include/llmp/llmp_ckpt.h include/llmp/llmp_job.h
+pkginclude_HEADERS += include/llmp/llmp.h include/llmp/llmp_ckpt.h include/llmp/llmp_job.h \
+	include/llmp/llmp_device.h
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = runtime/llmp.pc

@@ -25,6 +25,7 @@ const char *llmp_strerror(llmp_status status)
 	case LLMP_ERR_PEER: return "peer failed";
 	case LLMP_ERR_UNSUPPORTED: return "not supported by this build";
 	case LLMP_ERR_STATE: return "handle unusable after an earlier failure";
+	case LLMP_ERR_DEVICE: return "CUDA or NCCL failed";
 	}
 	return "unknown status";
 }

@@ -28,7 +28,8 @@ typedef enum llmp_status {
 	LLMP_ERR_TIMEOUT,     /* a peer did not answer within the operation timeout */
 	LLMP_ERR_PEER,        /* a peer failed or was reported failed by another rank */
 	LLMP_ERR_UNSUPPORTED, /* valid, but not done by this build (e.g. device memory) */
-	LLMP_ERR_STATE        /* the handle cannot be used any more (after a failure) */
+	LLMP_ERR_STATE,       /* the handle cannot be used any more (after a failure) */
+	LLMP_ERR_DEVICE       /* CUDA or NCCL failed (no GPU, no driver, an NCCL error) */
 } llmp_status;
 
 /* A short, static description of a status; never NULL. */

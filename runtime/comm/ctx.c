@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include <llmp/llmp_env.h>
+#include "runtime/device/device.h"
 #include "transport.h"
 #include "wireup.h"
 
@@ -219,6 +220,8 @@ static llmp_status prepare(llmp_ctx *ctx, const llmp_init_opts *opts, void **add
 		st = plan_layout(ctx, opts);
 	if (st == LLMP_OK)
 		st = rt_tx_init(ctx, addr, addrlen);
+	if (st == LLMP_OK)
+		st = rt_device_prepare(ctx);
 	if (st != LLMP_OK)
 		snprintf(ctx->layout, sizeof ctx->layout, "!%.*s", (int)sizeof ctx->layout - 2, ctx->errmsg);
 	return st;
@@ -270,6 +273,8 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 		st = rt_wireup_check_layouts(ctx);
 	if (st == LLMP_OK && ctx->renumbered)
 		st = rt_wireup_map_ranks(ctx);
+	if (st == LLMP_OK)
+		st = rt_device_collect(ctx);
 	ctx->stats.init_seconds = rt_now() - start;
 	return st;
 }
@@ -280,6 +285,7 @@ llmp_status llmp_finalize(llmp_ctx *ctx)
 		return LLMP_OK;
 	for (int k = 0; k < RT_NCOMMS; k++)
 		rt_comm_free(ctx->comms[k]);
+	rt_device_fini(ctx);
 	rt_tx_fini(ctx);
 	rt_wireup_fini(ctx);
 	llmp_plan_destroy(ctx->plan);

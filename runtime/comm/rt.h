@@ -91,6 +91,10 @@ struct llmp_ctx {
 	char *slots; /* where pipelined segments land (coll.c) */
 	llmp_stats stats;
 
+	/* The device path (runtime/device/): NULL when off, and why in device_why. */
+	struct rt_device *device;
+	char device_why[256];
+
 	/* CUDA driver's pointer query, if the process has loaded the driver. */
 	int (*cu_pointer_get_attribute)(void *data, int attribute, uintptr_t ptr);
 };

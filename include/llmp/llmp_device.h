@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * llmp_device.h - the device path: NCCL communicators for the groups a
+ * rank belongs to (doc/llmp.3, DEVICE PATH).
+ *
+ * LLMP_DEVICE chooses it at llmp_init: "auto" (the default) when libllmp
+ * was built with nccl.h, the process sees a GPU and NCCL loads; "nccl"
+ * always (an error at init when NCCL cannot be loaded); "off" never. With
+ * it, llmp_init creates NCCL's unique id of every group this rank is the
+ * lowest member of and publishes it in its one PMIx fence: no fence per
+ * group. llmp_device_connect then makes the communicators.
+ */
+#ifndef LLMP_DEVICE_H
+#define LLMP_DEVICE_H
+
+#include <stdbool.h>
+
+#include "llmp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct llmp_device_info {
+	bool enabled;         /* device buffers go through NCCL */
+	char why_not[256];    /* when not enabled: why ("LLMP_DEVICE=off", "no GPU", NCCL's load error) */
+	int nccl_version;     /* e.g. 22809; 0 when NCCL is not loaded */
+	unsigned groups;      /* distinct groups (member sets) this rank is in, the world included */
+	unsigned ids_created; /* unique ids this rank created: the groups it is the lowest member of */
+	unsigned ids_fetched; /* ids read from other ranks after the fence */
+	unsigned comms;       /* NCCL communicators made by llmp_device_connect */
+	double connect_seconds;
+} llmp_device_info;
+
+llmp_status llmp_device_get_info(const llmp_ctx *ctx, llmp_device_info *info);
+
+/*
+ * Make the NCCL communicator of every group this rank belongs to, on the
+ * CUDA device current in the calling thread, all at once and non-blocking,
+ * each named "llmp.<group>.<number>" (NCCL's commName). Collective over the
+ * job: every rank calls it. A communicator not ready within the context's
+ * timeout is aborted and the call fails with LLMP_ERR_TIMEOUT naming its
+ * group; NCCL's own failure (no GPU, no driver) is LLMP_ERR_DEVICE with
+ * NCCL's reason. Calling it again after success does nothing.
+ */
+llmp_status llmp_device_connect(llmp_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMP_DEVICE_H */

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* nccl_api.c - NCCL loaded with dlopen, its calls resolved into a table. */
+#include "nccl_api.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology/fail.h"
+
+llmp_status rt_nccl_load(struct rt_nccl *n, char *msg, size_t len)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} symbols[] = {
+		{ "ncclGetUniqueId", offsetof(struct rt_nccl, get_unique_id) },
+		{ "ncclCommInitRankConfig", offsetof(struct rt_nccl, comm_init_rank_config) },
+		{ "ncclCommGetAsyncError", offsetof(struct rt_nccl, comm_get_async_error) },
+		{ "ncclCommAbort", offsetof(struct rt_nccl, comm_abort) },
+		{ "ncclCommFinalize", offsetof(struct rt_nccl, comm_finalize) },
+		{ "ncclCommDestroy", offsetof(struct rt_nccl, comm_destroy) },
+		{ "ncclGroupStart", offsetof(struct rt_nccl, group_start) },
+		{ "ncclGroupEnd", offsetof(struct rt_nccl, group_end) },
+		{ "ncclGetErrorString", offsetof(struct rt_nccl, get_error_string) },
+		{ "ncclGetLastError", offsetof(struct rt_nccl, get_last_error) },
+		{ "ncclAllReduce", offsetof(struct rt_nccl, all_reduce) },
+	};
+	const char *path = getenv("LLMP_NCCL_LIBRARY");
+	memset(n, 0, sizeof *n);
+	snprintf(n->path, sizeof n->path, "%s", path && *path ? path : "libnccl.so.2");
+	/* RTLD_LOCAL: NCCL's symbols stay out of the program's namespace. */
+	n->lib = dlopen(n->path, RTLD_NOW | RTLD_LOCAL);
+	if (!n->lib) {
+		const char *why = dlerror();
+		return llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "cannot load NCCL (%s): %s", n->path,
+				 why ? why : "dlopen failed");
+	}
+	ncclResult_t (*get_version)(int *) = NULL;
+	*(void **)&get_version = dlsym(n->lib, "ncclGetVersion");
+	if (!get_version || get_version(&n->version) != ncclSuccess || n->version < RT_NCCL_MIN_VERSION) {
+		llmp_status st = llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len,
+					   "%s is NCCL %d.%d.%d: llmp needs %d.%d or newer", n->path,
+					   n->version / 10000, n->version / 100 % 100, n->version % 100,
+					   RT_NCCL_MIN_VERSION / 10000, RT_NCCL_MIN_VERSION / 100 % 100);
+		rt_nccl_unload(n);
+		return st;
+	}
+	for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
+		/* POSIX allows converting dlsym's object pointer to a function pointer. */
+		void *sym = dlsym(n->lib, symbols[i].name);
+		if (!sym) {
+			llmp_status st = llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "%s has no %s", n->path,
+						   symbols[i].name);
+			rt_nccl_unload(n);
+			return st;
+		}
+		memcpy((char *)n + symbols[i].offset, &sym, sizeof sym);
+	}
+	return LLMP_OK;
+}
+
+void rt_nccl_unload(struct rt_nccl *n)
+{
+	/* NCCL's threads may outlive a communicator: the library stays mapped. */
+	memset(n, 0, sizeof *n);
+}
+
+const char *rt_nccl_why(const struct rt_nccl *n, ncclComm_t comm, ncclResult_t result, char *buf, size_t len)
+{
+	const char *last = n->get_last_error ? n->get_last_error(comm) : NULL;
+	snprintf(buf, len, "%s%s%s", n->get_error_string ? n->get_error_string(result) : "NCCL error",
+		 last && *last ? ": " : "", last ? last : "");
+	return buf;
+}

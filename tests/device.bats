@@ -1,0 +1,153 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
+# The device path on the three-node test cluster, without a GPU:
+# tests/device/dev_check run as the tasks of `srun --mpi=pmix` steps, with
+# NCCL's test double (tests/device/fake_nccl.c, through LLMP_NCCL_LIBRARY)
+# to see which communicators each rank asks for, and with the real libnccl
+# for the id exchange and the error a machine without a GPU gives.
+
+load cluster/common
+
+DEV_CHECK="$LLMP_BUILDDIR/tests/device/dev_check"
+FAKE_NCCL="$LLMP_BUILDDIR/tests/device/.libs/fake_nccl.so"
+
+setup_file() { cluster_setup_file; }
+teardown_file() { cluster_teardown_file; }
+
+setup() {
+	[ -x "$DEV_CHECK" ] || skip "dev_check not built ($DEV_CHECK)"
+	cluster_setup
+}
+
+dev_srun() { # seconds srun-arguments...
+	local limit=$1
+	shift
+	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
+}
+
+# Every rank printed "device on" after one fence; N ranks.
+assert_device_on() { # N
+	[ "$(grep -c '^rank [0-9]*: device on groups [0-9]* created [0-9]* fetched [0-9]* fences 1$' <<<"$output")" -eq "$1" ] ||
+		{ echo "$output"; false; }
+}
+
+@test "fake NCCL: one id per group from its lowest member, in init's one fence; each communicator once per member" {
+	local log=$WORK/nccl.log
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run dev_srun 120 -N3 -n12 \
+		--llm-parallel=tp=2,pp=3 "$DEV_CHECK" --connect
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_device_on 12
+	[ "$(grep -c '^rank [0-9]*: connect ok comms ' <<<"$output")" -eq 12 ] || { echo "$output"; false; }
+	"$LLMP" plan --world 12 --parallel tp=2,pp=3 --format json >"$WORK/layout.json"
+	printf '%s\n' "$output" >"$WORK/ranks.txt"
+	# The groups come from the layout (the planner has its own tests); what is
+	# checked here is the exchange: which communicators, how many members,
+	# one id per group shared by its members, the root making it.
+	python3 - "$WORK/layout.json" "$log" "$WORK/ranks.txt" <<'PY'
+import json, re, sys
+layout = json.load(open(sys.argv[1]))
+kinds = ["tp", "pp", "cp", "dp", "ep", "dp-cp", "tp-cp", "tp-pp", "tp-dp", "tp-dp-cp", "expert-tp",
+         "expert-dp", "tp-ep", "tp-ep-pp", "embedding", "position-embedding"]
+groups = {k: layout["groups"][k] for k in kinds}
+groups["world"] = [list(range(layout["world"]))]
+want = {}   # name -> members, the first kind naming each member set
+seen = set()
+for k in kinds + ["world"]:
+    for i, g in enumerate(groups[k]):
+        if len(g) < 2 or tuple(g) in seen:
+            continue
+        seen.add(tuple(g))
+        want[f"llmp.{k}.{i}"] = g
+got = {}
+for line in open(sys.argv[2]):
+    op, name, *rest = line.split()
+    if op == "init":
+        nranks, rank, ident = int(rest[0]), int(rest[1]), rest[2]
+        got.setdefault(name, []).append((rank, nranks, ident))
+assert set(got) == set(want), ("only llmp asked:", sorted(set(got) - set(want)), "only expected:", sorted(set(want) - set(got)))
+ids = set()
+for name, members in want.items():
+    calls = got[name]
+    assert sorted(r for r, _, _ in calls) == list(range(len(members))), (name, calls)
+    assert {n for _, n, _ in calls} == {len(members)}, (name, calls)
+    assert len({i for _, _, i in calls}) == 1, (name, "members got different ids")
+    ids.add(calls[0][2])
+assert len(ids) == len(want), "two groups share an id"
+# Ids made: by each group's lowest member; fetched: the others'.
+created = {r: 0 for r in range(layout["world"])}
+fetched = dict(created)
+for members in want.values():
+    created[min(members)] += 1
+    for m in members:
+        if m != min(members):
+            fetched[m] += 1
+for line in open(sys.argv[3]):
+    m = re.match(r"rank (\d+): device on groups (\d+) created (\d+) fetched (\d+)", line)
+    if m:
+        r = int(m.group(1))
+        mine = sum(1 for g in want.values() if r in g)
+        assert (int(m.group(2)), int(m.group(3)), int(m.group(4))) == (mine, created[r], fetched[r]), (line, mine, created[r], fetched[r])
+PY
+}
+
+@test "fake NCCL: a communicator that never gets ready times out on every rank, named, and is aborted" {
+	local log=$WORK/nccl.log
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log FAKE_NCCL_INIT=hang run dev_srun 60 -N2 -n4 \
+		--llm-parallel=tp=2 "$DEV_CHECK" --connect --timeout 2
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ] || { echo "$output"; false; }
+	[ "$(grep -c "^rank [0-9]*: connect operation timed out comms 0: the NCCL communicator of the tp group (2 members, its root rank [02]) was not ready within 2 s" <<<"$output")" -eq 4 ] ||
+		{ echo "$output"; false; }
+	# Every communicator asked for was aborted.
+	[ "$(grep -c '^init ' "$log")" -eq "$(grep -c '^abort ' "$log")" ] || { cat "$log"; false; }
+}
+
+@test "fake NCCL: a failure at creation or later is NCCL's reason, on every rank" {
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_INIT=fail run dev_srun 60 -N2 -n4 \
+		--llm-parallel=tp=2 "$DEV_CHECK" --connect
+	[ "$(grep -c "^rank [0-9]*: connect CUDA or NCCL failed comms 0: ncclCommInitRankConfig for the tp group: unhandled cuda error: fake: CUDA driver version is insufficient" <<<"$output")" -eq 4 ] ||
+		{ echo "$output"; false; }
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_INIT=async run dev_srun 60 -N2 -n4 \
+		--llm-parallel=tp=2 "$DEV_CHECK" --connect
+	[ "$(grep -c "^rank [0-9]*: connect CUDA or NCCL failed comms 0: the NCCL communicator of the tp group: remote process exited or there was a network error: fake: a peer closed the connection" <<<"$output")" -eq 4 ] ||
+		{ echo "$output"; false; }
+}
+
+@test "real NCCL: ncclGetUniqueId's ids through PMIx; without a GPU, connecting fails with NCCL's reason" {
+	LLMP_DEVICE=nccl run dev_srun 120 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --connect
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	# tp=2 over 4: a rank is in a tp pair, a dp pair and the world (tp-dp, the
+	# first kind with those four members); rank 0 is the lowest of its three.
+	assert_device_on 4
+	grep -q '^rank 0: device on groups 3 created 3 fetched 0 fences 1$' <<<"$output"
+	grep -q '^rank 3: device on groups 3 created 0 fetched 3 fences 1$' <<<"$output"
+	[ "$(grep -c '^rank [0-9]*: connect CUDA or NCCL failed comms 0: ' <<<"$output")" -eq 4 ]
+	grep -qi 'cuda' <<<"$(grep '^rank 0: connect' <<<"$output")"
+}
+
+@test "LLMP_DEVICE: auto without a GPU is the host path, saying why; a bad value and a missing NCCL are errors" {
+	run dev_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^rank [01]: why-not no GPU: the CUDA driver' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	LLMP_DEVICE=gpu run dev_srun 60 -N1 -n2 "$DEV_CHECK"
+	[ "$(grep -c "^rank ?: init invalid argument: LLMP_DEVICE='gpu': expected auto, nccl or off" <<<"$output")" -eq 2 ] ||
+		{ echo "$output"; false; }
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$WORK/none.so run dev_srun 60 -N1 -n2 "$DEV_CHECK"
+	[ "$(grep -c "^rank ?: init not supported by this build: LLMP_DEVICE=nccl: cannot load NCCL ($WORK/none.so)" <<<"$output")" -eq 2 ] ||
+		{ echo "$output"; false; }
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_VERSION=21805 run dev_srun 60 -N1 -n2 "$DEV_CHECK"
+	[ "$(grep -c "is NCCL 2.18.5: llmp needs 2.19 or newer" <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+}
+
+@test "a root without the device path: its members fail at init, naming the group and the root" {
+	cat >"$WORK/mixed.sh" <<-EOF
+		#!/bin/sh
+		[ "\$SLURM_PROCID" = 0 ] && export LLMP_DEVICE=off
+		exec "$DEV_CHECK"
+	EOF
+	chmod +x "$WORK/mixed.sh"
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL run dev_srun 60 -N2 -n4 --llm-parallel=tp=2 "$WORK/mixed.sh"
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	grep -q "^rank ?: init process wire-up (PMIx) failed: the NCCL id of the tp group from its root, rank 0: .*(did it run with LLMP_DEVICE=off, or without a GPU?)" <<<"$output"
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fake_nccl.c - a test double of NCCL's calls that libllmp makes, loaded
+ * through LLMP_NCCL_LIBRARY by tests/device.bats. It moves no data and
+ * needs no GPU. What it does is steered by the environment:
+ *
+ *   FAKE_NCCL_LOG=FILE   one line per call that matters, appended whole:
+ *                        "init NAME NRANKS RANK ID" (ID: the id's bytes
+ *                        in hex, as the group's root made them) and
+ *                        "abort NAME"
+ *   FAKE_NCCL_INIT=ok    a communicator is in progress once, then ready
+ *                 =hang  it stays in progress (a member that never comes)
+ *                 =fail  ncclCommInitRankConfig fails at once, as NCCL does
+ *                        without a CUDA driver
+ *                 =async it fails later, through ncclCommGetAsyncError
+ *   FAKE_NCCL_VERSION=N  what ncclGetVersion says (default 22809)
+ *
+ * Only the declarations of nccl.h are used, not NCCL's code.
+ */
+#define _GNU_SOURCE /* random */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nccl.h>
+
+struct ncclComm {
+	char name[128];
+	int polls;
+	int aborted;
+};
+
+static const char *mode(void)
+{
+	const char *m = getenv("FAKE_NCCL_INIT");
+	return m && *m ? m : "ok";
+}
+
+static char last_error[256];
+
+/* Append one line to FAKE_NCCL_LOG with a single write, so lines of concurrent processes stay whole. */
+static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void log_line(const char *fmt, ...)
+{
+	const char *path = getenv("FAKE_NCCL_LOG");
+	if (!path || !*path)
+		return;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= (int)sizeof line - 1)
+		return;
+	line[n++] = '\n';
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) != n)
+		fprintf(stderr, "fake_nccl: short write to %s\n", path);
+	close(fd);
+}
+
+ncclResult_t ncclGetVersion(int *version)
+{
+	const char *v = getenv("FAKE_NCCL_VERSION");
+	*version = v && *v ? atoi(v) : 22809;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
+{
+	static unsigned serial;
+	memset(id, 0, sizeof *id);
+	/* Distinct across processes and calls, like NCCL's address and magic. */
+	snprintf(id->internal, sizeof id->internal, "fake:%ld:%u:%ld", (long)getpid(), serial++,
+		 (long)random());
+	return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+				    ncclConfig_t *config)
+{
+	char hex[2 * 32 + 1];
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", (unsigned char)id.internal[i]);
+	const char *name = config && config->commName ? config->commName : "?";
+	log_line("init %s %d %d %s", name, nranks, rank, hex);
+	if (strcmp(mode(), "fail") == 0) {
+		snprintf(last_error, sizeof last_error,
+			 "fake: CUDA driver version is insufficient for CUDA runtime version");
+		*comm = NULL;
+		return ncclUnhandledCudaError;
+	}
+	struct ncclComm *c = calloc(1, sizeof *c);
+	if (!c)
+		return ncclSystemError;
+	snprintf(c->name, sizeof c->name, "%s", name);
+	*comm = c;
+	return config && config->blocking == 0 ? ncclInProgress : ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error)
+{
+	if (!comm)
+		return ncclInvalidArgument;
+	comm->polls++;
+	if (strcmp(mode(), "hang") == 0 || comm->polls < 2)
+		*error = ncclInProgress;
+	else if (strcmp(mode(), "async") == 0) {
+		snprintf(last_error, sizeof last_error, "fake: a peer closed the connection");
+		*error = ncclRemoteError;
+	} else
+		*error = ncclSuccess;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+	if (comm) {
+		log_line("abort %s", comm->name);
+		free(comm);
+	}
+	return ncclSuccess;
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm)
+{
+	(void)comm;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+	free(comm);
+	return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart(void)
+{
+	return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void)
+{
+	return ncclSuccess;
+}
+
+const char *ncclGetErrorString(ncclResult_t result)
+{
+	switch (result) {
+	case ncclSuccess: return "no error";
+	case ncclUnhandledCudaError: return "unhandled cuda error";
+	case ncclRemoteError: return "remote process exited or there was a network error";
+	case ncclInProgress: return "NCCL operation in progress";
+	default: return "fake NCCL error";
+	}
+}
+
+const char *ncclGetLastError(ncclComm_t comm)
+{
+	(void)comm;
+	return last_error;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+			   ncclComm_t comm, cudaStream_t stream)
+{
+	(void)send, (void)recv, (void)count, (void)type, (void)op, (void)comm, (void)stream;
+	return ncclInvalidUsage; /* moves no data: a test must never take it for a result */
+}
