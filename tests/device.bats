@@ -151,3 +151,47 @@ PY
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
 	grep -q "^rank ?: init process wire-up (PMIx) failed: the NCCL id of the tp group from its root, rank 0: .*(did it run with LLMP_DEVICE=off, or without a GPU?)" <<<"$output"
 }
+
+@test "device collectives: each goes to its group's communicator, with NCCL's type, op and root" {
+	local log=$WORK/nccl.log
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run dev_srun 60 -N2 -n4 \
+		--llm-parallel=tp=2 "$DEV_CHECK" --connect --ops
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^rank [0-3]: ops ok ' <<<"$output")" -eq 4 ] || { echo "$output"; false; }
+	# nccl.h's numbers: ncclBfloat16 and ncclAvg.
+	local bf16 avg
+	bf16=$(sed -n 's/.*ncclBfloat16 *= *\([0-9]*\).*/\1/p' /usr/local/cuda/include/nccl.h)
+	avg=$(sed -n 's/.*ncclAvg *= *\([0-9]*\).*/\1/p' /usr/local/cuda/include/nccl.h)
+	# Each rank: its tp pair's communicator, then the world's (tp-dp: the first kind with all four).
+	for c in llmp.tp.0 llmp.tp.1 llmp.tp-dp.0; do
+		local n=2
+		[ "$c" = llmp.tp-dp.0 ] && n=4
+		[ "$(grep -c "^allreduce $c 1000 $bf16 $avg\$" "$log")" -eq "$n" ] || { cat "$log"; false; }
+		[ "$(grep -c "^reduce_scatter $c 1000 $bf16 $avg\$" "$log")" -eq "$n" ] || { cat "$log"; false; }
+		[ "$(grep -c "^allgather $c 1000 $bf16\$" "$log")" -eq "$n" ] || { cat "$log"; false; }
+		[ "$(grep -c "^broadcast $c 1000 $bf16 1\$" "$log")" -eq "$n" ] || { cat "$log"; false; }
+	done
+	# Before llmp_device_connect, and with the path off: refused, saying why.
+	LLMP_DEVICE=off run dev_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK" --ops
+	grep -q "^rank 0: why-not LLMP_DEVICE=off" <<<"$output" || { echo "$output"; false; }
+}
+
+@test "watchdog: a communicator that fails while no call waits aborts them all; the next call names the group" {
+	local log=$WORK/nccl.log
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log FAKE_NCCL_FAIL_AFTER=10 run dev_srun 60 -N2 -n4 \
+		--llm-parallel=tp=2 "$DEV_CHECK" --connect --loop 20
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	# Found by the watchdog (20 ms a look) well before the loop's 20 s.
+	[ "$(grep -cE "^rank [0-3]: ops CUDA or NCCL failed after [0-4]\.[0-9] s: llmp_device_allreduce on the world group: the NCCL communicator of the [a-z-]+ group failed: unhandled system error: fake: an NVLink error on the peer$" <<<"$output")" -eq 4 ]
+	# Every communicator of every rank aborted.
+	[ "$(grep -c '^init ' "$log")" -eq "$(grep -c '^abort ' "$log")" ] || { cat "$log"; false; }
+}
+
+@test "watchdog: a member dies on this machine; the others' next call names it, LLMP_ERR_PEER" {
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL run dev_srun 60 -N1 -n4 --llm-parallel=tp=2 \
+		"$DEV_CHECK" --connect --loop 20 --exit-after-connect 1
+	echo "$output"
+	[ "$status" -ne 124 ]
+	[ "$(grep -cE "^rank [023]: ops peer failed after [0-4]\.[0-9] s: llmp_device_allreduce on the world group: rank 1 \(of the [a-z-]+ group\) died: its process [0-9]+ on this machine is gone$" <<<"$output")" -eq 3 ]
+}

@@ -45,6 +45,30 @@ llmp_status llmp_device_get_info(const llmp_ctx *ctx, llmp_device_info *info);
  */
 llmp_status llmp_device_connect(llmp_ctx *ctx);
 
+/*
+ * Collectives on device buffers, as llmp.h's on host buffers (counts in
+ * elements, per member for reduce-scatter and allgather; root a member's
+ * place in comm), through NCCL on stream (a cudaStream_t; NULL: the
+ * default stream). They enqueue and return: the result is there when the
+ * stream gets to it. Every member calls them in the same order. The
+ * arithmetic is NCCL's (16-bit floats rounded at each step of its
+ * algorithm, not once as on the host).
+ *
+ * A communicator that fails later, or a member whose process on this
+ * machine dies, is found by the context's watchdog thread: every
+ * communicator of the rank is aborted (work waiting on the stream ends)
+ * and every later call returns LLMP_ERR_DEVICE or LLMP_ERR_PEER naming
+ * the group or the rank.
+ */
+llmp_status llmp_device_allreduce(llmp_comm *comm, const void *send, void *recv, size_t count,
+				  llmp_dtype dtype, llmp_op op, void *stream);
+llmp_status llmp_device_reduce_scatter(llmp_comm *comm, const void *send, void *recv, size_t count,
+				       llmp_dtype dtype, llmp_op op, void *stream);
+llmp_status llmp_device_allgather(llmp_comm *comm, const void *send, void *recv, size_t count,
+				  llmp_dtype dtype, void *stream);
+llmp_status llmp_device_broadcast(llmp_comm *comm, const void *send, void *recv, size_t count,
+				  llmp_dtype dtype, uint32_t root, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,8 +15,7 @@
  * polls them against the context's timeout: a member that never comes
  * leaves the others an error naming the group, not a hang.
  */
-#include "config.h" /* LLMP_HAVE_NCCL */
-#include "device.h"
+#include "device_internal.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -27,43 +26,6 @@
 
 #include <llmp/llmp_device.h>
 #include "runtime/comm/wireup.h"
-
-#ifdef LLMP_HAVE_NCCL
-#include "nccl_api.h"
-
-#define KINDS (LLMP_NGROUPS + 1) /* every group kind, then the world */
-
-struct rt_device_group {
-	bool member;     /* this rank is in a group of this kind of two or more */
-	int same_as;     /* an earlier kind with the same members here, else -1 */
-	uint32_t root;   /* the lowest member, which makes the id */
-	uint32_t number; /* the group's number among its kind's */
-	uint32_t size;   /* members */
-	uint32_t rank;   /* this rank's place among them */
-	uint32_t *members;
-	ncclUniqueId id;
-	ncclComm_t comm;
-};
-
-struct rt_device {
-	struct rt_nccl nccl;
-	struct rt_device_group g[KINDS];
-	unsigned groups, ids_created, ids_fetched, comms;
-	bool connected;
-	double connect_seconds;
-};
-
-static const char *kind_name(int k)
-{
-	return k == LLMP_NGROUPS ? "world" : llmp_group_name((enum llmp_group)k);
-}
-
-/* "llmp.nccl.tp": where a group's root puts its id. */
-static void id_key(int k, char *buf, size_t len)
-{
-	snprintf(buf, len, "llmp.nccl.%s", kind_name(k));
-}
-#endif /* LLMP_HAVE_NCCL */
 
 /* ------------------------------------------------------------ the choice */
 
@@ -197,8 +159,10 @@ llmp_status rt_device_prepare(llmp_ctx *ctx)
 	struct rt_device *d = calloc(1, sizeof *d);
 	if (!d)
 		return rt_fail(ctx, LLMP_ERR_NOMEM, "the device path's state");
+	pthread_mutex_init(&d->lock, NULL);
 	char msg[LLMP_MSG_MAX];
 	if (rt_nccl_load(&d->nccl, msg, sizeof msg) != LLMP_OK) {
+		pthread_mutex_destroy(&d->lock);
 		free(d);
 		snprintf(ctx->device_why, sizeof ctx->device_why, "%.250s", msg);
 		if (mode == DEVICE_NCCL)
@@ -250,6 +214,7 @@ void rt_device_fini(llmp_ctx *ctx)
 	struct rt_device *d = ctx->device;
 	if (!d)
 		return;
+	rt_watchdog_stop(d);
 	for (int k = 0; k < KINDS; k++) {
 		struct rt_device_group *g = &d->g[k];
 		if (g->comm && g->same_as < 0) {
@@ -259,6 +224,7 @@ void rt_device_fini(llmp_ctx *ctx)
 		free(g->members);
 	}
 	rt_nccl_unload(&d->nccl);
+	pthread_mutex_destroy(&d->lock);
 	free(d);
 	ctx->device = NULL;
 #else
@@ -296,10 +262,9 @@ static llmp_status give_up(llmp_ctx *ctx, struct rt_device *d, llmp_status st, c
 
 static llmp_status give_up(llmp_ctx *ctx, struct rt_device *d, llmp_status st, const char *fmt, ...)
 {
-	char msg[LLMP_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vsnprintf(d->why, sizeof d->why, fmt, ap);
 	va_end(ap);
 	for (int k = 0; k < KINDS; k++)
 		if (d->g[k].comm && d->g[k].same_as < 0) {
@@ -307,7 +272,8 @@ static llmp_status give_up(llmp_ctx *ctx, struct rt_device *d, llmp_status st, c
 			d->g[k].comm = NULL;
 		}
 	d->comms = 0;
-	return rt_fail(ctx, st, "%s", msg);
+	d->failed = st; /* the ids were used: a second try could only hang */
+	return rt_fail(ctx, st, "%s", d->why);
 }
 #endif
 
@@ -322,6 +288,8 @@ llmp_status llmp_device_connect(llmp_ctx *ctx)
 	if (!d)
 		return rt_fail(ctx, LLMP_ERR_UNSUPPORTED, "llmp_device_connect: the device path is off: %s",
 			       ctx->device_why);
+	if (d->failed)
+		return rt_fail(ctx, d->failed, "%s", d->why);
 	if (d->connected)
 		return LLMP_OK;
 	char why[LLMP_MSG_MAX], name[KINDS][48];
@@ -385,6 +353,6 @@ llmp_status llmp_device_connect(llmp_ctx *ctx)
 			d->g[k].comm = d->g[d->g[k].same_as].comm;
 	d->connected = true;
 	d->connect_seconds = rt_now() - start;
-	return LLMP_OK;
+	return rt_watchdog_start(ctx, d);
 #endif
 }

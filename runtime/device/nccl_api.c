@@ -26,6 +26,9 @@ llmp_status rt_nccl_load(struct rt_nccl *n, char *msg, size_t len)
 		{ "ncclGetErrorString", offsetof(struct rt_nccl, get_error_string) },
 		{ "ncclGetLastError", offsetof(struct rt_nccl, get_last_error) },
 		{ "ncclAllReduce", offsetof(struct rt_nccl, all_reduce) },
+		{ "ncclReduceScatter", offsetof(struct rt_nccl, reduce_scatter) },
+		{ "ncclAllGather", offsetof(struct rt_nccl, all_gather) },
+		{ "ncclBroadcast", offsetof(struct rt_nccl, broadcast) },
 	};
 	const char *path = getenv("LLMP_NCCL_LIBRARY");
 	memset(n, 0, sizeof *n);

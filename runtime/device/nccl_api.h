@@ -37,6 +37,12 @@ struct rt_nccl {
 	const char *(*get_last_error)(ncclComm_t comm);
 	ncclResult_t (*all_reduce)(const void *send, void *recv, size_t count, ncclDataType_t type,
 				   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+	ncclResult_t (*reduce_scatter)(const void *send, void *recv, size_t count, ncclDataType_t type,
+				       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+	ncclResult_t (*all_gather)(const void *send, void *recv, size_t count, ncclDataType_t type,
+				   ncclComm_t comm, cudaStream_t stream);
+	ncclResult_t (*broadcast)(const void *send, void *recv, size_t count, ncclDataType_t type, int root,
+				  ncclComm_t comm, cudaStream_t stream);
 };
 
 /*

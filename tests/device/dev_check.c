@@ -3,28 +3,73 @@
  * dev_check.c - the device path seen from a program, through the public
  * API only (llmp_device.h): run under srun --mpi=pmix by tests/device.bats.
  *
- *   dev_check [--connect] [--timeout S]
+ *   dev_check [--connect] [--timeout S] [--ops] [--loop S] [--exit-after-connect R]
  *
  * Each rank prints, after llmp_init:
  *   "rank R: device ENABLED groups G created C fetched F fences N"
  *   "rank R: why-not TEXT"                     (when not enabled)
  * and with --connect, after llmp_device_connect:
  *   "rank R: connect STATUS comms K: MESSAGE"
+ * --ops then calls each device collective once on the tp group and the
+ * world (bf16 average for the reductions, 1000 elements, root 1), and
+ * --loop S allreduces on the world for up to S seconds, until a call
+ * fails: "rank R: ops STATUS after T s: MESSAGE". The buffers are not
+ * device memory: only NCCL's test double (tests/device/fake_nccl.c), which
+ * moves nothing, may run these. --exit-after-connect R: rank R leaves at
+ * once after connecting (a member that dies).
  * A failed llmp_init prints "rank ?: init STATUS: MESSAGE". The exit
  * status is 0 when every call the rank made returned LLMP_OK, else 1;
  * what a test expects is checked by the test, from these lines.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <llmp/llmp.h>
 #include <llmp/llmp_device.h>
 
+/* The collectives of --ops, then --loop's allreduces; the first failure ends them. */
+static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, double *elapsed)
+{
+	static uint16_t send[2 * 1000 * 64], recv[2 * 1000 * 64]; /* room for a world of 64 */
+	llmp_comm *tp = NULL, *world = NULL;
+	llmp_status st = llmp_comm_world(ctx, &world);
+	if (st == LLMP_OK && ops)
+		st = llmp_comm_get(ctx, LLMP_GROUP_TP, &tp);
+	if (st == LLMP_OK && ops)
+		for (int i = 0; i < 2 && st == LLMP_OK; i++) {
+			llmp_comm *c = i ? world : tp;
+			st = llmp_device_allreduce(c, send, recv, 1000, LLMP_BFLOAT16, LLMP_AVG, NULL);
+			if (st == LLMP_OK)
+				st = llmp_device_reduce_scatter(c, send, recv, 1000, LLMP_BFLOAT16, LLMP_AVG,
+								NULL);
+			if (st == LLMP_OK)
+				st = llmp_device_allgather(c, send, recv, 1000, LLMP_BFLOAT16, NULL);
+			if (st == LLMP_OK)
+				st = llmp_device_broadcast(c, send, recv, 1000, LLMP_BFLOAT16, 1, NULL);
+		}
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (*elapsed = 0; st == LLMP_OK && *elapsed < loop;) {
+		st = llmp_device_allreduce(world, send, recv, 1000, LLMP_FLOAT32, LLMP_SUM, NULL);
+		struct timespec pause = { 0, 1000000 };
+		nanosleep(&pause, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		*elapsed = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
+	}
+	return st;
+}
+
 int main(int argc, char **argv)
 {
-	bool connect = false;
+	bool connect = false, ops = false;
+	double loop = 0;
+	long leaver = -1;
 	llmp_init_opts opts;
 	llmp_init_opts_default(&opts);
 	for (int i = 1; i < argc; i++) {
@@ -32,8 +77,15 @@ int main(int argc, char **argv)
 			connect = true;
 		else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
 			opts.timeout_s = atof(argv[++i]);
+		else if (strcmp(argv[i], "--ops") == 0)
+			ops = true;
+		else if (strcmp(argv[i], "--loop") == 0 && i + 1 < argc)
+			loop = atof(argv[++i]);
+		else if (strcmp(argv[i], "--exit-after-connect") == 0 && i + 1 < argc)
+			leaver = atol(argv[++i]);
 		else {
-			fprintf(stderr, "usage: dev_check [--connect] [--timeout S]\n");
+			fprintf(stderr, "usage: dev_check [--connect] [--timeout S] [--ops] [--loop S] "
+					"[--exit-after-connect R]\n");
 			return 2;
 		}
 	}
@@ -63,6 +115,17 @@ int main(int argc, char **argv)
 		printf("rank %u: connect %s comms %u: %s\n", rank, st == LLMP_OK ? "ok" : llmp_strerror(st),
 		       info.comms, st == LLMP_OK ? "" : llmp_errmsg(ctx));
 		rc = st != LLMP_OK;
+		fflush(stdout);
+		if (st == LLMP_OK && (long)rank == leaver)
+			_exit(0); /* gone, without finalize: as a crash would leave it */
+		if (st == LLMP_OK && (ops || loop > 0)) {
+			double elapsed = 0;
+			st = run_ops(ctx, ops, loop, &elapsed);
+			printf("rank %u: ops %s after %.1f s: %s\n", rank,
+			       st == LLMP_OK ? "ok" : llmp_strerror(st), elapsed,
+			       st == LLMP_OK ? "" : llmp_errmsg(ctx));
+			rc = st != LLMP_OK;
+		}
 	}
 	fflush(stdout);
 	llmp_finalize(ctx);

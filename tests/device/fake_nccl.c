@@ -13,7 +13,12 @@
  *                 =fail  ncclCommInitRankConfig fails at once, as NCCL does
  *                        without a CUDA driver
  *                 =async it fails later, through ncclCommGetAsyncError
+ *   FAKE_NCCL_FAIL_AFTER=N  a ready communicator fails through
+ *                        ncclCommGetAsyncError after N more polls (the watchdog's test)
  *   FAKE_NCCL_VERSION=N  what ncclGetVersion says (default 22809)
+ *
+ * Collectives move no data: they log "allreduce NAME COUNT TYPE OP" (and
+ * the like) and succeed on a communicator that was not aborted.
  *
  * Only the declarations of nccl.h are used, not NCCL's code.
  */
@@ -30,7 +35,6 @@
 struct ncclComm {
 	char name[128];
 	int polls;
-	int aborted;
 };
 
 static const char *mode(void)
@@ -109,9 +113,13 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error)
 	if (!comm)
 		return ncclInvalidArgument;
 	comm->polls++;
+	const char *after = getenv("FAKE_NCCL_FAIL_AFTER");
 	if (strcmp(mode(), "hang") == 0 || comm->polls < 2)
 		*error = ncclInProgress;
-	else if (strcmp(mode(), "async") == 0) {
+	else if (after && *after && comm->polls > 2 + atoi(after)) {
+		snprintf(last_error, sizeof last_error, "fake: an NVLink error on the peer");
+		*error = ncclSystemError;
+	} else if (strcmp(mode(), "async") == 0) {
 		snprintf(last_error, sizeof last_error, "fake: a peer closed the connection");
 		*error = ncclRemoteError;
 	} else
@@ -156,6 +164,7 @@ const char *ncclGetErrorString(ncclResult_t result)
 	case ncclSuccess: return "no error";
 	case ncclUnhandledCudaError: return "unhandled cuda error";
 	case ncclRemoteError: return "remote process exited or there was a network error";
+	case ncclSystemError: return "unhandled system error";
 	case ncclInProgress: return "NCCL operation in progress";
 	default: return "fake NCCL error";
 	}
@@ -170,6 +179,31 @@ const char *ncclGetLastError(ncclComm_t comm)
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
 			   ncclComm_t comm, cudaStream_t stream)
 {
-	(void)send, (void)recv, (void)count, (void)type, (void)op, (void)comm, (void)stream;
-	return ncclInvalidUsage; /* moves no data: a test must never take it for a result */
+	(void)send, (void)recv, (void)stream;
+	log_line("allreduce %s %zu %d %d", comm->name, count, (int)type, (int)op);
+	return ncclSuccess;
+}
+
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclDataType_t type,
+			       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+	(void)send, (void)recv, (void)stream;
+	log_line("reduce_scatter %s %zu %d %d", comm->name, count, (int)type, (int)op);
+	return ncclSuccess;
+}
+
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t type, ncclComm_t comm,
+			   cudaStream_t stream)
+{
+	(void)send, (void)recv, (void)stream;
+	log_line("allgather %s %zu %d", comm->name, count, (int)type);
+	return ncclSuccess;
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type, int root,
+			   ncclComm_t comm, cudaStream_t stream)
+{
+	(void)send, (void)recv, (void)stream;
+	log_line("broadcast %s %zu %d %d", comm->name, count, (int)type, root);
+	return ncclSuccess;
 }

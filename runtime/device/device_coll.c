@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * device_coll.c - collectives on device buffers: NCCL's, on the caller's
+ * CUDA stream, over the communicator of the llmp_comm's group.
+ *
+ * A call enqueues and returns, as NCCL does: the result is there when the
+ * stream reaches it. What fails later is the watchdog's to find
+ * (watchdog.c); a call made after a failure returns it, naming the group or
+ * the rank. Arithmetic is NCCL's: bf16 and fp16 sums are rounded at every
+ * step of its algorithm, not once in fp32 as the host path does.
+ */
+#include "device_internal.h"
+
+#include <string.h>
+
+#include <llmp/llmp_device.h>
+
+#ifdef LLMP_HAVE_NCCL
+static bool nccl_type(llmp_dtype dtype, ncclDataType_t *out)
+{
+	switch (dtype) {
+	case LLMP_FLOAT32: *out = ncclFloat32; return true;
+	case LLMP_FLOAT64: *out = ncclFloat64; return true;
+	case LLMP_BFLOAT16: *out = ncclBfloat16; return true;
+	case LLMP_FLOAT16: *out = ncclFloat16; return true;
+	case LLMP_INT32: *out = ncclInt32; return true;
+	case LLMP_INT64: *out = ncclInt64; return true;
+	case LLMP_UINT8: *out = ncclUint8; return true;
+	default: return false;
+	}
+}
+
+static bool nccl_op(llmp_op op, ncclRedOp_t *out)
+{
+	switch (op) {
+	case LLMP_SUM: *out = ncclSum; return true;
+	case LLMP_PROD: *out = ncclProd; return true;
+	case LLMP_MIN: *out = ncclMin; return true;
+	case LLMP_MAX: *out = ncclMax; return true;
+	case LLMP_AVG: *out = ncclAvg; return true;
+	default: return false;
+	}
+}
+
+enum coll { ALLREDUCE, REDUCE_SCATTER, ALLGATHER, BROADCAST };
+static const char *const coll_names[] = { "llmp_device_allreduce", "llmp_device_reduce_scatter",
+					  "llmp_device_allgather", "llmp_device_broadcast" };
+
+/* Check the arguments, find the communicator, enqueue; under the device lock, so no abort runs meanwhile. */
+static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void *recv, size_t count,
+			   llmp_dtype dtype, llmp_op op, uint32_t root, void *stream)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	llmp_ctx *ctx = comm->ctx;
+	const char *name = coll_names[c];
+	struct rt_device *d = ctx->device;
+	ncclDataType_t type;
+	ncclRedOp_t nop = ncclSum;
+	if (!d)
+		return rt_fail(ctx, LLMP_ERR_UNSUPPORTED, "%s: the device path is off: %s", name,
+			       ctx->device_why);
+	if (!d->connected && !d->failed)
+		return rt_fail(ctx, LLMP_ERR_STATE, "%s: call llmp_device_connect first", name);
+	if (!nccl_type(dtype, &type))
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s: dtype %d is not an llmp_dtype", name, (int)dtype);
+	if ((c == ALLREDUCE || c == REDUCE_SCATTER) && !nccl_op(op, &nop))
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s: op %d is not an llmp_op", name, (int)op);
+	if ((count && (!send || !recv)) || (c == BROADCAST && root >= comm->size))
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s on the %s group: %s", name, llmp_comm_name(comm),
+			       c == BROADCAST && root >= comm->size ? "root is not a member"
+								    : "a NULL buffer");
+	int kind = comm->kind;
+	pthread_mutex_lock(&d->lock);
+	llmp_status st = d->failed;
+	ncclComm_t nc = st ? NULL : d->g[kind].comm;
+	ncclResult_t r = ncclSuccess;
+	if (!st && !nc) {
+		pthread_mutex_unlock(&d->lock);
+		return rt_fail(ctx, LLMP_ERR_ARG,
+			       "%s: the %s group has one member: nothing to do on the device", name,
+			       llmp_comm_name(comm));
+	}
+	if (!st) {
+		cudaStream_t s = (cudaStream_t)stream;
+		switch (c) {
+		case ALLREDUCE: r = d->nccl.all_reduce(send, recv, count, type, nop, nc, s); break;
+		case REDUCE_SCATTER: r = d->nccl.reduce_scatter(send, recv, count, type, nop, nc, s); break;
+		case ALLGATHER: r = d->nccl.all_gather(send, recv, count, type, nc, s); break;
+		case BROADCAST: r = d->nccl.broadcast(send, recv, count, type, (int)root, nc, s); break;
+		}
+	}
+	char why[LLMP_MSG_MAX];
+	if (!st && r != ncclSuccess && r != ncclInProgress)
+		rt_nccl_why(&d->nccl, nc, r, why, sizeof why);
+	pthread_mutex_unlock(&d->lock);
+	if (st)
+		return rt_fail(ctx, st, "%s on the %s group: %s", name, llmp_comm_name(comm), d->why);
+	if (r != ncclSuccess && r != ncclInProgress) {
+		st = rt_device_fail(d, LLMP_ERR_DEVICE, "%s on the %s group: %s", name, llmp_comm_name(comm),
+				    why);
+		return rt_fail(ctx, st, "%s", d->why);
+	}
+	return LLMP_OK;
+}
+#endif /* LLMP_HAVE_NCCL */
+
+#ifndef LLMP_HAVE_NCCL
+static llmp_status not_built(llmp_comm *comm, const char *name)
+{
+	return comm ? rt_fail(comm->ctx, LLMP_ERR_UNSUPPORTED, "%s: %s", name, comm->ctx->device_why)
+		    : LLMP_ERR_ARG;
+}
+#endif
+
+llmp_status llmp_device_allreduce(llmp_comm *comm, const void *send, void *recv, size_t count,
+				  llmp_dtype dtype, llmp_op op, void *stream)
+{
+#ifdef LLMP_HAVE_NCCL
+	return enqueue(comm, ALLREDUCE, send, recv, count, dtype, op, 0, stream);
+#else
+	(void)send, (void)recv, (void)count, (void)dtype, (void)op, (void)stream;
+	return not_built(comm, "llmp_device_allreduce");
+#endif
+}
+
+llmp_status llmp_device_reduce_scatter(llmp_comm *comm, const void *send, void *recv, size_t count,
+				       llmp_dtype dtype, llmp_op op, void *stream)
+{
+#ifdef LLMP_HAVE_NCCL
+	return enqueue(comm, REDUCE_SCATTER, send, recv, count, dtype, op, 0, stream);
+#else
+	(void)send, (void)recv, (void)count, (void)dtype, (void)op, (void)stream;
+	return not_built(comm, "llmp_device_reduce_scatter");
+#endif
+}
+
+llmp_status llmp_device_allgather(llmp_comm *comm, const void *send, void *recv, size_t count,
+				  llmp_dtype dtype, void *stream)
+{
+#ifdef LLMP_HAVE_NCCL
+	return enqueue(comm, ALLGATHER, send, recv, count, dtype, LLMP_SUM, 0, stream);
+#else
+	(void)send, (void)recv, (void)count, (void)dtype, (void)stream;
+	return not_built(comm, "llmp_device_allgather");
+#endif
+}
+
+llmp_status llmp_device_broadcast(llmp_comm *comm, const void *send, void *recv, size_t count,
+				  llmp_dtype dtype, uint32_t root, void *stream)
+{
+#ifdef LLMP_HAVE_NCCL
+	return enqueue(comm, BROADCAST, send, recv, count, dtype, LLMP_SUM, root, stream);
+#else
+	(void)send, (void)recv, (void)count, (void)dtype, (void)root, (void)stream;
+	return not_built(comm, "llmp_device_broadcast");
+#endif
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * device_internal.h - the device path's state, shared by its files:
+ * device.c (the ids, the communicators), device_coll.c (collectives on
+ * device buffers) and watchdog.c (failures found while no call waits).
+ */
+#ifndef LLMP_RT_DEVICE_INTERNAL_H
+#define LLMP_RT_DEVICE_INTERNAL_H
+
+#include "config.h" /* LLMP_HAVE_NCCL */
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "device.h"
+
+#ifdef LLMP_HAVE_NCCL
+#include "nccl_api.h"
+
+#define KINDS (LLMP_NGROUPS + 1) /* every group kind, then the world */
+
+struct rt_device_group {
+	bool member;     /* this rank is in a group of this kind of two or more */
+	int same_as;     /* an earlier kind with the same members here, else -1 */
+	uint32_t root;   /* the lowest member, which makes the id */
+	uint32_t number; /* the group's number among its kind's */
+	uint32_t size;   /* members */
+	uint32_t rank;   /* this rank's place among them */
+	uint32_t *members;
+	ncclUniqueId id;
+	ncclComm_t comm;
+};
+
+struct rt_device {
+	struct rt_nccl nccl;
+	struct rt_device_group g[KINDS];
+	unsigned groups, ids_created, ids_fetched, comms;
+	bool connected;
+	double connect_seconds;
+	/* The watchdog (watchdog.c): set once a communicator failed; every later call fails with it. */
+	pthread_mutex_t lock;
+	pthread_t watchdog;
+	bool watching, stop;
+	llmp_status failed;
+	char why[LLMP_MSG_MAX];
+	struct rt_watched *watched; /* members on this machine, by process (watchdog.c) */
+	size_t nwatched;
+};
+
+static inline const char *kind_name(int k)
+{
+	return k == LLMP_NGROUPS ? "world" : llmp_group_name((enum llmp_group)k);
+}
+
+/* "llmp.nccl.tp": where a group's root puts its id. */
+static inline void id_key(int k, char *buf, size_t len)
+{
+	snprintf(buf, len, "llmp.nccl.%s", kind_name(k));
+}
+
+/* The watchdog: started by llmp_device_connect, stopped by rt_device_fini. */
+llmp_status rt_watchdog_start(llmp_ctx *ctx, struct rt_device *d);
+void rt_watchdog_stop(struct rt_device *d);
+/* Record a failure (the first one wins) and abort every communicator; the status recorded. */
+llmp_status rt_device_fail(struct rt_device *d, llmp_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#endif /* LLMP_HAVE_NCCL */
+
+#endif /* LLMP_RT_DEVICE_INTERNAL_H */
