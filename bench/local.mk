@@ -4,15 +4,17 @@
 # `make bench` prints figures; it is never part of `make check`.
 # bench_mpi_allreduce.c is built by scripts/bench-runtime.sh with mpicc,
 # as the yardstick for `llmp bench` (doc/benchmarks.md).
-bench_programs = bench/bench_plan bench/bench_reduce bench/bench_crc32c
+bench_programs = bench/bench_plan bench/bench_reduce bench/bench_crc32c bench/bench_metrics
 EXTRA_PROGRAMS = $(bench_programs)
 bench_bench_plan_LDADD = topology/libplanner.la
 bench_bench_reduce_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_reduce_LDADD = kernels/libkernels.la topology/libplanner.la
 bench_bench_crc32c_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_crc32c_LDADD = kernels/libkernels.la
+bench_bench_metrics_CFLAGS = $(LLMP_CFLAGS)
 EXTRA_DIST += bench/bench_mpi_allreduce.c
 bench: $(bench_programs)
 	bench/bench_plan
 	bench/bench_reduce
 	bench/bench_crc32c
+	bench/bench_metrics

@@ -75,6 +75,9 @@ int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank, FIL
 /* `llmp bench ...` (in llmp-bench, with the runtime); argv[0] is "bench". */
 int cli_bench(int argc, char **argv);
 
+/* `llmp top DIR`: the metrics of a job (cmd_top.c); argv[0] is "top". */
+int cli_top(int argc, char **argv);
+
 /* `llmp job-end [RC]` (built with the runtime): requeue the job, or not. */
 int cli_job_end(int argc, char **argv);
 

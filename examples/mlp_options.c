@@ -28,6 +28,8 @@ enum {
 	OPT_LR,
 	OPT_SEED,
 	OPT_SLEEP_MS,
+	OPT_SLOW_RANK,
+	OPT_SLOW_MS,
 	OPT_HANG_RANK,
 	OPT_HANG_STEP,
 	OPT_CRASH_RANK,
@@ -45,6 +47,8 @@ static const struct option long_options[] = {
 	{ "lr", required_argument, NULL, OPT_LR },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "sleep-ms", required_argument, NULL, OPT_SLEEP_MS },
+	{ "slow-rank", required_argument, NULL, OPT_SLOW_RANK },
+	{ "slow-ms", required_argument, NULL, OPT_SLOW_MS },
 	{ "hang-rank", required_argument, NULL, OPT_HANG_RANK },
 	{ "hang-step", required_argument, NULL, OPT_HANG_STEP },
 	{ "crash-rank", required_argument, NULL, OPT_CRASH_RANK },
@@ -59,7 +63,7 @@ static const struct option long_options[] = {
 static void usage(FILE *to)
 {
 	fprintf(to, "usage: " MLP_PROG " [--steps N] [--hidden H] [--in D] [--out O] [--batch B]\n"
-		    "                 [--lr F] [--seed S] [--sleep-ms MS]\n"
+		    "                 [--lr F] [--seed S] [--sleep-ms MS] [--slow-rank R --slow-ms MS]\n"
 		    "                 [--hang-rank R --hang-step N] [--crash-rank R --crash-step N]\n"
 		    "                 [--fault-always]\n\n"
 		    "Train a tensor- and data-parallel MLP y = W2 relu(W1 x + b1) + b2 with SGD on\n"
@@ -74,6 +78,9 @@ static void usage(FILE *to)
 		    "  --lr F           learning rate (default 0.1)\n"
 		    "  --seed S         seed of the weights, the data and the noise (default 1)\n"
 		    "  --sleep-ms MS    sleep after each step, so a test can interrupt mid-way\n"
+		    "  --slow-rank R, --slow-ms MS\n"
+		    "                   world rank R sleeps MS before each step's work: a straggler\n"
+		    "                   for LLMP_METRICS and `llmp top` to find\n"
 		    "  --hang-rank R, --hang-step N\n"
 		    "                   world rank R stops answering at the start of step N\n"
 		    "  --crash-rank R, --crash-step N\n"
@@ -136,6 +143,7 @@ static void set_defaults(mlp_options *o)
 	o->seed = 1;
 	o->lr = 0.1;
 	o->faults.hang_rank = MLP_NO_RANK;
+	o->slow_rank = MLP_NO_RANK;
 	o->faults.crash_rank = MLP_NO_RANK;
 	o->faults.hang_step = UINT64_MAX;
 	o->faults.crash_step = UINT64_MAX;
@@ -156,6 +164,8 @@ static bool apply(mlp_options *o, int opt, const char *arg)
 	case OPT_LR: return parse_lr(arg, &o->lr);
 	case OPT_SEED: return parse_u64("seed", arg, UINT64_MAX, &o->seed);
 	case OPT_SLEEP_MS: return parse_u32("sleep-ms", arg, 0, MLP_MAX_SLEEP_MS, &o->sleep_ms);
+	case OPT_SLOW_RANK: return parse_u32("slow-rank", arg, 0, MLP_NO_RANK - 1, &o->slow_rank);
+	case OPT_SLOW_MS: return parse_u32("slow-ms", arg, 0, MLP_MAX_SLEEP_MS, &o->slow_ms);
 	case OPT_HANG_RANK: return parse_u32("hang-rank", arg, 0, MLP_NO_RANK - 1, &f->hang_rank);
 	case OPT_HANG_STEP: return parse_u64("hang-step", arg, UINT64_MAX - 1, &f->hang_step);
 	case OPT_CRASH_RANK: return parse_u32("crash-rank", arg, 0, MLP_NO_RANK - 1, &f->crash_rank);
@@ -193,6 +203,11 @@ static bool check_options(const mlp_options *o)
 	if (!check_fault("hang", f->hang_rank, f->hang_step, o->steps) ||
 	    !check_fault("crash", f->crash_rank, f->crash_step, o->steps))
 		return false;
+	if ((o->slow_rank == MLP_NO_RANK) != (o->slow_ms == 0)) {
+		fprintf(stderr, MLP_PROG ": --slow-%s given without --slow-%s\n", o->slow_ms ? "ms" : "rank",
+			o->slow_ms ? "rank" : "ms");
+		return false;
+	}
 	if (f->always && f->hang_rank == MLP_NO_RANK && f->crash_rank == MLP_NO_RANK) {
 		fprintf(stderr, MLP_PROG ": --fault-always needs --hang-rank/--hang-step or "
 					 "--crash-rank/--crash-step\n");

@@ -31,7 +31,9 @@ typedef struct mlp_options {
 	uint64_t steps; /* steps of the whole training, over all runs */
 	uint64_t seed;
 	double lr;
-	uint32_t sleep_ms; /* per step, so a test can interrupt mid-way */
+	uint32_t sleep_ms;  /* per step, so a test can interrupt mid-way */
+	uint32_t slow_rank; /* this world rank computes slow_ms longer each step; MLP_NO_RANK: none */
+	uint32_t slow_ms;
 	mlp_faults faults;
 	bool grad_check; /* hidden: check the backward pass and exit */
 } mlp_options;

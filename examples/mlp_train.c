@@ -107,6 +107,8 @@ static bool train_one(run *r, llmp_status *st)
 	double loss;
 
 	mlp_fault_maybe(&r->opts->faults, llmp_rank(r->ctx), r->restart, r->step);
+	if (r->opts->slow_rank == llmp_rank(r->ctx))
+		sleep_ms(r->opts->slow_ms); /* a straggler: the others wait in the step's collectives */
 	if ((*st = mlp_trainer_step(&r->trainer, r->step, r->meta.rng, &loss)) != LLMP_OK)
 		return false;
 	r->meta.rng = mlp_rng_next(r->meta.rng);

@@ -132,6 +132,33 @@ uint32_t llmp_comm_world_rank(const llmp_comm *comm, uint32_t comm_rank);
 /* "tp", ..., "position-embedding", or "world". */
 const char *llmp_comm_name(const llmp_comm *comm);
 
+/*
+ * What a communicator's calls cost this rank, counted since it was made
+ * (doc/llmp.3, doc/metrics-json.md). Bytes are those this rank handed to
+ * the transport or wrote into a shared-memory slot for the others (sent)
+ * and those it took from them (received), as the algorithm in use moves
+ * them. A wait is timed once it has lasted a few dozen polls (about a
+ * microsecond) and is blamed on the member that completed it last: on one
+ * machine the member that arrived last; over UCX the direct peer, which is
+ * the slow member or one waiting for it.
+ */
+typedef struct llmp_comm_stats {
+	uint64_t ops; /* calls: collectives, barriers, sends, receives */
+	uint64_t bytes_sent;
+	uint64_t bytes_received;
+	double seconds;      /* inside those calls */
+	double wait_seconds; /* of which waiting for another member */
+	uint64_t waits;      /* calls that waited */
+	/* The member (comm rank) waited for longest in all; UINT32_MAX: none yet. */
+	uint32_t last_member;
+	uint64_t last_member_times;      /* calls that waited for it last */
+	double last_member_wait_seconds; /* and how long they waited */
+} llmp_comm_stats;
+llmp_status llmp_comm_get_stats(const llmp_comm *comm, llmp_comm_stats *stats);
+
+/* For one member (comm rank): the calls that waited for it last, and their waits. */
+llmp_status llmp_comm_member_waits(const llmp_comm *comm, uint32_t member, uint64_t *times, double *seconds);
+
 /* ----------------------------------------------------------- collectives */
 /*
  * Blocking, and collective over the communicator: every member calls the

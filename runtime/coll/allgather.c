@@ -5,8 +5,8 @@
 #include "coll.h"
 #include "shm.h"
 
-llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			   llmp_dtype dtype)
+static llmp_status allgather_call(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				  llmp_dtype dtype)
 {
 	rt_call call;
 	llmp_status st = rt_call_begin_blocks(&call, comm, "allgather", sendbuf, recvbuf, count, dtype,
@@ -25,4 +25,15 @@ llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf, 
 		return st;
 	rt_blocks blocks = rt_blocks_of(count * comm->size, comm->size, call.esize);
 	return rt_ring_allgather(&call, recvbuf, &blocks, 0);
+}
+
+llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	rt_metrics_begin(&comm->metrics);
+	llmp_status st = allgather_call(comm, sendbuf, recvbuf, count, dtype);
+	rt_metrics_end(&comm->metrics);
+	return st;
 }

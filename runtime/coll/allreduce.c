@@ -102,8 +102,8 @@ static llmp_status ring(rt_call *call, const char *sendbuf, char *recvbuf, size_
 	return st;
 }
 
-llmp_status llmp_allreduce(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			   llmp_dtype dtype, llmp_op op)
+static llmp_status allreduce_call(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				  llmp_dtype dtype, llmp_op op)
 {
 	rt_call call;
 	llmp_status st = rt_call_begin(&call, comm, "allreduce", sendbuf, recvbuf, count, dtype, op, true);
@@ -124,4 +124,15 @@ llmp_status llmp_allreduce(llmp_comm *comm, const void *sendbuf, void *recvbuf, 
 	if (recvbuf != sendbuf)
 		memcpy(recvbuf, sendbuf, bytes);
 	return recursive_doubling(&call, recvbuf, count);
+}
+
+llmp_status llmp_allreduce(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype, llmp_op op)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	rt_metrics_begin(&comm->metrics);
+	llmp_status st = allreduce_call(comm, sendbuf, recvbuf, count, dtype, op);
+	rt_metrics_end(&comm->metrics);
+	return st;
 }

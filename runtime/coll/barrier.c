@@ -6,12 +6,22 @@
  */
 #include "coll.h"
 
-llmp_status llmp_barrier(llmp_comm *comm)
+static llmp_status barrier_call(llmp_comm *comm)
 {
 	rt_call call;
 	llmp_status st = rt_call_begin(&call, comm, "barrier", NULL, NULL, 0, LLMP_UINT8, LLMP_SUM, false);
 	uint32_t n = comm ? comm->size : 1, r = comm ? comm->rank : 0;
 	for (uint32_t dist = 1; st == LLMP_OK && dist < n; dist <<= 1)
 		st = rt_exchange(&call, NULL, 0, (r + dist) % n, NULL, 0, (r + n - dist % n) % n);
+	return st;
+}
+
+llmp_status llmp_barrier(llmp_comm *comm)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	rt_metrics_begin(&comm->metrics);
+	llmp_status st = barrier_call(comm);
+	rt_metrics_end(&comm->metrics);
 	return st;
 }

@@ -74,8 +74,8 @@ static llmp_status scatter_allgather(rt_call *call, char *buf, size_t count, uin
 	return st;
 }
 
-llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			   llmp_dtype dtype, uint32_t root)
+static llmp_status broadcast_call(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				  llmp_dtype dtype, uint32_t root)
 {
 	if (comm && root >= comm->size)
 		return rt_fail(comm->ctx, LLMP_ERR_RANGE, "broadcast on %s: root %u, but it has %u members",
@@ -99,4 +99,15 @@ llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf, 
 	if (bytes >= comm->ctx->ring_threshold && count >= comm->size)
 		return scatter_allgather(&call, recvbuf, count, root);
 	return binomial_tree(&call, recvbuf, bytes, root);
+}
+
+llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   llmp_dtype dtype, uint32_t root)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	rt_metrics_begin(&comm->metrics);
+	llmp_status st = broadcast_call(comm, sendbuf, recvbuf, count, dtype, root);
+	rt_metrics_end(&comm->metrics);
+	return st;
 }

@@ -57,7 +57,7 @@ static uint64_t recv_tag(llmp_comm *comm, uint32_t peer)
 	return rt_tag(comm->kind, true, comm->p2p_recvd[peer]++, peer);
 }
 
-llmp_status llmp_send(llmp_comm *comm, const void *buf, size_t count, llmp_dtype dtype, uint32_t peer)
+static llmp_status send_call(llmp_comm *comm, const void *buf, size_t count, llmp_dtype dtype, uint32_t peer)
 {
 	size_t bytes;
 	rt_req req;
@@ -69,7 +69,17 @@ llmp_status llmp_send(llmp_comm *comm, const void *buf, size_t count, llmp_dtype
 	return st;
 }
 
-llmp_status llmp_recv(llmp_comm *comm, void *buf, size_t count, llmp_dtype dtype, uint32_t peer)
+llmp_status llmp_send(llmp_comm *comm, const void *buf, size_t count, llmp_dtype dtype, uint32_t peer)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	rt_metrics_begin(&comm->metrics);
+	llmp_status st = send_call(comm, buf, count, dtype, peer);
+	rt_metrics_end(&comm->metrics);
+	return st;
+}
+
+static llmp_status recv_call(llmp_comm *comm, void *buf, size_t count, llmp_dtype dtype, uint32_t peer)
 {
 	size_t bytes;
 	rt_req req;
@@ -81,8 +91,18 @@ llmp_status llmp_recv(llmp_comm *comm, void *buf, size_t count, llmp_dtype dtype
 	return st;
 }
 
-llmp_status llmp_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount, uint32_t dst, void *recvbuf,
-			  size_t recvcount, uint32_t src, llmp_dtype dtype)
+llmp_status llmp_recv(llmp_comm *comm, void *buf, size_t count, llmp_dtype dtype, uint32_t peer)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	rt_metrics_begin(&comm->metrics);
+	llmp_status st = recv_call(comm, buf, count, dtype, peer);
+	rt_metrics_end(&comm->metrics);
+	return st;
+}
+
+static llmp_status sendrecv_call(llmp_comm *comm, const void *sendbuf, size_t sendcount, uint32_t dst,
+				 void *recvbuf, size_t recvcount, uint32_t src, llmp_dtype dtype)
 {
 	size_t sbytes, rbytes;
 	rt_req reqs[2];
@@ -102,5 +122,16 @@ llmp_status llmp_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount
 		}
 		st = rt_tx_wait(comm, "sendrecv", reqs, 2);
 	}
+	return st;
+}
+
+llmp_status llmp_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount, uint32_t dst, void *recvbuf,
+			  size_t recvcount, uint32_t src, llmp_dtype dtype)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	rt_metrics_begin(&comm->metrics);
+	llmp_status st = sendrecv_call(comm, sendbuf, sendcount, dst, recvbuf, recvcount, src, dtype);
+	rt_metrics_end(&comm->metrics);
 	return st;
 }

@@ -14,8 +14,8 @@
 #include "kernels/reduce.h"
 #include "shm.h"
 
-llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-				llmp_dtype dtype, llmp_op op)
+static llmp_status reduce_scatter_call(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				       llmp_dtype dtype, llmp_op op)
 {
 	rt_call call;
 	llmp_status st = rt_call_begin_blocks(&call, comm, "reduce_scatter", sendbuf, recvbuf, count, dtype,
@@ -51,5 +51,16 @@ llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recv
 	}
 	if (st == LLMP_OK && op == LLMP_AVG)
 		st = kern_reduce_divide(recvbuf, count, dtype, n);
+	return st;
+}
+
+llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				llmp_dtype dtype, llmp_op op)
+{
+	if (!comm)
+		return LLMP_ERR_ARG;
+	rt_metrics_begin(&comm->metrics);
+	llmp_status st = reduce_scatter_call(comm, sendbuf, recvbuf, count, dtype, op);
+	rt_metrics_end(&comm->metrics);
 	return st;
 }

@@ -291,8 +291,11 @@ static inline void cpu_relax(void)
  * Until member m's counter c reaches value. Spins first (the common case:
  * the others are a few microseconds behind); then, yielding the core
  * between polls, watches the clock, failure reports and m's process.
+ * A wait still spinning after RT_METRICS_SPIN polls is timed from then
+ * (*stuck_since, if not set yet), and m is noted in *waited_for.
  */
-static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint32_t m)
+static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint32_t m, double *stuck_since,
+			    uint32_t *waited_for)
 {
 	llmp_comm *comm = call->comm;
 	llmp_ctx *ctx = comm->ctx;
@@ -302,6 +305,11 @@ static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint3
 
 	while (atomic_load_explicit(counter, memory_order_acquire) < value) {
 		if (++polls < SPIN_POLLS) {
+			if (polls == RT_METRICS_SPIN) {
+				*waited_for = m;
+				if (*stuck_since == 0)
+					*stuck_since = rt_now();
+			}
 			cpu_relax();
 			continue;
 		}
@@ -328,14 +336,30 @@ static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint3
 	return LLMP_OK;
 }
 
-/* Until every member's counter c reaches value. */
+/*
+ * Until the counter c of every member (or of `from` alone, unless it is
+ * UINT32_MAX) reaches value. The last member this waited for is the last
+ * to arrive: metrics.h blames it for the whole wait.
+ */
+static llmp_status wait_members(rt_call *call, enum counter c, uint64_t value, uint32_t from)
+{
+	llmp_comm *comm = call->comm;
+	llmp_status st = LLMP_OK;
+	double stuck_since = 0;
+	uint32_t last = UINT32_MAX;
+	if (from != UINT32_MAX)
+		st = wait_one(call, c, value, from, &stuck_since, &last);
+	for (uint32_t m = 0; from == UINT32_MAX && m < comm->size && st == LLMP_OK; m++)
+		if (m != comm->rank)
+			st = wait_one(call, c, value, m, &stuck_since, &last);
+	if (st == LLMP_OK && stuck_since > 0)
+		rt_metrics_waited(&comm->metrics, last, rt_now() - stuck_since);
+	return st;
+}
+
 static llmp_status wait_all(rt_call *call, enum counter c, uint64_t value)
 {
-	llmp_status st = LLMP_OK;
-	for (uint32_t m = 0; m < call->comm->size && st == LLMP_OK; m++)
-		if (m != call->comm->rank)
-			st = wait_one(call, c, value, m);
-	return st;
+	return wait_members(call, c, value, UINT32_MAX);
 }
 
 static void publish(struct rt_shm *s, uint32_t me, enum counter c, uint64_t value)
@@ -403,8 +427,7 @@ static llmp_status round_posted(rt_call *call, uint64_t k, bool first, uint32_t 
 {
 	llmp_comm *comm = call->comm;
 	publish(comm->shm, comm->rank, POSTED, k + 1);
-	llmp_status st = first || from == UINT32_MAX ? wait_all(call, POSTED, k + 1)
-						     : wait_one(call, POSTED, k + 1, from);
+	llmp_status st = wait_members(call, POSTED, k + 1, first ? UINT32_MAX : from);
 	if (st == LLMP_OK && first)
 		st = check_calls(call, k);
 	return st;
@@ -460,6 +483,9 @@ static llmp_status allreduce_round(rt_call *call, const char *send, char *recv, 
 	if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, UINT32_MAX)) != LLMP_OK)
 		return st;
 	size_t off = rt_block_offset(&bl, me), elems = rt_block_elems(&bl, me);
+	/* metrics.h: the chunk written for the others; their part of my slice, then their slices, read */
+	comm->metrics.bytes_sent += bytes;
+	comm->metrics.bytes_recvd += (n - 1) * elems * call->esize + (bytes - elems * call->esize);
 	reduce_slots(call, k, mine + off, off, send + off, elems);
 	memcpy(recv + off, mine + off, elems * call->esize);
 	publish(s, me, REDUCED, k + 1);
@@ -512,6 +538,8 @@ llmp_status rt_shm_reduce_scatter(rt_call *call, const void *sendbuf, void *recv
 				memcpy(mine + j * piece, send + j * block + off, len);
 		if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, UINT32_MAX)) != LLMP_OK)
 			break;
+		comm->metrics.bytes_sent += (n - 1) * len;  /* my pieces of the others' blocks */
+		comm->metrics.bytes_recvd += (n - 1) * len; /* the others' pieces of mine */
 		/* In place, recvbuf is this member's block of sendbuf: reduce aside, then copy. */
 		char *acc = mine + me * piece;
 		reduce_slots(call, k, acc, me * piece, send + me * block + off, len / call->esize);
@@ -542,13 +570,16 @@ static llmp_status copy_rounds(rt_call *call, struct call_desc desc, char *recv,
 		char *mine;
 		if ((st = round_begin(call, desc, &k, &mine)) != LLMP_OK)
 			break;
-		if (from == UINT32_MAX || from == me)
+		if (from == UINT32_MAX || from == me) {
 			memcpy(mine, recv + me * stride + off, len);
+			comm->metrics.bytes_sent += len;
+		}
 		if ((st = round_posted(call, k, desc.bytes != UINT64_MAX, from)) != LLMP_OK)
 			break;
 		for (uint32_t j = 0; j < n; j++)
 			if (j != me && (from == UINT32_MAX || from == j))
 				memcpy(recv + j * stride + off, slot_of(s, j, k), len);
+		comm->metrics.bytes_recvd += from == UINT32_MAX ? (n - 1) * len : from != me ? len : 0;
 		publish(s, me, DONE, k + 1);
 	}
 	return st;

@@ -53,6 +53,12 @@ static llmp_status comm_new(llmp_ctx *ctx, int kind, uint32_t *members, uint32_t
 	comm->members = members;
 	comm->size = size;
 	comm->rank = rt_comm_rank_of(comm, ctx->rank);
+	if (!rt_metrics_init(&comm->metrics, size)) {
+		rt_comm_free(comm);
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "counters of the %s communicator (%u members)",
+			       kind == RT_COMM_WORLD ? "world" : llmp_group_name((enum llmp_group)kind),
+			       size);
+	}
 	if (size > 1) {
 		llmp_status st = rt_listen_reports(comm);
 		if (st != LLMP_OK) {
@@ -125,6 +131,7 @@ void rt_comm_free(llmp_comm *comm)
 	free(comm->p2p_sent);
 	free(comm->p2p_recvd);
 	free(comm->scratch);
+	rt_metrics_free(&comm->metrics);
 	free(comm);
 }
 

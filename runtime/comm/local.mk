@@ -8,4 +8,5 @@ runtime_sources += \
 	runtime/comm/transport.h runtime/comm/transport.c \
 	runtime/comm/failure.h runtime/comm/failure.c \
 	runtime/comm/liveness.h runtime/comm/liveness.c \
-	runtime/comm/comm.c
+	runtime/comm/comm.c \
+	runtime/comm/metrics.h runtime/comm/metrics.c

@@ -19,6 +19,8 @@
 
 #include <llmp/llmp.h>
 
+#include "metrics.h"
+
 #define RT_DEFAULT_TIMEOUT_S 300.0
 #define RT_DEFAULT_RING_THRESHOLD ((size_t)64 << 10)
 #define RT_DEFAULT_SHM_THRESHOLD ((size_t)8 << 10)
@@ -59,6 +61,7 @@ struct llmp_comm {
 	uint32_t (*reports)[2]; /* received so far: {reporter, culprit} */
 	uint32_t nreports;
 	char failure[LLMP_MSG_MAX]; /* why the communicator broke */
+	struct rt_metrics metrics;  /* metrics.h: calls, bytes, time, waits (comm.c) */
 };
 
 struct llmp_ctx {

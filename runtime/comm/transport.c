@@ -13,8 +13,8 @@
 
 /* How long to spend closing endpoints at the end. */
 #define CLOSE_MAX_S 5.0
-/* Polls without progress before looking at the clock and yielding the core. */
-#define IDLE_POLLS 64
+/* Polls without progress before looking at the clock and yielding the core (and timing the wait). */
+#define IDLE_POLLS RT_METRICS_SPIN
 
 static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
@@ -169,6 +169,7 @@ llmp_status rt_tx_isend(llmp_comm *comm, uint32_t peer, uint64_t tag, const void
 			       ucs_status_string(UCS_PTR_STATUS(r)));
 	}
 	req->ucx = r;
+	comm->metrics.bytes_sent += bytes;
 	return LLMP_OK;
 }
 
@@ -207,6 +208,7 @@ llmp_status rt_tx_irecv(llmp_comm *comm, uint32_t peer, uint64_t tag, void *buf,
 			       ucs_status_string(UCS_PTR_STATUS(r)));
 	}
 	req->ucx = r;
+	comm->metrics.bytes_recvd += bytes;
 	return LLMP_OK;
 }
 
@@ -233,8 +235,11 @@ static llmp_status fail(llmp_comm *comm, const char *op, rt_req *reqs, size_t n,
 
 /* ------------------------------------------------------------------ wait */
 
-/* One pass over the requests: 1 while some are pending, 0 when all are done, -1 on failure. */
-static int poll_requests(rt_req *reqs, size_t n, size_t *failed, ucs_status_t *why)
+/*
+ * One pass over the requests: 1 while some are pending, 0 when all are
+ * done, -1 on failure. *last: the peer of the last request completed.
+ */
+static int poll_requests(rt_req *reqs, size_t n, size_t *failed, ucs_status_t *why, uint32_t *last)
 {
 	int pending = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -248,6 +253,7 @@ static int poll_requests(rt_req *reqs, size_t n, size_t *failed, ucs_status_t *w
 			}
 			ucp_request_free(q->ucx);
 			q->ucx = NULL;
+			*last = q->comm_peer;
 			if (s != UCS_OK) {
 				*failed = i;
 				*why = s;
@@ -317,17 +323,27 @@ static void drain_worker(llmp_ctx *ctx)
 llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 {
 	llmp_ctx *ctx = comm->ctx;
-	double deadline = rt_now() + ctx->timeout_s - rt_failure_grace(ctx);
-	double next_liveness_check = rt_now() + RT_LIVENESS_PERIOD_S;
-	unsigned idle = 0;
+	/*
+	 * The clock is read only once the wait is stuck (the first look): a
+	 * wait that ends within IDLE_POLLS reads none, which pays for the
+	 * call's two reads in metrics.h. The timeout runs from then. A wait
+	 * still stuck at the second look is timed (metrics.h), from the first:
+	 * so one that ends soon after the first costs no extra clock read.
+	 */
+	double deadline = 0, next_liveness_check = 0, stuck_since = 0;
+	unsigned idle = 0, looks = 0;
+	uint32_t last = UINT32_MAX;
 
 	for (;;) {
 		unsigned progressed = ucp_worker_progress(ctx->worker);
 		size_t bad = 0;
 		ucs_status_t why = UCS_OK;
-		int state = poll_requests(reqs, n, &bad, &why);
-		if (state == 0)
+		int state = poll_requests(reqs, n, &bad, &why, &last);
+		if (state == 0) {
+			if (looks > 1) /* metrics.h: a wait for the peer that completed it */
+				rt_metrics_waited(&comm->metrics, last, rt_now() - stuck_since);
 			return LLMP_OK;
+		}
 		if (state < 0) {
 			struct rt_peer *p = &ctx->peers[rt_world_rank(comm, reqs[bad].comm_peer)];
 			enum rt_failure kind = why == UCS_ERR_MESSAGE_TRUNCATED ? RT_FAILED_LENGTH
@@ -342,6 +358,12 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 		/* The clock and the pids are looked at only now and then, when idle. */
 		bool look = !progressed && ++idle % IDLE_POLLS == 0;
 		double t = look ? rt_now() : 0;
+		looks += look;
+		if (look && stuck_since == 0) {
+			stuck_since = t;
+			deadline = t + ctx->timeout_s - rt_failure_grace(ctx);
+			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
+		}
 		bool check_pids = look && t > next_liveness_check;
 		if (check_pids)
 			next_liveness_check = t + RT_LIVENESS_PERIOD_S;

@@ -212,7 +212,7 @@ static llmp_status open_parts(llmp_job *job, const llmp_job_opts *opts)
 	if ((st = job_signals_install(job, opts ? opts->stop_signals : NULL)) != LLMP_OK)
 		return st;
 	job->signals_installed = true;
-	return LLMP_OK;
+	return job_metrics_start(job);
 }
 
 llmp_status llmp_job_open(llmp_ctx *ctx, const llmp_job_opts *opts, llmp_job **out)
@@ -256,7 +256,9 @@ llmp_ckpt *llmp_job_ckpt(llmp_job *job)
  */
 static llmp_status prepare_periodic_saves(llmp_job *job)
 {
-	return job->spec.every ? llmp_ckpt_prepare_async(job->ckpt) : LLMP_OK;
+	llmp_status st = job->spec.every ? llmp_ckpt_prepare_async(job->ckpt) : LLMP_OK;
+	job_metrics_training_starts(job);
+	return st;
 }
 
 llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size_t metacap, size_t *metalen)
@@ -388,6 +390,9 @@ static bool checkpoint_due(const llmp_job *job, uint64_t step)
 	return job->ctx->rank == 0 && rt_now() - job->last_save_time >= s->every * 60.0;
 }
 
+static llmp_status step_end_agree(llmp_job *job, uint64_t step, const void *meta, size_t metalen,
+				  llmp_job_action *action);
+
 llmp_status llmp_job_step_end(llmp_job *job, uint64_t step, const void *meta, size_t metalen,
 			      llmp_job_action *action)
 {
@@ -399,8 +404,19 @@ llmp_status llmp_job_step_end(llmp_job *job, uint64_t step, const void *meta, si
 		return rt_fail(job->ctx, LLMP_ERR_STATE, "llmp_job_step_end: the run %s",
 			       job->stopped ? "was stopped" : "gave up at open");
 
+	double ended = rt_now(); /* the step's end, for the metrics */
+	llmp_status st = step_end_agree(job, step, meta, metalen, action);
+	job_metrics_step(job, step, ended, job->stalled);
+	return st;
+}
+
+/* llmp_job_step_end once it is checked; job->stalled: how long checkpointing held the step. */
+static llmp_status step_end_agree(llmp_job *job, uint64_t step, const void *meta, size_t metalen,
+				  llmp_job_action *action)
+{
 	struct timespec when;
 	char name[32], at[64];
+	job->stalled = 0;
 	int sig = job_signal_received(&when);
 	if (sig && !job->signal_logged) {
 		job_format_time(&when, at, sizeof at);
@@ -418,19 +434,24 @@ llmp_status llmp_job_step_end(llmp_job *job, uint64_t step, const void *meta, si
 	if (st != LLMP_OK)
 		return st;
 	job->run.step = step;
+	double held = rt_now();
 	if (vote[0])
-		return stop(job, step, meta, metalen, vote[0], action);
-	if (vote[1])
-		return save(job, step, meta, metalen, true);
-	if (!vote[2])
-		return commit_pending(job); /* every shard is written: committing costs no wait */
-	return LLMP_OK;
+		st = stop(job, step, meta, metalen, vote[0], action);
+	else if (vote[1])
+		st = save(job, step, meta, metalen, true);
+	else if (!vote[2] && job->pending_step != LLMP_NO_STEP)
+		st = commit_pending(job); /* every shard is written: committing costs no wait */
+	else
+		return LLMP_OK;
+	job->stalled = rt_now() - held;
+	return st;
 }
 
 /* ------------------------------------------------------------------- end */
 
 static void close_job(llmp_job *job)
 {
+	job_metrics_stop(job);
 	if (job->signals_installed)
 		job_signals_restore();
 	llmp_ckpt_close(job->ckpt); /* nothing pending by now: no collective */

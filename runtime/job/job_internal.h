@@ -36,6 +36,9 @@ struct llmp_job {
 	/* Stop */
 	bool signal_logged;
 	bool stopped; /* a stop was agreed and its checkpoint committed */
+
+	struct job_metrics *metrics; /* job_metrics.c; NULL without LLMP_METRICS */
+	double stalled;              /* seconds the last step_end spent checkpointing */
 };
 
 /* job_signal.c: the stop-request flag, set by signal handlers. */
@@ -50,5 +53,16 @@ int job_signal_received(struct timespec *when);
 void job_log(const llmp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The wall-clock time as the log writes it ("2026-11-21T13:42:10.123"). */
 void job_format_time(const struct timespec *when, char *buf, size_t len);
+
+/*
+ * job_metrics.c: LLMP_METRICS (doc/metrics-json.md). start reads the
+ * setting and opens the file (a bad setting fails llmp_job_open);
+ * training_starts after resume; step at each step's end (when it ended,
+ * and how long checkpointing held it); stop writes the last line.
+ */
+llmp_status job_metrics_start(llmp_job *job);
+void job_metrics_training_starts(llmp_job *job);
+void job_metrics_step(llmp_job *job, uint64_t step, double step_end_at, double stall_s);
+void job_metrics_stop(llmp_job *job);
 
 #endif /* LLMP_JOB_INTERNAL_H */

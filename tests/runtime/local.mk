@@ -16,7 +16,8 @@ tests_runtime_rt_check_SOURCES = \
 	tests/runtime/rt_stats.c \
 	tests/runtime/rt_fault.c \
 	tests/runtime/rt_singleton.c \
-	tests/runtime/rt_badargs.c
+	tests/runtime/rt_badargs.c \
+	tests/runtime/rt_metrics.c
 tests_runtime_rt_check_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_runtime_rt_check_LDADD = runtime/libllmp.la -lm
 # libllmp linked in statically: srun runs the real binary, with no libtool
@@ -27,7 +28,7 @@ if HAVE_BATS
 TESTS += tests/runtime_singleton.bats
 if BUILD_PLUGIN
 # Starts the local three-node Slurm cluster; skipped (and counted so) without root.
-TESTS += tests/runtime.bats
+TESTS += tests/runtime.bats tests/metrics.bats
 endif
 endif
-EXTRA_DIST += tests/runtime.bats tests/runtime_singleton.bats tests/runtime/common.bash
+EXTRA_DIST += tests/metrics.bats tests/runtime.bats tests/runtime_singleton.bats tests/runtime/common.bash

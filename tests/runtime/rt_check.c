@@ -30,6 +30,8 @@ static const struct {
 	{ "disagree", chk_cmd_disagree, "--odd R allreduces one element more: every rank fails, none hangs" },
 	{ "singleton", chk_cmd_singleton, "no launcher: a world of one, every collective" },
 	{ "badargs", chk_cmd_badargs, "every call with bad arguments fails cleanly" },
+	{ "metrics", chk_cmd_metrics,
+	  "llmp_comm_get_stats: bytes as computed here; --sleep S slows --victim" },
 };
 
 static void usage(FILE *out)
@@ -52,7 +54,8 @@ static void usage(FILE *out)
 		"  --count N              kill, disagree: elements of the float32 allreduce (default 4096)\n"
 		"  --odd R                mismatch, disagree: the rank that differs (default 1)\n"
 		"  --skip-bad-init        badargs: leave out the failing llmp_init calls\n"
-		"  --seed N               seed of the random pass (default 1)\n");
+		"  --seed N               seed of the random pass (default 1)\n"
+		"  --sleep S              metrics: the victim sleeps S seconds before each allreduce\n");
 }
 
 static bool parse_number(const char *text, double *out)
@@ -124,6 +127,8 @@ static int parse_args(int argc, char **argv, chk_args *a)
 			a->max_seconds = v;
 		else if (strcmp(o, "--seed") == 0)
 			a->seed = (unsigned)v;
+		else if (strcmp(o, "--sleep") == 0)
+			a->sleep_s = v;
 		else {
 			fprintf(stderr,
 				"rt_check: %s: unknown option (or --large below 8, --count below 1)\n", o);

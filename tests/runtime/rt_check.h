@@ -40,6 +40,7 @@ typedef struct chk_args {
 	bool skip_bad_init;    /* --skip-bad-init: badargs without the failing inits */
 	bool hang;             /* --hang: kill's victim stops answering instead of dying */
 	unsigned seed;         /* --seed: for the random pass */
+	double sleep_s;        /* --sleep: metrics' victim sleeps this long before each call */
 } chk_args;
 
 /* ------------------------------------------------------------ rt_report.c */
@@ -77,6 +78,7 @@ int chk_cmd_kill(const chk_args *args);
 int chk_cmd_disagree(const chk_args *args);
 int chk_cmd_singleton(const chk_args *args);
 int chk_cmd_badargs(const chk_args *args);
+int chk_cmd_metrics(const chk_args *args);
 
 /* The collective sweep over the world and every group of ctx (rt_coll.c). */
 void chk_sweep_all(llmp_ctx *ctx, const chk_args *args);

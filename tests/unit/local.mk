@@ -9,7 +9,7 @@ if HAVE_CMOCKA
 unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan \
 	tests/unit/test_plan_megatron tests/unit/test_json tests/unit/test_plugin_core \
 	tests/fuzz/fuzz_replay tests/unit/test_kernels tests/unit/test_crc32c \
-	tests/unit/test_json_writer tests/unit/test_topo
+	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format
 endif
@@ -54,6 +54,11 @@ tests_unit_test_crc32c_LDADD = kernels/libkernels.la $(test_ldadd)
 tests_unit_test_json_writer_SOURCES = tests/unit/test_json_writer.c cli/json_writer.c cli/json_writer.h
 tests_unit_test_json_writer_CFLAGS = $(test_cflags)
 tests_unit_test_json_writer_LDADD = $(CMOCKA_LIBS) -lm
+# The metrics files and their reader, as libllmp writes them and `llmp top` reads them.
+tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c runtime/job/metrics_file.c \
+	runtime/job/metrics_file.h cli/metrics_read.c cli/metrics_read.h
+tests_unit_test_metrics_CFLAGS = $(test_cflags)
+tests_unit_test_metrics_LDADD = $(test_ldadd) -lm
 if BUILD_RUNTIME
 # The context-free reading of checkpoints (runtime/ckpt/format/), which
 # libllmp does not export: linked as the `llmp` tool links it.

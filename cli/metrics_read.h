@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * metrics_read.h - the metrics files of a job read back (format:
+ * doc/metrics-json.md) for `llmp top`: a rank's newest record and the one
+ * before it. A last line without its newline is a line being written, or
+ * cut off by a kill: it is skipped, never taken as data.
+ */
+#ifndef LLMP_CLI_METRICS_READ_H
+#define LLMP_CLI_METRICS_READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLI_METRICS_MAX_COMMS 24
+#define CLI_METRICS_MAX_LAST 4
+
+struct cli_metrics_comm {
+	char group[32];
+	uint32_t size, rank;
+	uint64_t ops, bytes_sent, bytes_received, waits;
+	double seconds, wait_s;
+	size_t nlast;
+	struct {
+		uint32_t rank; /* world rank */
+		uint64_t times;
+		double wait_s;
+	} last[CLI_METRICS_MAX_LAST];
+};
+
+struct cli_metrics_record {
+	double time;
+	uint32_t rank, world;
+	char host[64];
+	char layout[256];
+	bool has_step;
+	uint64_t step, steps, ckpt_stalls;
+	double step_s, step_last_s, step_max_s, ckpt_stall_s;
+	bool final;
+	size_t ncomms;
+	struct cli_metrics_comm comms[CLI_METRICS_MAX_COMMS];
+};
+
+/* One line (without its newline); -1 with a message naming the field when it is not a record. */
+int cli_metrics_parse_line(const char *line, size_t len, struct cli_metrics_record *rec, char *msg,
+			   size_t msglen);
+
+/* What one rank's file holds. */
+struct cli_metrics_file {
+	struct cli_metrics_record last, prev; /* prev valid when records >= 2 */
+	size_t records;                       /* complete lines read */
+	bool partial;                         /* a last line without its newline was skipped */
+};
+
+/* Read text[0..len), a file's contents; -1 with a message naming the line when one does not parse. */
+int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file *out, char *msg,
+			  size_t msglen);
+
+/* Read the file at path. */
+int cli_metrics_read_file(const char *path, struct cli_metrics_file *out, char *msg, size_t msglen);
+
+#endif /* LLMP_CLI_METRICS_READ_H */
