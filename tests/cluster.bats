@@ -175,6 +175,16 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	[ "$(grep -c '^rendezvous [0-9]* ok$' <<<"$output")" -eq 6 ]
 }
 
+@test "PyTorch under --llm-parallel, no torchrun: llmp.torch's groups all-reduce right across nodes (gloo)" {
+	# The Python environment with torch that scripts/test.sh makes (scripts/python-env.sh).
+	local py=${LLMP_PYTHON:-$LLMP_BUILDDIR/venv/bin/python}
+	[ -x "$py" ] || skip "no Python environment with torch at $py: run scripts/python-env.sh (or set LLMP_PYTHON)"
+	PYTHONPATH=$LLMP_SRCDIR/python run timeout -k 10 300 srun -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
+		"$py" "$LLMP_SRCDIR/tests/cluster/torch_groups.py"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^torch [0-5] ok$' <<<"$output")" -eq 6 ] || { echo "$output"; false; }
+}
+
 @test "MASTER_PORT differs between jobs and between steps of a job" {
 	run srun -n1 --llm-parallel=tp=1 "$TASK_ENV"
 	a=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")
