@@ -13,7 +13,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dirent.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,20 +32,14 @@ struct group_sum {
 	double seconds, wait_s, span_s; /* span: the ranks' step time, summed */
 };
 
-struct rank_blame {
-	uint64_t times;  /* calls that waited for it last */
-	double others_s; /* how long they waited */
-	double own_s;    /* how long it waited itself */
-	const struct cli_metrics_record *rec;
-};
-
 struct top {
 	const char *dir;
 	struct cli_metrics_file *files;
 	size_t nfiles;
 	struct group_sum groups[MAX_GROUPS];
 	size_t ngroups;
-	struct rank_blame *blame; /* by world rank */
+	struct cli_metrics_blame *blame;       /* by world rank (metrics_read.h) */
+	const struct cli_metrics_record **rec; /* by world rank: its newest record */
 	uint32_t world;
 	uint32_t order[MAX_STRAGGLERS];
 	size_t nstragglers;
@@ -64,41 +57,6 @@ static void help(void)
 	       "Exit status: 0 success, 1 no readable metrics, 2 bad input.\n");
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* DIR/rank-*.jsonl, sorted; -1 when DIR cannot be read. */
-static int list_files(const char *dir, char ***names, size_t *n)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -1;
-	struct dirent *e;
-	size_t cap = 0;
-	*names = NULL;
-	*n = 0;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (strncmp(e->d_name, "rank-", 5) != 0 || len < 11 ||
-		    strcmp(e->d_name + len - 6, ".jsonl") != 0)
-			continue;
-		if (*n == cap) {
-			char **grown = realloc(*names, (cap = cap ? 2 * cap : 64) * sizeof **names);
-			if (!grown)
-				break;
-			*names = grown;
-		}
-		if (!((*names)[*n] = strdup(e->d_name)))
-			break;
-		(*n)++;
-	}
-	closedir(d);
-	qsort(*names, *n, sizeof **names, cmp_names);
-	return 0;
-}
-
 static struct group_sum *group_of(struct top *t, const char *name)
 {
 	for (size_t i = 0; i < t->ngroups; i++)
@@ -110,11 +68,6 @@ static struct group_sum *group_of(struct top *t, const char *name)
 	memset(g, 0, sizeof *g);
 	snprintf(g->name, sizeof g->name, "%s", name);
 	return g;
-}
-
-static double score(const struct rank_blame *b)
-{
-	return b->others_s - b->own_s;
 }
 
 static int sum_up(struct top *t)
@@ -129,11 +82,13 @@ static int sum_up(struct top *t)
 			t->newest = r->time;
 	}
 	t->blame = calloc(t->world ? t->world : 1, sizeof *t->blame);
-	if (!t->blame)
+	t->rec = calloc(t->world ? t->world : 1, sizeof *t->rec);
+	if (!t->blame || !t->rec)
 		return -1;
 	for (size_t i = 0; i < t->nfiles; i++) {
 		const struct cli_metrics_record *r = &t->files[i].last;
-		t->blame[r->rank].rec = r;
+		t->rec[r->rank] = r;
+		cli_metrics_add_blame(r, t->blame, t->world);
 		for (size_t k = 0; k < r->ncomms; k++) {
 			const struct cli_metrics_comm *c = &r->comms[k];
 			struct group_sum *g = group_of(t, c->group);
@@ -146,12 +101,6 @@ static int sum_up(struct top *t)
 				g->wait_s += c->wait_s;
 				g->span_s += r->step_s;
 			}
-			t->blame[r->rank].own_s += c->wait_s;
-			for (size_t l = 0; l < c->nlast; l++)
-				if (c->last[l].rank < t->world) {
-					t->blame[c->last[l].rank].times += c->last[l].times;
-					t->blame[c->last[l].rank].others_s += c->last[l].wait_s;
-				}
 		}
 	}
 	/* The stragglers: a positive score, best first (selection: MAX_STRAGGLERS passes). */
@@ -161,8 +110,9 @@ static int sum_up(struct top *t)
 			bool taken = false;
 			for (size_t i = 0; i < t->nstragglers; i++)
 				taken |= t->order[i] == w;
-			if (!taken && t->blame[w].times && score(&t->blame[w]) > 0 &&
-			    (best == UINT32_MAX || score(&t->blame[w]) > score(&t->blame[best])))
+			if (!taken && t->blame[w].times && cli_metrics_score(&t->blame[w]) > 0 &&
+			    (best == UINT32_MAX ||
+			     cli_metrics_score(&t->blame[w]) > cli_metrics_score(&t->blame[best])))
 				best = w;
 		}
 		if (best == UINT32_MAX)
@@ -209,10 +159,11 @@ static void write_text(const struct top *t, FILE *out)
 	}
 	fprintf(out, "\nstragglers:%s\n", t->nstragglers ? "" : " none (no rank kept the others waiting)");
 	for (size_t i = 0; i < t->nstragglers; i++) {
-		const struct rank_blame *s = &t->blame[t->order[i]];
+		const struct cli_metrics_blame *s = &t->blame[t->order[i]];
+		const struct cli_metrics_record *rec = t->rec[t->order[i]];
 		fprintf(out,
 			"  rank %u%s%s%s: last in %llu calls; its groups waited %.3f s for it, it waited %.3f s\n",
-			t->order[i], s->rec ? " (" : "", s->rec ? s->rec->host : "", s->rec ? ")" : "",
+			t->order[i], rec ? " (" : "", rec ? rec->host : "", rec ? ")" : "",
 			(unsigned long long)s->times, s->others_s, s->own_s);
 	}
 }
@@ -268,7 +219,7 @@ static bool write_json(const struct top *t, FILE *out)
 	json_array_end(&w);
 	json_array(&w, "stragglers");
 	for (size_t i = 0; i < t->nstragglers; i++) {
-		const struct rank_blame *s = &t->blame[t->order[i]];
+		const struct cli_metrics_blame *s = &t->blame[t->order[i]];
 		json_object(&w, NULL);
 		json_uint(&w, "rank", t->order[i]);
 		json_uint(&w, "last_times", s->times);
@@ -313,7 +264,7 @@ int cli_top(int argc, char **argv)
 	struct top t = { .dir = argv[optind] };
 	char **names;
 	size_t n;
-	if (list_files(t.dir, &names, &n) != 0) {
+	if (cli_metrics_list(t.dir, &names, &n) != 0) {
 		fprintf(stderr, PROG ": %s: cannot read the directory\n", cli_printable(t.dir));
 		return CLI_EXIT_FAILURE;
 	}
@@ -343,10 +294,9 @@ int cli_top(int argc, char **argv)
 		else
 			write_text(&t, stdout);
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	cli_metrics_list_free(names, n);
 	free(t.files);
 	free(t.blame);
+	free(t.rec);
 	return rc;
 }

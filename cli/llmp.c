@@ -18,6 +18,7 @@ static void usage(FILE *out)
 	      "       llmp topo [--file FILE] [--format text|json]\n"
 	      "       llmp bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "       llmp top DIR [--format text|json]   (a job's LLMP_METRICS files)\n"
+	      "       llmp report DIR [-o FILE]   (the same as an HTML page with pictures)\n"
 	      "       llmp job-end [options] [RC]   (last line of a batch script)\n"
 	      "       llmp ckpt list|verify|inspect DIR [options]\n"
 	      "       llmp ckpt bench [options]   (run under srun --mpi=pmix like a job)\n"
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
 		return cli_topo(argc - 1, argv + 1);
 	if (strcmp(argv[1], "top") == 0)
 		return cli_top(argc - 1, argv + 1);
+	if (strcmp(argv[1], "report") == 0)
+		return cli_report(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0) {
 #ifdef LLMP_HAVE_RUNTIME
 		return cli_exec_bench("bench", argc - 1, argv + 1);

@@ -77,6 +77,8 @@ int cli_bench(int argc, char **argv);
 
 /* `llmp top DIR`: the metrics of a job (cmd_top.c); argv[0] is "top". */
 int cli_top(int argc, char **argv);
+/* `llmp report DIR`: the metrics of a job as an HTML page (cmd_report.c); argv[0] is "report". */
+int cli_report(int argc, char **argv);
 
 /* `llmp job-end [RC]` (built with the runtime): requeue the job, or not. */
 int cli_job_end(int argc, char **argv);

@@ -4,6 +4,7 @@
 
 #include "metrics_read.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,13 @@ static bool read_record(const struct json_value *o, struct cli_metrics_record *r
 	    !(comms = field(o, "comms", JSON_ARRAY, msg, msglen)))
 		return false;
 	r->final = final->boolean;
+	/* The grid coordinates: optional (a reader of version 1 needs none of them). */
+	static const char *const axes[] = { "tp", "cp", "ep", "dp", "pp" };
+	const struct json_value *coords = json_get(o, "coords");
+	r->has_coords = coords && coords->kind == JSON_OBJECT;
+	for (size_t a = 0; r->has_coords && a < sizeof axes / sizeof axes[0]; a++)
+		if (!get_u32(coords, axes[a], &r->coords[a], msg, msglen))
+			return false;
 	step = json_get(o, "step");
 	r->has_step = step && step->kind == JSON_NUMBER;
 	if (r->has_step && !get_u64(o, "step", &r->step, msg, msglen))
@@ -147,10 +155,10 @@ int cli_metrics_parse_line(const char *line, size_t len, struct cli_metrics_reco
 	return ok ? 0 : -1;
 }
 
-int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file *out, char *msg,
-			  size_t msglen)
+/* Call fn on every complete record of text[0..len); -1 with msg naming the line when one does not parse. */
+static int each_record(const char *text, size_t len, int (*fn)(const struct cli_metrics_record *, void *),
+		       void *arg, bool *partial, char *msg, size_t msglen)
 {
-	memset(out, 0, sizeof *out);
 	struct cli_metrics_record *rec = malloc(sizeof *rec);
 	if (!rec) {
 		snprintf(msg, msglen, "out of memory");
@@ -158,11 +166,12 @@ int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file 
 	}
 	size_t line = 0, start = 0;
 	int rc = 0;
-	while (start < len) {
+	*partial = false;
+	while (start < len && rc == 0) {
 		const char *nl = memchr(text + start, '\n', len - start);
 		line++;
 		if (!nl) { /* being written, or cut off by a kill: not a record */
-			out->partial = true;
+			*partial = true;
 			break;
 		}
 		size_t n = (size_t)(nl - (text + start));
@@ -170,12 +179,9 @@ int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file 
 		if (n > 0 && cli_metrics_parse_line(text + start, n, rec, why, sizeof why) != 0) {
 			snprintf(msg, msglen, "line %zu: %s", line, why);
 			rc = -1;
-			break;
-		}
-		if (n > 0) {
-			out->prev = out->last;
-			out->last = *rec;
-			out->records++;
+		} else if (n > 0 && fn(rec, arg) != 0) {
+			snprintf(msg, msglen, "out of memory");
+			rc = -1;
 		}
 		start += n + 1;
 	}
@@ -183,36 +189,162 @@ int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file 
 	return rc;
 }
 
-int cli_metrics_read_file(const char *path, struct cli_metrics_file *out, char *msg, size_t msglen)
+static int keep_last(const struct cli_metrics_record *rec, void *arg)
+{
+	struct cli_metrics_file *out = arg;
+	out->prev = out->last;
+	out->last = *rec;
+	out->records++;
+	return 0;
+}
+
+int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file *out, char *msg,
+			  size_t msglen)
+{
+	memset(out, 0, sizeof *out);
+	return each_record(text, len, keep_last, out, &out->partial, msg, msglen);
+}
+
+/* The whole file at path, malloc'd; NULL with msg. */
+static char *slurp(const char *path, size_t *len, char *msg, size_t msglen)
 {
 	FILE *f = fopen(path, "rb");
 	char *text = NULL;
-	size_t len = 0, cap = 0;
+	size_t cap = 0;
+	*len = 0;
 	if (!f) {
 		snprintf(msg, msglen, "%s", strerror(errno));
-		return -1;
+		return NULL;
 	}
 	for (;;) {
-		if (len == cap) {
+		if (*len == cap) {
 			char *grown = realloc(text, cap = cap ? 2 * cap : 1 << 16);
 			if (!grown) {
 				free(text);
 				fclose(f);
 				snprintf(msg, msglen, "out of memory");
-				return -1;
+				return NULL;
 			}
 			text = grown;
 		}
-		size_t n = fread(text + len, 1, cap - len, f);
-		len += n;
+		size_t n = fread(text + *len, 1, cap - *len, f);
+		*len += n;
 		if (n == 0)
 			break;
 	}
-	int err = ferror(f);
-	fclose(f);
-	int rc = err ? -1 : cli_metrics_read_text(text, len, out, msg, msglen);
-	if (err)
+	if (ferror(f)) {
+		free(text);
+		text = NULL;
 		snprintf(msg, msglen, "read error");
+	}
+	fclose(f);
+	return text;
+}
+
+int cli_metrics_read_file(const char *path, struct cli_metrics_file *out, char *msg, size_t msglen)
+{
+	size_t len;
+	char *text = slurp(path, &len, msg, msglen);
+	int rc = text ? cli_metrics_read_text(text, len, out, msg, msglen) : -1;
 	free(text);
 	return rc;
+}
+
+struct series {
+	struct cli_metrics_record *recs;
+	size_t n, cap;
+};
+
+static int append(const struct cli_metrics_record *rec, void *arg)
+{
+	struct series *s = arg;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		struct cli_metrics_record *grown = realloc(s->recs, cap * sizeof *grown);
+		if (!grown)
+			return -1;
+		s->recs = grown;
+		s->cap = cap;
+	}
+	s->recs[s->n++] = *rec;
+	return 0;
+}
+
+int cli_metrics_read_series(const char *path, struct cli_metrics_record **recs, size_t *n, bool *partial,
+			    char *msg, size_t msglen)
+{
+	size_t len;
+	struct series s = { 0 };
+	char *text = slurp(path, &len, msg, msglen);
+	int rc = text ? each_record(text, len, append, &s, partial, msg, msglen) : -1;
+	free(text);
+	if (rc != 0) {
+		free(s.recs);
+		s.recs = NULL;
+		s.n = 0;
+	}
+	*recs = s.recs;
+	*n = s.n;
+	return rc;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int cli_metrics_list(const char *dir, char ***names, size_t *n)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	size_t cap = 0;
+	*names = NULL;
+	*n = 0;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, "rank-", 5) != 0 || len < 11 ||
+		    strcmp(e->d_name + len - 6, ".jsonl") != 0)
+			continue;
+		if (*n == cap) {
+			char **grown = realloc(*names, (cap = cap ? 2 * cap : 64) * sizeof **names);
+			if (!grown)
+				break;
+			*names = grown;
+		}
+		if (!((*names)[*n] = strdup(e->d_name)))
+			break;
+		(*n)++;
+	}
+	closedir(d);
+	qsort(*names, *n, sizeof **names, cmp_names);
+	return 0;
+}
+
+void cli_metrics_list_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+void cli_metrics_add_blame(const struct cli_metrics_record *r, struct cli_metrics_blame *blame,
+			   uint32_t world)
+{
+	for (size_t k = 0; k < r->ncomms; k++) {
+		const struct cli_metrics_comm *c = &r->comms[k];
+		if (r->rank < world)
+			blame[r->rank].own_s += c->wait_s;
+		for (size_t l = 0; l < c->nlast; l++)
+			if (c->last[l].rank < world) {
+				blame[c->last[l].rank].times += c->last[l].times;
+				blame[c->last[l].rank].others_s += c->last[l].wait_s;
+			}
+	}
+}
+
+double cli_metrics_score(const struct cli_metrics_blame *b)
+{
+	return b->others_s - b->own_s;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * metrics_read.h - the metrics files of a job read back (format:
- * doc/metrics-json.md) for `llmp top`: a rank's newest record and the one
- * before it. A last line without its newline is a line being written, or
- * cut off by a kill: it is skipped, never taken as data.
+ * doc/metrics-json.md) for `llmp top` (a rank's newest record and the one
+ * before it) and `llmp report` (every record). A last line without its
+ * newline is a line being written, or cut off by a kill: it is skipped,
+ * never taken as data.
  */
 #ifndef LLMP_CLI_METRICS_READ_H
 #define LLMP_CLI_METRICS_READ_H
@@ -33,6 +34,8 @@ struct cli_metrics_record {
 	uint32_t rank, world;
 	char host[64];
 	char layout[256];
+	bool has_coords;
+	uint32_t coords[5]; /* tp cp ep dp pp, when the record has them */
 	bool has_step;
 	uint64_t step, steps, ckpt_stalls;
 	double step_s, step_last_s, step_max_s, ckpt_stall_s;
@@ -58,5 +61,28 @@ int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file 
 
 /* Read the file at path. */
 int cli_metrics_read_file(const char *path, struct cli_metrics_file *out, char *msg, size_t msglen);
+
+/* Every record of the file at path, oldest first (malloc'd; free it), and whether a partial last line was skipped. */
+int cli_metrics_read_series(const char *path, struct cli_metrics_record **recs, size_t *n, bool *partial,
+			    char *msg, size_t msglen);
+
+/* DIR/rank-*.jsonl, sorted by name (malloc'd names); -1 when DIR cannot be read. */
+int cli_metrics_list(const char *dir, char ***names, size_t *n);
+void cli_metrics_list_free(char **names, size_t n);
+
+/*
+ * Who held whom up, from each rank's newest record: for every rank, the
+ * calls of others whose longest wait was for it, how long those waits
+ * were, and how long it waited itself. Over UCX a rank blames the peer it
+ * waited for, which may itself be waiting for the slow one, so a
+ * straggler's score is what others waited for it less what it waited.
+ */
+struct cli_metrics_blame {
+	uint64_t times;
+	double others_s, own_s;
+};
+void cli_metrics_add_blame(const struct cli_metrics_record *r, struct cli_metrics_blame *blame,
+			   uint32_t world);
+double cli_metrics_score(const struct cli_metrics_blame *b);
 
 #endif /* LLMP_CLI_METRICS_READ_H */

@@ -43,7 +43,7 @@ rt_srun() { # seconds srun-arguments...
 	grep -q "^rank 0: straggler: .* last member 1 " <<<"$output"
 }
 
-@test "llmp top names the rank slowed on purpose in mlp_train, text and JSON" {
+@test "llmp top and llmp report name the rank slowed on purpose in mlp_train: text, JSON, an HTML page" {
 	# (srun's --export would split the value at its commas: the environment carries it)
 	LLMP_METRICS="$WORK/metrics,every=0.2s,prom" run timeout -k 10 240 srun --mpi=pmix -N2 -n4 \
 		--llm-parallel=tp=2 --llm-checkpoint="$WORK/ckpt" "$MLP" --steps 40 --slow-rank 2 --slow-ms 30
@@ -65,6 +65,43 @@ rt_srun() { # seconds srun-arguments...
 	run "$LLMP" top "$WORK/metrics" --format json
 	[ "$status" -eq 0 ]
 	python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); assert d["stragglers"][0]["rank"] == 2, d["stragglers"]; assert d["ranks"] == 4' <<<"$output"
+	# The same as a page: three pictures, the straggler named and red on the grid, tags balanced.
+	run "$LLMP" report "$WORK/metrics" -o "$WORK/report.html"
+	[ "$status" -eq 0 ] && [ "$output" = "$WORK/report.html" ] || { echo "$output"; false; }
+	! ls "$WORK"/report.html.tmp.* 2>/dev/null
+	python3 - "$WORK/report.html" <<'PY'
+import re, sys
+from html.parser import HTMLParser
+html = open(sys.argv[1]).read()
+assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+assert [c for c in re.findall(r'<svg class="(\w+)"', html)] == ["traffic", "steps", "stragglers"], html[:200]
+assert "The others waited longest for <b>rank 2</b>" in html
+grid = re.search(r'<svg class="stragglers".*?</svg>', html, re.S).group(0)
+cells = dict((int(r), int(g)) for g, r in re.findall(r'fill="rgb\(255,(\d+),\d+\)" stroke="#999"><title>rank (\d+):', grid))
+assert cells[2] == 0 and all(v == 255 or k == 2 for k, v in cells.items()), cells  # only rank 2 fully red
+assert len(re.findall(r"<polyline", html)) >= 1  # one line per group kind
+class Balance(HTMLParser):
+    void = {"meta", "line"}
+    def __init__(self):
+        super().__init__()
+        self.stack = []
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.void:
+            self.stack.append(tag)
+    def handle_startendtag(self, tag, attrs):
+        pass
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-3:])
+        self.stack.pop()
+b = Balance()
+b.feed(html)
+assert not b.stack, b.stack
+PY
+	cd "$WORK" # a short name, which messages show whole
+	run "$LLMP" report no-such-dir
+	[ "$status" -eq 1 ] && grep -q "llmp report: no-such-dir: cannot read the directory" <<<"$output" || { echo "$output"; false; }
+	run "$LLMP" report --colour "$WORK/metrics"
+	[ "$status" -eq 2 ] && grep -q "llmp report: unknown option '--colour'" <<<"$output" || { echo "$output"; false; }
 }
 
 @test "llmp top skips a half-written last line, as a killed job leaves it" {
