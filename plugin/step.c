@@ -18,10 +18,12 @@
  */
 #include "plugin.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <slurm/slurm.h>
 
@@ -412,6 +414,38 @@ static void network_devices(spank_t sp, uint32_t local_rank)
 		spank_setenv(sp, "NCCL_IB_HCA", buf, 0);
 }
 
+/*
+ * PyTorch's flight recorder, where the task has no setting of its own: a
+ * trace of each process group's last 2000 collectives, dumped on a
+ * timeout into the job's directory (LLMP_METRICS's, else the checkpoint
+ * root) as fr/rank_<RANK>, for torchfrtrace. The old names and the new
+ * (TORCH_FR_*) both, as Megatron sets them. Runs in the task, as the user,
+ * in its working directory: a relative directory means the same to torch.
+ */
+static void flight_recorder(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char metrics[PATH_MAX], dir[PATH_MAX], frdir[PATH_MAX], prefix[PATH_MAX];
+	const char *m = step_env(sp, "LLMP_METRICS", metrics, sizeof metrics);
+	if (m && *m && *m != ',')
+		snprintf(dir, sizeof dir, "%.*s", (int)strcspn(m, ","), m);
+	else if (c->ckpt_active && c->ckpt.dir[0])
+		snprintf(dir, sizeof dir, "%s", c->ckpt.dir);
+	else
+		return;
+	if (snprintf(frdir, sizeof frdir, "%s/fr", dir) >= (int)sizeof frdir ||
+	    snprintf(prefix, sizeof prefix, "%s/rank_", frdir) >= (int)sizeof prefix)
+		return;
+	if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || (mkdir(frdir, 0777) != 0 && errno != EEXIST))
+		return; /* torch would fail to dump there: leave the recorder as the user has it */
+	static const char *const names[] = { "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		spank_setenv(sp, names[i], "2000", 0);
+	spank_setenv(sp, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1", 0);
+	spank_setenv(sp, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", prefix, 0);
+	spank_setenv(sp, "TORCH_FR_DUMP_TEMP_FILE", prefix, 0);
+}
+
 /* OMP_NUM_THREADS, where the task has none: its CPUs (SLURM_CPUS_PER_TASK), else 1, as torchrun does. */
 static void thread_default(spank_t sp)
 {
@@ -489,6 +523,7 @@ int plugin_step_task(spank_t sp)
 	socket_ifname(sp);
 	network_devices(sp, (uint32_t)local_rank);
 	thread_default(sp);
+	flight_recorder(sp);
 	if (gpu[0] && spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS) {
 		plugin_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;

@@ -185,6 +185,22 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	[ "$(grep -c '^torch [0-5] ok$' <<<"$output")" -eq 6 ] || { echo "$output"; false; }
 }
 
+@test "PyTorch's flight recorder dumps into the job's directory, unless the task set it" {
+	local show='echo "fr $SLURM_PROCID ${TORCH_NCCL_TRACE_BUFFER_SIZE-<unset>} ${TORCH_FR_BUFFER_SIZE-<unset>} ${TORCH_NCCL_DUMP_ON_TIMEOUT-<unset>} ${TORCH_NCCL_DEBUG_INFO_TEMP_FILE-<unset>} ${TORCH_FR_DUMP_TEMP_FILE-<unset>}"'
+	LLMP_METRICS="$WORK/metrics,every=5s" run srun -N2 -n2 --llm-parallel=tp=2 sh -c "$show"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c "^fr [01] 2000 2000 1 $WORK/metrics/fr/rank_ $WORK/metrics/fr/rank_\$" <<<"$output")" -eq 2 ] ||
+		{ echo "$output"; false; }
+	[ -d "$WORK/metrics/fr" ]
+	# Without LLMP_METRICS, the checkpoint root; the task's own value stays.
+	TORCH_FR_BUFFER_SIZE=50 run srun -N1 -n2 --llm-parallel=tp=2 --llm-checkpoint="$WORK/ck" sh -c "$show"
+	[ "$(grep -c "^fr [01] 2000 50 1 $WORK/ck/fr/rank_ $WORK/ck/fr/rank_\$" <<<"$output")" -eq 2 ] ||
+		{ echo "$output"; false; }
+	# Neither: nothing set.
+	run srun -N1 -n1 --llm-parallel=tp=1 sh -c "$show"
+	grep -qx "fr 0 <unset> <unset> <unset> <unset> <unset>" <<<"$output" || { echo "$output"; false; }
+}
+
 @test "MASTER_PORT differs between jobs and between steps of a job" {
 	run srun -n1 --llm-parallel=tp=1 "$TASK_ENV"
 	a=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")
