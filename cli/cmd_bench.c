@@ -23,6 +23,7 @@
 
 #include "kernels/half.h"
 #include <llmp/llmp.h>
+#include <llmp/llmp_device.h>
 #include "llmp_cli.h"
 #include <llmp/llmp_env.h>
 
@@ -450,6 +451,15 @@ static int run(struct bench *b)
 		       llmp_plan_size(plan, LLMP_AXIS_DP), llmp_plan_size(plan, LLMP_AXIS_PP));
 		printf("# memcpy, one thread, %zu bytes: %.2f GB/s (GB = 1e9 bytes)\n", b->capacity,
 		       b->memcpy_gbs);
+		llmp_device_info dev;
+		if (llmp_device_get_info(b->ctx, &dev) == LLMP_OK) {
+			printf("# device path: %s%s; UCX moves CUDA memory: %s\n",
+			       dev.enabled ? "NCCL " : "off: ", dev.enabled ? "" : dev.why_not,
+			       dev.ucx_cuda ? "yes" : "no (device buffers go through NCCL)");
+			if (dev.enabled)
+				printf("# NCCL %d.%d.%d, %u groups\n", dev.nccl_version / 10000,
+				       dev.nccl_version / 100 % 100, dev.nccl_version % 100, dev.groups);
+		}
 		const char *tls = getenv("UCX_TLS");
 		printf("# UCX_TLS=%s; %u iterations after %u warm-up; time is the slowest rank's mean\n",
 		       tls ? tls : "(UCX's choice)", (unsigned)a->iters, (unsigned)a->warmup);

@@ -129,6 +129,8 @@ PY
 	run dev_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(grep -c '^rank [01]: why-not no GPU: the CUDA driver' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	# Debian's UCX has no CUDA transports: device buffers would go through NCCL alone.
+	[ "$(grep -c '^rank [01]: ucx-cuda no$' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
 	LLMP_DEVICE=gpu run dev_srun 60 -N1 -n2 "$DEV_CHECK"
 	[ "$(grep -c "^rank ?: init invalid argument: LLMP_DEVICE='gpu': expected auto, nccl or off" <<<"$output")" -eq 2 ] ||
 		{ echo "$output"; false; }

@@ -30,6 +30,12 @@ typedef struct llmp_device_info {
 	unsigned ids_fetched; /* ids read from other ranks after the fence */
 	unsigned comms;       /* NCCL communicators made by llmp_device_connect */
 	double connect_seconds;
+	/*
+	 * Whether the UCX in use moves CUDA memory (ucp_context_query): what
+	 * GPUDirect RDMA between nodes and cuda_ipc inside one would need. Debian's
+	 * UCX does not; a site's UCX built with CUDA does (configure --with-ucx).
+	 */
+	bool ucx_cuda;
 } llmp_device_info;
 
 llmp_status llmp_device_get_info(const llmp_ctx *ctx, llmp_device_info *info);

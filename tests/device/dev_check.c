@@ -8,6 +8,7 @@
  * Each rank prints, after llmp_init:
  *   "rank R: device ENABLED groups G created C fetched F fences N"
  *   "rank R: why-not TEXT"                     (when not enabled)
+ *   "rank R: ucx-cuda yes|no"                  (whether UCX moves CUDA memory)
  * and with --connect, after llmp_device_connect:
  *   "rank R: connect STATUS comms K: MESSAGE"
  * --ops then calls each device collective once on the tp group and the
@@ -108,6 +109,7 @@ int main(int argc, char **argv)
 	       stats.init_fences);
 	if (!info.enabled)
 		printf("rank %u: why-not %s\n", rank, info.why_not);
+	printf("rank %u: ucx-cuda %s\n", rank, info.ucx_cuda ? "yes" : "no");
 	int rc = 0;
 	if (connect) {
 		st = llmp_device_connect(ctx);
