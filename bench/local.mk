@@ -5,7 +5,7 @@
 # bench_mpi_allreduce.c is built by scripts/bench-runtime.sh with mpicc,
 # as the yardstick for `llmp bench` (doc/benchmarks.md).
 bench_programs = bench/bench_plan bench/bench_reduce bench/bench_crc32c bench/bench_metrics
-EXTRA_PROGRAMS = $(bench_programs)
+EXTRA_PROGRAMS += $(bench_programs)
 bench_bench_plan_LDADD = topology/libplanner.la
 bench_bench_reduce_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_reduce_LDADD = kernels/libkernels.la topology/libplanner.la

@@ -11,6 +11,13 @@
  *
  * All groups of a kind run at once (every tp group, say), as in training;
  * a time is the slowest rank's average over the iterations.
+ *
+ * --memory device runs the device path instead (llmp_device.h): buffers in
+ * the memory of the GPU LOCAL_RANK picks, the collectives enqueued on one
+ * stream, the iterations timed from before the first to after the stream
+ * has finished the last (as nccl-tests does); the check copies the inputs
+ * to the device and the result back. The driver is loaded with dlopen
+ * (cuda_drv.h). Not yet run on a GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -24,6 +31,7 @@
 #include "kernels/half.h"
 #include <llmp/llmp.h>
 #include <llmp/llmp_device.h>
+#include "cuda_drv.h"
 #include "llmp_cli.h"
 #include <llmp/llmp_env.h>
 
@@ -39,6 +47,7 @@ struct bench_args {
 	int coll;  /* enum coll, or -1 for all */
 	int group; /* enum llmp_group, GROUP_WORLD or GROUP_ALL */
 	uint64_t minbytes, maxbytes, factor, iters, warmup, check, inplace;
+	bool device; /* --memory device */
 	llmp_dtype dtype;
 	llmp_op op;
 	const char *spec;
@@ -51,6 +60,9 @@ struct bench {
 	llmp_comm *world;
 	char *send, *recv; /* maxbytes each (allgather receives n times its send) */
 	size_t capacity;
+	/* --memory device: the buffers the collectives use, in GPU memory; send and recv stage them */
+	struct cli_cuda *cuda;
+	char *dsend, *drecv;
 	double memcpy_gbs;
 };
 
@@ -74,6 +86,8 @@ static void help(void)
 	       "  -I, --in-place 0|1   1: the result overwrites the input, as nccl-tests' in-place\n"
 	       "                       column (default 0: out of place)\n"
 	       "  -p, --parallel SPEC  layout (default: the plugin's LLMP_PARALLEL, else all dp)\n"
+	       "  -m, --memory M       host (default) or device: GPU buffers through NCCL, on the GPU\n"
+	       "                       LOCAL_RANK picks (llmp_device.h; LLMP_DEVICE must not be off)\n"
 	       "Sizes are bytes per rank as in nccl-tests: the buffer reduced (allreduce), the\n"
 	       "whole gathered or scattered buffer (allgather, reduce_scatter), the message (broadcast).\n"
 	       "Exit status: 0 success, 1 a failed or wrong collective, 2 bad input.\n");
@@ -88,13 +102,21 @@ static int usage_error(const char *what, const char *text)
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option options[] = {
-		{ "collective", required_argument, NULL, 'c' }, { "group", required_argument, NULL, 'g' },
-		{ "minbytes", required_argument, NULL, 'b' },   { "maxbytes", required_argument, NULL, 'e' },
-		{ "stepfactor", required_argument, NULL, 'f' }, { "iters", required_argument, NULL, 'n' },
-		{ "warmup", required_argument, NULL, 'w' },     { "dtype", required_argument, NULL, 'd' },
-		{ "op", required_argument, NULL, 'o' },         { "check", required_argument, NULL, 'C' },
-		{ "parallel", required_argument, NULL, 'p' },   { "help", no_argument, NULL, 'h' },
-		{ "in-place", required_argument, NULL, 'I' },   { NULL, 0, NULL, 0 },
+		{ "collective", required_argument, NULL, 'c' },
+		{ "group", required_argument, NULL, 'g' },
+		{ "minbytes", required_argument, NULL, 'b' },
+		{ "maxbytes", required_argument, NULL, 'e' },
+		{ "stepfactor", required_argument, NULL, 'f' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "dtype", required_argument, NULL, 'd' },
+		{ "op", required_argument, NULL, 'o' },
+		{ "check", required_argument, NULL, 'C' },
+		{ "parallel", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "in-place", required_argument, NULL, 'I' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const uint64_t big = UINT64_C(1) << 40;
 	int c, v;
@@ -111,7 +133,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 				  .op = LLMP_SUM };
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":c:g:b:e:f:n:w:d:o:C:I:p:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:g:b:e:f:n:w:d:o:C:I:p:m:h", options, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
 		case 'c':
@@ -150,6 +172,11 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			a->op = (llmp_op)v;
 			break;
 		case 'p': a->spec = optarg; break;
+		case 'm':
+			if (strcmp(optarg, "host") != 0 && strcmp(optarg, "device") != 0)
+				return usage_error("--memory: expected host or device:", optarg);
+			a->device = strcmp(optarg, "device") == 0;
+			break;
 		case 'h': help(); return -1;
 		case ':': return usage_error("missing value for", cli_culprit(argv));
 		default: return usage_error("unknown option", cli_culprit(argv));
@@ -159,6 +186,10 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument", argv[optind]);
+	if (a->device && a->inplace) {
+		fprintf(stderr, PROG ": --in-place 1 is for host memory only, so far\n");
+		return CLI_EXIT_USAGE;
+	}
 	if (a->minbytes > a->maxbytes) {
 		fprintf(stderr, PROG ": --minbytes is larger than --maxbytes\n");
 		return CLI_EXIT_USAGE;
@@ -304,6 +335,19 @@ static llmp_status run_once(struct bench *b, llmp_comm *comm, enum coll coll, si
 {
 	const struct bench_args *a = b->args;
 	bool in = a->inplace;
+	if (b->cuda) { /* enqueued on the stream; out of place */
+		void *s = cli_cuda_stream(b->cuda);
+		switch (coll) {
+		case COLL_ALLREDUCE:
+			return llmp_device_allreduce(comm, b->dsend, b->drecv, count, a->dtype, a->op, s);
+		case COLL_REDUCE_SCATTER:
+			return llmp_device_reduce_scatter(comm, b->dsend, b->drecv, count, a->dtype, a->op,
+							  s);
+		case COLL_ALLGATHER:
+			return llmp_device_allgather(comm, b->dsend, b->drecv, count, a->dtype, s);
+		default: return llmp_device_broadcast(comm, b->dsend, b->drecv, count, a->dtype, 0, s);
+		}
+	}
 	switch (coll) {
 	case COLL_ALLREDUCE:
 		return llmp_allreduce(comm, in ? b->recv : b->send, b->recv, count, a->dtype, a->op);
@@ -317,9 +361,32 @@ static llmp_status run_once(struct bench *b, llmp_comm *comm, enum coll coll, si
 	}
 }
 
+/* The device's checked call: the inputs copied in, the stream waited for, the result copied out. */
+static llmp_status run_checked_device(struct bench *b, llmp_comm *comm, enum coll coll, size_t count)
+{
+	size_t esize = llmp_dtype_size(b->args->dtype), n = llmp_comm_size(comm);
+	size_t in = coll == COLL_REDUCE_SCATTER ? count * n : count,
+	       out = coll == COLL_ALLGATHER ? count * n : count;
+	char msg[256];
+	if (cli_cuda_to_device(b->cuda, b->dsend, b->send, in * esize, msg, sizeof msg) != 0) {
+		fprintf(stderr, PROG ": %s\n", msg);
+		return LLMP_ERR_DEVICE;
+	}
+	llmp_status st = run_once(b, comm, coll, count);
+	if (st == LLMP_OK &&
+	    (cli_cuda_sync(b->cuda, msg, sizeof msg) != 0 ||
+	     cli_cuda_to_host(b->cuda, b->recv, b->drecv, out * esize, msg, sizeof msg) != 0)) {
+		fprintf(stderr, PROG ": %s\n", msg);
+		return LLMP_ERR_DEVICE;
+	}
+	return st;
+}
+
 /* The checked call: in place, the inputs moved to where the call takes them, and the result to recv. */
 static llmp_status run_checked(struct bench *b, llmp_comm *comm, enum coll coll, size_t count)
 {
+	if (b->cuda)
+		return run_checked_device(b, comm, coll, count);
 	size_t esize = llmp_dtype_size(b->args->dtype);
 	bool in = b->args->inplace;
 	if (in && (coll == COLL_ALLREDUCE || coll == COLL_BROADCAST))
@@ -382,9 +449,19 @@ static int bench_rows(struct bench *b, llmp_comm *comm, enum coll coll, uint32_t
 				st = run_once(b, comm, coll, count);
 			if (st == LLMP_OK)
 				st = llmp_barrier(comm);
+			char why[256];
+			if (st == LLMP_OK && b->cuda && cli_cuda_sync(b->cuda, why, sizeof why) != 0) {
+				fprintf(stderr, PROG ": %s\n", why);
+				st = LLMP_ERR_DEVICE;
+			}
 			double start = now();
 			for (uint64_t i = 0; st == LLMP_OK && i < a->iters; i++)
 				st = run_once(b, comm, coll, count);
+			/* The device's calls return once enqueued: the time runs until the stream is done. */
+			if (st == LLMP_OK && b->cuda && cli_cuda_sync(b->cuda, why, sizeof why) != 0) {
+				fprintf(stderr, PROG ": %s\n", why);
+				st = LLMP_ERR_DEVICE;
+			}
 			t = (now() - start) / (double)a->iters;
 			if (st != LLMP_OK)
 				return report_failure(b, coll_names[coll]);
@@ -484,6 +561,29 @@ static int run(struct bench *b)
 	return rc;
 }
 
+/*
+ * --memory device: the GPU LOCAL_RANK picks (the plugin's: its index among
+ * the visible GPUs) made current, two buffers on it, then the NCCL
+ * communicators of every group (llmp_device_connect), collectively.
+ */
+static int open_device(struct bench *b)
+{
+	char msg[256];
+	const char *local = getenv("LOCAL_RANK");
+	int index = local && *local ? atoi(local) : (int)llmp_local_rank(b->ctx);
+	if (!(b->cuda = cli_cuda_open(index, msg, sizeof msg))) {
+		fprintf(stderr, PROG ": --memory device: %s\n", msg);
+		return CLI_EXIT_FAILURE;
+	}
+	if (cli_cuda_alloc(b->cuda, b->capacity, (void **)&b->dsend, msg, sizeof msg) != 0 ||
+	    cli_cuda_alloc(b->cuda, b->capacity, (void **)&b->drecv, msg, sizeof msg) != 0) {
+		fprintf(stderr, PROG ": --memory device: %s\n", msg);
+		return CLI_EXIT_FAILURE;
+	}
+	return llmp_device_connect(b->ctx) == LLMP_OK ? CLI_EXIT_OK
+						      : report_failure(b, "llmp_device_connect");
+}
+
 int cli_bench(int argc, char **argv)
 {
 	struct bench_args args;
@@ -511,10 +611,16 @@ int cli_bench(int argc, char **argv)
 	} else {
 		memset(b.send, 0, b.capacity);
 		memset(b.recv, 0, b.capacity);
-		rc = llmp_comm_world(b.ctx, &b.world) == LLMP_OK ? run(&b) : report_failure(&b, "world");
+		rc = args.device ? open_device(&b) : CLI_EXIT_OK;
+		if (!rc)
+			rc = llmp_comm_world(b.ctx, &b.world) == LLMP_OK ? run(&b)
+									 : report_failure(&b, "world");
 	}
+	cli_cuda_free(b.cuda, b.dsend);
+	cli_cuda_free(b.cuda, b.drecv);
 	free(b.send);
 	free(b.recv);
-	llmp_finalize(b.ctx);
+	llmp_finalize(b.ctx); /* before the context the communicators run on goes */
+	cli_cuda_close(b.cuda);
 	return rc;
 }

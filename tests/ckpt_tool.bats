@@ -428,3 +428,20 @@ EOF
 	[ "$status" -eq 2 ] && grep -q "run 'llmp bench' or 'llmp ckpt bench'" <<<"$output" ||
 		fail "llmp-bench with another subcommand"
 }
+
+@test "llmp bench --memory device: links no CUDA; without a GPU it fails naming the cause; bad values refused" {
+	# The driver and NCCL are loaded at run time: a CPU node starts the tool.
+	if readelf -d "$LLMP_BUILDDIR/cli/llmp-bench" | grep -E 'NEEDED.*(libcuda|libnccl|libcudart)'; then
+		fail "llmp-bench links CUDA or NCCL"
+	fi
+	run "$LLMP" bench --memory device -b 8 -e 8
+	# Where there is a GPU, make gpu-check runs the benchmark itself.
+	if [ ! -e /dev/nvidiactl ]; then
+		[ "$status" -eq 1 ] && grep -q '^llmp bench: --memory device: no GPU: ' <<<"$output" || fail "$output"
+	fi
+	run "$LLMP" bench --memory gpu
+	[ "$status" -eq 2 ] && grep -q "^llmp bench: --memory: expected host or device: 'gpu'" <<<"$output" || fail "$output"
+	run "$LLMP" bench --memory device --in-place 1
+	[ "$status" -eq 2 ] && grep -q '^llmp bench: --in-place 1 is for host memory only, so far' <<<"$output" ||
+		fail "$output"
+}

@@ -33,3 +33,19 @@ endif
 SUFFIXES = .cu
 .cu.o:
 	$(AM_V_NVCC)$(NVCC_COMPILE) $(NVCC_GENCODE) $(NVCCFLAGS) -c -o $@ $<
+
+# make gpu-check (scripts/gpu-check.sh): the kernels run on a GPU against
+# the C ones, and the device benchmark; it says so and passes without a GPU.
+EXTRA_DIST += tests/gpu/gpu_kernels.c
+if HAVE_CUDA
+EXTRA_PROGRAMS += tests/gpu/gpu_kernels
+tests_gpu_gpu_kernels_SOURCES = tests/gpu/gpu_kernels.c
+tests_gpu_gpu_kernels_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_gpu_kernels_LDADD = kernels/cuda/libkernels_cuda.a kernels/libkernels.la $(CUDART_LIBS) -lm
+gpu-check: tests/gpu/gpu_kernels cli/llmp
+	$(srcdir)/scripts/gpu-check.sh $(abs_builddir)
+else
+gpu-check:
+	@echo "gpu-check: skipped: configure found no CUDA toolkit (see its summary)"
+endif
+.PHONY: gpu-check

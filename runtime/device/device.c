@@ -92,7 +92,9 @@ static llmp_status find_groups(llmp_ctx *ctx, struct rt_device *d)
 					      &g->number) != LLMP_OK) {
 			n = 0; /* a middle pipeline stage is in no embedding group */
 		}
-		if (n < 2)
+		/* A group of one needs no communicator, but for the world of a one-rank job,
+		 * whose device collectives then run on one GPU (make gpu-check). */
+		if (n < 2 && !(k == LLMP_NGROUPS && ctx->world == 1))
 			continue;
 		g->member = true;
 		g->size = n;

@@ -20,7 +20,7 @@
 #define KINDS (LLMP_NGROUPS + 1) /* every group kind, then the world */
 
 struct rt_device_group {
-	bool member;     /* this rank is in a group of this kind of two or more */
+	bool member;     /* this rank is in a group of this kind of two or more (or the world of one) */
 	int same_as;     /* an earlier kind with the same members here, else -1 */
 	uint32_t root;   /* the lowest member, which makes the id */
 	uint32_t number; /* the group's number among its kind's */
