@@ -197,3 +197,32 @@ PY
 	[ "$status" -ne 124 ]
 	[ "$(grep -cE "^rank [023]: ops peer failed after [0-4]\.[0-9] s: llmp_device_allreduce on the world group: rank 1 \(of the [a-z-]+ group\) died: its process [0-9]+ on this machine is gone$" <<<"$output")" -eq 3 ]
 }
+
+@test "device send and receive: a ring step as NCCL p2p in one group per step, on the world's communicator" {
+	local log=$WORK/nccl.log
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run dev_srun 60 -N2 -n4 \
+		--llm-parallel=tp=2 "$DEV_CHECK" --connect --p2p
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^rank [0-3]: p2p ok' <<<"$output")" -eq 4 ] || { echo "$output"; false; }
+	# Per process: two steps, each a group holding the send to the next rank and the
+	# receive from the previous (ranks and world places are the same here).
+	python3 - "$log" <<'PY'
+import collections, sys
+lines = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[0] in ("send", "recv", "group-start", "group-end"):
+        lines[f[-1]].append(f[:-1])
+assert len(lines) == 4, lines
+for pid, seq in lines.items():
+    ops = [s[0] for s in seq]
+    assert ops == ["group-start", "send", "recv", "group-end"] * 2, (pid, ops)
+    sends = {int(s[4]) for s in seq if s[0] == "send"}
+    recvs = {int(s[4]) for s in seq if s[0] == "recv"}
+    assert len(sends) == 1 and len(recvs) == 1, (pid, seq)
+    (to,), (frm,) = sends, recvs
+    me = (frm + 1) % 4
+    assert to == (me + 1) % 4, (pid, seq)
+    assert all(s[1] == "llmp.tp-dp.0" and s[2] == "100" for s in seq if s[0] in ("send", "recv")), seq
+PY
+}

@@ -75,6 +75,25 @@ llmp_status llmp_device_allgather(llmp_comm *comm, const void *send, void *recv,
 llmp_status llmp_device_broadcast(llmp_comm *comm, const void *send, void *recv, size_t count,
 				  llmp_dtype dtype, uint32_t root, void *stream);
 
+/*
+ * Pipeline transfers of device buffers: NCCL's send and receive over the
+ * communicator's group (peer: a member's place in comm), enqueued on
+ * stream. The calls between llmp_device_group_start and _end form one NCCL
+ * group, started together: a schedule step's sends and receives, which then
+ * cannot deadlock on their order. NCCL connects to a peer in the first
+ * group that talks to it: the first step is slower. llmp_device_sendrecv is
+ * one send and one receive in a group of their own.
+ */
+llmp_status llmp_device_group_start(llmp_ctx *ctx);
+llmp_status llmp_device_group_end(llmp_ctx *ctx);
+llmp_status llmp_device_send(llmp_comm *comm, const void *buf, size_t count, llmp_dtype dtype, uint32_t peer,
+			     void *stream);
+llmp_status llmp_device_recv(llmp_comm *comm, void *buf, size_t count, llmp_dtype dtype, uint32_t peer,
+			     void *stream);
+llmp_status llmp_device_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount, uint32_t dst,
+				 void *recvbuf, size_t recvcount, uint32_t src, llmp_dtype dtype,
+				 void *stream);
+
 #ifdef __cplusplus
 }
 #endif

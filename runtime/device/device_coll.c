@@ -16,7 +16,7 @@
 #include <llmp/llmp_device.h>
 
 #ifdef LLMP_HAVE_NCCL
-static bool nccl_type(llmp_dtype dtype, ncclDataType_t *out)
+bool rt_nccl_type(llmp_dtype dtype, ncclDataType_t *out)
 {
 	switch (dtype) {
 	case LLMP_FLOAT32: *out = ncclFloat32; return true;
@@ -62,7 +62,7 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 			       ctx->device_why);
 	if (!d->connected && !d->failed)
 		return rt_fail(ctx, LLMP_ERR_STATE, "%s: call llmp_device_connect first", name);
-	if (!nccl_type(dtype, &type))
+	if (!rt_nccl_type(dtype, &type))
 		return rt_fail(ctx, LLMP_ERR_ARG, "%s: dtype %d is not an llmp_dtype", name, (int)dtype);
 	if ((c == ALLREDUCE || c == REDUCE_SCATTER) && !nccl_op(op, &nop))
 		return rt_fail(ctx, LLMP_ERR_ARG, "%s: op %d is not an llmp_op", name, (int)op);

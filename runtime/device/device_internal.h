@@ -58,6 +58,9 @@ static inline void id_key(int k, char *buf, size_t len)
 	snprintf(buf, len, "llmp.nccl.%s", kind_name(k));
 }
 
+/* NCCL's type for an llmp_dtype; false for none (device_coll.c). */
+bool rt_nccl_type(llmp_dtype dtype, ncclDataType_t *out);
+
 /* The watchdog: started by llmp_device_connect, stopped by rt_device_fini. */
 llmp_status rt_watchdog_start(llmp_ctx *ctx, struct rt_device *d);
 void rt_watchdog_stop(struct rt_device *d);

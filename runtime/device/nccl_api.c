@@ -29,6 +29,8 @@ llmp_status rt_nccl_load(struct rt_nccl *n, char *msg, size_t len)
 		{ "ncclReduceScatter", offsetof(struct rt_nccl, reduce_scatter) },
 		{ "ncclAllGather", offsetof(struct rt_nccl, all_gather) },
 		{ "ncclBroadcast", offsetof(struct rt_nccl, broadcast) },
+		{ "ncclSend", offsetof(struct rt_nccl, send) },
+		{ "ncclRecv", offsetof(struct rt_nccl, recv) },
 	};
 	const char *path = getenv("LLMP_NCCL_LIBRARY");
 	memset(n, 0, sizeof *n);

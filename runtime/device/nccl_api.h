@@ -43,6 +43,10 @@ struct rt_nccl {
 				   ncclComm_t comm, cudaStream_t stream);
 	ncclResult_t (*broadcast)(const void *send, void *recv, size_t count, ncclDataType_t type, int root,
 				  ncclComm_t comm, cudaStream_t stream);
+	ncclResult_t (*send)(const void *buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+			     cudaStream_t stream);
+	ncclResult_t (*recv)(void *buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+			     cudaStream_t stream);
 };
 
 /*

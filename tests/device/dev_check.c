@@ -17,7 +17,10 @@
  * fails: "rank R: ops STATUS after T s: MESSAGE". The buffers are not
  * device memory: only NCCL's test double (tests/device/fake_nccl.c), which
  * moves nothing, may run these. --exit-after-connect R: rank R leaves at
- * once after connecting (a member that dies).
+ * once after connecting (a member that dies). --p2p: a ring step on the
+ * world, sending 100 floats to the next rank and receiving from the
+ * previous, once through llmp_device_sendrecv and once in a group of
+ * llmp_device_send and llmp_device_recv.
  * A failed llmp_init prints "rank ?: init STATUS: MESSAGE". The exit
  * status is 0 when every call the rank made returned LLMP_OK, else 1;
  * what a test expects is checked by the test, from these lines.
@@ -35,6 +38,32 @@
 #include <llmp/llmp_device.h>
 
 /* The collectives of --ops, then --loop's allreduces; the first failure ends them. */
+static llmp_status run_p2p(llmp_ctx *ctx)
+{
+	static float send[100], recv[100];
+	llmp_comm *world = NULL;
+	llmp_status st = llmp_comm_world(ctx, &world);
+	uint32_t n = st == LLMP_OK ? llmp_comm_size(world) : 1,
+		 me = st == LLMP_OK ? llmp_comm_rank(world) : 0;
+	uint32_t next = (me + 1) % n, prev = (me + n - 1) % n;
+	if (st == LLMP_OK)
+		st = llmp_device_sendrecv(world, send, 100, next, recv, 100, prev, LLMP_FLOAT32, NULL);
+	if (st == LLMP_OK)
+		st = llmp_device_group_start(ctx);
+	if (st == LLMP_OK) {
+		st = llmp_device_send(world, send, 100, LLMP_FLOAT32, next, NULL);
+		if (st == LLMP_OK)
+			st = llmp_device_recv(world, recv, 100, LLMP_FLOAT32, prev, NULL);
+		llmp_status end = llmp_device_group_end(ctx);
+		st = st != LLMP_OK ? st : end;
+	}
+	if (st == LLMP_OK) /* refused: a peer that is not another member */
+		st = llmp_device_send(world, send, 100, LLMP_FLOAT32, me, NULL) == LLMP_ERR_ARG
+			     ? LLMP_OK
+			     : LLMP_ERR_STATE;
+	return st;
+}
+
 static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, double *elapsed)
 {
 	static uint16_t send[2 * 1000 * 64], recv[2 * 1000 * 64]; /* room for a world of 64 */
@@ -68,7 +97,7 @@ static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, double *elapsed
 
 int main(int argc, char **argv)
 {
-	bool connect = false, ops = false;
+	bool connect = false, ops = false, p2p = false;
 	double loop = 0;
 	long leaver = -1;
 	llmp_init_opts opts;
@@ -80,6 +109,8 @@ int main(int argc, char **argv)
 			opts.timeout_s = atof(argv[++i]);
 		else if (strcmp(argv[i], "--ops") == 0)
 			ops = true;
+		else if (strcmp(argv[i], "--p2p") == 0)
+			p2p = true;
 		else if (strcmp(argv[i], "--loop") == 0 && i + 1 < argc)
 			loop = atof(argv[++i]);
 		else if (strcmp(argv[i], "--exit-after-connect") == 0 && i + 1 < argc)
@@ -120,6 +151,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (st == LLMP_OK && (long)rank == leaver)
 			_exit(0); /* gone, without finalize: as a crash would leave it */
+		if (st == LLMP_OK && p2p) {
+			st = run_p2p(ctx);
+			printf("rank %u: p2p %s: %s\n", rank, st == LLMP_OK ? "ok" : llmp_strerror(st),
+			       st == LLMP_OK ? "" : llmp_errmsg(ctx));
+			rc = st != LLMP_OK;
+		}
 		if (st == LLMP_OK && (ops || loop > 0)) {
 			double elapsed = 0;
 			st = run_ops(ctx, ops, loop, &elapsed);

@@ -18,7 +18,9 @@
  *   FAKE_NCCL_VERSION=N  what ncclGetVersion says (default 22809)
  *
  * Collectives move no data: they log "allreduce NAME COUNT TYPE OP" (and
- * the like) and succeed on a communicator that was not aborted.
+ * the like) and succeed on a communicator that was not aborted. Sends,
+ * receives and group calls log "send NAME COUNT TYPE PEER PID", "recv ...",
+ * "group-start PID" and "group-end PID", so a test can follow one process.
  *
  * Only the declarations of nccl.h are used, not NCCL's code.
  */
@@ -148,13 +150,37 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 	return ncclSuccess;
 }
 
+/* Group calls log only outside llmp_device_connect's own group (no communicator exists then). */
+static int comms_made;
+
 ncclResult_t ncclGroupStart(void)
 {
+	if (comms_made)
+		log_line("group-start %ld", (long)getpid());
 	return ncclSuccess;
 }
 
 ncclResult_t ncclGroupEnd(void)
 {
+	if (comms_made)
+		log_line("group-end %ld", (long)getpid());
+	comms_made = 1;
+	return ncclSuccess;
+}
+
+ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+		      cudaStream_t stream)
+{
+	(void)buf, (void)stream;
+	log_line("send %s %zu %d %d %ld", comm->name, count, (int)type, peer, (long)getpid());
+	return ncclSuccess;
+}
+
+ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+		      cudaStream_t stream)
+{
+	(void)buf, (void)stream;
+	log_line("recv %s %zu %d %d %ld", comm->name, count, (int)type, peer, (long)getpid());
 	return ncclSuccess;
 }
 
