@@ -173,6 +173,11 @@ PY
 		[ "$(grep -c "^allgather $c 1000 $bf16\$" "$log")" -eq "$n" ] || { cat "$log"; false; }
 		[ "$(grep -c "^broadcast $c 1000 $bf16 1\$" "$log")" -eq "$n" ] || { cat "$log"; false; }
 	done
+	# The tp pair's counters: 4 calls on 1000 bf16 (2000 bytes) each, with the bytes of
+	# NCCL's ring on 2 members: allreduce 2(n-1)/n = 1x, reduce-scatter and allgather
+	# (n-1) = 1x, broadcast 1x: 8000 each way.
+	[ "$(grep -c '^rank [0-3]: tp counters: ops 4 sent 8000 received 8000$' <<<"$output")" -eq 4 ] ||
+		{ echo "$output"; false; }
 	# Before llmp_device_connect, and with the path off: refused, saying why.
 	LLMP_DEVICE=off run dev_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK" --ops
 	grep -q "^rank 0: why-not LLMP_DEVICE=off" <<<"$output" || { echo "$output"; false; }

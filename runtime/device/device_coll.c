@@ -43,6 +43,23 @@ static bool nccl_op(llmp_op op, ncclRedOp_t *out)
 }
 
 enum coll { ALLREDUCE, REDUCE_SCATTER, ALLGATHER, BROADCAST };
+
+/*
+ * The communicator's counters (metrics.h, llmp_comm_get_stats): a call, and
+ * the bytes each rank sends and receives in NCCL's ring algorithm for a
+ * buffer of `bytes` per member (allreduce 2(n-1)/n of it, reduce-scatter
+ * and allgather (n-1) times it, broadcast once). Time is not counted: the
+ * work is the GPU's, after the call has returned.
+ */
+static void count_bytes(llmp_comm *comm, enum coll c, size_t bytes)
+{
+	double n = comm->size, moved = c == ALLREDUCE   ? 2 * (n - 1) / n * (double)bytes
+				       : c == BROADCAST ? (double)bytes
+							: (n - 1) * (double)bytes;
+	comm->metrics.ops++;
+	comm->metrics.bytes_sent += (uint64_t)moved;
+	comm->metrics.bytes_recvd += (uint64_t)moved;
+}
 static const char *const coll_names[] = { "llmp_device_allreduce", "llmp_device_reduce_scatter",
 					  "llmp_device_allgather", "llmp_device_broadcast" };
 
@@ -101,6 +118,7 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 				    why);
 		return rt_fail(ctx, st, "%s", d->why);
 	}
+	count_bytes(comm, c, count * llmp_dtype_size(dtype));
 	return LLMP_OK;
 }
 #endif /* LLMP_HAVE_NCCL */

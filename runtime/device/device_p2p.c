@@ -64,6 +64,9 @@ static llmp_status transfer(llmp_comm *comm, bool send, void *buf, size_t count,
 				    why);
 		return rt_fail(ctx, st, "%s", d->why);
 	}
+	/* The communicator's counters (metrics.h): the call and its bytes; the time is the GPU's. */
+	comm->metrics.ops++;
+	*(send ? &comm->metrics.bytes_sent : &comm->metrics.bytes_recvd) += count * llmp_dtype_size(dtype);
 	return LLMP_OK;
 }
 

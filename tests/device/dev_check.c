@@ -163,6 +163,13 @@ int main(int argc, char **argv)
 			printf("rank %u: ops %s after %.1f s: %s\n", rank,
 			       st == LLMP_OK ? "ok" : llmp_strerror(st), elapsed,
 			       st == LLMP_OK ? "" : llmp_errmsg(ctx));
+			llmp_comm *tp = NULL;
+			llmp_comm_stats cs;
+			if (ops && st == LLMP_OK && llmp_comm_get(ctx, LLMP_GROUP_TP, &tp) == LLMP_OK &&
+			    llmp_comm_get_stats(tp, &cs) == LLMP_OK)
+				printf("rank %u: tp counters: ops %llu sent %llu received %llu\n", rank,
+				       (unsigned long long)cs.ops, (unsigned long long)cs.bytes_sent,
+				       (unsigned long long)cs.bytes_received);
 			rc = st != LLMP_OK;
 		}
 	}
