@@ -4,7 +4,12 @@
 # `make bench` prints figures; it is never part of `make check`.
 # bench_mpi_allreduce.c is built by scripts/bench-runtime.sh with mpicc,
 # as the yardstick for `llmp bench` (doc/benchmarks.md).
+# bench_ckpt_commit links the runtime (its commit path, without a job):
+# scripts/bench-ckpt-scale.sh runs it at full scale and opens its output with h5py.
 bench_programs = bench/bench_plan bench/bench_reduce bench/bench_crc32c bench/bench_metrics
+if BUILD_RUNTIME
+bench_programs += bench/bench_ckpt_commit
+endif
 EXTRA_PROGRAMS += $(bench_programs)
 bench_bench_plan_LDADD = topology/libplanner.la
 bench_bench_reduce_CFLAGS = $(LLMP_CFLAGS)
@@ -12,9 +17,14 @@ bench_bench_reduce_LDADD = kernels/libkernels.la topology/libplanner.la
 bench_bench_crc32c_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_crc32c_LDADD = kernels/libkernels.la
 bench_bench_metrics_CFLAGS = $(LLMP_CFLAGS)
+bench_bench_ckpt_commit_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(UCX_CFLAGS) $(HDF5_CFLAGS)
+bench_bench_ckpt_commit_LDADD = runtime/libllmp_core.la
 EXTRA_DIST += bench/bench_mpi_allreduce.c
 bench: $(bench_programs)
 	bench/bench_plan
 	bench/bench_reduce
 	bench/bench_crc32c
 	bench/bench_metrics
+if BUILD_RUNTIME
+	bench/bench_ckpt_commit --no-shards
+endif

@@ -146,6 +146,104 @@ static bool same_slice(const struct ck_slice *a, const struct ck_slice *b)
 	return true;
 }
 
+/* FNV-1a of what same_slice compares: the name, and offset and shape in each dimension. */
+static uint64_t slice_hash(const struct ck_slice *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+	for (const char *p = s->name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	for (unsigned d = 0; d < s->ndim && d < LLMP_CKPT_MAX_DIMS; d++)
+		h = ((h ^ s->offset[d]) * 1099511628211ULL ^ s->shape[d]) * 1099511628211ULL;
+	return h;
+}
+
+/* A distinct slice: its first record (the lowest rank), and where its records go. */
+struct slice_group {
+	const struct ck_slice *first;
+	size_t at, count;
+};
+
+static int compare_groups(const void *pa, const void *pb)
+{
+	return compare_slices(((const struct slice_group *)pa)->first,
+			      ((const struct slice_group *)pb)->first);
+}
+
+/*
+ * Where each record goes (dest[i]) in the order of compare_slices. A
+ * comparison sort of every record cost O(n log n) string comparisons and
+ * moves of whole records, and most records are replicas (dp of each
+ * weight): so the records are grouped by slice in a hash table, in linear
+ * time, and only the distinct slices are sorted. The records of one slice
+ * keep the gather's rank order, the last key of compare_slices.
+ */
+static bool plan_order(const struct ck_slice *all, size_t n, uint32_t *dest)
+{
+	size_t cap = 16, ngroups = 0;
+	while (cap < 2 * n)
+		cap *= 2;
+	uint32_t *table = malloc(cap * sizeof *table), *group_of = malloc((n ? n : 1) * sizeof *group_of);
+	struct slice_group *groups = malloc((n ? n : 1) * sizeof *groups);
+	size_t *rank_of = malloc((n ? n : 1) * sizeof *rank_of); /* a group's place in the order */
+	bool ok = table && group_of && groups && rank_of;
+	if (ok)
+		memset(table, 0xff, cap * sizeof *table);
+	for (size_t i = 0; ok && i < n; i++) {
+		size_t slot = (size_t)slice_hash(&all[i]) & (cap - 1);
+		while (table[slot] != UINT32_MAX && !same_slice(groups[table[slot]].first, &all[i]))
+			slot = (slot + 1) & (cap - 1);
+		if (table[slot] == UINT32_MAX) {
+			table[slot] = (uint32_t)ngroups;
+			groups[ngroups++] = (struct slice_group){ .first = &all[i] };
+		}
+		group_of[i] = table[slot];
+		groups[table[slot]].count++;
+	}
+	if (ok) {
+		qsort(groups, ngroups, sizeof *groups, compare_groups);
+		for (size_t g = 0, at = 0; g < ngroups; at += groups[g++].count)
+			groups[g].at = at;
+	}
+	/* The table names groups by their unsorted number: map each to its sorted place. */
+	for (size_t g = 0; ok && g < ngroups; g++)
+		rank_of[group_of[groups[g].first - all]] = g;
+	for (size_t i = 0; ok && i < n; i++)
+		dest[i] = (uint32_t)groups[rank_of[group_of[i]]].at++;
+	free(table);
+	free(group_of);
+	free(groups);
+	free(rank_of);
+	return ok;
+}
+
+llmp_status ck_order_slices(struct ck_slice *all, size_t records, size_t *count, char *msg, size_t len)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < records; i++)
+		if (all[i].name[0])
+			all[kept++] = all[i];
+	*count = kept;
+	uint32_t *dest = kept < UINT32_MAX ? malloc((kept ? kept : 1) * sizeof *dest) : NULL;
+	if (!dest || !plan_order(all, kept, dest)) {
+		free(dest);
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "ordering %zu slice records: out of memory", kept);
+	}
+	/* Each record moved to its place in place, cycle by cycle. */
+	for (size_t i = 0; i < kept; i++)
+		while (dest[i] != i) {
+			size_t j = dest[i];
+			struct ck_slice tmp = all[j];
+			all[j] = all[i];
+			all[i] = tmp;
+			dest[i] = dest[j];
+			dest[j] = (uint32_t)j;
+		}
+	free(dest);
+	for (size_t i = 0; i < kept; i++)
+		all[i].owner = i > 0 && same_slice(&all[i - 1], &all[i]) ? all[i - 1].owner : all[i].rank;
+	return ck_validate_slices(all, kept, NULL, msg, len);
+}
+
 static llmp_status gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *nout)
 {
 	llmp_ctx *ctx = ck->ctx;
@@ -176,14 +274,8 @@ static llmp_status gather_slices(llmp_ckpt *ck, struct ck_slice **out, size_t *n
 		free(all);
 		return st;
 	}
-	size_t count = 0;
-	for (size_t i = 0; i < per * n; i++)
-		if (all[i].name[0])
-			all[count++] = all[i];
-	qsort(all, count, rec, compare_slices);
-	for (size_t i = 0; i < count; i++)
-		all[i].owner = i > 0 && same_slice(&all[i - 1], &all[i]) ? all[i - 1].owner : all[i].rank;
-	if ((st = ck_validate_slices(all, count, NULL, ctx->errmsg, sizeof ctx->errmsg)) != LLMP_OK) {
+	size_t count;
+	if ((st = ck_order_slices(all, per * n, &count, ctx->errmsg, sizeof ctx->errmsg)) != LLMP_OK) {
 		free(all);
 		return st;
 	}

@@ -104,6 +104,25 @@ llmp_status ck_agree(llmp_ckpt *ck, const char *doing, llmp_status local);
  */
 llmp_status ck_plan_slices(llmp_ckpt *ck, struct ck_slice **all, size_t *n);
 
+/*
+ * The records of a gather (every rank's, in rank order, unused ones with an
+ * empty name) made into the plan in place: unused dropped, sorted, owners
+ * set, checked (*count kept), in time linear in the records. Needs no
+ * context: bench/bench_ckpt_commit.c feeds it synthetic tables.
+ */
+llmp_status ck_order_slices(struct ck_slice *all, size_t records, size_t *count, char *msg, size_t len);
+
+/*
+ * Rank 0, once every shard is durable and every result shared (sizes[r],
+ * sizes[world + r]: rank r's shard size and CRC): the MANIFEST built from
+ * the plan all[0..n), then the index, metadata and MANIFEST written under
+ * step-N.tmp, renamed step-N, `latest` and retention. Of the context it
+ * reads only the world size, the layout and the message buffer (the
+ * benchmark's context is made up).
+ */
+llmp_status ck_commit_step(llmp_ckpt *ck, uint64_t step, const struct ck_slice *all, size_t n,
+			   const int64_t *sizes, const void *meta, size_t metalen);
+
 /* ckpt_fs.c: the filesystem side of a commit (without a context: format/dir.c). */
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path);
 llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path);

@@ -181,6 +181,17 @@ static llmp_status build_manifest(llmp_ckpt *ck, uint64_t step, const struct ck_
 	return LLMP_OK;
 }
 
+llmp_status ck_commit_step(llmp_ckpt *ck, uint64_t step, const struct ck_slice *all, size_t n,
+			   const int64_t *sizes, const void *meta, size_t metalen)
+{
+	struct ck_manifest m;
+	llmp_status st = build_manifest(ck, step, all, n, sizes, meta, metalen, &m);
+	if (st == LLMP_OK)
+		st = commit(ck, step, &m, meta, metalen);
+	ck_manifest_free(&m); /* zeroed if build_manifest failed */
+	return st;
+}
+
 static void *writer(void *arg)
 {
 	struct ck_pending *p = arg;
@@ -384,14 +395,8 @@ llmp_status llmp_ckpt_wait(llmp_ckpt *ck)
 	if (st == LLMP_OK)
 		st = share_results(ck, p->all, p->n, &p->job, sizes);
 	if (st == LLMP_OK) {
-		struct ck_manifest m;
-		local = LLMP_OK;
-		if (ctx->rank == 0) {
-			local = build_manifest(ck, p->step, p->all, p->n, sizes, p->meta, p->metalen, &m);
-			if (local == LLMP_OK)
-				local = commit(ck, p->step, &m, p->meta, p->metalen);
-			ck_manifest_free(&m); /* zeroed if build_manifest failed */
-		}
+		local = ctx->rank == 0 ? ck_commit_step(ck, p->step, p->all, p->n, sizes, p->meta, p->metalen)
+				       : LLMP_OK;
 		st = ck_agree(ck, "checkpoint save: commit", local);
 	}
 	free(sizes);
