@@ -82,6 +82,12 @@ complete_steps() {
 
 @test "save: tp=2 (dp=2 auto) on 4 ranks over 2 nodes, keep=2: two step dirs, latest, no .tmp" {
 	save_reference
+	# No alignment given: the root's preferred I/O size (st_blksize, stat's %o) when it
+	# is a power of two from 4 KiB to 256 MiB, else 1 MiB.
+	local bs want
+	bs=$(stat -c %o "$ROOT")
+	want=$(python3 -c "b = $bs; print(b if 4096 <= b <= 256 << 20 and b & (b - 1) == 0 else 1 << 20)")
+	[ "$(grep -c "^rank [0-3]: alignment $want\$" <<<"$output")" -eq 4 ] || { echo "want $want: $output"; false; }
 	ls -la "$ROOT"
 	[ "$(complete_steps | tr '\n' ' ')" = "300 200 " ]
 	[ "$(cat "$ROOT/latest")" = step-300 ]

@@ -41,7 +41,7 @@ typedef struct llmp_ckpt llmp_ckpt;
 typedef struct llmp_ckpt_opts {
 	const char *root;   /* directory of the checkpoints; created if missing */
 	unsigned keep;      /* complete checkpoints kept; 0: 2. Never fewer than 1 */
-	size_t alignment;   /* file offset alignment of large datasets; 0: 1 MiB */
+	size_t alignment;   /* file offset alignment of large datasets; 0: the root's preferred I/O size */
 	size_t staging_max; /* bytes an async save may copy on this rank; 0: no limit */
 } llmp_ckpt_opts;
 
@@ -92,6 +92,7 @@ typedef struct llmp_ckpt_stats {
 	size_t staging_max;   /* the bound, from llmp_ckpt_opts (0: none) */
 	double stall_seconds; /* how long the save call blocked */
 	double total_seconds; /* from the save call to the commit */
+	size_t alignment;     /* the alignment in use: llmp_ckpt_opts', or the root's preferred I/O size */
 } llmp_ckpt_stats;
 llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ckpt, llmp_ckpt_stats *stats);
 

@@ -1,10 +1,39 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ckpt.c - checkpoint handles, registration, and what every rank must agree on. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ckpt_internal.h"
+
+/*
+ * The alignment of large datasets when none is given: the preferred I/O
+ * size of the filesystem holding root (st_blksize of root, or of the
+ * nearest directory above it that exists): a Lustre stripe, a GPFS block,
+ * NFS's transfer size, 4 KiB on a local disk. A value that is not a power
+ * of two from 4 KiB to 256 MiB gives the former default, 1 MiB.
+ */
+static size_t preferred_alignment(const char *root)
+{
+	const size_t fallback = (size_t)1 << 20;
+	char dir[PATH_MAX];
+	struct stat st;
+	if (snprintf(dir, sizeof dir, "%s", root) >= (int)sizeof dir)
+		return fallback;
+	while (stat(dir, &st) != 0) {
+		char *slash = strrchr(dir, '/');
+		if (strcmp(dir, ".") == 0 || strcmp(dir, "/") == 0)
+			return fallback; /* nothing above to ask */
+		if (!slash)
+			snprintf(dir, sizeof dir, "."); /* a relative root: the working directory */
+		else
+			*(slash == dir ? slash + 1 : slash) = '\0';
+	}
+	size_t bs = (size_t)st.st_blksize;
+	return bs >= 4096 && bs <= ((size_t)256 << 20) && (bs & (bs - 1)) == 0 ? bs : fallback;
+}
 
 llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt **out)
 {
@@ -22,7 +51,7 @@ llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt 
 	}
 	ck->ctx = ctx;
 	ck->keep = opts->keep ? opts->keep : 2;
-	ck->alignment = opts->alignment ? opts->alignment : (size_t)1 << 20;
+	ck->alignment = opts->alignment ? opts->alignment : preferred_alignment(opts->root);
 	ck->staging_max = opts->staging_max;
 	*out = ck;
 	return LLMP_OK;
@@ -111,6 +140,7 @@ llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ck, llmp_ckpt_stats *stats)
 	if (!ck || !stats)
 		return LLMP_ERR_ARG;
 	*stats = ck->stats;
+	stats->alignment = ck->alignment;
 	return LLMP_OK;
 }
 

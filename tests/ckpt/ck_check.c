@@ -362,6 +362,9 @@ int cc_cmd_save(const cc_args *args)
 				model_fill(&m, args->steps[i] + 1000003);
 			}
 			report_note("saved step %" PRIu64, args->steps[i]);
+			llmp_ckpt_stats used;
+			if (i == 0 && llmp_ckpt_get_stats(ck, &used) == LLMP_OK)
+				report_note("alignment %zu", used.alignment);
 		}
 		if (args->async) {
 			llmp_status st = llmp_ckpt_wait(ck);
