@@ -38,6 +38,13 @@ pytest() {
 	pytest tests/test_torch.py
 }
 
+@test "python: llmp.checkpoint round trip as a PMIx singleton, read back with h5py" {
+	local lib=$LLMP_BUILDDIR/runtime/.libs/libllmp.so.0
+	[ -f "$lib" ] || skip "libllmp not built ($lib): llmp.checkpoint needs it"
+	cd "$LLMP_SRCDIR/python"
+	LLMP_LIBRARY=$lib pytest tests/test_checkpoint.py
+}
+
 @test "python: pip install python/ installs a package that reads a layout" {
 	# A copy: setuptools builds inside the project folder.
 	cp -R "$LLMP_SRCDIR/python" "$BATS_TEST_TMPDIR/src"

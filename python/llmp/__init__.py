@@ -9,8 +9,11 @@
     groups = llmp.torch.init()     # torch.distributed and the layout's groups
     groups["tp"]
 
-llmp.layout needs nothing but Python; llmp.torch needs PyTorch. See README.md
-beside this package's pyproject.toml.
+    import llmp.checkpoint
+    llmp.checkpoint.save(model.state_dict(), root, step)   # llmp's HDF5 checkpoints
+
+llmp.layout needs nothing but Python; llmp.torch needs PyTorch; llmp.checkpoint
+PyTorch and libllmp (ctypes). See README.md beside this package's pyproject.toml.
 """
 
 from .layout import COORD_DIMS, GROUP_KINDS, Layout, LayoutError, layout, load

@@ -1,0 +1,460 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""llmp.checkpoint - torch state dicts in llmp's sharded HDF5 checkpoints, through libllmp.
+
+    import llmp.checkpoint as ckpt
+    ckpt.save(model.state_dict(), "/scratch/run1", step=400)     # collective
+    step, meta = ckpt.load(model.state_dict(), "/scratch/run1")  # the newest complete one
+
+Every tensor of the state dict is registered with libllmp's llmp_ckpt
+(include/llmp/llmp_ckpt.h) by the address of its memory: a save writes the
+tensor's bytes from where they are, a load reads into them, with no copy in
+Python. A plain tensor is the whole tensor, held alike by every rank (libllmp
+writes a replica once); a DTensor, or a tensor wrapped in Shard(), is this
+rank's slice of a global tensor. libllmp's load reads each rank's slices from
+whichever shards hold them, so the loading layout and world size need not be
+the saving ones. The format is doc/checkpoint.md; h5py reads it directly
+(python/README.md says how, bfloat16 included).
+
+libllmp needs a context (llmp_init): under `srun --mpi=pmix` the job's, with
+no launcher a PMIx singleton (rank 0 of a world of 1). init() makes it, or
+the first Checkpoint does; save and load are collective over every rank of it.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from collections.abc import Mapping
+
+import torch
+
+#: The environment variable naming the libllmp.so to load, tried first.
+LIBRARY_ENV = "LLMP_LIBRARY"
+
+#: torch dtype -> llmp_dtype (include/llmp/llmp_dtype.h; the values are its ABI).
+DTYPES = {
+    torch.float32: 0,
+    torch.float64: 1,
+    torch.bfloat16: 2,
+    torch.float16: 3,
+    torch.int32: 4,
+    torch.int64: 5,
+    torch.uint8: 6,
+}
+
+_STATUS_NAMES = ("LLMP_OK", "LLMP_ERR_SPEC", "LLMP_ERR_LAYOUT", "LLMP_ERR_RANGE", "LLMP_ERR_ARG",
+                 "LLMP_ERR_NOMEM", "LLMP_ERR_IO", "LLMP_ERR_WIREUP", "LLMP_ERR_MISMATCH",
+                 "LLMP_ERR_TRANSPORT", "LLMP_ERR_TIMEOUT", "LLMP_ERR_PEER", "LLMP_ERR_UNSUPPORTED",
+                 "LLMP_ERR_STATE", "LLMP_ERR_DEVICE")
+_MAX_DIMS = 8
+_MAX_NAME = 127
+_NEWEST = 2**64 - 1
+_META_CAP = 1 << 20  # metadata bytes a load takes in memory; more is read from meta.bin
+
+
+class CheckpointError(RuntimeError):
+    """A libllmp call failed (status: its llmp_status name), or libllmp was not found."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+# --------------------------------------------------------------- the library
+
+class _InitOpts(ctypes.Structure):
+    _fields_ = [("spec", ctypes.c_char_p), ("timeout_s", ctypes.c_double),
+                ("ring_threshold", ctypes.c_size_t), ("shm_threshold", ctypes.c_size_t)]
+
+
+class _CkptOpts(ctypes.Structure):
+    _fields_ = [("root", ctypes.c_char_p), ("keep", ctypes.c_uint),
+                ("alignment", ctypes.c_size_t), ("staging_max", ctypes.c_size_t)]
+
+
+class _CkptStats(ctypes.Structure):
+    _fields_ = [("step", ctypes.c_uint64), ("staged_bytes", ctypes.c_size_t),
+                ("staging_max", ctypes.c_size_t), ("stall_seconds", ctypes.c_double),
+                ("total_seconds", ctypes.c_double),
+                # Newer libllmp: the alignment in use. Declared always, so that the C side
+                # never writes past this struct (an older libllmp leaves it 0).
+                ("alignment", ctypes.c_size_t)]
+
+
+def library_candidates():
+    """Where libllmp is looked for, in order: $LLMP_LIBRARY, beside the package, the loader's path."""
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        return [env]  # asked for by name: nothing else is tried
+    here = os.path.dirname(os.path.abspath(__file__))
+    # Beside the package, or in PREFIX/lib when `make install` put the package in
+    # PREFIX/lib/python3.N/{site,dist}-packages/llmp.
+    out = [os.path.join(d, "libllmp.so.0") for d in
+           (here, os.path.normpath(os.path.join(here, "..", "..", "..")))]
+    out = [p for p in out if os.path.exists(p)]
+    out.append("libllmp.so.0")  # the dynamic loader's search path
+    found = ctypes.util.find_library("llmp")
+    if found and found not in out:
+        out.append(found)
+    return out
+
+
+_lib_lock = threading.Lock()
+_lib = None
+
+
+def library():
+    """The loaded libllmp (ctypes.CDLL), found as library_candidates() says."""
+    global _lib
+    with _lib_lock:
+        if _lib is None:
+            tried = []
+            for path in library_candidates():
+                try:
+                    lib = ctypes.CDLL(path)
+                    lib.llmp_ckpt_register  # noqa: B018 - a libllmp with the checkpoint API
+                except (OSError, AttributeError) as e:
+                    tried.append("%s (%s)" % (path, e))
+                    continue
+                _declare(lib)
+                _lib = lib
+                break
+            else:
+                raise CheckpointError("llmp.checkpoint: libllmp not found; tried %s. Set %s to the "
+                                      "path of libllmp.so.0 (BUILD/runtime/.libs/libllmp.so.0 in a "
+                                      "build tree)" % ("; ".join(tried), LIBRARY_ENV))
+        return _lib
+
+
+def _declare(lib):
+    p, u32, u64, i = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int
+    pp = ctypes.POINTER(ctypes.c_void_p)
+    u64p = ctypes.POINTER(ctypes.c_uint64)
+    sig = {
+        "llmp_init": (i, [ctypes.POINTER(_InitOpts), pp]),
+        "llmp_finalize": (i, [p]),
+        "llmp_errmsg": (ctypes.c_char_p, [p]),
+        "llmp_strerror": (ctypes.c_char_p, [i]),
+        "llmp_rank": (u32, [p]),
+        "llmp_world_size": (u32, [p]),
+        "llmp_ckpt_open": (i, [p, ctypes.POINTER(_CkptOpts), pp]),
+        "llmp_ckpt_close": (None, [p]),
+        "llmp_ckpt_register": (i, [p, ctypes.c_char_p, i, ctypes.c_uint, u64p, u64p, u64p, p]),
+        "llmp_ckpt_save": (i, [p, u64, p, ctypes.c_size_t]),
+        "llmp_ckpt_save_async": (i, [p, u64, p, ctypes.c_size_t]),
+        "llmp_ckpt_prepare_async": (i, [p]),
+        "llmp_ckpt_wait": (i, [p]),
+        "llmp_ckpt_get_stats": (i, [p, ctypes.POINTER(_CkptStats)]),
+        "llmp_ckpt_load": (i, [p, u64, u64p, p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+
+
+def _status_name(status):
+    return _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) else "status %d" % status
+
+
+# --------------------------------------------------------------- the context
+
+class Context:
+    """This process's libllmp context (llmp_init): its rank and world. One per process."""
+
+    def __init__(self, spec=None, timeout=None):
+        lib = library()
+        opts = _InitOpts(spec.encode() if spec else None, float(timeout or 0), 0, 0)
+        handle = ctypes.c_void_p()
+        rc = lib.llmp_init(ctypes.byref(opts), ctypes.byref(handle))
+        if rc != 0:
+            why = lib.llmp_errmsg(handle).decode(errors="replace") if handle else \
+                lib.llmp_strerror(rc).decode()
+            if handle:
+                lib.llmp_finalize(handle)
+            raise CheckpointError("llmp.checkpoint: llmp_init failed (%s): %s"
+                                  % (_status_name(rc), why), _status_name(rc))
+        self._lib, self.handle = lib, handle
+        self.rank = lib.llmp_rank(handle)
+        self.world = lib.llmp_world_size(handle)
+
+    def check(self, rc, what):
+        """Raise CheckpointError for a failed call, with libllmp's own message."""
+        if rc != 0:
+            raise CheckpointError("llmp.checkpoint: %s failed on rank %d (%s): %s"
+                                  % (what, self.rank, _status_name(rc),
+                                     self._lib.llmp_errmsg(self.handle).decode(errors="replace")),
+                                  _status_name(rc))
+
+    def finalize(self):
+        """llmp_finalize; close every Checkpoint of this context first."""
+        global _context
+        if self.handle:
+            self._lib.llmp_finalize(self.handle)
+            self.handle = None
+        if _context is self:
+            _context = None
+
+    def __repr__(self):
+        return "llmp.checkpoint.Context(rank=%d, world=%d)" % (self.rank, self.world)
+
+
+_context = None
+
+
+def init(spec=None, timeout=None):
+    """This process's Context, made on first call (collective: every rank of the job calls it).
+
+    spec: the layout in --llm-parallel's grammar (None: the plugin's
+    LLMP_PARALLEL, else dp = world); timeout: seconds to wait for a peer.
+    """
+    global _context
+    if _context is None:
+        _context = Context(spec, timeout)
+    return _context
+
+
+# ------------------------------------------------------------------- slices
+
+class Shard:
+    """This rank's slice of a global tensor: `local` holds global[offset : offset + local.shape].
+
+    Put one in a state dict in place of a tensor that is sharded by hand
+    (for a DTensor llmp works this out itself):
+        sd["w"] = llmp.checkpoint.Shard(w_local, global_shape=(1024, 512), offset=(512 * tp_rank, 0))
+    """
+
+    def __init__(self, local, global_shape, offset):
+        if not isinstance(local, torch.Tensor):
+            raise TypeError("llmp.checkpoint.Shard: local must be a torch.Tensor, not %s"
+                            % type(local).__name__)
+        self.local = local
+        self.global_shape = tuple(int(x) for x in global_shape)
+        self.offset = tuple(int(x) for x in offset)
+        if len(self.global_shape) != local.dim() or len(self.offset) != local.dim():
+            raise ValueError("llmp.checkpoint.Shard: local has %d dimensions, global_shape %d and "
+                             "offset %d" % (local.dim(), len(self.global_shape), len(self.offset)))
+
+    @classmethod
+    def split(cls, local, dim, index, parts):
+        """Part `index` of `parts` equal parts along dimension `dim` (as tp splits a weight)."""
+        shape = list(local.shape)
+        offset = [0] * local.dim()
+        offset[dim] = index * shape[dim]
+        shape[dim] *= parts
+        return cls(local, shape, offset)
+
+    def __repr__(self):
+        return "Shard(%s %s of %s at %s)" % (self.local.dtype, tuple(self.local.shape),
+                                           self.global_shape, self.offset)
+
+
+def _dtensor_slice(t):
+    """(local tensor, global shape, offset) of a DTensor, or None for anything else."""
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:  # torch without DTensor
+        return None
+    if not isinstance(t, DTensor):
+        return None
+    from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+    shape, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
+    local = t._local_tensor
+    if tuple(local.shape) != tuple(shape):
+        raise ValueError("DTensor of global shape %s: local shape %s, torch computes %s"
+                         % (tuple(t.shape), tuple(local.shape), tuple(shape)))
+    # Partial placements are sums pending, not slices: save their reduced value.
+    if any(p.is_partial() for p in t.placements):
+        raise ValueError("DTensor with a Partial placement %s: call .redistribute() to "
+                         "Replicate or Shard before saving" % (t.placements,))
+    return local, tuple(t.shape), tuple(int(o) for o in offset)
+
+
+def _flatten(state_dict, prefix=""):
+    """(name, value) for every leaf of a nested state dict; nested keys joined by '/'."""
+    for key, value in state_dict.items():
+        name = prefix + str(key)
+        if isinstance(value, Mapping):
+            yield from _flatten(value, name + "/")
+        else:
+            yield name, value
+
+
+class _Entry:
+    """One registered tensor: what libllmp reads and writes, and what the program holds."""
+
+    def __init__(self, name, value):
+        self.name = name
+        if isinstance(value, Shard):
+            tensor, global_shape, offset = value.local, value.global_shape, value.offset
+        elif isinstance(value, torch.Tensor):
+            sliced = _dtensor_slice(value)
+            if sliced:
+                tensor, global_shape, offset = sliced
+            else:
+                tensor, global_shape, offset = value, tuple(value.shape), (0,) * value.dim()
+        else:
+            raise TypeError("llmp.checkpoint: state dict entry '%s' is a %s; only tensors, "
+                            "DTensors, llmp.checkpoint.Shard and nested dicts of them are "
+                            "saved (put other values in meta)" % (name, type(value).__name__))
+        if not 1 <= len(name.encode()) <= _MAX_NAME or any(c <= " " or c > "~" for c in name):
+            raise ValueError("llmp.checkpoint: tensor name '%s' must be 1-%d printable ASCII "
+                             "characters without spaces" % (name, _MAX_NAME))
+        if tensor.dtype not in DTYPES:
+            raise TypeError("llmp.checkpoint: tensor '%s' is %s; llmp checkpoints hold %s"
+                            % (name, tensor.dtype, ", ".join(str(d) for d in DTYPES)))
+        if tensor.device.type != "cpu":
+            raise ValueError("llmp.checkpoint: tensor '%s' is on %s; this version saves CPU "
+                             "tensors only (libllmp reads host memory): move it with .cpu()"
+                             % (name, tensor.device))
+        if tensor.numel() == 0:
+            raise ValueError("llmp.checkpoint: tensor '%s' has shape %s: an empty tensor has no "
+                             "slice to save" % (name, tuple(tensor.shape)))
+        if tensor.dim() > _MAX_DIMS:
+            raise ValueError("llmp.checkpoint: tensor '%s' has %d dimensions (at most %d)"
+                             % (name, tensor.dim(), _MAX_DIMS))
+        self.tensor = tensor
+        # libllmp's slices have at least one dimension: a 0-d tensor is stored as shape (1,).
+        self.global_shape = global_shape or (1,)
+        self.offset = offset or (0,)
+        self.shape = tuple(tensor.shape) or (1,)
+        # Contiguous memory is registered as it is (zero copy); anything else goes
+        # through a contiguous copy, refreshed before a save and copied back after a load.
+        self.buffer = tensor if tensor.is_contiguous() else tensor.contiguous()
+        self.address = self.buffer.data_ptr()
+
+    def before_save(self):
+        self._check_memory()
+        if self.buffer is not self.tensor:
+            self.buffer.copy_(self.tensor)
+
+    def after_load(self):
+        if self.buffer is not self.tensor:
+            self.tensor.copy_(self.buffer)
+
+    def _check_memory(self):
+        # `param.data = other` swaps a tensor's memory behind the registered address.
+        if self.buffer is self.tensor and self.tensor.data_ptr() != self.address:
+            raise CheckpointError("llmp.checkpoint: tensor '%s' moved to other memory since the "
+                                  "Checkpoint registered it; make a new Checkpoint" % self.name)
+
+
+def _u64s(values):
+    return (ctypes.c_uint64 * len(values))(*values)
+
+
+# --------------------------------------------------------------- checkpoints
+
+class Checkpoint:
+    """The tensors of a state dict registered with one llmp_ckpt handle under `root`.
+
+    Made once, saved and loaded many times (collective calls, every rank of
+    the context in the same order): the tensors must stay the same objects
+    in the same memory. keep: complete checkpoints kept (0: libllmp's 2);
+    alignment: file offset alignment of large datasets (0: libllmp's default);
+    staging_max: bytes an async save may copy (0: no limit).
+    """
+
+    def __init__(self, root, state_dict, keep=0, alignment=0, staging_max=0, context=None):
+        self.context = context or init()
+        self.root = os.fspath(root)
+        self.entries = [_Entry(name, value) for name, value in _flatten(state_dict)]
+        if not self.entries:
+            raise ValueError("llmp.checkpoint: the state dict for %s holds no tensor" % self.root)
+        lib, ctx = self.context._lib, self.context
+        self._lib = lib
+        self.handle = ctypes.c_void_p()
+        opts = _CkptOpts(self.root.encode(), keep, alignment, staging_max)
+        ctx.check(lib.llmp_ckpt_open(ctx.handle, ctypes.byref(opts), ctypes.byref(self.handle)),
+                  "llmp_ckpt_open(%s)" % self.root)
+        try:
+            for e in self.entries:
+                n = len(e.shape)
+                ctx.check(lib.llmp_ckpt_register(self.handle, e.name.encode(), DTYPES[e.tensor.dtype], n,
+                                                 _u64s(e.global_shape), _u64s(e.offset), _u64s(e.shape),
+                                                 ctypes.c_void_p(e.address)),
+                          "registering tensor '%s'" % e.name)
+        except BaseException:
+            self.close()
+            raise
+
+    def _handle(self):
+        if not self.handle:
+            raise CheckpointError("llmp.checkpoint: the Checkpoint of %s is closed" % self.root)
+        return self.handle
+
+    def save(self, step, meta=b"", async_save=False):
+        """Write checkpoint `step` (collective); with async_save, return once staged (wait() commits)."""
+        handle = self._handle()
+        for e in self.entries:
+            e.before_save()
+        meta = bytes(meta)
+        call = self._lib.llmp_ckpt_save_async if async_save else self._lib.llmp_ckpt_save
+        self.context.check(call(handle, int(step), meta, len(meta)),
+                           "%s of step %d to %s" % ("async save" if async_save else "save", step, self.root))
+
+    def prepare_async(self):
+        """Plan async saves and allocate their staging memory now (collective)."""
+        self.context.check(self._lib.llmp_ckpt_prepare_async(self._handle()), "prepare_async")
+
+    def wait(self):
+        """Commit a pending async save (collective when one is pending)."""
+        self.context.check(self._lib.llmp_ckpt_wait(self._handle()), "wait for the async save")
+
+    def load(self, step=None):
+        """Fill every tensor from checkpoint `step` (None: the newest complete one); (step, meta)."""
+        handle = self._handle()
+        for e in self.entries:
+            e._check_memory()
+        loaded = ctypes.c_uint64()
+        metalen = ctypes.c_size_t()
+        buf = ctypes.create_string_buffer(_META_CAP)
+        want = _NEWEST if step is None else int(step)
+        what = "load of %s from %s" % ("the newest step" if step is None else "step %d" % step, self.root)
+        self.context.check(self._lib.llmp_ckpt_load(handle, want, ctypes.byref(loaded), buf, _META_CAP,
+                                                     ctypes.byref(metalen)), what)
+        if metalen.value <= _META_CAP:
+            meta = buf.raw[:metalen.value]
+        else:  # more than the buffer: meta.bin itself, which the load has checked against its CRC
+            path = os.path.join(self.root, "step-%d" % loaded.value, "meta.bin")
+            with open(path, "rb") as f:
+                meta = f.read()
+            if len(meta) != metalen.value:
+                raise CheckpointError("llmp.checkpoint: %s holds %d bytes, the load saw %d"
+                                      % (path, len(meta), metalen.value))
+        for e in self.entries:
+            e.after_load()
+        return loaded.value, meta
+
+    def stats(self):
+        """What the last save cost this rank: a dict of llmp_ckpt_stats' fields."""
+        s = _CkptStats()
+        self.context.check(self._lib.llmp_ckpt_get_stats(self._handle(), ctypes.byref(s)), "get_stats")
+        return {name: getattr(s, name) for name, _ in _CkptStats._fields_}
+
+    def close(self):
+        """Close the handle (collective while an async save is pending: it is committed first)."""
+        if self.handle:
+            self._lib.llmp_ckpt_close(self.handle)
+            self.handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def save(state_dict, root, step, meta=b"", **opts):
+    """Save a state dict as checkpoint `step` under root (collective); opts as Checkpoint's."""
+    with Checkpoint(root, state_dict, **opts) as ck:
+        ck.save(step, meta)
+
+
+def load(state_dict, root, step=None, **opts):
+    """Load checkpoint `step` (None: the newest complete) into a state dict's tensors, in place.
+
+    Collective; returns (step, meta). The tensors may be sliced otherwise
+    than when saved (another layout or world size): libllmp reshards.
+    """
+    with Checkpoint(root, state_dict, **opts) as ck:
+        return ck.load(step)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
+# python_cluster.bats - the Python package's llmp.checkpoint on the local Slurm
+# cluster: a torch state dict saved by 4 ranks under --llm-parallel=tp=2,dp=2
+# (srun --mpi=pmix, libllmp through ctypes) and loaded bit for bit under dp=4
+# and under a world of 2 cut otherwise, then read with h5py alone
+# (tests/cluster/torch_ckpt.py computes every expected tensor itself).
+#
+# The Python is $LLMP_PYTHON, else $LLMP_BUILDDIR/venv/bin/python
+# (scripts/python-env.sh); libllmp the build's.
+
+load cluster/common
+
+setup_file() { cluster_setup_file; }
+teardown_file() { cluster_teardown_file; }
+setup() {
+	cluster_setup
+	PY=${LLMP_PYTHON:-$LLMP_BUILDDIR/venv/bin/python}
+	[ -x "$PY" ] || skip "no Python environment with torch at $PY: run scripts/python-env.sh (or set LLMP_PYTHON)"
+	LIB=$LLMP_BUILDDIR/runtime/.libs/libllmp.so.0
+	[ -f "$LIB" ] || skip "libllmp not built ($LIB)"
+	export PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$LLMP_SRCDIR/python LLMP_LIBRARY=$LIB
+	SCRIPT=$LLMP_SRCDIR/tests/cluster/torch_ckpt.py
+	# One checkpoint for the file's tests, saved by the first.
+	CKPT=$CLUSTER_STATE/torch-ckpt
+}
+teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+
+# N "ckpt R ok" lines, one for each rank 0..N-1, or the output shown and a failure.
+assert_ranks_ok() { # N
+	local r
+	for r in $(seq 0 $(($1 - 1))); do
+		grep -q "^ckpt $r ok" <<<"$output" || { echo "rank $r: $output"; return 1; }
+	done
+	[ "$(grep -c '^ckpt [0-9]* ok' <<<"$output")" -eq "$1" ] || { echo "$output"; return 1; }
+}
+
+@test "llmp.checkpoint: 4 ranks under tp=2,dp=2 save a torch state dict (tp shards, replicas once)" {
+	rm -rf "$CKPT"
+	run timeout -k 10 300 srun --mpi=pmix -N2 --ntasks-per-node=2 --llm-parallel=tp=2,dp=2 \
+		"$PY" "$SCRIPT" save "$CKPT"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_ranks_ok 4
+	[ -d "$CKPT/step-12" ] || { ls -la "$CKPT"; false; }
+	# The replicas are written once, by rank 0: only tp ranks 0 and 1 (world ranks 0 and 1) own slices.
+	[ "$(cd "$CKPT/step-12" && echo shard-*.h5)" = "shard-0.h5 shard-1.h5" ] || { ls "$CKPT/step-12"; false; }
+	run "$LLMP" ckpt verify "$CKPT"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "llmp.checkpoint: loaded under dp=4, every rank every tensor whole, bit-identical" {
+	[ -d "$CKPT/step-12" ] || { echo "no checkpoint: the save test failed"; false; }
+	run timeout -k 10 300 srun --mpi=pmix -N2 --ntasks-per-node=2 --llm-parallel=dp=4 \
+		"$PY" "$SCRIPT" load-whole "$CKPT"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_ranks_ok 4
+}
+
+@test "llmp.checkpoint: loaded by a world of 2 sliced along other dimensions, bit-identical" {
+	[ -d "$CKPT/step-12" ] || { echo "no checkpoint: the save test failed"; false; }
+	run timeout -k 10 300 srun --mpi=pmix -N2 --ntasks-per-node=1 --llm-parallel=tp=2 \
+		"$PY" "$SCRIPT" load-split "$CKPT"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_ranks_ok 2
+}
+
+@test "llmp.checkpoint: h5py reads the saved index whole, bfloat16 as float32, no llmp code" {
+	[ -d "$CKPT/step-12" ] || { echo "no checkpoint: the save test failed"; false; }
+	"$PY" -c "import h5py" || { echo "h5py not in $PY (python/requirements-test.txt)"; false; }
+	run "$PY" "$SCRIPT" h5py "$CKPT"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$output" = "h5py ok" ]
+}
