@@ -45,6 +45,13 @@ pytest() {
 	LLMP_LIBRARY=$lib pytest tests/test_checkpoint.py
 }
 
+@test "python: llmp.Job stops on SIGUSR1, is requeued, resumes bit-identical; the crash-loop limit holds" {
+	local lib=$LLMP_BUILDDIR/runtime/.libs/libllmp.so.0
+	[ -f "$lib" ] || skip "libllmp not built ($lib): llmp.Job needs it"
+	cd "$LLMP_SRCDIR/python"
+	LLMP_LIBRARY=$lib pytest tests/test_job.py
+}
+
 @test "python: pip install python/ installs a package that reads a layout" {
 	# A copy: setuptools builds inside the project folder.
 	cp -R "$LLMP_SRCDIR/python" "$BATS_TEST_TMPDIR/src"

@@ -196,3 +196,20 @@ def launch(world, layout_path, scenario, outdir, args=(), timeout=240, env_extra
             pytest.fail("rank %d exited %d:\n%s\n%s" % (rank, p.returncode,
                                                         results[rank].get("exception", ""), log[-3000:]))
     return results
+
+
+SINGLETON_UNSET = ("PMIX_RANK", "PMIX_NAMESPACE", "PMIX_SERVER_URI41", "PMIX_SERVER_URI4",
+                   "SLURM_JOB_ID", "LLMP_PARALLEL", "LLMP_LAYOUT_FILE")
+
+
+def libllmp_path():
+    """libllmp: $LLMP_LIBRARY, else $LLMP_BUILDDIR/runtime/.libs/libllmp.so.0; a missing one fails the test."""
+    path = os.environ.get("LLMP_LIBRARY")
+    if not path:
+        builddir = os.environ.get("LLMP_BUILDDIR")
+        if not builddir:
+            pytest.fail("neither LLMP_LIBRARY nor LLMP_BUILDDIR is set: cannot find libllmp")
+        path = os.path.join(builddir, "runtime", ".libs", "libllmp.so.0")
+    if not os.path.exists(path):
+        pytest.fail("libllmp is not built at %s" % path)
+    return path

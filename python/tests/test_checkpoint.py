@@ -22,23 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PACKAGE_ROOT, free_port
-
-SINGLETON_UNSET = ("PMIX_RANK", "PMIX_NAMESPACE", "PMIX_SERVER_URI41", "PMIX_SERVER_URI4",
-                   "SLURM_JOB_ID", "LLMP_PARALLEL", "LLMP_LAYOUT_FILE")
-
-
-def _libllmp():
-    path = os.environ.get("LLMP_LIBRARY")
-    if not path:
-        builddir = os.environ.get("LLMP_BUILDDIR")
-        if not builddir:
-            pytest.fail("neither LLMP_LIBRARY nor LLMP_BUILDDIR is set: cannot find libllmp")
-        path = os.path.join(builddir, "runtime", ".libs", "libllmp.so.0")
-    if not os.path.exists(path):
-        pytest.fail("libllmp is not built at %s" % path)
-    return path
-
+from conftest import PACKAGE_ROOT, SINGLETON_UNSET, free_port, libllmp_path as _libllmp
 
 @pytest.fixture(scope="module")
 def ck():
