@@ -71,3 +71,24 @@ assert_ranks_ok() { # N
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$output" = "h5py ok" ]
 }
+
+@test "the PyTorch example: tp=2 x dp=2, stopped by a signal and requeued, ends bit-identical to a run that went through" {
+	local train=$LLMP_SRCDIR/examples/torch/train_gpt.py
+	local args=(--mpi=pmix -N2 --ntasks-per-node=2 --llm-parallel=tp=2)
+	run timeout -k 10 300 srun "${args[@]}" --llm-checkpoint="$WORK/ref" "$PY" "$train" --steps 12
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	local want
+	want=$(grep '^train_gpt: rank [0-3] weights ' <<<"$output" | sort)
+	[ "$(wc -l <<<"$want")" -eq 4 ] || { echo "$output"; false; }
+	grep -q '^step 11 loss ' <<<"$output"
+	# Rank 0 is sent SIGUSR1 after step 5: every rank stops there, checkpoints, exits 75.
+	run timeout -k 10 300 srun "${args[@]}" --llm-checkpoint="$WORK/run" "$PY" "$train" --steps 12 --signal-at 5
+	[ "$status" -eq 75 ] || { echo "status $status: $output"; false; }
+	grep -q '^train_gpt: stopped after step 5, checkpoint committed$' <<<"$output" || { echo "$output"; false; }
+	! grep -q '^step 6 ' <<<"$output"
+	# The requeued run resumes at step 6 and ends where the uninterrupted one did, bit for bit.
+	run timeout -k 10 300 srun "${args[@]}" --llm-checkpoint="$WORK/run" "$PY" "$train" --steps 12
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q '^train_gpt: tp=2 dp=2, starting at step 6$' <<<"$output" || { echo "$output"; false; }
+	[ "$(grep '^train_gpt: rank [0-3] weights ' <<<"$output" | sort)" = "$want" ] || { echo "want $want: $output"; false; }
+}
