@@ -38,6 +38,11 @@ pytest() {
 	pytest tests/test_torch.py
 }
 
+@test "python: llmp's groups equal Megatron-Core's own parallel_state (8 ranks, gloo, four layouts)" {
+	cd "$LLMP_SRCDIR/python"
+	pytest tests/test_megatron.py
+}
+
 @test "python: llmp.checkpoint round trip as a PMIx singleton, read back with h5py" {
 	local lib=$LLMP_BUILDDIR/runtime/.libs/libllmp.so.0
 	[ -f "$lib" ] || skip "libllmp not built ($lib): llmp.checkpoint needs it"

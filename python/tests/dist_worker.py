@@ -18,6 +18,10 @@ SCENARIO:
           use_local_synchronization=True), kind by kind in the order KINDS:
           the way that deadlocks in gloo's connectFullMesh; records whether
           it finished or timed out (new_group timeout LLMP_TEST_GROUP_TIMEOUT s).
+  megatron  Megatron-Core's own parallel_state.initialize_model_parallel with
+          the layout file's sizes and order, on gloo; for each group kind
+          Megatron has a getter for, the global ranks of this rank's group,
+          beside llmp.layout()'s (KINDS unused).
 """
 
 import datetime
@@ -86,11 +90,52 @@ def scenario_naive(kinds):
     return out
 
 
+# llmp's group kinds and Megatron-Core's getters for them (megatron/core/parallel_state.py).
+MEGATRON_GETTERS = {
+    "tp": ("get_tensor_model_parallel_group", {}),
+    "pp": ("get_pipeline_model_parallel_group", {}),
+    "cp": ("get_context_parallel_group", {}),
+    "dp": ("get_data_parallel_group", {}),
+    "dp-cp": ("get_data_parallel_group", {"with_context_parallel": True}),
+    "tp-cp": ("get_tensor_and_context_parallel_group", {}),
+    "tp-pp": ("get_model_parallel_group", {}),
+    "embedding": ("get_embedding_group", {}),
+    "position-embedding": ("get_position_embedding_group", {}),
+    "ep": ("get_expert_model_parallel_group", {}),
+    "expert-tp": ("get_expert_tensor_parallel_group", {}),
+    "expert-dp": ("get_expert_data_parallel_group", {}),
+}
+
+
+def scenario_megatron(kinds):
+    import megatron.core.parallel_state as ps
+    dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=120))
+    lay = llmp.layout()
+    s = lay.sizes
+    ps.initialize_model_parallel(tensor_model_parallel_size=s["tp"], pipeline_model_parallel_size=s["pp"],
+                                 context_parallel_size=s["cp"], expert_model_parallel_size=s["ep"],
+                                 expert_tensor_parallel_size=s["expert-tp"], order="-".join(lay.order))
+    out = {"rank": dist.get_rank(), "megatron": {}, "llmp": {}}
+    for kind, (getter, kwargs) in MEGATRON_GETTERS.items():
+        try:
+            group = getattr(ps, getter)(**kwargs)
+        except (AssertionError, RuntimeError, AttributeError):
+            group = None  # Megatron made no such group for this rank (a middle stage's embedding)
+        member = group is not None and group != dist.GroupMember.NON_GROUP_MEMBER
+        out["megatron"][kind] = dist.get_process_group_ranks(group) if member else None
+        mine = lay.group(kind)
+        out["llmp"][kind] = list(mine) if mine is not None else None
+    ps.destroy_model_parallel()
+    dist.destroy_process_group()
+    return out
+
+
 def main():
     scenario, outdir, kinds = sys.argv[1], sys.argv[2], sys.argv[3:]
     rank = int(os.environ["RANK"])
     try:
-        out = {"groups": scenario_groups, "naive": scenario_naive}[scenario](kinds)
+        out = {"groups": scenario_groups, "naive": scenario_naive,
+               "megatron": scenario_megatron}[scenario](kinds)
         status = 0
     except Exception:
         out = {"rank": rank, "exception": traceback.format_exc()}
