@@ -18,6 +18,9 @@ SCENARIO:
           use_local_synchronization=True), kind by kind in the order KINDS:
           the way that deadlocks in gloo's connectFullMesh; records whether
           it finished or timed out (new_group timeout LLMP_TEST_GROUP_TIMEOUT s).
+  ddp     llmp.torch.init(), then one step of a Linear(4, 2) wrapped in
+          DistributedDataParallel over this rank's dp group, on an input only
+          this rank has (its rank); the weight's gradient after backward.
   megatron  Megatron-Core's own parallel_state.initialize_model_parallel with
           the layout file's sizes and order, on gloo; for each group kind
           Megatron has a getter for, the global ranks of this rank's group,
@@ -90,6 +93,20 @@ def scenario_naive(kinds):
     return out
 
 
+def scenario_ddp(kinds):
+    groups = llmp.torch.init(backend="gloo", timeout=120)
+    rank = dist.get_rank()
+    torch.manual_seed(0)  # the same initial weights on every rank
+    model = torch.nn.Linear(4, 2, bias=False)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=groups["dp"])
+    x = torch.full((1, 4), float(rank))
+    ddp(x).sum().backward()
+    out = {"rank": rank, "dp": list(groups.ranks("dp")), "grad": model.weight.grad.tolist()}
+    dist.barrier()
+    dist.destroy_process_group()
+    return out
+
+
 # llmp's group kinds and Megatron-Core's getters for them (megatron/core/parallel_state.py).
 MEGATRON_GETTERS = {
     "tp": ("get_tensor_model_parallel_group", {}),
@@ -135,7 +152,7 @@ def main():
     rank = int(os.environ["RANK"])
     try:
         out = {"groups": scenario_groups, "naive": scenario_naive,
-               "megatron": scenario_megatron}[scenario](kinds)
+               "megatron": scenario_megatron, "ddp": scenario_ddp}[scenario](kinds)
         status = 0
     except Exception:
         out = {"rank": rank, "exception": traceback.format_exc()}

@@ -183,3 +183,15 @@ def test_init_in_a_started_job(layout_file, monkeypatch, tmp_path):
     finally:
         dist.destroy_process_group()
     assert os.environ.get("RANK") is None
+
+
+def test_ddp_averages_gradients_over_the_dp_group(layout_file, tmp_path):
+    # tp=2 over 8 ranks: dp groups {0,2,4,6} and {1,3,5,7}. The loss is the sum of
+    # Linear(4, 2) applied to a row of `rank`s, so each rank's own gradient is `rank`
+    # in every entry, and DDP's is the mean of its dp group's ranks.
+    results = launch(8, layout_file(8, "tp=2"), "ddp", str(tmp_path / "out"))
+    for rank, out in results.items():
+        dp = [r for r in range(8) if r % 2 == rank % 2]
+        assert out["dp"] == dp, out
+        want = sum(dp) / len(dp)
+        assert out["grad"] == [[want] * 4] * 2, (rank, out["grad"], want)
