@@ -92,3 +92,14 @@ assert_ranks_ok() { # N
 	grep -q '^train_gpt: tp=2 dp=2, starting at step 6$' <<<"$output" || { echo "$output"; false; }
 	[ "$(grep '^train_gpt: rank [0-3] weights ' <<<"$output" | sort)" = "$want" ] || { echo "want $want: $output"; false; }
 }
+
+@test "Lightning and Accelerate under srun --llm-parallel, no launcher: the ranks, nodes and master the plugin gave" {
+	# tp=2 on 2 nodes x 2 tasks, block order: task t is rank t, on node t/2, local t%2.
+	run timeout -k 10 300 srun -N2 --ntasks-per-node=2 --llm-parallel=tp=2 "$PY" "$LLMP_SRCDIR/tests/cluster/stacks_env.py"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	local r
+	for r in 0 1 2 3; do
+		grep -qx "stacks $r lightning=SLURMEnvironment global=$r local=$((r % 2)) node=$((r / 2)) world=4 addr=node1 accelerate=$r/4 local=$((r % 2))" \
+			<<<"$output" || { echo "rank $r: $output"; false; }
+	done
+}
