@@ -17,6 +17,10 @@
 #
 # Must run as root. Only one cluster can run at a time on a machine: the namespace
 # names, the bridge, the subnet and RUNDIR are fixed.
+#
+# Opt-in: LLMP_TEST_DISTFS=gluster at `start` adds a GlusterFS volume with a brick on
+# each node, mounted at RUNDIR/dfs by a FUSE client of each node's own (see
+# "distributed filesystem" below and tests/cluster/README.md). Unset, nothing changes.
 set -euo pipefail
 # Directories made here must be readable by munged's checks and by job users.
 umask 022
@@ -42,6 +46,12 @@ readonly RUNDIR=/run/${NAME_PREFIX}-cluster
 readonly LOCKFILE=/run/${NAME_PREFIX}-cluster.lock
 readonly START_TIMEOUT_S=60
 readonly STOP_GRACE_S=5
+# The opt-in distributed filesystem: "" (none) or "gluster". Only `start` reads it; the
+# other commands see what start made (RUNDIR/dfs-kind).
+DISTFS=${LLMP_TEST_DISTFS:-}
+# Where every task (and the root namespace) sees the volume.
+readonly DFS_MNT=${RUNDIR}/dfs
+readonly DFS_VOLUME=${NAME_PREFIX}
 
 die() {
 	echo "cluster.sh: $*" >&2
@@ -366,6 +376,121 @@ write_env() { # statedir
 		export LLMP_CLUSTER_STATEDIR=$1
 		export LLMP_CLUSTER_NODES="${NODES[*]}"
 	EOF
+	if [ -n "$(dfs_kind)" ]; then
+		echo "export LLMP_CLUSTER_DFS=$DFS_MNT LLMP_CLUSTER_DFS_KIND=$(dfs_kind)" >>"$1/env"
+	fi
+}
+
+# ---------------------------------------------------------------- distributed filesystem
+
+# LLMP_TEST_DISTFS=gluster (opt-in). A GlusterFS distribute volume "llmp" with one brick
+# on each node: a glusterd per node namespace (its own working directory, socket and
+# run directory, as GlusterFS's own tests/cluster.rc runs several on one host), bricks
+# in STATEDIR/gluster/bricks/NODE. Each node mounts the volume with a FUSE client of its
+# own, in a mount namespace of its own that its slurmd (and so every task) runs in:
+# files saved on one node are read on another through another client and another page
+# cache, as on a real cluster. The root namespace (the tests, `llmp ckpt list`) has one
+# more client, run in llmp-ctl, at the same path. A node killed by kill-node loses its
+# client (the mount dies with the node) but keeps its glusterd and brick: they stand
+# for storage servers that outlive a compute node (a distribute volume cannot lose a
+# brick; that would need replica 3).
+
+dfs_kind() {
+	cat "$RUNDIR/dfs-kind" 2>/dev/null || true
+}
+
+gluster_cli() { # statedir node args...
+	local statedir=$1 node=$2
+	shift 2
+	gluster --mode=script --glusterd-sock="$RUNDIR/gluster/$node/gd.sock" \
+		--log-file="$statedir/log/gluster-cli.log" "$@"
+}
+
+gluster_peers_connected() { # statedir
+	[ "$(gluster_cli "$1" "${NODES[0]}" peer status | grep -c 'Peer in Cluster (Connected)')" \
+		-eq $((${#NODES[@]} - 1)) ]
+}
+
+gluster_bricks_online() { # statedir
+	[ "$(gluster_cli "$1" "${NODES[0]}" volume status "$DFS_VOLUME" --xml |
+		grep -c '<status>1</status>')" -eq "${#NODES[@]}" ]
+}
+
+dfs_mounted() {
+	findmnt -n -t fuse.glusterfs "$DFS_MNT" >/dev/null
+}
+
+# How a node's slurmd starts with the volume: in a mount namespace of the node's own,
+# a FUSE client of its own at DFS_MNT in place of the root namespace's, then slurmd.
+# unshare and sh exec, so the pid launch records stays slurmd's.
+# shellcheck disable=SC2016 # expanded by the inner sh
+readonly DFS_SLURMD_SH='
+	umount -l "$1" 2>/dev/null || true
+	glusterfs --volfile-server="$2" --volfile-id="$3" --log-file="$4" "$1"
+	i=0
+	until findmnt -n -t fuse.glusterfs "$1" >/dev/null; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || { echo "no glusterfs mount at $1" >&2; exit 1; }
+		sleep 0.1
+	done
+	exec slurmd -D -N "$2"'
+
+start_gluster() { # statedir
+	local statedir=$1 node i bricks=()
+	command -v glusterd >/dev/null || die "LLMP_TEST_DISTFS=gluster: glusterd not installed (glusterfs-server)"
+	echo gluster >"$RUNDIR/dfs-kind"
+	for node in "${NODES[@]}"; do
+		mkdir -p "$statedir/gluster/$node" "$statedir/gluster/bricks/$node" \
+			"$RUNDIR/gluster/$node/run" "$statedir/log/gluster-$node"
+		# cluster-test-mode: brick logs go to this directory, not /var/log/glusterfs.
+		launch "$statedir" "glusterd-$node" "$(node_ns "$node")" "$statedir/log/glusterd-$node.out" \
+			glusterd -N \
+			--xlator-option "management.working-directory=$statedir/gluster/$node" \
+			--xlator-option "management.glusterd-sockfile=$RUNDIR/gluster/$node/gd.sock" \
+			--xlator-option "management.run-directory=$RUNDIR/gluster/$node/run" \
+			--xlator-option "management.cluster-test-mode=$statedir/log/gluster-$node" \
+			--log-file="$statedir/log/glusterd-$node.log"
+		bricks+=("$node:$statedir/gluster/bricks/$node")
+	done
+	for node in "${NODES[@]}"; do
+		wait_for "$statedir" "glusterd on $node" gluster_cli "$statedir" "$node" peer status
+	done
+	for ((i = 1; i < ${#NODES[@]}; i++)); do
+		gluster_cli "$statedir" "${NODES[0]}" peer probe "${NODES[i]}" >/dev/null
+	done
+	wait_for "$statedir" "gluster peers" gluster_peers_connected "$statedir"
+	# force: the bricks are directories on the root filesystem.
+	gluster_cli "$statedir" "${NODES[0]}" volume create "$DFS_VOLUME" "${bricks[@]}" force >/dev/null
+	gluster_cli "$statedir" "${NODES[0]}" volume start "$DFS_VOLUME" >/dev/null
+	wait_for "$statedir" "gluster bricks" gluster_bricks_online "$statedir"
+	# The brick sockets go to /var/run/gluster whatever the run directory: noted for stop.
+	gluster_cli "$statedir" "${NODES[0]}" volume status "$DFS_VOLUME" >/dev/null
+	for node in "${NODES[@]}"; do
+		for i in $(ip netns pids "$(node_ns "$node")"); do
+			tr '\0' '\n' <"/proc/$i/cmdline" 2>/dev/null | grep -A1 -x -- -S | tail -n +2 || true
+		done
+	done | grep '^/var/run/gluster/[0-9a-f]*\.socket$' >"$RUNDIR/gluster/sockets" || true
+
+	mkdir -p "$DFS_MNT"
+	launch "$statedir" glusterfs-root "$CTL_NS" "$statedir/log/glusterfs-root.out" \
+		glusterfs -N --volfile-server="${NODES[0]}" --volfile-id="$DFS_VOLUME" \
+		--log-file="$statedir/log/glusterfs-root.log" "$DFS_MNT"
+	wait_for "$statedir" "the glusterfs mount at $DFS_MNT" dfs_mounted
+	chmod 1777 "$DFS_MNT"
+}
+
+# Whatever start_gluster left, even by a killed run: called after every process in our
+# namespaces is dead (the nodes' mount namespaces, and their mounts, went with them).
+stop_distfs() {
+	local m
+	# Deepest first; lazy, since a dead FUSE client leaves "Transport endpoint is not
+	# connected" behind.
+	for m in $(findmnt -rn -o TARGET | grep -- "^$RUNDIR/" | sort -r); do
+		umount -l "$m" || log "warning: cannot unmount $m"
+	done
+	if [ -f "$RUNDIR/gluster/sockets" ]; then
+		xargs -r rm -f <"$RUNDIR/gluster/sockets"
+	fi
 }
 
 # ---------------------------------------------------------------- start and stop
@@ -431,8 +556,10 @@ do_stop() { # statedir [force]
 	fi
 	if [ "$force" = force ] || [ -z "$owner" ] || [ "$owner" = "$statedir" ]; then
 		kill_ours "$statedir" all
+		stop_distfs
 		teardown_network
-		rm -rf "$RUNDIR"
+		# --one-file-system: never into a mount that stop_distfs could not remove.
+		rm -rf --one-file-system "$RUNDIR"
 	else
 		log "the running namespaces belong to the cluster in $owner; left alone"
 		kill_ours "$statedir" recorded
@@ -459,17 +586,26 @@ start_daemons() { # statedir
 	wait_for "$statedir" "slurmctld" scontrol ping
 
 	for node in "${NODES[@]}"; do
-		launch "$statedir" "slurmd-$node" "$(node_ns "$node")" "$statedir/log/slurmd-$node.out" \
-			slurmd -D -N "$node"
+		launch_slurmd "$statedir" "$node"
 	done
 	wait_for "$statedir" "all nodes idle" all_nodes_idle "$statedir"
+}
+
+launch_slurmd() { # statedir node
+	local statedir=$1 node=$2 argv=(slurmd -D -N "$2")
+	if [ "$(dfs_kind)" = gluster ]; then
+		argv=(unshare --mount --propagation slave -- sh -ec "$DFS_SLURMD_SH" sh
+			"$DFS_MNT" "$node" "$DFS_VOLUME" "$statedir/log/glusterfs-$node.log")
+	fi
+	launch "$statedir" "slurmd-$node" "$(node_ns "$node")" "$statedir/log/slurmd-$node.out" "${argv[@]}"
 }
 
 prepare_statedir() { # statedir plugstack
 	local statedir=$1 plugstack=$2 node
 
 	# Only what this script creates; STATEDIR may hold the caller's own files.
-	rm -rf "${statedir:?}/ctld" "${statedir:?}/log" "${statedir:?}/munge" "${statedir:?}/dev"
+	rm -rf "${statedir:?}/ctld" "${statedir:?}/log" "${statedir:?}/munge" "${statedir:?}/dev" \
+		"${statedir:?}/gluster"
 	rm -f "$statedir/pids" "$statedir/env"
 	mkdir -p "$statedir/ctld/state" "$statedir/log"
 	# Users other than root must reach slurm.conf (through SLURM_CONF) and the logs.
@@ -518,6 +654,11 @@ cmd_start() { # statedir plugstack
 	trap on_start_failure EXIT
 	prepare_statedir "$statedir" "$plugstack"
 	setup_network
+	case $DISTFS in
+	"") ;;
+	gluster) start_gluster "$statedir" ;;
+	*) die "LLMP_TEST_DISTFS=$DISTFS: only gluster is known" ;;
+	esac
 	start_daemons "$statedir"
 	write_env "$statedir"
 	trap - EXIT
@@ -551,9 +692,17 @@ valid_node() { # node
 # A node failing as a whole: its slurmd, slurmstepds and tasks all die at once, with
 # no chance to clean up or tell anyone, as when a machine loses power.
 cmd_kill_node() { # statedir node
-	local pids
+	local pids pid
 	valid_node "$2"
 	pids=$(ip netns pids "$(node_ns "$2")" 2>/dev/null || true)
+	if [ "$(dfs_kind)" = gluster ]; then
+		# The storage servers (glusterd, the brick) outlive the node: see start_gluster.
+		for pid in $pids; do
+			case $(cat "/proc/$pid/comm" 2>/dev/null) in
+			glusterd | glusterfsd) pids=$(grep -vx "$pid" <<<"$pids" || true) ;;
+			esac
+		done
+	fi
 	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
 	log "killed node $2 (pids: ${pids//$'\n'/ })"
 }
@@ -562,8 +711,7 @@ cmd_start_node() { # statedir node
 	local statedir=$1
 	valid_node "$2"
 	export SLURM_CONF=$statedir/slurm.conf
-	launch "$statedir" "slurmd-$2" "$(node_ns "$2")" "$statedir/log/slurmd-$2.out" \
-		slurmd -D -N "$2"
+	launch_slurmd "$statedir" "$2"
 }
 
 main() {
