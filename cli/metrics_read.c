@@ -125,13 +125,13 @@ static bool read_record(const struct json_value *o, struct cli_metrics_record *r
 	    !(comms = field(o, "comms", JSON_ARRAY, msg, msglen)))
 		return false;
 	r->final = final->boolean;
-	/* The grid coordinates: optional (a reader of version 1 needs none of them). */
+	/* The grid coordinates: optional (a reader of version 1 needs none of them), each axis too. */
 	static const char *const axes[] = { "tp", "cp", "ep", "dp", "pp" };
 	const struct json_value *coords = json_get(o, "coords");
 	r->has_coords = coords && coords->kind == JSON_OBJECT;
 	for (size_t a = 0; r->has_coords && a < sizeof axes / sizeof axes[0]; a++)
-		if (!get_u32(coords, axes[a], &r->coords[a], msg, msglen))
-			return false;
+		if (json_get(coords, axes[a]) && !get_u32(coords, axes[a], &r->coords[a], msg, msglen))
+			return false; /* an axis left out is 0; one of the wrong type is an error */
 	step = json_get(o, "step");
 	r->has_step = step && step->kind == JSON_NUMBER;
 	if (r->has_step && !get_u64(o, "step", &r->step, msg, msglen))
