@@ -267,18 +267,32 @@ static llmp_status give_up(llmp_ctx *ctx, struct rt_device *d, llmp_status st, c
 
 static llmp_status give_up(llmp_ctx *ctx, struct rt_device *d, llmp_status st, const char *fmt, ...)
 {
+	char msg[LLMP_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(d->why, sizeof d->why, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	for (int k = 0; k < KINDS; k++)
-		if (d->g[k].comm && d->g[k].same_as < 0) {
-			d->nccl.comm_abort(d->g[k].comm);
-			d->g[k].comm = NULL;
-		}
 	d->comms = 0;
-	d->failed = st; /* the ids were used: a second try could only hang */
+	/* The ids were used: a second try could only hang, so the failure is for good. */
+	st = rt_device_fail(d, st, "%s", msg);
 	return rt_fail(ctx, st, "%s", d->why);
+}
+
+struct rt_device *rt_device_ready(llmp_ctx *ctx, const char *name, llmp_status *st)
+{
+	struct rt_device *d = ctx->device;
+	*st = LLMP_OK;
+	if (!d)
+		*st = rt_fail(ctx, LLMP_ERR_UNSUPPORTED, "%s: the device path is off: %s", name,
+			      ctx->device_why);
+	else if (!d->connected && !d->failed)
+		*st = rt_fail(ctx, LLMP_ERR_STATE, "%s: call llmp_device_connect first", name);
+	return *st == LLMP_OK ? d : NULL;
+}
+#else
+llmp_status rt_device_not_built(llmp_ctx *ctx, const char *name)
+{
+	return ctx ? rt_fail(ctx, LLMP_ERR_UNSUPPORTED, "%s: %s", name, ctx->device_why) : LLMP_ERR_ARG;
 }
 #endif
 
@@ -287,7 +301,7 @@ llmp_status llmp_device_connect(llmp_ctx *ctx)
 	if (!ctx)
 		return LLMP_ERR_ARG;
 #ifndef LLMP_HAVE_NCCL
-	return rt_fail(ctx, LLMP_ERR_UNSUPPORTED, "llmp_device_connect: %s", ctx->device_why);
+	return rt_device_not_built(ctx, "llmp_device_connect");
 #else
 	struct rt_device *d = ctx->device;
 	if (!d)

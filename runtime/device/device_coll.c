@@ -71,14 +71,12 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 		return LLMP_ERR_ARG;
 	llmp_ctx *ctx = comm->ctx;
 	const char *name = coll_names[c];
-	struct rt_device *d = ctx->device;
+	llmp_status st;
+	struct rt_device *d = rt_device_ready(ctx, name, &st);
 	ncclDataType_t type;
 	ncclRedOp_t nop = ncclSum;
 	if (!d)
-		return rt_fail(ctx, LLMP_ERR_UNSUPPORTED, "%s: the device path is off: %s", name,
-			       ctx->device_why);
-	if (!d->connected && !d->failed)
-		return rt_fail(ctx, LLMP_ERR_STATE, "%s: call llmp_device_connect first", name);
+		return st;
 	if (!rt_nccl_type(dtype, &type))
 		return rt_fail(ctx, LLMP_ERR_ARG, "%s: dtype %d is not an llmp_dtype", name, (int)dtype);
 	if ((c == ALLREDUCE || c == REDUCE_SCATTER) && !nccl_op(op, &nop))
@@ -89,7 +87,7 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 								    : "a NULL buffer");
 	int kind = comm->kind;
 	pthread_mutex_lock(&d->lock);
-	llmp_status st = d->failed;
+	st = d->failed;
 	ncclComm_t nc = st ? NULL : d->g[kind].comm;
 	ncclResult_t r = ncclSuccess;
 	if (!st && !nc) {
@@ -123,14 +121,6 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 }
 #endif /* LLMP_HAVE_NCCL */
 
-#ifndef LLMP_HAVE_NCCL
-static llmp_status not_built(llmp_comm *comm, const char *name)
-{
-	return comm ? rt_fail(comm->ctx, LLMP_ERR_UNSUPPORTED, "%s: %s", name, comm->ctx->device_why)
-		    : LLMP_ERR_ARG;
-}
-#endif
-
 llmp_status llmp_device_allreduce(llmp_comm *comm, const void *send, void *recv, size_t count,
 				  llmp_dtype dtype, llmp_op op, void *stream)
 {
@@ -138,7 +128,7 @@ llmp_status llmp_device_allreduce(llmp_comm *comm, const void *send, void *recv,
 	return enqueue(comm, ALLREDUCE, send, recv, count, dtype, op, 0, stream);
 #else
 	(void)send, (void)recv, (void)count, (void)dtype, (void)op, (void)stream;
-	return not_built(comm, "llmp_device_allreduce");
+	return comm ? rt_device_not_built(comm->ctx, "llmp_device_allreduce") : LLMP_ERR_ARG;
 #endif
 }
 
@@ -149,7 +139,7 @@ llmp_status llmp_device_reduce_scatter(llmp_comm *comm, const void *send, void *
 	return enqueue(comm, REDUCE_SCATTER, send, recv, count, dtype, op, 0, stream);
 #else
 	(void)send, (void)recv, (void)count, (void)dtype, (void)op, (void)stream;
-	return not_built(comm, "llmp_device_reduce_scatter");
+	return comm ? rt_device_not_built(comm->ctx, "llmp_device_reduce_scatter") : LLMP_ERR_ARG;
 #endif
 }
 
@@ -160,7 +150,7 @@ llmp_status llmp_device_allgather(llmp_comm *comm, const void *send, void *recv,
 	return enqueue(comm, ALLGATHER, send, recv, count, dtype, LLMP_SUM, 0, stream);
 #else
 	(void)send, (void)recv, (void)count, (void)dtype, (void)stream;
-	return not_built(comm, "llmp_device_allgather");
+	return comm ? rt_device_not_built(comm->ctx, "llmp_device_allgather") : LLMP_ERR_ARG;
 #endif
 }
 
@@ -171,6 +161,6 @@ llmp_status llmp_device_broadcast(llmp_comm *comm, const void *send, void *recv,
 	return enqueue(comm, BROADCAST, send, recv, count, dtype, LLMP_SUM, root, stream);
 #else
 	(void)send, (void)recv, (void)count, (void)dtype, (void)root, (void)stream;
-	return not_built(comm, "llmp_device_broadcast");
+	return comm ? rt_device_not_built(comm->ctx, "llmp_device_broadcast") : LLMP_ERR_ARG;
 #endif
 }

@@ -58,6 +58,12 @@ static inline void id_key(int k, char *buf, size_t len)
 	snprintf(buf, len, "llmp.nccl.%s", kind_name(k));
 }
 
+/*
+ * The rank's device state, ready for a call named `name`: NULL, with ctx's
+ * message and *st, when the path is off or llmp_device_connect has not run.
+ */
+struct rt_device *rt_device_ready(llmp_ctx *ctx, const char *name, llmp_status *st);
+
 /* NCCL's type for an llmp_dtype; false for none (device_coll.c). */
 bool rt_nccl_type(llmp_dtype dtype, ncclDataType_t *out);
 
@@ -67,6 +73,9 @@ void rt_watchdog_stop(struct rt_device *d);
 /* Record a failure (the first one wins) and abort every communicator; the status recorded. */
 llmp_status rt_device_fail(struct rt_device *d, llmp_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+#else
+/* A device call of a libllmp built without nccl.h: LLMP_ERR_UNSUPPORTED, saying so. */
+llmp_status rt_device_not_built(llmp_ctx *ctx, const char *name);
 #endif /* LLMP_HAVE_NCCL */
 
 #endif /* LLMP_RT_DEVICE_INTERNAL_H */

@@ -12,19 +12,6 @@
 #include <llmp/llmp_device.h>
 
 #ifdef LLMP_HAVE_NCCL
-/* The rank's device state, ready for calls; NULL with ctx's message otherwise. */
-static struct rt_device *ready(llmp_ctx *ctx, const char *name, llmp_status *st)
-{
-	struct rt_device *d = ctx->device;
-	*st = LLMP_OK;
-	if (!d)
-		*st = rt_fail(ctx, LLMP_ERR_UNSUPPORTED, "%s: the device path is off: %s", name,
-			      ctx->device_why);
-	else if (!d->connected && !d->failed)
-		*st = rt_fail(ctx, LLMP_ERR_STATE, "%s: call llmp_device_connect first", name);
-	return *st == LLMP_OK ? d : NULL;
-}
-
 /* One send or receive: checked, then enqueued under the device lock (no abort meanwhile). */
 static llmp_status transfer(llmp_comm *comm, bool send, void *buf, size_t count, llmp_dtype dtype,
 			    uint32_t peer, void *stream)
@@ -34,7 +21,7 @@ static llmp_status transfer(llmp_comm *comm, bool send, void *buf, size_t count,
 	llmp_ctx *ctx = comm->ctx;
 	const char *name = send ? "llmp_device_send" : "llmp_device_recv";
 	llmp_status st;
-	struct rt_device *d = ready(ctx, name, &st);
+	struct rt_device *d = rt_device_ready(ctx, name, &st);
 	ncclDataType_t type;
 	if (!d)
 		return st;
@@ -74,7 +61,7 @@ static llmp_status group_call(llmp_ctx *ctx, bool start)
 {
 	const char *name = start ? "llmp_device_group_start" : "llmp_device_group_end";
 	llmp_status st;
-	struct rt_device *d = ready(ctx, name, &st);
+	struct rt_device *d = rt_device_ready(ctx, name, &st);
 	if (!d)
 		return st;
 	if (d->failed)
@@ -88,11 +75,6 @@ static llmp_status group_call(llmp_ctx *ctx, bool start)
 	}
 	return LLMP_OK;
 }
-#else
-static llmp_status not_built(llmp_ctx *ctx, const char *name)
-{
-	return ctx ? rt_fail(ctx, LLMP_ERR_UNSUPPORTED, "%s: %s", name, ctx->device_why) : LLMP_ERR_ARG;
-}
 #endif
 
 llmp_status llmp_device_group_start(llmp_ctx *ctx)
@@ -102,7 +84,7 @@ llmp_status llmp_device_group_start(llmp_ctx *ctx)
 #ifdef LLMP_HAVE_NCCL
 	return group_call(ctx, true);
 #else
-	return not_built(ctx, "llmp_device_group_start");
+	return rt_device_not_built(ctx, "llmp_device_group_start");
 #endif
 }
 
@@ -113,7 +95,7 @@ llmp_status llmp_device_group_end(llmp_ctx *ctx)
 #ifdef LLMP_HAVE_NCCL
 	return group_call(ctx, false);
 #else
-	return not_built(ctx, "llmp_device_group_end");
+	return rt_device_not_built(ctx, "llmp_device_group_end");
 #endif
 }
 
@@ -124,7 +106,7 @@ llmp_status llmp_device_send(llmp_comm *comm, const void *buf, size_t count, llm
 	return transfer(comm, true, (void *)buf, count, dtype, peer, stream);
 #else
 	(void)buf, (void)count, (void)dtype, (void)peer, (void)stream;
-	return comm ? not_built(comm->ctx, "llmp_device_send") : LLMP_ERR_ARG;
+	return comm ? rt_device_not_built(comm->ctx, "llmp_device_send") : LLMP_ERR_ARG;
 #endif
 }
 
@@ -135,7 +117,7 @@ llmp_status llmp_device_recv(llmp_comm *comm, void *buf, size_t count, llmp_dtyp
 	return transfer(comm, false, buf, count, dtype, peer, stream);
 #else
 	(void)buf, (void)count, (void)dtype, (void)peer, (void)stream;
-	return comm ? not_built(comm->ctx, "llmp_device_recv") : LLMP_ERR_ARG;
+	return comm ? rt_device_not_built(comm->ctx, "llmp_device_recv") : LLMP_ERR_ARG;
 #endif
 }
 
