@@ -24,6 +24,14 @@ int cli_usage_error(const char *prog, const char *what, const char *text)
 	return CLI_EXIT_USAGE;
 }
 
+const char *cli_one_dir(const char *prog, int argc, char **argv)
+{
+	if (optind + 1 == argc)
+		return argv[optind];
+	fprintf(stderr, "%s: %s (see --help)\n", prog, optind == argc ? "no DIR given" : "more than one DIR");
+	return NULL;
+}
+
 const char *cli_culprit(char **argv)
 {
 	static char shortopt[3] = "-?";

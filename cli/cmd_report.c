@@ -357,12 +357,9 @@ int cli_report(int argc, char **argv)
 		default: return cli_usage_error(PROG, "unknown option", cli_culprit(argv));
 		}
 	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, PROG ": %s (see --help)\n",
-			optind == argc ? "no DIR given" : "more than one DIR");
+	const char *dir = cli_one_dir(PROG, argc, argv);
+	if (!dir)
 		return CLI_EXIT_USAGE;
-	}
-	const char *dir = argv[optind];
 	char path[4096], tmp[4200];
 	if (output)
 		snprintf(path, sizeof path, "%s", output);

@@ -256,12 +256,9 @@ int cli_top(int argc, char **argv)
 		default: return cli_usage_error(PROG, "unknown option", cli_culprit(argv));
 		}
 	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, PROG ": %s (see --help)\n",
-			optind == argc ? "no DIR given" : "more than one DIR");
+	struct top t = { .dir = cli_one_dir(PROG, argc, argv) };
+	if (!t.dir)
 		return CLI_EXIT_USAGE;
-	}
-	struct top t = { .dir = argv[optind] };
 	char **names;
 	size_t n;
 	if (cli_metrics_list(t.dir, &names, &n) != 0) {

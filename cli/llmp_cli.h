@@ -26,6 +26,10 @@ const char *cli_printable(const char *s);
 /* "PROG: WHAT 'TEXT' (see --help)" on stderr, TEXT as cli_printable shows it; CLI_EXIT_USAGE. */
 int cli_usage_error(const char *prog, const char *what, const char *text);
 
+/* The one DIR operand left after getopt_long; NULL, with "PROG: no DIR
+ * given" or "PROG: more than one DIR" on stderr, when there is not exactly one. */
+const char *cli_one_dir(const char *prog, int argc, char **argv);
+
 /* The option getopt_long complained about (call right after it returned
  * '?' or ':'): a short one by its letter, a long one by its text. */
 const char *cli_culprit(char **argv);

@@ -102,6 +102,12 @@ PY
 	[ "$status" -eq 1 ] && grep -q "llmp report: no-such-dir: cannot read the directory" <<<"$output" || { echo "$output"; false; }
 	run "$LLMP" report --colour "$WORK/metrics"
 	[ "$status" -eq 2 ] && grep -q "llmp report: unknown option '--colour'" <<<"$output" || { echo "$output"; false; }
+	for cmd in top report; do
+		run "$LLMP" "$cmd"
+		[ "$status" -eq 2 ] && grep -q "llmp $cmd: no DIR given (see --help)" <<<"$output" || { echo "$output"; false; }
+		run "$LLMP" "$cmd" "$WORK/metrics" "$WORK/metrics"
+		[ "$status" -eq 2 ] && grep -q "llmp $cmd: more than one DIR (see --help)" <<<"$output" || { echo "$output"; false; }
+	done
 }
 
 @test "llmp top skips a half-written last line, as a killed job leaves it" {
