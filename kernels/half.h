@@ -16,6 +16,11 @@
  * adds two floats to round subnormals, so it assumes the default rounding
  * mode (to nearest). NaNs are found with f != f, so nothing that includes
  * this may be built with -ffast-math or -ffinite-math-only.
+ *
+ * The CUDA kernels (kernels/cuda/) call these same functions on the device
+ * (KERN_HD, hd.h): one body, so the device converts bit for bit as the host
+ * does, NaN payloads included. Not the hardware conversions
+ * (cvt.rn.bf16.f32, __float2bfloat16_rn): those make every NaN canonical.
  */
 #ifndef LLMP_KERNELS_HALF_H
 #define LLMP_KERNELS_HALF_H
@@ -23,14 +28,16 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t kern_f32_bits(float f)
+#include "hd.h"
+
+KERN_HD uint32_t kern_f32_bits(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, sizeof u);
 	return u;
 }
 
-static inline float kern_f32_from_bits(uint32_t u)
+KERN_HD float kern_f32_from_bits(uint32_t u)
 {
 	float f;
 	memcpy(&f, &u, sizeof f);
@@ -43,7 +50,7 @@ static inline float kern_f32_from_bits(uint32_t u)
  * may not vectorise the loop (float arithmetic can trap, so it will not run
  * it unconditionally); as a mask, both operands are always computed.
  */
-static inline uint32_t kern_select_u32(int cond, uint32_t x, uint32_t y)
+KERN_HD uint32_t kern_select_u32(int cond, uint32_t x, uint32_t y)
 {
 	uint32_t mask = 0u - (uint32_t)(cond != 0);
 	return (x & mask) | (y & ~mask);
@@ -52,12 +59,12 @@ static inline uint32_t kern_select_u32(int cond, uint32_t x, uint32_t y)
 /* ------------------------------------------------------------ bfloat16 */
 
 /* bfloat16 is the top half of a float32: widening is a shift. */
-static inline float kern_bf16_to_f32(uint16_t h)
+KERN_HD float kern_bf16_to_f32(uint16_t h)
 {
 	return kern_f32_from_bits((uint32_t)h << 16);
 }
 
-static inline uint16_t kern_f32_to_bf16(float f)
+KERN_HD uint16_t kern_f32_to_bf16(float f)
 {
 	uint32_t u = kern_f32_bits(f);
 	/*
@@ -82,7 +89,7 @@ static inline uint16_t kern_f32_to_bf16(float f)
  * float16: 1 sign bit, 5 exponent bits (bias 15), 10 mantissa bits.
  * float32: 1 sign bit, 8 exponent bits (bias 127), 23 mantissa bits.
  */
-static inline float kern_f16_to_f32(uint16_t h)
+KERN_HD float kern_f16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
 	uint32_t exponent = h & 0x7c00u;
@@ -103,7 +110,7 @@ static inline float kern_f16_to_f32(uint16_t h)
 	return kern_f32_from_bits(sign | magnitude);
 }
 
-static inline uint16_t kern_f32_to_f16(float f)
+KERN_HD uint16_t kern_f32_to_f16(float f)
 {
 	uint32_t u = kern_f32_bits(f);
 	uint32_t sign = (u >> 16) & 0x8000u;

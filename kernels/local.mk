@@ -9,7 +9,7 @@
 # because that survives whatever -O level CFLAGS carries.
 kernels_sources = \
 	kernels/dtype.c \
-	kernels/half.h \
+	kernels/half.h kernels/hd.h \
 	kernels/reduce.h kernels/reduce.c \
 	kernels/crc32c.h kernels/crc32c.c kernels/crc32c_combine.c \
 	kernels/copy.h kernels/copy.c \

@@ -28,7 +28,7 @@
 
 #include <math.h>
 
-#include "kernels/cuda/hd.h"
+#include "kernels/hd.h"
 
 struct kern_elem_lse_weights {
 	float lse;    /* the merged log-sum-exp */

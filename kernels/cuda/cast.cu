@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cast.cu - float32, bfloat16 and float16 device buffers from one type to
- * another (kern_cuda.h), with the conversions of kernels/cuda/half_elem.h:
- * bit for bit those of kernels/half.h, NaN payloads included.
+ * another (kern_cuda.h), with the host's own conversions (kernels/half.h,
+ * compiled for the device): bit for bit, NaN payloads included.
  *
  * Through float32: widening is exact, so a 16-bit to 16-bit cast rounds
  * once. A cast to the same type is a copy.

@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels/cuda/hd.h"
+#include "kernels/hd.h"
 
 #define KERN_CRC32C_POLY 0x82F63B78u      /* 0x1EDC6F41, reflected */
 #define KERN_CRC32C_TABLE_WORDS (8 * 256) /* slice-by-8: table s at [256 * s] */

@@ -10,7 +10,7 @@
 # NVCCFLAGS last. nvcc's dependency output is not used: every object
 # depends on every header of the kernels, which are few.
 kernels_cuda_headers = \
-	kernels/cuda/hd.h kernels/cuda/half_elem.h kernels/cuda/reduce_elem.h \
+	kernels/hd.h kernels/half.h kernels/cuda/reduce_elem.h \
 	kernels/cuda/crc32c_elem.h kernels/cuda/attn_merge_elem.h \
 	kernels/cuda/kern_cuda.h kernels/cuda/launch.cuh kernels/attn_merge.h
 kernels_cuda_sources = \

@@ -28,7 +28,7 @@
 
 #include <llmp/llmp_dtype.h>
 
-#include "kernels/cuda/half_elem.h"
+#include "kernels/half.h"
 
 /* The most inputs of one reduction (kern_cuda.h's KERN_CUDA_REDUCE_MAX_INPUTS). */
 #define KERN_ELEM_REDUCE_MAX_INPUTS 8
@@ -37,7 +37,7 @@
 KERN_HD float kern_elem_min_f32(float x, float y)
 {
 	float r = x < y ? x : y; /* y if y is a NaN: the comparison is false */
-	r = x == y ? kern_elem_f32_from_bits(kern_elem_f32_bits(x) | kern_elem_f32_bits(y)) : r;
+	r = x == y ? kern_f32_from_bits(kern_f32_bits(x) | kern_f32_bits(y)) : r;
 	return x != x ? x : r;
 }
 
@@ -45,7 +45,7 @@ KERN_HD float kern_elem_min_f32(float x, float y)
 KERN_HD float kern_elem_max_f32(float x, float y)
 {
 	float r = x > y ? x : y;
-	r = x == y ? kern_elem_f32_from_bits(kern_elem_f32_bits(x) & kern_elem_f32_bits(y)) : r;
+	r = x == y ? kern_f32_from_bits(kern_f32_bits(x) & kern_f32_bits(y)) : r;
 	return x != x ? x : r;
 }
 
@@ -53,20 +53,20 @@ KERN_HD float kern_elem_max_f32(float x, float y)
 KERN_HD float kern_elem_to_f32(uint32_t raw, llmp_dtype dtype)
 {
 	if (dtype == LLMP_BFLOAT16)
-		return kern_elem_bf16_to_f32((uint16_t)raw);
+		return kern_bf16_to_f32((uint16_t)raw);
 	if (dtype == LLMP_FLOAT16)
-		return kern_elem_f16_to_f32((uint16_t)raw);
-	return kern_elem_f32_from_bits(raw);
+		return kern_f16_to_f32((uint16_t)raw);
+	return kern_f32_from_bits(raw);
 }
 
 /* The bits that store v as dtype: the one rounding of a 16-bit result. */
 KERN_HD uint32_t kern_elem_from_f32(float v, llmp_dtype dtype)
 {
 	if (dtype == LLMP_BFLOAT16)
-		return kern_elem_f32_to_bf16(v);
+		return kern_f32_to_bf16(v);
 	if (dtype == LLMP_FLOAT16)
-		return kern_elem_f32_to_f16(v);
-	return kern_elem_f32_bits(v);
+		return kern_f32_to_f16(v);
+	return kern_f32_bits(v);
 }
 
 /* acc op x in float32. LLMP_AVG accumulates as a sum. */
@@ -90,14 +90,14 @@ KERN_HD float kern_elem_finish(llmp_op op, float acc, uint32_t avg_divisor)
 KERN_HD uint32_t kern_elem_load(const void *buf, size_t i, llmp_dtype dtype)
 {
 	if (dtype == LLMP_FLOAT32) /* a load and a store move a NaN's bits unchanged */
-		return kern_elem_f32_bits(((const float *)buf)[i]);
+		return kern_f32_bits(((const float *)buf)[i]);
 	return ((const uint16_t *)buf)[i];
 }
 
 KERN_HD void kern_elem_store(void *buf, size_t i, llmp_dtype dtype, uint32_t raw)
 {
 	if (dtype == LLMP_FLOAT32)
-		((float *)buf)[i] = kern_elem_f32_from_bits(raw);
+		((float *)buf)[i] = kern_f32_from_bits(raw);
 	else
 		((uint16_t *)buf)[i] = (uint16_t)raw;
 }
