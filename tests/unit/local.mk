@@ -26,7 +26,7 @@ if HAVE_CUDA
 TESTS += tests/unit/cuda_link_check.sh
 endif
 endif
-EXTRA_DIST += tests/unit/cuda_link_check.sh
+EXTRA_DIST += tests/unit/cuda_link_check.sh tests/unit/bits.h
 
 test_cflags = $(LLMP_CFLAGS) $(CMOCKA_CFLAGS)
 test_ldadd = topology/libplanner.la $(CMOCKA_LIBS)
@@ -74,7 +74,7 @@ if HAVE_CUDA
 tests_unit_test_cuda_elem_nvcc_SOURCES =
 tests_unit_test_cuda_elem_nvcc_LDADD = tests/unit/test_cuda_elem_nvcc.$(OBJEXT) kernels/libkernels.la \
 	$(CMOCKA_LIBS) $(CUDART_LIBS) -lm
-tests/unit/test_cuda_elem_nvcc.$(OBJEXT): tests/unit/test_cuda_elem.c $(kernels_cuda_headers)
+tests/unit/test_cuda_elem_nvcc.$(OBJEXT): tests/unit/test_cuda_elem.c tests/unit/bits.h $(kernels_cuda_headers)
 	$(AM_V_NVCC)$(NVCC_COMPILE) $(CMOCKA_CFLAGS) $(NVCCFLAGS) -x cu -c -o $@ $(srcdir)/tests/unit/test_cuda_elem.c
 tests_unit_test_cuda_link_CFLAGS = $(test_cflags)
 tests_unit_test_cuda_link_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)

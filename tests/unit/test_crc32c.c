@@ -32,19 +32,11 @@
 #include <cmocka.h>
 
 #include "kernels/crc32c.h"
+#include "tests/unit/bits.h"
 
 #define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
 
 /* ---------------------------------------------------------- random numbers */
-
-/* splitmix64: a fixed seed, so a failure reproduces. */
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-	return z ^ (z >> 31);
-}
 
 static unsigned char *random_buffer(size_t len, uint64_t seed)
 {

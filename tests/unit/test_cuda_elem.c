@@ -45,50 +45,17 @@ extern "C" { /* cmocka.h and the host kernels' headers declare C functions witho
 #include "kernels/cuda/attn_merge_elem.h"
 #include "kernels/cuda/crc32c_elem.h"
 #include "kernels/cuda/reduce_elem.h"
+#include "tests/unit/bits.h"
 
 #define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
 
 /* ---------------------------------------------------------------- helpers */
-
-/* splitmix64: a fixed seed, so a failure reproduces. */
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-	return z ^ (z >> 31);
-}
-
-static uint32_t bits_of(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static float float_of(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
 
 static void *checked_malloc(size_t bytes)
 {
 	void *p = malloc(bytes);
 	assert_non_null(p);
 	return p;
-}
-
-/* 2^e by exact multiplication. */
-static double pow2(int e)
-{
-	double r = 1.0;
-	for (; e > 0; e--)
-		r *= 2.0;
-	for (; e < 0; e++)
-		r *= 0.5;
-	return r;
 }
 
 /* ------------------------------------------- 16-bit formats, independently */

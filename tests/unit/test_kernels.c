@@ -26,56 +26,12 @@
 #include "kernels/half.h"
 #include <llmp/llmp_dtype.h>
 #include "kernels/reduce.h"
+#include "tests/unit/bits.h"
 
 #define ARRAY_LEN(a) (sizeof a / sizeof((a)[0]))
 
 /* Bytes per element, written out from the types' definitions. */
 static const size_t elem_size[LLMP_NDTYPES] = { 4, 8, 2, 2, 4, 8, 1 };
-
-/* ---------------------------------------------------------- random numbers */
-
-/* splitmix64: a fixed seed, so a failure reproduces. */
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-	return z ^ (z >> 31);
-}
-
-/* ------------------------------------------------------- bits and values */
-
-static uint32_t bits_of_float(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static float float_of_bits(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
-static uint64_t bits_of_double(double d)
-{
-	uint64_t u;
-	memcpy(&u, &d, sizeof u);
-	return u;
-}
-
-/* 2^e by repeated exact multiplication, for |e| well inside double's range. */
-static double pow2(int e)
-{
-	double r = 1.0;
-	for (; e > 0; e--)
-		r *= 2.0;
-	for (; e < 0; e++)
-		r *= 0.5;
-	return r;
-}
 
 /* ------------------------------------------------- the 16-bit references */
 
@@ -150,7 +106,7 @@ static const double *half_values(struct half_format *f)
 static uint16_t half_round(struct half_format *f, float x)
 {
 	const double *v = half_values(f);
-	uint16_t sign = (bits_of_float(x) >> 31) ? 0x8000 : 0;
+	uint16_t sign = (bits_of(x) >> 31) ? 0x8000 : 0;
 	double ax = x < 0 ? -(double)x : (double)x;
 
 	if (x != x)
@@ -344,7 +300,7 @@ static bool same_element(llmp_dtype t, const void *expected, const void *got)
 	case LLMP_FLOAT32: {
 		float e, g;
 		memcpy(&e, expected, 4), memcpy(&g, got, 4);
-		return isnan(e) ? isnan(g) : bits_of_float(e) == bits_of_float(g);
+		return isnan(e) ? isnan(g) : bits_of(e) == bits_of(g);
 	}
 	case LLMP_FLOAT64: {
 		double e, g;
@@ -667,9 +623,9 @@ static void check_widening_is_exact(struct half_format *f)
 				fail_msg("%s 0x%04x (NaN) widened to %a", f->name, p, (double)got);
 			if (!signbit(got) != !(h & 0x8000))
 				fail_msg("%s 0x%04x (NaN) lost its sign", f->name, p);
-		} else if (bits_of_float(got) != bits_of_float((float)want)) {
+		} else if (bits_of(got) != bits_of((float)want)) {
 			fail_msg("%s 0x%04x widened to %a (0x%08x), expected %a", f->name, p, (double)got,
-				 bits_of_float(got), want);
+				 bits_of(got), want);
 		}
 	}
 }
@@ -691,23 +647,23 @@ static void check_narrowing_of(struct half_format *f, float x)
 {
 	uint16_t got = f->narrow(x), want = half_round(f, x);
 	if (isnan(x)) {
-		if (!half_is_nan(f, got) || (got >> 15) != (bits_of_float(x) >> 31))
-			fail_msg("%s: NaN 0x%08x narrowed to 0x%04x", f->name, bits_of_float(x), got);
+		if (!half_is_nan(f, got) || (got >> 15) != (bits_of(x) >> 31))
+			fail_msg("%s: NaN 0x%08x narrowed to 0x%04x", f->name, bits_of(x), got);
 	} else if (got != want) {
 		fail_msg("%s: %a (0x%08x) narrowed to 0x%04x, nearest-even is 0x%04x", f->name, (double)x,
-			 bits_of_float(x), got, want);
+			 bits_of(x), got, want);
 	}
 }
 
 /* x and its float neighbours, both signs. */
 static void check_narrowing_near(struct half_format *f, float x)
 {
-	uint32_t u = bits_of_float(x);
+	uint32_t u = bits_of(x);
 	for (int s = 0; s < 2; s++, u ^= 0x80000000u) {
-		check_narrowing_of(f, float_of_bits(u));
-		check_narrowing_of(f, float_of_bits(u + 1));
+		check_narrowing_of(f, float_of(u));
+		check_narrowing_of(f, float_of(u + 1));
 		if (u & 0x7fffffffu)
-			check_narrowing_of(f, float_of_bits(u - 1));
+			check_narrowing_of(f, float_of(u - 1));
 	}
 }
 
@@ -736,9 +692,9 @@ static void check_narrowing(struct half_format *f)
 		check_narrowing_near(f, (float)((v[p] + v[p + 1]) / 2)); /* exact */
 	}
 	for (size_t i = 0; i < ARRAY_LEN(specials); i++)
-		check_narrowing_of(f, float_of_bits(specials[i]));
+		check_narrowing_of(f, float_of(specials[i]));
 	for (int i = 0; i < 200000; i++)
-		check_narrowing_of(f, float_of_bits((uint32_t)next_random(&rng)));
+		check_narrowing_of(f, float_of((uint32_t)next_random(&rng)));
 }
 
 static void bfloat16_widens_every_pattern_exactly(void **state)
@@ -759,14 +715,14 @@ static void float32_to_bfloat16_rounds_to_nearest_even_overflows_to_inf_keeps_na
 	check_narrowing(&bf16);
 	/* A few by hand, to be sure the reference itself is right. */
 	assert_int_equal(kern_f32_to_bf16(1.0f), 0x3f80);
-	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x3f808000)), 0x3f80); /* tie, even down */
-	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x3f818000)), 0x3f82); /* tie, even up */
-	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x3f808001)), 0x3f81);
-	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x7f7f8000)), 0x7f80); /* to Inf */
-	assert_int_equal(kern_f32_to_bf16(float_of_bits(0x7f7f7fff)), 0x7f7f);
+	assert_int_equal(kern_f32_to_bf16(float_of(0x3f808000)), 0x3f80); /* tie, even down */
+	assert_int_equal(kern_f32_to_bf16(float_of(0x3f818000)), 0x3f82); /* tie, even up */
+	assert_int_equal(kern_f32_to_bf16(float_of(0x3f808001)), 0x3f81);
+	assert_int_equal(kern_f32_to_bf16(float_of(0x7f7f8000)), 0x7f80); /* to Inf */
+	assert_int_equal(kern_f32_to_bf16(float_of(0x7f7f7fff)), 0x7f7f);
 	assert_int_equal(kern_f32_to_bf16(-0.0f), 0x8000);
-	assert_true(half_is_nan(&bf16, kern_f32_to_bf16(float_of_bits(0x7fffffff))));
-	assert_true(half_is_nan(&bf16, kern_f32_to_bf16(float_of_bits(0x7f800001))));
+	assert_true(half_is_nan(&bf16, kern_f32_to_bf16(float_of(0x7fffffff))));
+	assert_true(half_is_nan(&bf16, kern_f32_to_bf16(float_of(0x7f800001))));
 }
 
 static void float16_widens_every_pattern_exactly(void **state)
@@ -799,8 +755,8 @@ static void float32_to_float16_rounds_to_nearest_even_with_subnormals_and_overfl
 	assert_int_equal(kern_f32_to_f16(-0x1p-14f), 0x8400);
 	assert_int_equal(kern_f32_to_f16(0x1p-30f), 0x0000);
 	assert_int_equal(kern_f32_to_f16(-0x1p-30f), 0x8000);
-	assert_true(half_is_nan(&f16, kern_f32_to_f16(float_of_bits(0x7f800001))));
-	assert_true(half_is_nan(&f16, kern_f32_to_f16(float_of_bits(0xffc00000))));
+	assert_true(half_is_nan(&f16, kern_f32_to_f16(float_of(0x7f800001))));
+	assert_true(half_is_nan(&f16, kern_f32_to_f16(float_of(0xffc00000))));
 }
 
 /* ============================================= reductions, in general */
