@@ -45,6 +45,7 @@ struct bench_args {
 	uint64_t size, iters, tensors, cols;
 	const char *dir;
 	bool cold, keep_files;
+	unsigned files; /* llmp_ckpt_opts.files */
 	const char *spec;
 };
 
@@ -79,7 +80,8 @@ struct bench {
 static void help(void)
 {
 	printf("usage: llmp ckpt bench [--size SIZE] [--dir DIR] [--iters N] [--tensors N]\n"
-	       "                       [--cols N] [--cache cold|warm] [--keep-files] [--parallel SPEC]\n\n"
+	       "                       [--cols N] [--cache cold|warm] [--keep-files] [--parallel SPEC]\n"
+	       "                       [--files rank|node]\n\n"
 	       "Save and restore a synthetic model with llmp_ckpt across the job's ranks (run it\n"
 	       "with srun --mpi=pmix or mpirun like a job, or alone), and measure on the same\n"
 	       "filesystem, with the same bytes per rank, write()+fsync, memcpy and read():\n"
@@ -94,6 +96,7 @@ static void help(void)
 	       "  --cache cold|warm    cold (default): drop the files' cached pages before every\n"
 	       "                       read with posix_fadvise(DONTNEED); warm: read the page cache\n"
 	       "  --keep-files         leave the directory and its last checkpoints\n"
+	       "  --files rank|node    a shard file per rank (default) or one per node\n"
 	       "  -p, --parallel SPEC  layout for llmp_init (default: the plugin's, else all dp)\n"
 	       "Exit status: 0 success, 1 a failed step or a wrong restored value, 2 bad input.\n");
 }
@@ -101,11 +104,17 @@ static void help(void)
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option options[] = {
-		{ "size", required_argument, NULL, 's' },  { "dir", required_argument, NULL, 'd' },
-		{ "iters", required_argument, NULL, 'n' }, { "tensors", required_argument, NULL, 't' },
-		{ "cols", required_argument, NULL, 'c' },  { "cache", required_argument, NULL, 'C' },
-		{ "keep-files", no_argument, NULL, 'k' },  { "parallel", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+		{ "size", required_argument, NULL, 's' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "tensors", required_argument, NULL, 't' },
+		{ "cols", required_argument, NULL, 'c' },
+		{ "cache", required_argument, NULL, 'C' },
+		{ "keep-files", no_argument, NULL, 'k' },
+		{ "parallel", required_argument, NULL, 'p' },
+		{ "files", required_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c, bad = 0;
 	*a = (struct bench_args){
@@ -130,6 +139,11 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			a->cold = strcmp(optarg, "cold") == 0;
 			break;
 		case 'k': a->keep_files = true; break;
+		case 'F':
+			if (strcmp(optarg, "rank") != 0 && strcmp(optarg, "node") != 0)
+				return cli_usage_error(PROG, "--files: expected rank or node, not", optarg);
+			a->files = strcmp(optarg, "node") == 0 ? LLMP_CKPT_FILES_NODE : LLMP_CKPT_FILES_RANK;
+			break;
 		case 'p': a->spec = optarg; break;
 		case 'h': help(); return -1;
 		case ':': return cli_usage_error(PROG, "missing value for", cli_culprit(argv));
@@ -450,6 +464,7 @@ static void print_header(const struct bench *b)
 	       m->world, m->world == 1 ? "" : "s", llmp_local_size(b->ctx), host,
 	       cli_human_bytes(bytes, total, sizeof total), m->tensors, m->rows, m->cols,
 	       cli_human_bytes(bytes / m->world, per, sizeof per));
+	printf("# shard files: one per %s\n", a->files == LLMP_CKPT_FILES_NODE ? "node" : "rank");
 	printf("# files in %s (%s); reads %s\n", b->dir, bench_fs_name(b->dir),
 	       a->cold ? "cold: cached pages dropped first with posix_fadvise(DONTNEED)"
 		       : "warm: from the page cache");
@@ -525,7 +540,7 @@ static int make_dir(struct bench *b)
 
 static int open_checkpoints(struct bench *b)
 {
-	llmp_ckpt_opts o = { .root = b->dir };
+	llmp_ckpt_opts o = { .root = b->dir, .files = b->args->files };
 	llmp_status st = llmp_ckpt_open(b->ctx, &o, &b->saver);
 	if (st == LLMP_OK)
 		st = llmp_ckpt_open(b->ctx, &o, &b->loader);

@@ -106,13 +106,15 @@ static void json_tensor(struct json_writer *w, const struct ck_manifest *m, cons
 	json_array(w, "slices");
 	for (size_t i = t->first; i < t->end; i++) {
 		const struct ck_slice *s = &m->slices[i];
-		char file[32];
-		ck_shard_path(NULL, s->owner, file, sizeof file);
+		char file[32], dataset[CK_DATASET_MAX];
+		ck_shard_path(NULL, s->file, file, sizeof file);
+		ck_dataset_name(s, dataset, sizeof dataset);
 		json_object(w, NULL);
 		json_dims(w, "offset", s->offset, s->ndim);
 		json_dims(w, "shape", s->shape, s->ndim);
 		json_uint(w, "owner", s->owner);
 		json_string(w, "file", file);
+		json_string(w, "dataset", dataset);
 		json_uint(w, "at", s->at);
 		json_uint(w, "bytes", ck_bytes(s));
 		json_crc(w, "crc32c", s->crc);
@@ -129,7 +131,7 @@ static void write_json(const char *dir, const struct ck_manifest *m, FILE *out)
 	json_begin(&w, out);
 	json_object(&w, NULL);
 	json_string(&w, "path", dir);
-	json_uint(&w, "format", CK_FORMAT_VERSION);
+	json_uint(&w, "format", (uint64_t)m->version);
 	json_uint(&w, "step", m->step);
 	json_uint(&w, "world", m->world);
 	json_layout(&w, m->layout);
@@ -197,7 +199,7 @@ static void write_text(const char *dir, const struct ck_manifest *m, FILE *out)
 	for (size_t i = 0; i < m->nslices; i++)
 		tensor_bytes += ck_bytes(&m->slices[i]);
 	fprintf(out, "checkpoint  %s\n", dir);
-	fprintf(out, "format      llmp-checkpoint %d\n", CK_FORMAT_VERSION);
+	fprintf(out, "format      llmp-checkpoint %d\n", m->version);
 	fprintf(out, "step        %" PRIu64 "\n", m->step);
 	fprintf(out, "world       %u rank%s\n", m->world, m->world == 1 ? "" : "s");
 	fprintf(out, "layout      %s\n", m->layout);
@@ -221,7 +223,7 @@ static void write_text(const char *dir, const struct ck_manifest *m, FILE *out)
 		for (size_t i = t.first; i < t.end; i++) {
 			const struct ck_slice *s = &m->slices[i];
 			fprintf(out, "    %-28s owner %-5u shard-%u.h5  crc32c 0x%08x\n",
-				region_text(s, region, sizeof region), s->owner, s->owner, s->crc);
+				region_text(s, region, sizeof region), s->owner, s->file, s->crc);
 		}
 	}
 }

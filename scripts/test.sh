@@ -121,7 +121,7 @@ rm -f "$asan/test-suite.log"
 if LLMP_BUILD_DIR=$asan scripts/build.sh --disable-cluster-tests \
 	CFLAGS="$san" LDFLAGS="-fsanitize=address,undefined"; then
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		make -C "$asan" check TESTS='$(unit_tests) tests/cli.bats tests/topo.bats tests/runtime_singleton.bats tests/example_mlp.bats tests/ckpt_tool.bats tests/ckpt_damage.bats tests/job_end.bats'
+		make -C "$asan" check TESTS='$(unit_tests) tests/cli.bats tests/topo.bats tests/runtime_singleton.bats tests/example_mlp.bats tests/ckpt_tool.bats tests/ckpt_damage.bats tests/job_end.bats tests/device_ckpt.bats'
 fi
 count_suite "$asan/test-suite.log" "sanitizer tests"
 check_skips "$asan/test-suite.log" "sanitizer tests"

@@ -9,6 +9,7 @@
 
 load cluster/common
 load runtime/common
+load cluster/mlp_job
 
 CK_CHECK="$LLMP_BUILDDIR/tests/ckpt/ck_check"
 CHECK_VIEW="$LLMP_SRCDIR/tests/ckpt/check_view.py"
@@ -162,6 +163,159 @@ complete_steps() {
 	assert_ranks_ok 4 8
 	load_as -N1 -n1 -- --step 5
 	assert_ranks_ok 1 8
+	assert_cluster_idle
+}
+
+# ------------------------------------------------------- files=node
+
+# "RANK NODENAME" of each task of these srun arguments, sorted by rank: where Slurm puts them.
+placement() { # srun-arguments...
+	# shellcheck disable=SC2016 # expanded by each task's shell
+	ck_srun 60 "$@" sh -c 'echo "$SLURM_PROCID $SLURMD_NODENAME"' | sort -n
+}
+
+# The shard files of a step directory, by rank, on one line.
+shard_files() { # stepdir
+	find "$1" -maxdepth 1 -name 'shard-*.h5' -printf '%f\n' | sort -t- -k2 -n | tr '\n' ' '
+}
+
+# The shard files a files=node save of these tasks must make: per node, its lowest rank.
+node_files_of() { # placement-file
+	awk '!($2 in first) || $1 < first[$2] { first[$2] = $1 } END { for (n in first) print first[n] }' "$1" |
+		sort -n | sed 's/.*/shard-&.h5/' | tr '\n' ' '
+}
+
+# Every slice line's FILE is the lowest rank on its OWNER's node; every shard's CRC-32C is the file's.
+check_node_manifest() { # stepdir placement-file
+	python3 - "$1" "$2" <<'EOF'
+import os, sys
+stepdir, placement = sys.argv[1:3]
+TABLE = []
+for i in range(256):  # CRC-32C, reflected polynomial 0x82F63B78, a byte at a time
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    TABLE.append(c)
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+node = dict(l.split() for l in open(placement))
+first = {}
+for r, n in node.items():
+    first[n] = min(first.get(n, int(r)), int(r))
+lines = open(os.path.join(stepdir, "MANIFEST")).read().split("\n")
+assert lines[0] == "llmp-checkpoint 3", lines[0]
+nslices = 0
+for l in lines:
+    w = l.split()
+    if w[:1] == ["slice"]:
+        nd = int(w[3])
+        owner, file = int(w[4 + 3 * nd]), int(w[5 + 3 * nd])
+        assert file == first[node[str(owner)]], l
+        nslices += 1
+    elif w[:1] == ["shard"]:
+        data = open(os.path.join(stepdir, "shard-%s.h5" % w[1]), "rb").read()
+        assert len(data) == int(w[2]) and "0x%08x" % crc32c(data) == w[3], l
+print("node manifest: %d slices in their nodes' files, shard CRCs recomputed" % nslices)
+EOF
+}
+
+@test "files=node: 3 nodes x 2 tasks save one file per node; resharded loads, verify, h5py view, damage" {
+	local py files
+	placement -N3 --ntasks-per-node=2 >"$WORK/placement"
+	cat "$WORK/placement"
+	[ "$(wc -l <"$WORK/placement")" -eq 6 ]
+	files=$(node_files_of "$WORK/placement")
+	run ck_srun 120 -N3 --ntasks-per-node=2 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+		--steps 100,200 --files node
+	assert_ranks_ok 6 3
+	[ "$(complete_steps | tr '\n' ' ')" = "200 100 " ]
+	# one shard file per node, named after its lowest rank, and nothing per rank
+	[ "$(shard_files "$ROOT/step-200")" = "$files" ]
+	[ "$(wc -w <<<"$files")" -eq 3 ]
+	run check_node_manifest "$ROOT/step-200" "$WORK/placement"
+	echo "$output"
+	[ "$status" -eq 0 ]
+
+	# loads under other layouts and world sizes, every value checked
+	load_as -N2 -n4 --llm-parallel=tp=4 -- --expect-step 200
+	assert_ranks_ok 4 8
+	load_as -N1 -n1 -- --step 100 --expect-step 100
+	assert_ranks_ok 1 8
+	load_as -N3 -n5 --llm-parallel=tp=1 -- --expect-step 200
+	assert_ranks_ok 5 8
+
+	run "$LLMP" ckpt verify "$ROOT"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^step-200: OK: 6 tensors, [0-9]* slices in 3 shards' <<<"$output"
+	py=$(h5py_python) || skip "no python3 with h5py (Debian: python3-h5py)"
+	run "$py" "$CHECK_VIEW" view "$ROOT/step-200" 200
+	echo "$output" | tail -n 5
+	[ "$status" -eq 0 ]
+	grep -q '^OK index.h5 layers/0/w_row: float32 (13, 10) bit-identical' <<<"$output"
+	[ "$(grep -c '^OK .*/shard-[0-9].h5 holds exactly the slices it owns' <<<"$output")" -eq 3 ]
+
+	# rank 1's w_row slice is in its node's file: damaged there, step 100 loads instead
+	run "$py" "$CHECK_VIEW" corrupt "$ROOT/step-200" layers/0/w_row 200 1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == "corrupted $ROOT/step-200/shard-0.h5 at byte "* ]]
+	load_as -N2 -n4 --llm-parallel=tp=2 --error="$WORK/err-%t" -- --expect-step 100
+	assert_ranks_ok 4 8
+	grep -q "tensor layers/0/w_row in $ROOT/step-200/shard-0.h5 fails its checksum" "$WORK/err-0"
+	grep -q "trying step-100" "$WORK/err-0"
+	run "$LLMP" ckpt verify "$ROOT" --step 200
+	[ "$status" -eq 1 ]
+	grep -q "step-200: $ROOT/step-200/shard-0.h5: tensor layers/0/w_row: CRC-32C" <<<"$output"
+	assert_cluster_idle
+}
+
+@test "files=node async: 3 nodes, uneven tasks; tensors overwritten after each save; every kept step exact" {
+	placement -N3 -n7 >"$WORK/placement"
+	cat "$WORK/placement"
+	run ck_srun 180 -N3 -n7 --llm-parallel=tp=1 "$CK_CHECK" save --root "$ROOT" \
+		--steps 100,200,300 --keep 2 --async 1 --big 4 --files node
+	assert_ranks_ok 7 3
+	[ "$(complete_steps | tr '\n' ' ')" = "300 200 " ]
+	refute ls -d "$ROOT"/*.tmp
+	[ "$(shard_files "$ROOT/step-300")" = "$(node_files_of "$WORK/placement")" ]
+	run check_node_manifest "$ROOT/step-300" "$WORK/placement"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	load_as -N2 -n4 --llm-parallel=tp=2 -- --big 4 --expect-step 300
+	assert_ranks_ok 4 8
+	load_as -N1 -n2 --llm-parallel=tp=2 -- --big 4 --step 200 --expect-step 200
+	assert_ranks_ok 2 8
+	assert_cluster_idle
+}
+
+@test "files=node through the plugin: --llm-checkpoint=DIR,every=5,files=node; the trainer saves a file per node" {
+	MLP_TRAIN="$LLMP_BUILDDIR/examples/mlp_train"
+	[ -x "$MLP_TRAIN" ] || skip "examples/mlp_train not built"
+	export MLP_TRAIN LLMP_BIN="$LLMP"
+	placement -N3 --ntasks-per-node=2 >"$WORK/placement"
+	submit_mlp "$WORK/job.out" -N3 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$ROOT,every=5,keep=3,files=node" -- --steps 12 --batch 96
+	wait_job_gone "$JOB"
+	cat "$WORK/job.out"
+	grep -q '^final checksum' "$WORK/job.out"
+	[ "$(complete_steps | wc -l)" -ge 2 ]
+	# dp replicas are written once, by dp rank 0: world ranks 0 and 1 (tp varies fastest) own
+	# every slice, so the files are those of their nodes (one file where per rank made two)
+	local step want
+	want=$(awk '$1 <= 1' "$WORK/placement" >"$WORK/owners" && node_files_of "$WORK/owners")
+	for step in $(complete_steps); do
+		[ "$(shard_files "$ROOT/step-$step")" = "$want" ]
+		run check_node_manifest "$ROOT/step-$step" "$WORK/placement"
+		echo "$output"
+		[ "$status" -eq 0 ]
+	done
+	run "$LLMP" ckpt verify "$ROOT"
+	echo "$output"
+	[ "$status" -eq 0 ]
 	assert_cluster_idle
 }
 

@@ -93,7 +93,7 @@ doc = {e["name"]: e for e in json.load(open(sys.argv[1]))["checkpoints"]}
 assert "truncated (no 'end')" in doc["step-120"]["problem"], doc["step-120"]
 assert "step-115/MANIFEST fails its checksum" in doc["step-115"]["problem"], doc["step-115"]
 assert "says step 111" in doc["step-110"]["problem"], doc["step-110"]
-assert "format version 1; this llmp reads version 2" in doc["step-108"]["problem"], doc["step-108"]
+assert "format version 1; this llmp reads versions 2 to 3" in doc["step-108"]["problem"], doc["step-108"]
 assert "No such file" in doc["step-105"]["problem"], doc["step-105"]
 EOF
 	llmp ckpt list "$ROOT"
@@ -155,6 +155,29 @@ EOF
 	assert_contains "$output" "step-200: OK"
 	assert_not_contains "$output" "step-300"
 	grep -q "bytes_checked\":$MODEL_BYTES," "$BATS_TEST_TMPDIR/verify.json"
+}
+
+@test "files=node (one rank): format 3, datasets under rank-0/; inspect, verify, load and a flipped byte" {
+	run singleton "$CK_CHECK" save --root "$ROOT" --steps 100,200 --big 1 --files node
+	[ "$status" -eq 0 ] && grep -qx 'rank 0: [0-9]* checks, 0 wrong' <<<"$output" || fail "save failed"
+	[ "$(head -n1 "$ROOT/step-200/MANIFEST")" = "llmp-checkpoint 3" ] || fail "not format 3"
+	json_to "$BATS_TEST_TMPDIR/inspect.json" ckpt inspect --json "$ROOT"
+	assert_status 0
+	expect inspect "$BATS_TEST_TMPDIR/inspect.json" "$ROOT/step-200" 200 1 node
+	llmp ckpt verify "$ROOT"
+	assert_status 0
+	assert_contains "$output" "step-200: OK: 7 tensors, 7 slices in 1 shard"
+	json_to "$BATS_TEST_TMPDIR/verify.json" ckpt verify --json "$ROOT"
+	expect verify "$BATS_TEST_TMPDIR/verify.json" 1 step-200=ok step-100=ok
+	run singleton "$CK_CHECK" load --root "$ROOT" --big 1 --expect-step 200
+	grep -qx 'rank 0: [0-9]* checks, 0 wrong' <<<"$output" || fail "load failed"
+	expect corrupt "$ROOT/step-200" layers/0/w_row 200 1
+	llmp ckpt verify "$ROOT" --step 200
+	assert_status 1
+	assert_contains "$stderr" "step-200: $ROOT/step-200/shard-0.h5: tensor layers/0/w_row: CRC-32C 0x"
+	run singleton "$CK_CHECK" load --root "$ROOT" --big 1 --expect-step 100
+	grep -qx 'rank 0: [0-9]* checks, 0 wrong' <<<"$output" || fail "no fallback to step 100"
+	grep -q "tensor layers/0/w_row in $ROOT/step-200/shard-0.h5 fails its checksum" <<<"$output"
 }
 
 @test "verify: a flipped byte in a shard names the step, the file and the tensor" {

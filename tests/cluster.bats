@@ -503,7 +503,7 @@ PY
 }
 
 @test "a bad --llm-checkpoint is refused at submission by sbatch, salloc and srun: nothing queued" {
-	for spec in d,keep=0 d,every=5m d,kep=2 /a,b d,restarts=-1 every=10 help,d; do
+	for spec in d,keep=0 d,every=5m d,kep=2 /a,b d,restarts=-1 every=10 help,d d,files=nodes; do
 		for how in sbatch srun salloc; do
 			run submit "$how" "--llm-checkpoint=$spec"
 			[ "$status" -ne 0 ] || { echo "$how accepted $spec"; false; }
@@ -517,7 +517,9 @@ PY
 	run submit sbatch --llm-checkpoint=every=10
 	grep -qx 'llm_parallel: --llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)' <<<"$output"
 	run submit sbatch --llm-checkpoint=d,kep=2
-	grep -qx "llm_parallel: --llm-checkpoint: unknown key 'kep' (known keys: dir every keep restarts)" <<<"$output"
+	grep -qx "llm_parallel: --llm-checkpoint: unknown key 'kep' (known keys: dir every keep restarts files)" <<<"$output"
+	run submit sbatch --llm-checkpoint=d,files=nodes
+	grep -qx 'llm_parallel: --llm-checkpoint: files=nodes: must be rank (a shard file per rank) or node (one per node)' <<<"$output"
 	LLMP_CHECKPOINT=d,keep=x run submit sbatch
 	[ "$status" -ne 0 ]
 	grep -qx 'llm_parallel: LLMP_CHECKPOINT: keep=x: not a number' <<<"$output"

@@ -275,6 +275,26 @@ ft_setup() {
 	grep -Eq 'rank 0: run 1 \(.*\): resuming at step [1-9][0-9]* from checkpoint step-' "$out"
 }
 
+@test "files=node on the volume: 3 nodes x 2 tasks write 3 files from 3 clients; loaded resharded on 2 nodes; verify" {
+	run ck_srun 180 -N3 --ntasks-per-node=2 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+		--steps 100,200 --files node
+	assert_ranks_ok 6 3
+	[ "$(complete_steps | tr '\n' ' ')" = "200 100 " ]
+	# block placement: ranks 0-1, 2-3, 4-5 on node1-3; a node's file is named after its first rank
+	[ "$(find "$ROOT/step-200" -name 'shard-*.h5' -printf '%f\n' | sort | tr '\n' ' ')" = \
+		"shard-0.h5 shard-2.h5 shard-4.h5 " ]
+	[ "$(head -n1 "$ROOT/step-200/MANIFEST")" = "llmp-checkpoint 3" ]
+	run ck_srun 180 -w node[2-3] -N2 -n4 --llm-parallel=tp=4 "$CK_CHECK" load --root "$ROOT" \
+		--expect-step 200
+	assert_ranks_ok 4 8
+	run ck_srun 180 -w node1 -N1 -n1 "$CK_CHECK" load --root "$ROOT" --step 100 --expect-step 100
+	assert_ranks_ok 1 8
+	run "$LLMP" ckpt verify "$ROOT"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^step-200: OK: 6 tensors, [0-9]* slices in 3 shards' <<<"$output"
+}
+
 # ------------------------------------------------------------- figures
 
 @test "bench: llmp ckpt bench on the volume, 6 ranks on 3 nodes (figures only)" {
@@ -282,5 +302,14 @@ ft_setup() {
 		--dir "$DFS_WORK"
 	echo "$output"
 	[ "$status" -eq 0 ]
+	echo "# $(grep -Ei 'save|restore' <<<"$output" | tr '\n' ' ')" >&3
+}
+
+@test "bench: llmp ckpt bench --files node on the volume, 6 ranks on 3 nodes (figures only)" {
+	run timeout -k 10 300 srun --mpi=pmix -N3 -n6 "$LLMP" ckpt bench --size 96M --iters 3 \
+		--dir "$DFS_WORK" --files node
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^# shard files: one per node$' <<<"$output"
 	echo "# $(grep -Ei 'save|restore' <<<"$output" | tr '\n' ' ')" >&3
 }

@@ -19,7 +19,7 @@
 #include "fail.h"
 #include "items.h"
 
-#define KNOWN_KEYS "dir every keep restarts"
+#define KNOWN_KEYS "dir every keep restarts files"
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -74,6 +74,21 @@ static llmp_status parse_every(const char *v, size_t n, llmp_ckpt_spec *spec, ch
 	return LLMP_OK;
 }
 
+/* files=rank (a shard file per rank, the default) or files=node (one per node). */
+static llmp_status parse_files(const char *v, size_t n, llmp_ckpt_spec *spec, char *msg, size_t msglen)
+{
+	char shown[LLMP_SHOW_MAX];
+	if (n == 4 && memcmp(v, "rank", 4) == 0)
+		spec->node_files = false;
+	else if (n == 4 && memcmp(v, "node", 4) == 0)
+		spec->node_files = true;
+	else
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+				 "files=%s: must be rank (a shard file per rank) or node (one per node)",
+				 llmp_show(shown, v, n));
+	return LLMP_OK;
+}
+
 /* The directory, from a bare item or dir=: a path of printable bytes. */
 static llmp_status set_dir(const char *item, size_t itemlen, const char *v, size_t n, llmp_ckpt_spec *spec,
 			   char *msg, size_t msglen)
@@ -120,10 +135,9 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } keys[] = {
-	{ "dir", LLMP_CKPT_GIVEN_DIR },
-	{ "every", LLMP_CKPT_GIVEN_EVERY },
-	{ "keep", LLMP_CKPT_GIVEN_KEEP },
-	{ "restarts", LLMP_CKPT_GIVEN_RESTARTS },
+	{ "dir", LLMP_CKPT_GIVEN_DIR },     { "every", LLMP_CKPT_GIVEN_EVERY },
+	{ "keep", LLMP_CKPT_GIVEN_KEEP },   { "restarts", LLMP_CKPT_GIVEN_RESTARTS },
+	{ "files", LLMP_CKPT_GIVEN_FILES },
 };
 
 /* The index in keys[] of the key s[0..n), or -1 when unknown. */
@@ -184,6 +198,7 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 	case LLMP_CKPT_GIVEN_RESTARTS:
 		st = parse_count("restarts", shown, v, vn, 0, "", &spec->max_restarts, msg, msglen);
 		break;
+	case LLMP_CKPT_GIVEN_FILES: st = parse_files(v, vn, spec, msg, msglen); break;
 	}
 	if (st == LLMP_OK)
 		spec->given |= key;
@@ -205,7 +220,7 @@ llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec,
 	if (len == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				 "empty checkpoint spec (expected DIR[,every=N|Nmin]"
-				 "[,keep=N][,restarts=N], or 'help')");
+				 "[,keep=N][,restarts=N][,files=rank|node], or 'help')");
 	if (strcmp(text, "help") == 0) {
 		spec->help = true;
 		return LLMP_OK;
@@ -232,6 +247,8 @@ void llmp_ckpt_spec_overlay(llmp_ckpt_spec *base, const llmp_ckpt_spec *top)
 		base->keep = top->keep;
 	if (top->given & LLMP_CKPT_GIVEN_RESTARTS)
 		base->max_restarts = top->max_restarts;
+	if (top->given & LLMP_CKPT_GIVEN_FILES)
+		base->node_files = top->node_files;
 	base->given |= top->given;
 	base->help = base->help || top->help;
 }
@@ -262,13 +279,14 @@ int llmp_ckpt_spec_format(const llmp_ckpt_spec *spec, char *out, size_t outlen)
 	/* A bare DIR with '=' would read as a key, and a bare "help" as the
 	 * request for help: those two need the dir= form to parse back. */
 	bool keyed = strchr(spec->dir, '=') || strcmp(spec->dir, "help") == 0;
-	return snprintf(out, outlen, "%s%s%s,keep=%u,restarts=%u", keyed ? "dir=" : "", spec->dir, every,
-			spec->keep, spec->max_restarts);
+	/* files=rank, the default, is left out: the text is the one older versions wrote. */
+	return snprintf(out, outlen, "%s%s%s,keep=%u,restarts=%u%s", keyed ? "dir=" : "", spec->dir, every,
+			spec->keep, spec->max_restarts, spec->node_files ? ",files=node" : "");
 }
 
 const char *llmp_ckpt_spec_grammar(void)
 {
-	return "Checkpoint grammar: DIR[,every=N|Nmin][,keep=N][,restarts=N], any order\n"
+	return "Checkpoint grammar: DIR[,every=N|Nmin][,keep=N][,restarts=N][,files=rank|node], any order\n"
 	       "  DIR, dir=DIR  checkpoint root, one directory per step below it; relative\n"
 	       "             to the job's working directory unless absolute   (required)\n"
 	       "  every=N    a checkpoint every N training steps\n  every=Nmin a checkpoint every N minutes\n"
@@ -278,6 +296,8 @@ const char *llmp_ckpt_spec_grammar(void)
 					       "  restarts=N failed runs in a row without a new checkpoint after which\n"
 					       "             the job is not requeued; 0: never after a failure (default " STR(
 						       LLMP_CKPT_DEFAULT_RESTARTS) ")\n"
+										   "  files=node one shard file per node, written by all its ranks, instead of\n"
+										   "             one per rank: fewer files on a parallel filesystem (default rank)\n"
 										   "  help       print this text\n"
 										   "A directory cannot contain a comma; one with '=' in it is given as dir=DIR.\n"
 										   "Example: /scratch/run1,every=500,keep=3   or   dir=ckpt,every=30min\n";

@@ -43,7 +43,17 @@ typedef struct llmp_ckpt_opts {
 	unsigned keep;      /* complete checkpoints kept; 0: 2. Never fewer than 1 */
 	size_t alignment;   /* file offset alignment of large datasets; 0: the root's preferred I/O size */
 	size_t staging_max; /* bytes an async save may copy on this rank; 0: no limit */
+	unsigned files;     /* LLMP_CKPT_FILES_RANK (0) or LLMP_CKPT_FILES_NODE */
 } llmp_ckpt_opts;
+
+/*
+ * llmp_ckpt_opts.files: a shard file per rank, or one per node, written by
+ * all of the node's ranks at places its first rank laid out: tasks-per-node
+ * times fewer files to create, open and fsync on a parallel filesystem.
+ * Loads, `llmp ckpt` and the global view read both (doc/checkpoint.md).
+ */
+#define LLMP_CKPT_FILES_RANK 0u
+#define LLMP_CKPT_FILES_NODE 1u
 
 /* Not collective. The handle belongs to ctx; close it before llmp_finalize. */
 llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt **ckpt);
@@ -55,6 +65,13 @@ void llmp_ckpt_close(llmp_ckpt *ckpt);
  * shape[ndim-1] elements, row-major, and must stay valid while registered;
  * a save reads it, a load writes it. Every rank that holds part of the
  * tensor registers it, with the same dtype and global shape.
+ *
+ * data may be device memory (CUDA; the driver the program loaded says so):
+ * it is then moved through pinned host memory on a copy stream of the
+ * handle's, in the program's current CUDA context or the device's primary
+ * one. A save first waits for the work queued in that context; a load
+ * returns once the device holds the values. Without a usable CUDA driver
+ * a device pointer is refused here, naming the tensor and the cause.
  */
 llmp_status llmp_ckpt_register(llmp_ckpt *ckpt, const char *name, llmp_dtype dtype, unsigned ndim,
 			       const uint64_t *global_shape, const uint64_t *offset, const uint64_t *shape,
@@ -93,6 +110,10 @@ typedef struct llmp_ckpt_stats {
 	double stall_seconds; /* how long the save call blocked */
 	double total_seconds; /* from the save call to the commit */
 	size_t alignment;     /* the alignment in use: llmp_ckpt_opts', or the root's preferred I/O size */
+	/* Slices in device memory (registered with a device pointer; doc/checkpoint.md): */
+	size_t device_bytes;        /* of the bytes this rank wrote, those copied from device memory */
+	double device_copy_seconds; /* how long the save waited for their device-to-host copies */
+	size_t device_staging_bytes; /* pinned host memory the handle holds for them (kept for the next save) */
 } llmp_ckpt_stats;
 llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ckpt, llmp_ckpt_stats *stats);
 

@@ -2,7 +2,7 @@
 /*
  * llmp_ckpt_spec.h - the --llm-checkpoint option grammar.
  *
- *     DIR[,every=N|Nmin][,keep=N][,restarts=N]
+ *     DIR[,every=N|Nmin][,keep=N][,restarts=N][,files=rank|node]
  *
  *   DIR         the checkpoint root (one directory per step below it);
  *               relative to the job's working directory unless absolute
@@ -13,6 +13,8 @@
  *   restarts=N  consecutive failed runs without a new checkpoint after
  *               which the job is no longer requeued (default 3; 0: never
  *               requeue after a failure)
+ *   files=node  one shard file per node instead of one per rank (default
+ *               files=rank): fewer files on a parallel filesystem
  *
  * DIR may also be given as dir=DIR, and may come last. Like the layout, the
  * option is assembled from several sources (site defaults < LLMP_CHECKPOINT
@@ -33,8 +35,8 @@
 extern "C" {
 #endif
 
-#define LLMP_CKPT_DIR_MAX 1024 /* bytes of DIR, NUL included */
-#define LLMP_CKPT_SPEC_MAX_LEN (LLMP_CKPT_DIR_MAX + 64)
+#define LLMP_CKPT_DIR_MAX 1024                          /* bytes of DIR, NUL included */
+#define LLMP_CKPT_SPEC_MAX_LEN (LLMP_CKPT_DIR_MAX + 96) /* the canonical text of any DIR fits */
 #define LLMP_CKPT_DEFAULT_KEEP 2
 #define LLMP_CKPT_DEFAULT_RESTARTS 3
 #define LLMP_CKPT_NUMBER_MAX 1000000000u /* largest every, keep or restarts */
@@ -45,6 +47,7 @@ enum {
 	LLMP_CKPT_GIVEN_EVERY = 1u << 1,
 	LLMP_CKPT_GIVEN_KEEP = 1u << 2,
 	LLMP_CKPT_GIVEN_RESTARTS = 1u << 3,
+	LLMP_CKPT_GIVEN_FILES = 1u << 4,
 };
 
 typedef struct llmp_ckpt_spec {
@@ -55,6 +58,7 @@ typedef struct llmp_ckpt_spec {
 	uint32_t max_restarts; /* consecutive failed runs tolerated */
 	unsigned given;        /* LLMP_CKPT_GIVEN_* */
 	bool help;             /* the text was "help": print the grammar */
+	bool node_files;       /* files=node: a shard file per node (llmp_ckpt_opts.files) */
 } llmp_ckpt_spec;
 
 /* An empty spec: nothing given. */

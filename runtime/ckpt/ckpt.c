@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckpt_device.h"
 #include "ckpt_internal.h"
 
 /*
@@ -44,6 +45,9 @@ llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt 
 		return LLMP_ERR_ARG;
 	if (!opts || !opts->root || !*opts->root)
 		return rt_fail(ctx, LLMP_ERR_ARG, "llmp_ckpt_open: no checkpoint root directory");
+	if (opts->files != LLMP_CKPT_FILES_RANK && opts->files != LLMP_CKPT_FILES_NODE)
+		return rt_fail(ctx, LLMP_ERR_ARG,
+			       "llmp_ckpt_open: files is %u (0: a file per rank, 1: per node)", opts->files);
 	llmp_ckpt *ck = calloc(1, sizeof *ck);
 	if (!ck || !(ck->root = strdup(opts->root))) {
 		free(ck);
@@ -53,6 +57,7 @@ llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt 
 	ck->keep = opts->keep ? opts->keep : 2;
 	ck->alignment = opts->alignment ? opts->alignment : preferred_alignment(opts->root);
 	ck->staging_max = opts->staging_max;
+	ck->node_files = opts->files == LLMP_CKPT_FILES_NODE;
 	*out = ck;
 	return LLMP_OK;
 }
@@ -62,7 +67,9 @@ void llmp_ckpt_close(llmp_ckpt *ck)
 	if (!ck)
 		return;
 	llmp_ckpt_wait(ck); /* its status stays in llmp_errmsg() */
+	ck_dev_free(ck);
 	free(ck->staging);
+	free(ck->leader_of);
 	free(ck->plan);
 	free(ck->tensors);
 	free(ck->root);
@@ -122,6 +129,10 @@ llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype
 	}
 	if (!data)
 		return rt_fail(ctx, LLMP_ERR_ARG, "tensor %s: data is NULL", name);
+	bool device;
+	llmp_status st = ck_dev_register(ck, name, data, &device);
+	if (st != LLMP_OK)
+		return st;
 	if (ck->ntensors == ck->cap) {
 		size_t cap = ck->cap ? 2 * ck->cap : 16;
 		struct ck_tensor *grown = realloc(ck->tensors, cap * sizeof *grown);
@@ -130,7 +141,7 @@ llmp_status llmp_ckpt_register(llmp_ckpt *ck, const char *name, llmp_dtype dtype
 		ck->tensors = grown;
 		ck->cap = cap;
 	}
-	ck->tensors[ck->ntensors++] = (struct ck_tensor){ .slice = s, .data = data };
+	ck->tensors[ck->ntensors++] = (struct ck_tensor){ .slice = s, .data = data, .device = device };
 	ck->plan_current = false;
 	return LLMP_OK;
 }
@@ -141,6 +152,7 @@ llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ck, llmp_ckpt_stats *stats)
 		return LLMP_ERR_ARG;
 	*stats = ck->stats;
 	stats->alignment = ck->alignment;
+	ck_dev_stats(ck, stats);
 	return LLMP_OK;
 }
 
@@ -269,8 +281,11 @@ llmp_status ck_order_slices(struct ck_slice *all, size_t records, size_t *count,
 			dest[j] = (uint32_t)j;
 		}
 	free(dest);
-	for (size_t i = 0; i < kept; i++)
+	for (size_t i = 0; i < kept; i++) {
 		all[i].owner = i > 0 && same_slice(&all[i - 1], &all[i]) ? all[i - 1].owner : all[i].rank;
+		all[i].file = all[i].owner; /* its own shard; files=node changes it (ckpt_node.c) */
+		all[i].node_file = false;
+	}
 	return ck_validate_slices(all, kept, NULL, msg, len);
 }
 

@@ -23,11 +23,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt_device.h"
 #include "ckpt_internal.h"
 #include "runtime/ckpt/format/ckpt_h5.h"
 #include "kernels/crc32c.h"
 
-/* One slice as a contiguous dataset; *at is where its bytes start in the file. */
+/*
+ * One slice as a contiguous dataset; *at is where its bytes start in the
+ * file. data NULL: room allocated now and never filled, for bytes written
+ * there later (a device slice streamed by ckpt_device.c).
+ */
 static herr_t write_dataset(hid_t file, hid_t lcpl, const struct ck_slice *s, const void *data, uint64_t *at)
 {
 	hsize_t dims[LLMP_CKPT_MAX_DIMS];
@@ -35,8 +40,14 @@ static herr_t write_dataset(hid_t file, hid_t lcpl, const struct ck_slice *s, co
 		dims[d] = s->shape[d];
 	hid_t type = ck_h5_file_type((llmp_dtype)s->dtype),
 	      space = H5Screate_simple((int)s->ndim, dims, NULL);
-	hid_t dset = H5Dcreate2(file, s->name, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-	herr_t rc = dset < 0 ? -1 : H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	if (!data) {
+		H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+		H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
+	}
+	hid_t dset = H5Dcreate2(file, s->name, type, space, lcpl, dcpl, H5P_DEFAULT);
+	H5Pclose(dcpl);
+	herr_t rc = dset < 0 ? -1 : data ? H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0;
 	/* Contiguous storage is allocated by the write and does not move afterwards. */
 	haddr_t where = rc < 0 ? HADDR_UNDEF : H5Dget_offset(dset);
 	if (where == HADDR_UNDEF)
@@ -85,6 +96,8 @@ static llmp_status shard_crc(struct ck_shard_job *job, char *msg, size_t msglen)
 
 llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
 {
+	if (job->laid_out)
+		return ck_write_node_slices(job, msg, msglen); /* no HDF5: the file is laid out */
 	llmp_status st = LLMP_OK;
 	H5E_BEGIN_TRY
 	{
@@ -99,10 +112,14 @@ llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
 			struct ck_slice *s = &job->all[i];
 			if (!job->data[i])
 				continue;
-			s->crc = kern_crc32c(0, job->data[i], ck_bytes(s));
-			if (write_dataset(file, lcpl, s, job->data[i], &s->at) < 0) {
+			bool device = ck_dev_streams(job, i); /* its bytes go in after its room is made */
+			if (!device)
+				s->crc = kern_crc32c(0, job->data[i], ck_bytes(s));
+			if (write_dataset(file, lcpl, s, device ? NULL : job->data[i], &s->at) < 0) {
 				snprintf(msg, msglen, "writing tensor %s to %s failed", s->name, job->path);
 				st = LLMP_ERR_IO;
+			} else if (device) {
+				st = ck_dev_write_slice(job, i, msg, msglen);
 			}
 		}
 		if (file >= 0 && (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) &&
@@ -121,7 +138,93 @@ llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen)
 	return st;
 }
 
-/* One tensor's virtual dataset: each distinct slice mapped from its owner's shard. */
+/*
+ * One slice's dataset in a node's file, allocated now and never filled by
+ * HDF5: its rank writes every byte of it (ck_write_node_slices), so a fill
+ * would write the slice twice. *at is where its bytes go.
+ */
+static herr_t allocate_dataset(hid_t file, hid_t lcpl, hid_t dcpl, const struct ck_slice *s, uint64_t *at)
+{
+	hsize_t dims[LLMP_CKPT_MAX_DIMS];
+	char dname[CK_DATASET_MAX];
+	for (unsigned d = 0; d < s->ndim; d++)
+		dims[d] = s->shape[d];
+	ck_dataset_name(s, dname, sizeof dname);
+	hid_t type = ck_h5_file_type((llmp_dtype)s->dtype),
+	      space = H5Screate_simple((int)s->ndim, dims, NULL);
+	hid_t dset = H5Dcreate2(file, dname, type, space, lcpl, dcpl, H5P_DEFAULT);
+	haddr_t where = dset < 0 ? HADDR_UNDEF : H5Dget_offset(dset);
+	herr_t rc = where == HADDR_UNDEF ? -1 : 0;
+	if (rc == 0)
+		*at = (uint64_t)where;
+	if (dset >= 0 && H5Dclose(dset) < 0)
+		rc = -1;
+	H5Sclose(space);
+	H5Tclose(type);
+	return rc;
+}
+
+/* The node file's datasets, in plan order: contiguous, allocated at creation, never filled. */
+static llmp_status layout_datasets(hid_t file, uint32_t owner_file, struct ck_slice *all, size_t n,
+				   const char *path, uint64_t *end, char *msg, size_t msglen)
+{
+	hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	H5Pset_create_intermediate_group(lcpl, 1);
+	H5Pset_layout(dcpl, H5D_CONTIGUOUS);
+	H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+	H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
+	llmp_status st = LLMP_OK;
+	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
+		struct ck_slice *s = &all[i];
+		if (s->owner != s->rank || s->file != owner_file)
+			continue; /* a replica, or another node's */
+		if (allocate_dataset(file, lcpl, dcpl, s, &s->at) < 0)
+			st = llmp_fail(LLMP_ERR_IO, msg, msglen,
+				       "laying out tensor %s (rank %u) in %s failed", s->name, s->owner,
+				       path);
+		else if (s->at + ck_bytes(s) > *end)
+			*end = s->at + ck_bytes(s);
+	}
+	H5Pclose(dcpl);
+	H5Pclose(lcpl);
+	return st;
+}
+
+llmp_status ck_layout_node_file(const char *path, size_t alignment, uint32_t owner_file, struct ck_slice *all,
+				size_t n, uint64_t *bytes, char *msg, size_t msglen)
+{
+	llmp_status st = LLMP_OK;
+	struct stat sb;
+	uint64_t end = 0;
+	H5E_BEGIN_TRY
+	{
+		hid_t fapl = ck_h5_file_access(alignment);
+		hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+		if (file < 0)
+			st = llmp_fail(LLMP_ERR_IO, msg, msglen, "cannot create %s", path);
+		if (st == LLMP_OK)
+			st = layout_datasets(file, owner_file, all, n, path, &end, msg, msglen);
+		if (file >= 0 && (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 || H5Fclose(file) < 0) &&
+		    st == LLMP_OK)
+			st = llmp_fail(LLMP_ERR_IO, msg, msglen, "closing %s failed (disk full?)", path);
+		H5Pclose(fapl);
+	}
+	H5E_END_TRY;
+	/*
+	 * The file's size is settled now, before any slice is written: at least
+	 * the end of the last slice, whichever rank writes last, so that the
+	 * MANIFEST's size and the bytes around the slices are known here.
+	 */
+	if (st == LLMP_OK && stat(path, &sb) != 0)
+		st = llmp_fail(LLMP_ERR_IO, msg, msglen, "%s: %s", path, strerror(errno));
+	if (st == LLMP_OK && (uint64_t)sb.st_size < end && truncate(path, (off_t)end) != 0)
+		st = llmp_fail(LLMP_ERR_IO, msg, msglen, "extending %s: %s", path, strerror(errno));
+	if (st == LLMP_OK)
+		*bytes = (uint64_t)sb.st_size < end ? end : (uint64_t)sb.st_size;
+	return st; /* fsynced by this rank once every slice is in (ck_node_file_crc), not in the stall */
+}
+
+/* One tensor's virtual dataset: each distinct slice mapped from the shard holding it. */
 static herr_t write_virtual(hid_t file, hid_t lcpl, const struct ck_slice *all, size_t first, size_t end)
 {
 	const struct ck_slice *t = &all[first];
@@ -141,12 +244,13 @@ static herr_t write_virtual(hid_t file, hid_t lcpl, const struct ck_slice *all, 
 			start[d] = s->offset[d];
 			count[d] = s->shape[d];
 		}
-		char source[32];
-		ck_shard_path(NULL, s->owner, source, sizeof source); /* relative: beside the index */
+		char source[32], dname[CK_DATASET_MAX];
+		ck_shard_path(NULL, s->file, source, sizeof source); /* relative: beside the index */
+		ck_dataset_name(s, dname, sizeof dname);
 		hid_t sspace = H5Screate_simple((int)s->ndim, count, NULL);
 		rc = H5Sselect_hyperslab(vspace, H5S_SELECT_SET, start, NULL, count, NULL);
 		if (rc >= 0)
-			rc = H5Pset_virtual(dcpl, vspace, source, s->name, sspace);
+			rc = H5Pset_virtual(dcpl, vspace, source, dname, sspace);
 		H5Sclose(sspace);
 	}
 	H5Sselect_all(vspace);

@@ -22,7 +22,10 @@
 struct ck_tensor {
 	struct ck_slice slice;
 	void *data;
+	bool device; /* data is device memory (ckpt_device.c moves it) */
 };
+
+struct ck_device; /* ckpt_device.c: the driver, copy stream and pinned memory of a handle */
 
 /*
  * One rank's shard: the slices of all[] whose data[i] is not NULL, each
@@ -32,12 +35,14 @@ struct ck_tensor {
  */
 struct ck_shard_job {
 	char path[4200];
+	bool laid_out; /* a node's file, laid out by its first rank: only the slices' bytes are written */
 	size_t alignment;
 	struct ck_slice *all;
 	const void **data;
 	size_t n;
-	uint64_t bytes_written; /* the file's size afterwards */
+	uint64_t bytes_written; /* the file's size afterwards (0 when laid_out: its first rank says) */
 	uint32_t file_crc;      /* and its CRC-32C */
+	struct ck_device *dev;  /* device slices of data[] streamed by chunks (ckpt_device.h) */
 };
 /*
  * A save between its call and its commit. With staging, the writer thread
@@ -60,6 +65,7 @@ struct ck_pending {
 	llmp_status status;
 	char msg[LLMP_MSG_MAX];
 	double started;
+	uint64_t node_bytes; /* files=node: the size of the node's file this rank laid out; 0 if none */
 };
 
 struct llmp_ckpt {
@@ -68,7 +74,9 @@ struct llmp_ckpt {
 	unsigned keep;
 	size_t alignment;
 	size_t staging_max;
-	char *staging; /* an async save's copies of this rank's slices; kept for the next */
+	bool node_files;     /* llmp_ckpt_opts.files: a shard file per node */
+	uint32_t *leader_of; /* with node_files: the first rank of each rank's node, once known */
+	char *staging;       /* an async save's copies of this rank's slices; kept for the next */
 	size_t staging_cap;
 	struct ck_tensor *tensors;
 	size_t ntensors, cap;
@@ -76,6 +84,7 @@ struct llmp_ckpt {
 	size_t nplan;
 	bool plan_current; /* no tensor registered on this rank since */
 	struct ck_pending pending;
+	struct ck_device *dev; /* NULL until a device tensor is registered */
 	llmp_ckpt_stats stats;
 	/* Steps the last load of LLMP_CKPT_NEWEST found damaged and passed over, if any. */
 	bool passed_over;
@@ -152,5 +161,30 @@ llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_mani
 
 /* ckpt_hdf5.c (checking: format/h5check.c) */
 llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slice *all, size_t n);
+/*
+ * A node's shard file at path, laid out by the node's first rank `file`:
+ * a contiguous dataset for each slice of all[0..n) whose file it is,
+ * allocated but not written (its rank writes its bytes, ck_write_shard
+ * with laid_out); each such slice's `at` set; *bytes the file's size.
+ */
+llmp_status ck_layout_node_file(const char *path, size_t alignment, uint32_t file, struct ck_slice *all,
+				size_t n, uint64_t *bytes, char *msg, size_t msglen);
+
+/*
+ * ckpt_node.c: files=node. Collective: every slice's file set to the first
+ * rank of its owner's node; each node's first rank lays its file out under
+ * tmp; every rank learns where its slices go (their `at`). *laid_out is
+ * the size of the file this rank laid out, 0 if none.
+ */
+llmp_status ck_node_layout(llmp_ckpt *ck, const char *tmp, struct ck_slice *all, size_t n,
+			   uint64_t *laid_out);
+/*
+ * The node file this rank laid out (bytes long), once every slice's CRC is
+ * known: its CRC-32C from those and the bytes around them, read back.
+ */
+/* This rank's slices of job written into its node's file, laid out already: checksummed, pwritten, fsynced. */
+llmp_status ck_write_node_slices(struct ck_shard_job *job, char *msg, size_t msglen);
+llmp_status ck_node_file_crc(llmp_ckpt *ck, const char *tmp, const struct ck_slice *all, size_t n,
+			     uint64_t bytes, uint32_t *crc);
 
 #endif /* LLMP_CKPT_INTERNAL_H */

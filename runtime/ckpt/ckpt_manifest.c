@@ -17,7 +17,7 @@
 /* The text up to its end line. */
 static void write_body(FILE *f, const struct ck_manifest *m)
 {
-	fprintf(f, "llmp-checkpoint %d\nstep %" PRIu64 "\nworld %u\nlayout %s\n", CK_FORMAT_VERSION, m->step,
+	fprintf(f, "llmp-checkpoint %d\nstep %" PRIu64 "\nworld %u\nlayout %s\n", m->version, m->step,
 		m->world, m->layout);
 	fprintf(f, "meta %" PRIu64 " 0x%08x\nindex %" PRIu64 " 0x%08x\n", m->meta_bytes, m->meta_crc,
 		m->index_bytes, m->index_crc);
@@ -31,7 +31,10 @@ static void write_body(FILE *f, const struct ck_manifest *m)
 		for (int p = 0; p < 3; p++)
 			for (unsigned d = 0; d < s->ndim; d++)
 				fprintf(f, " %" PRIu64, parts[p][d]);
-		fprintf(f, " %u %" PRIu64 " 0x%08x\n", s->owner, s->at, s->crc);
+		fprintf(f, " %u", s->owner);
+		if (m->version >= 3) /* a node's file: which one */
+			fprintf(f, " %u", s->file);
+		fprintf(f, " %" PRIu64 " 0x%08x\n", s->at, s->crc);
 	}
 }
 

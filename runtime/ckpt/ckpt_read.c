@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckpt_device.h"
 #include "ckpt_internal.h"
 #include "kernels/crc32c.h"
 
@@ -138,8 +139,8 @@ static llmp_status plan_tensor(llmp_ckpt *ck, const char *dir, const struct ck_m
 static int by_shard(const void *pa, const void *pb)
 {
 	const struct need *a = pa, *b = pb;
-	if (a->saved->owner != b->saved->owner)
-		return a->saved->owner < b->saved->owner ? -1 : 1;
+	if (a->saved->file != b->saved->file)
+		return a->saved->file < b->saved->file ? -1 : 1;
 	return a->saved < b->saved ? -1 : a->saved > b->saved;
 }
 
@@ -208,7 +209,7 @@ static void close_shard(struct shard *f)
 	f->fd = -1;
 }
 
-/* Open the shard of rank and check it (size, bytes outside its slices) before reading from it. */
+/* Open shard-RANK.h5 (a rank's, or a node's) and check it (size, bytes outside its slices) before reading from it. */
 static llmp_status open_shard(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m, uint32_t rank,
 			      struct shard *f)
 {
@@ -256,11 +257,13 @@ llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_mani
 		qsort(needs, n, sizeof *needs, by_shard);
 	struct shard f = { .fd = -1 };
 	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
-		if (i == 0 || needs[i].saved->owner != needs[i - 1].saved->owner) {
+		if (i == 0 || needs[i].saved->file != needs[i - 1].saved->file) {
 			close_shard(&f);
-			st = open_shard(ctx, dir, m, needs[i].saved->owner, &f);
+			st = open_shard(ctx, dir, m, needs[i].saved->file, &f);
 		}
-		if (st == LLMP_OK)
+		if (st == LLMP_OK && needs[i].tensor->device) /* through pinned memory to the device */
+			st = ck_dev_read(ck, f.fd, f.path, needs[i].saved, needs[i].tensor);
+		else if (st == LLMP_OK)
 			st = read_need(ctx, &f, &needs[i], &chunk, &chunkcap);
 	}
 	close_shard(&f);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt_device.h"
 #include "ckpt_internal.h"
 #include "kernels/copy.h"
 #include "kernels/crc32c.h"
@@ -116,14 +117,36 @@ static llmp_status commit(llmp_ckpt *ck, uint64_t step, struct ck_manifest *m, c
 }
 
 /*
- * Everyone learns every slice's checksum and place in its shard, and every
- * shard's size and checksum: sums of what each owner knows. sizes[r] and
- * sizes[world + r] are rank r's shard size and CRC.
+ * files=node: the node file this rank laid out, checksummed once every
+ * slice's CRC is known (all ranks reach the agreement).
  */
-static llmp_status share_results(llmp_ckpt *ck, struct ck_slice *all, size_t n,
-				 const struct ck_shard_job *job, int64_t *sizes)
+static llmp_status node_file_result(llmp_ckpt *ck, const struct ck_pending *p, int64_t *sizes)
 {
 	llmp_ctx *ctx = ck->ctx;
+	llmp_status local = LLMP_OK;
+	if (p->node_bytes) {
+		char tmp[4096];
+		uint32_t crc = 0;
+		ck_step_path(ck->root, p->step, CK_SUFFIX_TMP, tmp, sizeof tmp);
+		local = ck_node_file_crc(ck, tmp, p->all, p->n, p->node_bytes, &crc);
+		sizes[ctx->rank] = (int64_t)p->node_bytes;
+		sizes[ctx->world + ctx->rank] = crc;
+	}
+	return ck_agree(ck, "checkpoint save: checksumming the node files", local);
+}
+
+/*
+ * Everyone learns every slice's checksum and place in its shard, and every
+ * shard's size and checksum: sums of what each owner knows. sizes[r] and
+ * sizes[world + r] are the size and CRC of shard-r.h5 (rank r's, or with
+ * files=node the one of the node whose first rank r is).
+ */
+static llmp_status share_results(llmp_ckpt *ck, struct ck_pending *p, int64_t *sizes)
+{
+	llmp_ctx *ctx = ck->ctx;
+	struct ck_slice *all = p->all;
+	size_t n = p->n;
+	const struct ck_shard_job *job = &p->job;
 	llmp_comm *world;
 	llmp_status st = llmp_comm_world(ctx, &world);
 	int64_t *slices = calloc(n ? 2 * n : 1, sizeof *slices); /* CRC, then place, of each */
@@ -139,12 +162,14 @@ static llmp_status share_results(llmp_ckpt *ck, struct ck_slice *all, size_t n,
 	sizes[ctx->world + ctx->rank] = job->file_crc;
 	if (st == LLMP_OK)
 		st = llmp_allreduce(world, slices, slices, 2 * n, LLMP_INT64, LLMP_SUM);
-	if (st == LLMP_OK)
-		st = llmp_allreduce(world, sizes, sizes, 2 * (size_t)ctx->world, LLMP_INT64, LLMP_SUM);
 	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
 		all[i].crc = (uint32_t)slices[2 * i];
 		all[i].at = (uint64_t)slices[2 * i + 1];
 	}
+	if (st == LLMP_OK && ck->node_files)
+		st = node_file_result(ck, p, sizes);
+	if (st == LLMP_OK)
+		st = llmp_allreduce(world, sizes, sizes, 2 * (size_t)ctx->world, LLMP_INT64, LLMP_SUM);
 	free(slices);
 	return st;
 }
@@ -156,6 +181,7 @@ static llmp_status build_manifest(llmp_ckpt *ck, uint64_t step, const struct ck_
 {
 	llmp_ctx *ctx = ck->ctx;
 	memset(m, 0, sizeof *m);
+	m->version = ck->node_files ? CK_FORMAT_VERSION : CK_FORMAT_PER_RANK;
 	m->step = step;
 	m->world = ctx->world;
 	snprintf(m->layout, sizeof m->layout, "%s", ctx->layout);
@@ -280,13 +306,15 @@ static llmp_status place_slices(llmp_ckpt *ck, struct ck_pending *p, bool async,
 		owned += (size_t)ck_bytes(s);
 		p->writes = true;
 	}
-	if (!async || !stages(ck, owned))
-		return LLMP_OK;
-	llmp_status st = reserve_staging(ck, owned);
-	if (st != LLMP_OK)
+	/* Device slices to pinned memory (p->data then points there), or left for the writer to stream. */
+	size_t device;
+	llmp_status st = ck_dev_stage(ck, p, &device);
+	if (st != LLMP_OK || !async || !stages(ck, owned))
+		return st;
+	if (owned > device && (st = reserve_staging(ck, owned - device)) != LLMP_OK)
 		return st;
 	for (size_t i = 0, off = 0; i < p->n; i++) {
-		if (!p->data[i])
+		if (!p->data[i] || ck->tensors[p->all[i].tensor].device)
 			continue;
 		size_t bytes = (size_t)ck_bytes(&p->all[i]);
 		kern_copy_stream(ck->staging + off, p->data[i],
@@ -303,7 +331,7 @@ llmp_status llmp_ckpt_prepare_async(llmp_ckpt *ck)
 	if (!ck)
 		return LLMP_ERR_ARG;
 	struct ck_slice *all;
-	size_t n, owned = 0;
+	size_t n, owned = 0, device = 0;
 	/* A pending save's writer reads the staging memory: it is committed first. */
 	llmp_status st = llmp_ckpt_wait(ck);
 	if (st == LLMP_OK)
@@ -311,10 +339,18 @@ llmp_status llmp_ckpt_prepare_async(llmp_ckpt *ck)
 	if (st != LLMP_OK)
 		return st;
 	for (size_t i = 0; i < n; i++)
-		if (writes_slice(ck->ctx, &all[i]))
+		if (writes_slice(ck->ctx, &all[i])) {
 			owned += (size_t)ck_bytes(&all[i]);
+			/* Device slices stage in pinned memory instead (ckpt_device.c). */
+			device += ck->tensors[all[i].tensor].device ? (size_t)ck_bytes(&all[i]) : 0;
+		}
 	free(all);
-	return ck_agree(ck, "checkpoint prepare", stages(ck, owned) ? reserve_staging(ck, owned) : LLMP_OK);
+	llmp_status local = LLMP_OK;
+	if (stages(ck, owned) && owned > device)
+		local = reserve_staging(ck, owned - device);
+	if (local == LLMP_OK)
+		local = ck_dev_prepare(ck, device);
+	return ck_agree(ck, "checkpoint prepare", local);
 }
 
 /* Everything of a save up to the shard write, which starts (staged) or is done (not staged). */
@@ -337,6 +373,13 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 		return st;
 	if ((st = ck_plan_slices(ck, &p->all, &p->n)) != LLMP_OK)
 		return st; /* the same on every rank: the same data, the same checks */
+	char tmp[4096];
+	ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
+	/* files=node: each node's file laid out by its first rank before anyone writes into it. */
+	if (ck->node_files && (st = ck_node_layout(ck, tmp, p->all, p->n, &p->node_bytes)) != LLMP_OK) {
+		drop_pending(p);
+		return st;
+	}
 
 	size_t staged = 0;
 	p->step = step;
@@ -349,9 +392,9 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 		memcpy(p->meta, meta, metalen);
 	if (local == LLMP_OK && p->writes) {
 		struct ck_shard_job *job = &p->job;
-		char tmp[4096];
-		ck_step_path(ck->root, step, CK_SUFFIX_TMP, tmp, sizeof tmp);
-		ck_shard_path(tmp, ctx->rank, job->path, sizeof job->path);
+		ck_shard_path(tmp, ck->node_files ? ck->leader_of[ctx->rank] : ctx->rank, job->path,
+			      sizeof job->path);
+		job->laid_out = ck->node_files;
 		job->alignment = ck->alignment;
 		job->all = p->all;
 		job->data = p->data;
@@ -393,7 +436,7 @@ llmp_status llmp_ckpt_wait(llmp_ckpt *ck)
 	if (st == LLMP_OK && !sizes)
 		st = rt_fail(ctx, LLMP_ERR_NOMEM, "shard sizes");
 	if (st == LLMP_OK)
-		st = share_results(ck, p->all, p->n, &p->job, sizes);
+		st = share_results(ck, p, sizes);
 	if (st == LLMP_OK) {
 		local = ctx->rank == 0 ? ck_commit_step(ck, p->step, p->all, p->n, sizes, p->meta, p->metalen)
 				       : LLMP_OK;

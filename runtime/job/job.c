@@ -207,6 +207,7 @@ static llmp_status open_parts(llmp_job *job, const llmp_job_opts *opts)
 		ck = *opts->ckpt;
 	ck.root = job->spec.dir;
 	ck.keep = job->spec.keep;
+	ck.files = job->spec.node_files ? LLMP_CKPT_FILES_NODE : LLMP_CKPT_FILES_RANK;
 	if ((st = llmp_ckpt_open(job->ctx, &ck, &job->ckpt)) != LLMP_OK)
 		return st;
 	if ((st = job_signals_install(job, opts ? opts->stop_signals : NULL)) != LLMP_OK)

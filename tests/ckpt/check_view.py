@@ -77,22 +77,34 @@ def bf16_to_float32(bits):
 
 
 def read_manifest(stepdir):
-    """(shards {rank: bytes}, slices [(name, dtype, global, offset, shape, owner, crc)])."""
+    """(shards {rank: bytes}, slices [(name, dtype, global, offset, shape, owner, crc, file, dataset)]).
+
+    file is the rank in the name of the shard file holding the slice, dataset its path there:
+    format 2 has a file per owner and the tensor's name; format 3 (files=node) names the file
+    after OWNER on the slice line, and puts each rank's datasets under rank-OWNER/.
+    """
     shards, slices = {}, []
     with open(os.path.join(stepdir, "MANIFEST")) as f:
         lines = f.read().split("\n")
     assert lines[0].startswith("llmp-checkpoint "), "not a MANIFEST"
+    version = int(lines[0].split()[1])
+    assert version in (2, 3), f"format {version}"
     for line in lines:
         w = line.split()
         if not w:
             continue
         if w[0] == "shard":  # shard RANK BYTES CRC
             shards[int(w[1])] = int(w[2])
-        elif w[0] == "slice":  # ... OWNER AT CRC
+        elif w[0] == "slice":  # ... OWNER [FILE] AT CRC
             nd = int(w[3])
             nums = [int(x) for x in w[4:4 + 3 * nd]]
+            owner = int(w[4 + 3 * nd])
+            node = version == 3
+            file = int(w[5 + 3 * nd]) if node else owner
+            dataset = f"rank-{owner}/{w[1]}" if node else w[1]
             slices.append((w[1], w[2], tuple(nums[:nd]), tuple(nums[nd:2 * nd]),
-                           tuple(nums[2 * nd:]), int(w[4 + 3 * nd]), int(w[6 + 3 * nd], 16)))
+                           tuple(nums[2 * nd:]), owner, int(w[(7 if node else 6) + 3 * nd], 16),
+                           file, dataset))
     assert any(line.startswith("end 0x") for line in lines), "MANIFEST without its end line"
     return shards, slices
 
@@ -169,16 +181,16 @@ def cmd_view(stepdir, step, big):
     for rank in sorted(shards):
         path = os.path.join(stepdir, f"shard-{rank}.h5")
         rep.expect(os.path.getsize(path) == shards[rank], f"{path} has the size its MANIFEST says")
-        owned = [s for s in slices if s[5] == rank]
+        owned = [s for s in slices if s[7] == rank]
         with h5py.File(path, "r") as f:
             names = []
             f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-            rep.expect(sorted(names) == sorted(s[0] for s in owned),
+            rep.expect(sorted(names) == sorted(s[8] for s in owned),
                        f"{path} holds exactly the slices it owns ({len(owned)})")
-            for name, dtype, glob, off, shape, _, _ in owned:
+            for name, dtype, glob, off, shape, _, _, _, dataset in owned:
                 region = tuple(slice(o, o + s) for o, s in zip(off, shape))
                 want = np.ascontiguousarray(values(name, glob, step)[region])
-                compare(rep, f"{path} {name}{list(off)}+{list(shape)}", f[name], dtype, want)
+                compare(rep, f"{path} {dataset}{list(off)}+{list(shape)}", f[dataset], dtype, want)
     # Replicas are written once: the MANIFEST's slices of a tensor tile it exactly.
     for name, (dtype, shape) in m.items():
         cover = np.zeros(shape, dtype=np.int32)
@@ -192,12 +204,12 @@ def cmd_view(stepdir, step, big):
 
 def cmd_corrupt(stepdir, tensor, step, owner=None):
     _, slices = read_manifest(stepdir)
-    for name, dtype, glob, off, shape, own, _ in slices:
+    for name, dtype, glob, off, shape, own, _, file, _ in slices:
         if name != tensor or (owner is not None and own != owner):
             continue
         region = tuple(slice(o, o + s) for o, s in zip(off, shape))
         pattern = np.ascontiguousarray(values(name, glob, step)[region]).tobytes()
-        path = os.path.join(stepdir, f"shard-{own}.h5")
+        path = os.path.join(stepdir, f"shard-{file}.h5")
         with open(path, "rb") as f:
             data = bytearray(f.read())
         at = data.find(pattern)

@@ -4,6 +4,7 @@
  * (tests/ckpt.bats), or alone as a PMIx singleton.
  *
  *   ck_check save --root DIR [--parallel SPEC] --steps 100,200,300 [--keep N] [--big K]
+ *                 [--files rank|node]
  *   ck_check load --root DIR [--parallel SPEC] [--step N] [--expect-step N] [--big K]
  *                 [--expect-fail LLMP_ERR_X --expect-msg WORDS...]
  *   ck_check badargs --root DIR
@@ -322,7 +323,7 @@ static int open_model(const cc_args *args, llmp_ctx **ctx, llmp_ckpt **ck, struc
 		return -1;
 	if (model_build(*ctx, args, m) != 0)
 		return -1;
-	llmp_ckpt_opts o = { .root = args->root, .keep = args->keep };
+	llmp_ckpt_opts o = { .root = args->root, .keep = args->keep, .files = args->files };
 	st = llmp_ckpt_open(*ctx, &o, ck);
 	if (!report_expect(st == LLMP_OK, "llmp_ckpt_open: %s: %s", llmp_strerror(st), llmp_errmsg(*ctx)))
 		return -1;
@@ -452,6 +453,7 @@ static void usage(FILE *f)
 		"  --parallel SPEC        layout (else $LLMP_TEST_SPEC, else the plugin's LLMP_PARALLEL)\n"
 		"  --steps N,N,...        save: the steps to save, in order\n"
 		"  --keep N               checkpoints kept (0: the default)\n"
+		"  --files rank|node      save: a shard file per rank (default) or per node\n"
 		"  --step N               load: this step (else the newest)\n"
 		"  --expect-step N        load: must load this step\n"
 		"  --expect-fail STATUS   load: must fail with this status (LLMP_ERR_IO, ...)\n"
@@ -515,6 +517,8 @@ static int parse_args(int argc, char **argv, cc_args *a)
 				return -1;
 			}
 			a->expect_msg[a->nmsgs++] = val;
+		} else if (strcmp(o, "--files") == 0 && (!strcmp(val, "rank") || !strcmp(val, "node"))) {
+			a->files = strcmp(val, "node") == 0 ? LLMP_CKPT_FILES_NODE : LLMP_CKPT_FILES_RANK;
 		} else if (strcmp(o, "--timeout") == 0) {
 			a->timeout_s = atof(val);
 		} else if (parse_u64(val, &v) && strcmp(o, "--keep") == 0) {

@@ -27,6 +27,7 @@ typedef struct cc_args {
 	uint64_t steps[CC_MAX_STEPS];
 	size_t nsteps;
 	unsigned keep;
+	unsigned files;                      /* llmp_ckpt_opts.files: --files rank|node */
 	uint64_t step;                       /* load: LLMP_CKPT_NEWEST unless --step */
 	uint64_t expect_step;                /* load: UINT64_MAX unless --expect-step */
 	int expect_fail;                     /* load: -1, or the status the load must fail with */

@@ -6,9 +6,11 @@ the model's tensors, their bytes from the same formulas as ck_check.c, and
 their CRC-32C from a bitwise implementation of the polynomial. Plain Python
 (no numpy, no h5py), so the tests run wherever python3 does.
 
-    tool_expect.py inspect DOC.json STEPDIR STEP BIG
+    tool_expect.py inspect DOC.json STEPDIR STEP BIG [FILES]
         DOC is `llmp ckpt inspect --json` of STEPDIR: step, world, shards,
         meta, and every tensor (dtype, shape, bytes, its one slice, CRC).
+        FILES is rank (the default: format 2, dataset NAME) or node (format
+        3: the one rank's datasets under rank-0/).
     tool_expect.py list DOC.json ROOT NAME=STATE[+latest] ...
         DOC is `llmp ckpt list --json ROOT`: exactly the entries named, in
         that order, with their states, and the bytes of the files in each.
@@ -122,9 +124,9 @@ def file_entry(path, **keys):
     return dict(keys, file=os.path.basename(path), bytes=len(data), crc32c="0x%08x" % crc32c(data))
 
 
-def check_inspect(doc, stepdir, step, big):
+def check_inspect(doc, stepdir, step, big, files="rank"):
     want = model(big)
-    expect = {"step": step, "world": 1, "format": 2, "path": stepdir}
+    expect = {"step": step, "world": 1, "format": 3 if files == "node" else 2, "path": stepdir}
     for k, v in expect.items():
         if doc.get(k) != v:
             die("inspect: %s = %r, expected %r" % (k, doc.get(k), v))
@@ -153,8 +155,9 @@ def check_inspect(doc, stepdir, step, big):
         at = shard_data.find(data)  # where its known bytes are in the shard
         if at < 0 or shard_data.find(data, at + 1) >= 0:
             die("inspect: the bytes of %s are not in shard-0.h5 exactly once" % t["name"])
+        dataset = ("rank-0/" if files == "node" else "") + t["name"]
         one = {"offset": [0] * len(shape), "shape": list(shape), "owner": 0, "file": "shard-0.h5",
-               "at": at, "bytes": nbytes, "crc32c": "0x%08x" % crc32c(data)}
+               "dataset": dataset, "at": at, "bytes": nbytes, "crc32c": "0x%08x" % crc32c(data)}
         if t["slices"] != [one]:
             die("inspect: %s slices %r, expected [%r]" % (t["name"], t["slices"], one))
     print("inspect: %d tensors as expected" % len(names))
@@ -241,7 +244,7 @@ def main(argv):
         die(__doc__)
     cmd = argv[1]
     if cmd == "inspect":
-        check_inspect(json.load(open(argv[2])), argv[3], int(argv[4]), int(argv[5]))
+        check_inspect(json.load(open(argv[2])), argv[3], int(argv[4]), int(argv[5]), *argv[6:7])
     elif cmd == "list":
         check_list(json.load(open(argv[2])), argv[3], argv[4:])
     elif cmd == "verify":

@@ -12,6 +12,37 @@ tests_device_dev_check_LDADD = runtime/libllmp.la
 # libllmp linked in statically: srun runs the real binary (as rt_check).
 tests_device_dev_check_LDFLAGS = -static
 
+# Device checkpoints (tests/device_ckpt.bats, no cluster): dev_ckpt saves
+# and loads "device" tensors that fake_cuda, a test double of the CUDA
+# driver, holds. The bats file links it as libcuda.so.1 in a directory of
+# the test's own, on LD_LIBRARY_PATH for those runs only: dev_ckpt loads
+# "libcuda.so.1" as a program loads its driver, and libllmp then finds it
+# the way it finds the real one. It is never installed.
+check_PROGRAMS += tests/device/dev_ckpt
+tests_device_dev_ckpt_SOURCES = tests/device/dev_ckpt.c
+tests_device_dev_ckpt_LDADD = runtime/libllmp.la
+tests_device_dev_ckpt_LDFLAGS = -static
+check_LTLIBRARIES += tests/device/fake_cuda.la
+tests_device_fake_cuda_la_SOURCES = tests/device/fake_cuda.c
+# Its calls are the driver's, declared by no header of ours.
+tests_device_fake_cuda_la_CFLAGS = $(AM_CFLAGS) -Wno-missing-prototypes
+tests_device_fake_cuda_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_device_fake_cuda_la_LIBADD = -lpthread
+if HAVE_BATS
+TESTS += tests/device_ckpt.bats
+endif
+EXTRA_DIST += tests/device_ckpt.bats
+
+if HAVE_CUDA
+# cuda_api.h writes the driver's constants and CUDA_MEMCPY2D out, so that
+# libllmp builds without CUDA headers; this checks them against cuda.h as it compiles.
+check_PROGRAMS += tests/device/cuda_abi_check
+TESTS += tests/device/cuda_abi_check
+tests_device_cuda_abi_check_SOURCES = tests/device/cuda_abi_check.c
+tests_device_cuda_abi_check_CPPFLAGS = $(AM_CPPFLAGS) $(NCCL_CPPFLAGS) $(CUDA_CPPFLAGS)
+endif
+EXTRA_DIST += tests/device/cuda_abi_check.c
+
 if HAVE_NCCL
 check_LTLIBRARIES += tests/device/fake_nccl.la
 tests_device_fake_nccl_la_SOURCES = tests/device/fake_nccl.c

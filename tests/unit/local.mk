@@ -11,7 +11,7 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/fuzz/fuzz_replay tests/unit/test_kernels tests/unit/test_crc32c \
 	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics
 if BUILD_RUNTIME
-unit_tests += tests/unit/test_ckpt_format
+unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node
 endif
 # The CUDA kernels' element functions, compiled by the C compiler (always)
 # and, with nvcc, by nvcc as CUDA host code; the link of the kernels'
@@ -65,6 +65,11 @@ if BUILD_RUNTIME
 tests_unit_test_ckpt_format_CFLAGS = $(test_cflags)
 tests_unit_test_ckpt_format_LDADD = runtime/ckpt/format/libckpt_format.la topology/libplanner.la \
 	kernels/libkernels.la $(CMOCKA_LIBS)
+# files=node's layout and writes (runtime/ckpt/ckpt_node.c, ckpt_hdf5.c): the
+# runtime linked as bench_ckpt_commit links it, no job started.
+tests_unit_test_ckpt_node_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(UCX_CFLAGS) $(HDF5_CFLAGS)
+tests_unit_test_ckpt_node_CFLAGS = $(test_cflags)
+tests_unit_test_ckpt_node_LDADD = runtime/libllmp_core.la $(CMOCKA_LIBS)
 endif
 tests_unit_test_cuda_elem_CFLAGS = $(test_cflags)
 tests_unit_test_cuda_elem_LDADD = kernels/libkernels.la $(CMOCKA_LIBS) -lm

@@ -350,18 +350,84 @@ static void manifest_other_version(void **state)
 		   "llmp-checkpoint 1\nstep 200\nworld 1\nlayout tp=1\nmeta 0 0x00000000\n"
 		   "shard 0 5808\nslice b int32 1 10 0 10 0 0x0000abcd\nend\n");
 	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_ERR_UNSUPPORTED);
-	if (!strstr(msg, path) || !strstr(msg, "format version 1; this llmp reads version 2") ||
+	if (!strstr(msg, path) || !strstr(msg, "format version 1; this llmp reads versions 2 to 3") ||
 	    !strstr(msg, "save it again"))
 		fail_msg("message '%s'", msg);
 	assert_null(m.slices);
 	/* A later version, sealed the same way. */
 	char text[2048];
 	snprintf(text, sizeof text, "%s", good_manifest);
-	text[16] = '3';
+	text[16] = '4';
 	write_sealed(s->dir, text, strlen(text));
 	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_ERR_UNSUPPORTED);
-	assert_non_null(strstr(msg, "format version 3; this llmp reads version 2"));
+	assert_non_null(strstr(msg, "format version 4; this llmp reads versions 2 to 3"));
 	assert_null(m.slices);
+}
+
+/*
+ * Format 3 (files=node): ranks 0 and 1 on one node write shard-0.h5, rank 2
+ * alone on another writes shard-2.h5. Each slice line has FILE after OWNER.
+ */
+static const char node_manifest[] =
+	"llmp-checkpoint 3\nstep 300\nworld 3\nlayout tp=3,world=3\nmeta 0 0x00000000\n"
+	"index 9000 0x0badf00d\nshard 0 20480 0x01234567\nshard 2 8192 0x89abcdef\n"
+	"slice w float32 2 6 4 0 0 2 4 0 0 4096 0x0000000a\n"
+	"slice w float32 2 6 4 2 0 2 4 1 0 8192 0x0000000b\n"
+	"slice w float32 2 6 4 4 0 2 4 2 2 4096 0x0000000c\n";
+
+static void manifest_node_files(void **state)
+{
+	struct scratch *s = *state;
+	struct ck_manifest m;
+	char path[256], msg[LLMP_MSG_MAX], name[CK_DATASET_MAX], text[2048];
+	snprintf(path, sizeof path, "%s/MANIFEST", s->dir);
+	write_sealed(s->dir, node_manifest, strlen(node_manifest));
+	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(m.version, 3);
+	assert_int_equal(m.nslices, 3);
+	static const uint32_t owner[] = { 0, 1, 2 }, file[] = { 0, 0, 2 }, crc[] = { 10, 11, 12 };
+	static const uint64_t at[] = { 4096, 8192, 4096 };
+	static const char *const dataset[] = { "rank-0/w", "rank-1/w", "rank-2/w" };
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(m.slices[i].owner, owner[i]);
+		assert_int_equal(m.slices[i].file, file[i]);
+		assert_int_equal(m.slices[i].at, at[i]);
+		assert_int_equal(m.slices[i].crc, crc[i]);
+		assert_true(m.slices[i].node_file);
+		ck_dataset_name(&m.slices[i], name, sizeof name);
+		assert_string_equal(name, dataset[i]);
+		assert_true(ck_manifest_shard(&m, m.slices[i].file) < m.nshards);
+	}
+	assert_int_equal(ck_validate_slices(m.slices, m.nslices, NULL, msg, sizeof msg), LLMP_OK);
+	ck_manifest_free(&m);
+
+	/* Format 2 keeps a file per owner and the bare name. */
+	write_sealed(s->dir, good_manifest, strlen(good_manifest));
+	assert_int_equal(ck_manifest_read(path, &m, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(m.version, 2);
+	assert_int_equal(m.slices[2].file, 1);
+	assert_false(m.slices[2].node_file);
+	ck_dataset_name(&m.slices[2], name, sizeof name);
+	assert_string_equal(name, "w");
+	ck_manifest_free(&m);
+
+	/* A version-2 slice line in a version-3 MANIFEST, a FILE above its OWNER, an extra word. */
+	static const char *const bad[] = {
+		"slice w float32 2 6 4 2 0 2 4 1 8192 0x0000000b\n",
+		"slice w float32 2 6 4 2 0 2 4 1 2 8192 0x0000000b\n",
+		"slice w float32 2 6 4 2 0 2 4 1 0 8192 0x0000000b 0\n",
+	};
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		const char *line = strstr(node_manifest, "slice w float32 2 6 4 2 0");
+		size_t head = (size_t)(line - node_manifest);
+		const char *rest = strchr(line, '\n') + 1;
+		snprintf(text, sizeof text, "%.*s%s%s", (int)head, node_manifest, bad[i], rest);
+		write_sealed(s->dir, text, strlen(text));
+		msg[0] = '\0';
+		if (ck_manifest_read(path, &m, msg, sizeof msg) != LLMP_ERR_IO ||
+		    !strstr(msg, "malformed at line 10"))
+			fail_msg("case %zu: '%s'", i, msg);
+	}
 }
 
 /* ------------------------------------------------------------------ tiling */
@@ -463,6 +529,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(manifest_rejected, make_scratch, remove_scratch),
 		cmocka_unit_test_setup_teardown(manifest_checksum, make_scratch, remove_scratch),
 		cmocka_unit_test_setup_teardown(manifest_other_version, make_scratch, remove_scratch),
+		cmocka_unit_test_setup_teardown(manifest_node_files, make_scratch, remove_scratch),
 		cmocka_unit_test(tiling),
 		cmocka_unit_test_setup_teardown(listing, make_scratch, remove_scratch),
 	};

@@ -248,8 +248,9 @@ static void grammar_names_every_key(void **state)
 {
 	(void)state;
 	const char *g = llmp_ckpt_spec_grammar();
-	static const char *const words[] = { "DIR",        "dir=DIR", "every=N",     "every=Nmin", "keep=N",
-					     "restarts=N", "help",    "(default 2)", "(default 3)" };
+	static const char *const words[] = { "DIR",         "dir=DIR",        "every=N", "every=Nmin",
+					     "keep=N",      "restarts=N",     "help",    "(default 2)",
+					     "(default 3)", "files=rank|node" };
 	for (size_t i = 0; i < ARRAY_LEN(words); i++)
 		if (!strstr(g, words[i]))
 			fail_msg("grammar lacks '%s'", words[i]);
@@ -291,7 +292,12 @@ static void keys_and_values_missing_or_unknown(void **state)
 	REJECT("d,every=", "every=: missing value");
 	REJECT("d,restarts=", "restarts=: missing value");
 	REJECT("dir=", "dir=: missing value");
-	REJECT("d,kep=3", "unknown key 'kep'", "known keys: dir every keep restarts");
+	REJECT("d,kep=3", "unknown key 'kep'", "known keys: dir every keep restarts files");
+	REJECT("d,files=", "files=: missing value");
+	/* The value is named with the key, and what it may be. */
+	REJECT("d,files=nodes", "files=nodes: must be rank", "or node");
+	REJECT("d,files=Node", "files=Node: must be rank");
+	REJECT("d,files=1", "files=1: must be rank");
 	REJECT("d,Keep=3", "unknown key 'Keep'");
 	REJECT("d,every_min=3", "unknown key 'every_min'");
 	/* A path with '=' reads as a key: the message says how to write it. */
@@ -386,12 +392,13 @@ static void directory_length_and_bytes(void **state)
 	REJECT(text, "directory is longer than 1023 bytes", "'/aaaa");
 	snprintf(text, sizeof text, "dir=/%s,keep=1", repeat('b', 1023));
 	REJECT(text, "directory is longer than 1023 bytes", "'dir=/bbb");
-	/* The whole text is bounded too: 1088 characters at most. */
-	snprintf(text, sizeof text, "d,%s", repeat(',', 1086));
-	assert_int_equal(strlen(text), 1088);
-	REJECT(text, "empty item"); /* 1088 is read (and is wrong) */
-	snprintf(text, sizeof text, "d%s", repeat(',', 1088));
-	REJECT(text, "checkpoint spec is longer than 1088 characters");
+	/* The whole text is bounded too: 1120 characters at most (DIR and the canonical keys). */
+	assert_int_equal(LLMP_CKPT_SPEC_MAX_LEN, 1120);
+	snprintf(text, sizeof text, "d,%s", repeat(',', 1118));
+	assert_int_equal(strlen(text), 1120);
+	REJECT(text, "empty item"); /* 1120 is read (and is wrong) */
+	snprintf(text, sizeof text, "d%s", repeat(',', 1120));
+	REJECT(text, "checkpoint spec is longer than 1120 characters");
 
 	/* Control characters are refused and never echoed. */
 	REJECT("/a\nb", "'/a?b': control character at byte 3 of the directory");
@@ -455,6 +462,16 @@ static void overlay_precedence(void **state)
 	assert_true(s.every_minutes);
 	assert_string_equal(s.dir, "/opt"); /* the site gave none: kept */
 
+	/* files= layers like the others: a site's files=node, then an option's files=rank. */
+	llmp_ckpt_spec site_node = accept("files=node"), opt_rank = accept("files=rank");
+	llmp_ckpt_spec_overlay(&s, &site_node);
+	llmp_ckpt_spec_overlay(&s, &env); /* gives no files=: the site's stays */
+	assert_true(s.node_files);
+	llmp_ckpt_spec_overlay(&s, &opt_rank);
+	assert_false(s.node_files);
+	llmp_ckpt_spec_overlay(&s, &opt); /* the option's directory back, files=rank kept */
+	assert_false(s.node_files);
+
 	/* An overlay of nothing keeps everything. */
 	llmp_ckpt_spec none, before;
 	llmp_ckpt_spec_init(&none);
@@ -484,6 +501,10 @@ static void format_canonical_text(void **state)
 		{ "dir=help", "dir=help,keep=2,restarts=3" },
 		{ "./help", "./help,keep=2,restarts=3" },
 		{ "./my run,every=1min", "./my run,every=1min,keep=2,restarts=3" },
+		/* files=rank is the default and not printed, so older readers see the old text. */
+		{ "/a,files=rank", "/a,keep=2,restarts=3" },
+		{ "files=node,/a", "/a,keep=2,restarts=3,files=node" },
+		{ "/a,files=node,files=rank", "/a,keep=2,restarts=3" },
 	};
 	char out[LLMP_CKPT_SPEC_MAX_LEN + 1];
 
@@ -506,6 +527,7 @@ static void format_round_trip(void **state)
 		"dir=/x=y=z,every=3min",
 		"dir=help,restarts=0",
 		"/data/\xc3\xa9t\xc3\xa9,keep=1",
+		"d,files=node",
 	};
 	char out[LLMP_CKPT_SPEC_MAX_LEN + 1], again_text[LLMP_CKPT_SPEC_MAX_LEN + 1];
 
@@ -518,13 +540,15 @@ static void format_round_trip(void **state)
 		assert_int_equal(again.every_minutes, s.every_minutes);
 		assert_int_equal(again.keep, s.keep);
 		assert_int_equal(again.max_restarts, s.max_restarts);
+		assert_int_equal(again.node_files, s.node_files);
 		/* The canonical text is a fixed point. */
 		llmp_ckpt_spec_format(&again, again_text, sizeof again_text);
 		assert_string_equal(again_text, out);
 	}
 	/* The longest spec fits LLMP_CKPT_SPEC_MAX_LEN. */
 	char text[TEXT_MAX];
-	snprintf(text, sizeof text, "dir=/%s=,every=1000000000min,keep=1000000000,restarts=1000000000",
+	snprintf(text, sizeof text,
+		 "dir=/%s=,every=1000000000min,keep=1000000000,restarts=1000000000,files=node",
 		 repeat('q', 1021));
 	llmp_ckpt_spec s = accept_checked(text);
 	int n = llmp_ckpt_spec_format(&s, out, sizeof out);

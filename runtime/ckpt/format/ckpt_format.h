@@ -27,9 +27,16 @@
 /*
  * 2: every file of a step has its size and CRC-32C in the MANIFEST, which
  * ends with its own; each slice line says where the slice's bytes are.
- * Version 1 (no checksums of the HDF5 files) is refused: see doc/checkpoint.md.
+ * 3: version 2 with one shard file per node (files=node): each slice line
+ * also names the file that holds it, and each slice's dataset there is
+ * rank-OWNER/NAME. A save with a file per rank still writes version 2, so
+ * an llmp that reads only version 2 reads it. Version 1 (no checksums of
+ * the HDF5 files) is refused: see doc/checkpoint.md.
  */
-#define CK_FORMAT_VERSION 2
+#define CK_FORMAT_VERSION 3                      /* the newest this llmp reads and writes */
+#define CK_FORMAT_OLDEST 2                       /* the oldest it reads */
+#define CK_FORMAT_PER_RANK 2                     /* what a save with one file per rank writes */
+#define CK_DATASET_MAX (LLMP_CKPT_MAX_NAME + 24) /* bytes of a dataset's path in its shard, NUL included */
 
 /* The names in a checkpoint root and in a step directory. */
 #define CK_LATEST "latest"
@@ -50,9 +57,15 @@ struct ck_slice {
 	uint32_t rank;   /* world rank that registered it */
 	uint32_t owner;  /* world rank that writes it: the lowest with the same slice */
 	uint32_t crc;    /* CRC-32C of its bytes, once written */
-	uint64_t at;     /* where its bytes start in shard-OWNER.h5, once written */
+	uint64_t at;     /* where its bytes start in shard-FILE.h5, once written */
 	uint32_t tensor; /* its place among the tensors `rank` registered (not in the MANIFEST) */
+	uint32_t
+		file; /* the shard file holding it, shard-FILE.h5: owner, or the first rank of owner's node */
+	bool node_file; /* that file holds a node's slices (format 3): its dataset is rank-OWNER/NAME */
 };
+
+/* Where slice s's dataset is in its shard: NAME, or rank-OWNER/NAME in a node's file. */
+void ck_dataset_name(const struct ck_slice *s, char *buf, size_t len);
 
 /* Elements and bytes of a slice. */
 uint64_t ck_volume(const struct ck_slice *s);
@@ -117,6 +130,7 @@ llmp_status ck_replace_file(const char *dir, const char *name, const char *tmp_n
 /* ------------------------------------------------ MANIFEST (manifest.c) */
 
 struct ck_manifest {
+	int version; /* CK_FORMAT_OLDEST..CK_FORMAT_VERSION; 3 (node files) when a slice's file is not its owner */
 	uint64_t step;
 	uint32_t world;
 	char layout[LLMP_SPEC_MAX_LEN + 64];
@@ -124,11 +138,12 @@ struct ck_manifest {
 	uint32_t meta_crc;
 	uint64_t index_bytes;
 	uint32_t index_crc;
-	uint32_t *shard_ranks; /* ranks with a shard file, increasing */
+	uint32_t *shard_ranks; /* ranks with a shard file (shard-RANK.h5), increasing */
 	uint64_t *shard_bytes;
 	uint32_t *shard_crcs; /* of each shard file whole */
 	size_t nshards;
-	struct ck_slice *slices; /* owners and CRCs set; sorted as ck_plan_slices: by name, offset, shape */
+	struct ck_slice
+		*slices; /* owners, files and CRCs set; sorted as ck_plan_slices: by name, offset, shape */
 	size_t nslices;
 };
 /*

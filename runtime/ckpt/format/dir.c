@@ -32,6 +32,19 @@ void ck_shard_path(const char *dir, uint32_t rank, char *buf, size_t len)
 		snprintf(buf, len, "shard-%u.h5", rank);
 }
 
+/*
+ * A node's file holds slices of several ranks, which may be slices of the
+ * same tensor: each rank's datasets go under a group of its own, so no two
+ * names meet whatever the tensors are called.
+ */
+void ck_dataset_name(const struct ck_slice *s, char *buf, size_t len)
+{
+	if (s->node_file)
+		snprintf(buf, len, "rank-%u/%s", s->owner, s->name);
+	else
+		snprintf(buf, len, "%s", s->name);
+}
+
 llmp_status ck_fsync_msg(const char *path, char *msg, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

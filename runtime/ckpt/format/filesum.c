@@ -159,7 +159,7 @@ llmp_status ck_shard_check(int fd, const char *path, const struct ck_manifest *m
 	if (!e)
 		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "checking %s: out of memory", path);
 	for (size_t i = 0; i < m->nslices; i++)
-		if (m->slices[i].owner == m->shard_ranks[k])
+		if (m->slices[i].file == m->shard_ranks[k])
 			e[n++] = (struct ck_extent){ .at = m->slices[i].at,
 						     .bytes = ck_bytes(&m->slices[i]),
 						     .crc = m->slices[i].crc };

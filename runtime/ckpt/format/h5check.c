@@ -146,12 +146,14 @@ llmp_status ck_h5_locate(struct ck_h5 *h5, const struct ck_slice *s, uint64_t *f
 			 size_t len)
 {
 	llmp_status st;
+	char dname[CK_DATASET_MAX];
+	ck_dataset_name(s, dname, sizeof dname);
 	H5E_BEGIN_TRY
 	{
-		hid_t dset = H5Dopen2(h5->file, s->name, H5P_DEFAULT);
+		hid_t dset = H5Dopen2(h5->file, dname, H5P_DEFAULT);
 		if (dset < 0) {
-			st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: no such dataset", h5->path,
-				       s->name);
+			st = llmp_fail(LLMP_ERR_IO, msg, len, "%s: tensor %s: no dataset %s", h5->path,
+				       s->name, dname);
 		} else {
 			st = locate(h5, dset, s, file_offset, msg, len);
 			H5Dclose(dset);
@@ -221,12 +223,14 @@ static llmp_status check_mapping(const struct ck_h5 *h5, hid_t dcpl, size_t i, c
 {
 	const char *path = h5->path, *name = s->name;
 	hid_t vspace = H5Pget_virtual_vspace(dcpl, i), sspace = H5Pget_virtual_srcspace(dcpl, i);
-	char file[64] = "", dset[LLMP_CKPT_MAX_NAME + 2] = "", want[32] = "";
+	char file[64] = "", dset[CK_DATASET_MAX + 1] = "", want[32] = "", want_dset[CK_DATASET_MAX] = "";
 	H5Pget_virtual_filename(dcpl, i, file, sizeof file);
 	H5Pget_virtual_dsetname(dcpl, i, dset, sizeof dset);
 	size_t k = vspace < 0 ? n : mapped_slice(vspace, s, n);
-	if (k < n)
-		ck_shard_path(NULL, s[k].owner, want, sizeof want);
+	if (k < n) {
+		ck_shard_path(NULL, s[k].file, want, sizeof want);
+		ck_dataset_name(&s[k], want_dset, sizeof want_dset);
+	}
 	llmp_status st = LLMP_OK;
 	if (k == n)
 		st = llmp_fail(LLMP_ERR_IO, msg, len,
@@ -237,10 +241,10 @@ static llmp_status check_mapping(const struct ck_h5 *h5, hid_t dcpl, size_t i, c
 		st = llmp_fail(LLMP_ERR_IO, msg, len,
 			       "%s: tensor %s: mapping %zu fills a slice another mapping fills too", path,
 			       name, i);
-	else if (strcmp(file, want) != 0 || strcmp(dset, name) != 0)
+	else if (strcmp(file, want) != 0 || strcmp(dset, want_dset) != 0)
 		st = llmp_fail(LLMP_ERR_IO, msg, len,
 			       "%s: tensor %s: mapping %zu reads %s:%s, its MANIFEST says %s:%s", path, name,
-			       i, file, dset, want, name);
+			       i, file, dset, want, want_dset);
 	else if (!whole_source(sspace, &s[k]))
 		st = llmp_fail(LLMP_ERR_IO, msg, len,
 			       "%s: tensor %s: mapping %zu reads a part of its source, or "

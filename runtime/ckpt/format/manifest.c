@@ -3,7 +3,8 @@
  * manifest.c - reading MANIFEST, the text file that makes a checkpoint
  * checkable: what was saved, by which layout, in which shard and where in
  * it, and the size and CRC-32C of every file of the step and of every slice
- * (doc/checkpoint.md).
+ * (doc/checkpoint.md). Versions 2 and 3 are read; 3 (a shard file per node)
+ * adds FILE after OWNER on each slice line.
  *
  *     llmp-checkpoint 2
  *     step 200
@@ -95,7 +96,8 @@ static bool sane_slice(const struct ck_slice *s)
 	return elements <= limit / llmp_dtype_size((llmp_dtype)s->dtype);
 }
 
-static bool parse_slice(char *rest, struct ck_slice *s)
+/* A slice line; version 3 has FILE, the shard holding it, after OWNER (version 2: OWNER's own). */
+static bool parse_slice(char *rest, int version, struct ck_slice *s)
 {
 	char *save, *tok = strtok_r(rest, " ", &save);
 	if (!tok || strlen(tok) > LLMP_CKPT_MAX_NAME)
@@ -115,7 +117,14 @@ static bool parse_slice(char *rest, struct ck_slice *s)
 				return false;
 	if (!next_number(&save, 10, UINT32_MAX, &v))
 		return false;
-	s->owner = s->rank = (uint32_t)v;
+	s->owner = s->rank = s->file = (uint32_t)v;
+	if (version >= 3) {
+		/* A node's first rank lays out its file: never a rank above the owner. */
+		if (!next_number(&save, 10, UINT32_MAX, &v) || v > s->owner)
+			return false;
+		s->file = (uint32_t)v;
+		s->node_file = true;
+	}
 	if (!next_number(&save, 10, UINT64_MAX, &s->at) || !next_number(&save, 16, UINT32_MAX, &v) ||
 	    strtok_r(NULL, " ", &save))
 		return false;
@@ -191,7 +200,7 @@ static bool parse_line(char *line, char *rest, struct ck_manifest *m, unsigned *
 		return parse_shard(rest, m);
 	if (strcmp(line, "slice") == 0) {
 		if (!grow((void **)&m->slices, m->nslices, sizeof *m->slices) ||
-		    !parse_slice(rest, &m->slices[m->nslices]))
+		    !parse_slice(rest, m->version, &m->slices[m->nslices]))
 			return false;
 		/* Sorted by name, as the save lists them: a tensor's slices are consecutive. */
 		const struct ck_slice *s = &m->slices[m->nslices];
@@ -253,11 +262,11 @@ static int first_line_version(const char *text, size_t n)
 static llmp_status unsealed(const char *path, const char *text, size_t n, char *msg, size_t len)
 {
 	int version = first_line_version(text, n);
-	if (version > 0 && version != CK_FORMAT_VERSION)
+	if (version > 0 && (version < CK_FORMAT_OLDEST || version > CK_FORMAT_VERSION))
 		return llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len,
-				 "%s: format version %d; this llmp reads version %d only%s", path, version,
-				 CK_FORMAT_VERSION,
-				 version < CK_FORMAT_VERSION
+				 "%s: format version %d; this llmp reads versions %d to %d only%s", path,
+				 version, CK_FORMAT_OLDEST, CK_FORMAT_VERSION,
+				 version < CK_FORMAT_OLDEST
 					 ? " (older versions have no checksums of their HDF5 "
 					   "files: load it with the llmp that saved it, then save it again)"
 					 : "");
@@ -313,11 +322,13 @@ static llmp_status parse_body(const char *path, char *text, size_t body, struct 
 			      size_t len)
 {
 	int version = first_line_version(text, body);
-	if (version != CK_FORMAT_VERSION)
-		return version > 0 ? llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len,
-					       "%s: format version %d; this llmp reads version %d only", path,
-					       version, CK_FORMAT_VERSION)
-				   : llmp_fail(LLMP_ERR_IO, msg, len, "%s: malformed at line 1", path);
+	if (version < CK_FORMAT_OLDEST || version > CK_FORMAT_VERSION)
+		return version > 0
+			       ? llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len,
+					   "%s: format version %d; this llmp reads versions %d to %d only",
+					   path, version, CK_FORMAT_OLDEST, CK_FORMAT_VERSION)
+			       : llmp_fail(LLMP_ERR_IO, msg, len, "%s: malformed at line 1", path);
+	m->version = version;
 	unsigned lineno = 1, seen = 0;
 	char *p = (char *)memchr(text, '\n', body) + 1, *end = text + body;
 	while (p < end) {

@@ -29,9 +29,9 @@
 
 #define CHUNK_BYTES ((size_t)8 << 20)
 
-/* The MANIFEST's slices by owner, so each shard finds its own without a scan of all. */
+/* The MANIFEST's slices by the file holding them, so each shard finds its own without a scan of all. */
 struct owned {
-	uint32_t owner;
+	uint32_t file;
 	size_t slice;
 };
 
@@ -40,7 +40,7 @@ struct verifier {
 	const struct ck_verify_hooks *hooks;
 	struct ck_verify_totals *totals;
 	const struct ck_manifest *m;
-	struct owned *owned;  /* m->nslices, by owner then MANIFEST order */
+	struct owned *owned;  /* m->nslices, by file then MANIFEST order */
 	uint64_t total_bytes; /* of every slice, for progress */
 	char *buf;            /* CHUNK_BYTES */
 	char *first;          /* the first problem's message */
@@ -76,18 +76,18 @@ static void progress(struct verifier *v, const char *file, const char *tensor)
 static int compare_owned(const void *a, const void *b)
 {
 	const struct owned *x = a, *y = b;
-	if (x->owner != y->owner)
-		return x->owner < y->owner ? -1 : 1;
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
 	return x->slice < y->slice ? -1 : x->slice > y->slice;
 }
 
-/* The first of v->owned whose owner is rank (or >= it). */
+/* The first of v->owned whose file is rank's (or >= it). */
 static size_t first_owned(const struct verifier *v, uint32_t rank)
 {
 	size_t lo = 0, hi = v->m->nslices;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (v->owned[mid].owner < rank)
+		if (v->owned[mid].file < rank)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -102,7 +102,7 @@ static unsigned long layout_world(const char *layout)
 	return w && (w == layout || w[-1] == ',') ? strtoul(w + 6, NULL, 10) : 0;
 }
 
-/* The MANIFEST's own consistency: its step and world, its tiling, a shard line for every owner. */
+/* The MANIFEST's own consistency: its step and world, its tiling, a shard line for every file named. */
 static void check_manifest(struct verifier *v, uint64_t step)
 {
 	const struct ck_manifest *m = v->m;
@@ -122,13 +122,13 @@ static void check_manifest(struct verifier *v, uint64_t step)
 		problemf(v, CK_MANIFEST, m->slices[culprit].name, "%s/" CK_MANIFEST ": %s", v->dir, text);
 	for (size_t i = 0; i < m->nslices; i++) {
 		const struct ck_slice *s = &m->slices[v->owned[i].slice];
-		if (i > 0 && v->owned[i - 1].owner == s->owner)
+		if (i > 0 && v->owned[i - 1].file == s->file)
 			continue;
-		if (ck_manifest_shard(m, s->owner) == m->nshards)
+		if (ck_manifest_shard(m, s->file) == m->nshards)
 			problemf(v, CK_MANIFEST, s->name,
 				 "%s/" CK_MANIFEST ": tensor %s: a slice is in the shard of "
 				 "rank %u, which it does not list",
-				 v->dir, s->name, s->owner);
+				 v->dir, s->name, s->file);
 	}
 }
 
@@ -240,7 +240,7 @@ static void check_shard(struct verifier *v, size_t k)
 	char path[4200], file[32];
 	struct stat sb;
 	size_t first = first_owned(v, rank), end = first;
-	while (end < m->nslices && v->owned[end].owner == rank)
+	while (end < m->nslices && v->owned[end].file == rank)
 		end++;
 	ck_shard_path(v->dir, rank, path, sizeof path);
 	ck_shard_path(NULL, rank, file, sizeof file);
@@ -359,7 +359,7 @@ llmp_status ck_verify_step(const char *dir, uint64_t step, const struct ck_verif
 	totals->shards = m.nshards;
 	for (size_t i = 0; i < m.nslices; i++) {
 		v.total_bytes += ck_bytes(&m.slices[i]);
-		v.owned[i] = (struct owned){ .owner = m.slices[i].owner, .slice = i };
+		v.owned[i] = (struct owned){ .file = m.slices[i].file, .slice = i };
 	}
 	if (m.nslices)
 		qsort(v.owned, m.nslices, sizeof *v.owned, compare_owned);

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cuda_api.c - the CUDA driver loaded with dlopen, its calls resolved into a table. */
+#include "cuda_api.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology/fail.h"
+
+#define DEFAULT_DRIVER "libcuda.so.1"
+
+/*
+ * The exported names: cuda.h maps several calls to a versioned symbol
+ * (#define cuMemcpyDtoHAsync cuMemcpyDtoHAsync_v2), and dlsym needs that one.
+ */
+static const struct {
+	const char *name;
+	size_t offset;
+} symbols[] = {
+	{ "cuInit", offsetof(struct rt_cuda, init) },
+	{ "cuGetErrorName", offsetof(struct rt_cuda, get_error_name) },
+	{ "cuGetErrorString", offsetof(struct rt_cuda, get_error_string) },
+	{ "cuPointerGetAttribute", offsetof(struct rt_cuda, pointer_get_attribute) },
+	{ "cuDeviceGet", offsetof(struct rt_cuda, device_get) },
+	{ "cuDevicePrimaryCtxRetain", offsetof(struct rt_cuda, primary_ctx_retain) },
+	{ "cuDevicePrimaryCtxRelease_v2", offsetof(struct rt_cuda, primary_ctx_release) },
+	{ "cuCtxGetCurrent", offsetof(struct rt_cuda, ctx_get_current) },
+	{ "cuCtxPushCurrent_v2", offsetof(struct rt_cuda, ctx_push_current) },
+	{ "cuCtxPopCurrent_v2", offsetof(struct rt_cuda, ctx_pop_current) },
+	{ "cuCtxSynchronize", offsetof(struct rt_cuda, ctx_synchronize) },
+	{ "cuMemHostAlloc", offsetof(struct rt_cuda, mem_host_alloc) },
+	{ "cuMemFreeHost", offsetof(struct rt_cuda, mem_free_host) },
+	{ "cuStreamCreate", offsetof(struct rt_cuda, stream_create) },
+	{ "cuStreamDestroy_v2", offsetof(struct rt_cuda, stream_destroy) },
+	{ "cuStreamSynchronize", offsetof(struct rt_cuda, stream_synchronize) },
+	{ "cuMemcpyDtoHAsync_v2", offsetof(struct rt_cuda, memcpy_dtoh_async) },
+	{ "cuMemcpyHtoDAsync_v2", offsetof(struct rt_cuda, memcpy_htod_async) },
+	{ "cuMemcpy2DAsync_v2", offsetof(struct rt_cuda, memcpy_2d_async) },
+	{ "cuEventCreate", offsetof(struct rt_cuda, event_create) },
+	{ "cuEventDestroy_v2", offsetof(struct rt_cuda, event_destroy) },
+	{ "cuEventRecord", offsetof(struct rt_cuda, event_record) },
+	{ "cuEventSynchronize", offsetof(struct rt_cuda, event_synchronize) },
+	{ "cuEventQuery", offsetof(struct rt_cuda, event_query) },
+};
+
+static const char *driver_path(void)
+{
+	const char *path = getenv("LLMP_CUDA_LIBRARY");
+	return path && *path ? path : DEFAULT_DRIVER;
+}
+
+llmp_status rt_cuda_load(struct rt_cuda *cu, char *msg, size_t len)
+{
+	memset(cu, 0, sizeof *cu);
+	snprintf(cu->path, sizeof cu->path, "%s", driver_path());
+	/* RTLD_LOCAL: the driver's symbols stay out of the program's namespace. */
+	cu->lib = dlopen(cu->path, RTLD_NOW | RTLD_LOCAL);
+	if (!cu->lib) {
+		const char *why = dlerror();
+		return llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "cannot load the CUDA driver (%s): %s",
+				 cu->path, why ? why : "dlopen failed");
+	}
+	for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
+		/* POSIX allows converting dlsym's object pointer to a function pointer. */
+		void *sym = dlsym(cu->lib, symbols[i].name);
+		if (!sym) {
+			llmp_status st = llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "%s has no %s", cu->path,
+						   symbols[i].name);
+			rt_cuda_unload(cu);
+			return st;
+		}
+		memcpy((char *)cu + symbols[i].offset, &sym, sizeof sym);
+	}
+	rt_cu_result r = cu->init(0);
+	if (r != RT_CUDA_SUCCESS) {
+		char why[160];
+		llmp_status st = llmp_fail(LLMP_ERR_DEVICE, msg, len, "%s: cuInit: %s", cu->path,
+					   rt_cuda_why(cu, r, why, sizeof why));
+		rt_cuda_unload(cu);
+		return st;
+	}
+	return LLMP_OK;
+}
+
+void rt_cuda_unload(struct rt_cuda *cu)
+{
+	if (cu->lib)
+		dlclose(cu->lib); /* the program's own reference, if any, keeps it mapped */
+	memset(cu, 0, sizeof *cu);
+}
+
+const char *rt_cuda_why(const struct rt_cuda *cu, rt_cu_result r, char *buf, size_t len)
+{
+	const char *name = NULL, *words = NULL;
+	/* Both fail on a driver that cannot even describe its errors (the toolkit's stub). */
+	if (cu->get_error_name && cu->get_error_name(r, &name) != RT_CUDA_SUCCESS)
+		name = NULL;
+	if (cu->get_error_string && cu->get_error_string(r, &words) != RT_CUDA_SUCCESS)
+		words = NULL;
+	if (name && words)
+		snprintf(buf, len, "%s: %s", name, words);
+	else
+		snprintf(buf, len, "CUDA error %d", r);
+	return buf;
+}
+
+/* Whether `driver` (already loaded, or not asked) says p is device memory. */
+static bool driver_says_device(const char *driver, const void *p, int *ordinal)
+{
+	void *lib = dlopen(driver, RTLD_NOW | RTLD_NOLOAD);
+	if (!lib)
+		return false;
+	rt_cu_result (*get)(void *, int, rt_cu_devptr) = NULL;
+	*(void **)&get = dlsym(lib, "cuPointerGetAttribute");
+	unsigned type = 0;
+	bool device = false;
+	/* Host memory CUDA never saw is an error to the driver: that means host. */
+	if (get &&
+	    get(&type, RT_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (rt_cu_devptr)(uintptr_t)p) == RT_CUDA_SUCCESS &&
+	    (type == RT_CU_MEMORYTYPE_DEVICE || type == RT_CU_MEMORYTYPE_ARRAY)) {
+		device = true;
+		if (get(ordinal, RT_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (rt_cu_devptr)(uintptr_t)p) !=
+		    RT_CUDA_SUCCESS)
+			*ordinal = 0;
+	}
+	dlclose(lib); /* RTLD_NOLOAD took a reference; the program keeps its own */
+	return device;
+}
+
+bool rt_cuda_is_device_memory(const void *p, int *ordinal)
+{
+	*ordinal = 0;
+	if (!p)
+		return false;
+	const char *path = driver_path();
+	return driver_says_device(DEFAULT_DRIVER, p, ordinal) ||
+	       (strcmp(path, DEFAULT_DRIVER) != 0 && driver_says_device(path, p, ordinal));
+}
