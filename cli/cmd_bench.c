@@ -536,6 +536,10 @@ static int run(struct bench *b)
 			if (dev.enabled)
 				printf("# NCCL %d.%d.%d, %u groups\n", dev.nccl_version / 10000,
 				       dev.nccl_version / 100 % 100, dev.nccl_version % 100, dev.groups);
+			if (dev.enabled && a->device)
+				printf("# %s\n", dev.deadline ? "every device operation has a deadline "
+								"(LLMP_TIMEOUT, a CUDA event after it)"
+							      : dev.deadline_why);
 		}
 		const char *tls = getenv("UCX_TLS");
 		printf("# UCX_TLS=%s; %u iterations after %u warm-up; time is the slowest rank's mean\n",

@@ -231,3 +231,82 @@ for pid, seq in lines.items():
     assert all(s[1] == "llmp.tp-dp.0" and s[2] == "100" for s in seq if s[0] in ("send", "recv")), seq
 PY
 }
+
+# The deadline per operation: dev_check --cuda puts its operations on a stream
+# of the CUDA driver's test double (tests/device/fake_cuda.c), and with
+# FAKE_NCCL_STUCK=1 every NCCL operation leaves work on the stream that ends
+# only when a communicator is aborted: a member that never comes.
+FAKE_CUDA="$LLMP_BUILDDIR/tests/device/.libs/fake_cuda.so"
+
+@test "deadline: a collective the stream never passes fails every rank after LLMP_TIMEOUT, named; every communicator aborted" {
+	local log=$WORK/nccl.log
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL LLMP_CUDA_LIBRARY=$FAKE_CUDA FAKE_NCCL_LOG=$log \
+		FAKE_NCCL_STUCK=1 LLMP_TIMEOUT=3 run dev_srun 60 -N2 -n4 --llm-parallel=tp=2 \
+		"$DEV_CHECK" --cuda --connect --loop 20
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[ "$(grep -c '^rank [0-3]: deadline on: $' <<<"$output")" -eq 4 ]
+	# Not before the deadline, and found by the watchdog (20 ms a look) soon after it.
+	[ "$(grep -cE "^rank [0-3]: ops operation timed out after (3\.[0-9]|4\.[0-4]) s: llmp_device_allreduce on the world group: llmp_device_allreduce on the world group did not complete within 3 s \(LLMP_TIMEOUT\): a member of the group is stuck, or never made the matching call$" <<<"$output")" -eq 4 ]
+	[ "$(grep -c '^init ' "$log")" -eq "$(grep -c '^abort ' "$log")" ] || { cat "$log"; false; }
+}
+
+@test "deadline: a pipeline step's group is timed from its end, and named by its first operation" {
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL LLMP_CUDA_LIBRARY=$FAKE_CUDA FAKE_NCCL_STUCK=1 \
+		LLMP_TIMEOUT=3 run dev_srun 60 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --cuda --connect --p2p --loop 20
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[ "$(grep -c '^rank [0-3]: p2p ok' <<<"$output")" -eq 4 ]
+	[ "$(grep -cE "^rank [0-3]: ops operation timed out after (3\.[0-9]|4\.[0-4]) s: llmp_device_allreduce on the world group: llmp_device_send on the world group did not complete within 3 s" <<<"$output")" -eq 4 ]
+}
+
+@test "deadline: operations the streams pass are let go, however many; without a CUDA driver there is none, saying why" {
+	# Thousands of operations in 4 s, each passed at once (no delay on the stream),
+	# against a deadline of 1 s: nothing fails, and the events are reused.
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL LLMP_CUDA_LIBRARY=$FAKE_CUDA FAKE_CUDA_DELAY_US=0 \
+		LLMP_TIMEOUT=1 run dev_srun 60 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --cuda --connect --ops --p2p --loop 4
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^rank [0-3]: deadline on: $' <<<"$output")" -eq 4 ]
+	[ "$(grep -cE '^rank [0-3]: ops ok after 4\.[0-9] s: $' <<<"$output")" -eq 4 ]
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL LLMP_CUDA_LIBRARY=$WORK/no-such-libcuda.so \
+		run dev_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK" --connect --ops
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c "^rank [01]: deadline off: no deadline per device operation: .*no-such-libcuda.so" <<<"$output")" -eq 2 ]
+}
+
+# Device checkpoints across ranks (singleton tests: tests/device_ckpt.bats):
+# tests/device/dev_ckpt with the CUDA driver's test double, linked as
+# libcuda.so.1 in a directory on the tasks' LD_LIBRARY_PATH.
+ckpt_env() {
+	mkdir -p "$WORK/driver"
+	ln -sf "$LLMP_BUILDDIR/tests/device/.libs/fake_cuda.so" "$WORK/driver/libcuda.so.1"
+	export LD_LIBRARY_PATH="$WORK/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" FAKE_CUDA=libcuda.so.1
+	DEV_CKPT="$LLMP_BUILDDIR/tests/device/dev_ckpt"
+}
+
+@test "device checkpoints: saved by 4 ranks from device tensors (streamed by chunks), loaded by 3 in another layout; a copy failing on one rank fails the save on all" {
+	ckpt_env
+	local root=$WORK/ckpt
+	run dev_srun 120 -N2 -n4 "$DEV_CKPT" "$root" save 7 async overwrite staging=1000
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^rank [0-3]: saved step 7 device_bytes ' <<<"$output")" -eq 4 ] || { echo "$output"; false; }
+	run dev_srun 120 -N3 -n3 "$DEV_CKPT" "$root" load 7 into=device layout=cols
+	[ "$(grep -c '^rank [0-2]: loaded step 7 into device layout cols: every value as computed$' <<<"$output")" -eq 3 ] ||
+		{ echo "$output"; false; }
+	cat >"$WORK/fail2.sh" <<-EOF
+		#!/bin/sh
+		[ "\$SLURM_PROCID" = 2 ] && export FAKE_CUDA_FAIL=cuMemcpyDtoHAsync:1
+		exec "$DEV_CKPT" "$root" fail 8 async
+	EOF
+	chmod +x "$WORK/fail2.sh"
+	run dev_srun 120 -N2 -n4 "$WORK/fail2.sh"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^rank [0-3]: save failed: .*rank 2: tensor b: cuMemcpyDtoHAsync: CUDA_ERROR_ILLEGAL_ADDRESS' <<<"$output")" -eq 4 ] ||
+		{ echo "$output"; false; }
+	[ ! -e "$root/step-8" ] || { echo "a failed save was committed"; false; }
+	run dev_srun 120 -N2 -n2 "$DEV_CKPT" "$root" load 7 into=host layout=window
+	[ "$(grep -c '^rank [01]: loaded step 7 into host layout window: every value as computed$' <<<"$output")" -eq 2 ] ||
+		{ echo "$output"; false; }
+}

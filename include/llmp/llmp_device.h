@@ -36,6 +36,15 @@ typedef struct llmp_device_info {
 	 * UCX does not; a site's UCX built with CUDA does (configure --with-ucx).
 	 */
 	bool ucx_cuda;
+	/*
+	 * After llmp_device_connect: whether every operation has a deadline,
+	 * the context's timeout (LLMP_TIMEOUT), kept with a CUDA event recorded
+	 * after it on its stream; that needs the CUDA driver. When not: why,
+	 * and failures are found through NCCL's errors and the members'
+	 * processes only.
+	 */
+	bool deadline;
+	char deadline_why[256];
 } llmp_device_info;
 
 llmp_status llmp_device_get_info(const llmp_ctx *ctx, llmp_device_info *info);
@@ -60,11 +69,14 @@ llmp_status llmp_device_connect(llmp_ctx *ctx);
  * arithmetic is NCCL's (16-bit floats rounded at each step of its
  * algorithm, not once as on the host).
  *
- * A communicator that fails later, or a member whose process on this
- * machine dies, is found by the context's watchdog thread: every
- * communicator of the rank is aborted (work waiting on the stream ends)
- * and every later call returns LLMP_ERR_DEVICE or LLMP_ERR_PEER naming
- * the group or the rank.
+ * A communicator that fails later, a member whose process on this machine
+ * dies, or an operation the stream has not passed within the context's
+ * timeout (a member stuck or missing) is found by the context's watchdog
+ * thread: every communicator of the rank is aborted (work waiting on the
+ * stream ends) and every later call returns LLMP_ERR_DEVICE, LLMP_ERR_PEER
+ * or LLMP_ERR_TIMEOUT naming the group, the rank or the operation. The
+ * first call on a stream needs the CUDA context of llmp_device_connect
+ * current in its thread (the events of the deadline are made in it).
  */
 llmp_status llmp_device_allreduce(llmp_comm *comm, const void *send, void *recv, size_t count,
 				  llmp_dtype dtype, llmp_op op, void *stream);

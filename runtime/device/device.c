@@ -217,6 +217,7 @@ void rt_device_fini(llmp_ctx *ctx)
 	if (!d)
 		return;
 	rt_watchdog_stop(d);
+	rt_inflight_fini(d);
 	for (int k = 0; k < KINDS; k++) {
 		struct rt_device_group *g = &d->g[k];
 		if (g->comm && g->same_as < 0) {
@@ -255,6 +256,9 @@ llmp_status llmp_device_get_info(const llmp_ctx *ctx, llmp_device_info *info)
 		info->ids_fetched = d->ids_fetched;
 		info->comms = d->comms;
 		info->connect_seconds = d->connect_seconds;
+		info->deadline = d->inflight.on;
+		snprintf(info->deadline_why, sizeof info->deadline_why, "%.250s",
+			 d->connected && !d->inflight.on ? d->inflight.why : "");
 	}
 #endif
 	return LLMP_OK;
@@ -372,6 +376,8 @@ llmp_status llmp_device_connect(llmp_ctx *ctx)
 			d->g[k].comm = d->g[d->g[k].same_as].comm;
 	d->connected = true;
 	d->connect_seconds = rt_now() - start;
+	d->timeout_s = ctx->timeout_s;
+	rt_inflight_init(d);
 	return rt_watchdog_start(ctx, d);
 #endif
 }

@@ -96,6 +96,10 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 			       "%s: the %s group has one member: nothing to do on the device", name,
 			       llmp_comm_name(comm));
 	}
+	if (!st && (st = rt_inflight_reserve(ctx, d, name)) != LLMP_OK) { /* nothing enqueued */
+		pthread_mutex_unlock(&d->lock);
+		return st;
+	}
 	if (!st) {
 		cudaStream_t s = (cudaStream_t)stream;
 		switch (c) {
@@ -106,16 +110,20 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 		}
 	}
 	char why[LLMP_MSG_MAX];
-	if (!st && r != ncclSuccess && r != ncclInProgress)
+	bool enqueued = !st && (r == ncclSuccess || r == ncclInProgress);
+	if (!st && !enqueued)
 		rt_nccl_why(&d->nccl, nc, r, why, sizeof why);
+	llmp_status watched = enqueued ? rt_inflight_enqueued(ctx, d, kind, name, stream) : LLMP_OK;
 	pthread_mutex_unlock(&d->lock);
 	if (st)
 		return rt_fail(ctx, st, "%s on the %s group: %s", name, llmp_comm_name(comm), d->why);
-	if (r != ncclSuccess && r != ncclInProgress) {
+	if (!enqueued) {
 		st = rt_device_fail(d, LLMP_ERR_DEVICE, "%s on the %s group: %s", name, llmp_comm_name(comm),
 				    why);
 		return rt_fail(ctx, st, "%s", d->why);
 	}
+	if (watched != LLMP_OK) /* enqueued, but beyond the deadline's sight: the rank's state is unknown */
+		return rt_fail(ctx, rt_device_fail(d, watched, "%s", llmp_errmsg(ctx)), "%s", d->why);
 	count_bytes(comm, c, count * llmp_dtype_size(dtype));
 	return LLMP_OK;
 }

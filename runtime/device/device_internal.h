@@ -15,6 +15,7 @@
 #include "device.h"
 
 #ifdef LLMP_HAVE_NCCL
+#include "cuda_api.h"
 #include "nccl_api.h"
 
 #define KINDS (LLMP_NGROUPS + 1) /* every group kind, then the world */
@@ -31,8 +32,42 @@ struct rt_device_group {
 	ncclComm_t comm;
 };
 
+/* An operation enqueued on a stream, and the event recorded after it (inflight.c). */
+struct rt_inflight_op {
+	rt_cu_event event;
+	double since;     /* when it was enqueued (rt_now) */
+	int kind;         /* its group kind */
+	const char *name; /* "llmp_device_allreduce" */
+	bool done;        /* the stream has passed it (found out of order) */
+};
+
+/* A stream used inside llmp_device_group_start/_end: its event is recorded at the end. */
+struct rt_grouped {
+	void *stream;
+	int kind;
+	const char *name;
+};
+#define RT_GROUPED_STREAMS_MAX 16
+
+/* The deadline per device operation (inflight.c); all under the device lock. */
+struct rt_inflight {
+	bool on;                     /* the CUDA driver loaded: operations are timed */
+	char why[LLMP_MSG_MAX];      /* when not on: why */
+	struct rt_cuda cu;           /* the driver's event calls */
+	rt_cu_ctx ctx;               /* the program's context, where the events live */
+	struct rt_inflight_op *ring; /* pending, oldest first: ring[head], ... */
+	size_t head, nops, cap;
+	rt_cu_event *spare; /* events ready for reuse (cap of them at most) */
+	size_t nspare;
+	struct rt_grouped grouped[RT_GROUPED_STREAMS_MAX];
+	size_t ngrouped;
+};
+
 struct rt_device {
 	struct rt_nccl nccl;
+	struct rt_inflight inflight;
+	int group_depth;  /* llmp_device_group_start calls not yet ended */
+	double timeout_s; /* the context's: each operation's deadline */
 	struct rt_device_group g[KINDS];
 	unsigned groups, ids_created, ids_fetched, comms;
 	bool connected;
@@ -66,6 +101,21 @@ struct rt_device *rt_device_ready(llmp_ctx *ctx, const char *name, llmp_status *
 
 /* NCCL's type for an llmp_dtype; false for none (device_coll.c). */
 bool rt_nccl_type(llmp_dtype dtype, ncclDataType_t *out);
+
+/*
+ * The deadline per operation (inflight.c), each called with d->lock held
+ * but _check, which takes it. _init loads the driver (or says why not);
+ * _reserve makes sure an event is at hand before an operation is enqueued
+ * (an error there enqueues nothing); _enqueued watches the operation just
+ * enqueued on stream (inside a group: at _group_ended); _check, from the
+ * watchdog, fails the device path for an operation pending past timeout_s.
+ */
+void rt_inflight_init(struct rt_device *d);
+void rt_inflight_fini(struct rt_device *d);
+llmp_status rt_inflight_reserve(llmp_ctx *ctx, struct rt_device *d, const char *name);
+llmp_status rt_inflight_enqueued(llmp_ctx *ctx, struct rt_device *d, int k, const char *name, void *stream);
+llmp_status rt_inflight_group_ended(llmp_ctx *ctx, struct rt_device *d);
+void rt_inflight_check(struct rt_device *d, double timeout_s);
 
 /* The watchdog: started by llmp_device_connect, stopped by rt_device_fini. */
 llmp_status rt_watchdog_start(llmp_ctx *ctx, struct rt_device *d);

@@ -35,22 +35,30 @@ static llmp_status transfer(llmp_comm *comm, bool send, void *buf, size_t count,
 	ncclComm_t nc = st ? NULL : d->g[comm->kind].comm;
 	ncclResult_t r = ncclSuccess;
 	char why[LLMP_MSG_MAX];
+	if (!st && nc && (st = rt_inflight_reserve(ctx, d, name)) != LLMP_OK) { /* nothing enqueued */
+		pthread_mutex_unlock(&d->lock);
+		return st;
+	}
 	if (!st && nc)
 		r = send ? d->nccl.send(buf, count, type, (int)peer, nc, (cudaStream_t)stream)
 			 : d->nccl.recv(buf, count, type, (int)peer, nc, (cudaStream_t)stream);
-	if (!st && nc && r != ncclSuccess && r != ncclInProgress)
+	bool enqueued = !st && nc && (r == ncclSuccess || r == ncclInProgress);
+	if (!st && nc && !enqueued)
 		rt_nccl_why(&d->nccl, nc, r, why, sizeof why);
+	llmp_status watched = enqueued ? rt_inflight_enqueued(ctx, d, comm->kind, name, stream) : LLMP_OK;
 	pthread_mutex_unlock(&d->lock);
 	if (st)
 		return rt_fail(ctx, st, "%s on the %s group: %s", name, llmp_comm_name(comm), d->why);
 	if (!nc)
 		return rt_fail(ctx, LLMP_ERR_STATE, "%s: the %s group has no NCCL communicator", name,
 			       llmp_comm_name(comm));
-	if (r != ncclSuccess && r != ncclInProgress) {
+	if (!enqueued) {
 		st = rt_device_fail(d, LLMP_ERR_DEVICE, "%s on the %s group: %s", name, llmp_comm_name(comm),
 				    why);
 		return rt_fail(ctx, st, "%s", d->why);
 	}
+	if (watched != LLMP_OK) /* enqueued, but beyond the deadline's sight: the rank's state is unknown */
+		return rt_fail(ctx, rt_device_fail(d, watched, "%s", llmp_errmsg(ctx)), "%s", d->why);
 	/* The communicator's counters (metrics.h): the call and its bytes; the time is the GPU's. */
 	comm->metrics.ops++;
 	*(send ? &comm->metrics.bytes_sent : &comm->metrics.bytes_recvd) += count * llmp_dtype_size(dtype);
@@ -66,13 +74,27 @@ static llmp_status group_call(llmp_ctx *ctx, bool start)
 		return st;
 	if (d->failed)
 		return rt_fail(ctx, d->failed, "%s: %s", name, d->why);
+	/* Outside the lock: the watchdog may have to abort while NCCL works. */
 	ncclResult_t r = start ? d->nccl.group_start() : d->nccl.group_end();
-	if (r != ncclSuccess && r != ncclInProgress) {
-		char why[LLMP_MSG_MAX];
+	pthread_mutex_lock(&d->lock);
+	st = d->failed;
+	if (!st)
+		d->group_depth += start ? 1 : d->group_depth > 0 ? -1 : 0;
+	bool launched = !st && !start && d->group_depth == 0 && (r == ncclSuccess || r == ncclInProgress);
+	/* The group's operations are on their streams now: their deadline starts. */
+	llmp_status watched = launched ? rt_inflight_group_ended(ctx, d) : LLMP_OK;
+	char why[LLMP_MSG_MAX];
+	if (!st && r != ncclSuccess && r != ncclInProgress)
 		rt_nccl_why(&d->nccl, NULL, r, why, sizeof why);
+	pthread_mutex_unlock(&d->lock);
+	if (st)
+		return rt_fail(ctx, st, "%s: %s", name, d->why);
+	if (r != ncclSuccess && r != ncclInProgress) {
 		st = rt_device_fail(d, LLMP_ERR_DEVICE, "%s: %s", name, why);
 		return rt_fail(ctx, st, "%s", d->why);
 	}
+	if (watched != LLMP_OK)
+		return rt_fail(ctx, rt_device_fail(d, watched, "%s", llmp_errmsg(ctx)), "%s", d->why);
 	return LLMP_OK;
 }
 #endif

@@ -6,7 +6,8 @@
  * so a communicator can break, or a member die, with no llmp call to
  * notice. One thread per context polls, every few milliseconds, each
  * communicator's ncclCommGetAsyncError and the processes of the members
- * that run on this machine (liveness.h). The first failure aborts every
+ * that run on this machine (liveness.h), and whether the streams got past
+ * each operation before its deadline (inflight.c). The first failure aborts every
  * communicator of the rank (ncclCommAbort is local and may be called from
  * any thread: kernels waiting on a dead peer return), and every later call
  * fails with it, naming the group or the rank; the job layer's stop and
@@ -74,6 +75,7 @@ static void look(struct rt_device *d)
 				d, LLMP_ERR_PEER,
 				"rank %u (of the %s group) died: its process %d on this machine is gone",
 				d->watched[i].rank, kind_name(d->watched[i].kind), (int)d->watched[i].pid);
+	rt_inflight_check(d, d->timeout_s);
 }
 
 static void *watch(void *arg)

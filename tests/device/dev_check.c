@@ -20,7 +20,9 @@
  * once after connecting (a member that dies). --p2p: a ring step on the
  * world, sending 100 floats to the next rank and receiving from the
  * previous, once through llmp_device_sendrecv and once in a group of
- * llmp_device_send and llmp_device_recv.
+ * llmp_device_send and llmp_device_recv. --cuda: the operations go on a
+ * stream of the CUDA test double (open_cuda), so each one gets a deadline;
+ * after connecting, each rank prints "rank R: deadline on|off: WHY".
  * A failed llmp_init prints "rank ?: init STATUS: MESSAGE". The exit
  * status is 0 when every call the rank made returned LLMP_OK, else 1;
  * what a test expects is checked by the test, from these lines.
@@ -34,8 +36,47 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
 #include <llmp/llmp.h>
 #include <llmp/llmp_device.h>
+
+/* The stream the operations go on: NULL (the default stream), or --cuda's. */
+static void *stream;
+
+/*
+ * --cuda: the CUDA test double (tests/device/fake_cuda.c, LLMP_CUDA_LIBRARY)
+ * as this program's driver, as a PyTorch program has the real one: a
+ * context current in this thread and a stream of the program's own.
+ */
+static int open_cuda(char *why, size_t len)
+{
+	const char *lib = getenv("LLMP_CUDA_LIBRARY");
+	void *driver = lib ? dlopen(lib, RTLD_NOW | RTLD_GLOBAL) : NULL;
+	int (*init)(unsigned) = NULL, (*device_get)(int *, int) = NULL, (*retain)(void **, int) = NULL,
+	    (*push)(void *) = NULL, (*create)(void **, unsigned) = NULL;
+	if (driver) {
+		*(void **)&init = dlsym(driver, "cuInit");
+		*(void **)&device_get = dlsym(driver, "cuDeviceGet");
+		*(void **)&retain = dlsym(driver, "cuDevicePrimaryCtxRetain");
+		*(void **)&push = dlsym(driver, "cuCtxPushCurrent_v2");
+		*(void **)&create = dlsym(driver, "cuStreamCreate");
+	}
+	if (!init || !device_get || !retain || !push || !create) {
+		snprintf(why, len, "--cuda: LLMP_CUDA_LIBRARY=%s: %s", lib ? lib : "(unset)",
+			 driver ? "a driver call is missing" : dlerror());
+		return 1;
+	}
+	int dev = 0, rc = init(0);
+	void *ctx = NULL;
+	rc = rc ? rc : device_get(&dev, 0);
+	rc = rc ? rc : retain(&ctx, dev);
+	rc = rc ? rc : push(ctx);
+	rc = rc ? rc : create(&stream, 1);
+	if (rc)
+		snprintf(why, len, "--cuda: the CUDA test double failed with %d", rc);
+	return rc;
+}
 
 /* The collectives of --ops, then --loop's allreduces; the first failure ends them. */
 static llmp_status run_p2p(llmp_ctx *ctx)
@@ -47,18 +88,18 @@ static llmp_status run_p2p(llmp_ctx *ctx)
 		 me = st == LLMP_OK ? llmp_comm_rank(world) : 0;
 	uint32_t next = (me + 1) % n, prev = (me + n - 1) % n;
 	if (st == LLMP_OK)
-		st = llmp_device_sendrecv(world, send, 100, next, recv, 100, prev, LLMP_FLOAT32, NULL);
+		st = llmp_device_sendrecv(world, send, 100, next, recv, 100, prev, LLMP_FLOAT32, stream);
 	if (st == LLMP_OK)
 		st = llmp_device_group_start(ctx);
 	if (st == LLMP_OK) {
-		st = llmp_device_send(world, send, 100, LLMP_FLOAT32, next, NULL);
+		st = llmp_device_send(world, send, 100, LLMP_FLOAT32, next, stream);
 		if (st == LLMP_OK)
-			st = llmp_device_recv(world, recv, 100, LLMP_FLOAT32, prev, NULL);
+			st = llmp_device_recv(world, recv, 100, LLMP_FLOAT32, prev, stream);
 		llmp_status end = llmp_device_group_end(ctx);
 		st = st != LLMP_OK ? st : end;
 	}
 	if (st == LLMP_OK) /* refused: a peer that is not another member */
-		st = llmp_device_send(world, send, 100, LLMP_FLOAT32, me, NULL) == LLMP_ERR_ARG
+		st = llmp_device_send(world, send, 100, LLMP_FLOAT32, me, stream) == LLMP_ERR_ARG
 			     ? LLMP_OK
 			     : LLMP_ERR_STATE;
 	return st;
@@ -74,19 +115,19 @@ static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, double *elapsed
 	if (st == LLMP_OK && ops)
 		for (int i = 0; i < 2 && st == LLMP_OK; i++) {
 			llmp_comm *c = i ? world : tp;
-			st = llmp_device_allreduce(c, send, recv, 1000, LLMP_BFLOAT16, LLMP_AVG, NULL);
+			st = llmp_device_allreduce(c, send, recv, 1000, LLMP_BFLOAT16, LLMP_AVG, stream);
 			if (st == LLMP_OK)
 				st = llmp_device_reduce_scatter(c, send, recv, 1000, LLMP_BFLOAT16, LLMP_AVG,
-								NULL);
+								stream);
 			if (st == LLMP_OK)
-				st = llmp_device_allgather(c, send, recv, 1000, LLMP_BFLOAT16, NULL);
+				st = llmp_device_allgather(c, send, recv, 1000, LLMP_BFLOAT16, stream);
 			if (st == LLMP_OK)
-				st = llmp_device_broadcast(c, send, recv, 1000, LLMP_BFLOAT16, 1, NULL);
+				st = llmp_device_broadcast(c, send, recv, 1000, LLMP_BFLOAT16, 1, stream);
 		}
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (*elapsed = 0; st == LLMP_OK && *elapsed < loop;) {
-		st = llmp_device_allreduce(world, send, recv, 1000, LLMP_FLOAT32, LLMP_SUM, NULL);
+		st = llmp_device_allreduce(world, send, recv, 1000, LLMP_FLOAT32, LLMP_SUM, stream);
 		struct timespec pause = { 0, 1000000 };
 		nanosleep(&pause, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -97,7 +138,7 @@ static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, double *elapsed
 
 int main(int argc, char **argv)
 {
-	bool connect = false, ops = false, p2p = false;
+	bool connect = false, ops = false, p2p = false, cuda = false;
 	double loop = 0;
 	long leaver = -1;
 	llmp_init_opts opts;
@@ -111,13 +152,15 @@ int main(int argc, char **argv)
 			ops = true;
 		else if (strcmp(argv[i], "--p2p") == 0)
 			p2p = true;
+		else if (strcmp(argv[i], "--cuda") == 0)
+			cuda = true;
 		else if (strcmp(argv[i], "--loop") == 0 && i + 1 < argc)
 			loop = atof(argv[++i]);
 		else if (strcmp(argv[i], "--exit-after-connect") == 0 && i + 1 < argc)
 			leaver = atol(argv[++i]);
 		else {
 			fprintf(stderr, "usage: dev_check [--connect] [--timeout S] [--ops] [--loop S] "
-					"[--exit-after-connect R]\n");
+					"[--exit-after-connect R] [--p2p] [--cuda]\n");
 			return 2;
 		}
 	}
@@ -142,11 +185,20 @@ int main(int argc, char **argv)
 		printf("rank %u: why-not %s\n", rank, info.why_not);
 	printf("rank %u: ucx-cuda %s\n", rank, info.ucx_cuda ? "yes" : "no");
 	int rc = 0;
+	char why[256];
+	if (cuda && open_cuda(why, sizeof why) != 0) {
+		printf("rank %u: %s\n", rank, why);
+		llmp_finalize(ctx);
+		return 1;
+	}
 	if (connect) {
 		st = llmp_device_connect(ctx);
 		llmp_device_get_info(ctx, &info);
 		printf("rank %u: connect %s comms %u: %s\n", rank, st == LLMP_OK ? "ok" : llmp_strerror(st),
 		       info.comms, st == LLMP_OK ? "" : llmp_errmsg(ctx));
+		if (st == LLMP_OK)
+			printf("rank %u: deadline %s: %s\n", rank, info.deadline ? "on" : "off",
+			       info.deadline_why);
 		rc = st != LLMP_OK;
 		fflush(stdout);
 		if (st == LLMP_OK && (long)rank == leaver)

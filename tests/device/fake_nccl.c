@@ -16,6 +16,13 @@
  *   FAKE_NCCL_FAIL_AFTER=N  a ready communicator fails through
  *                        ncclCommGetAsyncError after N more polls (the watchdog's test)
  *   FAKE_NCCL_VERSION=N  what ncclGetVersion says (default 22809)
+ *   FAKE_NCCL_STUCK=1    every collective, send and receive puts on its
+ *                        stream a host function that returns only once a
+ *                        communicator of the process is aborted, as NCCL's
+ *                        kernels wait for a member that never comes until
+ *                        ncclCommAbort (the deadline's test). The stream is
+ *                        the CUDA test double's (tests/device/fake_cuda.c,
+ *                        LLMP_CUDA_LIBRARY, cuLaunchHostFunc).
  *
  * Collectives move no data: they log "allreduce NAME COUNT TYPE OP" (and
  * the like) and succeed on a communicator that was not aborted. Sends,
@@ -25,7 +32,9 @@
  * Only the declarations of nccl.h are used, not NCCL's code.
  */
 #define _GNU_SOURCE /* random */
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +78,40 @@ static void log_line(const char *fmt, ...)
 	if (write(fd, line, (size_t)n) != n)
 		fprintf(stderr, "fake_nccl: short write to %s\n", path);
 	close(fd);
+}
+
+/* FAKE_NCCL_STUCK: what the stuck work waits for. */
+static pthread_mutex_t abort_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t aborted = PTHREAD_COND_INITIALIZER;
+static int aborts;
+
+static void wait_for_an_abort(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&abort_lock);
+	while (aborts == 0)
+		pthread_cond_wait(&aborted, &abort_lock);
+	pthread_mutex_unlock(&abort_lock);
+}
+
+/* The work of an operation on its stream: none, or with FAKE_NCCL_STUCK, work that never ends. */
+static ncclResult_t enqueue_work(cudaStream_t stream)
+{
+	const char *stuck = getenv("FAKE_NCCL_STUCK"), *lib = getenv("LLMP_CUDA_LIBRARY");
+	if (!stuck || strcmp(stuck, "1") != 0)
+		return ncclSuccess;
+	void *driver = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	int (*launch)(cudaStream_t, void (*)(void *), void *) = NULL;
+	if (driver)
+		*(void **)&launch = dlsym(driver, "cuLaunchHostFunc");
+	if (!launch) {
+		snprintf(last_error, sizeof last_error,
+			 "fake: FAKE_NCCL_STUCK needs the CUDA test double loaded (LLMP_CUDA_LIBRARY)");
+		return ncclInvalidUsage;
+	}
+	int r = launch(stream, wait_for_an_abort, NULL);
+	dlclose(driver); /* RTLD_NOLOAD took a reference; the program keeps its own */
+	return r == 0 ? ncclSuccess : ncclUnhandledCudaError;
 }
 
 ncclResult_t ncclGetVersion(int *version)
@@ -135,6 +178,10 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
 		log_line("abort %s", comm->name);
 		free(comm);
 	}
+	pthread_mutex_lock(&abort_lock);
+	aborts++;
+	pthread_cond_broadcast(&aborted);
+	pthread_mutex_unlock(&abort_lock);
 	return ncclSuccess;
 }
 
@@ -171,17 +218,17 @@ ncclResult_t ncclGroupEnd(void)
 ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
 		      cudaStream_t stream)
 {
-	(void)buf, (void)stream;
+	(void)buf;
 	log_line("send %s %zu %d %d %ld", comm->name, count, (int)type, peer, (long)getpid());
-	return ncclSuccess;
+	return enqueue_work(stream);
 }
 
 ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
 		      cudaStream_t stream)
 {
-	(void)buf, (void)stream;
+	(void)buf;
 	log_line("recv %s %zu %d %d %ld", comm->name, count, (int)type, peer, (long)getpid());
-	return ncclSuccess;
+	return enqueue_work(stream);
 }
 
 const char *ncclGetErrorString(ncclResult_t result)
@@ -205,31 +252,31 @@ const char *ncclGetLastError(ncclComm_t comm)
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
 			   ncclComm_t comm, cudaStream_t stream)
 {
-	(void)send, (void)recv, (void)stream;
+	(void)send, (void)recv;
 	log_line("allreduce %s %zu %d %d", comm->name, count, (int)type, (int)op);
-	return ncclSuccess;
+	return enqueue_work(stream);
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclDataType_t type,
 			       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-	(void)send, (void)recv, (void)stream;
+	(void)send, (void)recv;
 	log_line("reduce_scatter %s %zu %d %d", comm->name, count, (int)type, (int)op);
-	return ncclSuccess;
+	return enqueue_work(stream);
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t type, ncclComm_t comm,
 			   cudaStream_t stream)
 {
-	(void)send, (void)recv, (void)stream;
+	(void)send, (void)recv;
 	log_line("allgather %s %zu %d", comm->name, count, (int)type);
-	return ncclSuccess;
+	return enqueue_work(stream);
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type, int root,
 			   ncclComm_t comm, cudaStream_t stream)
 {
-	(void)send, (void)recv, (void)stream;
+	(void)send, (void)recv;
 	log_line("broadcast %s %zu %d %d", comm->name, count, (int)type, root);
-	return ncclSuccess;
+	return enqueue_work(stream);
 }
