@@ -8,7 +8,10 @@
  * long the others waited for a rank, less what it waited itself).
  *
  * The page needs nothing but a browser: no script, no file beside it. It
- * is written beside FILE and renamed, so a reader never sees half a page.
+ * is also well-formed XML (void elements closed, the XHTML namespace), so
+ * a browser's XML parser, stricter than its HTML one, reads it without an
+ * error (tests/metrics.bats). It is written beside FILE and renamed, so a
+ * reader never sees half a page.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -21,6 +24,7 @@
 
 #include "llmp_cli.h"
 #include "metrics_read.h"
+#include "report_fr.h"
 
 #define PROG "llmp report"
 #define MAX_GROUPS 24
@@ -51,7 +55,10 @@ static void help(void)
 	       "Draw the metrics a job writes with LLMP_METRICS=DIR (doc/metrics-json.md) as one HTML\n"
 	       "page (default DIR/report.html): each group kind's bytes over time, each rank's step\n"
 	       "time, and the stragglers as a heat map over the grid. Reads the files only.\n"
-	       "Exit status: 0 success, 1 no readable metrics or a write error, 2 bad input.\n");
+	       "PyTorch's flight recorder dumps in DIR/fr are named with llmp's groups and each\n"
+	       "rank's coordinates by $LLMP_PYTHON -m llmp.fr (default python3).\n"
+	       "Exit status: 0 success, 1 no readable metrics, unreadable dumps or a write error,\n"
+	       "2 bad input.\n");
 }
 
 /* Text from the files, safe inside HTML and SVG. */
@@ -254,7 +261,7 @@ static void straggler_map(FILE *out, const struct report *r)
 	fprintf(out, "</svg>\n");
 }
 
-static int write_page(FILE *out, const struct report *r, const char *dir)
+static int write_page(FILE *out, const struct report *r, const char *dir, const char *tmp, int *fr)
 {
 	const struct cli_metrics_record *any = NULL;
 	size_t records = 0;
@@ -263,8 +270,8 @@ static int write_page(FILE *out, const struct report *r, const char *dir)
 		if (!any && r->ranks[k].n)
 			any = &r->ranks[k].recs[r->ranks[k].n - 1];
 	}
-	fprintf(out,
-		"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>llmp report: ");
+	fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\" xmlns=\"http://www.w3.org/1999/xhtml\"><head><meta "
+		     "charset=\"utf-8\"/>\n<title>llmp report: ");
 	put_text(out, dir);
 	fprintf(out, "</title>\n<style>body{font-family:sans-serif;max-width:760px;margin:2em auto}"
 		     "svg{border:1px solid #ddd}</style></head><body>\n<h1>llmp report</h1>\n<p>");
@@ -275,6 +282,7 @@ static int write_page(FILE *out, const struct report *r, const char *dir)
 	traffic_plot(out, r);
 	step_plot(out, r);
 	straggler_map(out, r);
+	*fr = cli_report_flight_recorder(out, dir, any ? any->layout : "", r->world, tmp);
 	fprintf(out, "</body></html>\n");
 	return ferror(out) ? -1 : 0;
 }
@@ -370,14 +378,18 @@ int cli_report(int argc, char **argv)
 	if (rc == CLI_EXIT_OK) {
 		snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
 		FILE *out = fopen(tmp, "w");
-		bool good = out && write_page(out, &r, dir) == 0;
+		int fr = 0;
+		bool good = out && write_page(out, &r, dir, tmp, &fr) == 0;
 		good = out && fclose(out) == 0 && good;
 		if (!good || rename(tmp, path) != 0) {
 			fprintf(stderr, PROG ": cannot write %s\n", cli_printable(path));
 			unlink(tmp);
 			rc = CLI_EXIT_FAILURE;
-		} else
+		} else {
 			printf("%s\n", path);
+			rc = fr == 0 ? CLI_EXIT_OK
+				     : CLI_EXIT_FAILURE; /* a page, less the dumps it could not read */
+		}
 	}
 	for (uint32_t k = 0; r.ranks && k < r.world; k++)
 		free(r.ranks[k].recs);

@@ -24,6 +24,8 @@ packages=(
 	libpmix-dev libucx-dev libhdf5-dev libhwloc-dev
 	# reading checkpoints without llmp, as the tests do: h5py, h5dump
 	python3-h5py hdf5-tools
+	# a real browser for llmp report's page (tests/metrics.bats: headless, as root with --no-sandbox)
+	chromium
 	# the local cluster's network namespaces
 	iproute2 procps util-linux
 )

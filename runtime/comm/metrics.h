@@ -59,6 +59,22 @@ static inline void rt_metrics_waited(struct rt_metrics *m, uint32_t member, doub
 	}
 }
 
+#ifdef LLMP_BENCH_NO_COUNTING
+/*
+ * Only for the A/B of scripts/bench-metrics-ab.sh, which builds llmp-bench
+ * a second time with this defined: calls neither read the clock nor count,
+ * so the two builds' 8-byte allreduce differ by the counting alone. Never
+ * defined in a build of llmp itself (the counters would stay at zero).
+ */
+static inline void rt_metrics_begin(struct rt_metrics *m)
+{
+	(void)m;
+}
+static inline void rt_metrics_end(struct rt_metrics *m)
+{
+	(void)m;
+}
+#else
 /* A call begins: one clock read. */
 static inline void rt_metrics_begin(struct rt_metrics *m)
 {
@@ -86,5 +102,6 @@ static inline void rt_metrics_end(struct rt_metrics *m)
 	if (m->call_wait > 0)
 		rt_metrics_blame(m);
 }
+#endif /* LLMP_BENCH_NO_COUNTING */
 
 #endif /* LLMP_METRICS_H */
