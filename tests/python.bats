@@ -50,6 +50,20 @@ pytest() {
 	LLMP_LIBRARY=$lib pytest tests/test_checkpoint.py
 }
 
+@test "python: llmp.fr names gloo's flight recorder dumps with llmp's groups by their ranks; a pickled class is refused" {
+	cd "$LLMP_SRCDIR/python"
+	pytest tests/test_fr.py
+}
+
+@test "python: dcp.save/dcp.load through llmp's storage layer: 2x2 mesh saved, loaded by 4, 2 and 1 ranks, verify, h5py" {
+	local lib=$LLMP_BUILDDIR/runtime/.libs/libllmp.so.0
+	[ -f "$lib" ] || skip "libllmp not built ($lib): llmp.dcp needs it"
+	cd "$LLMP_SRCDIR/python"
+	# Several ranks run under Open MPI's mpirun, a PMIx server for libllmp (test_dcp.py
+	# drops Slurm's variables, with which mpirun would launch through srun).
+	LLMP_LIBRARY=$lib pytest tests/test_dcp.py
+}
+
 @test "python: llmp.Job stops on SIGUSR1, is requeued, resumes bit-identical; the crash-loop limit holds" {
 	local lib=$LLMP_BUILDDIR/runtime/.libs/libllmp.so.0
 	[ -f "$lib" ] || skip "libllmp not built ($lib): llmp.Job needs it"

@@ -4,7 +4,9 @@
 # cluster: a torch state dict saved by 4 ranks under --llm-parallel=tp=2,dp=2
 # (srun --mpi=pmix, libllmp through ctypes) and loaded bit for bit under dp=4
 # and under a world of 2 cut otherwise, then read with h5py alone
-# (tests/cluster/torch_ckpt.py computes every expected tensor itself).
+# (tests/cluster/torch_ckpt.py computes every expected tensor itself); the
+# same through torch.distributed.checkpoint's dcp.save/dcp.load with llmp's
+# DcpWriter/DcpReader on DTensors of a 2x2 DeviceMesh (tests/cluster/torch_dcp.py).
 #
 # The Python is $LLMP_PYTHON, else $LLMP_BUILDDIR/venv/bin/python
 # (scripts/python-env.sh); libllmp the build's.
@@ -70,6 +72,26 @@ assert_ranks_ok() { # N
 	run "$PY" "$SCRIPT" h5py "$CKPT"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$output" = "h5py ok" ]
+}
+
+@test "dcp.save through llmp.checkpoint.DcpWriter on a 2x2 mesh, dcp.load under dp=4 and by a world of 2, bit-identical; verify, h5py" {
+	local dcp=$LLMP_SRCDIR/tests/cluster/torch_dcp.py root=$CLUSTER_STATE/torch-dcp r
+	rm -rf "$root"
+	run timeout -k 10 300 srun --mpi=pmix -N2 --ntasks-per-node=2 --llm-parallel=tp=2,dp=2 "$PY" "$dcp" save "$root" 5
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^dcp [0-3] ok saved step 5$' <<<"$output")" -eq 4 ] || { echo "$output"; false; }
+	run "$LLMP" ckpt verify "$root"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	run timeout -k 10 300 srun --mpi=pmix -N2 --ntasks-per-node=2 --llm-parallel=dp=4 "$PY" "$dcp" load-dp4 "$root"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	for r in 0 1 2 3; do
+		grep -qx "dcp $r ok loaded step 5 of world 4" <<<"$output" || { echo "rank $r: $output"; false; }
+	done
+	run timeout -k 10 300 srun --mpi=pmix -N2 --ntasks-per-node=1 --llm-parallel=tp=2 "$PY" "$dcp" load-world2 "$root"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^dcp [01] ok loaded step 5 of world 2$' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	run "$PY" "$dcp" h5py "$root" 5
+	[ "$status" -eq 0 ] && [ "$output" = "h5py ok" ] || { echo "$output"; false; }
 }
 
 @test "the PyTorch example: tp=2 x dp=2, stopped by a signal and requeued, ends bit-identical to a run that went through" {

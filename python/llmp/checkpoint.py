@@ -69,7 +69,8 @@ class _InitOpts(ctypes.Structure):
 
 class _CkptOpts(ctypes.Structure):
     _fields_ = [("root", ctypes.c_char_p), ("keep", ctypes.c_uint),
-                ("alignment", ctypes.c_size_t), ("staging_max", ctypes.c_size_t)]
+                ("alignment", ctypes.c_size_t), ("staging_max", ctypes.c_size_t),
+                ("files", ctypes.c_uint)]  # 0: a shard file per rank, 1: per node
 
 
 class _CkptStats(ctypes.Structure):
@@ -78,7 +79,10 @@ class _CkptStats(ctypes.Structure):
                 ("total_seconds", ctypes.c_double),
                 # Newer libllmp: the alignment in use. Declared always, so that the C side
                 # never writes past this struct (an older libllmp leaves it 0).
-                ("alignment", ctypes.c_size_t)]
+                ("alignment", ctypes.c_size_t),
+                # Newer libllmp: slices saved from device memory (runtime/ckpt/ckpt_device.c).
+                ("device_bytes", ctypes.c_size_t), ("device_copy_seconds", ctypes.c_double),
+                ("device_staging_bytes", ctypes.c_size_t)]
 
 
 def library_candidates():
@@ -354,11 +358,14 @@ class Checkpoint:
     staging_max: bytes an async save may copy (0: no limit).
     """
 
-    def __init__(self, root, state_dict, keep=0, alignment=0, staging_max=0, context=None):
+    def __init__(self, root, state_dict, keep=0, alignment=0, staging_max=0, context=None,
+                 allow_empty=False):
         self.context = context or init()
         self.root = os.fspath(root)
         self.entries = [_Entry(name, value) for name, value in _flatten(state_dict)]
-        if not self.entries:
+        # allow_empty: a rank that holds no slice still takes part in the collective
+        # save or load (llmp.dcp: DCP's plan may give a rank nothing to write).
+        if not self.entries and not allow_empty:
             raise ValueError("llmp.checkpoint: the state dict for %s holds no tensor" % self.root)
         lib, ctx = self.context._lib, self.context
         self._lib = lib
@@ -458,3 +465,11 @@ def load(state_dict, root, step=None, **opts):
     """
     with Checkpoint(root, state_dict, **opts) as ck:
         return ck.load(step)
+
+
+def __getattr__(name):
+    # torch.distributed.checkpoint's storage layer lives in llmp.dcp, imported on first use.
+    if name in ("DcpWriter", "DcpReader"):
+        from . import dcp
+        return getattr(dcp, name)
+    raise AttributeError("module 'llmp.checkpoint' has no attribute '%s'" % name)
