@@ -26,13 +26,6 @@ setup() {
 	ROOT="$WORK/ckpt"
 }
 
-# srun --mpi=pmix, capped: a hang fails the test instead of stalling the suite.
-ck_srun() { # seconds srun-arguments...
-	local limit=$1
-	shift
-	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
-}
-
 # A python3 that has h5py (Debian's python3-h5py is for /usr/bin/python3).
 h5py_python() {
 	local p
@@ -48,7 +41,7 @@ h5py_python() {
 # The reference checkpoint: tp=2 (dp=2) on 4 ranks over 2 nodes, steps 100,
 # 200, 300, keep=2.
 save_reference() {
-	run ck_srun 120 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+	run capped_srun 120 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
 		--steps 100,200,300 --keep 2
 	assert_ranks_ok 4 3
 	[ "$(grep -c '^rank [0-3]: saved step 300$' <<<"$output")" -eq 4 ]
@@ -62,7 +55,7 @@ load_as() { # srun-arguments... -- ck_check-arguments...
 		shift
 	done
 	shift
-	run ck_srun 120 "${sargs[@]}" "$CK_CHECK" load --root "$ROOT" "$@"
+	run capped_srun 120 "${sargs[@]}" "$CK_CHECK" load --root "$ROOT" "$@"
 }
 
 # Fails when the command succeeds (`! cmd` does not fail a bats test).
@@ -156,7 +149,7 @@ complete_steps() {
 }
 
 @test "restore: a checkpoint saved on 6 ranks (tp=3) loads on 4 (tp=2) and on 1" {
-	run ck_srun 120 -N3 -n6 --llm-parallel=tp=3 "$CK_CHECK" save --root "$ROOT" --steps 5,6
+	run capped_srun 120 -N3 -n6 --llm-parallel=tp=3 "$CK_CHECK" save --root "$ROOT" --steps 5,6
 	assert_ranks_ok 6 3
 	[ "$(complete_steps | tr '\n' ' ')" = "6 5 " ]
 	load_as -N2 -n4 --llm-parallel=tp=2 -- --expect-step 6
@@ -171,7 +164,7 @@ complete_steps() {
 # "RANK NODENAME" of each task of these srun arguments, sorted by rank: where Slurm puts them.
 placement() { # srun-arguments...
 	# shellcheck disable=SC2016 # expanded by each task's shell
-	ck_srun 60 "$@" sh -c 'echo "$SLURM_PROCID $SLURMD_NODENAME"' | sort -n
+	capped_srun 60 "$@" sh -c 'echo "$SLURM_PROCID $SLURMD_NODENAME"' | sort -n
 }
 
 # The shard files of a step directory, by rank, on one line.
@@ -228,7 +221,7 @@ EOF
 	cat "$WORK/placement"
 	[ "$(wc -l <"$WORK/placement")" -eq 6 ]
 	files=$(node_files_of "$WORK/placement")
-	run ck_srun 120 -N3 --ntasks-per-node=2 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+	run capped_srun 120 -N3 --ntasks-per-node=2 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
 		--steps 100,200 --files node
 	assert_ranks_ok 6 3
 	[ "$(complete_steps | tr '\n' ' ')" = "200 100 " ]
@@ -276,7 +269,7 @@ EOF
 @test "files=node async: 3 nodes, uneven tasks; tensors overwritten after each save; every kept step exact" {
 	placement -N3 -n7 >"$WORK/placement"
 	cat "$WORK/placement"
-	run ck_srun 180 -N3 -n7 --llm-parallel=tp=1 "$CK_CHECK" save --root "$ROOT" \
+	run capped_srun 180 -N3 -n7 --llm-parallel=tp=1 "$CK_CHECK" save --root "$ROOT" \
 		--steps 100,200,300 --keep 2 --async 1 --big 4 --files node
 	assert_ranks_ok 7 3
 	[ "$(complete_steps | tr '\n' ' ')" = "300 200 " ]
@@ -324,7 +317,7 @@ EOF
 @test "async save: tensors overwritten as soon as each save returns; every kept step loads exact" {
 	# ck_check --async 1 refills its tensors with other values right after
 	# each llmp_ckpt_save_async returns; a checkpoint holding any of them fails the loads.
-	run ck_srun 180 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+	run capped_srun 180 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
 		--steps 100,200,300 --keep 2 --async 1 --big 4
 	assert_ranks_ok 4 3
 	[ "$(complete_steps | tr '\n' ' ')" = "300 200 " ]
@@ -496,7 +489,7 @@ EOF
 @test "kill: a writer killed -9 mid-save; the newest step-N loads, step-N.tmp is ignored, then cleared" {
 	local srun_pid victim step_status newest tmp t started=$SECONDS
 	# 12.6 MB a save, 200 saves: the loop runs far longer than the wait below
-	LLMP_TIMEOUT=15 ck_srun 300 -N2 -n4 --llm-parallel=tp=2 --kill-on-bad-exit=0 \
+	LLMP_TIMEOUT=15 capped_srun 300 -N2 -n4 --llm-parallel=tp=2 --kill-on-bad-exit=0 \
 		--output="$WORK/save-%t.out" "$CK_CHECK" save --root "$ROOT" --big 64 --keep 2 \
 		--steps "$(seq -s, 1 200)" &
 	srun_pid=$!
@@ -550,7 +543,7 @@ EOF
 	refute grep -q 'llmp: .*trying step' <<<"$output" # not even tried
 	[ -d "$ROOT/step-$t.tmp" ]
 	# a save of the step the .tmp was left by clears it and commits
-	run ck_srun 120 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" --big 64 --keep 2 \
+	run capped_srun 120 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" --big 64 --keep 2 \
 		--steps "$t"
 	assert_ranks_ok 4 3
 	[ -z "$(find "$ROOT" -name '*.tmp')" ]
@@ -573,7 +566,7 @@ EOF
 }
 
 @test "badargs under srun: the same on every rank of 3 over 2 nodes, the collectives stay matched" {
-	run ck_srun 60 -N2 -n3 "$CK_CHECK" badargs --root "$ROOT"
+	run capped_srun 60 -N2 -n3 "$CK_CHECK" badargs --root "$ROOT"
 	assert_ranks_ok 3 150
 	[ "$(grep -c '^rank [0-2]: save with meta NULL and metalen 5: LLMP_ERR_ARG ' <<<"$output")" -eq 3 ]
 	[ "$(grep -c '^rank [0-2]: save under a root that is a regular file: LLMP_ERR_IO ' <<<"$output")" -eq 3 ]
@@ -581,7 +574,7 @@ EOF
 }
 
 @test "mismatch: inconsistent registrations fail save on every rank; bad loads name tensor and dir" {
-	run ck_srun 60 -N2 -n4 "$CK_CHECK" mismatch --root "$ROOT"
+	run capped_srun 60 -N2 -n4 "$CK_CHECK" mismatch --root "$ROOT"
 	assert_ranks_ok 4 30
 	local what
 	for what in "another global shape on the last rank" "another dtype on the last rank" \
@@ -592,7 +585,7 @@ EOF
 	[ ! -e "$ROOT/step-1" ]
 	assert_cluster_idle
 	# and on 3 nodes, one rank each
-	run ck_srun 60 -N3 -n3 "$CK_CHECK" mismatch --root "$WORK/ckpt3"
+	run capped_srun 60 -N3 -n3 "$CK_CHECK" mismatch --root "$WORK/ckpt3"
 	assert_ranks_ok 3 30
 	assert_cluster_idle
 }

@@ -7,6 +7,7 @@
 # for the id exchange and the error a machine without a GPU gives.
 
 load cluster/common
+load runtime/common
 
 DEV_CHECK="$LLMP_BUILDDIR/tests/device/dev_check"
 FAKE_NCCL="$LLMP_BUILDDIR/tests/device/.libs/fake_nccl.so"
@@ -19,12 +20,6 @@ setup() {
 	cluster_setup
 }
 
-dev_srun() { # seconds srun-arguments...
-	local limit=$1
-	shift
-	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
-}
-
 # Every rank printed "device on" after one fence; N ranks.
 assert_device_on() { # N
 	[ "$(grep -c '^rank [0-9]*: device on groups [0-9]* created [0-9]* fetched [0-9]* fences 1$' <<<"$output")" -eq "$1" ] ||
@@ -33,7 +28,7 @@ assert_device_on() { # N
 
 @test "fake NCCL: one id per group from its lowest member, in init's one fence; each communicator once per member" {
 	local log=$WORK/nccl.log
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run dev_srun 120 -N3 -n12 \
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run capped_srun 120 -N3 -n12 \
 		--llm-parallel=tp=2,pp=3 "$DEV_CHECK" --connect
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	assert_device_on 12
@@ -92,7 +87,7 @@ PY
 
 @test "fake NCCL: a communicator that never gets ready times out on every rank, named, and is aborted" {
 	local log=$WORK/nccl.log
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log FAKE_NCCL_INIT=hang run dev_srun 60 -N2 -n4 \
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log FAKE_NCCL_INIT=hang run capped_srun 60 -N2 -n4 \
 		--llm-parallel=tp=2 "$DEV_CHECK" --connect --timeout 2
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ] || { echo "$output"; false; }
 	[ "$(grep -c "^rank [0-9]*: connect operation timed out comms 0: the NCCL communicator of the tp group (2 members, its root rank [02]) was not ready within 2 s" <<<"$output")" -eq 4 ] ||
@@ -102,18 +97,18 @@ PY
 }
 
 @test "fake NCCL: a failure at creation or later is NCCL's reason, on every rank" {
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_INIT=fail run dev_srun 60 -N2 -n4 \
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_INIT=fail run capped_srun 60 -N2 -n4 \
 		--llm-parallel=tp=2 "$DEV_CHECK" --connect
 	[ "$(grep -c "^rank [0-9]*: connect CUDA or NCCL failed comms 0: ncclCommInitRankConfig for the tp group: unhandled cuda error: fake: CUDA driver version is insufficient" <<<"$output")" -eq 4 ] ||
 		{ echo "$output"; false; }
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_INIT=async run dev_srun 60 -N2 -n4 \
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_INIT=async run capped_srun 60 -N2 -n4 \
 		--llm-parallel=tp=2 "$DEV_CHECK" --connect
 	[ "$(grep -c "^rank [0-9]*: connect CUDA or NCCL failed comms 0: the NCCL communicator of the tp group: remote process exited or there was a network error: fake: a peer closed the connection" <<<"$output")" -eq 4 ] ||
 		{ echo "$output"; false; }
 }
 
 @test "real NCCL: ncclGetUniqueId's ids through PMIx; without a GPU, connecting fails with NCCL's reason" {
-	LLMP_DEVICE=nccl run dev_srun 120 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --connect
+	LLMP_DEVICE=nccl run capped_srun 120 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --connect
 	echo "$output"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
 	# tp=2 over 4: a rank is in a tp pair, a dp pair and the world (tp-dp, the
@@ -126,18 +121,18 @@ PY
 }
 
 @test "LLMP_DEVICE: auto without a GPU is the host path, saying why; a bad value and a missing NCCL are errors" {
-	run dev_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK"
+	run capped_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(grep -c '^rank [01]: why-not no GPU: the CUDA driver' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
 	# Debian's UCX has no CUDA transports: device buffers would go through NCCL alone.
 	[ "$(grep -c '^rank [01]: ucx-cuda no$' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
-	LLMP_DEVICE=gpu run dev_srun 60 -N1 -n2 "$DEV_CHECK"
+	LLMP_DEVICE=gpu run capped_srun 60 -N1 -n2 "$DEV_CHECK"
 	[ "$(grep -c "^rank ?: init invalid argument: LLMP_DEVICE='gpu': expected auto, nccl or off" <<<"$output")" -eq 2 ] ||
 		{ echo "$output"; false; }
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$WORK/none.so run dev_srun 60 -N1 -n2 "$DEV_CHECK"
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$WORK/none.so run capped_srun 60 -N1 -n2 "$DEV_CHECK"
 	[ "$(grep -c "^rank ?: init not supported by this build: LLMP_DEVICE=nccl: cannot load NCCL ($WORK/none.so)" <<<"$output")" -eq 2 ] ||
 		{ echo "$output"; false; }
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_VERSION=21805 run dev_srun 60 -N1 -n2 "$DEV_CHECK"
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_VERSION=21805 run capped_srun 60 -N1 -n2 "$DEV_CHECK"
 	[ "$(grep -c "is NCCL 2.18.5: llmp needs 2.19 or newer" <<<"$output")" -eq 2 ] || { echo "$output"; false; }
 }
 
@@ -148,7 +143,7 @@ PY
 		exec "$DEV_CHECK"
 	EOF
 	chmod +x "$WORK/mixed.sh"
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL run dev_srun 60 -N2 -n4 --llm-parallel=tp=2 "$WORK/mixed.sh"
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL run capped_srun 60 -N2 -n4 --llm-parallel=tp=2 "$WORK/mixed.sh"
 	echo "$output"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
 	grep -q "^rank ?: init process wire-up (PMIx) failed: the NCCL id of the tp group from its root, rank 0: .*(did it run with LLMP_DEVICE=off, or without a GPU?)" <<<"$output"
@@ -156,7 +151,7 @@ PY
 
 @test "device collectives: each goes to its group's communicator, with NCCL's type, op and root" {
 	local log=$WORK/nccl.log
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run dev_srun 60 -N2 -n4 \
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run capped_srun 60 -N2 -n4 \
 		--llm-parallel=tp=2 "$DEV_CHECK" --connect --ops
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(grep -c '^rank [0-3]: ops ok ' <<<"$output")" -eq 4 ] || { echo "$output"; false; }
@@ -179,13 +174,13 @@ PY
 	[ "$(grep -c '^rank [0-3]: tp counters: ops 4 sent 8000 received 8000$' <<<"$output")" -eq 4 ] ||
 		{ echo "$output"; false; }
 	# Before llmp_device_connect, and with the path off: refused, saying why.
-	LLMP_DEVICE=off run dev_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK" --ops
+	LLMP_DEVICE=off run capped_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK" --ops
 	grep -q "^rank 0: why-not LLMP_DEVICE=off" <<<"$output" || { echo "$output"; false; }
 }
 
 @test "watchdog: a communicator that fails while no call waits aborts them all; the next call names the group" {
 	local log=$WORK/nccl.log
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log FAKE_NCCL_FAIL_AFTER=10 run dev_srun 60 -N2 -n4 \
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log FAKE_NCCL_FAIL_AFTER=10 run capped_srun 60 -N2 -n4 \
 		--llm-parallel=tp=2 "$DEV_CHECK" --connect --loop 20
 	echo "$output"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
@@ -196,7 +191,7 @@ PY
 }
 
 @test "watchdog: a member dies on this machine; the others' next call names it, LLMP_ERR_PEER" {
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL run dev_srun 60 -N1 -n4 --llm-parallel=tp=2 \
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL run capped_srun 60 -N1 -n4 --llm-parallel=tp=2 \
 		"$DEV_CHECK" --connect --loop 20 --exit-after-connect 1
 	echo "$output"
 	[ "$status" -ne 124 ]
@@ -205,7 +200,7 @@ PY
 
 @test "device send and receive: a ring step as NCCL p2p in one group per step, on the world's communicator" {
 	local log=$WORK/nccl.log
-	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run dev_srun 60 -N2 -n4 \
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run capped_srun 60 -N2 -n4 \
 		--llm-parallel=tp=2 "$DEV_CHECK" --connect --p2p
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(grep -c '^rank [0-3]: p2p ok' <<<"$output")" -eq 4 ] || { echo "$output"; false; }
@@ -241,7 +236,7 @@ FAKE_CUDA="$LLMP_BUILDDIR/tests/device/.libs/fake_cuda.so"
 @test "deadline: a collective the stream never passes fails every rank after LLMP_TIMEOUT, named; every communicator aborted" {
 	local log=$WORK/nccl.log
 	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL LLMP_CUDA_LIBRARY=$FAKE_CUDA FAKE_NCCL_LOG=$log \
-		FAKE_NCCL_STUCK=1 LLMP_TIMEOUT=3 run dev_srun 60 -N2 -n4 --llm-parallel=tp=2 \
+		FAKE_NCCL_STUCK=1 LLMP_TIMEOUT=3 run capped_srun 60 -N2 -n4 --llm-parallel=tp=2 \
 		"$DEV_CHECK" --cuda --connect --loop 20
 	echo "$output"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
@@ -253,7 +248,7 @@ FAKE_CUDA="$LLMP_BUILDDIR/tests/device/.libs/fake_cuda.so"
 
 @test "deadline: a pipeline step's group is timed from its end, and named by its first operation" {
 	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL LLMP_CUDA_LIBRARY=$FAKE_CUDA FAKE_NCCL_STUCK=1 \
-		LLMP_TIMEOUT=3 run dev_srun 60 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --cuda --connect --p2p --loop 20
+		LLMP_TIMEOUT=3 run capped_srun 60 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --cuda --connect --p2p --loop 20
 	echo "$output"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
 	[ "$(grep -c '^rank [0-3]: p2p ok' <<<"$output")" -eq 4 ]
@@ -264,13 +259,13 @@ FAKE_CUDA="$LLMP_BUILDDIR/tests/device/.libs/fake_cuda.so"
 	# Thousands of operations in 4 s, each passed at once (no delay on the stream),
 	# against a deadline of 1 s: nothing fails, and the events are reused.
 	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL LLMP_CUDA_LIBRARY=$FAKE_CUDA FAKE_CUDA_DELAY_US=0 \
-		LLMP_TIMEOUT=1 run dev_srun 60 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --cuda --connect --ops --p2p --loop 4
+		LLMP_TIMEOUT=1 run capped_srun 60 -N2 -n4 --llm-parallel=tp=2 "$DEV_CHECK" --cuda --connect --ops --p2p --loop 4
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(grep -c '^rank [0-3]: deadline on: $' <<<"$output")" -eq 4 ]
 	[ "$(grep -cE '^rank [0-3]: ops ok after 4\.[0-9] s: $' <<<"$output")" -eq 4 ]
 	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL LLMP_CUDA_LIBRARY=$WORK/no-such-libcuda.so \
-		run dev_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK" --connect --ops
+		run capped_srun 60 -N1 -n2 --llm-parallel=tp=2 "$DEV_CHECK" --connect --ops
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(grep -c "^rank [01]: deadline off: no deadline per device operation: .*no-such-libcuda.so" <<<"$output")" -eq 2 ]
@@ -289,10 +284,10 @@ ckpt_env() {
 @test "device checkpoints: saved by 4 ranks from device tensors (streamed by chunks), loaded by 3 in another layout; a copy failing on one rank fails the save on all" {
 	ckpt_env
 	local root=$WORK/ckpt
-	run dev_srun 120 -N2 -n4 "$DEV_CKPT" "$root" save 7 async overwrite staging=1000
+	run capped_srun 120 -N2 -n4 "$DEV_CKPT" "$root" save 7 async overwrite staging=1000
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(grep -c '^rank [0-3]: saved step 7 device_bytes ' <<<"$output")" -eq 4 ] || { echo "$output"; false; }
-	run dev_srun 120 -N3 -n3 "$DEV_CKPT" "$root" load 7 into=device layout=cols
+	run capped_srun 120 -N3 -n3 "$DEV_CKPT" "$root" load 7 into=device layout=cols
 	[ "$(grep -c '^rank [0-2]: loaded step 7 into device layout cols: every value as computed$' <<<"$output")" -eq 3 ] ||
 		{ echo "$output"; false; }
 	cat >"$WORK/fail2.sh" <<-EOF
@@ -301,12 +296,12 @@ ckpt_env() {
 		exec "$DEV_CKPT" "$root" fail 8 async
 	EOF
 	chmod +x "$WORK/fail2.sh"
-	run dev_srun 120 -N2 -n4 "$WORK/fail2.sh"
+	run capped_srun 120 -N2 -n4 "$WORK/fail2.sh"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(grep -c '^rank [0-3]: save failed: .*rank 2: tensor b: cuMemcpyDtoHAsync: CUDA_ERROR_ILLEGAL_ADDRESS' <<<"$output")" -eq 4 ] ||
 		{ echo "$output"; false; }
 	[ ! -e "$root/step-8" ] || { echo "a failed save was committed"; false; }
-	run dev_srun 120 -N2 -n2 "$DEV_CKPT" "$root" load 7 into=host layout=window
+	run capped_srun 120 -N2 -n2 "$DEV_CKPT" "$root" load 7 into=host layout=window
 	[ "$(grep -c '^rank [01]: loaded step 7 into host layout window: every value as computed$' <<<"$output")" -eq 2 ] ||
 		{ echo "$output"; false; }
 }

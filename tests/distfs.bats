@@ -62,12 +62,6 @@ teardown() {
 	assert_cluster_idle || true
 }
 
-ck_srun() { # seconds srun-arguments...
-	local limit=$1
-	shift
-	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
-}
-
 complete_steps() {
 	find "$ROOT" -mindepth 1 -maxdepth 1 -type d -regex '.*/step-[0-9]+' -printf '%f\n' |
 		sed 's/^step-//' | sort -rn
@@ -109,7 +103,7 @@ bricks_holding() { # NAME-REGEX
 }
 
 @test "save on node1+node2 (tp=2, keep=2), load on node3 and on all three resharded; list, verify" {
-	run ck_srun 180 -w node[1-2] -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+	run capped_srun 180 -w node[1-2] -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
 		--steps 100,200,300 --keep 2
 	assert_ranks_ok 4 3
 	[ "$(complete_steps | tr '\n' ' ')" = "300 200 " ]
@@ -121,20 +115,20 @@ bricks_holding() { # NAME-REGEX
 	[ "$(bricks_holding '.*/shard-[0-9]+\.h5' | wc -l)" -ge 2 ]
 
 	# node3 never wrote anything: its client reads it all
-	run ck_srun 120 -w node3 -N1 -n1 "$CK_CHECK" load --root "$ROOT" --expect-step 300
+	run capped_srun 120 -w node3 -N1 -n1 "$CK_CHECK" load --root "$ROOT" --expect-step 300
 	assert_ranks_ok 1 8
-	run ck_srun 120 -w node3 -N1 -n2 --llm-parallel=tp=2 "$CK_CHECK" load --root "$ROOT" \
+	run capped_srun 120 -w node3 -N1 -n2 --llm-parallel=tp=2 "$CK_CHECK" load --root "$ROOT" \
 		--step 200 --expect-step 200
 	assert_ranks_ok 2 8
-	run ck_srun 120 -N3 -n3 --llm-parallel=tp=3 "$CK_CHECK" load --root "$ROOT" --expect-step 300
+	run capped_srun 120 -N3 -n3 --llm-parallel=tp=3 "$CK_CHECK" load --root "$ROOT" --expect-step 300
 	assert_ranks_ok 3 8
 	# step 100 went with keep=2, for every client
-	run ck_srun 120 -w node3 -N1 -n1 "$CK_CHECK" load --root "$ROOT" --step 100 \
+	run capped_srun 120 -w node3 -N1 -n1 "$CK_CHECK" load --root "$ROOT" --step 100 \
 		--expect-fail LLMP_ERR_IO --expect-msg step-100
 	assert_ranks_ok 1 3
 
 	# more saves from node3: retention sees the others' steps
-	run ck_srun 120 -w node3 -N1 -n2 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+	run capped_srun 120 -w node3 -N1 -n2 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
 		--steps 400,500 --keep 2
 	assert_ranks_ok 2 3
 	[ "$(complete_steps | tr '\n' ' ')" = "500 400 " ]
@@ -158,7 +152,7 @@ bricks_holding() { # NAME-REGEX
 
 @test "kill-node: node2 dies while a checkpoint is written; the newest complete loads on node1+node3" {
 	local srun_pid newest tmp t
-	LLMP_TIMEOUT=15 ck_srun 300 -w node[1-2] -N2 -n4 --llm-parallel=tp=2 --kill-on-bad-exit=1 \
+	LLMP_TIMEOUT=15 capped_srun 300 -w node[1-2] -N2 -n4 --llm-parallel=tp=2 --kill-on-bad-exit=1 \
 		--output="$WORK/save-%t.out" "$CK_CHECK" save --root "$ROOT" --big 64 --keep 2 \
 		--steps "$(seq -s, 1 200)" &
 	srun_pid=$!
@@ -197,12 +191,12 @@ bricks_holding() { # NAME-REGEX
 	fi
 
 	# node2 is down; the others load the newest complete one, the .tmp ignored
-	run ck_srun 120 -w node1,node3 -N2 -n3 --llm-parallel=tp=3 "$CK_CHECK" load --root "$ROOT" \
+	run capped_srun 120 -w node1,node3 -N2 -n3 --llm-parallel=tp=3 "$CK_CHECK" load --root "$ROOT" \
 		--big 64 --expect-step "$newest"
 	assert_ranks_ok 3 8
 	refute grep -q 'llmp: .*trying step' <<<"$output"
 	# a save of the step the kill interrupted clears the .tmp and commits
-	run ck_srun 120 -w node1,node3 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+	run capped_srun 120 -w node1,node3 -N2 -n4 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
 		--big 64 --keep 2 --steps "$t"
 	assert_ranks_ok 4 3
 	[ -z "$(find "$ROOT" -name '*.tmp')" ]
@@ -212,7 +206,7 @@ bricks_holding() { # NAME-REGEX
 	"$CLUSTER" start-node "$CLUSTER_STATE" node2
 	scontrol update NodeName=node2 State=RESUME >/dev/null 2>&1 || true
 	assert_cluster_idle
-	run ck_srun 120 -w node2 -N1 -n2 --llm-parallel=tp=2 "$CK_CHECK" load --root "$ROOT" \
+	run capped_srun 120 -w node2 -N1 -n2 --llm-parallel=tp=2 "$CK_CHECK" load --root "$ROOT" \
 		--big 64 --expect-step "$t"
 	assert_ranks_ok 2 8
 }
@@ -276,7 +270,7 @@ ft_setup() {
 }
 
 @test "files=node on the volume: 3 nodes x 2 tasks write 3 files from 3 clients; loaded resharded on 2 nodes; verify" {
-	run ck_srun 180 -N3 --ntasks-per-node=2 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
+	run capped_srun 180 -N3 --ntasks-per-node=2 --llm-parallel=tp=2 "$CK_CHECK" save --root "$ROOT" \
 		--steps 100,200 --files node
 	assert_ranks_ok 6 3
 	[ "$(complete_steps | tr '\n' ' ')" = "200 100 " ]
@@ -284,10 +278,10 @@ ft_setup() {
 	[ "$(find "$ROOT/step-200" -name 'shard-*.h5' -printf '%f\n' | sort | tr '\n' ' ')" = \
 		"shard-0.h5 shard-2.h5 shard-4.h5 " ]
 	[ "$(head -n1 "$ROOT/step-200/MANIFEST")" = "llmp-checkpoint 3" ]
-	run ck_srun 180 -w node[2-3] -N2 -n4 --llm-parallel=tp=4 "$CK_CHECK" load --root "$ROOT" \
+	run capped_srun 180 -w node[2-3] -N2 -n4 --llm-parallel=tp=4 "$CK_CHECK" load --root "$ROOT" \
 		--expect-step 200
 	assert_ranks_ok 4 8
-	run ck_srun 180 -w node1 -N1 -n1 "$CK_CHECK" load --root "$ROOT" --step 100 --expect-step 100
+	run capped_srun 180 -w node1 -N1 -n1 "$CK_CHECK" load --root "$ROOT" --step 100 --expect-step 100
 	assert_ranks_ok 1 8
 	run "$LLMP" ckpt verify "$ROOT"
 	echo "$output"

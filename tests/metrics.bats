@@ -29,25 +29,18 @@ browser() {
 		{ tail -n 20 "$WORK/chromium.log" >&2; return 1; }
 }
 
-# srun --mpi=pmix, capped: a hang fails the test instead of stalling the suite.
-rt_srun() { # seconds srun-arguments...
-	local limit=$1
-	shift
-	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
-}
-
 @test "counters: bytes of doubling, ring and allgather per group, 4 ranks on 2 nodes" {
-	run rt_srun 180 -N2 -n4 "$RT_CHECK" metrics --parallel tp=2
+	run capped_srun 180 -N2 -n4 "$RT_CHECK" metrics --parallel tp=2
 	assert_ranks_ok 4 50
 }
 
 @test "counters: 3 ranks (not a power of two) on 3 nodes" {
-	run rt_srun 180 -N3 -n3 "$RT_CHECK" metrics
+	run capped_srun 180 -N3 -n3 "$RT_CHECK" metrics
 	assert_ranks_ok 3 20
 }
 
 @test "counters: rank 1 sleeps before each allreduce: the others wait for it, it waits for nobody" {
-	run rt_srun 180 -N2 -n2 "$RT_CHECK" metrics --victim 1 --sleep 0.05
+	run capped_srun 180 -N2 -n2 "$RT_CHECK" metrics --victim 1 --sleep 0.05
 	assert_ranks_ok 2 20
 	grep -q "^rank 0: straggler: .* last member 1 " <<<"$output"
 }

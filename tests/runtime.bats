@@ -16,15 +16,6 @@ setup() {
 	cluster_setup
 }
 
-# srun --mpi=pmix, capped: a hang fails the test instead of stalling the suite.
-# The runtime's own timeout (LLMP_TIMEOUT) is far below the cap, so a lost peer
-# is reported by the ranks themselves first.
-rt_srun() { # seconds srun-arguments...
-	local limit=$1
-	shift
-	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
-}
-
 
 # How many ranks made N communicators with a shared-memory segment (N a regex).
 count_shm() { # N
@@ -39,14 +30,14 @@ count_swept() { # NAME SIZE
 # ------------------------------------------------------------- collectives
 
 @test "coll: 1 rank" {
-	run rt_srun 120 -N1 -n1 "$RT_CHECK" coll
+	run capped_srun 120 -N1 -n1 "$RT_CHECK" coll
 	assert_ranks_ok 1 1000
 }
 
 # On this one machine every group shares a kernel: collectives of 8 KiB and more
 # go through a shared-memory segment (runtime/coll/shm.h), the rest through UCX.
 @test "coll: 2 ranks on one node" {
-	run rt_srun 180 -N1 -n2 "$RT_CHECK" coll
+	run capped_srun 180 -N1 -n2 "$RT_CHECK" coll
 	assert_ranks_ok 2 1000
 	[ "$(count_swept world 2)" -eq 2 ]
 	# the world made one for the large count, and groups with the same members
@@ -55,46 +46,46 @@ count_swept() { # NAME SIZE
 }
 
 @test "coll: 2 ranks on one node, shared memory off: UCX's ring for the large count" {
-	LLMP_SHM_THRESHOLD=off run rt_srun 180 -N1 -n2 "$RT_CHECK" coll
+	LLMP_SHM_THRESHOLD=off run capped_srun 180 -N1 -n2 "$RT_CHECK" coll
 	assert_ranks_ok 2 1000
 	[ "$(count_shm 0)" -eq 2 ]
 }
 
 @test "coll: 4 ranks on 3 nodes, shared memory from 1 byte: every collective through it" {
-	run rt_srun 300 -N3 -n4 "$RT_CHECK" coll --shm-threshold 1
+	run capped_srun 300 -N3 -n4 "$RT_CHECK" coll --shm-threshold 1
 	assert_ranks_ok 4 1000
 	# every communicator of more than one member made one
 	[ "$(count_shm '[1-9][0-9]*')" -eq 4 ]
 }
 
 @test "coll: 4 ranks on 2 nodes (3 + 1)" {
-	run rt_srun 240 -N2 -n4 "$RT_CHECK" coll
+	run capped_srun 240 -N2 -n4 "$RT_CHECK" coll
 	assert_ranks_ok 4 1000
 	[ "$(count_swept world 4)" -eq 4 ]
 }
 
 @test "coll: 3 ranks on 3 nodes, one each" {
-	run rt_srun 240 -N3 -n3 "$RT_CHECK" coll
+	run capped_srun 240 -N3 -n3 "$RT_CHECK" coll
 	assert_ranks_ok 3 1000
 }
 
 @test "coll: 5 ranks on 3 nodes (uneven), ring below 64 bytes via LLMP_RING_THRESHOLD" {
-	LLMP_SHM_THRESHOLD=off LLMP_RING_THRESHOLD=64 run rt_srun 300 -N3 -n5 "$RT_CHECK" coll
+	LLMP_SHM_THRESHOLD=off LLMP_RING_THRESHOLD=64 run capped_srun 300 -N3 -n5 "$RT_CHECK" coll
 	assert_ranks_ok 5 1000
 }
 
 @test "coll: 8 ranks on 2 nodes, ring from 1 byte via llmp_init_opts" {
-	LLMP_SHM_THRESHOLD=off run rt_srun 300 -N2 -n8 "$RT_CHECK" coll --ring-threshold 1
+	LLMP_SHM_THRESHOLD=off run capped_srun 300 -N2 -n8 "$RT_CHECK" coll --ring-threshold 1
 	assert_ranks_ok 8 1000
 }
 
 @test "coll: 8 ranks on 2 nodes, default thresholds" {
-	run rt_srun 300 -N2 -n8 "$RT_CHECK" coll
+	run capped_srun 300 -N2 -n8 "$RT_CHECK" coll
 	assert_ranks_ok 8 1000
 }
 
 @test "coll: --llm-parallel=tp=2,pp=2,cp=2 on 8 ranks over 2 nodes: every group of the 4D layout" {
-	run rt_srun 400 -N2 -n8 --llm-parallel=tp=2,pp=2,cp=2 "$RT_CHECK" coll
+	run capped_srun 400 -N2 -n8 --llm-parallel=tp=2,pp=2,cp=2 "$RT_CHECK" coll
 	assert_ranks_ok 8 1000
 	# the layout came from the plugin's environment: the groups have its sizes
 	[ "$(count_swept world 8)" -eq 8 ]
@@ -109,19 +100,19 @@ count_swept() { # NAME SIZE
 }
 
 @test "coll: a middle pipeline stage is in no embedding group (pp=3 on 3 nodes)" {
-	run rt_srun 400 -N3 -n6 --llm-parallel=tp=2,pp=3 "$RT_CHECK" coll --quick
+	run capped_srun 400 -N3 -n6 --llm-parallel=tp=2,pp=3 "$RT_CHECK" coll --quick
 	assert_ranks_ok 6 1000
 	[ "$(grep -c '^rank [0-9]*: not in a embedding group$' <<<"$output")" -eq 2 ]
 	[ "$(count_swept embedding 2)" -eq 4 ]
 }
 
 @test "coll: UCX_TLS=tcp, so data crosses the namespaces' network" {
-	LLMP_SHM_THRESHOLD=off UCX_TLS=tcp run rt_srun 300 -N3 -n3 --llm-parallel=tp=1 "$RT_CHECK" coll --quick
+	LLMP_SHM_THRESHOLD=off UCX_TLS=tcp run capped_srun 300 -N3 -n3 --llm-parallel=tp=1 "$RT_CHECK" coll --quick
 	assert_ranks_ok 3 1000
 }
 
 @test "coll: the layout given both by --parallel and by the plugin, agreeing" {
-	run rt_srun 300 -N2 -n4 --llm-parallel=tp=2 "$RT_CHECK" coll --quick --parallel tp=2
+	run capped_srun 300 -N2 -n4 --llm-parallel=tp=2 "$RT_CHECK" coll --quick --parallel tp=2
 	assert_ranks_ok 4 1000
 	[ "$(count_swept tp 2)" -eq 4 ]
 }
@@ -129,20 +120,20 @@ count_swept() { # NAME SIZE
 # ---------------------------------------------------------- point to point
 
 @test "p2p: pipeline of 4 stages on 2 nodes (--llm-parallel=pp=4)" {
-	run rt_srun 120 -N2 -n4 --llm-parallel=pp=4 "$RT_CHECK" p2p
+	run capped_srun 120 -N2 -n4 --llm-parallel=pp=4 "$RT_CHECK" p2p
 	assert_ranks_ok 4 20
 	[ "$(grep -c '^rank [0-9]*: p2p along pp (stage [0-3] of 4)' <<<"$output")" -eq 4 ]
 }
 
 @test "p2p: pp=3 with tp=2 on 3 nodes, and along the world over TCP" {
-	run rt_srun 120 -N3 -n6 --llm-parallel=tp=2,pp=3 "$RT_CHECK" p2p
+	run capped_srun 120 -N3 -n6 --llm-parallel=tp=2,pp=3 "$RT_CHECK" p2p
 	assert_ranks_ok 6 20
-	UCX_TLS=tcp run rt_srun 120 -N3 -n5 "$RT_CHECK" p2p --group world
+	UCX_TLS=tcp run capped_srun 120 -N3 -n5 "$RT_CHECK" p2p --group world
 	assert_ranks_ok 5 20
 }
 
 @test "p2p: a group of one cannot be tested, and says so" {
-	run rt_srun 60 -N1 -n2 "$RT_CHECK" p2p
+	run capped_srun 60 -N1 -n2 "$RT_CHECK" p2p
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[ "$(grep -c 'p2p needs a layout where it has 2 or more' <<<"$output")" -eq 2 ]
@@ -151,14 +142,14 @@ count_swept() { # NAME SIZE
 # --------------------------------------------------------------- wire-up
 
 @test "stats: one init fence at every world size; a group of one opens no endpoint" {
-	run rt_srun 120 -N1 -n2 "$RT_CHECK" stats
+	run capped_srun 120 -N1 -n2 "$RT_CHECK" stats
 	assert_ranks_ok 2 10
-	run rt_srun 120 -N2 -n4 "$RT_CHECK" stats
+	run capped_srun 120 -N2 -n4 "$RT_CHECK" stats
 	assert_ranks_ok 4 10
-	run rt_srun 120 -N3 -n5 "$RT_CHECK" stats
+	run capped_srun 120 -N3 -n5 "$RT_CHECK" stats
 	assert_ranks_ok 5 10
 	# many more groups made: still one fence
-	run rt_srun 120 -N3 -n12 --llm-parallel=pp=2,cp=2 "$RT_CHECK" stats
+	run capped_srun 120 -N3 -n12 --llm-parallel=pp=2,cp=2 "$RT_CHECK" stats
 	assert_ranks_ok 12 10
 	[ "$(grep -c 'stats after every group: init_fences=1 ' <<<"$output")" -eq 12 ]
 }
@@ -167,7 +158,7 @@ count_swept() { # NAME SIZE
 	# Ranks 0,1 on node2, 2,3 on node3, 4,5 on node1 (tests/cluster.bats
 	# checks the numbers): the runtime must speak of these ranks, not PMIx's.
 	write_renumber_topology "$WORK/tree.json"
-	LLMP_TOPOLOGY_FILE=$WORK/tree.json run rt_srun 400 -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run capped_srun 400 -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
 		--llm-placement=topology "$RT_CHECK" coll --quick
 	assert_ranks_ok 6 1000
 	[ "$(grep -c '^rank [0-9]*: not in a embedding group$' <<<"$output")" -eq 2 ]
@@ -182,7 +173,7 @@ count_swept() { # NAME SIZE
 		exec "$RT_CHECK" coll --quick
 	EOF
 	chmod +x "$WORK/odd.sh"
-	LLMP_TOPOLOGY_FILE=$WORK/tree.json run rt_srun 60 -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run capped_srun 60 -N3 --ntasks-per-node=2 --llm-parallel=tp=2,pp=3 \
 		--llm-placement=topology "$WORK/odd.sh"
 	echo "$output"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
@@ -199,13 +190,13 @@ count_swept() { # NAME SIZE
 		exec "$RT_CHECK" mismatch --odd 1
 	EOF
 	chmod +x "$WORK/odd.sh"
-	run rt_srun 60 -N2 -n4 "$WORK/odd.sh"
+	run capped_srun 60 -N2 -n4 "$WORK/odd.sh"
 	assert_ranks_ok 4 2
 	[ "$(grep -c 'llmp_init: .*mismatch\|llmp_init: .*disagree' <<<"$output")" -ge 1 ]
 }
 
 @test "mismatch: --parallel disagreeing with the plugin's layout fails init on every rank" {
-	run rt_srun 60 -N1 -n4 --llm-parallel=tp=2 "$RT_CHECK" coll --quick --parallel tp=4
+	run capped_srun 60 -N1 -n4 --llm-parallel=tp=2 "$RT_CHECK" coll --quick --parallel tp=4
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[ "$status" -ne 124 ]
@@ -220,7 +211,7 @@ count_swept() { # NAME SIZE
 fault_step() { # NAME srun-arguments...
 	local name=$1
 	shift
-	run rt_srun 90 --output="$WORK/$name-%t.out" "$@"
+	run capped_srun 90 --output="$WORK/$name-%t.out" "$@"
 	step_status=$status
 	output=$(cat "$WORK"/"$name"-*.out)
 	echo "$output"
@@ -295,17 +286,17 @@ assert_survivor() { # R [PATTERN]
 
 # A program bug: one rank passes another count. Nobody may hang or take a result.
 @test "disagree: one rank allreduces more elements; shared memory: all fail, naming a rank" {
-	run rt_srun 60 -N2 -n3 "$RT_CHECK" disagree --odd 2 --count 100000 --timeout 10
+	run capped_srun 60 -N2 -n3 "$RT_CHECK" disagree --odd 2 --count 100000 --timeout 10
 	assert_ranks_ok 3 3
 	[ "$(grep -c 'ranks disagree after' <<<"$output")" -eq 3 ]
 }
 
 @test "disagree: one rank allreduces more elements; UCX: all fail within the timeout" {
-	LLMP_SHM_THRESHOLD=off run rt_srun 60 -N2 -n3 "$RT_CHECK" disagree --odd 2 --count 100000 --timeout 10
+	LLMP_SHM_THRESHOLD=off run capped_srun 60 -N2 -n3 "$RT_CHECK" disagree --odd 2 --count 100000 --timeout 10
 	assert_ranks_ok 3 2
 }
 
 @test "badargs under srun: refused locally on every rank; the world still works after" {
-	run rt_srun 60 -N2 -n3 "$RT_CHECK" badargs --skip-bad-init
+	run capped_srun 60 -N2 -n3 "$RT_CHECK" badargs --skip-bad-init
 	assert_ranks_ok 3 40
 }

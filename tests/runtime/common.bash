@@ -3,6 +3,15 @@
 
 RT_CHECK="$LLMP_BUILDDIR/tests/runtime/rt_check"
 
+# srun --mpi=pmix, capped: a hang fails the test instead of stalling the suite.
+# The runtime's own timeout (LLMP_TIMEOUT, default 60 s here) is far below
+# the cap, so a lost peer is reported by the ranks themselves first.
+capped_srun() { # seconds srun-arguments...
+	local limit=$1
+	shift
+	LLMP_TIMEOUT=${LLMP_TIMEOUT:-60} timeout -k 10 "$limit" srun --mpi=pmix "$@"
+}
+
 # Every rank 0..N-1 printed its summary once, with at least MIN checks and none
 # wrong, and the step exited 0. The output is printed first: bats shows it
 # only when the test fails.
