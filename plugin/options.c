@@ -97,7 +97,8 @@ static struct spank_option options[] = {
 	  1, OPT_PARALLEL, option_cb },
 	{ "llm-checkpoint", "SPEC",
 	  "[llm_parallel] checkpoints of a requeued job "
-	  "DIR[,every=N|Nmin][,keep=N][,restarts=N][,files=rank|node]; 'help' explains",
+	  "DIR[,every=N|Nmin][,keep=N][,restarts=N][,files=rank|node]"
+	  "[,stripe=COUNT[:SIZE][:POOL]]; 'help' explains",
 	  1, OPT_CHECKPOINT, option_cb },
 	{ "llm-gpu-bind", "node|task|none",
 	  "[llm_parallel] with --llm-parallel: every task sees the step's GPUs and "

@@ -471,6 +471,11 @@ PY
 	check_tasks "" 4 --checkpoint "$WORK/ck,keep=2,restarts=0"
 	grep -q 'LLMP_PARALLEL=dp=auto ' <<<"$output"
 	grep -q 'LLMP_DP_SIZE=4 ' <<<"$output"
+	# stripe= reaches the tasks in the canonical text (sizes in their largest unit).
+	run srun -N1 -n2 --llm-checkpoint="$WORK/ck,stripe=4:1048576:flash" printenv LLMP_CHECKPOINT
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '%s\n%s' "$WORK/ck,keep=2,restarts=3,stripe=4:1M:flash" \
+		"$WORK/ck,keep=2,restarts=3,stripe=4:1M:flash")" ] || { echo "$output"; false; }
 }
 
 @test "checkpoint keys: option over LLMP_CHECKPOINT over site defaults, key by key" {
@@ -503,7 +508,8 @@ PY
 }
 
 @test "a bad --llm-checkpoint is refused at submission by sbatch, salloc and srun: nothing queued" {
-	for spec in d,keep=0 d,every=5m d,kep=2 /a,b d,restarts=-1 every=10 help,d d,files=nodes; do
+	for spec in d,keep=0 d,every=5m d,kep=2 /a,b d,restarts=-1 every=10 help,d d,files=nodes \
+		d,stripe=0 d,stripe=4:1000 d,stripe=4:1M:fs.pool; do
 		for how in sbatch srun salloc; do
 			run submit "$how" "--llm-checkpoint=$spec"
 			[ "$status" -ne 0 ] || { echo "$how accepted $spec"; false; }
@@ -517,9 +523,13 @@ PY
 	run submit sbatch --llm-checkpoint=every=10
 	grep -qx 'llm_parallel: --llm-checkpoint: no checkpoint directory given (DIR or dir=DIR)' <<<"$output"
 	run submit sbatch --llm-checkpoint=d,kep=2
-	grep -qx "llm_parallel: --llm-checkpoint: unknown key 'kep' (known keys: dir every keep restarts files)" <<<"$output"
+	grep -qx "llm_parallel: --llm-checkpoint: unknown key 'kep' (known keys: dir every keep restarts files stripe)" <<<"$output"
 	run submit sbatch --llm-checkpoint=d,files=nodes
 	grep -qx 'llm_parallel: --llm-checkpoint: files=nodes: must be rank (a shard file per rank) or node (one per node)' <<<"$output"
+	run submit srun --llm-checkpoint=d,stripe=4:1000
+	grep -qx 'llm_parallel: --llm-checkpoint: stripe=4:1000: size must be a multiple of 64K below 4G (64K, 1M, 4M...)' <<<"$output"
+	run submit sbatch --llm-checkpoint=d,stripe=-2
+	grep -qx 'llm_parallel: --llm-checkpoint: stripe=-2: count must be -1 (all OSTs) or 1..2000' <<<"$output"
 	LLMP_CHECKPOINT=d,keep=x run submit sbatch
 	[ "$status" -ne 0 ]
 	grep -qx 'llm_parallel: LLMP_CHECKPOINT: keep=x: not a number' <<<"$output"

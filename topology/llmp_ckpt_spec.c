@@ -19,7 +19,7 @@
 #include "fail.h"
 #include "items.h"
 
-#define KNOWN_KEYS "dir every keep restarts files"
+#define KNOWN_KEYS "dir every keep restarts files stripe"
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -89,6 +89,131 @@ static llmp_status parse_files(const char *v, size_t n, llmp_ckpt_spec *spec, ch
 	return LLMP_OK;
 }
 
+llmp_status llmp_ckpt_stripe_check(int64_t count, uint64_t size, const char *pool, char *msg, size_t msglen)
+{
+	size_t plen = pool ? strnlen(pool, LLMP_CKPT_STRIPE_POOL_MAX) : 0;
+	if (count == 0 && (size || plen))
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+				 "stripe=: a stripe size or pool needs a stripe count");
+	if (count < -1 || count > LLMP_CKPT_STRIPE_COUNT_MAX)
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+				 "stripe=: count %lld is not -1 (all OSTs) or 1..%d", (long long)count,
+				 LLMP_CKPT_STRIPE_COUNT_MAX);
+	/* Lustre refuses other sizes when the layout is set (EINVAL). */
+	if (size % LLMP_CKPT_STRIPE_UNIT || size >= ((uint64_t)4 << 30))
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+				 "stripe=: size %llu bytes is not a multiple of 64K below 4G",
+				 (unsigned long long)size);
+	if (plen >= LLMP_CKPT_STRIPE_POOL_MAX)
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "stripe=: pool name longer than %d characters",
+				 LLMP_CKPT_STRIPE_POOL_MAX - 1);
+	for (size_t i = 0; i < plen; i++) {
+		char c = pool[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-')) {
+			char shown[LLMP_SHOW_MAX];
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+					 "stripe=: pool '%s' may hold only letters, digits, '_' and '-'",
+					 llmp_show(shown, pool, plen));
+		}
+	}
+	return LLMP_OK;
+}
+
+/* SIZE of stripe=: bytes, or K, M, G (binary) of them. */
+static llmp_status parse_stripe_size(const char *shown, const char *v, size_t n, uint64_t *out, char *msg,
+				     size_t msglen)
+{
+	uint64_t value = 0, unit = 1;
+	size_t digits = n;
+	if (n > 1) {
+		switch (v[n - 1]) {
+		case 'k':
+		case 'K': unit = (uint64_t)1 << 10; break;
+		case 'm':
+		case 'M': unit = (uint64_t)1 << 20; break;
+		case 'g':
+		case 'G': unit = (uint64_t)1 << 30; break;
+		}
+		digits -= unit > 1;
+	}
+	for (size_t i = 0; i < digits; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+					 "stripe=%s: size is not a number of bytes (K, M, G suffixes)",
+					 shown);
+		value = value * 10 + (uint64_t)(v[i] - '0');
+		if (value > ((uint64_t)4 << 30)) /* checked per digit: no overflow */
+			break;
+	}
+	*out = value * unit;
+	if (value == 0 || value > ((uint64_t)4 << 30) || *out % LLMP_CKPT_STRIPE_UNIT ||
+	    *out >= ((uint64_t)4 << 30))
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+				 "stripe=%s: size must be a multiple of 64K below 4G (64K, 1M, 4M...)",
+				 shown);
+	return LLMP_OK;
+}
+
+/*
+ * stripe=COUNT[:SIZE][:POOL]: COUNT -1 or 1..2000; an empty SIZE between two
+ * colons keeps the filesystem's (stripe=8::flash).
+ */
+static llmp_status parse_stripe(const char *v, size_t n, llmp_ckpt_spec *spec, char *msg, size_t msglen)
+{
+	char shown[LLMP_SHOW_MAX];
+	const char *part[3] = { v, NULL, NULL };
+	size_t len[3] = { n, 0, 0 }, parts = 1;
+	llmp_show(shown, v, n);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] != ':')
+			continue;
+		if (parts == 3)
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "stripe=%s: more than COUNT:SIZE:POOL",
+					 shown);
+		len[parts - 1] = (size_t)(v + i - part[parts - 1]);
+		part[parts] = v + i + 1;
+		len[parts] = n - i - 1;
+		parts++;
+	}
+	uint32_t count = 0;
+	if (len[0] == 2 && memcmp(v, "-1", 2) == 0)
+		spec->stripe_count = -1;
+	else if (len[0] > 1 && v[0] == '-')
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+				 "stripe=%s: count must be -1 (all OSTs) or 1..%d", shown,
+				 LLMP_CKPT_STRIPE_COUNT_MAX);
+	else if (parse_count("stripe", shown, v, len[0], 1, " of OSTs (COUNT, -1: all)", &count, msg,
+			     msglen) != LLMP_OK)
+		return LLMP_ERR_SPEC;
+	else if (count > LLMP_CKPT_STRIPE_COUNT_MAX)
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+				 "stripe=%s: count must be -1 (all OSTs) or 1..%d", shown,
+				 LLMP_CKPT_STRIPE_COUNT_MAX);
+	else
+		spec->stripe_count = (int32_t)count;
+	spec->stripe_size = 0;
+	spec->stripe_pool[0] = '\0';
+	if (parts > 1 && len[1] == 0 && parts == 2)
+		return llmp_fail(LLMP_ERR_SPEC, msg, msglen, "stripe=%s: empty size after ':'", shown);
+	if (parts > 1 && len[1] && parse_stripe_size(shown, part[1], len[1], &spec->stripe_size, msg, msglen))
+		return LLMP_ERR_SPEC;
+	if (parts == 3) {
+		if (len[2] == 0 || len[2] >= LLMP_CKPT_STRIPE_POOL_MAX)
+			return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
+					 "stripe=%s: pool name must be 1-%d characters", shown,
+					 LLMP_CKPT_STRIPE_POOL_MAX - 1);
+		memcpy(spec->stripe_pool, part[2], len[2]);
+		spec->stripe_pool[len[2]] = '\0';
+	}
+	llmp_status st = llmp_ckpt_stripe_check(spec->stripe_count, spec->stripe_size, spec->stripe_pool, msg,
+						msglen);
+	if (st != LLMP_OK) /* the pool's characters: name the whole item */
+		return llmp_fail(st, msg, msglen,
+				 "stripe=%s: pool may hold only letters, digits, '_' and '-'", shown);
+	return LLMP_OK;
+}
+
 /* The directory, from a bare item or dir=: a path of printable bytes. */
 static llmp_status set_dir(const char *item, size_t itemlen, const char *v, size_t n, llmp_ckpt_spec *spec,
 			   char *msg, size_t msglen)
@@ -137,7 +262,7 @@ static const struct {
 } keys[] = {
 	{ "dir", LLMP_CKPT_GIVEN_DIR },     { "every", LLMP_CKPT_GIVEN_EVERY },
 	{ "keep", LLMP_CKPT_GIVEN_KEEP },   { "restarts", LLMP_CKPT_GIVEN_RESTARTS },
-	{ "files", LLMP_CKPT_GIVEN_FILES },
+	{ "files", LLMP_CKPT_GIVEN_FILES }, { "stripe", LLMP_CKPT_GIVEN_STRIPE },
 };
 
 /* The index in keys[] of the key s[0..n), or -1 when unknown. */
@@ -199,6 +324,7 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 		st = parse_count("restarts", shown, v, vn, 0, "", &spec->max_restarts, msg, msglen);
 		break;
 	case LLMP_CKPT_GIVEN_FILES: st = parse_files(v, vn, spec, msg, msglen); break;
+	case LLMP_CKPT_GIVEN_STRIPE: st = parse_stripe(v, vn, spec, msg, msglen); break;
 	}
 	if (st == LLMP_OK)
 		spec->given |= key;
@@ -220,7 +346,8 @@ llmp_status llmp_ckpt_spec_parse_partial(const char *text, llmp_ckpt_spec *spec,
 	if (len == 0)
 		return llmp_fail(LLMP_ERR_SPEC, msg, msglen,
 				 "empty checkpoint spec (expected DIR[,every=N|Nmin]"
-				 "[,keep=N][,restarts=N][,files=rank|node], or 'help')");
+				 "[,keep=N][,restarts=N][,files=rank|node][,stripe=COUNT[:SIZE][:POOL]], "
+				 "or 'help')");
 	if (strcmp(text, "help") == 0) {
 		spec->help = true;
 		return LLMP_OK;
@@ -249,6 +376,11 @@ void llmp_ckpt_spec_overlay(llmp_ckpt_spec *base, const llmp_ckpt_spec *top)
 		base->max_restarts = top->max_restarts;
 	if (top->given & LLMP_CKPT_GIVEN_FILES)
 		base->node_files = top->node_files;
+	if (top->given & LLMP_CKPT_GIVEN_STRIPE) {
+		base->stripe_count = top->stripe_count;
+		base->stripe_size = top->stripe_size;
+		memcpy(base->stripe_pool, top->stripe_pool, sizeof base->stripe_pool);
+	}
 	base->given |= top->given;
 	base->help = base->help || top->help;
 }
@@ -270,9 +402,29 @@ llmp_status llmp_ckpt_spec_check(llmp_ckpt_spec *spec, char *msg, size_t msglen)
 	return LLMP_OK;
 }
 
+/* ",stripe=COUNT[:SIZE][:POOL]" with SIZE in its largest exact unit, or "" when not asked for. */
+static void format_stripe(const llmp_ckpt_spec *spec, char *out, size_t outlen)
+{
+	char size[32] = "";
+	uint64_t b = spec->stripe_size;
+	out[0] = '\0';
+	if (!spec->stripe_count)
+		return;
+	if (b)
+		snprintf(size, sizeof size, ":%llu%s",
+			 (unsigned long long)(b % (1u << 30) == 0   ? b >> 30
+					      : b % (1u << 20) == 0 ? b >> 20
+								    : b >> 10),
+			 b % (1u << 30) == 0   ? "G"
+			 : b % (1u << 20) == 0 ? "M"
+					       : "K");
+	snprintf(out, outlen, ",stripe=%d%s%s%s", (int)spec->stripe_count,
+		 spec->stripe_pool[0] && !b ? ":" : size, spec->stripe_pool[0] ? ":" : "", spec->stripe_pool);
+}
+
 int llmp_ckpt_spec_format(const llmp_ckpt_spec *spec, char *out, size_t outlen)
 {
-	char every[32] = "";
+	char every[32] = "", stripe[64];
 
 	if (spec->every)
 		snprintf(every, sizeof every, ",every=%u%s", spec->every, spec->every_minutes ? "min" : "");
@@ -280,13 +432,15 @@ int llmp_ckpt_spec_format(const llmp_ckpt_spec *spec, char *out, size_t outlen)
 	 * request for help: those two need the dir= form to parse back. */
 	bool keyed = strchr(spec->dir, '=') || strcmp(spec->dir, "help") == 0;
 	/* files=rank, the default, is left out: the text is the one older versions wrote. */
-	return snprintf(out, outlen, "%s%s%s,keep=%u,restarts=%u%s", keyed ? "dir=" : "", spec->dir, every,
-			spec->keep, spec->max_restarts, spec->node_files ? ",files=node" : "");
+	format_stripe(spec, stripe, sizeof stripe);
+	return snprintf(out, outlen, "%s%s%s,keep=%u,restarts=%u%s%s", keyed ? "dir=" : "", spec->dir, every,
+			spec->keep, spec->max_restarts, spec->node_files ? ",files=node" : "", stripe);
 }
 
 const char *llmp_ckpt_spec_grammar(void)
 {
-	return "Checkpoint grammar: DIR[,every=N|Nmin][,keep=N][,restarts=N][,files=rank|node], any order\n"
+	return "Checkpoint grammar: DIR[,every=N|Nmin][,keep=N][,restarts=N][,files=rank|node]\n"
+	       "                    [,stripe=COUNT[:SIZE][:POOL]], any order\n"
 	       "  DIR, dir=DIR  checkpoint root, one directory per step below it; relative\n"
 	       "             to the job's working directory unless absolute   (required)\n"
 	       "  every=N    a checkpoint every N training steps\n  every=Nmin a checkpoint every N minutes\n"
@@ -298,6 +452,10 @@ const char *llmp_ckpt_spec_grammar(void)
 						       LLMP_CKPT_DEFAULT_RESTARTS) ")\n"
 										   "  files=node one shard file per node, written by all its ranks, instead of\n"
 										   "             one per rank: fewer files on a parallel filesystem (default rank)\n"
+										   "  stripe=COUNT[:SIZE][:POOL]  on Lustre, the layout of the files of each step\n"
+										   "             directory: COUNT OSTs (-1: all), SIZE per stripe (64K multiple; K M G),\n"
+										   "             OST pool POOL; stripe=8::flash keeps the size. Ignored elsewhere\n"
+										   "             (default: the directory's own layout)\n"
 										   "  help       print this text\n"
 										   "A directory cannot contain a comma; one with '=' in it is given as dir=DIR.\n"
 										   "Example: /scratch/run1,every=500,keep=3   or   dir=ckpt,every=30min\n";

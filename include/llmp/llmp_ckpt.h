@@ -44,6 +44,15 @@ typedef struct llmp_ckpt_opts {
 	size_t alignment;   /* file offset alignment of large datasets; 0: the root's preferred I/O size */
 	size_t staging_max; /* bytes an async save may copy on this rank; 0: no limit */
 	unsigned files;     /* LLMP_CKPT_FILES_RANK (0) or LLMP_CKPT_FILES_NODE */
+	/*
+	 * On Lustre, the layout each step directory gives the shards created in
+	 * it (--llm-checkpoint's stripe=; llmp_ckpt_stripe_check says what is
+	 * valid). Elsewhere, or without liblustreapi, rank 0 warns once and the
+	 * save goes on (doc/checkpoint.md, "Filesystem hints").
+	 */
+	int stripe_count;        /* 0: leave the layout alone; -1: all OSTs; else OSTs per file */
+	size_t stripe_size;      /* bytes per stripe, a multiple of 64 KiB; 0: the filesystem's */
+	const char *stripe_pool; /* OST pool; NULL or "": the filesystem's */
 } llmp_ckpt_opts;
 
 /*

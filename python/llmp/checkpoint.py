@@ -70,7 +70,10 @@ class _InitOpts(ctypes.Structure):
 class _CkptOpts(ctypes.Structure):
     _fields_ = [("root", ctypes.c_char_p), ("keep", ctypes.c_uint),
                 ("alignment", ctypes.c_size_t), ("staging_max", ctypes.c_size_t),
-                ("files", ctypes.c_uint)]  # 0: a shard file per rank, 1: per node
+                ("files", ctypes.c_uint),  # 0: a shard file per rank, 1: per node
+                # Lustre layout of each step directory (0: left alone; doc/checkpoint.md)
+                ("stripe_count", ctypes.c_int), ("stripe_size", ctypes.c_size_t),
+                ("stripe_pool", ctypes.c_char_p)]
 
 
 class _CkptStats(ctypes.Structure):

@@ -58,6 +58,12 @@ llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt 
 	ck->alignment = opts->alignment ? opts->alignment : preferred_alignment(opts->root);
 	ck->staging_max = opts->staging_max;
 	ck->node_files = opts->files == LLMP_CKPT_FILES_NODE;
+	llmp_status st = ck_stripe_open(ck, opts);
+	if (st != LLMP_OK) {
+		free(ck->root);
+		free(ck);
+		return st;
+	}
 	*out = ck;
 	return LLMP_OK;
 }
@@ -68,6 +74,7 @@ void llmp_ckpt_close(llmp_ckpt *ck)
 		return;
 	llmp_ckpt_wait(ck); /* its status stays in llmp_errmsg() */
 	ck_dev_free(ck);
+	ck_stripe_close(ck);
 	free(ck->staging);
 	free(ck->leader_of);
 	free(ck->plan);

@@ -69,6 +69,8 @@ static llmp_status prepare(llmp_ckpt *ck, uint64_t step)
 		st = ck_remove_tree(ctx, tmp); /* left by a save that was killed */
 	if (st == LLMP_OK && mkdir(tmp, 0755) != 0)
 		st = rt_fail(ctx, LLMP_ERR_IO, "mkdir %s: %s", tmp, strerror(errno));
+	if (st == LLMP_OK) /* before any shard exists: they inherit it */
+		ck_stripe_apply(ck, tmp);
 	return st;
 }
 

@@ -7,4 +7,5 @@ runtime_sources += \
 	runtime/ckpt/ckpt_fs.c runtime/ckpt/ckpt_manifest.c \
 	runtime/ckpt/ckpt_hdf5.c runtime/ckpt/ckpt_save.c runtime/ckpt/ckpt_load.c \
 	runtime/ckpt/ckpt_read.c runtime/ckpt/ckpt_node.c \
-	runtime/ckpt/ckpt_device.h runtime/ckpt/ckpt_device.c
+	runtime/ckpt/ckpt_device.h runtime/ckpt/ckpt_device.c \
+	runtime/ckpt/ckpt_stripe.c

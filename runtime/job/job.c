@@ -208,6 +208,11 @@ static llmp_status open_parts(llmp_job *job, const llmp_job_opts *opts)
 	ck.root = job->spec.dir;
 	ck.keep = job->spec.keep;
 	ck.files = job->spec.node_files ? LLMP_CKPT_FILES_NODE : LLMP_CKPT_FILES_RANK;
+	if (job->spec.given & LLMP_CKPT_GIVEN_STRIPE) { /* else the caller's opts->ckpt, if any */
+		ck.stripe_count = job->spec.stripe_count;
+		ck.stripe_size = job->spec.stripe_size;
+		ck.stripe_pool = job->spec.stripe_pool;
+	}
 	if ((st = llmp_ckpt_open(job->ctx, &ck, &job->ckpt)) != LLMP_OK)
 		return st;
 	if ((st = job_signals_install(job, opts ? opts->stop_signals : NULL)) != LLMP_OK)

@@ -248,9 +248,17 @@ static void grammar_names_every_key(void **state)
 {
 	(void)state;
 	const char *g = llmp_ckpt_spec_grammar();
-	static const char *const words[] = { "DIR",         "dir=DIR",        "every=N", "every=Nmin",
-					     "keep=N",      "restarts=N",     "help",    "(default 2)",
-					     "(default 3)", "files=rank|node" };
+	static const char *const words[] = { "DIR",
+					     "dir=DIR",
+					     "every=N",
+					     "every=Nmin",
+					     "keep=N",
+					     "restarts=N",
+					     "help",
+					     "(default 2)",
+					     "(default 3)",
+					     "files=rank|node",
+					     "stripe=COUNT[:SIZE][:POOL]" };
 	for (size_t i = 0; i < ARRAY_LEN(words); i++)
 		if (!strstr(g, words[i]))
 			fail_msg("grammar lacks '%s'", words[i]);
@@ -292,7 +300,7 @@ static void keys_and_values_missing_or_unknown(void **state)
 	REJECT("d,every=", "every=: missing value");
 	REJECT("d,restarts=", "restarts=: missing value");
 	REJECT("dir=", "dir=: missing value");
-	REJECT("d,kep=3", "unknown key 'kep'", "known keys: dir every keep restarts files");
+	REJECT("d,kep=3", "unknown key 'kep'", "known keys: dir every keep restarts files stripe");
 	REJECT("d,files=", "files=: missing value");
 	/* The value is named with the key, and what it may be. */
 	REJECT("d,files=nodes", "files=nodes: must be rank", "or node");
@@ -392,13 +400,13 @@ static void directory_length_and_bytes(void **state)
 	REJECT(text, "directory is longer than 1023 bytes", "'/aaaa");
 	snprintf(text, sizeof text, "dir=/%s,keep=1", repeat('b', 1023));
 	REJECT(text, "directory is longer than 1023 bytes", "'dir=/bbb");
-	/* The whole text is bounded too: 1120 characters at most (DIR and the canonical keys). */
-	assert_int_equal(LLMP_CKPT_SPEC_MAX_LEN, 1120);
-	snprintf(text, sizeof text, "d,%s", repeat(',', 1118));
-	assert_int_equal(strlen(text), 1120);
-	REJECT(text, "empty item"); /* 1120 is read (and is wrong) */
-	snprintf(text, sizeof text, "d%s", repeat(',', 1120));
-	REJECT(text, "checkpoint spec is longer than 1120 characters");
+	/* The whole text is bounded too: 1184 characters at most (DIR and the canonical keys). */
+	assert_int_equal(LLMP_CKPT_SPEC_MAX_LEN, 1184);
+	snprintf(text, sizeof text, "d,%s", repeat(',', 1182));
+	assert_int_equal(strlen(text), 1184);
+	REJECT(text, "empty item"); /* 1184 is read (and is wrong) */
+	snprintf(text, sizeof text, "d%s", repeat(',', 1184));
+	REJECT(text, "checkpoint spec is longer than 1184 characters");
 
 	/* Control characters are refused and never echoed. */
 	REJECT("/a\nb", "'/a?b': control character at byte 3 of the directory");
@@ -472,6 +480,20 @@ static void overlay_precedence(void **state)
 	llmp_ckpt_spec_overlay(&s, &opt); /* the option's directory back, files=rank kept */
 	assert_false(s.node_files);
 
+	/* stripe= layers whole: an option's count drops the site's size and pool. */
+	llmp_ckpt_spec site_stripe = accept("stripe=4:1M:flash"), opt_stripe = accept("stripe=-1");
+	llmp_ckpt_spec_overlay(&s, &site_stripe);
+	llmp_ckpt_spec_overlay(&s, &env); /* gives no stripe=: the site's stays */
+	assert_int_equal(s.stripe_count, 4);
+	assert_true(s.stripe_size == 1048576);
+	assert_string_equal(s.stripe_pool, "flash");
+	llmp_ckpt_spec_overlay(&s, &opt_stripe);
+	assert_int_equal(s.stripe_count, -1);
+	assert_true(s.stripe_size == 0);
+	assert_string_equal(s.stripe_pool, "");
+	llmp_ckpt_spec_overlay(&s, &opt); /* the option's directory back, stripe=-1 kept */
+	assert_int_equal(s.stripe_count, -1);
+
 	/* An overlay of nothing keeps everything. */
 	llmp_ckpt_spec none, before;
 	llmp_ckpt_spec_init(&none);
@@ -484,6 +506,94 @@ static void overlay_precedence(void **state)
 	llmp_ckpt_spec_overlay(&s, &help);
 	assert_true(s.help);
 	assert_string_equal(s.dir, "/opt");
+}
+
+/* -------------------------------------------------------------- stripe= */
+
+/* Values worked out by hand: K, M, G are 2^10, 2^20, 2^30 bytes. */
+static void stripe_accepted(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		int32_t count;
+		uint64_t size;
+		const char *pool;
+	} cases[] = {
+		{ "d,stripe=1", 1, 0, "" },
+		{ "d,stripe=-1", -1, 0, "" },
+		{ "d,stripe=2000", 2000, 0, "" },
+		{ "d,stripe=8:4M", 8, 4194304, "" },
+		{ "d,stripe=8:4m", 8, 4194304, "" },
+		{ "d,stripe=8:65536", 8, 65536, "" },
+		{ "d,stripe=8:64K", 8, 65536, "" },
+		{ "d,stripe=8:3G", 8, 3221225472u, "" },
+		{ "d,stripe=8:4194240K", 8, 4294901760u, "" }, /* 4G - 64K, the largest */
+		{ "d,stripe=4:1M:flash", 4, 1048576, "flash" },
+		{ "d,stripe=4::flash", 4, 0, "flash" },
+		{ "d,stripe=-1::A_b-9", -1, 0, "A_b-9" },
+		{ "d,stripe=2,stripe=3:1M", 3, 1048576, "" }, /* the last wins, whole */
+		{ "d,stripe=2::x,stripe=3", 3, 0, "" },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		llmp_ckpt_spec s = accept_checked(cases[i].text);
+		if (s.stripe_count != cases[i].count || s.stripe_size != cases[i].size ||
+		    strcmp(s.stripe_pool, cases[i].pool) != 0)
+			fail_msg("'%s': count %d size %llu pool '%s'", cases[i].text, (int)s.stripe_count,
+				 (unsigned long long)s.stripe_size, s.stripe_pool);
+		assert_true(s.given & LLMP_CKPT_GIVEN_STRIPE);
+	}
+	/* Not given: count 0, and the flag unset. */
+	llmp_ckpt_spec s = accept_checked("d");
+	assert_int_equal(s.stripe_count, 0);
+	assert_false(s.given & LLMP_CKPT_GIVEN_STRIPE);
+}
+
+static void stripe_rejected_naming_the_key(void **state)
+{
+	(void)state;
+	REJECT("d,stripe=", "stripe=: missing value");
+	REJECT("d,stripe=0", "stripe=0: must be at least 1");
+	REJECT("d,stripe=-2", "stripe=-2: count must be -1 (all OSTs) or 1..2000");
+	REJECT("d,stripe=2001", "stripe=2001: count must be -1 (all OSTs) or 1..2000");
+	REJECT("d,stripe=all", "stripe=all: not a number of OSTs");
+	REJECT("d,stripe=:1M", "stripe=:1M: not a number of OSTs");
+	REJECT("d,stripe=4:", "stripe=4:: empty size");
+	REJECT("d,stripe=4:1000", "stripe=4:1000: size must be a multiple of 64K below 4G");
+	REJECT("d,stripe=4:4G", "stripe=4:4G: size must be a multiple of 64K below 4G");
+	REJECT("d,stripe=4:0", "stripe=4:0: size must be a multiple of 64K");
+	REJECT("d,stripe=4:99999999999999999999999G", "size must be a multiple of 64K below 4G");
+	REJECT("d,stripe=4:1T", "stripe=4:1T: size is not a number of bytes");
+	REJECT("d,stripe=4:K", "stripe=4:K: size is not a number of bytes");
+	REJECT("d,stripe=4:1M:", "stripe=4:1M:: pool name must be 1-15 characters");
+	REJECT("d,stripe=4:1M:abcdefghijklmnop", "pool name must be 1-15 characters");
+	REJECT("d,stripe=4:1M:fs.pool", "stripe=4:1M:fs.pool: pool may hold only letters, digits");
+	REJECT("d,stripe=4:1M:a b", "pool may hold only");
+	REJECT("d,stripe=4:1M:p:q", "stripe=4:1M:p:q: more than COUNT:SIZE:POOL");
+	REJECT("d,stripe=4:\x1b", "stripe=4:?:", "size is not a number");
+}
+
+/* The check llmp_ckpt_open shares, on values that never went through text. */
+static void stripe_check_values(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX];
+	assert_int_equal(llmp_ckpt_stripe_check(0, 0, NULL, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_ckpt_stripe_check(-1, 65536, "p", msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_ckpt_stripe_check(2000, 4294901760u, "", msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_ckpt_stripe_check(0, 65536, NULL, msg, sizeof msg), LLMP_ERR_SPEC);
+	assert_msg_has(msg, "stripe=: a stripe size or pool needs a stripe count", "0,65536");
+	assert_int_equal(llmp_ckpt_stripe_check(0, 0, "p", msg, sizeof msg), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_ckpt_stripe_check(-2, 0, NULL, msg, sizeof msg), LLMP_ERR_SPEC);
+	assert_msg_has(msg, "count -2 is not -1 (all OSTs) or 1..2000", "-2");
+	assert_int_equal(llmp_ckpt_stripe_check(2001, 0, NULL, msg, sizeof msg), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_ckpt_stripe_check(1, 65537, NULL, msg, sizeof msg), LLMP_ERR_SPEC);
+	assert_msg_has(msg, "size 65537 bytes is not a multiple of 64K below 4G", "65537");
+	assert_int_equal(llmp_ckpt_stripe_check(1, 4294967296u, NULL, msg, sizeof msg), LLMP_ERR_SPEC);
+	assert_int_equal(llmp_ckpt_stripe_check(1, 0, "0123456789abcdef", msg, sizeof msg), LLMP_ERR_SPEC);
+	assert_msg_has(msg, "pool name longer than 15 characters", "16 characters");
+	assert_int_equal(llmp_ckpt_stripe_check(1, 0, "a/b", msg, sizeof msg), LLMP_ERR_SPEC);
+	assert_msg_has(msg, "pool 'a/b' may hold only letters", "a/b");
 }
 
 /* -------------------------------------------------------------- format */
@@ -505,6 +615,13 @@ static void format_canonical_text(void **state)
 		{ "/a,files=rank", "/a,keep=2,restarts=3" },
 		{ "files=node,/a", "/a,keep=2,restarts=3,files=node" },
 		{ "/a,files=node,files=rank", "/a,keep=2,restarts=3" },
+		/* stripe=: the size in its largest exact unit, an empty size kept before a pool. */
+		{ "/a,stripe=8", "/a,keep=2,restarts=3,stripe=8" },
+		{ "/a,stripe=-1:1048576", "/a,keep=2,restarts=3,stripe=-1:1M" },
+		{ "/a,stripe=4:2048m:flash", "/a,keep=2,restarts=3,stripe=4:2G:flash" },
+		{ "/a,stripe=2:192K", "/a,keep=2,restarts=3,stripe=2:192K" },
+		{ "stripe=2000::ssd_pool-1,/a,files=node",
+		  "/a,keep=2,restarts=3,files=node,stripe=2000::ssd_pool-1" },
 	};
 	char out[LLMP_CKPT_SPEC_MAX_LEN + 1];
 
@@ -528,6 +645,10 @@ static void format_round_trip(void **state)
 		"dir=help,restarts=0",
 		"/data/\xc3\xa9t\xc3\xa9,keep=1",
 		"d,files=node",
+		"d,stripe=-1",
+		"d,stripe=7:64k",
+		"d,stripe=3::p",
+		"d,stripe=16:4194240K:abcdefghijklmno",
 	};
 	char out[LLMP_CKPT_SPEC_MAX_LEN + 1], again_text[LLMP_CKPT_SPEC_MAX_LEN + 1];
 
@@ -541,6 +662,9 @@ static void format_round_trip(void **state)
 		assert_int_equal(again.keep, s.keep);
 		assert_int_equal(again.max_restarts, s.max_restarts);
 		assert_int_equal(again.node_files, s.node_files);
+		assert_int_equal(again.stripe_count, s.stripe_count);
+		assert_true(again.stripe_size == s.stripe_size);
+		assert_string_equal(again.stripe_pool, s.stripe_pool);
 		/* The canonical text is a fixed point. */
 		llmp_ckpt_spec_format(&again, again_text, sizeof again_text);
 		assert_string_equal(again_text, out);
@@ -548,7 +672,8 @@ static void format_round_trip(void **state)
 	/* The longest spec fits LLMP_CKPT_SPEC_MAX_LEN. */
 	char text[TEXT_MAX];
 	snprintf(text, sizeof text,
-		 "dir=/%s=,every=1000000000min,keep=1000000000,restarts=1000000000,files=node",
+		 "dir=/%s=,every=1000000000min,keep=1000000000,restarts=1000000000,files=node,"
+		 "stripe=2000:4194240K:ppppppppppppppp",
 		 repeat('q', 1021));
 	llmp_ckpt_spec s = accept_checked(text);
 	int n = llmp_ckpt_spec_format(&s, out, sizeof out);
@@ -587,6 +712,9 @@ int main(void)
 		cmocka_unit_test(directory_length_and_bytes),
 		cmocka_unit_test(check_requires_a_directory),
 		cmocka_unit_test(overlay_precedence),
+		cmocka_unit_test(stripe_accepted),
+		cmocka_unit_test(stripe_rejected_naming_the_key),
+		cmocka_unit_test(stripe_check_values),
 		cmocka_unit_test(format_canonical_text),
 		cmocka_unit_test(format_round_trip),
 		cmocka_unit_test(format_small_buffer),
