@@ -28,6 +28,8 @@ packages=(
 	chromium
 	# the local cluster's network namespaces
 	iproute2 procps util-linux
+	# the cluster's distributed volume (tests/distfs.bats): a brick and a FUSE client per node
+	glusterfs-server glusterfs-client
 )
 
 export DEBIAN_FRONTEND=noninteractive

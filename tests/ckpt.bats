@@ -10,8 +10,8 @@
 load cluster/common
 load runtime/common
 load cluster/mlp_job
+load ckpt/common
 
-CK_CHECK="$LLMP_BUILDDIR/tests/ckpt/ck_check"
 CHECK_VIEW="$LLMP_SRCDIR/tests/ckpt/check_view.py"
 
 setup_file() { cluster_setup_file; }
@@ -56,20 +56,6 @@ load_as() { # srun-arguments... -- ck_check-arguments...
 	done
 	shift
 	run capped_srun 120 "${sargs[@]}" "$CK_CHECK" load --root "$ROOT" "$@"
-}
-
-# Fails when the command succeeds (`! cmd` does not fail a bats test).
-refute() {
-	if "$@"; then
-		echo "unexpectedly true: $*"
-		return 1
-	fi
-}
-
-# The steps of the complete checkpoints under ROOT, newest first.
-complete_steps() {
-	find "$ROOT" -mindepth 1 -maxdepth 1 -type d -regex '.*/step-[0-9]+' -printf '%f\n' |
-		sed 's/^step-//' | sort -rn
 }
 
 # ----------------------------------------------------------------- save
@@ -494,13 +480,7 @@ EOF
 		--steps "$(seq -s, 1 200)" &
 	srun_pid=$!
 	# kill once a checkpoint is complete (latest) and the next one is under way (a .tmp)
-	for _ in $(seq 1 1200); do
-		if [ -f "$ROOT/latest" ] && compgen -G "$ROOT/step-*.tmp" >/dev/null; then
-			break
-		fi
-		sleep 0.05
-	done
-	[ -f "$ROOT/latest" ]
+	wait_save_under_way
 	victim=$(sed -n 's/^rank 1: pid \([0-9]*\)$/\1/p' "$WORK/save-1.out")
 	[ -n "$victim" ]
 	kill -9 "$victim"

@@ -6,18 +6,23 @@
 # FUSE client of each node's own. Saves run on some nodes and loads on others,
 # so every file is read back through another client than the one that wrote it.
 #
-# Opt-in: run as root with LLMP_TEST_DISTFS=gluster (glusterfs-server and
-# glusterfs-client installed); otherwise every test skips, saying so.
+# Part of `make check`: the file starts its own cluster with the volume
+# (LLMP_TEST_DISTFS=gluster for tests/cluster/cluster.sh). As root without
+# glusterfs-server and glusterfs-client every test skips, saying so, and
+# scripts/test.sh counts that skip as a failure (scripts/install-deps.sh
+# installs them); without root it skips as every cluster test does.
 
 load cluster/common
 load cluster/mlp_job
 load runtime/common
+load ckpt/common
 
-CK_CHECK="$LLMP_BUILDDIR/tests/ckpt/ck_check"
-
+# Why the volume cannot run here, or nothing (the cluster's own reasons first).
 distfs_unavailable() {
-	if [ "${LLMP_TEST_DISTFS:-}" != gluster ]; then
-		echo "distributed filesystem tests are opt-in (LLMP_TEST_DISTFS=gluster)"
+	local why
+	why=$(cluster_unavailable)
+	if [ -n "$why" ]; then
+		echo "$why"
 	elif ! command -v glusterd >/dev/null || ! command -v glusterfs >/dev/null; then
 		echo "GlusterFS not installed (glusterfs-server, glusterfs-client)"
 	fi
@@ -26,7 +31,9 @@ distfs_unavailable() {
 setup_file() {
 	DISTFS_SKIP=$(distfs_unavailable)
 	export DISTFS_SKIP
-	[ -n "$DISTFS_SKIP" ] || cluster_setup_file
+	[ -z "$DISTFS_SKIP" ] || return 0
+	export LLMP_TEST_DISTFS=gluster
+	cluster_setup_file
 }
 
 teardown_file() {
@@ -62,16 +69,20 @@ teardown() {
 	assert_cluster_idle || true
 }
 
-complete_steps() {
-	find "$ROOT" -mindepth 1 -maxdepth 1 -type d -regex '.*/step-[0-9]+' -printf '%f\n' |
-		sed 's/^step-//' | sort -rn
-}
-
-refute() {
-	if "$@"; then
-		echo "unexpectedly true: $*"
-		return 1
-	fi
+# End a background srun of this test (its pid): 10 s to return on its own, then
+# SIGTERM, 10 s more, then SIGKILL; which one ended it is said on fd 3.
+end_srun() { # pid
+	local how="returned on its own" t
+	for t in TERM KILL; do
+		for _ in $(seq 1 20); do
+			kill -0 "$1" 2>/dev/null || break 2
+			sleep 0.5
+		done
+		how="ended by SIG$t"
+		kill -s "$t" "$1" 2>/dev/null || true
+	done
+	wait "$1" || true
+	echo "# srun of the killed node's step: $how" >&3
 }
 
 # The brick directories holding a file of this name under the test's directory.
@@ -152,27 +163,26 @@ bricks_holding() { # NAME-REGEX
 
 @test "kill-node: node2 dies while a checkpoint is written; the newest complete loads on node1+node3" {
 	local srun_pid newest tmp t
-	LLMP_TIMEOUT=15 capped_srun 300 -w node[1-2] -N2 -n4 --llm-parallel=tp=2 --kill-on-bad-exit=1 \
+	# srun itself in the background, not capped_srun: $! must be srun's own pid for the
+	# end below (killing a function's subshell left timeout and srun running, holding
+	# bats' output open until the cap).
+	LLMP_TIMEOUT=15 srun --mpi=pmix -w node[1-2] -N2 -n4 --llm-parallel=tp=2 --kill-on-bad-exit=1 \
 		--output="$WORK/save-%t.out" "$CK_CHECK" save --root "$ROOT" --big 64 --keep 2 \
 		--steps "$(seq -s, 1 200)" &
 	srun_pid=$!
-	for _ in $(seq 1 1200); do
-		if [ -f "$ROOT/latest" ] && compgen -G "$ROOT/step-*.tmp" >/dev/null; then
-			break
-		fi
-		sleep 0.05
-	done
-	[ -f "$ROOT/latest" ]
+	wait_save_under_way
 	"$CLUSTER" kill-node "$CLUSTER_STATE" node2
-	# srun does not return when a node of its step dies with it (seen: still waiting
-	# after the job had left the queue): end it once Slurm has let the job go.
+	# Slurm lets the job go once node2 misses SlurmdTimeout (30 s here); node1's
+	# ranks fail their collectives after LLMP_TIMEOUT (15 s) before that.
 	for _ in $(seq 1 90); do
 		[ -n "$(squeue -h -o %i)" ] || break
 		sleep 1
 	done
-	sleep 2
-	kill "$srun_pid" 2>/dev/null || true
-	wait "$srun_pid" || true
+	[ -z "$(squeue -h -o %i)" ]
+	# srun does not return when a node of its step dies with its slurmd (Slurm 22.05,
+	# seen still waiting minutes after its job left the queue): given 10 s, then
+	# SIGTERM, then SIGKILL. Which one ended it goes to fd 3.
+	end_srun "$srun_pid"
 	ls -la "$ROOT"
 	refute grep -q '^rank [0-3]: saved step 200$' "$WORK"/save-*.out
 

@@ -26,6 +26,7 @@ struct ck_tensor {
 };
 
 struct ck_device; /* ckpt_device.c: the driver, copy stream and pinned memory of a handle */
+struct ck_stripe; /* ckpt_stripe.c: the Lustre layout asked for, and liblustreapi once loaded */
 
 /*
  * One rank's shard: the slices of all[] whose data[i] is not NULL, each
@@ -84,7 +85,8 @@ struct llmp_ckpt {
 	size_t nplan;
 	bool plan_current; /* no tensor registered on this rank since */
 	struct ck_pending pending;
-	struct ck_device *dev; /* NULL until a device tensor is registered */
+	struct ck_device *dev;    /* NULL until a device tensor is registered */
+	struct ck_stripe *stripe; /* NULL unless llmp_ckpt_opts asked for a layout */
 	llmp_ckpt_stats stats;
 	/* Steps the last load of LLMP_CKPT_NEWEST found damaged and passed over, if any. */
 	bool passed_over;
@@ -132,6 +134,16 @@ llmp_status ck_order_slices(struct ck_slice *all, size_t records, size_t *count,
 llmp_status ck_commit_step(llmp_ckpt *ck, uint64_t step, const struct ck_slice *all, size_t n,
 			   const int64_t *sizes, const void *meta, size_t metalen);
 
+/*
+ * ckpt_stripe.c: the layout of llmp_ckpt_opts.stripe_* checked and kept
+ * (nothing when none was asked for); set by rank 0 on each fresh step-N.tmp
+ * before any shard is created there. Applying never fails: where it cannot
+ * be set, rank 0 warns once per handle and the save goes on.
+ */
+llmp_status ck_stripe_open(llmp_ckpt *ck, const llmp_ckpt_opts *opts);
+void ck_stripe_apply(llmp_ckpt *ck, const char *dir);
+void ck_stripe_close(llmp_ckpt *ck);
+
 /* ckpt_fs.c: the filesystem side of a commit (without a context: format/dir.c). */
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path);
 llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path);
@@ -155,9 +167,11 @@ llmp_status ck_write_shard(struct ck_shard_job *job, char *msg, size_t msglen);
 /*
  * ckpt_read.c: fill this rank's registered slices from step directory dir,
  * whose MANIFEST is m, checking every saved slice read against its CRC.
- * On failure the slices may hold part of the checkpoint.
+ * Collective: the ranks share the reading (each saved slice read once) and
+ * return the same status, agreed as `doing` (rt_agree). On failure the
+ * slices may hold part of the checkpoint.
  */
-llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m);
+llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m, const char *doing);
 
 /* ckpt_hdf5.c (checking: format/h5check.c) */
 llmp_status ck_write_index(llmp_ckpt *ck, const char *path, const struct ck_slice *all, size_t n);

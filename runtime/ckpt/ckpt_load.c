@@ -63,8 +63,14 @@ static llmp_status read_meta(llmp_ctx *ctx, const char *dir, const struct ck_man
 	return st;
 }
 
-/* This rank's part of loading one checkpoint directory. */
-static llmp_status load_step(llmp_ckpt *ck, uint64_t step, void *meta, size_t metacap, size_t *metalen)
+/*
+ * Loading one checkpoint directory, collective: each rank checks the files
+ * and reads the metadata on its own, then (when every rank did so without
+ * an error) the ranks read the slices together. The status is agreed: the
+ * same on every rank, with the first failing rank's message.
+ */
+static llmp_status load_step(llmp_ckpt *ck, uint64_t step, const char *doing, void *meta, size_t metacap,
+			     size_t *metalen)
 {
 	llmp_ctx *ctx = ck->ctx;
 	char dir[4096], path[4200];
@@ -73,15 +79,16 @@ static llmp_status load_step(llmp_ckpt *ck, uint64_t step, void *meta, size_t me
 	struct ck_manifest m;
 	llmp_status st = ck_manifest_read(path, &m, ctx->errmsg, sizeof ctx->errmsg);
 	if (st != LLMP_OK)
-		return st;
+		return ck_agree(ck, doing, st);
 	st = check_shards(ctx, dir, &m);
 	snprintf(path, sizeof path, "%s/" CK_INDEX, dir);
 	if (st == LLMP_OK && ctx->rank == 0) /* a few KiB, read once for all */
 		st = ck_file_check(path, m.index_bytes, m.index_crc, ctx->errmsg, sizeof ctx->errmsg);
 	if (st == LLMP_OK)
-		st = ck_read_tensors(ck, dir, &m);
-	if (st == LLMP_OK)
 		st = read_meta(ctx, dir, &m, meta, metacap, metalen);
+	st = ck_agree(ck, doing, st);
+	if (st == LLMP_OK)
+		st = ck_read_tensors(ck, dir, &m, doing);
 	ck_manifest_free(&m);
 	return st;
 }
@@ -139,7 +146,7 @@ llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step, 
 	for (int64_t i = 0; st == LLMP_OK && i < count; i++) {
 		char doing[64];
 		snprintf(doing, sizeof doing, "checkpoint load of step-%lld", (long long)list[i]);
-		st = ck_agree(ck, doing, load_step(ck, (uint64_t)list[i], meta, metacap, metalen));
+		st = load_step(ck, (uint64_t)list[i], doing, meta, metacap, metalen);
 		if (st == LLMP_OK) {
 			if (loaded_step)
 				*loaded_step = (uint64_t)list[i];

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_read.c - a load's reading: every saved slice that intersects a
- * slice this rank registered is read from its shard, checked against its
- * CRC-32C, and its part in the registered slice copied there.
+ * slice some rank registered is read from its shard, once, by one of the
+ * ranks that need it, checked against its CRC-32C, and its part in each
+ * registered slice copied there or sent to the rank that registered it
+ * (below: "a load shared by the ranks").
  *
  * The CRC covers a saved slice whole, so a slice is read whole even when
- * only a part of it is needed. Its bytes are read straight from the shard
- * file, where the MANIFEST says they are, in chunks of whole rows of its
- * first dimension:
- * each chunk is checksummed and copied out while it is still in the cache,
- * and memory stays one chunk whatever the slice's size. A saved slice that
- * is exactly a registered one is read into the program's memory directly.
- * Each shard is opened once, and its slices read in its order.
+ * only a part of it is needed, straight from the shard file, where the
+ * MANIFEST says it is. A saved slice that is exactly a registered one is
+ * read into the program's memory directly. Alone (one rank, or device
+ * tensors), a rank reads in chunks of whole rows of a slice's first
+ * dimension: each chunk is checksummed and copied out while it is still in
+ * the cache, and memory stays one chunk whatever the slice's size. Each
+ * shard is opened once per reader, and its slices read in its order.
  *
  * HDF5 is not involved: before a byte of a slice is used, the shard's
  * size and its bytes outside the slices are checked against the MANIFEST
@@ -225,6 +227,16 @@ static llmp_status open_shard(llmp_ctx *ctx, const char *dir, const struct ck_ma
 	return ck_shard_check(f->fd, f->path, m, k, ctx->errmsg, sizeof ctx->errmsg);
 }
 
+static llmp_status checksum_ok(llmp_ctx *ctx, const struct shard *f, const struct ck_slice *s, uint32_t crc)
+{
+	if (crc == s->crc)
+		return LLMP_OK;
+	return rt_fail(ctx, LLMP_ERR_IO,
+		       "tensor %s in %s fails its checksum (CRC-32C 0x%08x, MANIFEST "
+		       "0x%08x): the file is corrupted",
+		       s->name, f->path, crc, s->crc);
+}
+
 static llmp_status read_need(llmp_ctx *ctx, const struct shard *f, const struct need *nd, char **chunk,
 			     size_t *chunkcap)
 {
@@ -233,28 +245,17 @@ static llmp_status read_need(llmp_ctx *ctx, const struct shard *f, const struct 
 	llmp_status st = same_region(s, &nd->tensor->slice)
 				 ? read_whole(ctx, f, nd, s->at, &crc)
 				 : read_rows(ctx, f, nd, s->at, chunk, chunkcap, &crc);
-	if (st == LLMP_OK && crc != s->crc)
-		st = rt_fail(ctx, LLMP_ERR_IO,
-			     "tensor %s in %s fails its checksum (CRC-32C 0x%08x, MANIFEST "
-			     "0x%08x): the file is corrupted",
-			     s->name, f->path, crc, s->crc);
-	return st;
+	return st == LLMP_OK ? checksum_ok(ctx, f, s, crc) : st;
 }
 
-llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m)
+/* Each rank alone: every saved slice it needs read whole from its shard (one rank, or device tensors). */
+static llmp_status read_alone(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m, struct need *needs,
+			      size_t n)
 {
 	llmp_ctx *ctx = ck->ctx;
-	size_t n = 0, chunkcap = 0;
+	size_t chunkcap = 0;
 	char *chunk = NULL;
-	/* A rank registers a name once, so each saved slice is needed at most once. */
-	struct need *needs = malloc((m->nslices ? m->nslices : 1) * sizeof *needs);
-	if (!needs)
-		return rt_fail(ctx, LLMP_ERR_NOMEM, "planning the reads of %zu tensors", ck->ntensors);
 	llmp_status st = LLMP_OK;
-	for (size_t i = 0; st == LLMP_OK && i < ck->ntensors; i++)
-		st = plan_tensor(ck, dir, m, &ck->tensors[i], needs, &n);
-	if (st == LLMP_OK && n)
-		qsort(needs, n, sizeof *needs, by_shard);
 	struct shard f = { .fd = -1 };
 	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
 		if (i == 0 || needs[i].saved->file != needs[i - 1].saved->file) {
@@ -268,6 +269,346 @@ llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_mani
 	}
 	close_shard(&f);
 	free(chunk);
+	return st;
+}
+
+/* ------------------------------------------------ a load shared by the ranks */
+
+/*
+ * When every rank read every saved slice it needed whole, a resharded load
+ * of W ranks read up to W times the checkpoint (each rank a part of every
+ * slice, the whole slice for its CRC): 0.27x a plain read on the test
+ * cluster's GlusterFS volume with 6 ranks. So ranks share the reading: each
+ * saved slice that some rank needs is read whole, and checked, by one of the
+ * ranks that need it (choose_readers), and the part each other rank needs is
+ * sent to it. The checkpoint is read once.
+ *
+ * A rank's wants (saved slice, and the region it registered) are gathered
+ * by every rank, so every rank works out the same readers and the same
+ * sizes of every message, with no further agreement.
+ */
+struct want {
+	uint32_t slice;  /* index into the MANIFEST's slices; UINT32_MAX: an unused record */
+	uint32_t tensor; /* the wanting rank's tensor (used on that rank only) */
+	uint64_t offset[LLMP_CKPT_MAX_DIMS], shape[LLMP_CKPT_MAX_DIMS];
+};
+
+/* One load's shared plan: every rank's wants, and who reads each slice. */
+struct share {
+	struct want *all; /* world x per records, rank-major */
+	size_t per;
+	uint32_t *reader;   /* per MANIFEST slice: the rank that reads it, UINT32_MAX: nobody */
+	char **data;        /* per MANIFEST slice this rank reads: its bytes */
+	bool *borrowed;     /* data[j] is a registered tensor's memory, not ours to free */
+	uint32_t world, me; /* world size, this rank */
+};
+
+/* The region of slice s's tensor that want w registered, as a slice. */
+static struct ck_slice region_of(const struct ck_slice *s, const struct want *w)
+{
+	struct ck_slice r = *s;
+	memcpy(r.offset, w->offset, sizeof r.offset);
+	memcpy(r.shape, w->shape, sizeof r.shape);
+	return r;
+}
+
+/* The intersection of saved slice s and region r, as a slice of its own; its bytes. */
+static uint64_t box_of(const struct ck_slice *s, const struct ck_slice *r, struct ck_slice *box)
+{
+	*box = *s;
+	uint64_t bytes = llmp_dtype_size((llmp_dtype)s->dtype);
+	for (unsigned d = 0; d < s->ndim; d++) {
+		uint64_t lo = s->offset[d] > r->offset[d] ? s->offset[d] : r->offset[d];
+		uint64_t se = s->offset[d] + s->shape[d], re = r->offset[d] + r->shape[d];
+		uint64_t hi = se < re ? se : re;
+		box->offset[d] = lo;
+		box->shape[d] = hi > lo ? hi - lo : 0;
+		bytes *= box->shape[d];
+	}
+	return bytes;
+}
+
+/* Every rank's wants, gathered (one allreduce for the count, one allgather). */
+static llmp_status gather_wants(llmp_ckpt *ck, const struct ck_manifest *m, const struct need *needs,
+				size_t n, llmp_comm *world, struct share *sh)
+{
+	int64_t most = (int64_t)n;
+	llmp_status st = llmp_allreduce(world, &most, &most, 1, LLMP_INT64, LLMP_MAX);
+	if (st != LLMP_OK)
+		return st;
+	sh->per = (size_t)most;
+	size_t rec = sizeof(struct want);
+	struct want *mine = calloc(sh->per ? sh->per : 1, rec);
+	sh->all = calloc(sh->per * sh->world > 0 ? sh->per * sh->world : 1, rec);
+	if (!mine || !sh->all) {
+		free(mine);
+		return rt_fail(ck->ctx, LLMP_ERR_NOMEM, "checkpoint load: %zu x %u read plans", sh->per,
+			       sh->world);
+	}
+	for (size_t i = 0; i < sh->per; i++)
+		mine[i].slice = UINT32_MAX;
+	for (size_t i = 0; i < n; i++) {
+		const struct ck_slice *r = &needs[i].tensor->slice;
+		mine[i].slice = (uint32_t)(needs[i].saved - m->slices);
+		mine[i].tensor = (uint32_t)(needs[i].tensor - ck->tensors);
+		memcpy(mine[i].offset, r->offset, sizeof mine[i].offset);
+		memcpy(mine[i].shape, r->shape, sizeof mine[i].shape);
+	}
+	st = llmp_allgather(world, mine, sh->all, sh->per * rec, LLMP_UINT8);
+	free(mine);
+	return st;
+}
+
+static int by_slice_then_rank(const void *pa, const void *pb)
+{
+	const uint64_t *a = pa, *b = pb;
+	return *a < *b ? -1 : *a > *b;
+}
+
+/*
+ * Each wanted slice's reader, slices taken in the MANIFEST's order so that
+ * every rank reaches the same choice: the rank whose shard file holds it,
+ * when that rank wants it and would not have a slice more to read than the
+ * least loaded (a load in the layout of the save then reads its own shard
+ * alone: one open, one check of its bytes); else, of the ranks that want
+ * it, the one with the fewest bytes to read so far, the lowest on a tie.
+ */
+static uint32_t reader_of(const struct ck_slice *s, const uint64_t *pairs, size_t n, const uint64_t *load)
+{
+	uint32_t least = (uint32_t)pairs[0];
+	bool file_wants = false;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t r = (uint32_t)pairs[i];
+		file_wants |= r == s->file;
+		if (load[r] < load[least])
+			least = r;
+	}
+	return file_wants && load[s->file] <= load[least] + ck_bytes(s) ? s->file : least;
+}
+
+static llmp_status choose_readers(llmp_ckpt *ck, const struct ck_manifest *m, struct share *sh)
+{
+	size_t records = sh->per * sh->world, n = 0, slots = m->nslices ? m->nslices : 1;
+	uint64_t *load = calloc(sh->world, sizeof *load);
+	uint64_t *pairs = malloc((records ? records : 1) * sizeof *pairs); /* slice << 32 | rank */
+	sh->reader = malloc(slots * sizeof *sh->reader);
+	sh->data = calloc(slots, sizeof *sh->data);
+	sh->borrowed = calloc(slots, sizeof *sh->borrowed);
+	if (!load || !pairs || !sh->reader || !sh->data || !sh->borrowed) {
+		free(load);
+		free(pairs);
+		return rt_fail(ck->ctx, LLMP_ERR_NOMEM, "checkpoint load: readers of %zu slices", m->nslices);
+	}
+	memset(sh->reader, 0xff, slots * sizeof *sh->reader);
+	for (size_t i = 0; i < records; i++)
+		if (sh->all[i].slice != UINT32_MAX)
+			pairs[n++] = (uint64_t)sh->all[i].slice << 32 | (uint64_t)(i / sh->per);
+	qsort(pairs, n, sizeof *pairs, by_slice_then_rank);
+	for (size_t i = 0, end; i < n; i = end) {
+		uint32_t j = (uint32_t)(pairs[i] >> 32);
+		for (end = i + 1; end < n && pairs[end] >> 32 == j;)
+			end++;
+		sh->reader[j] = reader_of(&m->slices[j], pairs + i, end - i, load);
+		load[sh->reader[j]] += ck_bytes(&m->slices[j]);
+	}
+	free(load);
+	free(pairs);
+	return LLMP_OK;
+}
+
+/* Saved slice s whole into buf, a chunk at a time, checked against its CRC-32C. */
+static llmp_status read_checked(llmp_ctx *ctx, const struct shard *f, const struct ck_slice *s, char *buf)
+{
+	uint64_t bytes = ck_bytes(s);
+	uint32_t crc = 0;
+	llmp_status st = LLMP_OK;
+	for (uint64_t done = 0; st == LLMP_OK && done < bytes; done += CHUNK_BYTES) {
+		size_t len = bytes - done < CHUNK_BYTES ? (size_t)(bytes - done) : CHUNK_BYTES;
+		st = read_bytes(ctx, f, s, s->at + done, buf + done, len, &crc);
+	}
+	return st == LLMP_OK ? checksum_ok(ctx, f, s, crc) : st;
+}
+
+/* The slices this rank reads for all: whole, checked, kept for the others; its own part copied in. */
+static llmp_status read_mine(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m,
+			     const struct need *needs, size_t n, struct share *sh)
+{
+	llmp_ctx *ctx = ck->ctx;
+	llmp_status st = LLMP_OK;
+	struct shard f = { .fd = -1 };
+	uint32_t last = UINT32_MAX;
+	for (size_t i = 0; st == LLMP_OK && i < n; i++) {
+		const struct ck_slice *s = needs[i].saved;
+		size_t j = (size_t)(s - m->slices);
+		if (sh->reader[j] != sh->me)
+			continue;
+		if (s->file != last) {
+			close_shard(&f);
+			st = open_shard(ctx, dir, m, s->file, &f);
+			last = s->file;
+		}
+		/* A slice that is exactly the registered one is read into the program's memory. */
+		sh->borrowed[j] = same_region(s, &needs[i].tensor->slice);
+		sh->data[j] = sh->borrowed[j] ? needs[i].tensor->data : malloc(ck_bytes(s) ? ck_bytes(s) : 1);
+		if (st == LLMP_OK && !sh->data[j])
+			st = rt_fail(ctx, LLMP_ERR_NOMEM, "tensor %s: %llu bytes to read it", s->name,
+				     (unsigned long long)ck_bytes(s));
+		if (st == LLMP_OK)
+			st = read_checked(ctx, &f, s, sh->data[j]);
+		if (st == LLMP_OK && !sh->borrowed[j])
+			copy_intersection(s, sh->data[j], &needs[i].tensor->slice, needs[i].tensor->data,
+					  llmp_dtype_size((llmp_dtype)s->dtype));
+	}
+	close_shard(&f);
+	return st;
+}
+
+/* Bytes rank `to` gets from rank `from`: the parts it wants of the slices `from` reads. Packs them into out if not NULL. */
+static uint64_t parts_for(const struct ck_manifest *m, const struct share *sh, uint32_t from, uint32_t to,
+			  char *out)
+{
+	const struct want *w = &sh->all[(size_t)to * sh->per];
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < sh->per && w[i].slice != UINT32_MAX; i++) {
+		const struct ck_slice *s = &m->slices[w[i].slice];
+		if (sh->reader[w[i].slice] != from)
+			continue;
+		struct ck_slice region = region_of(s, &w[i]), box;
+		uint64_t len = box_of(s, &region, &box);
+		if (out)
+			copy_intersection(s, sh->data[w[i].slice], &box, out + bytes,
+					  llmp_dtype_size((llmp_dtype)s->dtype));
+		bytes += len;
+	}
+	return bytes;
+}
+
+/* The parts rank `from` sent this rank (in), copied into its tensors. */
+static void unpack_parts(llmp_ckpt *ck, const struct ck_manifest *m, const struct share *sh, uint32_t from,
+			 const char *in)
+{
+	const struct want *w = &sh->all[(size_t)sh->me * sh->per];
+	uint64_t at = 0;
+	for (size_t i = 0; i < sh->per && w[i].slice != UINT32_MAX; i++) {
+		const struct ck_slice *s = &m->slices[w[i].slice];
+		if (sh->reader[w[i].slice] != from)
+			continue;
+		struct ck_tensor *t = &ck->tensors[w[i].tensor];
+		struct ck_slice box;
+		uint64_t len = box_of(s, &t->slice, &box);
+		copy_intersection(&box, in + at, &t->slice, t->data, llmp_dtype_size((llmp_dtype)s->dtype));
+		at += len;
+	}
+}
+
+/* Grow *buf to bytes. */
+static bool room(char **buf, size_t *cap, uint64_t bytes)
+{
+	if (bytes <= *cap)
+		return true;
+	free(*buf);
+	*cap = 0;
+	if (!(*buf = malloc((size_t)bytes)))
+		return false;
+	*cap = (size_t)bytes;
+	return true;
+}
+
+/*
+ * World-1 rounds: in round k a rank sends to rank+k what it read for it and
+ * receives from rank-k. Every message's size is known to both ends from the
+ * gathered wants; a pair with nothing to move in a direction skips it (a
+ * send or a receive alone, or nothing), which every rank works out alike.
+ */
+static llmp_status exchange(llmp_ckpt *ck, const struct ck_manifest *m, const struct share *sh,
+			    llmp_comm *world)
+{
+	char *out = NULL, *in = NULL;
+	size_t outcap = 0, incap = 0;
+	llmp_status st = LLMP_OK;
+	for (uint32_t k = 1; st == LLMP_OK && k < sh->world; k++) {
+		uint32_t to = (sh->me + k) % sh->world, from = (sh->me + sh->world - k) % sh->world;
+		uint64_t nout = parts_for(m, sh, sh->me, to, NULL),
+			 nin = parts_for(m, sh, from, sh->me, NULL);
+		if (!room(&out, &outcap, nout) || !room(&in, &incap, nin)) {
+			st = rt_fail(ck->ctx, LLMP_ERR_NOMEM,
+				     "checkpoint load: %llu + %llu bytes to exchange",
+				     (unsigned long long)nout, (unsigned long long)nin);
+			break;
+		}
+		if (nout)
+			parts_for(m, sh, sh->me, to, out);
+		if (nout && nin)
+			st = llmp_sendrecv(world, out, (size_t)nout, to, in, (size_t)nin, from, LLMP_UINT8);
+		else if (nout)
+			st = llmp_send(world, out, (size_t)nout, LLMP_UINT8, to);
+		else if (nin)
+			st = llmp_recv(world, in, (size_t)nin, LLMP_UINT8, from);
+		if (st == LLMP_OK && nin)
+			unpack_parts(ck, m, sh, from, in);
+	}
+	free(out);
+	free(in);
+	return st;
+}
+
+static void free_share(const struct ck_manifest *m, struct share *sh)
+{
+	for (size_t j = 0; sh->data && j < m->nslices; j++)
+		if (!sh->borrowed[j])
+			free(sh->data[j]);
+	free(sh->data);
+	free(sh->borrowed);
+	free(sh->reader);
+	free(sh->all);
+}
+
+/* The shared load, once every rank has planned its needs without an error. */
+static llmp_status read_shared(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m,
+			       const struct need *needs, size_t n, const char *doing)
+{
+	llmp_comm *world;
+	struct share sh = { .world = ck->ctx->world, .me = ck->ctx->rank };
+	llmp_status st = llmp_comm_world(ck->ctx, &world);
+	if (st == LLMP_OK)
+		st = gather_wants(ck, m, needs, n, world, &sh);
+	if (st != LLMP_OK) {
+		free_share(m, &sh);
+		return st;
+	}
+	st = choose_readers(ck, m, &sh);
+	if (st == LLMP_OK)
+		st = read_mine(ck, dir, m, needs, n, &sh);
+	if ((st = ck_agree(ck, doing, st)) == LLMP_OK) /* a bad slice is reported before anything moves */
+		st = ck_agree(ck, doing, exchange(ck, m, &sh, world));
+	free_share(m, &sh);
+	return st;
+}
+
+llmp_status ck_read_tensors(llmp_ckpt *ck, const char *dir, const struct ck_manifest *m, const char *doing)
+{
+	llmp_ctx *ctx = ck->ctx;
+	size_t n = 0;
+	int64_t alone = ctx->world == 1;
+	/* A rank registers a name once, so each saved slice is needed at most once. */
+	struct need *needs = malloc((m->nslices ? m->nslices : 1) * sizeof *needs);
+	llmp_status st = needs ? LLMP_OK
+			       : rt_fail(ctx, LLMP_ERR_NOMEM, "planning the reads of %zu tensors",
+					 ck->ntensors);
+	for (size_t i = 0; st == LLMP_OK && i < ck->ntensors; i++) {
+		st = plan_tensor(ck, dir, m, &ck->tensors[i], needs, &n);
+		alone |= ck->tensors[i]
+				 .device; /* device tensors are read on their own rank, into pinned memory */
+	}
+	if (st == LLMP_OK && n)
+		qsort(needs, n, sizeof *needs, by_shard);
+	st = ck_agree(ck, doing, st);
+	llmp_comm *world;
+	if (st == LLMP_OK && ctx->world > 1 && (st = llmp_comm_world(ctx, &world)) == LLMP_OK)
+		st = llmp_allreduce(world, &alone, &alone, 1, LLMP_INT64, LLMP_MAX);
+	if (st == LLMP_OK)
+		st = alone ? ck_agree(ck, doing, read_alone(ck, dir, m, needs, n))
+			   : read_shared(ck, dir, m, needs, n, doing);
 	free(needs);
 	return st;
 }

@@ -185,7 +185,9 @@ int cc_cmd_badargs(const cc_args *args)
 	}
 
 	/* what is fine: a name of 127 characters, 8 dimensions; then a duplicate */
-	st = llmp_ckpt_register(ck, name127, LLMP_UINT8, LLMP_CKPT_MAX_DIMS, g1, o1, s1, data);
+	/* memory of its own: registered tensors must not overlap (a load fills them in any order) */
+	static uint8_t wide[4];
+	st = llmp_ckpt_register(ck, name127, LLMP_UINT8, LLMP_CKPT_MAX_DIMS, g1, o1, s1, wide);
 	report_expect(st == LLMP_OK, "register %d dimensions and a name of %d characters: %s: %s",
 		      LLMP_CKPT_MAX_DIMS, LLMP_CKPT_MAX_NAME, cc_status_name(st), llmp_errmsg(ctx));
 	/* "good": this rank's 2 elements, at global 2*rank, in data[0..1] */

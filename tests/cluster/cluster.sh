@@ -18,9 +18,10 @@
 # Must run as root. Only one cluster can run at a time on a machine: the namespace
 # names, the bridge, the subnet and RUNDIR are fixed.
 #
-# Opt-in: LLMP_TEST_DISTFS=gluster at `start` adds a GlusterFS volume with a brick on
-# each node, mounted at RUNDIR/dfs by a FUSE client of each node's own (see
-# "distributed filesystem" below and tests/cluster/README.md). Unset, nothing changes.
+# LLMP_TEST_DISTFS=gluster at `start` (tests/distfs.bats sets it) adds a GlusterFS
+# volume with a brick on each node, mounted at RUNDIR/dfs by a FUSE client of each
+# node's own (see "distributed filesystem" below and tests/cluster/README.md). Unset,
+# nothing changes.
 set -euo pipefail
 # Directories made here must be readable by munged's checks and by job users.
 umask 022
@@ -46,7 +47,7 @@ readonly RUNDIR=/run/${NAME_PREFIX}-cluster
 readonly LOCKFILE=/run/${NAME_PREFIX}-cluster.lock
 readonly START_TIMEOUT_S=60
 readonly STOP_GRACE_S=5
-# The opt-in distributed filesystem: "" (none) or "gluster". Only `start` reads it; the
+# The distributed filesystem: "" (none) or "gluster". Only `start` reads it; the
 # other commands see what start made (RUNDIR/dfs-kind).
 DISTFS=${LLMP_TEST_DISTFS:-}
 # Where every task (and the root namespace) sees the volume.
@@ -383,7 +384,7 @@ write_env() { # statedir
 
 # ---------------------------------------------------------------- distributed filesystem
 
-# LLMP_TEST_DISTFS=gluster (opt-in). A GlusterFS distribute volume "llmp" with one brick
+# LLMP_TEST_DISTFS=gluster (tests/distfs.bats). A GlusterFS distribute volume "llmp" with one brick
 # on each node: a glusterd per node namespace (its own working directory, socket and
 # run directory, as GlusterFS's own tests/cluster.rc runs several on one host), bricks
 # in STATEDIR/gluster/bricks/NODE. Each node mounts the volume with a FUSE client of its
