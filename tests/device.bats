@@ -271,6 +271,56 @@ FAKE_CUDA="$LLMP_BUILDDIR/tests/device/.libs/fake_cuda.so"
 	[ "$(grep -c "^rank [01]: deadline off: no deadline per device operation: .*no-such-libcuda.so" <<<"$output")" -eq 2 ]
 }
 
+# The GPU time of device operations: with FAKE_NCCL_WORK_US every NCCL operation
+# leaves work of that many microseconds on its stream (tests/device/fake_nccl.c),
+# and the CUDA test double times events by when its stream thread reached them.
+@test "device time: each operation's GPU time in its communicator's time in calls, p2p groups too; in the metrics file and llmp top" {
+	local w=50000 # 50 ms of work per NCCL operation
+	LLMP_METRICS="$WORK/metrics,every=0" LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL \
+		LLMP_CUDA_LIBRARY=$FAKE_CUDA FAKE_CUDA_DELAY_US=0 FAKE_NCCL_WORK_US=$w \
+		run capped_srun 120 -N2 -n4 --llm-parallel=tp=2 --llm-checkpoint="$WORK/ckpt" \
+		"$DEV_CHECK" --cuda --connect --p2p --ops --work-us $w --job
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^rank [0-3]: deadline on: $' <<<"$output")" -eq 4 ]
+	# Expected, per rank: tp 4 collectives, so 4 x 50 ms; the world 4 collectives and
+	# 2 pipeline steps (a group of a send and a receive, 2 x 50 ms on the stream each)
+	# in 8 calls: 8 x 50 ms. Never less: the work sleeps its whole time between the
+	# operation's two events. At most 25 ms more per operation timed (tp 4, world 6):
+	# the stream thread's wake-ups between the events, a few microseconds idle, a few
+	# milliseconds on this loaded 2-vCPU machine.
+	printf '%s\n' "$output" >"$WORK/out.txt"
+	python3 - "$WORK/out.txt" "$WORK/metrics" <<'PY'
+import glob, json, re, sys
+w = 0.050
+got = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"rank (\d+): device time tp ops (\d+) seconds (\S+) world ops (\d+) seconds (\S+)$", line)
+    if m:
+        r, tp_ops, tp_s, world_ops, world_s = int(m[1]), int(m[2]), float(m[3]), int(m[4]), float(m[5])
+        got[r] = tp_s
+        assert (tp_ops, world_ops) == (4, 8), line
+        assert 4 * w <= tp_s <= 4 * w + 4 * 0.025, ("tp", line)
+        assert 8 * w <= world_s <= 8 * w + 6 * 0.025, ("world", line)
+assert sorted(got) == [0, 1, 2, 3], got
+# The metrics file's last line carries the same tp time (tp had no host call).
+tp_sum = step_sum = 0
+for f in sorted(glob.glob(sys.argv[2] + "/rank-*.jsonl")):
+    last = json.loads(open(f).read().splitlines()[-1])
+    assert last["final"], f
+    tp = [c for c in last["comms"] if c["group"] == "tp"][0]
+    assert abs(tp["seconds"] - got[last["rank"]]) < 2e-6, (f, tp, got)
+    tp_sum += tp["seconds"]
+    step_sum += last["step_s"]
+open(sys.argv[2] + "/share", "w").write(f"{tp_sum / step_sum}\n")
+PY
+	# llmp top: the tp group's share of step time is its device time over the steps'.
+	run "$LLMP" top "$WORK/metrics" --format json
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); want=float(open(sys.argv[1]).read()); g=[x for x in d["groups"] if x["group"]=="tp"][0]; assert want > 0 and abs(g["time_share"]-want) <= 1e-3*want, (g, want)' \
+		"$WORK/metrics/share" <<<"$output"
+}
+
 # Device checkpoints across ranks (singleton tests: tests/device_ckpt.bats):
 # tests/device/dev_ckpt with the CUDA driver's test double, linked as
 # libcuda.so.1 in a directory on the tasks' LD_LIBRARY_PATH.

@@ -283,9 +283,9 @@ llmp_status llmp_finalize(llmp_ctx *ctx)
 {
 	if (!ctx)
 		return LLMP_OK;
+	rt_device_fini(ctx); /* first: its watchdog adds device time to the communicators */
 	for (int k = 0; k < RT_NCOMMS; k++)
 		rt_comm_free(ctx->comms[k]);
-	rt_device_fini(ctx);
 	rt_tx_fini(ctx);
 	rt_wireup_fini(ctx);
 	llmp_plan_destroy(ctx->plan);

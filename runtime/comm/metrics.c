@@ -34,7 +34,7 @@ llmp_status llmp_comm_get_stats(const llmp_comm *comm, llmp_comm_stats *stats)
 	stats->ops = m->ops;
 	stats->bytes_sent = m->bytes_sent;
 	stats->bytes_received = m->bytes_recvd;
-	stats->seconds = m->seconds;
+	stats->seconds = rt_metrics_seconds(m);
 	stats->wait_seconds = m->wait_seconds;
 	stats->waits = m->waits;
 	stats->last_member = UINT32_MAX;

@@ -31,7 +31,12 @@
 struct rt_metrics {
 	uint64_t ops; /* calls: collectives, barriers, sends and receives */
 	uint64_t bytes_sent, bytes_recvd;
-	double seconds;      /* inside those calls */
+	double seconds; /* inside those calls (host calls: the calling thread's clock) */
+	/*
+	 * GPU time of device operations (runtime/device/inflight.c), in ns: added
+	 * by the device watchdog's thread, so read and added atomically.
+	 */
+	uint64_t device_ns;
 	double wait_seconds; /* of which in timed waits */
 	uint64_t waits;      /* calls with a timed wait */
 	/* Per member (comm rank): calls whose longest wait was for it, and their waits. */
@@ -48,6 +53,18 @@ double rt_now(void); /* rt.h */
 /* The per-member tables of a communicator of size members (metrics.c); false: out of memory. */
 bool rt_metrics_init(struct rt_metrics *m, uint32_t size);
 void rt_metrics_free(struct rt_metrics *m);
+
+/* Time in calls: the host calls' and the device operations' the GPU finished so far. */
+static inline double rt_metrics_seconds(const struct rt_metrics *m)
+{
+	return m->seconds + 1e-9 * (double)__atomic_load_n(&m->device_ns, __ATOMIC_RELAXED);
+}
+
+/* A device operation's GPU time, from any thread. */
+static inline void rt_metrics_device_time(struct rt_metrics *m, uint64_t ns)
+{
+	__atomic_fetch_add(&m->device_ns, ns, __ATOMIC_RELAXED);
+}
 
 /* A wait for member that was stuck for seconds (timed once past RT_METRICS_SPIN polls). */
 static inline void rt_metrics_waited(struct rt_metrics *m, uint32_t member, double seconds)

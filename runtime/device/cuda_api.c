@@ -43,6 +43,8 @@ static const struct {
 	{ "cuEventRecord", offsetof(struct rt_cuda, event_record) },
 	{ "cuEventSynchronize", offsetof(struct rt_cuda, event_synchronize) },
 	{ "cuEventQuery", offsetof(struct rt_cuda, event_query) },
+	/* The first version, which every driver exports; cuda.h 12.8+ maps the name to _v2. */
+	{ "cuEventElapsedTime", offsetof(struct rt_cuda, event_elapsed_time) },
 };
 
 static const char *driver_path(void)

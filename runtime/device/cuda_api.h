@@ -2,7 +2,8 @@
 /*
  * cuda_api.h - the CUDA driver, loaded with dlopen: the calls libllmp makes
  * to move checkpoint slices between device memory and pinned host memory,
- * as a table.
+ * and to watch and time device operations (runtime/device/inflight.c), as a
+ * table.
  *
  * The driver API (libcuda), not the runtime (libcudart): nothing of the
  * toolkit is needed at run time, and libllmp never links libcuda, so a
@@ -38,6 +39,7 @@ typedef unsigned long long rt_cu_devptr; /* CUdeviceptr on 64-bit hosts */
 #define RT_CU_MEMORYTYPE_ARRAY 3
 #define RT_CU_MEMORYTYPE_UNIFIED 4
 #define RT_CU_STREAM_NON_BLOCKING 1
+#define RT_CU_EVENT_DEFAULT 0 /* timing enabled: cuEventElapsedTime works on it */
 #define RT_CU_EVENT_DISABLE_TIMING 2
 #define RT_CU_MEMHOSTALLOC_PORTABLE 1
 
@@ -85,6 +87,8 @@ struct rt_cuda {
 	rt_cu_result (*event_record)(rt_cu_event e, rt_cu_stream s);
 	rt_cu_result (*event_synchronize)(rt_cu_event e);
 	rt_cu_result (*event_query)(rt_cu_event e);
+	/* Milliseconds between two passed events made with timing (the device path's time per operation). */
+	rt_cu_result (*event_elapsed_time)(float *ms, rt_cu_event start, rt_cu_event end);
 };
 
 /*

@@ -48,8 +48,9 @@ enum coll { ALLREDUCE, REDUCE_SCATTER, ALLGATHER, BROADCAST };
  * The communicator's counters (metrics.h, llmp_comm_get_stats): a call, and
  * the bytes each rank sends and receives in NCCL's ring algorithm for a
  * buffer of `bytes` per member (allreduce 2(n-1)/n of it, reduce-scatter
- * and allgather (n-1) times it, broadcast once). Time is not counted: the
- * work is the GPU's, after the call has returned.
+ * and allgather (n-1) times it, broadcast once). Its time is the GPU's,
+ * after the call has returned: counted once the stream has passed it
+ * (inflight.c).
  */
 static void count_bytes(llmp_comm *comm, enum coll c, size_t bytes)
 {
@@ -96,7 +97,7 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 			       "%s: the %s group has one member: nothing to do on the device", name,
 			       llmp_comm_name(comm));
 	}
-	if (!st && (st = rt_inflight_reserve(ctx, d, name)) != LLMP_OK) { /* nothing enqueued */
+	if (!st && (st = rt_inflight_started(ctx, d, comm, name, stream)) != LLMP_OK) { /* nothing enqueued */
 		pthread_mutex_unlock(&d->lock);
 		return st;
 	}
@@ -111,9 +112,11 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 	}
 	char why[LLMP_MSG_MAX];
 	bool enqueued = !st && (r == ncclSuccess || r == ncclInProgress);
-	if (!st && !enqueued)
+	if (!st && !enqueued) {
 		rt_nccl_why(&d->nccl, nc, r, why, sizeof why);
-	llmp_status watched = enqueued ? rt_inflight_enqueued(ctx, d, kind, name, stream) : LLMP_OK;
+		rt_inflight_abandoned(d);
+	}
+	llmp_status watched = enqueued ? rt_inflight_enqueued(ctx, d, name, stream) : LLMP_OK;
 	pthread_mutex_unlock(&d->lock);
 	if (st)
 		return rt_fail(ctx, st, "%s on the %s group: %s", name, llmp_comm_name(comm), d->why);

@@ -2,7 +2,8 @@
 /*
  * device_internal.h - the device path's state, shared by its files:
  * device.c (the ids, the communicators), device_coll.c (collectives on
- * device buffers) and watchdog.c (failures found while no call waits).
+ * device buffers), device_p2p.c, watchdog.c (failures found while no call
+ * waits) and inflight.c (each operation's deadline and GPU time).
  */
 #ifndef LLMP_RT_DEVICE_INTERNAL_H
 #define LLMP_RT_DEVICE_INTERNAL_H
@@ -32,24 +33,32 @@ struct rt_device_group {
 	ncclComm_t comm;
 };
 
-/* An operation enqueued on a stream, and the event recorded after it (inflight.c). */
+/* The events around an operation: start recorded before it on its stream, end after it. */
+struct rt_event_pair {
+	rt_cu_event start, end;
+};
+
+/* An operation enqueued on a stream, and its events (inflight.c). */
 struct rt_inflight_op {
-	rt_cu_event event;
+	struct rt_event_pair ev;
 	double since;     /* when it was enqueued (rt_now) */
 	int kind;         /* its group kind */
 	const char *name; /* "llmp_device_allreduce" */
-	bool done;        /* the stream has passed it (found out of order) */
+	llmp_comm *comm;  /* whose counters get its GPU time */
+	bool done;        /* the stream has passed it (found out of order), its time counted */
 };
 
-/* A stream used inside llmp_device_group_start/_end: its event is recorded at the end. */
+/* A stream used inside llmp_device_group_start/_end: start recorded at its first operation, end at the group's end. */
 struct rt_grouped {
 	void *stream;
 	int kind;
 	const char *name;
+	llmp_comm *comm;
+	struct rt_event_pair ev;
 };
 #define RT_GROUPED_STREAMS_MAX 16
 
-/* The deadline per device operation (inflight.c); all under the device lock. */
+/* The deadline and the GPU time per device operation (inflight.c); all under the device lock. */
 struct rt_inflight {
 	bool on;                     /* the CUDA driver loaded: operations are timed */
 	char why[LLMP_MSG_MAX];      /* when not on: why */
@@ -57,8 +66,11 @@ struct rt_inflight {
 	rt_cu_ctx ctx;               /* the program's context, where the events live */
 	struct rt_inflight_op *ring; /* pending, oldest first: ring[head], ... */
 	size_t head, nops, cap;
-	rt_cu_event *spare; /* events ready for reuse (cap of them at most) */
+	struct rt_event_pair *spare; /* event pairs ready for reuse (cap of them at most) */
 	size_t nspare;
+	struct rt_event_pair started; /* the operation under way: start recorded, not yet enqueued */
+	llmp_comm *started_comm;      /* and its communicator */
+	bool has_started;
 	struct rt_grouped grouped[RT_GROUPED_STREAMS_MAX];
 	size_t ngrouped;
 };
@@ -103,17 +115,23 @@ struct rt_device *rt_device_ready(llmp_ctx *ctx, const char *name, llmp_status *
 bool rt_nccl_type(llmp_dtype dtype, ncclDataType_t *out);
 
 /*
- * The deadline per operation (inflight.c), each called with d->lock held
- * but _check, which takes it. _init loads the driver (or says why not);
- * _reserve makes sure an event is at hand before an operation is enqueued
- * (an error there enqueues nothing); _enqueued watches the operation just
- * enqueued on stream (inside a group: at _group_ended); _check, from the
- * watchdog, fails the device path for an operation pending past timeout_s.
+ * The deadline and GPU time per operation (inflight.c), each called with
+ * d->lock held but _check, which takes it. _init loads the driver (or says
+ * why not); _started, just before an operation is enqueued on stream,
+ * records its start event (inside a group: at the stream's first operation
+ * of the group), and an error there enqueues nothing; _enqueued records its
+ * end event and watches it (inside a group: _group_ended, per stream);
+ * _abandoned takes back the start of an operation NCCL refused; _check,
+ * from the watchdog, adds the GPU time of the operations the streams have
+ * passed to their communicators and fails the device path for one pending
+ * past timeout_s.
  */
 void rt_inflight_init(struct rt_device *d);
 void rt_inflight_fini(struct rt_device *d);
-llmp_status rt_inflight_reserve(llmp_ctx *ctx, struct rt_device *d, const char *name);
-llmp_status rt_inflight_enqueued(llmp_ctx *ctx, struct rt_device *d, int k, const char *name, void *stream);
+llmp_status rt_inflight_started(llmp_ctx *ctx, struct rt_device *d, llmp_comm *comm, const char *name,
+				void *stream);
+llmp_status rt_inflight_enqueued(llmp_ctx *ctx, struct rt_device *d, const char *name, void *stream);
+void rt_inflight_abandoned(struct rt_device *d);
 llmp_status rt_inflight_group_ended(llmp_ctx *ctx, struct rt_device *d);
 void rt_inflight_check(struct rt_device *d, double timeout_s);
 

@@ -35,7 +35,8 @@ static llmp_status transfer(llmp_comm *comm, bool send, void *buf, size_t count,
 	ncclComm_t nc = st ? NULL : d->g[comm->kind].comm;
 	ncclResult_t r = ncclSuccess;
 	char why[LLMP_MSG_MAX];
-	if (!st && nc && (st = rt_inflight_reserve(ctx, d, name)) != LLMP_OK) { /* nothing enqueued */
+	if (!st && nc &&
+	    (st = rt_inflight_started(ctx, d, comm, name, stream)) != LLMP_OK) { /* nothing enqueued */
 		pthread_mutex_unlock(&d->lock);
 		return st;
 	}
@@ -43,9 +44,11 @@ static llmp_status transfer(llmp_comm *comm, bool send, void *buf, size_t count,
 		r = send ? d->nccl.send(buf, count, type, (int)peer, nc, (cudaStream_t)stream)
 			 : d->nccl.recv(buf, count, type, (int)peer, nc, (cudaStream_t)stream);
 	bool enqueued = !st && nc && (r == ncclSuccess || r == ncclInProgress);
-	if (!st && nc && !enqueued)
+	if (!st && nc && !enqueued) {
 		rt_nccl_why(&d->nccl, nc, r, why, sizeof why);
-	llmp_status watched = enqueued ? rt_inflight_enqueued(ctx, d, comm->kind, name, stream) : LLMP_OK;
+		rt_inflight_abandoned(d);
+	}
+	llmp_status watched = enqueued ? rt_inflight_enqueued(ctx, d, name, stream) : LLMP_OK;
 	pthread_mutex_unlock(&d->lock);
 	if (st)
 		return rt_fail(ctx, st, "%s on the %s group: %s", name, llmp_comm_name(comm), d->why);
@@ -59,7 +62,7 @@ static llmp_status transfer(llmp_comm *comm, bool send, void *buf, size_t count,
 	}
 	if (watched != LLMP_OK) /* enqueued, but beyond the deadline's sight: the rank's state is unknown */
 		return rt_fail(ctx, rt_device_fail(d, watched, "%s", llmp_errmsg(ctx)), "%s", d->why);
-	/* The communicator's counters (metrics.h): the call and its bytes; the time is the GPU's. */
+	/* The communicator's counters (metrics.h): the call and its bytes; its GPU time once passed (inflight.c). */
 	comm->metrics.ops++;
 	*(send ? &comm->metrics.bytes_sent : &comm->metrics.bytes_recvd) += count * llmp_dtype_size(dtype);
 	return LLMP_OK;

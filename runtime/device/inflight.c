@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * inflight.c - a deadline for every device operation.
+ * inflight.c - a deadline, and the GPU time, of every device operation.
  *
  * A collective or a pipeline step enqueued on a stream returns at once.
  * When a member is stuck (its process alive but never making the matching
@@ -13,15 +13,26 @@
  * and every later call names the operation, its group and how long it
  * waited. The job layer then stops and requeues as for the host path.
  *
- * Operations inside llmp_device_group_start/_end are launched by NCCL at
- * the group's end, so their events are recorded there, one per stream the
- * group used.
+ * Every operation also gets a start event, recorded on the stream just
+ * before NCCL enqueues it; once the stream has passed the end event, the
+ * time the GPU took between the two (cuEventElapsedTime) is added to the
+ * communicator's time in calls (metrics.h, device_ns), by whichever finds
+ * it passed first: the watchdog, or the next caller reusing its events.
+ * That time runs from the moment the stream could start the operation
+ * (the work before it on the stream done) to its end, so it includes the
+ * wait for the slowest member: NCCL reports no member's arrival, so a
+ * device operation blames none (doc/metrics-json.md).
  *
- * The pending operations form a ring, oldest first. Events are reused: the
- * caller takes back those at the head the streams have passed, and makes a
- * new one only when none is free, so a program whose GPU runs behind holds
- * as many events as it has operations pending, and one that keeps up holds
- * a few. Operations on different streams complete out of order; the
+ * Operations inside llmp_device_group_start/_end are launched by NCCL at
+ * the group's end, so their end events are recorded there, one per stream
+ * the group used, and their start events at the stream's first operation
+ * in the group; the group's time goes to that operation's communicator.
+ *
+ * The pending operations form a ring, oldest first. Events are reused, in
+ * pairs: the caller takes back those at the head the streams have passed,
+ * and makes a new pair only when none is free, so a program whose GPU runs
+ * behind holds two events per operation pending, and one that keeps up
+ * holds a few. Operations on different streams complete out of order; the
  * watchdog marks them done where it finds them.
  *
  * The events come from the CUDA driver, loaded with dlopen (cuda_api.h).
@@ -51,6 +62,12 @@ void rt_inflight_init(struct rt_device *d)
 	in->on = true;
 }
 
+static void destroy_pair(struct rt_inflight *in, struct rt_event_pair ev)
+{
+	in->cu.event_destroy(ev.start);
+	in->cu.event_destroy(ev.end);
+}
+
 void rt_inflight_fini(struct rt_device *d)
 {
 	struct rt_inflight *in = &d->inflight;
@@ -59,9 +76,13 @@ void rt_inflight_fini(struct rt_device *d)
 	/* The events belong to the program's context, which may be gone at exit: best effort. */
 	bool pushed = in->ctx && in->cu.ctx_push_current(in->ctx) == RT_CUDA_SUCCESS;
 	for (size_t i = 0; pushed && i < in->nops; i++)
-		in->cu.event_destroy(in->ring[(in->head + i) % in->cap].event);
+		destroy_pair(in, in->ring[(in->head + i) % in->cap].ev);
 	for (size_t i = 0; pushed && i < in->nspare; i++)
-		in->cu.event_destroy(in->spare[i]);
+		destroy_pair(in, in->spare[i]);
+	for (size_t i = 0; pushed && i < in->ngrouped; i++)
+		destroy_pair(in, in->grouped[i].ev);
+	if (pushed && in->has_started)
+		destroy_pair(in, in->started);
 	if (pushed) {
 		rt_cu_ctx popped;
 		in->cu.ctx_pop_current(&popped);
@@ -85,27 +106,43 @@ static struct rt_inflight_op *at(struct rt_inflight *in, size_t i)
 	return &in->ring[(in->head + i) % in->cap];
 }
 
+/*
+ * The stream has passed op: its GPU time to its communicator, once. An
+ * elapsed time the driver refuses is not counted (the events are ours and
+ * timed, so that would be a driver fault, not a reason to fail training).
+ */
+static void passed(struct rt_inflight *in, struct rt_inflight_op *op)
+{
+	float ms = 0;
+	op->done = true;
+	if (in->cu.event_elapsed_time(&ms, op->ev.start, op->ev.end) == RT_CUDA_SUCCESS && ms > 0)
+		rt_metrics_device_time(&op->comm->metrics, (uint64_t)((double)ms * 1e6 + 0.5));
+}
+
 /* Give the events of the operations the streams have passed, from the head, back to the spares. */
 static void reap(struct rt_inflight *in)
 {
 	while (in->nops > 0) {
 		struct rt_inflight_op *op = at(in, 0);
-		if (!op->done && in->cu.event_query(op->event) != RT_CUDA_SUCCESS)
+		if (!op->done && in->cu.event_query(op->ev.end) != RT_CUDA_SUCCESS)
 			break;
-		in->spare[in->nspare++] = op->event;
+		if (!op->done)
+			passed(in, op);
+		in->spare[in->nspare++] = op->ev;
 		in->head = (in->head + 1) % in->cap;
 		in->nops--;
 	}
 }
 
-/* Room for one more pending operation and its spare: the ring doubled, in order. */
+/* Room for one more event pair, wherever it ends up (ring or spares): both doubled, the ring in order. */
 static bool grow(struct rt_inflight *in)
 {
-	if (in->nops + in->nspare < in->cap)
+	size_t pairs = in->nops + in->nspare + in->ngrouped + in->has_started;
+	if (pairs < in->cap)
 		return true;
 	size_t cap = in->cap ? 2 * in->cap : INFLIGHT_FIRST_CAP;
 	struct rt_inflight_op *ring = malloc(cap * sizeof *ring);
-	rt_cu_event *spare = realloc(in->spare, cap * sizeof *spare);
+	struct rt_event_pair *spare = realloc(in->spare, cap * sizeof *spare);
 	if (spare)
 		in->spare = spare;
 	if (!ring || !spare) {
@@ -121,11 +158,25 @@ static bool grow(struct rt_inflight *in)
 	return true;
 }
 
-llmp_status rt_inflight_reserve(llmp_ctx *ctx, struct rt_device *d, const char *name)
+/* A new pair of timed events among the spares. */
+static llmp_status new_pair(llmp_ctx *ctx, struct rt_inflight *in, const char *name)
 {
-	struct rt_inflight *in = &d->inflight;
-	if (!in->on)
-		return LLMP_OK;
+	struct rt_event_pair ev;
+	rt_cu_result r = in->cu.event_create(&ev.start, RT_CU_EVENT_DEFAULT);
+	if (r != RT_CUDA_SUCCESS)
+		return cuda_fail(ctx, in, name, "cuEventCreate", r);
+	r = in->cu.event_create(&ev.end, RT_CU_EVENT_DEFAULT);
+	if (r != RT_CUDA_SUCCESS) {
+		in->cu.event_destroy(ev.start);
+		return cuda_fail(ctx, in, name, "cuEventCreate", r);
+	}
+	in->spare[in->nspare++] = ev;
+	return LLMP_OK;
+}
+
+/* An event pair at hand among the spares: one passed, else a new one. */
+static llmp_status reserve(llmp_ctx *ctx, struct rt_inflight *in, const char *name)
+{
 	if (in->nspare == 0)
 		reap(in);
 	if (in->nspare > 0)
@@ -142,58 +193,98 @@ llmp_status rt_inflight_reserve(llmp_ctx *ctx, struct rt_device *d, const char *
 	if (!grow(in))
 		return rt_fail(ctx, LLMP_ERR_NOMEM, "%s: room for %zu pending device operations", name,
 			       2 * in->cap);
-	rt_cu_event e;
-	r = in->cu.event_create(&e, RT_CU_EVENT_DISABLE_TIMING);
-	if (r != RT_CUDA_SUCCESS)
-		return cuda_fail(ctx, in, name, "cuEventCreate", r);
-	in->spare[in->nspare++] = e;
-	if (!in->ctx)
+	llmp_status st = new_pair(ctx, in, name);
+	if (st == LLMP_OK && !in->ctx)
 		in->ctx = current; /* the watchdog queries the events in it */
-	return LLMP_OK;
+	return st;
 }
 
-/* Record a spare event on stream, watched from now for `name` on group kind k. */
-static llmp_status record(llmp_ctx *ctx, struct rt_device *d, int k, const char *name, void *stream)
+/* A spare pair taken, its start event recorded on stream. */
+static llmp_status record_start(llmp_ctx *ctx, struct rt_inflight *in, const char *name, void *stream,
+				struct rt_event_pair *ev)
 {
-	struct rt_inflight *in = &d->inflight;
-	llmp_status st = rt_inflight_reserve(ctx, d, name);
+	llmp_status st = reserve(ctx, in, name);
 	if (st != LLMP_OK)
 		return st;
-	rt_cu_event e = in->spare[--in->nspare];
-	rt_cu_result r = in->cu.event_record(e, (rt_cu_stream)stream);
+	*ev = in->spare[--in->nspare];
+	rt_cu_result r = in->cu.event_record(ev->start, (rt_cu_stream)stream);
 	if (r != RT_CUDA_SUCCESS) {
-		in->spare[in->nspare++] = e;
+		in->spare[in->nspare++] = *ev;
 		return cuda_fail(ctx, in, name, "cuEventRecord", r);
 	}
-	*at(in,
-	    in->nops++) = (struct rt_inflight_op){ .event = e, .since = rt_now(), .kind = k, .name = name };
 	return LLMP_OK;
 }
 
-llmp_status rt_inflight_enqueued(llmp_ctx *ctx, struct rt_device *d, int k, const char *name, void *stream)
+llmp_status rt_inflight_started(llmp_ctx *ctx, struct rt_device *d, llmp_comm *comm, const char *name,
+				void *stream)
 {
 	struct rt_inflight *in = &d->inflight;
 	if (!in->on)
 		return LLMP_OK;
-	if (d->group_depth == 0)
-		return record(ctx, d, k, name, stream);
-	/* Launched at the group's end: remember the stream, once. */
+	if (d->group_depth == 0) {
+		llmp_status st = record_start(ctx, in, name, stream, &in->started);
+		in->has_started = st == LLMP_OK;
+		in->started_comm = comm;
+		return st;
+	}
+	/* Launched at the group's end: the stream's first operation starts its time. */
 	for (size_t i = 0; i < in->ngrouped; i++)
 		if (in->grouped[i].stream == stream)
 			return LLMP_OK;
 	if (in->ngrouped == RT_GROUPED_STREAMS_MAX)
 		return rt_fail(ctx, LLMP_ERR_ARG, "%s: more than %d streams in one device group", name,
 			       RT_GROUPED_STREAMS_MAX);
-	in->grouped[in->ngrouped++] = (struct rt_grouped){ .stream = stream, .kind = k, .name = name };
+	struct rt_grouped *g = &in->grouped[in->ngrouped];
+	llmp_status st = record_start(ctx, in, name, stream, &g->ev);
+	if (st != LLMP_OK)
+		return st;
+	g->stream = stream, g->kind = comm->kind, g->name = name, g->comm = comm;
+	in->ngrouped++;
 	return LLMP_OK;
+}
+
+void rt_inflight_abandoned(struct rt_device *d)
+{
+	struct rt_inflight *in = &d->inflight;
+	if (in->has_started) /* its start may pass on the stream: recorded again before it is read */
+		in->spare[in->nspare++] = in->started;
+	in->has_started = false;
+}
+
+/* Record ev's end event on stream, and watch it from now for `name` on comm. */
+static llmp_status record_end(llmp_ctx *ctx, struct rt_inflight *in, struct rt_event_pair ev, llmp_comm *comm,
+			      const char *name, void *stream)
+{
+	rt_cu_result r = in->cu.event_record(ev.end, (rt_cu_stream)stream);
+	if (r != RT_CUDA_SUCCESS) {
+		in->spare[in->nspare++] = ev;
+		return cuda_fail(ctx, in, name, "cuEventRecord", r);
+	}
+	*at(in, in->nops++) = (struct rt_inflight_op){
+		.ev = ev, .since = rt_now(), .kind = comm->kind, .name = name, .comm = comm
+	};
+	return LLMP_OK;
+}
+
+llmp_status rt_inflight_enqueued(llmp_ctx *ctx, struct rt_device *d, const char *name, void *stream)
+{
+	struct rt_inflight *in = &d->inflight;
+	if (!in->on || d->group_depth > 0 || !in->has_started)
+		return LLMP_OK; /* in a group: watched from its end */
+	in->has_started = false;
+	return record_end(ctx, in, in->started, in->started_comm, name, stream);
 }
 
 llmp_status rt_inflight_group_ended(llmp_ctx *ctx, struct rt_device *d)
 {
 	struct rt_inflight *in = &d->inflight;
 	llmp_status st = LLMP_OK;
-	for (size_t i = 0; in->on && i < in->ngrouped && st == LLMP_OK; i++)
-		st = record(ctx, d, in->grouped[i].kind, in->grouped[i].name, in->grouped[i].stream);
+	size_t i = 0;
+	for (; in->on && i < in->ngrouped && st == LLMP_OK; i++)
+		st = record_end(ctx, in, in->grouped[i].ev, in->grouped[i].comm, in->grouped[i].name,
+				in->grouped[i].stream);
+	for (; i < in->ngrouped; i++) /* after a failure: not watched, their events spare */
+		in->spare[in->nspare++] = in->grouped[i].ev;
 	in->ngrouped = 0;
 	return st;
 }
@@ -211,9 +302,9 @@ static long find_late(struct rt_inflight *in, double timeout_s, rt_cu_result *ba
 		struct rt_inflight_op *op = at(in, i);
 		if (op->done)
 			continue;
-		rt_cu_result r = in->cu.event_query(op->event);
+		rt_cu_result r = in->cu.event_query(op->ev.end);
 		if (r == RT_CUDA_SUCCESS) {
-			op->done = true;
+			passed(in, op);
 		} else if (r != RT_CUDA_ERROR_NOT_READY) {
 			*bad = r;
 			return (long)i;

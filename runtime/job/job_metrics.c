@@ -101,7 +101,7 @@ static void write_comm(FILE *f, const llmp_comm *comm, bool first)
 		"%s{\"group\":\"%s\",\"size\":%u,\"rank\":%u,\"ops\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
 		",\"bytes_received\":%" PRIu64 ",\"seconds\":%.6f,\"wait_s\":%.6f,\"waits\":%" PRIu64,
 		first ? "" : ",", llmp_comm_name(comm), comm->size, comm->rank, m->ops, m->bytes_sent,
-		m->bytes_recvd, m->seconds, m->wait_seconds, m->waits);
+		m->bytes_recvd, rt_metrics_seconds(m), m->wait_seconds, m->waits);
 	write_last(f, comm);
 	fputc('}', f);
 }
@@ -179,7 +179,7 @@ static void write_prom(llmp_job *job, char *msg, size_t msglen)
 			double v = i == 0   ? (double)cm->ops
 				   : i == 1 ? (double)cm->bytes_sent
 				   : i == 2 ? (double)cm->bytes_recvd
-				   : i == 3 ? cm->seconds
+				   : i == 3 ? rt_metrics_seconds(cm)
 					    : cm->wait_seconds;
 			fprintf(f, "llmp_comm_%s_total{rank=\"%u\",group=\"%s\"} %.17g\n", names[i],
 				ctx->rank, llmp_comm_name(c), v);

@@ -23,6 +23,14 @@
  * llmp_device_send and llmp_device_recv. --cuda: the operations go on a
  * stream of the CUDA test double (open_cuda), so each one gets a deadline;
  * after connecting, each rank prints "rank R: deadline on|off: WHY".
+ * --work-us W (with --cuda, and FAKE_NCCL_WORK_US=W giving each NCCL
+ * operation W us of work on the stream): after the operations, the stream
+ * synchronised, wait (up to 10 s) until the tp group's and the world's time
+ * in calls holds at least W per device operation made on it, as the GPU
+ * time of each must, then print "rank R: device time tp ops N seconds S
+ * world ops N seconds S". --job: the operations as step 0 of a job
+ * (llmp_job.h: LLMP_CHECKPOINT, LLMP_METRICS from the environment), which
+ * writes the metrics files; the world's counters then hold its host calls.
  * A failed llmp_init prints "rank ?: init STATUS: MESSAGE". The exit
  * status is 0 when every call the rank made returned LLMP_OK, else 1;
  * what a test expects is checked by the test, from these lines.
@@ -40,9 +48,12 @@
 
 #include <llmp/llmp.h>
 #include <llmp/llmp_device.h>
+#include <llmp/llmp_job.h>
 
 /* The stream the operations go on: NULL (the default stream), or --cuda's. */
 static void *stream;
+/* --cuda: the test double's cuStreamSynchronize. */
+static int (*stream_synchronize)(void *);
 
 /*
  * --cuda: the CUDA test double (tests/device/fake_cuda.c, LLMP_CUDA_LIBRARY)
@@ -61,8 +72,9 @@ static int open_cuda(char *why, size_t len)
 		*(void **)&retain = dlsym(driver, "cuDevicePrimaryCtxRetain");
 		*(void **)&push = dlsym(driver, "cuCtxPushCurrent_v2");
 		*(void **)&create = dlsym(driver, "cuStreamCreate");
+		*(void **)&stream_synchronize = dlsym(driver, "cuStreamSynchronize");
 	}
-	if (!init || !device_get || !retain || !push || !create) {
+	if (!init || !device_get || !retain || !push || !create || !stream_synchronize) {
 		snprintf(why, len, "--cuda: LLMP_CUDA_LIBRARY=%s: %s", lib ? lib : "(unset)",
 			 driver ? "a driver call is missing" : dlerror());
 		return 1;
@@ -136,10 +148,79 @@ static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, double *elapsed
 	return st;
 }
 
+/* --job: open and resume a job, whose step 0 the operations are. */
+static llmp_status open_job(llmp_ctx *ctx, llmp_job **job)
+{
+	uint64_t next = 0;
+	size_t metalen = 0;
+	llmp_status st = llmp_job_open(ctx, NULL, job);
+	if (st == LLMP_OK)
+		st = llmp_job_resume(*job, &next, NULL, 0, &metalen);
+	if (st != LLMP_OK)
+		printf("rank %u: job %s: %s\n", llmp_rank(ctx), llmp_strerror(st),
+		       *job ? llmp_job_errmsg(*job) : llmp_errmsg(ctx));
+	return st;
+}
+
+static double comm_seconds(llmp_comm *c, uint64_t *ops)
+{
+	llmp_comm_stats cs = { 0 };
+	if (c)
+		llmp_comm_get_stats(c, &cs);
+	*ops = cs.ops;
+	return cs.seconds;
+}
+
+/* The tp group's and the world's counters: calls and time in them. */
+struct two_counts {
+	uint64_t tp_ops, world_ops;
+	double tp_s, world_s;
+};
+
+static struct two_counts counts_now(llmp_ctx *ctx)
+{
+	llmp_comm *tp = NULL, *world = NULL;
+	struct two_counts c;
+	llmp_comm_get(ctx, LLMP_GROUP_TP, &tp);
+	llmp_comm_world(ctx, &world);
+	c.tp_s = comm_seconds(tp, &c.tp_ops);
+	c.world_s = comm_seconds(world, &c.world_ops);
+	return c;
+}
+
+/*
+ * --work-us: each device operation on tp and the world took at least work_us
+ * on the stream; once the stream is done, the watchdog counts their GPU time
+ * within a few of its 20 ms looks. Wait for it, then a little more, so that
+ * a time counted twice shows too; print what was added since `before`
+ * (the world holds the job layer's host calls before it).
+ */
+static void print_device_time(llmp_ctx *ctx, uint32_t rank, double work_us, unsigned tp_ops,
+			      unsigned world_ops, struct two_counts before)
+{
+	struct two_counts c = counts_now(ctx);
+	if (stream_synchronize(stream) != 0)
+		printf("rank %u: cuStreamSynchronize failed\n", rank);
+	for (int i = 0; i < 1000; i++) {
+		c = counts_now(ctx);
+		if (c.tp_s - before.tp_s >= tp_ops * work_us * 1e-6 &&
+		    c.world_s - before.world_s >= world_ops * work_us * 1e-6)
+			break;
+		struct timespec pause = { 0, 10 * 1000 * 1000 };
+		nanosleep(&pause, NULL);
+	}
+	struct timespec more = { 0, 200 * 1000 * 1000 };
+	nanosleep(&more, NULL);
+	c = counts_now(ctx);
+	printf("rank %u: device time tp ops %llu seconds %.6f world ops %llu seconds %.6f\n", rank,
+	       (unsigned long long)(c.tp_ops - before.tp_ops), c.tp_s - before.tp_s,
+	       (unsigned long long)(c.world_ops - before.world_ops), c.world_s - before.world_s);
+}
+
 int main(int argc, char **argv)
 {
-	bool connect = false, ops = false, p2p = false, cuda = false;
-	double loop = 0;
+	bool connect = false, ops = false, p2p = false, cuda = false, job_step = false;
+	double loop = 0, work_us = 0;
 	long leaver = -1;
 	llmp_init_opts opts;
 	llmp_init_opts_default(&opts);
@@ -154,17 +235,22 @@ int main(int argc, char **argv)
 			p2p = true;
 		else if (strcmp(argv[i], "--cuda") == 0)
 			cuda = true;
+		else if (strcmp(argv[i], "--work-us") == 0 && i + 1 < argc)
+			work_us = atof(argv[++i]);
+		else if (strcmp(argv[i], "--job") == 0)
+			job_step = true;
 		else if (strcmp(argv[i], "--loop") == 0 && i + 1 < argc)
 			loop = atof(argv[++i]);
 		else if (strcmp(argv[i], "--exit-after-connect") == 0 && i + 1 < argc)
 			leaver = atol(argv[++i]);
 		else {
 			fprintf(stderr, "usage: dev_check [--connect] [--timeout S] [--ops] [--loop S] "
-					"[--exit-after-connect R] [--p2p] [--cuda]\n");
+					"[--exit-after-connect R] [--p2p] [--cuda] [--work-us W] [--job]\n");
 			return 2;
 		}
 	}
 	llmp_ctx *ctx = NULL;
+	llmp_job *job = NULL;
 	llmp_status st = llmp_init(&opts, &ctx);
 	if (st != LLMP_OK) {
 		printf("rank ?: init %s: %s\n", llmp_strerror(st), llmp_errmsg(ctx));
@@ -203,6 +289,9 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (st == LLMP_OK && (long)rank == leaver)
 			_exit(0); /* gone, without finalize: as a crash would leave it */
+		if (st == LLMP_OK && job_step)
+			st = open_job(ctx, &job);
+		struct two_counts before = counts_now(ctx);
 		if (st == LLMP_OK && p2p) {
 			st = run_p2p(ctx);
 			printf("rank %u: p2p %s: %s\n", rank, st == LLMP_OK ? "ok" : llmp_strerror(st),
@@ -223,6 +312,16 @@ int main(int argc, char **argv)
 				       (unsigned long long)cs.ops, (unsigned long long)cs.bytes_sent,
 				       (unsigned long long)cs.bytes_received);
 			rc = st != LLMP_OK;
+		}
+		if (st == LLMP_OK && cuda && work_us > 0)
+			print_device_time(ctx, rank, work_us, ops ? 4 : 0, (ops ? 4 : 0) + (p2p ? 4 : 0),
+					  before);
+		if (job) {
+			llmp_job_action action;
+			if (st == LLMP_OK && (st = llmp_job_step_end(job, 0, NULL, 0, &action)) != LLMP_OK)
+				printf("rank %u: step_end %s: %s\n", rank, llmp_strerror(st),
+				       llmp_job_errmsg(job));
+			rc |= llmp_job_finish(job, st) != LLMP_EXIT_DONE;
 		}
 	}
 	fflush(stdout);

@@ -25,6 +25,9 @@
  *   CUDA_ERROR_NO_DEVICE, as a driver on a machine without a GPU says.
  * - cuLaunchHostFunc runs its function on the stream's thread, in order:
  *   NCCL's test double (fake_nccl.c) puts work that blocks there.
+ * - cuEventElapsedTime: the time between the moments the streams' threads
+ *   reached the two events (CLOCK_MONOTONIC), so an operation's time is the
+ *   work put between them plus FAKE_CUDA_DELAY_US per stream op.
  * - FAKE_CUDA_LOG=FILE: at exit, one line "fake_cuda PID host_allocs N
  *   dtoh N htod N copy2d N pushes N retains N releases N" appended (calls
  *   made by anyone; retains and releases: of the primary context).
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/device/cuda_api.h"
@@ -70,7 +74,10 @@ struct op {
 };
 
 struct rt_cu_event_st {
-	int pending; /* records queued and not yet reached */
+	int pending;    /* records queued and not yet reached */
+	bool timed;     /* made without CU_EVENT_DISABLE_TIMING */
+	bool reached;   /* a record of it has been reached */
+	double when_us; /* CLOCK_MONOTONIC when the stream's thread last reached it */
 };
 
 struct rt_cu_stream_st {
@@ -208,6 +215,13 @@ static rt_cu_result enter(const char *name, bool needs_context)
 
 /* ------------------------------------------------------------- streams */
 
+static double monotonic_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
 static void *stream_main(void *arg)
 {
 	struct rt_cu_stream_st *s = arg;
@@ -227,9 +241,13 @@ static void *stream_main(void *arg)
 				memcpy(o->dst + r * o->dpitch, o->src + r * o->spitch, o->width);
 		if (o->kind == OP_HOST)
 			o->fn(o->arg); /* may block: the stream waits behind it (NCCL's double, FAKE_NCCL_STUCK) */
+		double now = monotonic_us();
 		pthread_mutex_lock(&lock);
-		if (o->kind == OP_RECORD)
+		if (o->kind == OP_RECORD) {
 			o->event->pending--;
+			o->event->reached = true;
+			o->event->when_us = now;
+		}
 		s->head = o->next;
 		if (!s->head)
 			s->tail = NULL;
@@ -623,10 +641,11 @@ API rt_cu_result cuMemcpy2DAsync_v2(const struct rt_cu_memcpy2d *c, rt_cu_stream
 
 API rt_cu_result cuEventCreate(rt_cu_event *e, unsigned flags)
 {
-	(void)flags;
 	rt_cu_result r = enter("cuEventCreate", true);
 	if (r == RT_CUDA_SUCCESS && !(*e = calloc(1, sizeof **e)))
 		r = 2;
+	if (r == RT_CUDA_SUCCESS)
+		(*e)->timed = !(flags & RT_CU_EVENT_DISABLE_TIMING);
 	return r;
 }
 
@@ -688,6 +707,31 @@ API rt_cu_result cuEventQuery(rt_cu_event e)
 		return r;
 	pthread_mutex_lock(&lock);
 	r = e->pending > 0 ? RT_CUDA_ERROR_NOT_READY : RT_CUDA_SUCCESS;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/*
+ * The time between the moments the streams' threads reached the two
+ * events, as the driver's: CUDA_ERROR_INVALID_HANDLE for an event made
+ * without timing or never recorded, CUDA_ERROR_NOT_READY while a record is
+ * pending. Negative when end was reached first, as the driver allows.
+ */
+API rt_cu_result cuEventElapsedTime(float *ms, rt_cu_event start, rt_cu_event end)
+{
+	rt_cu_result r = enter("cuEventElapsedTime", false);
+	if (r != RT_CUDA_SUCCESS)
+		return r;
+	if (!ms || !start || !end)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	if (!start->timed || !end->timed || (!start->reached && !start->pending) ||
+	    (!end->reached && !end->pending))
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (start->pending || end->pending)
+		r = RT_CUDA_ERROR_NOT_READY;
+	else
+		*ms = (float)((end->when_us - start->when_us) / 1000.0);
 	pthread_mutex_unlock(&lock);
 	return r;
 }

@@ -23,6 +23,10 @@
  *                        ncclCommAbort (the deadline's test). The stream is
  *                        the CUDA test double's (tests/device/fake_cuda.c,
  *                        LLMP_CUDA_LIBRARY, cuLaunchHostFunc).
+ *   FAKE_NCCL_WORK_US=N  every collective, send and receive puts on its
+ *                        stream a host function that sleeps N microseconds:
+ *                        work of a known duration on the GPU (the test of
+ *                        the device path's time per communicator).
  *
  * Collectives move no data: they log "allreduce NAME COUNT TYPE OP" (and
  * the like) and succeed on a communicator that was not aborted. Sends,
@@ -33,12 +37,16 @@
  */
 #define _GNU_SOURCE /* random */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nccl.h>
@@ -94,11 +102,27 @@ static void wait_for_an_abort(void *arg)
 	pthread_mutex_unlock(&abort_lock);
 }
 
-/* The work of an operation on its stream: none, or with FAKE_NCCL_STUCK, work that never ends. */
+/* FAKE_NCCL_WORK_US: work of a known duration. */
+static void sleep_work(void *arg)
+{
+	useconds_t us = (useconds_t)(uintptr_t)arg;
+	/* usleep may end early on a signal: sleep the whole time, never less. */
+	struct timespec left = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+	while (nanosleep(&left, &left) != 0 && errno == EINTR)
+		;
+}
+
+/*
+ * The work of an operation on its stream: none; with FAKE_NCCL_STUCK, work
+ * that never ends; with FAKE_NCCL_WORK_US, work of that many microseconds.
+ */
 static ncclResult_t enqueue_work(cudaStream_t stream)
 {
-	const char *stuck = getenv("FAKE_NCCL_STUCK"), *lib = getenv("LLMP_CUDA_LIBRARY");
-	if (!stuck || strcmp(stuck, "1") != 0)
+	const char *stuck = getenv("FAKE_NCCL_STUCK"), *work = getenv("FAKE_NCCL_WORK_US"),
+		   *lib = getenv("LLMP_CUDA_LIBRARY");
+	bool is_stuck = stuck && strcmp(stuck, "1") == 0;
+	unsigned long work_us = work && *work ? strtoul(work, NULL, 10) : 0;
+	if (!is_stuck && !work_us)
 		return ncclSuccess;
 	void *driver = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
 	int (*launch)(cudaStream_t, void (*)(void *), void *) = NULL;
@@ -106,10 +130,14 @@ static ncclResult_t enqueue_work(cudaStream_t stream)
 		*(void **)&launch = dlsym(driver, "cuLaunchHostFunc");
 	if (!launch) {
 		snprintf(last_error, sizeof last_error,
-			 "fake: FAKE_NCCL_STUCK needs the CUDA test double loaded (LLMP_CUDA_LIBRARY)");
+			 "fake: FAKE_NCCL_STUCK and FAKE_NCCL_WORK_US need the CUDA test double loaded "
+			 "(LLMP_CUDA_LIBRARY)");
+		if (driver)
+			dlclose(driver);
 		return ncclInvalidUsage;
 	}
-	int r = launch(stream, wait_for_an_abort, NULL);
+	int r = is_stuck ? launch(stream, wait_for_an_abort, NULL)
+			 : launch(stream, sleep_work, (void *)(uintptr_t)work_us);
 	dlclose(driver); /* RTLD_NOLOAD took a reference; the program keeps its own */
 	return r == 0 ? ncclSuccess : ncclUnhandledCudaError;
 }
