@@ -13,7 +13,11 @@ SCENARIO:
           rank's torch group and the all-reduced sum of (rank, 1) over it; also
           the DeviceMesh: its dimension names, its mesh, the ranks of its group
           along each dimension and an all-reduce over each. KINDS, if given,
-          are passed to init (creation order).
+          are passed to init (creation order); LLMP_TORCH_GROUPS, if set,
+          the method. Also the method llmp reports, its count of calls, and
+          torch's group constructor calls for subgroups counted here by
+          wrapping torch's functions (new_group, split_group and the
+          constructor _new_process_group_helper every path goes through).
   naive   each rank creates only its own groups with new_group(...,
           use_local_synchronization=True), kind by kind in the order KINDS:
           the way that deadlocks in gloo's connectFullMesh; records whether
@@ -28,6 +32,7 @@ SCENARIO:
 """
 
 import datetime
+import functools
 import json
 import os
 import sys
@@ -46,11 +51,33 @@ def all_reduce_sum(values, group):
     return t.tolist()
 
 
+def count_calls(module, name, counts, key, subgroup_only=False):
+    """Wrap module.name so that each call adds one to counts[key]
+    (subgroup_only: only calls for a group of listed ranks, not the world's)."""
+    real = getattr(module, name)
+
+    @functools.wraps(real)  # keeps the signature llmp.torch inspects
+    def wrapper(*args, **kwargs):
+        ranks = kwargs.get("global_ranks_in_group", args[2] if len(args) > 2 else None)
+        if not subgroup_only or ranks:
+            counts[key] += 1
+        return real(*args, **kwargs)
+    setattr(module, name, wrapper)
+
+
 def scenario_groups(kinds):
+    c10d = dist.distributed_c10d
+    counts = {"constructor": 0, "new_group": 0, "split_group": 0}
+    count_calls(c10d, "_new_process_group_helper", counts, "constructor", subgroup_only=True)
+    count_calls(dist, "new_group", counts, "new_group")
+    count_calls(dist, "split_group", counts, "split_group")
     groups = llmp.torch.init(backend="gloo", timeout=120, kinds=kinds or None)
     rank = dist.get_rank()
     out = {"rank": rank, "world": dist.get_world_size(), "backend": dist.get_backend(),
-           "created": list(groups), "groups": {}}
+           "created": list(groups), "groups": {}, "method": groups.method, "calls": groups.calls,
+           "torch_calls": counts,
+           "names": {k: g.group_name for k, g in groups.items() if groups.member(k)},
+           "descs": {k: g.group_desc for k, g in groups.items() if groups.member(k)}}
     # Every rank walks the kinds in one order, so each member reaches each
     # group's all-reduce in the same sequence.
     for kind in groups:

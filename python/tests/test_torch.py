@@ -4,7 +4,10 @@ one process per rank (dist_worker.py, env:// on a free loopback port, as the
 llm_parallel plugin sets it up), each rank's groups checked against
 Megatron-Core's rules and by an all-reduce over each, the DeviceMesh against
 torchtitan's pp x dp x cp x tp grid, and no deadlock where creating only a
-rank's own groups does deadlock."""
+rank's own groups with torch's new_group does deadlock. Each of llmp's ways
+to make the groups (local: a rank's own only; split: one split_group per
+kind; all: every group on every rank) is checked, with the number of torch
+group-creation calls each rank made, counted by wrapping torch's functions."""
 
 import datetime
 import os
@@ -24,12 +27,13 @@ MEGATRON_CREATION_ORDER = ("dp", "dp-cp", "cp", "tp-pp", "tp", "pp", "embedding"
                            "tp-dp-cp", "tp-dp", "tp-cp", "ep", "tp-ep", "expert-tp", "tp-ep-pp", "expert-dp")
 
 
-def check_groups(results, world, sizes, kinds=None):
+def check_groups(results, world, sizes, kinds=None, method="local"):
     expected = megatron_groups(world, **sizes)
     kinds = kinds or llmp.GROUP_KINDS
     for rank, out in results.items():
         assert out["world"] == world and out["backend"] == "gloo"
         assert out["created"] == list(kinds)
+        check_calls(out, expected, kinds, rank, method)
         for kind in kinds:
             want = group_of(expected[kind], rank)
             got = out["groups"][kind]
@@ -40,6 +44,24 @@ def check_groups(results, world, sizes, kinds=None):
             assert got["llmp_ranks"] == want, (rank, kind)
             # all_reduce of (rank, 1): the members' sum and the group's size
             assert got["sum"] == [sum(want), len(want)], (rank, kind)
+
+
+def check_calls(out, expected, kinds, rank, method):
+    """The torch calls each method must make on this rank, from the layout
+    written out independently (conftest.megatron_groups)."""
+    own = [k for k in kinds if group_of(expected[k], rank) is not None]
+    every = sum(len(expected[k]) for k in kinds)
+    want = {"local": ({"constructor": len(own), "new_group": 0, "split_group": 0}, len(own)),
+            "split": ({"constructor": 0, "new_group": 0, "split_group": len(kinds)}, len(kinds)),
+            "all": ({"constructor": every, "new_group": every, "split_group": 0}, every)}[method]
+    assert out["method"] == method, (rank, out["method"])
+    assert (out["torch_calls"], out["calls"]) == want, (rank, out["torch_calls"], out["calls"])
+    if method == "local":
+        # The name is the store prefix every member must agree on: llmp's
+        # kind and the group's number in Megatron-Core's enumeration.
+        assert out["names"] == {k: "llmp_%s_%d" % (k, expected[k].index(group_of(expected[k], rank)))
+                                for k in own}, rank
+    assert out["descs"] == {k: k for k in own}, rank
 
 
 def check_mesh(results, world, sizes):
@@ -71,16 +93,30 @@ LAYOUTS = [
 
 @pytest.mark.parametrize("world,spec,sizes", LAYOUTS, ids=[s for _, s, _ in LAYOUTS])
 def test_groups_and_mesh(layout_file, tmp_path, world, spec, sizes):
+    # gloo on CPU: llmp picks "local" by itself, a rank's own groups only.
     results = launch(world, layout_file(world, spec), "groups", str(tmp_path / "run"))
     check_groups(results, world, sizes)
     check_mesh(results, world, sizes)
+
+
+@pytest.mark.parametrize("method", ["split", "all"])
+def test_other_methods(layout_file, tmp_path, method):
+    """The other ways, asked for by LLMP_TORCH_GROUPS: the same groups, the
+    same sums and mesh, their own numbers of calls (tp=2,ep=2,pp=2: the
+    embedding groups leave no rank out here, the expert groups differ)."""
+    sizes = dict(tp=2, ep=2, pp=2)
+    results = launch(8, layout_file(8, "tp=2,ep=2,pp=2"), "groups", str(tmp_path / method),
+                     env_extra={"LLMP_TORCH_GROUPS": method})
+    check_groups(results, 8, sizes, method=method)
+    check_mesh(results, 8, sizes)
 
 
 def test_no_deadlock_where_own_groups_only_deadlock(layout_file, tmp_path):
     """tp=2,pp=3 on 12 ranks, groups in Megatron-Core's creation order: the
     middle stage skips the embedding groups, so creating only a rank's own
     groups with use_local_synchronization=True hangs at the first group that
-    spans the stages (tp-ep-pp). llmp.torch.init must not, in that order too."""
+    spans the stages (tp-ep-pp). llmp.torch.init must not, in that order too,
+    and it makes only each rank's own groups there (method "local")."""
     path = layout_file(12, "tp=2,pp=3")
     naive = launch(12, path, "naive", str(tmp_path / "naive"), args=MEGATRON_CREATION_ORDER,
                    env_extra={"LLMP_TEST_GROUP_TIMEOUT": "8"}, timeout=180)
@@ -91,6 +127,9 @@ def test_no_deadlock_where_own_groups_only_deadlock(layout_file, tmp_path):
 
     results = launch(12, path, "groups", str(tmp_path / "llmp"), args=MEGATRON_CREATION_ORDER)
     check_groups(results, 12, dict(tp=2, pp=3), kinds=MEGATRON_CREATION_ORDER)
+    # The middle stage (ranks 4..7) has no embedding groups: fewer calls than the others.
+    assert {results[r]["calls"] for r in (4, 5, 6, 7)} == {len(MEGATRON_CREATION_ORDER) - 2}
+    assert {results[r]["calls"] for r in (0, 1, 2, 3)} == {len(MEGATRON_CREATION_ORDER)}
 
 
 # ----------------------------------------------------- in one process, no job
@@ -175,6 +214,7 @@ def test_init_in_a_started_job(layout_file, monkeypatch, tmp_path):
         assert t.item() == 1
         with pytest.raises(KeyError, match="no group kind 'tensor'"):
             groups["tensor"]
+        assert groups.method == "local" and groups.calls == len(llmp.GROUP_KINDS)
         mesh = llmp.torch.device_mesh(groups)
         assert mesh.mesh.tolist() == [[[[0]]]]
         assert mesh.mesh_dim_names == ("pp", "dp", "cp", "tp")
@@ -195,3 +235,55 @@ def test_ddp_averages_gradients_over_the_dp_group(layout_file, tmp_path):
         assert out["dp"] == dp, out
         want = sum(dp) / len(dp)
         assert out["grad"] == [[want] * 4] * 2, (rank, out["grad"], want)
+
+
+def test_method_choice_and_fallback(layout_file, monkeypatch, tmp_path):
+    """Where torch lacks what a method needs, the choice falls back to the
+    next (split, then all) and says why; a method asked for that cannot be
+    done, or a name that is no method, is refused."""
+    monkeypatch.delenv("LLMP_TORCH_GROUPS", raising=False)
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=30))
+    try:
+        lay = llmp.load(layout_file(1, ""), rank=0)
+        assert llmp.torch.choose_method()[0] == "local"
+        c10d = dist.distributed_c10d
+        # A torch whose group constructor takes other arguments (new_group
+        # still reaches the real one through it).
+        real = c10d._new_process_group_helper
+        monkeypatch.setattr(c10d, "_new_process_group_helper", lambda *args, **kwargs: real(*args, **kwargs))
+        method, why = llmp.torch.choose_method()
+        assert method == "split", why
+        with pytest.raises(RuntimeError,
+                           match="'local' is not available: torch .* has no _new_process_group_helper"):
+            llmp.torch.create_groups(lay, method="local")
+        monkeypatch.delattr(dist, "split_group")
+        method, why = llmp.torch.choose_method()
+        assert method == "all" and "has no split_group" in why, why
+        groups = llmp.torch.create_groups(lay, kinds=("tp", "dp"))
+        assert groups.method == "all" and groups.calls == 2
+        t = torch.full((1,), 3.0)
+        dist.all_reduce(t, group=groups["dp"])
+        assert t.item() == 3.0
+        monkeypatch.setenv("LLMP_TORCH_GROUPS", "cheap")
+        with pytest.raises(ValueError, match="group method 'cheap' is none of local split all"):
+            llmp.torch.create_groups(lay)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_local_names_a_second_generation(layout_file, tmp_path):
+    """A second create_groups in one world names its groups anew (torch
+    refuses a name twice, and the store prefix must be fresh)."""
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=30))
+    try:
+        lay = llmp.load(layout_file(1, ""), rank=0)
+        first = llmp.torch.create_groups(lay, kinds=("tp",), method="local")
+        second = llmp.torch.create_groups(lay, kinds=("tp",), method="local")
+        assert first["tp"].group_name == "llmp_tp_0"
+        assert second["tp"].group_name == "llmp_tp_0.1"
+    finally:
+        dist.destroy_process_group()
