@@ -213,3 +213,16 @@ def libllmp_path():
     if not os.path.exists(path):
         pytest.fail("libllmp is not built at %s" % path)
     return path
+
+
+@pytest.fixture(scope="module")
+def ck():
+    """llmp.checkpoint with a singleton context (no launcher), for one test module."""
+    os.environ["LLMP_LIBRARY"] = libllmp_path()
+    for name in SINGLETON_UNSET:
+        os.environ.pop(name, None)
+    import llmp.checkpoint as ck
+    ctx = ck.init()
+    assert (ctx.rank, ctx.world) == (0, 1)
+    yield ck
+    ctx.finalize()

@@ -22,19 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PACKAGE_ROOT, SINGLETON_UNSET, free_port, libllmp_path as _libllmp
-
-@pytest.fixture(scope="module")
-def ck():
-    """llmp.checkpoint with a singleton context for this module's tests."""
-    os.environ["LLMP_LIBRARY"] = _libllmp()
-    for name in SINGLETON_UNSET:
-        os.environ.pop(name, None)
-    import llmp.checkpoint as ck
-    ctx = ck.init()
-    assert (ctx.rank, ctx.world) == (0, 1)
-    yield ck
-    ctx.finalize()
+from conftest import PACKAGE_ROOT, free_port, libllmp_path as _libllmp
 
 
 def bits(t):

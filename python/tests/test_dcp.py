@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PACKAGE_ROOT, SINGLETON_UNSET, free_port, libllmp_path, llmp_tool
+from conftest import PACKAGE_ROOT, free_port, libllmp_path, llmp_tool
 
 # dcp.save/load without torch.distributed say so each time; that is the point here.
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
@@ -120,19 +120,6 @@ def test_save_failing_on_one_rank_commits_nothing_older_loads(saved, tmp_path):
 
 
 # ------------------------------------------------------------------ one process
-
-@pytest.fixture(scope="module")
-def ck():
-    """llmp.checkpoint with a singleton context; dcp.save/load without torch.distributed."""
-    os.environ["LLMP_LIBRARY"] = libllmp_path()
-    for name in SINGLETON_UNSET:
-        os.environ.pop(name, None)
-    import llmp.checkpoint as ck
-    ctx = ck.init()
-    assert (ctx.rank, ctx.world) == (0, 1)
-    yield ck
-    ctx.finalize()
-
 
 def bits(t):
     t = t.contiguous()
