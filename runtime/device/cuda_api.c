@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* cuda_api.c - the CUDA driver loaded with dlopen, its calls resolved into a table. */
 #include "cuda_api.h"
+#include "dl_table.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -15,10 +16,7 @@
  * The exported names: cuda.h maps several calls to a versioned symbol
  * (#define cuMemcpyDtoHAsync cuMemcpyDtoHAsync_v2), and dlsym needs that one.
  */
-static const struct {
-	const char *name;
-	size_t offset;
-} symbols[] = {
+static const struct rt_dl_symbol symbols[] = {
 	{ "cuInit", offsetof(struct rt_cuda, init) },
 	{ "cuGetErrorName", offsetof(struct rt_cuda, get_error_name) },
 	{ "cuGetErrorString", offsetof(struct rt_cuda, get_error_string) },
@@ -64,22 +62,17 @@ llmp_status rt_cuda_load(struct rt_cuda *cu, char *msg, size_t len)
 		return llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "cannot load the CUDA driver (%s): %s",
 				 cu->path, why ? why : "dlopen failed");
 	}
-	for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
-		/* POSIX allows converting dlsym's object pointer to a function pointer. */
-		void *sym = dlsym(cu->lib, symbols[i].name);
-		if (!sym) {
-			llmp_status st = llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "%s has no %s", cu->path,
-						   symbols[i].name);
-			rt_cuda_unload(cu);
-			return st;
-		}
-		memcpy((char *)cu + symbols[i].offset, &sym, sizeof sym);
+	llmp_status st = rt_dl_resolve(cu->lib, cu->path, symbols, sizeof symbols / sizeof symbols[0], cu,
+				       msg, len);
+	if (st != LLMP_OK) {
+		rt_cuda_unload(cu);
+		return st;
 	}
 	rt_cu_result r = cu->init(0);
 	if (r != RT_CUDA_SUCCESS) {
 		char why[160];
-		llmp_status st = llmp_fail(LLMP_ERR_DEVICE, msg, len, "%s: cuInit: %s", cu->path,
-					   rt_cuda_why(cu, r, why, sizeof why));
+		st = llmp_fail(LLMP_ERR_DEVICE, msg, len, "%s: cuInit: %s", cu->path,
+			       rt_cuda_why(cu, r, why, sizeof why));
 		rt_cuda_unload(cu);
 		return st;
 	}

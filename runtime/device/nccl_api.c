@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nccl_api.c - NCCL loaded with dlopen, its calls resolved into a table. */
 #include "nccl_api.h"
+#include "dl_table.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -11,10 +12,7 @@
 
 llmp_status rt_nccl_load(struct rt_nccl *n, char *msg, size_t len)
 {
-	static const struct {
-		const char *name;
-		size_t offset;
-	} symbols[] = {
+	static const struct rt_dl_symbol symbols[] = {
 		{ "ncclGetUniqueId", offsetof(struct rt_nccl, get_unique_id) },
 		{ "ncclCommInitRankConfig", offsetof(struct rt_nccl, comm_init_rank_config) },
 		{ "ncclCommGetAsyncError", offsetof(struct rt_nccl, comm_get_async_error) },
@@ -52,18 +50,11 @@ llmp_status rt_nccl_load(struct rt_nccl *n, char *msg, size_t len)
 		rt_nccl_unload(n);
 		return st;
 	}
-	for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
-		/* POSIX allows converting dlsym's object pointer to a function pointer. */
-		void *sym = dlsym(n->lib, symbols[i].name);
-		if (!sym) {
-			llmp_status st = llmp_fail(LLMP_ERR_UNSUPPORTED, msg, len, "%s has no %s", n->path,
-						   symbols[i].name);
-			rt_nccl_unload(n);
-			return st;
-		}
-		memcpy((char *)n + symbols[i].offset, &sym, sizeof sym);
-	}
-	return LLMP_OK;
+	llmp_status st = rt_dl_resolve(n->lib, n->path, symbols, sizeof symbols / sizeof symbols[0], n, msg,
+				       len);
+	if (st != LLMP_OK)
+		rt_nccl_unload(n);
+	return st;
 }
 
 void rt_nccl_unload(struct rt_nccl *n)
