@@ -319,7 +319,15 @@ static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint3
 			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
 		}
 		ucp_worker_progress(ctx->worker);
-		if (rt_report_arrived(comm))
+		/*
+		 * A member's failure report can overtake the store it saw (it
+		 * went on, found the call wrong and said so while this rank
+		 * slept between its load and here): the counter is looked at
+		 * again, so that the call's own check names what is wrong. A
+		 * report stays: later waits of this call fail on it at once.
+		 */
+		if ((rt_report_arrived(comm) || comm->nreports > 0) &&
+		    atomic_load_explicit(counter, memory_order_acquire) < value)
 			return rt_fail_comm(comm, call->op_name, RT_FAILED_REPORTED, UINT32_MAX, 0, 0, NULL);
 		if (t > next_liveness_check) {
 			/* m may have done its part and left since the load above. */
