@@ -146,7 +146,7 @@ typedef struct llmp_comm_stats {
 	uint64_t ops; /* calls: collectives, barriers, sends, receives */
 	uint64_t bytes_sent;
 	uint64_t bytes_received;
-	double seconds;      /* inside those calls */
+	double seconds;      /* inside those calls: calls under 16,384 elements that did not wait are sampled (1 in 64) */
 	double wait_seconds; /* of which waiting for another member */
 	uint64_t waits;      /* calls that waited */
 	/* The member (comm rank) waited for longest in all; UINT32_MAX: none yet. */

@@ -32,7 +32,7 @@ llmp_status llmp_allgather(llmp_comm *comm, const void *sendbuf, void *recvbuf, 
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
-	rt_metrics_begin(&comm->metrics);
+	rt_metrics_begin(&comm->metrics, count);
 	llmp_status st = allgather_call(comm, sendbuf, recvbuf, count, dtype);
 	rt_metrics_end(&comm->metrics);
 	return st;

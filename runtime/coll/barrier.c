@@ -20,7 +20,7 @@ llmp_status llmp_barrier(llmp_comm *comm)
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
-	rt_metrics_begin(&comm->metrics);
+	rt_metrics_begin(&comm->metrics, 0);
 	llmp_status st = barrier_call(comm);
 	rt_metrics_end(&comm->metrics);
 	return st;

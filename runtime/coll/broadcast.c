@@ -106,7 +106,7 @@ llmp_status llmp_broadcast(llmp_comm *comm, const void *sendbuf, void *recvbuf, 
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
-	rt_metrics_begin(&comm->metrics);
+	rt_metrics_begin(&comm->metrics, count);
 	llmp_status st = broadcast_call(comm, sendbuf, recvbuf, count, dtype, root);
 	rt_metrics_end(&comm->metrics);
 	return st;

@@ -73,7 +73,7 @@ llmp_status llmp_send(llmp_comm *comm, const void *buf, size_t count, llmp_dtype
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
-	rt_metrics_begin(&comm->metrics);
+	rt_metrics_begin(&comm->metrics, count);
 	llmp_status st = send_call(comm, buf, count, dtype, peer);
 	rt_metrics_end(&comm->metrics);
 	return st;
@@ -95,7 +95,7 @@ llmp_status llmp_recv(llmp_comm *comm, void *buf, size_t count, llmp_dtype dtype
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
-	rt_metrics_begin(&comm->metrics);
+	rt_metrics_begin(&comm->metrics, count);
 	llmp_status st = recv_call(comm, buf, count, dtype, peer);
 	rt_metrics_end(&comm->metrics);
 	return st;
@@ -130,7 +130,7 @@ llmp_status llmp_sendrecv(llmp_comm *comm, const void *sendbuf, size_t sendcount
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
-	rt_metrics_begin(&comm->metrics);
+	rt_metrics_begin(&comm->metrics, sendcount > recvcount ? sendcount : recvcount);
 	llmp_status st = sendrecv_call(comm, sendbuf, sendcount, dst, recvbuf, recvcount, src, dtype);
 	rt_metrics_end(&comm->metrics);
 	return st;

@@ -59,7 +59,7 @@ llmp_status llmp_reduce_scatter(llmp_comm *comm, const void *sendbuf, void *recv
 {
 	if (!comm)
 		return LLMP_ERR_ARG;
-	rt_metrics_begin(&comm->metrics);
+	rt_metrics_begin(&comm->metrics, count);
 	llmp_status st = reduce_scatter_call(comm, sendbuf, recvbuf, count, dtype, op);
 	rt_metrics_end(&comm->metrics);
 	return st;

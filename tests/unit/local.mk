@@ -9,7 +9,8 @@ if HAVE_CMOCKA
 unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan \
 	tests/unit/test_plan_megatron tests/unit/test_json tests/unit/test_plugin_core \
 	tests/fuzz/fuzz_replay tests/unit/test_kernels tests/unit/test_crc32c \
-	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics
+	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
+	tests/unit/test_metrics_sample
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node
 endif
@@ -59,6 +60,9 @@ tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c runtime/job/metrics_
 	runtime/job/metrics_file.h cli/metrics_read.c cli/metrics_read.h
 tests_unit_test_metrics_CFLAGS = $(test_cflags)
 tests_unit_test_metrics_LDADD = $(test_ldadd) -lm
+# The time counted inside calls (runtime/comm/metrics.h: exact for large calls, sampled for small), on a hand-moved clock.
+tests_unit_test_metrics_sample_CFLAGS = $(test_cflags)
+tests_unit_test_metrics_sample_LDADD = $(CMOCKA_LIBS) -lm
 if BUILD_RUNTIME
 # The context-free reading of checkpoints (runtime/ckpt/format/), which
 # libllmp does not export: linked as the `llmp` tool links it.
