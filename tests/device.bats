@@ -198,6 +198,21 @@ PY
 	[ "$(grep -cE "^rank [023]: ops peer failed after [0-4]\.[0-9] s: llmp_device_allreduce on the world group: rank 1 \(of the [a-z-]+ group\) died: its process [0-9]+ on this machine is gone$" <<<"$output")" -eq 3 ]
 }
 
+# A rank still at work when its neighbours are done: their processes must not
+# look dead to its watchdog (watchdog.c fails the device path when a member's
+# process on this machine is gone), so llmp_finalize waits for every rank while
+# the watchdog runs (runtime/device/device.c, rt_device_leave). The test double
+# lets the others finish their ring step and collectives without rank 0, which
+# starts 500 ms late: 25 of the watchdog's looks.
+@test "watchdog: ranks done early wait in llmp_finalize; the rank still at work beside them is not failed" {
+	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL run capped_srun 60 -N1 -n4 --llm-parallel=tp=2 \
+		"$DEV_CHECK" --connect --p2p --ops --late 0 500
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^rank [0-3]: p2p ok' <<<"$output")" -eq 4 ]
+	[ "$(grep -c '^rank [0-3]: ops ok' <<<"$output")" -eq 4 ]
+}
+
 @test "device send and receive: a ring step as NCCL p2p in one group per step, on the world's communicator" {
 	local log=$WORK/nccl.log
 	LLMP_DEVICE=nccl LLMP_NCCL_LIBRARY=$FAKE_NCCL FAKE_NCCL_LOG=$log run capped_srun 60 -N2 -n4 \

@@ -90,8 +90,12 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **ctx);
 
 /*
  * Leave the job and free the context and its communicators. Not
- * collective: a rank may leave while others still run, as long as none of
- * them still waits on it. NULL is accepted.
+ * collective on the host path: a rank may leave while others still run, as
+ * long as none of them still waits on it. Once llmp_device_connect has
+ * succeeded (and unless the device path failed since), it waits, up to the
+ * timeout, for every rank to reach llmp_finalize: the device watchdog of a
+ * rank still at work takes a neighbour whose process is gone for a dead
+ * one. NULL is accepted.
  */
 llmp_status llmp_finalize(llmp_ctx *ctx);
 

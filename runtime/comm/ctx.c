@@ -283,7 +283,8 @@ llmp_status llmp_finalize(llmp_ctx *ctx)
 {
 	if (!ctx)
 		return LLMP_OK;
-	rt_device_fini(ctx); /* first: its watchdog adds device time to the communicators */
+	rt_device_leave(ctx); /* with the device watchdog on: every rank is leaving too */
+	rt_device_fini(ctx);  /* first: its watchdog adds device time to the communicators */
 	for (int k = 0; k < RT_NCOMMS; k++)
 		rt_comm_free(ctx->comms[k]);
 	rt_tx_fini(ctx);

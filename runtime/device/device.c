@@ -210,6 +210,34 @@ llmp_status rt_device_collect(llmp_ctx *ctx)
 	return LLMP_OK;
 }
 
+/*
+ * A rank that is done must not look dead to the ranks still at work beside
+ * it: their watchdogs fail the device path when a neighbour's process is
+ * gone (watchdog.c), and a peer's operations may have completed long before
+ * this rank's. So while the watchdog runs and nothing has failed, leaving
+ * is collective: a world barrier, under the usual timeout, before anyone
+ * stops watching. Once it returns, every rank is in llmp_finalize, done
+ * with the device; a neighbour gone after that fails nothing that matters.
+ * After a failure the barrier is skipped: the job is ending on an error,
+ * and a rank already gone would only make the others wait for it.
+ */
+void rt_device_leave(llmp_ctx *ctx)
+{
+#ifdef LLMP_HAVE_NCCL
+	struct rt_device *d = ctx->device;
+	llmp_comm *world;
+	if (!d || !d->watching || ctx->world < 2)
+		return;
+	pthread_mutex_lock(&d->lock);
+	bool failed = d->failed != LLMP_OK;
+	pthread_mutex_unlock(&d->lock);
+	if (!failed && llmp_comm_world(ctx, &world) == LLMP_OK)
+		(void)llmp_barrier(world); /* a failure here is the others' to report */
+#else
+	(void)ctx;
+#endif
+}
+
 void rt_device_fini(llmp_ctx *ctx)
 {
 #ifdef LLMP_HAVE_NCCL

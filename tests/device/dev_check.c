@@ -3,7 +3,7 @@
  * dev_check.c - the device path seen from a program, through the public
  * API only (llmp_device.h): run under srun --mpi=pmix by tests/device.bats.
  *
- *   dev_check [--connect] [--timeout S] [--ops] [--loop S] [--exit-after-connect R]
+ *   dev_check [--connect] [--timeout S] [--ops] [--loop S] [--exit-after-connect R] [--late R MS]
  *
  * Each rank prints, after llmp_init:
  *   "rank R: device ENABLED groups G created C fetched F fences N"
@@ -20,7 +20,10 @@
  * once after connecting (a member that dies). --p2p: a ring step on the
  * world, sending 100 floats to the next rank and receiving from the
  * previous, once through llmp_device_sendrecv and once in a group of
- * llmp_device_send and llmp_device_recv. --cuda: the operations go on a
+ * llmp_device_send and llmp_device_recv. --late R MS: rank R starts its
+ * operations MS milliseconds after the others (which the test double lets
+ * finish without it), so they are done and in llmp_finalize, or gone,
+ * while it works. --cuda: the operations go on a
  * stream of the CUDA test double (open_cuda), so each one gets a deadline;
  * after connecting, each rank prints "rank R: deadline on|off: WHY".
  * --work-us W (with --cuda, and FAKE_NCCL_WORK_US=W giving each NCCL
@@ -221,7 +224,7 @@ int main(int argc, char **argv)
 {
 	bool connect = false, ops = false, p2p = false, cuda = false, job_step = false;
 	double loop = 0, work_us = 0;
-	long leaver = -1;
+	long leaver = -1, late = -1, late_ms = 0;
 	llmp_init_opts opts;
 	llmp_init_opts_default(&opts);
 	for (int i = 1; i < argc; i++) {
@@ -243,9 +246,14 @@ int main(int argc, char **argv)
 			loop = atof(argv[++i]);
 		else if (strcmp(argv[i], "--exit-after-connect") == 0 && i + 1 < argc)
 			leaver = atol(argv[++i]);
-		else {
-			fprintf(stderr, "usage: dev_check [--connect] [--timeout S] [--ops] [--loop S] "
-					"[--exit-after-connect R] [--p2p] [--cuda] [--work-us W] [--job]\n");
+		else if (strcmp(argv[i], "--late") == 0 && i + 2 < argc) {
+			late = atol(argv[++i]);
+			late_ms = atol(argv[++i]);
+		} else {
+			fprintf(stderr,
+				"usage: dev_check [--connect] [--timeout S] [--ops] [--loop S] "
+				"[--exit-after-connect R] [--late R MS] [--p2p] [--cuda] [--work-us W] "
+				"[--job]\n");
 			return 2;
 		}
 	}
@@ -289,6 +297,10 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (st == LLMP_OK && (long)rank == leaver)
 			_exit(0); /* gone, without finalize: as a crash would leave it */
+		if (st == LLMP_OK && (long)rank == late) {
+			struct timespec pause = { late_ms / 1000, late_ms % 1000 * 1000000L };
+			nanosleep(&pause, NULL);
+		}
 		if (st == LLMP_OK && job_step)
 			st = open_job(ctx, &job);
 		struct two_counts before = counts_now(ctx);
