@@ -125,3 +125,16 @@ assert_ranks_ok() { # N
 			<<<"$output" || { echo "rank $r: $output"; false; }
 	done
 }
+
+@test "DeepSpeed under srun --llm-parallel, no launcher: init_distributed, its checkpoint writer's machines, one data-parallel step" {
+	# DeepSpeed on CPU compiles its shared-memory allreduce op on first use (a minute here):
+	# kept in the build tree for the next run.
+	export TORCH_EXTENSIONS_DIR=$LLMP_BUILDDIR/torch-extensions DS_ACCELERATOR=cpu
+	run timeout -k 10 600 srun -N2 --ntasks-per-node=2 --llm-parallel=tp=2 "$PY" "$LLMP_SRCDIR/tests/cluster/deepspeed_env.py"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	local r
+	for r in 0 1 2 3; do
+		grep -qx "deepspeed $r world=4 local=$((r % 2)) machines=2 machine=$((r / 2)) dp=4 step=ok" <<<"$output" ||
+			{ echo "rank $r: $output"; false; }
+	done
+}
