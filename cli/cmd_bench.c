@@ -596,15 +596,8 @@ int cli_bench(int argc, char **argv)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 
 	struct bench b = { .args = &args };
-	llmp_init_opts opts;
-	llmp_init_opts_default(&opts);
-	opts.spec = args.spec;
-	llmp_status st = llmp_init(&opts, &b.ctx);
-	if (st != LLMP_OK) {
-		fprintf(stderr, PROG ": %s: %s\n", llmp_strerror(st), llmp_errmsg(b.ctx));
-		llmp_finalize(b.ctx);
-		return st == LLMP_ERR_SPEC || st == LLMP_ERR_LAYOUT ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
-	}
+	if ((rc = cli_join_job(PROG, args.spec, &b.ctx)) != CLI_EXIT_OK)
+		return rc;
 	/* Sizes count the whole buffer (allgather's output, reduce-scatter's input). */
 	b.capacity = (size_t)args.maxbytes;
 	b.send = malloc(b.capacity);

@@ -79,6 +79,14 @@ int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank, FIL
 /* `llmp bench ...` (in llmp-bench, with the runtime); argv[0] is "bench". */
 int cli_bench(int argc, char **argv);
 
+struct llmp_ctx;
+/*
+ * In llmp-bench: llmp_init with layout `spec` (NULL: the plugin's) into *ctx;
+ * on a failure the error printed as "PROG: STATUS: MESSAGE", nothing left to
+ * finalize, and the exit code returned (CLI_EXIT_USAGE for a bad layout).
+ */
+int cli_join_job(const char *prog, const char *spec, struct llmp_ctx **ctx);
+
 /* `llmp top DIR`: the metrics of a job (cmd_top.c); argv[0] is "top". */
 int cli_top(int argc, char **argv);
 /* `llmp report DIR`: the metrics of a job as an HTML page (cmd_report.c); argv[0] is "report". */
