@@ -19,6 +19,7 @@
 
 #include <llmp/llmp.h>
 
+#include "memtype.h"
 #include "metrics.h"
 
 #define RT_DEFAULT_TIMEOUT_S 300.0
@@ -98,8 +99,8 @@ struct llmp_ctx {
 	struct rt_device *device;
 	char device_why[256];
 
-	/* CUDA driver's pointer query, if the process has loaded the driver. */
-	int (*cu_pointer_get_attribute)(void *data, int attribute, uintptr_t ptr);
+	/* CUDA driver's pointer query, if the process has loaded the driver (memtype.h). */
+	rt_pointer_attr_fn cu_pointer_get_attribute;
 };
 
 /* Record why a call failed (printf-style) and return status. */

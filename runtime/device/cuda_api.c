@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/comm/memtype.h"
 #include "topology/fail.h"
 
 #define DEFAULT_DRIVER "libcuda.so.1"
@@ -101,35 +102,9 @@ const char *rt_cuda_why(const struct rt_cuda *cu, rt_cu_result r, char *buf, siz
 	return buf;
 }
 
-/* Whether `driver` (already loaded, or not asked) says p is device memory. */
-static bool driver_says_device(const char *driver, const void *p, int *ordinal)
-{
-	void *lib = dlopen(driver, RTLD_NOW | RTLD_NOLOAD);
-	if (!lib)
-		return false;
-	rt_cu_result (*get)(void *, int, rt_cu_devptr) = NULL;
-	*(void **)&get = dlsym(lib, "cuPointerGetAttribute");
-	unsigned type = 0;
-	bool device = false;
-	/* Host memory CUDA never saw is an error to the driver: that means host. */
-	if (get &&
-	    get(&type, RT_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (rt_cu_devptr)(uintptr_t)p) == RT_CUDA_SUCCESS &&
-	    (type == RT_CU_MEMORYTYPE_DEVICE || type == RT_CU_MEMORYTYPE_ARRAY)) {
-		device = true;
-		if (get(ordinal, RT_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (rt_cu_devptr)(uintptr_t)p) !=
-		    RT_CUDA_SUCCESS)
-			*ordinal = 0;
-	}
-	dlclose(lib); /* RTLD_NOLOAD took a reference; the program keeps its own */
-	return device;
-}
-
 bool rt_cuda_is_device_memory(const void *p, int *ordinal)
 {
-	*ordinal = 0;
-	if (!p)
-		return false;
 	const char *path = driver_path();
-	return driver_says_device(DEFAULT_DRIVER, p, ordinal) ||
-	       (strcmp(path, DEFAULT_DRIVER) != 0 && driver_says_device(path, p, ordinal));
+	return rt_memtype_device(rt_memtype_driver(DEFAULT_DRIVER), p, ordinal) ||
+	       (strcmp(path, DEFAULT_DRIVER) != 0 && rt_memtype_device(rt_memtype_driver(path), p, ordinal));
 }
