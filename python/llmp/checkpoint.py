@@ -309,10 +309,12 @@ class _Entry:
         if tensor.dtype not in DTYPES:
             raise TypeError("llmp.checkpoint: tensor '%s' is %s; llmp checkpoints hold %s"
                             % (name, tensor.dtype, ", ".join(str(d) for d in DTYPES)))
-        if tensor.device.type != "cpu":
-            raise ValueError("llmp.checkpoint: tensor '%s' is on %s; this version saves CPU "
-                             "tensors only (libllmp reads host memory): move it with .cpu()"
-                             % (name, tensor.device))
+        # CUDA tensors are registered by their device address: libllmp asks the CUDA driver
+        # the process loaded, and stages their slices through pinned host memory
+        # (doc/checkpoint.md). Other devices' memory is not CUDA's: libllmp cannot reach it.
+        if tensor.device.type not in ("cpu", "cuda"):
+            raise ValueError("llmp.checkpoint: tensor '%s' is on %s; llmp saves CPU and CUDA "
+                             "tensors: move it with .cpu()" % (name, tensor.device))
         if tensor.numel() == 0:
             raise ValueError("llmp.checkpoint: tensor '%s' has shape %s: an empty tensor has no "
                              "slice to save" % (name, tuple(tensor.shape)))

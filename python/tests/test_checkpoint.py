@@ -226,3 +226,64 @@ def test_library_found_beside_the_package(tmp_path):
                           stderr=subprocess.STDOUT, text=True, timeout=120)
     assert done.returncode == 0, done.stdout
     assert done.stdout.strip() == str(pkg / "libllmp.so.0")
+
+
+# Device memory through the package, without a GPU: the CUDA driver's test double
+# (tests/device/fake_cuda.c, built by make check) linked as libcuda.so.1 on the child's
+# LD_LIBRARY_PATH, so that the child and libllmp load the same "driver", as a torch
+# program and libllmp load the real one. Its device memory is host memory it tracks, seen
+# here through torch.frombuffer; libllmp asks the driver, finds device memory, and stages
+# every slice through pinned host memory (llmp_ckpt_stats' device_bytes). What the test
+# cannot show without a GPU is torch's own CUDA tensors, which take the same path.
+DEVICE_CHILD = r"""
+import ctypes, sys, torch
+import llmp.checkpoint as ck
+cu = ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
+ctx = ctypes.c_void_p()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+assert cu.cuCtxSetCurrent(ctx) == 0
+
+def device_tensor(shape, dtype):
+    n = torch.Size(shape).numel() * torch.empty(0, dtype=dtype).element_size()
+    ptr = ctypes.c_uint64()
+    assert cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(n)) == 0
+    return torch.frombuffer((ctypes.c_char * n).from_address(ptr.value), dtype=dtype).view(shape)
+
+root = sys.argv[1]
+w, b = device_tensor((24, 40), torch.float32), device_tensor((7, 9), torch.bfloat16)
+w.copy_(torch.arange(24 * 40, dtype=torch.float32).view(24, 40) * 0.5 - 7)
+b.copy_((torch.arange(63, dtype=torch.float32).view(7, 9) / 8 - 3).to(torch.bfloat16))
+want = {"w": w.clone(), "b": b.clone()}  # clones are host tensors
+with ck.Checkpoint(root, {"w": w, "b": b}) as c:
+    c.save(3)
+    stats = c.stats()
+assert stats["device_bytes"] == 24 * 40 * 4 + 7 * 9 * 2, stats
+# loaded into device tensors (columns 8-39 of w: another slicing) and into host tensors
+back_w, back_b = device_tensor((24, 32), torch.float32), device_tensor((7, 9), torch.bfloat16)
+ck.load({"w": ck.Shard(back_w, (24, 40), (0, 8)), "b": back_b}, root)
+host_b = torch.zeros(7, 9, dtype=torch.bfloat16)
+ck.load({"b": host_b}, root)
+for got, exp, what in ((back_w, want["w"][:, 8:], "w"), (back_b, want["b"], "b"), (host_b, want["b"], "host b")):
+    assert torch.equal(got.view(torch.int16 if got.dtype == torch.bfloat16 else torch.int32),
+                       exp.view(torch.int16 if exp.dtype == torch.bfloat16 else torch.int32)), what
+print("device ok", stats["device_bytes"])
+"""
+
+
+def test_device_memory_staged_by_libllmp(tmp_path):
+    builddir = os.environ.get("LLMP_BUILDDIR")
+    if not builddir:
+        pytest.fail("LLMP_BUILDDIR is not set: cannot find the CUDA driver's test double")
+    fake = os.path.join(builddir, "tests", "device", ".libs", "fake_cuda.so")
+    if not os.path.exists(fake):
+        pytest.fail("the CUDA driver's test double is not built at %s (make check builds it)" % fake)
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    os.symlink(fake, driver / "libcuda.so.1")
+    env = {"LD_LIBRARY_PATH": "%s:%s" % (driver, os.environ.get("LD_LIBRARY_PATH", "")),
+           "FAKE_CUDA": "libcuda.so.1"}
+    env = dict({k: v for k, v in os.environ.items() if k != "LLMP_CUDA_LIBRARY"}, PYTHONPATH=PACKAGE_ROOT, **env)
+    done = subprocess.run([sys.executable, "-c", DEVICE_CHILD, str(tmp_path / "ckpt")], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout
+    assert "device ok %d" % (24 * 40 * 4 + 7 * 9 * 2) in done.stdout, done.stdout
