@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "runtime/comm/failure.h"
+#include "runtime/comm/idle.h"
 #include "runtime/comm/liveness.h"
 #include "kernels/reduce.h"
 #include "runtime/comm/wireup.h"
@@ -301,7 +302,7 @@ static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint3
 	llmp_ctx *ctx = comm->ctx;
 	_Atomic uint64_t *counter = counter_of(comm->shm, m, c);
 	unsigned polls = 0;
-	double deadline = 0, next_liveness_check = 0;
+	double deadline = 0, next_liveness_check = 0, slow_since = 0;
 
 	while (atomic_load_explicit(counter, memory_order_acquire) < value) {
 		if (++polls < SPIN_POLLS) {
@@ -315,6 +316,7 @@ static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint3
 		}
 		double t = rt_now();
 		if (deadline == 0) {
+			slow_since = t;
 			deadline = t + ctx->timeout_s - rt_failure_grace(ctx);
 			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
 		}
@@ -338,8 +340,8 @@ static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint3
 		}
 		if (t > deadline)
 			return rt_fail_comm(comm, call->op_name, RT_FAILED_TIMEOUT, m, 0, 0, NULL);
-		/* More ranks than cores is common in tests: let the others run. */
-		sched_yield();
+		/* More ranks than cores is common in tests: let the others run (comm/idle.h). */
+		rt_idle(t - slow_since);
 	}
 	return LLMP_OK;
 }

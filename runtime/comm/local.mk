@@ -9,4 +9,5 @@ runtime_sources += \
 	runtime/comm/failure.h runtime/comm/failure.c \
 	runtime/comm/liveness.h runtime/comm/liveness.c \
 	runtime/comm/comm.c \
-	runtime/comm/metrics.h runtime/comm/metrics.c
+	runtime/comm/metrics.h runtime/comm/metrics.c \
+	runtime/comm/idle.h

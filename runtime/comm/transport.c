@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "failure.h"
+#include "idle.h"
 #include "liveness.h"
 #include "wireup.h"
 
@@ -333,6 +334,7 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 	double deadline = 0, next_liveness_check = 0, stuck_since = 0;
 	unsigned idle = 0, looks = 0;
 	uint32_t last = UINT32_MAX;
+	bool dozing = false;
 
 	for (;;) {
 		unsigned progressed = ucp_worker_progress(ctx->worker);
@@ -355,8 +357,11 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 			return fail(comm, op, reqs, n, RT_FAILED_REPORTED, NULL, NULL);
 		if (progressed)
 			idle = 0;
-		/* The clock and the pids are looked at only now and then, when idle. */
-		bool look = !progressed && ++idle % IDLE_POLLS == 0;
+		/*
+		 * The clock and the pids are looked at only now and then, when
+		 * idle; at every idle poll once the wait sleeps between polls.
+		 */
+		bool look = !progressed && (++idle % IDLE_POLLS == 0 || dozing);
 		double t = look ? rt_now() : 0;
 		looks += look;
 		if (look && stuck_since == 0) {
@@ -385,7 +390,8 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n)
 				if (reqs[i].ucx)
 					return fail(comm, op, reqs, n, RT_FAILED_TIMEOUT, &reqs[i], NULL);
 		}
-		/* More ranks than cores is common in tests: let the others run. */
-		sched_yield();
+		/* More ranks than cores is common in tests: let the others run (idle.h). */
+		dozing = rt_idle_sleep_ns(t - stuck_since) > 0;
+		rt_idle(t - stuck_since);
 	}
 }

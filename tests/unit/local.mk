@@ -10,7 +10,7 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/unit/test_plan_megatron tests/unit/test_json tests/unit/test_plugin_core \
 	tests/fuzz/fuzz_replay tests/unit/test_kernels tests/unit/test_crc32c \
 	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
-	tests/unit/test_metrics_sample
+	tests/unit/test_metrics_sample tests/unit/test_idle
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node
 endif
@@ -63,6 +63,9 @@ tests_unit_test_metrics_LDADD = $(test_ldadd) -lm
 # The time counted inside calls (runtime/comm/metrics.h: exact for large calls, sampled for small), on a hand-moved clock.
 tests_unit_test_metrics_sample_CFLAGS = $(test_cflags)
 tests_unit_test_metrics_sample_LDADD = $(CMOCKA_LIBS) -lm
+# How a long wait lets its core go (runtime/comm/idle.h).
+tests_unit_test_idle_CFLAGS = $(test_cflags)
+tests_unit_test_idle_LDADD = $(CMOCKA_LIBS) -lm
 if BUILD_RUNTIME
 # The context-free reading of checkpoints (runtime/ckpt/format/), which
 # libllmp does not export: linked as the `llmp` tool links it.
