@@ -14,6 +14,8 @@ packages=(
 	build-essential autoconf automake libtool pkg-config
 	# test framework and tools
 	libcmocka-dev bats valgrind clang libclang-rt-dev clang-format python3
+	# which files a checkpoint load opens, rank by rank (tests/ckpt.bats)
+	strace
 	# the virtual environment of the Python package's tests (scripts/python-env.sh)
 	python3-venv
 	# Open MPI's mpirun: a second PMIx launcher the example's tests start ranks with

@@ -452,6 +452,38 @@ EOF
 	assert_cluster_idle
 }
 
+@test "load: each file of the step is read, or its size looked at, by one rank of four" {
+	# At thousands of ranks a file read by every rank is a storm on one
+	# server: the MANIFEST is read by rank 0 and handed to all, meta.bin by
+	# rank 2, index.h5 checked by rank 1, shard i's size by rank i mod 4
+	# (doc/checkpoint.md, Load). Seen in the system calls of every rank.
+	bad() {
+		echo "$*" >&2
+		return 1
+	}
+	command -v strace >/dev/null || bad "strace not installed (scripts/install-deps.sh installs it)"
+	save_reference
+	run capped_srun 120 -N2 -n4 --llm-parallel=tp=2 bash -c \
+		'exec strace -f -qq -e trace=openat,stat,newfstatat,statx -o "$0.$SLURM_PROCID" "$@"' \
+		"$WORK/trace" "$CK_CHECK" load --root "$ROOT" --expect-step 300
+	assert_ranks_ok 4 8
+	local dir="$ROOT/step-300" r f
+	# the ranks whose calls name a file of the step (opened, or stat'ed)
+	ranks_touching() { # NAME CALLS-REGEX
+		for r in 0 1 2 3; do
+			grep -Eq "^[0-9]+ +($2)\(.*\"$dir/$1\"" "$WORK/trace.$r" && echo "$r"
+		done | tr '\n' ' '
+	}
+	[ "$(ranks_touching MANIFEST openat)" = "0 " ] || bad "MANIFEST opened by ranks $(ranks_touching MANIFEST openat)"
+	[ "$(ranks_touching meta.bin openat)" = "2 " ] || bad "meta.bin opened by ranks $(ranks_touching meta.bin openat)"
+	[ "$(ranks_touching index.h5 openat)" = "1 " ] || bad "index.h5 opened by ranks $(ranks_touching index.h5 openat)"
+	for f in 0 1 2 3; do
+		[ "$(ranks_touching "shard-$f.h5" 'stat|newfstatat|statx')" = "$f " ] ||
+			bad "shard-$f.h5's size looked at by ranks $(ranks_touching "shard-$f.h5" 'stat|newfstatat|statx')"
+	done
+	assert_cluster_idle
+}
+
 @test "failed load: every rank gets LLMP_ERR_IO even when ranks leave right after it (no barrier)" {
 	# llmp_finalize is not collective, so a program may exit as soon as its
 	# load failed. The ranks that learn the failure first must not make the

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_load.c - llmp_ckpt_load: which checkpoint, the checks of its
- * MANIFEST, shards and metadata, and the fall back past a damaged one. The
+ * MANIFEST, shards and metadata (shared out among the ranks: each file is
+ * read or looked at by one), and the fall back past a damaged one. The
  * slices themselves are read by ckpt_read.c, every byte checked.
  *
  * Nothing is read through the index's virtual datasets: HDF5 reads a
@@ -20,10 +21,68 @@
 #include "ckpt_internal.h"
 #include "kernels/crc32c.h"
 
-/* Every shard the manifest lists is there with its size: a missing one would read as zeros. */
+/*
+ * Who reads or looks at which file of a step, so that no file is read by
+ * every rank: with thousands of ranks and shards, a MANIFEST of megabytes
+ * read by each rank, or every shard looked at by each, is a storm of
+ * requests on the filesystem's servers for one answer. The MANIFEST is read
+ * by rank 0 and handed to all; each shard's size is looked at by one rank
+ * (shard i by rank i mod world), the index by one, the metadata read by one
+ * and handed to all; the ranks agree before any slice is read.
+ */
+#define MANIFEST_READER 0u
+static uint32_t index_checker(const llmp_ctx *ctx)
+{
+	return 1 % ctx->world;
+}
+static uint32_t meta_reader(const llmp_ctx *ctx)
+{
+	return 2 % ctx->world;
+}
+
+/* Every rank gets the step's MANIFEST, read once, and parses it (each its own copy). */
+static llmp_status share_manifest(llmp_ckpt *ck, const char *path, const char *doing, struct ck_manifest *m)
+{
+	llmp_ctx *ctx = ck->ctx;
+	llmp_comm *world = NULL;
+	char *text = NULL;
+	size_t n = 0;
+	uint64_t len = 0;
+	llmp_status st = LLMP_OK;
+	memset(m, 0, sizeof *m);
+	if (ctx->rank == MANIFEST_READER)
+		st = ck_manifest_read_text(path, &text, &n, ctx->errmsg, sizeof ctx->errmsg);
+	st = ck_agree(ck, doing, st);
+	if (st == LLMP_OK && ctx->world > 1) {
+		len = n;
+		st = llmp_comm_world(ctx, &world);
+		if (st == LLMP_OK)
+			st = llmp_broadcast(world, &len, &len, 1, LLMP_INT64, MANIFEST_READER);
+		if (st == LLMP_OK && ctx->rank != MANIFEST_READER) {
+			/* the reader bounded its size; a failed malloc is agreed on before the bytes move */
+			st = (text = malloc((size_t)len + 1))
+				     ? LLMP_OK
+				     : rt_fail(ctx, LLMP_ERR_NOMEM, "%s: %llu bytes to receive it", path,
+					       (unsigned long long)len);
+			n = (size_t)len;
+		}
+		st = ck_agree(ck, doing, st);
+		if (st == LLMP_OK)
+			st = llmp_broadcast(world, text, text, n, LLMP_UINT8, MANIFEST_READER);
+		if (st == LLMP_OK)
+			text[n] = '\0';
+	}
+	/* The same text on every rank: the same verdict, no agreement needed. */
+	if (st == LLMP_OK)
+		st = ck_manifest_parse(path, text, n, m, ctx->errmsg, sizeof ctx->errmsg);
+	free(text);
+	return st;
+}
+
+/* This rank's share of the shards: each one the MANIFEST lists is there with its size (a missing one would read as zeros). */
 static llmp_status check_shards(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m)
 {
-	for (size_t i = 0; i < m->nshards; i++) {
+	for (size_t i = ctx->rank; i < m->nshards; i += ctx->world) {
 		char path[4200];
 		struct stat sb;
 		ck_shard_path(dir, m->shard_ranks[i], path, sizeof path);
@@ -36,38 +95,26 @@ static llmp_status check_shards(llmp_ctx *ctx, const char *dir, const struct ck_
 	return LLMP_OK;
 }
 
-static llmp_status read_meta(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m, void *meta,
-			     size_t metacap, size_t *metalen)
+/* The metadata, whole and checked, into all (m->meta_bytes). */
+static llmp_status read_meta(llmp_ctx *ctx, const char *dir, const struct ck_manifest *m, char *all)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s/" CK_META, dir);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return rt_fail(ctx, LLMP_ERR_IO, "open %s: %s", path, strerror(errno));
-	char *all = malloc(m->meta_bytes ? m->meta_bytes : 1);
-	size_t got = all ? fread(all, 1, m->meta_bytes, f) : 0;
+	size_t got = fread(all, 1, m->meta_bytes, f);
 	fclose(f);
-	llmp_status st = LLMP_OK;
-	if (!all)
-		st = rt_fail(ctx, LLMP_ERR_NOMEM, "metadata of %llu bytes",
-			     (unsigned long long)m->meta_bytes);
-	else if (got != m->meta_bytes || kern_crc32c(0, all, got) != m->meta_crc)
-		st = rt_fail(ctx, LLMP_ERR_IO, "%s is truncated or corrupted", path);
-	if (st == LLMP_OK) {
-		if (meta)
-			memcpy(meta, all, got < metacap ? got : metacap);
-		if (metalen)
-			*metalen = got;
-	}
-	free(all);
-	return st;
+	if (got != m->meta_bytes || kern_crc32c(0, all, got) != m->meta_crc)
+		return rt_fail(ctx, LLMP_ERR_IO, "%s is truncated or corrupted", path);
+	return LLMP_OK;
 }
 
 /*
- * Loading one checkpoint directory, collective: each rank checks the files
- * and reads the metadata on its own, then (when every rank did so without
- * an error) the ranks read the slices together. The status is agreed: the
- * same on every rank, with the first failing rank's message.
+ * Loading one checkpoint directory, collective: the ranks share the checks
+ * of its files (above) and, when none failed, read the slices together. The
+ * status is agreed: the same on every rank, with the first failing rank's
+ * message.
  */
 static llmp_status load_step(llmp_ckpt *ck, uint64_t step, const char *doing, void *meta, size_t metacap,
 			     size_t *metalen)
@@ -77,18 +124,33 @@ static llmp_status load_step(llmp_ckpt *ck, uint64_t step, const char *doing, vo
 	ck_step_path(ck->root, step, "", dir, sizeof dir);
 	snprintf(path, sizeof path, "%s/" CK_MANIFEST, dir);
 	struct ck_manifest m;
-	llmp_status st = ck_manifest_read(path, &m, ctx->errmsg, sizeof ctx->errmsg);
-	if (st != LLMP_OK)
-		return ck_agree(ck, doing, st);
-	st = check_shards(ctx, dir, &m);
+	llmp_status st = ck_agree(ck, doing, share_manifest(ck, path, doing, &m));
+	if (st != LLMP_OK) {
+		ck_manifest_free(&m);
+		return st;
+	}
+	char *all = malloc(m.meta_bytes ? m.meta_bytes : 1);
+	st = all ? check_shards(ctx, dir, &m)
+		 : rt_fail(ctx, LLMP_ERR_NOMEM, "metadata of %llu bytes", (unsigned long long)m.meta_bytes);
 	snprintf(path, sizeof path, "%s/" CK_INDEX, dir);
-	if (st == LLMP_OK && ctx->rank == 0) /* a few KiB, read once for all */
+	if (st == LLMP_OK &&
+	    ctx->rank == index_checker(ctx)) /* a load does not use it: checked all the same */
 		st = ck_file_check(path, m.index_bytes, m.index_crc, ctx->errmsg, sizeof ctx->errmsg);
-	if (st == LLMP_OK)
-		st = read_meta(ctx, dir, &m, meta, metacap, metalen);
+	if (st == LLMP_OK && ctx->rank == meta_reader(ctx))
+		st = read_meta(ctx, dir, &m, all);
 	st = ck_agree(ck, doing, st);
-	if (st == LLMP_OK)
+	llmp_comm *world;
+	if (st == LLMP_OK && ctx->world > 1 && m.meta_bytes && (st = llmp_comm_world(ctx, &world)) == LLMP_OK)
+		st = ck_agree(ck, doing,
+			      llmp_broadcast(world, all, all, m.meta_bytes, LLMP_UINT8, meta_reader(ctx)));
+	if (st == LLMP_OK) {
+		if (meta)
+			memcpy(meta, all, m.meta_bytes < metacap ? m.meta_bytes : metacap);
+		if (metalen)
+			*metalen = m.meta_bytes;
 		st = ck_read_tensors(ck, dir, &m, doing);
+	}
+	free(all);
 	ck_manifest_free(&m);
 	return st;
 }

@@ -152,6 +152,15 @@ struct ck_manifest {
  * for another format version, LLMP_ERR_IO otherwise.
  */
 llmp_status ck_manifest_read(const char *path, struct ck_manifest *m, char *msg, size_t len);
+/*
+ * The same in two halves, for a load that reads the file once and hands
+ * its text to every rank: the text as it is (NUL-terminated, *n bytes
+ * before the NUL; free() it), then its check and parse, in place (path
+ * only names the file in messages).
+ */
+llmp_status ck_manifest_read_text(const char *path, char **text, size_t *n, char *msg, size_t len);
+llmp_status ck_manifest_parse(const char *path, char *text, size_t n, struct ck_manifest *m, char *msg,
+			      size_t len);
 void ck_manifest_free(struct ck_manifest *m);
 /* Distinct tensor names among m's slices (they are sorted by name). */
 size_t ck_manifest_tensors(const struct ck_manifest *m);

@@ -351,19 +351,33 @@ static llmp_status parse_body(const char *path, char *text, size_t body, struct 
 	return LLMP_OK;
 }
 
+llmp_status ck_manifest_read_text(const char *path, char **text, size_t *n, char *msg, size_t len)
+{
+	return read_whole(path, text, n, msg, len);
+}
+
+llmp_status ck_manifest_parse(const char *path, char *text, size_t n, struct ck_manifest *m, char *msg,
+			      size_t len)
+{
+	size_t body = 0;
+	memset(m, 0, sizeof *m);
+	llmp_status st = check_seal(path, text, n, &body, msg, len);
+	if (st == LLMP_OK)
+		st = parse_body(path, text, body, m, msg, len);
+	if (st != LLMP_OK)
+		ck_manifest_free(m);
+	return st;
+}
+
 llmp_status ck_manifest_read(const char *path, struct ck_manifest *m, char *msg, size_t len)
 {
 	char *text;
-	size_t n, body = 0;
+	size_t n;
 	memset(m, 0, sizeof *m);
 	llmp_status st = read_whole(path, &text, &n, msg, len);
 	if (st == LLMP_OK)
-		st = check_seal(path, text, n, &body, msg, len);
-	if (st == LLMP_OK)
-		st = parse_body(path, text, body, m, msg, len);
+		st = ck_manifest_parse(path, text, n, m, msg, len);
 	free(text);
-	if (st != LLMP_OK)
-		ck_manifest_free(m);
 	return st;
 }
 
