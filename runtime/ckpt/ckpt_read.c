@@ -308,6 +308,13 @@ struct share {
 	uint32_t *order;    /* the slices read, in read_order's order (norder of them) */
 	size_t norder;
 	uint32_t *mine; /* per MANIFEST slice: this rank's need of it, UINT32_MAX: none */
+	/*
+	 * Who wants each slice: the records of all wanting it, slice j's at
+	 * wanted[first[j]] to wanted[first[j + 1]] (slice << 32 | record, in
+	 * rank order; a record's rank is its index / per).
+	 */
+	uint64_t *wanted;
+	size_t *first;
 };
 
 /* The region of slice s's tensor that want w registered, as a slice. */
@@ -366,7 +373,7 @@ static llmp_status gather_wants(llmp_ckpt *ck, const struct ck_manifest *m, cons
 	return st;
 }
 
-static int by_slice_then_rank(const void *pa, const void *pb)
+static int by_slice_then_record(const void *pa, const void *pb)
 {
 	const uint64_t *a = pa, *b = pb;
 	return *a < *b ? -1 : *a > *b;
@@ -380,12 +387,13 @@ static int by_slice_then_rank(const void *pa, const void *pb)
  * alone: one open, one check of its bytes); else, of the ranks that want
  * it, the one with the fewest bytes to read so far, the lowest on a tie.
  */
-static uint32_t reader_of(const struct ck_slice *s, const uint64_t *pairs, size_t n, const uint64_t *load)
+static uint32_t reader_of(const struct ck_slice *s, const uint64_t *pairs, size_t n, size_t per,
+			  const uint64_t *load)
 {
-	uint32_t least = (uint32_t)pairs[0];
+	uint32_t least = (uint32_t)((uint32_t)pairs[0] / per);
 	bool file_wants = false;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t r = (uint32_t)pairs[i];
+		uint32_t r = (uint32_t)((uint32_t)pairs[i] / per);
 		file_wants |= r == s->file;
 		if (load[r] < load[least])
 			least = r;
@@ -397,29 +405,37 @@ static llmp_status choose_readers(llmp_ckpt *ck, const struct ck_manifest *m, st
 {
 	size_t records = sh->per * sh->world, n = 0, slots = m->nslices ? m->nslices : 1;
 	uint64_t *load = calloc(sh->world, sizeof *load);
-	uint64_t *pairs = malloc((records ? records : 1) * sizeof *pairs); /* slice << 32 | rank */
+	uint64_t *pairs = sh->wanted = malloc((records ? records : 1) * sizeof *pairs);
+	sh->first = calloc(slots + 1, sizeof *sh->first);
 	sh->reader = malloc(slots * sizeof *sh->reader);
 	sh->data = calloc(slots, sizeof *sh->data);
 	sh->borrowed = calloc(slots, sizeof *sh->borrowed);
-	if (!load || !pairs || !sh->reader || !sh->data || !sh->borrowed) {
+	if (!load || !pairs || !sh->first || !sh->reader || !sh->data || !sh->borrowed) {
 		free(load);
-		free(pairs);
 		return rt_fail(ck->ctx, LLMP_ERR_NOMEM, "checkpoint load: readers of %zu slices", m->nslices);
+	}
+	if (records > UINT32_MAX) {
+		free(load);
+		return rt_fail(ck->ctx, LLMP_ERR_UNSUPPORTED,
+			       "checkpoint load: %u ranks x %zu wanted slices each is beyond 2^32 records",
+			       sh->world, sh->per);
 	}
 	memset(sh->reader, 0xff, slots * sizeof *sh->reader);
 	for (size_t i = 0; i < records; i++)
 		if (sh->all[i].slice != UINT32_MAX)
-			pairs[n++] = (uint64_t)sh->all[i].slice << 32 | (uint64_t)(i / sh->per);
-	qsort(pairs, n, sizeof *pairs, by_slice_then_rank);
+			pairs[n++] = (uint64_t)sh->all[i].slice << 32 | (uint64_t)i;
+	qsort(pairs, n, sizeof *pairs, by_slice_then_record); /* records are rank-major: rank order */
 	for (size_t i = 0, end; i < n; i = end) {
 		uint32_t j = (uint32_t)(pairs[i] >> 32);
 		for (end = i + 1; end < n && pairs[end] >> 32 == j;)
 			end++;
-		sh->reader[j] = reader_of(&m->slices[j], pairs + i, end - i, load);
+		sh->first[j + 1] = end - i;
+		sh->reader[j] = reader_of(&m->slices[j], pairs + i, end - i, sh->per, load);
 		load[sh->reader[j]] += ck_bytes(&m->slices[j]);
 	}
+	for (size_t j = 0; j < m->nslices; j++) /* counts to starts */
+		sh->first[j + 1] += sh->first[j];
 	free(load);
-	free(pairs);
 	return LLMP_OK;
 }
 
@@ -590,9 +606,7 @@ static llmp_status read_and_share(llmp_ckpt *ck, const char *dir, const struct c
 		uint32_t j = order[k], from = sh->reader[j];
 		if (from == sh->me || mine[j] == UINT32_MAX)
 			continue;
-		size_t i = 0;
-		while (i < sh->per && w[i].slice != j)
-			i++;
+		size_t i = mine[j]; /* want records are made in needs' order (gather_wants) */
 		const struct ck_slice *s = &m->slices[j];
 		struct ck_tensor *t = &ck->tensors[w[i].tensor];
 		struct ck_slice box;
@@ -642,14 +656,11 @@ static llmp_status read_and_share(llmp_ckpt *ck, const char *dir, const struct c
 		if (read_st == LLMP_OK && !sh->borrowed[j])
 			copy_intersection(s, sh->data[j], &nd->tensor->slice, nd->tensor->data, esize);
 		/* to every other rank that wants it, in rank order */
-		for (uint32_t to = 0; st == LLMP_OK && to < sh->world; to++) {
-			const struct want *tw = &sh->all[(size_t)to * sh->per];
-			size_t i = 0;
-			while (i < sh->per && tw[i].slice != UINT32_MAX && tw[i].slice != j)
-				i++;
-			if (to == sh->me || i == sh->per || tw[i].slice != j)
+		for (size_t p = sh->first[j]; st == LLMP_OK && p < sh->first[j + 1]; p++) {
+			uint32_t record = (uint32_t)sh->wanted[p], to = (uint32_t)(record / sh->per);
+			if (to == sh->me)
 				continue;
-			struct ck_slice region = region_of(s, &tw[i]), box;
+			struct ck_slice region = region_of(s, &sh->all[record]), box;
 			uint64_t len = box_of(s, &region, &box);
 			struct part *pt = add_part(&out);
 			if (!pt || !(pt->buf = malloc(len ? (size_t)len : 1))) {
@@ -709,7 +720,7 @@ static llmp_status read_and_share(llmp_ckpt *ck, const char *dir, const struct c
 
 static void free_share(const struct ck_manifest *m, struct share *sh)
 {
-	for (size_t j = 0; sh->data && j < m->nslices; j++)
+	for (size_t j = 0; sh->data && sh->borrowed && j < m->nslices; j++)
 		if (!sh->borrowed[j])
 			free(sh->data[j]);
 	free(sh->data);
@@ -718,6 +729,8 @@ static void free_share(const struct ck_manifest *m, struct share *sh)
 	free(sh->all);
 	free(sh->order);
 	free(sh->mine);
+	free(sh->wanted);
+	free(sh->first);
 }
 
 /* The shared load, once every rank has planned its needs without an error. */
