@@ -285,11 +285,14 @@ static llmp_status read_alone(llmp_ckpt *ck, const char *dir, const struct ck_ma
  * ranks that need it (choose_readers), and the part each other rank needs is
  * sent to it. The checkpoint is read once.
  *
- * A rank's wants (saved slice, and the region it registered) are gathered
- * by every rank, so every rank works out the same readers and the same
- * sizes of every message, with no further agreement. The parts move while
- * the readers read (read_and_share): 5 rounds of pairwise messages after
- * every read took 35-80 ms of a 240-320 ms restore there.
+ * Which saved slices each rank wants is gathered by every rank (4 bytes a
+ * want), so every rank works out the same readers with no further
+ * agreement; the region a rank registered, which the reader needs to cut
+ * its part, goes only to the readers of the slices it wants (136 bytes a
+ * want: gathered on every rank, 171 MB each at 16,384 ranks of 77
+ * tensors). The parts move while the readers read (read_and_share): 5
+ * rounds of pairwise messages after every read took 35-80 ms of a 240-320
+ * ms restore there.
  */
 struct want {
 	uint32_t slice;  /* index into the MANIFEST's slices; UINT32_MAX: an unused record */
@@ -297,9 +300,12 @@ struct want {
 	uint64_t offset[LLMP_CKPT_MAX_DIMS], shape[LLMP_CKPT_MAX_DIMS];
 };
 
-/* One load's shared plan: every rank's wants, and who reads each slice. */
+/* One load's shared plan: who wants and who reads each slice. */
 struct share {
-	struct want *all; /* world x per records, rank-major */
+	uint32_t *slice_of; /* world x per: the slice each rank's want record is of, rank-major */
+	struct want *own;   /* this rank's per want records, in its needs' order */
+	struct want *got;   /* the want records of other ranks for the slices this rank reads */
+	uint32_t *got_at;   /* world x per: where a record is in got, UINT32_MAX: not here */
 	size_t per;
 	uint32_t *reader;   /* per MANIFEST slice: the rank that reads it, UINT32_MAX: nobody */
 	char **data;        /* per MANIFEST slice this rank reads: its bytes */
@@ -342,7 +348,7 @@ static uint64_t box_of(const struct ck_slice *s, const struct ck_slice *r, struc
 	return bytes;
 }
 
-/* Every rank's wants, gathered (one allreduce for the count, one allgather). */
+/* Which slice every rank wants, gathered (one allreduce for the count, one allgather); this rank's wants whole. */
 static llmp_status gather_wants(llmp_ckpt *ck, const struct ck_manifest *m, const struct need *needs,
 				size_t n, llmp_comm *world, struct share *sh)
 {
@@ -351,24 +357,25 @@ static llmp_status gather_wants(llmp_ckpt *ck, const struct ck_manifest *m, cons
 	if (st != LLMP_OK)
 		return st;
 	sh->per = (size_t)most;
-	size_t rec = sizeof(struct want);
-	struct want *mine = calloc(sh->per ? sh->per : 1, rec);
-	sh->all = calloc(sh->per * sh->world > 0 ? sh->per * sh->world : 1, rec);
-	if (!mine || !sh->all) {
+	size_t slots = sh->per ? sh->per : 1;
+	uint32_t *mine = malloc(slots * sizeof *mine);
+	sh->own = calloc(slots, sizeof *sh->own);
+	sh->slice_of = malloc((sh->per * sh->world > 0 ? sh->per * sh->world : 1) * sizeof *sh->slice_of);
+	if (!mine || !sh->own || !sh->slice_of) {
 		free(mine);
 		return rt_fail(ck->ctx, LLMP_ERR_NOMEM, "checkpoint load: %zu x %u read plans", sh->per,
 			       sh->world);
 	}
 	for (size_t i = 0; i < sh->per; i++)
-		mine[i].slice = UINT32_MAX;
+		mine[i] = sh->own[i].slice = UINT32_MAX;
 	for (size_t i = 0; i < n; i++) {
 		const struct ck_slice *r = &needs[i].tensor->slice;
-		mine[i].slice = (uint32_t)(needs[i].saved - m->slices);
-		mine[i].tensor = (uint32_t)(needs[i].tensor - ck->tensors);
-		memcpy(mine[i].offset, r->offset, sizeof mine[i].offset);
-		memcpy(mine[i].shape, r->shape, sizeof mine[i].shape);
+		mine[i] = sh->own[i].slice = (uint32_t)(needs[i].saved - m->slices);
+		sh->own[i].tensor = (uint32_t)(needs[i].tensor - ck->tensors);
+		memcpy(sh->own[i].offset, r->offset, sizeof sh->own[i].offset);
+		memcpy(sh->own[i].shape, r->shape, sizeof sh->own[i].shape);
 	}
-	st = llmp_allgather(world, mine, sh->all, sh->per * rec, LLMP_UINT8);
+	st = llmp_allgather(world, mine, sh->slice_of, sh->per * sizeof *mine, LLMP_UINT8);
 	free(mine);
 	return st;
 }
@@ -422,8 +429,8 @@ static llmp_status choose_readers(llmp_ckpt *ck, const struct ck_manifest *m, st
 	}
 	memset(sh->reader, 0xff, slots * sizeof *sh->reader);
 	for (size_t i = 0; i < records; i++)
-		if (sh->all[i].slice != UINT32_MAX)
-			pairs[n++] = (uint64_t)sh->all[i].slice << 32 | (uint64_t)i;
+		if (sh->slice_of[i] != UINT32_MAX)
+			pairs[n++] = (uint64_t)sh->slice_of[i] << 32 | (uint64_t)i;
 	qsort(pairs, n, sizeof *pairs, by_slice_then_record); /* records are rank-major: rank order */
 	for (size_t i = 0, end; i < n; i = end) {
 		uint32_t j = (uint32_t)(pairs[i] >> 32);
@@ -559,7 +566,7 @@ static llmp_status settle(llmp_comm *world, struct parts *ps, rt_req *reqs, bool
 	for (size_t i = 0; i < ps->n; i++) {
 		struct part *pt = &ps->p[i];
 		if (st == LLMP_OK && unpack_into_tensors && pt->buf) {
-			const struct want *w = &sh->all[(size_t)sh->me * sh->per + pt->at];
+			const struct want *w = &sh->own[pt->at];
 			const struct ck_slice *s = &m->slices[w->slice];
 			struct ck_tensor *t = &ck->tensors[w->tensor];
 			struct ck_slice box;
@@ -601,7 +608,7 @@ static llmp_status read_and_share(llmp_ckpt *ck, const char *dir, const struct c
 	llmp_status read_st = LLMP_OK, st = rt_call_begin(&call, world, "checkpoint load", NULL, NULL, 0,
 							  LLMP_UINT8, LLMP_SUM, false);
 	/* The receives, in each reader's order. */
-	const struct want *w = &sh->all[(size_t)sh->me * sh->per];
+	const struct want *w = sh->own;
 	for (size_t k = 0; st == LLMP_OK && k < norder; k++) {
 		uint32_t j = order[k], from = sh->reader[j];
 		if (from == sh->me || mine[j] == UINT32_MAX)
@@ -660,7 +667,7 @@ static llmp_status read_and_share(llmp_ckpt *ck, const char *dir, const struct c
 			uint32_t record = (uint32_t)sh->wanted[p], to = (uint32_t)(record / sh->per);
 			if (to == sh->me)
 				continue;
-			struct ck_slice region = region_of(s, &sh->all[record]), box;
+			struct ck_slice region = region_of(s, &sh->got[sh->got_at[record]]), box;
 			uint64_t len = box_of(s, &region, &box);
 			struct part *pt = add_part(&out);
 			if (!pt || !(pt->buf = malloc(len ? (size_t)len : 1))) {
@@ -718,6 +725,80 @@ static llmp_status read_and_share(llmp_ckpt *ck, const char *dir, const struct c
 	return st != LLMP_OK ? st : read_st;
 }
 
+/*
+ * Each rank's want records to the readers of the slices it wants: one
+ * message per (rank, reader) with its records in its own order, so the
+ * reader, which knows from slice_of how many come from whom, places them
+ * (got, got_at) with no sizes sent. Collective; every rank got its
+ * buffers before (an agreement), so nobody waits for one that failed.
+ */
+static llmp_status send_wants(llmp_ckpt *ck, llmp_comm *world, struct share *sh)
+{
+	llmp_ctx *ctx = ck->ctx;
+	size_t W = sh->world, per = sh->per, ngot = 0, nreq = 0;
+	struct want *out = malloc((per ? per : 1) * sizeof *out);
+	size_t *count = calloc(W + 1, sizeof *count); /* this rank's records per reader */
+	size_t *from = calloc(W, sizeof *from);       /* records from each rank */
+	rt_req *reqs = calloc(2 * W, sizeof *reqs);
+	sh->got_at = malloc((per * W > 0 ? per * W : 1) * sizeof *sh->got_at);
+	if (!out || !count || !from || !reqs || !sh->got_at) {
+		free(out), free(count), free(from), free(reqs);
+		return rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint load: sending %zu wants", per);
+	}
+	for (size_t rec = 0; rec < per * W; rec++) {
+		uint32_t j = sh->slice_of[rec], r = (uint32_t)(rec / per);
+		sh->got_at[rec] = UINT32_MAX;
+		if (j == UINT32_MAX || r == sh->me)
+			continue;
+		if (sh->reader[j] == sh->me) {
+			sh->got_at[rec] = (uint32_t)ngot++;
+			from[r]++;
+		}
+	}
+	sh->got = malloc((ngot ? ngot : 1) * sizeof *sh->got);
+	llmp_status st = sh->got ? LLMP_OK
+				 : rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint load: %zu wants to receive",
+					   ngot);
+	/* this rank's records, grouped by reader, each group in its own order */
+	for (size_t k = 0; st == LLMP_OK && k < per; k++)
+		if (sh->own[k].slice != UINT32_MAX && sh->reader[sh->own[k].slice] != sh->me)
+			count[sh->reader[sh->own[k].slice] + 1]++;
+	for (size_t q = 0; q < W; q++) /* counts to starts */
+		count[q + 1] += count[q];
+	rt_call call;
+	if (st == LLMP_OK)
+		st = rt_call_begin(&call, world, "checkpoint load", NULL, NULL, 0, LLMP_UINT8, LLMP_SUM,
+				   false);
+	if (st == LLMP_OK) {
+		size_t *at = calloc(W, sizeof *at);
+		if (!at) {
+			st = rt_fail(ctx, LLMP_ERR_NOMEM, "checkpoint load: sending %zu wants", per);
+		} else {
+			for (size_t k = 0; k < per; k++) {
+				uint32_t j = sh->own[k].slice;
+				if (j != UINT32_MAX && sh->reader[j] != sh->me)
+					out[count[sh->reader[j]] + at[sh->reader[j]]++] = sh->own[k];
+			}
+			free(at);
+		}
+	}
+	/* from each rank, its records in its order: where got_at put them, one run per rank */
+	for (size_t r = 0, next = 0; st == LLMP_OK && r < W; next += from[r], r++)
+		if (from[r])
+			st = rt_tx_irecv(world, (uint32_t)r, rt_call_tag(&call, (uint32_t)r), sh->got + next,
+					 from[r] * sizeof *sh->got, &reqs[nreq++]);
+	for (size_t q = 0; st == LLMP_OK && q < W; q++)
+		if (count[q + 1] > count[q])
+			st = rt_tx_isend(world, (uint32_t)q, rt_call_tag(&call, sh->me), out + count[q],
+					 (count[q + 1] - count[q]) * sizeof *out, &reqs[nreq++]);
+	if (st == LLMP_OK && nreq)
+		st = rt_tx_wait(world, "checkpoint load", reqs, nreq);
+	else if (st != LLMP_OK) /* nothing may land in freed memory */
+		rt_tx_drop(ctx, reqs, nreq);
+	free(out), free(count), free(from), free(reqs);
+	return st;
+}
+
 static void free_share(const struct ck_manifest *m, struct share *sh)
 {
 	for (size_t j = 0; sh->data && sh->borrowed && j < m->nslices; j++)
@@ -726,7 +807,10 @@ static void free_share(const struct ck_manifest *m, struct share *sh)
 	free(sh->data);
 	free(sh->borrowed);
 	free(sh->reader);
-	free(sh->all);
+	free(sh->slice_of);
+	free(sh->own);
+	free(sh->got);
+	free(sh->got_at);
 	free(sh->order);
 	free(sh->mine);
 	free(sh->wanted);
@@ -751,6 +835,8 @@ static llmp_status read_shared(llmp_ckpt *ck, const char *dir, const struct ck_m
 		st = plan_share(ck, m, needs, n, &sh);
 	/* Every rank ready before any message is posted: one that is not would leave the others waiting. */
 	if ((st = ck_agree(ck, doing, st)) == LLMP_OK)
+		st = ck_agree(ck, doing, send_wants(ck, world, &sh));
+	if (st == LLMP_OK)
 		st = ck_agree(ck, doing, read_and_share(ck, dir, m, needs, &sh, world));
 	free_share(m, &sh);
 	return st;
