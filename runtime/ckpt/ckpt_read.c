@@ -289,8 +289,8 @@ static llmp_status read_alone(llmp_ckpt *ck, const char *dir, const struct ck_ma
  * want), so every rank works out the same readers with no further
  * agreement; the region a rank registered, which the reader needs to cut
  * its part, goes only to the readers of the slices it wants (136 bytes a
- * want: gathered on every rank, 171 MB each at 16,384 ranks of 77
- * tensors). The parts move while the readers read (read_and_share): 5
+ * want, which gathered on every rank took 171 MB each at 16,384 ranks of
+ * 77 tensors). The parts move while the readers read (read_and_share): 5
  * rounds of pairwise messages after every read took 35-80 ms of a 240-320
  * ms restore there.
  */
