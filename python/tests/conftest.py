@@ -10,6 +10,7 @@ $LLMP_BIN; a missing tool fails the tests, it does not skip them.
 
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -140,9 +141,27 @@ def group_of(groups, rank):
 # -------------------------------------------------------------------- launcher
 
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now and outside the kernel's ephemeral range.
+
+    A port the kernel picked (bind to 0) goes back to the ephemeral pool
+    when the probe closes, and mpirun, gloo or any connect() may be given it
+    before torch's TCPStore binds it: seen as EADDRINUSE in CI. A port below
+    the range is only ever taken by an explicit bind."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()  # not the tests' seeded generator
+    for _ in range(200):
+        port = rng.randrange(10000, max(low, 10001))
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port below %d" % low)
 
 
 def launch(world, layout_path, scenario, outdir, args=(), timeout=240, env_extra=None):
