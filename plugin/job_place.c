@@ -98,8 +98,10 @@ int plugin_job_place(struct plugin_node_place *np, struct plugin_job_place *jp,
 		snprintf(msg, len, "SLURM_STEP_NODELIST or SLURM_STEP_TASKS_PER_NODE is not set");
 		return -1;
 	}
-	if (topo_read_file(in->file, &np->topo, msg, len) != LLMP_OK ||
-	    hostlist_expand(in->nodelist, 1u << 20, &hosts, &nhosts, msg, len) != LLMP_OK)
+	llmp_status st = in->text ? topo_read_text(in->text, in->textlen, in->file, &np->topo, msg, len)
+				  : topo_read_file(in->file, &np->topo, msg, len);
+	if (st != LLMP_OK || hostlist_expand(in->nodelist, in->max_hosts ? in->max_hosts : 1u << 20, &hosts,
+					     &nhosts, msg, len) != LLMP_OK)
 		goto out;
 	if (in->node_id >= nhosts) {
 		snprintf(msg, len, "node %u is not in SLURM_STEP_NODELIST (%zu hosts)", in->node_id, nhosts);

@@ -21,7 +21,10 @@
 #include "topology/placement.h"
 
 struct plugin_job_inputs {
-	const char *file;           /* a topology naming every host of the step */
+	const char *file; /* a topology naming every host of the step */
+	const char *text; /* its bytes, read already (bounded.h); NULL: read file here */
+	size_t textlen;
+	size_t max_hosts;           /* SLURM_STEP_NODELIST names at most this many (0: 2^20) */
 	const char *nodelist;       /* SLURM_STEP_NODELIST */
 	const char *tasks_per_node; /* SLURM_STEP_TASKS_PER_NODE */
 	uint32_t node_id;           /* this node's index in nodelist */

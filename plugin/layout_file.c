@@ -1,80 +1,105 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * layout_file.c - write and remove the per-node JSON layout file.
+ * layout_file.c - write and remove the per-node JSON layout file (layout_file.h).
  */
+#define _GNU_SOURCE
 #include "layout_file.h"
 
 #include <errno.h>
-#include <grp.h>
-#include <limits.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <llmp/llmp_json.h>
 
-int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id, uint32_t step_id,
-			     uint32_t node_id, char *path, size_t pathlen, char *msg, size_t msglen)
+int plugin_layout_file_name(const char *dir, uint32_t job_id, uint32_t step_id, uint32_t node_id, char *path,
+			    size_t pathlen, char *msg, size_t msglen)
 {
-	char tmp[PATH_MAX];
-	int n = snprintf(path, pathlen, "%s/llmp-layout.%u.%u.%u.json", dir, job_id, step_id, node_id);
-
-	if (n < 0 || (size_t)n >= pathlen || (size_t)n + 8 >= sizeof tmp) {
-		snprintf(msg, msglen, "layout file path under '%s' is too long", dir);
+	char shown[PLUGIN_SHOWN];
+	uint64_t token;
+	if (getrandom(&token, sizeof token, 0) != (ssize_t)sizeof token) {
+		snprintf(msg, msglen, "no random bytes for the layout file's name: %s", strerror(errno));
 		return -1;
 	}
-	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		snprintf(msg, msglen, "cannot create the layout file in %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	fchmod(fd, 0644); /* every task of the job reads it */
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		snprintf(msg, msglen, "cannot write %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	llmp_status st = llmp_plan_write_json(plan, LLMP_JSON_ALL_RANKS, f);
-	int saved = errno;
-	if (fclose(f) != 0 && st == LLMP_OK) {
-		st = LLMP_ERR_IO;
-		saved = errno;
-	}
-	if (st == LLMP_OK && rename(tmp, path) != 0) {
-		st = LLMP_ERR_IO;
-		saved = errno;
-	}
-	if (st != LLMP_OK) {
-		unlink(tmp);
-		snprintf(msg, msglen, "cannot write the layout file %s: %s", path,
-			 st == LLMP_ERR_IO ? strerror(saved) : llmp_strerror(st));
+	int n = snprintf(path, pathlen, "%s/llmp-layout.%u.%u.%u.%016llx.json", dir, job_id, step_id, node_id,
+			 (unsigned long long)token);
+	if (n < 0 || (size_t)n >= pathlen) {
+		snprintf(msg, msglen, "layout file path under '%s' is too long",
+			 plugin_show_path(shown, dir));
 		return -1;
 	}
 	return 0;
 }
 
-int plugin_layout_file_remove(const char *path, uid_t uid, gid_t gid)
-{
-	if (geteuid() != 0 || uid == 0)
-		return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
+struct write_job {
+	const llmp_plan *plan;
+	const char *path;
+};
 
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
-			_exit(2);
-		_exit(unlink(path) == 0 || errno == ENOENT ? 0 : 1);
+/* In the child: the new file, written whole, or gone again. */
+static int write_work(void *arg, char **out, size_t *outlen, char *msg, size_t msglen)
+{
+	const struct write_job *w = arg;
+	char shown[PLUGIN_SHOWN];
+	const char *path = plugin_show_path(shown, w->path);
+	(void)out;
+	(void)outlen;
+	/* O_EXCL: never a file or link someone put there; the name is new, so nothing is there. */
+	int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return snprintf(msg, msglen, "cannot create the layout file %s: %s", path, strerror(errno)),
+		       -1;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(w->path);
+		return snprintf(msg, msglen, "cannot write %s: %s", path, strerror(errno)), -1;
 	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+	llmp_status st = llmp_plan_write_json(w->plan, LLMP_JSON_ALL_RANKS, f);
+	int saved = errno;
+	if (fclose(f) != 0 && st == LLMP_OK) {
+		st = LLMP_ERR_IO;
+		saved = errno;
+	}
+	if (st != LLMP_OK) {
+		unlink(w->path);
+		return snprintf(msg, msglen, "cannot write the layout file %s: %s", path,
+				st == LLMP_ERR_IO ? strerror(saved) : llmp_strerror(st)),
+		       -1;
+	}
+	return 0;
+}
+
+int plugin_layout_file_write(const llmp_plan *plan, const char *path, const struct plugin_identity *who,
+			     char *msg, size_t msglen)
+{
+	char shown[PLUGIN_SHOWN], what[PLUGIN_SHOWN + 32];
+	struct write_job w = { .plan = plan, .path = path };
+	snprintf(what, sizeof what, "writing %s", plugin_show_path(shown, path));
+	return plugin_run_bounded(who, what, write_work, &w, PLUGIN_PATH_TIMEOUT_MS, 0, NULL, NULL, msg,
+				  msglen);
+}
+
+static int remove_work(void *arg, char **out, size_t *outlen, char *msg, size_t msglen)
+{
+	const char *path = arg;
+	char shown[PLUGIN_SHOWN];
+	(void)out;
+	(void)outlen;
+	if (unlink(path) == 0 || errno == ENOENT)
+		return 0;
+	return snprintf(msg, msglen, "could not remove %s: %s", plugin_show_path(shown, path),
+			strerror(errno)),
+	       -1;
+}
+
+int plugin_layout_file_remove(const char *path, const struct plugin_identity *who, char *msg, size_t msglen)
+{
+	char shown[PLUGIN_SHOWN], what[PLUGIN_SHOWN + 32];
+	snprintf(what, sizeof what, "removing %s", plugin_show_path(shown, path));
+	return plugin_run_bounded(who, what, remove_work, (void *)path, PLUGIN_PATH_TIMEOUT_MS, 0, NULL, NULL,
+				  msg, msglen);
 }

@@ -2,6 +2,13 @@
 /*
  * layout_file.h - the per-node copy of the layout, in the JSON format of
  * `llmp plan --format json`, for frameworks that read groups from a file.
+ *
+ * Its name carries a random token (llmp-layout.JOB.STEP.NODE.TOKEN.json):
+ * another user of a shared /tmp cannot guess it, so cannot take the name
+ * first or plant a link there. It is created with O_EXCL|O_NOFOLLOW, mode
+ * 0600, by a child process that is the job's owner and nothing else, under
+ * a deadline (bounded.h), before any task starts; so it is complete when a
+ * task reads it.
  */
 #ifndef LLMP_LAYOUT_FILE_H
 #define LLMP_LAYOUT_FILE_H
@@ -11,21 +18,28 @@
 #include <sys/types.h>
 
 #include <llmp/llmp_plan.h>
+#include "bounded.h"
 
 /*
- * Write dir/llmp-layout.JOB.STEP.NODE.json: into a temporary file first,
- * renamed into place only once complete, so a reader never sees half a
- * document. The node's index keeps nodes apart where dir is shared. path
- * receives the final name. Returns 0, or -1 with msg set.
+ * The file's name, in path: dir (absolute; a relative TMPDIR means nothing
+ * to slurmstepd, whose working directory is not the job's: the caller
+ * gives /tmp then) and a fresh random token. Touches no file system.
+ * Returns 0, or -1 with msg set.
  */
-int plugin_layout_file_write(const llmp_plan *plan, const char *dir, uint32_t job_id, uint32_t step_id,
-			     uint32_t node_id, char *path, size_t pathlen, char *msg, size_t msglen);
+int plugin_layout_file_name(const char *dir, uint32_t job_id, uint32_t step_id, uint32_t node_id, char *path,
+			    size_t pathlen, char *msg, size_t msglen);
+
+/* Write the layout to path, as *who (NULL: the caller is the user). Returns 0, or -1 with msg set. */
+int plugin_layout_file_write(const llmp_plan *plan, const char *path, const struct plugin_identity *who,
+			     char *msg, size_t msglen);
 
 /*
- * Remove the file with the job owner's identity, from a child process: the
- * caller (slurmstepd's exit) runs as root and must not act as root on a path
- * in a directory the user chose. Returns 0 or -1.
+ * Remove the file as the job's owner, with the job's groups (a directory
+ * writable through one of them stays so), in a child under a deadline: the
+ * caller (slurmstepd's exit) runs as root and must not act as root on a
+ * path in a directory the user chose, nor wait on it. Returns 0, or -1
+ * with msg set.
  */
-int plugin_layout_file_remove(const char *path, uid_t uid, gid_t gid);
+int plugin_layout_file_remove(const char *path, const struct plugin_identity *who, char *msg, size_t msglen);
 
 #endif /* LLMP_LAYOUT_FILE_H */

@@ -6,7 +6,9 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,4 +62,42 @@ int plugin_route_ifname(const char *host, char *name, size_t len)
 	}
 	freeaddrinfo(res);
 	return rc;
+}
+
+/* Bind a socket of family to every address at port, as a TCP server would: 1 taken, 0 free, -1 unknown. */
+static int bind_probe(int family, unsigned port)
+{
+	struct sockaddr_storage sa = { 0 };
+	socklen_t n;
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&sa;
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_any;
+		a->sin6_port = htons((uint16_t)port);
+		n = sizeof *a;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&sa;
+		a->sin_family = AF_INET;
+		a->sin_addr.s_addr = htonl(INADDR_ANY);
+		a->sin_port = htons((uint16_t)port);
+		n = sizeof *a;
+	}
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc = -1;
+	if (fd < 0)
+		return -1;
+	/* As PyTorch's TCPStore binds: a socket of an ended job in TIME_WAIT does not count. */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0)
+		rc = bind(fd, (struct sockaddr *)&sa, n) == 0 ? 0 : errno == EADDRINUSE ? 1 : -1;
+	close(fd);
+	return rc;
+}
+
+int plugin_port_held(unsigned port)
+{
+	if (port == 0 || port > 65535)
+		return -1;
+	int v6 = bind_probe(AF_INET6, port), v4 = bind_probe(AF_INET, port);
+	if (v6 == 1 || v4 == 1)
+		return 1;
+	return v6 == 0 || v4 == 0 ? 0 : -1;
 }

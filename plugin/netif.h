@@ -31,4 +31,11 @@ int plugin_ifname_of(const struct ifaddrs *list, const struct sockaddr *addr, ch
  */
 int plugin_route_ifname(const char *host, char *name, size_t len);
 
+/*
+ * Whether a TCP port of this node is held already (bound by another
+ * process, of any user): a bind to it on every address fails with
+ * EADDRINUSE. Returns 1 when held, 0 when free, -1 when it cannot tell.
+ */
+int plugin_port_held(unsigned port);
+
 #endif /* LLMP_NETIF_H */

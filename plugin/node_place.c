@@ -48,7 +48,8 @@ int plugin_node_place(struct plugin_node_place *np, const struct plugin_node_inp
 	memset(np, 0, sizeof *np);
 	warning[0] = '\0';
 	if (in->file && *in->file) {
-		st = topo_read_file(in->file, &np->topo, msg, sizeof msg);
+		st = in->text ? topo_read_text(in->text, in->textlen, in->file, &np->topo, msg, sizeof msg)
+			      : topo_read_file(in->file, &np->topo, msg, sizeof msg);
 		np->type = st == LLMP_OK ? type_of(&np->topo, in->host) : NULL;
 		if (st != LLMP_OK)
 			snprintf(warning, len, "topology %s", msg);

@@ -14,8 +14,19 @@
 #include <llmp/llmp_plan.h>
 #include "topology/topo.h"
 
+/*
+ * The most bytes of a topology file the plugin reads: a 16,384-GPU cluster
+ * written node by node, its switches listed host by host, takes about
+ * 1 MiB (tests/security.bats writes one); 16 times that leaves room for
+ * larger clusters and keeps a parse's transient memory (about 36 bytes a
+ * byte of JSON at worst, in the task) well below a GPU node's.
+ */
+#define PLUGIN_TOPOLOGY_MAX ((size_t)16 << 20)
+
 struct plugin_node_inputs {
-	const char *file;           /* LLMP_TOPOLOGY_FILE, else the site's topology=; NULL: discover */
+	const char *file; /* LLMP_TOPOLOGY_FILE, else the site's topology=; NULL: discover */
+	const char *text; /* its bytes, read already (bounded.h); NULL: read file here */
+	size_t textlen;
 	const char *host;           /* this node as Slurm names it (SLURMD_NODENAME) */
 	const char *addr, *pattern; /* SLURM_TOPOLOGY_ADDR and _PATTERN, for discovery */
 	const char *sysfs;          /* NULL: "/" */

@@ -137,4 +137,8 @@ void plugin_ctx_release(void)
 	ctx.placed = false;
 	plugin_job_place_free(&ctx.job);
 	ctx.job_placed = ctx.renumbered = false;
+	free(ctx.owner_groups);
+	ctx.owner_groups = NULL;
+	ctx.owner.groups = NULL;
+	ctx.owner.ngroups = 0;
 }

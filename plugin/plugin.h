@@ -17,6 +17,7 @@
 
 #include <llmp/llmp_ckpt_spec.h>
 #include <llmp/llmp_plan.h>
+#include "bounded.h"
 #include "job_place.h"
 #include "node_place.h"
 #include "site.h"
@@ -30,7 +31,11 @@ struct plugin_ctx {
 	int gpu_bind;      /* --llm-gpu-bind: -1 not given, else enum plugin_gpus */
 	int placement;     /* --llm-placement: -1 not given, 0 block, 1 topology */
 
-	/* slurmstepd only: prepared once per step in user_init */
+	/*
+	 * slurmstepd only: prepared once per step in user_init, which touches
+	 * no path the user chose but through a bounded child (bounded.h);
+	 * the placement is each task's own, made in task_init
+	 */
 	bool batch; /* the batch script's step: checkpoint variables only */
 	bool active;
 	bool ckpt_active; /* ckpt holds the checked checkpoint spec */
@@ -39,7 +44,9 @@ struct plugin_ctx {
 	bool failed;              /* task_init must fail every task */
 	char error[LLMP_MSG_MAX]; /* why, for the job's output */
 	llmp_plan *plan;
-	char layout_path[PATH_MAX]; /* "" when no file was written */
+	char layout_path[PATH_MAX];   /* "" when no file was written */
+	struct plugin_identity owner; /* the job's user and groups, for work on their paths */
+	gid_t *owner_groups;          /* owner.groups, ours to free */
 	uint32_t job_id, step_id, nnodes, node_id;
 	bool placed; /* place holds this node's tasks' GPUs and HCAs */
 	struct plugin_node_place place;

@@ -10,6 +10,7 @@
 #include "gpu_bind.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_PORT_BASE 20000 /* below Linux's ephemeral range (32768+) */
@@ -162,9 +163,23 @@ int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, cha
 	return 0;
 }
 
-uint32_t plugin_site_port(const struct plugin_site *site, uint32_t job_id, uint32_t step_id)
+/* splitmix64's finaliser: every bit of x moves about half the bits of the result. */
+static uint64_t mix64(uint64_t x)
 {
-	/* Consecutive jobs, and the first 16 steps of a job, get distinct ports. */
-	uint64_t slot = (uint64_t)job_id * 16 + step_id % 16;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+uint32_t plugin_site_port(const struct plugin_site *site, uint32_t job_id, uint32_t step_id, uint64_t salt,
+			  const char *resv_ports)
+{
+	if (resv_ports && resv_ports[0] >= '1' && resv_ports[0] <= '9') {
+		char *end;
+		unsigned long first = strtoul(resv_ports, &end, 10);
+		if (first <= 65535 && (*end == '\0' || *end == '-' || *end == ','))
+			return (uint32_t)first;
+	}
+	uint64_t slot = mix64(mix64(((uint64_t)job_id << 32) | step_id) ^ salt);
 	return site->port_base + (uint32_t)(slot % site->port_range);
 }

@@ -48,8 +48,17 @@ int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg
 /* Check a resolved layout against the site's ceilings. Returns 0 or -1. */
 int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, char *msg, size_t msglen);
 
-/* MASTER_PORT for a job step: the same on every node, different for steps
- * that may run at the same time. */
-uint32_t plugin_site_port(const struct plugin_site *site, uint32_t job_id, uint32_t step_id);
+/*
+ * MASTER_PORT for a job step, the same on every node: the first of the
+ * ports Slurm reserved for the step (resv_ports, SLURM_STEP_RESV_PORTS, with
+ * MpiParams=ports=...), which no other step on these nodes holds; else
+ * port_base plus a hash of the job, the step and salt (LLMP_PORT_SALT,
+ * random bytes srun's plugin gives the step) modulo port_range, which
+ * another user cannot tell in advance from the job id. A salt of 0 (a
+ * step launched without the plugin on the submitting side) leaves the hash
+ * of the job and step alone.
+ */
+uint32_t plugin_site_port(const struct plugin_site *site, uint32_t job_id, uint32_t step_id, uint64_t salt,
+			  const char *resv_ports);
 
 #endif /* LLMP_SITE_H */

@@ -129,6 +129,42 @@ static enum plugin_resolved resolve_ckpt_in_step(spank_t sp, llmp_ckpt_spec *spe
 	return r;
 }
 
+/* The job's user and groups, whom the work on the user's paths is done as (bounded.h). */
+static int read_owner(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	gid_t *groups = NULL;
+	int n = 0;
+	if (spank_get_item(sp, S_JOB_UID, &c->owner.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &c->owner.gid) != ESPANK_SUCCESS)
+		return -1;
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &n) != ESPANK_SUCCESS || n < 0)
+		n = 0;
+	free(c->owner_groups);
+	c->owner_groups = malloc((n ? (size_t)n : 1) * sizeof *groups);
+	if (!c->owner_groups)
+		return -1;
+	if (n)
+		memcpy(c->owner_groups, groups, (size_t)n * sizeof *groups);
+	c->owner.groups = c->owner_groups;
+	c->owner.ngroups = (size_t)n;
+	return 0;
+}
+
+/*
+ * Where the layout file goes: the site's layout_dir, else the job's
+ * TMPDIR when absolute (slurmstepd's working directory is not the job's),
+ * else /tmp.
+ */
+static const char *layout_dir(spank_t sp, char *buf, int len)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	if (c->site.layout_dir[0])
+		return c->site.layout_dir;
+	const char *tmp = step_env(sp, "TMPDIR", buf, len);
+	return tmp && tmp[0] == '/' ? tmp : "/tmp";
+}
+
 /* Fit the layout to the step's geometry and write the node's layout file. */
 static int plan_step(spank_t sp, const llmp_spec *spec)
 {
@@ -147,11 +183,11 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 		return fail_step("%s (job step %u.%u: %u tasks on %u node%s)", msg, c->job_id, c->step_id,
 				 world, c->nnodes, c->nnodes == 1 ? "" : "s");
 
-	const char *where = c->site.layout_dir[0]                     ? c->site.layout_dir
-			    : step_env(sp, "TMPDIR", dir, sizeof dir) ? dir
-								      : "/tmp";
-	if (plugin_layout_file_write(c->plan, where, c->job_id, c->step_id, c->node_id, c->layout_path,
-				     sizeof c->layout_path, msg, sizeof msg) < 0) {
+	if (read_owner(sp) < 0)
+		return fail_step("cannot read the job's user and groups from Slurm");
+	if (plugin_layout_file_name(layout_dir(sp, dir, sizeof dir), c->job_id, c->step_id, c->node_id,
+				    c->layout_path, sizeof c->layout_path, msg, sizeof msg) < 0 ||
+	    plugin_layout_file_write(c->plan, c->layout_path, &c->owner, msg, sizeof msg) < 0) {
 		c->layout_path[0] = '\0';
 		return fail_step("%s", msg);
 	}
@@ -164,7 +200,8 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
  * be done; in block order, whenever the description allows (it then also
  * tells what a group leaving its node costs). Returns 0 when placed.
  */
-static int place_job_tasks(spank_t sp, const char *topology, const uint32_t *tasks, uint32_t n)
+static int place_job_tasks(spank_t sp, const char *topology, const char *text, size_t textlen,
+			   const uint32_t *tasks, uint32_t n)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	char nodes[8192], per_node[1024], msg[LLMP_MSG_MAX];
@@ -177,6 +214,9 @@ static int place_job_tasks(spank_t sp, const char *topology, const uint32_t *tas
 	}
 	struct plugin_job_inputs in = {
 		.file = topology,
+		.text = text,
+		.textlen = textlen,
+		.max_hosts = c->nnodes,
 		.nodelist = step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes),
 		.tasks_per_node = step_env(sp, "SLURM_STEP_TASKS_PER_NODE", per_node, sizeof per_node),
 		.node_id = c->node_id,
@@ -195,20 +235,37 @@ static int place_job_tasks(spank_t sp, const char *topology, const uint32_t *tas
 }
 
 /*
+ * The topology file's bytes, read by a child under a deadline (bounded.h):
+ * 0, or -1 with why set. The task is the user already; the child only
+ * keeps a FIFO or a hung file system from holding it.
+ */
+static int read_topology(const char *path, char **text, size_t *len, char *why, size_t whylen)
+{
+	char shown[PLUGIN_SHOWN], what[PLUGIN_SHOWN + 16];
+	struct plugin_file_read r = { .path = path, .cap = PLUGIN_TOPOLOGY_MAX };
+	snprintf(what, sizeof what, "reading %s", plugin_show_path(shown, path));
+	return plugin_run_bounded(NULL, what, plugin_read_file_work, &r, PLUGIN_PATH_TIMEOUT_MS,
+				  PLUGIN_TOPOLOGY_MAX, text, len, why, whylen);
+}
+
+/*
  * This node's tasks on its GPUs and HCAs (node_place.h), when the job names
- * a topology file or discovery finds GPUs. Nothing here fails the step: a
- * description that cannot be used is a warning, and tasks keep local order.
+ * a topology file or discovery finds GPUs. In task_init, each task for
+ * itself: the user's file is read and parsed in the user's own process,
+ * never in slurmstepd. Nothing here fails the step but a placement the job
+ * asked for by name: a description that cannot be used is a warning, and
+ * tasks keep local order.
  */
 static void place_node_tasks(spank_t sp)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	char file[PATH_MAX], host[256] = "", addr[1024], pattern[256], nodes[8192], why[LLMP_MSG_MAX],
-			     **names;
+			     shown[PLUGIN_SHOWN], **names, *text = NULL;
 	uint32_t n = 0, *ranks;
-	size_t nnames;
+	size_t nnames, textlen = 0;
 	/* This node as Slurm names it: its place in the step's node list (no SPANK item gives the name). */
 	if (step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes) &&
-	    hostlist_expand(nodes, 1u << 20, &names, &nnames, why, sizeof why) == LLMP_OK) {
+	    hostlist_expand(nodes, c->nnodes, &names, &nnames, why, sizeof why) == LLMP_OK) {
 		if (c->node_id < nnames)
 			snprintf(host, sizeof host, "%s", names[c->node_id]);
 		hostlist_free(names, nnames);
@@ -224,12 +281,24 @@ static void place_node_tasks(spank_t sp)
 	const char *topology = step_env(sp, LLMP_ENV_TOPOLOGY_FILE, file, sizeof file) ? file
 			       : c->site.topology[0]                                   ? c->site.topology
 										       : NULL;
-	if (place_job_tasks(sp, topology, ranks, n) == 0 || c->failed) {
+	if (topology && read_topology(topology, &text, &textlen, why, sizeof why) < 0) {
+		if (plugin_renumber_asked())
+			fail_step("--llm-placement=topology: %s", why);
+		else
+			snprintf(c->place_warning, sizeof c->place_warning, "topology %.400s", why);
+		free(ranks);
+		return;
+	}
+	const char *name = topology ? plugin_show_path(shown, topology) : NULL; /* for messages */
+	if (place_job_tasks(sp, name, text, textlen, ranks, n) == 0 || c->failed) {
+		free(text);
 		free(ranks);
 		return;
 	}
 	struct plugin_node_inputs in = {
-		.file = topology,
+		.file = name,
+		.text = text,
+		.textlen = textlen,
 		.host = host,
 		.addr = step_env(sp, "SLURM_TOPOLOGY_ADDR", addr, sizeof addr),
 		.pattern = step_env(sp, "SLURM_TOPOLOGY_ADDR_PATTERN", pattern, sizeof pattern),
@@ -238,6 +307,7 @@ static void place_node_tasks(spank_t sp)
 	};
 	c->placed = plugin_node_place(&c->place, &in, c->plan, c->place_warning, sizeof c->place_warning) ==
 		    0;
+	free(text);
 	free(ranks);
 }
 
@@ -274,10 +344,7 @@ static int prepare_normal_step(spank_t sp)
 	c->active = true;
 	if (read_restart_count(sp, &c->restart_count, msg, sizeof msg) < 0)
 		return fail_step("%s", msg);
-	int rc = plan_step(sp, &spec);
-	if (rc == 0 && !c->failed)
-		place_node_tasks(sp);
-	return rc;
+	return plan_step(sp, &spec);
 }
 
 int plugin_step_prepare(spank_t sp)
@@ -466,6 +533,33 @@ static void socket_ifname(spank_t sp)
 		spank_setenv(sp, names[i], ifname, 0); /* 0: a value already there stays */
 }
 
+/* MASTER_PORT (site.h): Slurm's reserved port, else the salted hash. */
+static uint32_t master_port(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char salt_text[32], resv[64];
+	const char *salt = step_env(sp, LLMP_ENV_PORT_SALT, salt_text, sizeof salt_text);
+	return plugin_site_port(&c->site, c->job_id, c->step_id, salt ? strtoull(salt, NULL, 16) : 0,
+				step_env(sp, "SLURM_STEP_RESV_PORTS", resv, sizeof resv));
+}
+
+/*
+ * Rank 0 runs on the master node and its framework will listen on the
+ * port: when another process holds it already (another job, another user
+ * who took it first), say so now rather than let the other ranks find a
+ * stranger there. -1 after the message.
+ */
+static int master_port_held(uint32_t port, const char *host)
+{
+	if (plugin_port_held(port) != 1)
+		return 0;
+	plugin_task_message("MASTER_PORT %u is held on %s by another process: rank 0 cannot listen there "
+			    "(the administrator sets the range with port_base= and port_range=, or has Slurm "
+			    "reserve ports with MpiParams=ports=)",
+			    port, host);
+	return -1;
+}
+
 int plugin_step_task(spank_t sp)
 {
 	struct plugin_ctx *c = plugin_ctx();
@@ -482,6 +576,8 @@ int plugin_step_task(spank_t sp)
 	    spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS)
 		fail_step("cannot read the task's place in the step from Slurm");
+	if (!c->failed)
+		place_node_tasks(sp);
 	if (!c->failed && plugin_hostlist_first(step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes),
 						first, sizeof first) < 0)
 		fail_step("cannot find the step's first node in SLURM_STEP_NODELIST");
@@ -509,11 +605,13 @@ int plugin_step_task(spank_t sp)
 		.nnodes = c->nnodes,
 		.master_addr = first,
 		.placement = placement,
-		.master_port = plugin_site_port(&c->site, c->job_id, c->step_id),
+		.master_port = master_port(sp),
 		.layout_file = c->layout_path[0] ? c->layout_path : NULL,
 		.ckpt = c->ckpt_active ? &c->ckpt : NULL,
 		.restart_count = c->restart_count,
 	};
+	if (rank == 0 && master_port_held(task.master_port, first) < 0)
+		return -1;
 	if (plugin_task_env(c->plan, &task, &env) < 0) {
 		plugin_task_message("cannot compute the task environment of rank %u", rank);
 		return -1;
@@ -539,15 +637,13 @@ int plugin_step_task(spank_t sp)
 int plugin_step_finish(spank_t sp)
 {
 	struct plugin_ctx *c = plugin_ctx();
-	uid_t uid;
-	gid_t gid;
-
+	char msg[LLMP_MSG_MAX];
+	(void)sp;
 	if (!c->layout_path[0])
 		return 0;
-	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
-	    plugin_layout_file_remove(c->layout_path, uid, gid) < 0)
-		slurm_error(PLUGIN_NAME ": could not remove %s", c->layout_path);
+	/* Root again here: the child takes the job owner's ids and groups (plan_step read them). */
+	if (plugin_layout_file_remove(c->layout_path, &c->owner, msg, sizeof msg) < 0)
+		slurm_error(PLUGIN_NAME ": %s", msg);
 	c->layout_path[0] = '\0';
 	return 0;
 }

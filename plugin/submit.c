@@ -11,7 +11,9 @@
 #include "plugin.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/random.h>
 
 #include <llmp/llmp_env.h>
 #include "resolve.h"
@@ -93,6 +95,25 @@ int plugin_submit_check(spank_t sp)
 	return active ? check_placement() : 0;
 }
 
+/*
+ * Random bytes for the step's MASTER_PORT hash (site.h), in srun's
+ * environment, which the step's tasks start from: the same on every node,
+ * unknown to other users, so they cannot take the port in advance.
+ */
+static int give_port_salt(void)
+{
+	char text[32];
+	uint64_t salt;
+	if (getrandom(&salt, sizeof salt, 0) != (ssize_t)sizeof salt)
+		return 0; /* the step falls back to the unsalted hash */
+	snprintf(text, sizeof text, "%016llx", (unsigned long long)salt);
+	/* SPANK's setenv is for remote contexts only; srun sends the step its own environment. */
+	if (setenv(LLMP_ENV_PORT_SALT, text, 1) != 0)
+		plugin_user_message("warning: cannot set " LLMP_ENV_PORT_SALT
+				    "; MASTER_PORT follows from the job id");
+	return 0;
+}
+
 int plugin_submit_check_tasks(spank_t sp)
 {
 	char msg[LLMP_MSG_MAX];
@@ -118,5 +139,5 @@ int plugin_submit_check_tasks(spank_t sp)
 	for (size_t i = 0; i < llmp_plan_warning_count(plan); i++)
 		plugin_user_message("warning: %s", llmp_plan_warning(plan, i));
 	llmp_plan_destroy(plan);
-	return 0;
+	return give_port_salt();
 }

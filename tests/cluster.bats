@@ -201,16 +201,34 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	grep -qx "fr 0 <unset> <unset> <unset> <unset> <unset>" <<<"$output" || { echo "$output"; false; }
 }
 
-@test "MASTER_PORT differs between jobs and between steps of a job" {
-	run srun -n1 --llm-parallel=tp=1 "$TASK_ENV"
-	a=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")
-	run srun -n1 --llm-parallel=tp=1 "$TASK_ENV"
-	b=$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output")
-	[ -n "$a" ]
-	[ -n "$b" ]
-	[ "$a" != "$b" ]
-	run salloc -n1 sh -c "srun --llm-parallel=tp=1 '$TASK_ENV'; srun --llm-parallel=tp=1 '$TASK_ENV'"
-	[ "$(grep -o 'MASTER_PORT=[0-9]*' <<<"$output" | sort -u | wc -l)" -eq 2 ]
+@test "MASTER_PORT: a salted hash of job and step, a fresh salt per srun; Slurm's reserved port first" {
+	# The port worked out here from the task's own job, step and salt (site.h).
+	port_of() { # output
+		python3 - "$1" <<-'PY'
+			import re, sys
+			M = (1 << 64) - 1
+			def mix(x):
+			    x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M
+			    x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M
+			    return x ^ (x >> 31)
+			env = dict(re.findall(r'(\w+)=(\S*)', sys.argv[1]))
+			job, step, salt = int(env['SLURM_JOB_ID']), int(env['SLURM_STEP_ID']), int(env['LLMP_PORT_SALT'], 16)
+			want = 20000 + mix(mix(job << 32 | step) ^ salt) % 10000
+			assert int(env['MASTER_PORT']) == want, (env['MASTER_PORT'], want)
+			print(env['LLMP_PORT_SALT'])
+		PY
+	}
+	show='echo "SLURM_JOB_ID=$SLURM_JOB_ID SLURM_STEP_ID=$SLURM_STEP_ID LLMP_PORT_SALT=$LLMP_PORT_SALT MASTER_PORT=$MASTER_PORT"'
+	run srun -n1 --llm-parallel=tp=1 sh -c "$show"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	a=$(port_of "$output")
+	run salloc -n1 sh -c "srun --llm-parallel=tp=1 sh -c '$show'; srun --llm-parallel=tp=1 sh -c '$show'"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	b=$(port_of "$(grep MASTER_PORT= <<<"$output" | sed -n 1p)")
+	c=$(port_of "$(grep MASTER_PORT= <<<"$output" | sed -n 2p)")
+	[ -n "$a" ] && [ "$a" != "$b" ] && [ "$b" != "$c" ] # 64 random bits each
+	SLURM_STEP_RESV_PORTS=23456-23459 run srun -n1 --export=ALL,SLURM_STEP_RESV_PORTS=23456-23459 --llm-parallel=tp=1 sh -c "$show"
+	grep -q 'MASTER_PORT=23456$' <<<"$output" || { echo "$output"; false; }
 }
 
 @test "GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME: the interface toward srun's node, unless the user set them" {
@@ -412,7 +430,7 @@ PY
 	write_plugstack layout_dir=/nonexistent
 	run srun -N2 -n4 --llm-parallel=tp=2 "$TASK_ENV"
 	[ "$status" -ne 0 ]
-	grep -q '^llm_parallel: cannot create the layout file in /nonexistent: No such file or directory$' <<<"$output"
+	grep -qE '^llm_parallel: cannot create the layout file /nonexistent/llmp-layout\.[0-9]+\.0\.[01]\.[0-9a-f]{16}\.json: No such file or directory$' <<<"$output" || { echo "$output"; false; }
 	! grep -q '^task ' <<<"$output"
 	assert_cluster_idle
 }

@@ -13,6 +13,7 @@
 struct names {
 	char **v;
 	size_t n, cap, max;
+	bool count_only; /* the first pass: how many names, nothing allocated */
 };
 
 static bool valid_name_char(char c)
@@ -27,6 +28,10 @@ static llmp_status add(struct names *out, const char *name, const char *list, ch
 	if (out->n == out->max)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "host list '%s': more than %zu hosts",
 				 llmp_show(shown, list, strlen(list)), out->max);
+	if (out->count_only) {
+		out->n++;
+		return LLMP_OK;
+	}
 	if (out->n == out->cap) {
 		size_t cap = out->cap ? 2 * out->cap : 16;
 		char **v = realloc(out->v, cap * sizeof *v);
@@ -103,6 +108,9 @@ static llmp_status expand_item(const char *item, size_t n, struct names *out, co
 				"host list '%s': inside [...], numbers or ranges LOW-HIGH with LOW <= HIGH",
 				llmp_show(shown, list, strlen(list)));
 		int width = r[0] == '0' ? (int)(dash ? dash - r : stop - r) : 1;
+		if (out->count_only && hi - lo >= out->max - out->n)
+			return llmp_fail(LLMP_ERR_ARG, msg, len, "host list '%s': more than %zu hosts",
+					 llmp_show(shown, list, strlen(list)), out->max);
 		for (unsigned long v = lo; v <= hi; v++) {
 			int k = snprintf(name, sizeof name, "%.*s%0*lu%.*s", (int)plen, item, width, v,
 					 (int)slen, close + 1);
@@ -122,12 +130,10 @@ static llmp_status expand_item(const char *item, size_t n, struct names *out, co
 	return LLMP_OK;
 }
 
-llmp_status hostlist_expand(const char *list, size_t max, char ***names, size_t *n, char *msg, size_t len)
+/* Each item of list into out, in order. */
+static llmp_status expand_items(const char *list, struct names *out, char *msg, size_t len)
 {
-	struct names out = { .max = max };
 	llmp_status st = LLMP_OK;
-	*names = NULL;
-	*n = 0;
 	const char *p = list;
 	for (;;) {
 		/* An item ends at a comma outside brackets. */
@@ -137,13 +143,34 @@ llmp_status hostlist_expand(const char *list, size_t max, char ***names, size_t 
 			depth += *q == '[' ? 1 : *q == ']' ? -1 : 0;
 			q++;
 		}
-		if ((st = expand_item(p, (size_t)(q - p), &out, list, msg, len)) != LLMP_OK)
+		if ((st = expand_item(p, (size_t)(q - p), out, list, msg, len)) != LLMP_OK)
 			break;
 		if (!*q)
 			break;
 		p = q + 1;
 	}
-	if (st != LLMP_OK) {
+	return st;
+}
+
+/*
+ * Two passes: the names are counted first (a range at once), so a list
+ * of more than max names is refused before anything is allocated, and a
+ * list of fewer costs its names and one array of the exact size.
+ */
+llmp_status hostlist_expand(const char *list, size_t max, char ***names, size_t *n, char *msg, size_t len)
+{
+	struct names count = { .max = max, .count_only = true };
+	*names = NULL;
+	*n = 0;
+	llmp_status st = expand_items(list, &count, msg, len);
+	if (st != LLMP_OK)
+		return st;
+	struct names out = { .max = max,
+			     .cap = count.n,
+			     .v = malloc((count.n ? count.n : 1) * sizeof(char *)) };
+	if (!out.v)
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "host list: out of memory");
+	if ((st = expand_items(list, &out, msg, len)) != LLMP_OK) {
 		hostlist_free(out.v, out.n);
 		return st;
 	}

@@ -307,6 +307,43 @@ static bool read_array(struct reader *r, struct json_value *v, unsigned depth)
 	}
 }
 
+/* Members by key, then by place in the file: a duplicate follows its first. */
+static int by_key_then_place(const void *a, const void *b)
+{
+	const struct json_member *x = *(const struct json_member *const *)a;
+	const struct json_member *y = *(const struct json_member *const *)b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x > y) - (x < y);
+}
+
+/*
+ * Every key of object v once: sorted, so a file of a million keys costs
+ * O(n log n), not the O(n^2) of comparing each key with those before it
+ * (a user's topology file is read where a slow parse holds a job step).
+ * The duplicate named is the first repetition in file order, as a reader
+ * going through the file would meet it.
+ */
+static bool keys_unique(struct reader *r, const struct json_value *v)
+{
+	if (v->n < 2)
+		return true;
+	const struct json_member **sorted = malloc(v->n * sizeof *sorted);
+	if (!sorted)
+		return out_of_memory(r);
+	for (size_t i = 0; i < v->n; i++)
+		sorted[i] = &v->members[i];
+	qsort(sorted, v->n, sizeof *sorted, by_key_then_place);
+	const struct json_member *twice = NULL;
+	for (size_t i = 1; i < v->n; i++)
+		if (strcmp(sorted[i - 1]->key, sorted[i]->key) == 0 && (!twice || sorted[i] < twice))
+			twice = sorted[i];
+	free(sorted);
+	if (!twice)
+		return true;
+	r->line = twice->line;
+	return failf(r, "key \"%.60s\" given twice in one object", twice->key);
+}
+
 static bool read_object(struct reader *r, struct json_value *v, unsigned depth)
 {
 	size_t cap = 0;
@@ -323,15 +360,10 @@ static bool read_object(struct reader *r, struct json_value *v, unsigned depth)
 		struct json_member *m = &v->members[v->n];
 		memset(m, 0, sizeof *m);
 		skip_space(r);
-		unsigned line = r->line;
+		m->line = r->line;
 		if (!read_string(r, &m->key))
 			return false;
 		v->n++;
-		for (size_t i = 0; i + 1 < v->n; i++)
-			if (strcmp(v->members[i].key, m->key) == 0) {
-				r->line = line;
-				return failf(r, "key \"%.60s\" given twice in one object", m->key);
-			}
 		if (!expect(r, ':', "':' after a key"))
 			return false;
 		if (!read_value(r, &m->value, depth + 1))
@@ -341,7 +373,7 @@ static bool read_object(struct reader *r, struct json_value *v, unsigned depth)
 			r->p++;
 			continue;
 		}
-		return expect(r, '}', "',' or '}' in an object");
+		return expect(r, '}', "',' or '}' in an object") && keys_unique(r, v);
 	}
 }
 

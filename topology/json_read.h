@@ -38,6 +38,7 @@ struct json_value {
 
 struct json_member {
 	char *key;
+	unsigned line; /* of the key */
 	struct json_value value;
 };
 

@@ -196,10 +196,11 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 				 (unsigned long long)total, world);
 	struct topo_name_index *sorted = malloc((t->nnodes ? t->nnodes : 1) * sizeof *sorted);
 	struct node_key *keys = malloc((nhosts ? nhosts : 1) * sizeof *keys);
+	bool *taken = calloc(t->nnodes ? t->nnodes : 1, sizeof *taken); /* a host listed twice */
 	out->rank = calloc(world ? world : 1, sizeof *out->rank);
 	out->rank_of_task = calloc(world ? world : 1, sizeof *out->rank_of_task);
 	llmp_status st = LLMP_OK;
-	if (!sorted || !keys || !out->rank || !out->rank_of_task)
+	if (!sorted || !keys || !taken || !out->rank || !out->rank_of_task)
 		st = llmp_fail(LLMP_ERR_NOMEM, msg, len, "placement: out of memory");
 	/* Hosts to nodes of the topology, by name. */
 	if (st == LLMP_OK) {
@@ -216,11 +217,13 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 			keys[i] = (struct node_key){ .host = (uint32_t)i, .node = (size_t)hit };
 			fill_key(t, &keys[i]);
 		}
-		for (size_t j = 0; st == LLMP_OK && j < i; j++)
-			if (keys[j].node == keys[i].node)
-				st = llmp_fail(LLMP_ERR_ARG, msg, len, "placement: host %s is listed twice",
-					       hosts[i]);
+		if (st == LLMP_OK && taken[keys[i].node])
+			st = llmp_fail(LLMP_ERR_ARG, msg, len, "placement: host %s is listed twice",
+				       llmp_show(shown, hosts[i], strlen(hosts[i])));
+		else if (st == LLMP_OK)
+			taken[keys[i].node] = true;
 	}
+	free(taken);
 	uint32_t *first_task = malloc((nhosts ? nhosts : 1) * sizeof *first_task);
 	if (st == LLMP_OK && !first_task)
 		st = llmp_fail(LLMP_ERR_NOMEM, msg, len, "placement: out of memory");

@@ -13,11 +13,13 @@
 #include "topo.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fail.h"
 #include "hostlist.h"
@@ -454,6 +456,34 @@ static bool read_nodes(struct checker *c, const struct json_value *nodes, struct
 }
 
 /* Switches: names first (they may be named before they are defined), then the links. */
+/*
+ * No switch is its own ancestor. Each chain of parents is walked once: a
+ * switch is marked while its chain is walked and settled after, so a walk
+ * stops at the first settled switch (linear, where walking every chain to
+ * its root is quadratic in a long chain) and meeting a marked one is a cycle.
+ */
+static bool no_cycle(struct checker *c, unsigned line, const struct topo *t)
+{
+	enum { UNSEEN, WALKING, SETTLED };
+	unsigned char *state = calloc(t->nswitches ? t->nswitches : 1, 1);
+	bool ok = state != NULL;
+	if (!ok)
+		return bad(c, line, "switches: out of memory");
+	for (size_t i = 0; ok && i < t->nswitches; i++) {
+		long at = (long)i;
+		while (at >= 0 && state[at] == UNSEEN) {
+			state[at] = WALKING;
+			at = t->switches[at].parent;
+		}
+		if (at >= 0 && state[at] == WALKING)
+			ok = bad(c, line, "switches: switch %s is in a cycle", t->switches[at].name);
+		for (at = (long)i; at >= 0 && state[at] == WALKING; at = t->switches[at].parent)
+			state[at] = SETTLED;
+	}
+	free(state);
+	return ok;
+}
+
 static bool read_switches(struct checker *c, const struct json_value *sw, struct topo *t,
 			  const struct topo_name_index *hosts)
 {
@@ -525,17 +555,8 @@ static bool read_switches(struct checker *c, const struct json_value *sw, struct
 		}
 		hostlist_free(members, n);
 	}
-	/* A cycle: a chain of parents longer than the switches. */
-	for (size_t i = 0; ok && i < t->nswitches; i++) {
-		long at = (long)i;
-		size_t steps = 0;
-		while (at >= 0 && steps++ <= t->nswitches)
-			at = t->switches[at].parent;
-		if (at >= 0)
-			ok = bad(c, sw->line, "switches: switch %s is in a cycle", t->switches[i].name);
-	}
 	free(names);
-	return ok;
+	return ok && no_cycle(c, sw->line, t);
 }
 
 static bool read_root(struct checker *c, const struct json_value *root, struct topo *t)
@@ -606,12 +627,18 @@ llmp_status topo_read_file(const char *path, struct topo *t, char *msg, size_t l
 {
 	struct stat sb;
 	memset(t, 0, sizeof *t);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	/* Non-blocking: a FIFO (or a device) would hold open(2) until a writer came. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
 		return llmp_fail(LLMP_ERR_IO, msg, len, "%s: %s", path, strerror(errno));
-	if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		fclose(f);
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "%s: not a regular file", path);
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "%s: out of memory", path);
 	}
 	if ((size_t)sb.st_size > TOPO_FILE_MAX) {
 		fclose(f);

@@ -52,6 +52,8 @@
 /* The topology (doc/topology-json.md): a file in place of discovery, and
  * whether llmp_init publishes each node's own in its fence (llmp topo --job). */
 #define LLMP_ENV_TOPOLOGY_FILE "LLMP_TOPOLOGY_FILE"
+/* srun's plugin -> the step: random bytes (16 hex digits) in MASTER_PORT's hash */
+#define LLMP_ENV_PORT_SALT "LLMP_PORT_SALT"
 #define LLMP_ENV_TOPOLOGY_GATHER "LLMP_TOPOLOGY_GATHER"
 
 #endif /* LLMP_ENV_H */

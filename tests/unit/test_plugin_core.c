@@ -222,16 +222,30 @@ static void ports_differ_between_jobs_and_steps(void **state)
 	(void)state;
 	struct plugin_site site;
 	char msg[LLMP_MSG_MAX];
+	const uint64_t salt = 0x0123456789abcdefull;
 
 	assert_int_equal(site_of(&site, "", msg), 0);
-	uint32_t a = plugin_site_port(&site, 1000, 0);
-	assert_int_equal(a, plugin_site_port(&site, 1000, 0)); /* deterministic */
-	assert_int_not_equal(a, plugin_site_port(&site, 1001, 0));
-	assert_int_not_equal(a, plugin_site_port(&site, 1000, 1));
-	for (uint32_t job = 0; job < 5000; job += 7) {
-		uint32_t port = plugin_site_port(&site, job, job % 20);
+	/* splitmix64's finaliser of (job << 32 | step), xor the salt, again; worked out in Python. */
+	assert_int_equal(plugin_site_port(&site, 1000, 0, salt, NULL), 21606);
+	assert_int_equal(plugin_site_port(&site, 1000, 1, salt, NULL), 24812);
+	assert_int_equal(plugin_site_port(&site, 1000, 0, 0, NULL), 28662);
+	/* 1000 salts over 10,000 ports: about 952 distinct ones expected; these fixed salts give a fixed count. */
+	static bool seen[10000];
+	unsigned distinct = 0;
+	for (uint64_t k = 0; k < 1000; k++) {
+		uint32_t port = plugin_site_port(&site, 7, 0, k * 0x9e3779b97f4a7c15ull, NULL);
 		assert_in_range(port, 20000, 29999);
+		distinct += !seen[port - 20000];
+		seen[port - 20000] = true;
 	}
+	assert_in_range(distinct, 900, 1000);
+	/* Slurm's reserved ports win: the first of them. */
+	assert_int_equal(plugin_site_port(&site, 1000, 0, salt, "12000-12003"), 12000);
+	assert_int_equal(plugin_site_port(&site, 1000, 0, salt, "12005,12007"), 12005);
+	assert_int_equal(plugin_site_port(&site, 1000, 0, salt, "12009"), 12009);
+	static const char *const bad[] = { "", "x", "0", "70000", "12000x" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(plugin_site_port(&site, 1000, 0, salt, bad[i]), 21606);
 }
 
 static enum plugin_resolved resolve(const char *site_args, const char *env, const char *option,
