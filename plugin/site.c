@@ -160,6 +160,15 @@ int plugin_site_check(const struct plugin_site *site, const llmp_spec *spec, cha
 			return -1;
 		}
 	}
+	/* Without max_etp, max_tp bounds the experts' tensor parallelism too: the same NVLink domain's limit. */
+	if (site->max[LLMP_KEY_TP] && !site->max[LLMP_KEY_ETP] && spec->etp > site->max[LLMP_KEY_TP]) {
+		snprintf(
+			msg, msglen,
+			"etp=%u is larger than this site allows (max_tp=%u, which bounds etp too, set by the "
+			"administrator in plugstack.conf)",
+			spec->etp, site->max[LLMP_KEY_TP]);
+		return -1;
+	}
 	return 0;
 }
 

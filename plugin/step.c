@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 
@@ -32,6 +33,7 @@
 #include "layout_file.h"
 #include "netif.h"
 #include "topology/hostlist.h"
+#include "topology/own_dir.h"
 #include <llmp/llmp_env.h>
 #include "resolve.h"
 #include "resolve_ckpt.h"
@@ -488,8 +490,9 @@ static void network_devices(spank_t sp, uint32_t local_rank)
  * root) as fr/rank_<RANK>, for torchfrtrace. The old names and the new
  * (TORCH_FR_*) both, as Megatron sets them. Runs in the task, as the user,
  * in its working directory: a relative directory means the same to torch.
+ * -1 when the directory is not the user's own (own_dir.h): the task fails.
  */
-static void flight_recorder(spank_t sp)
+static int flight_recorder(spank_t sp)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	char metrics[PATH_MAX], dir[PATH_MAX], frdir[PATH_MAX], prefix[PATH_MAX];
@@ -499,18 +502,26 @@ static void flight_recorder(spank_t sp)
 	else if (c->ckpt_active && c->ckpt.dir[0])
 		snprintf(dir, sizeof dir, "%s", c->ckpt.dir);
 	else
-		return;
+		return 0;
 	if (snprintf(frdir, sizeof frdir, "%s/fr", dir) >= (int)sizeof frdir ||
 	    snprintf(prefix, sizeof prefix, "%s/rank_", frdir) >= (int)sizeof prefix)
-		return;
-	if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || (mkdir(frdir, 0777) != 0 && errno != EEXIST))
-		return; /* torch would fail to dump there: leave the recorder as the user has it */
+		return 0;
+	if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || (mkdir(frdir, 0755) != 0 && errno != EEXIST))
+		return 0; /* torch would fail to dump there: leave the recorder as the user has it */
+	/* Another user's directory (made first in a shared place) could hold links where torch dumps. */
+	char why[512];
+	if (llmp_dir_own(dir, geteuid(), why, sizeof why) != 0 ||
+	    llmp_dir_own(frdir, geteuid(), why, sizeof why) != 0) {
+		plugin_task_message("%s", why);
+		return -1;
+	}
 	static const char *const names[] = { "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE" };
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		spank_setenv(sp, names[i], "2000", 0);
 	spank_setenv(sp, "TORCH_NCCL_DUMP_ON_TIMEOUT", "1", 0);
 	spank_setenv(sp, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", prefix, 0);
 	spank_setenv(sp, "TORCH_FR_DUMP_TEMP_FILE", prefix, 0);
+	return 0;
 }
 
 /* OMP_NUM_THREADS, where the task has none: its CPUs (SLURM_CPUS_PER_TASK), else 1, as torchrun does. */
@@ -621,7 +632,8 @@ int plugin_step_task(spank_t sp)
 	socket_ifname(sp);
 	network_devices(sp, (uint32_t)local_rank);
 	thread_default(sp);
-	flight_recorder(sp);
+	if (flight_recorder(sp) < 0)
+		return -1;
 	if (gpu[0] && spank_setenv(sp, "CUDA_VISIBLE_DEVICES", gpu, 1) != ESPANK_SUCCESS) {
 		plugin_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;

@@ -66,6 +66,20 @@ _LLMP_INT64, _LLMP_MAX = 5, 3  # llmp_dtype.h's enums
 _STEP_DIR = re.compile(r"^step-[0-9]+$")
 
 
+def check_own(path):
+    """Raise PermissionError unless path belongs to this user and nobody else may write to it
+    (group or world write only with the sticky bit, as on /tmp): the rule of llmp's
+    own_dir.h, for what a load unpickles."""
+    st = os.stat(path)
+    if st.st_uid != os.geteuid():
+        raise PermissionError("llmp.dcp: %s belongs to uid %d, not to this user (%d): its metadata "
+                              "is not unpickled (another user could have written it)"
+                              % (path, st.st_uid, os.geteuid()))
+    if st.st_mode & 0o022 and not st.st_mode & 0o1000:
+        raise PermissionError("llmp.dcp: %s is writable by others (mode %04o): its metadata is not "
+                              "unpickled (chmod go-w it)" % (path, st.st_mode & 0o7777))
+
+
 def dataset_name(fqn):
     """The llmp tensor name of a DCP key: the key itself when llmp takes it as a name."""
     ok = (1 <= len(fqn.encode()) <= _ck._MAX_NAME and all(" " < c <= "~" for c in fqn)
@@ -329,6 +343,9 @@ class DcpReader(StorageReader):
             raise ValueError("llmp.dcp: %s was not saved through llmp.checkpoint.DcpWriter (its "
                              "meta.bin holds no DCP Metadata): load it with llmp.checkpoint.load"
                              % where)
+        # Unpickling runs code: only bytes nobody but this user could have put there.
+        for path in (self.root, where, os.path.join(where, "meta.bin")):
+            check_own(path)
         metadata = pickle.loads(meta[len(MAGIC):])
         self.shapes = manifest_shapes(os.path.join(where, "MANIFEST"))
         return metadata

@@ -280,3 +280,23 @@ def test_plan_caching_is_refused_before_anything_is_written(ck, tmp_path):
     with pytest.raises(BaseException, match="enable_plan_caching"):
         dcp.save({"w": torch.ones(3)}, storage_writer=ck.DcpWriter(tmp_path, step=2), planner=planner)
     assert sorted(os.listdir(tmp_path)) == ["latest", "step-1"]
+
+
+def test_metadata_others_could_write_is_never_unpickled(ck, tmp_path):
+    # A root another user made first in a shared place, or left writable to others: the
+    # pickled metadata there could run their code. (security.md M3)
+    save_steps(ck, tmp_path, [2])
+    assert load_w(ck, tmp_path) == (2, 2)
+    os.chmod(tmp_path, 0o777)
+    with pytest.raises(BaseException, match=r"is writable by others \(mode 0777\): its metadata is not unpickled"):
+        load_w(ck, tmp_path)
+    os.chmod(tmp_path, 0o1777)  # sticky, as /tmp: nobody replaces another's files
+    assert load_w(ck, tmp_path) == (2, 2)
+    os.chmod(tmp_path, 0o755)
+    meta = tmp_path / "step-2" / "meta.bin"
+    if os.geteuid() == 0:  # only root can give a file to another user
+        os.chown(meta, 4242, 4242)
+        with pytest.raises(BaseException, match="meta.bin belongs to uid 4242, not to this user"):
+            load_w(ck, tmp_path)
+        os.chown(meta, 0, 0)
+    assert load_w(ck, tmp_path) == (2, 2)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ckpt_internal.h"
+#include "topology/own_dir.h"
 
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path)
 {
@@ -30,9 +31,10 @@ llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path)
 		if (!c)
 			break;
 	}
-	struct stat st;
-	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-		return rt_fail(ctx, LLMP_ERR_IO, "%s is not a directory", path);
+	/* Made by someone else first (a shared /tmp or scratch space): what is saved there is theirs to replace. */
+	char why[512];
+	if (llmp_dir_own(path, geteuid(), why, sizeof why) != 0)
+		return rt_fail(ctx, LLMP_ERR_IO, "checkpoint directory refused: %s", why);
 	return LLMP_OK;
 }
 

@@ -28,6 +28,7 @@
 #include "plugin/bounded.h"
 #include "plugin/layout_file.h"
 #include "plugin/netif.h"
+#include "topology/own_dir.h"
 
 static char dir[] = "/tmp/llmp-test-paths.XXXXXX";
 
@@ -222,6 +223,30 @@ static void held_port_is_seen(void **state)
 	assert_int_equal(plugin_port_held(70000), -1);
 }
 
+static void directories_of_the_user_alone(void **state)
+{
+	char path[256], msg[512], want[512];
+	(void)state;
+	snprintf(path, sizeof path, "%s/ck", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(llmp_dir_own(path, geteuid(), msg, sizeof msg), 0);
+	assert_int_equal(chmod(path, 0777), 0);
+	assert_int_equal(llmp_dir_own(path, geteuid(), msg, sizeof msg), -1);
+	snprintf(want, sizeof want, "%s is writable by everyone (mode 0777, no sticky bit)", path);
+	assert_memory_equal(msg, want, strlen(want));
+	assert_int_equal(chmod(path, 0775), 0);
+	assert_int_equal(llmp_dir_own(path, geteuid(), msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "writable by its group (mode 0775"));
+	assert_int_equal(chmod(path, 01777), 0); /* as /tmp: nobody removes another's files */
+	assert_int_equal(llmp_dir_own(path, geteuid(), msg, sizeof msg), 0);
+	assert_int_equal(llmp_dir_own(path, geteuid() + 1, msg, sizeof msg), -1);
+	snprintf(want, sizeof want, "%s belongs to uid %u, not to this job's user (%u)", path, (unsigned)geteuid(),
+		 (unsigned)geteuid() + 1);
+	assert_memory_equal(msg, want, strlen(want));
+	assert_int_equal(llmp_dir_own("/dev/null", geteuid(), msg, sizeof msg), -1);
+	assert_string_equal(msg, "/dev/null is not a directory");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +254,7 @@ int main(void)
 		cmocka_unit_test(topology_file_refused_unless_regular_small_and_owned),
 		cmocka_unit_test(layout_file_new_private_and_removed),
 		cmocka_unit_test(held_port_is_seen),
+		cmocka_unit_test(directories_of_the_user_alone),
 	};
 	return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
