@@ -6,12 +6,15 @@
 # as the yardstick for `llmp bench` (doc/benchmarks.md).
 # bench_ckpt_commit links the runtime (its commit path, without a job):
 # scripts/bench-ckpt-scale.sh runs it at full scale and opens its output with h5py.
-bench_programs = bench/bench_plan bench/bench_reduce bench/bench_crc32c bench/bench_metrics
+bench_programs = bench/bench_plan bench/bench_reduce bench/bench_crc32c bench/bench_metrics \
+	bench/bench_auto_layout
 if BUILD_RUNTIME
 bench_programs += bench/bench_ckpt_commit
 endif
 EXTRA_PROGRAMS += $(bench_programs)
 bench_bench_plan_LDADD = topology/libplanner.la
+bench_bench_auto_layout_CFLAGS = $(LLMP_CFLAGS)
+bench_bench_auto_layout_LDADD = topology/libplanner.la
 bench_bench_reduce_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_reduce_LDADD = kernels/libkernels.la topology/libplanner.la
 bench_bench_crc32c_CFLAGS = $(LLMP_CFLAGS)
@@ -22,6 +25,7 @@ bench_bench_ckpt_commit_LDADD = runtime/libllmp_core.la
 EXTRA_DIST += bench/bench_mpi_allreduce.c
 bench: $(bench_programs)
 	bench/bench_plan
+	bench/bench_auto_layout
 	bench/bench_reduce
 	bench/bench_crc32c
 	bench/bench_metrics

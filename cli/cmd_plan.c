@@ -19,8 +19,8 @@
 #define PROG "llmp plan"
 
 struct plan_args {
-	const char *spec, *topology, *hosts, *model, *svg;
-	bool renumber, explain;
+	const char *spec, *topology, *hosts, *model, *svg, *gpu;
+	bool renumber, explain, automatic;
 	uint32_t world, nodes, tasks_per_node;
 	int64_t rank; /* -1 for all ranks */
 	int json;
@@ -53,6 +53,18 @@ static void help(void)
 	       "  -E, --explain            with --model, only the cost: the bytes each dimension moves\n"
 	       "                           over each link class (NVLink, PCIe, IB leaf, IB spine)\n"
 	       "  -S, --svg OUT            also draw the placement as an SVG picture into OUT\n"
+	       "       llmp plan (--world W | --nodes N --tasks-per-node T) --model MODEL --gpu GPU\n"
+	       "                 [--parallel SPEC|auto] [--format text|json]\n"
+	       "  -M, --model MODEL        without --topology: a preset (llama3-8b, llama3-70b, llama3-405b,\n"
+	       "                           llama2-7b, gpt3-175b, gpt-22b, mt-nlg-530b, gpt-1t, nemotron4-340b,\n"
+	       "                           mixtral-8x7b, deepseek-v3), a Hugging Face config.json, or keys\n"
+	       "                           layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,\n"
+	       "                           moe-ffn=,shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=,\n"
+	       "                           distopt=,recompute=]; keys after a preset or file override it\n"
+	       "  -G, --gpu GPU            a100-40gb, a100, h100, h100-pcie, h200, b200, gb200, l4, a10,\n"
+	       "                           rtx4090, mi300x, or mem=GiB,tflops=N[,eff=,nvlink=,net=,domain=]:\n"
+	       "                           memory per stage and step time of the layout (doc/step-model.md);\n"
+	       "                           with --parallel auto, the fastest layout that fits\n"
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
 }
 
@@ -87,6 +99,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		{ "model", required_argument, NULL, 'M' },
 		{ "svg", required_argument, NULL, 'S' },
 		{ "explain", no_argument, NULL, 'E' },
+		{ "gpu", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -97,7 +110,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	a->rank = -1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:Eh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:G:Eh", options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			if (cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
@@ -115,6 +128,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			a->tasks_per_node = (uint32_t)v;
 			break;
 		case 'p': a->spec = optarg; break;
+		case 'G': a->gpu = optarg; break;
 		case 'T': a->topology = optarg; break;
 		case 'H': a->hosts = optarg; break;
 		case 'M': a->model = optarg; break;
@@ -142,8 +156,17 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	if ((a->hosts || a->renumber || a->model || a->svg) && !a->topology)
-		return usage_message("", "--hosts, --placement, --model and --svg need --topology");
+	a->automatic = a->spec && strcmp(a->spec, "auto") == 0;
+	if (a->gpu && a->topology)
+		return usage_message("", "--gpu with --topology is not built yet: the step model takes the "
+					 "NVLink domain and network rates from --gpu, without --topology");
+	if (a->gpu && !a->model)
+		return usage_message("", "--gpu needs --model: the step model estimates a model on a GPU");
+	if (a->automatic && (!a->model || !a->gpu))
+		return usage_message("", "--parallel auto needs --model and --gpu");
+	if ((a->hosts || a->renumber || (a->model && !a->gpu) || a->svg) && !a->topology)
+		return usage_message("", "--hosts, --placement, --model and --svg need --topology "
+					 "(--model also works with --gpu instead)");
 	if (a->explain && !a->model)
 		return usage_message("", "--explain explains the cost of --model: give --model too");
 	if (a->topology && a->nodes)
@@ -194,7 +217,9 @@ int cli_plan(int argc, char **argv)
 	if (rc)
 		return rc;
 
-	if (a.spec) {
+	if (a.automatic) {
+		llmp_spec_init(&spec);
+	} else if (a.spec) {
 		if (llmp_spec_parse(a.spec, &spec, msg, sizeof msg) != LLMP_OK)
 			return usage_message("--parallel: ", msg);
 		if (spec.help) {
@@ -220,6 +245,17 @@ int cli_plan(int argc, char **argv)
 	rc = resolve_world(&a);
 	if (rc)
 		return rc;
+	if (a.gpu) {
+		if (a.rank >= 0)
+			return usage_message("", "--rank shows a plan's groups: not with --gpu");
+		struct cli_plan_step step = { .model = a.model,
+					      .gpu = a.gpu,
+					      .spec = &spec,
+					      .automatic = a.automatic,
+					      .world = a.world,
+					      .json = a.json != 0 };
+		return cli_plan_step(&step);
+	}
 
 	llmp_plan *plan;
 	if (llmp_plan_create(&spec, a.world, a.tasks_per_node, &plan, msg, sizeof msg) != LLMP_OK)

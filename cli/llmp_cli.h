@@ -59,6 +59,16 @@ struct cli_plan_topology {
 };
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec);
 
+/* `llmp plan --model M --gpu G`: the step model of a layout, or --parallel auto's choice (plan_step.c). */
+struct cli_plan_step {
+	const char *model, *gpu;
+	const llmp_spec *spec; /* the layout; unused when automatic */
+	bool automatic;        /* --parallel auto */
+	uint32_t world;
+	bool json;
+};
+int cli_plan_step(const struct cli_plan_step *a);
+
 struct topo;
 struct topo_placement;
 /* The placement as an SVG picture (plan_svg.c); -1 on an output error. */

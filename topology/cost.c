@@ -157,7 +157,7 @@ static enum topo_link link_of(const struct topo *t, const struct topo_placement 
 /* --------------------------------------------------------------- bytes */
 
 /* Bytes per rank and step that each dimension moves (cost.h, topology.md §8). */
-static double dim_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct topo_model *m, double micro)
+double topo_cost_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct topo_model *m, double micro)
 {
 	double t = llmp_plan_size(plan, LLMP_AXIS_TP), c = llmp_plan_size(plan, LLMP_AXIS_CP),
 	       e = llmp_plan_size(plan, LLMP_AXIS_EP), d = llmp_plan_size(plan, LLMP_AXIS_DP),
@@ -222,7 +222,7 @@ llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct 
 	for (size_t a = 0; a < sizeof axes / sizeof axes[0]; a++) {
 		enum llmp_group kind = group_of(axes[a], plan);
 		uint32_t groups = llmp_plan_group_count(plan, kind), size = llmp_plan_group_size(plan, kind);
-		double bytes = dim_bytes(axes[a], plan, m, out->microbatches);
+		double bytes = topo_cost_bytes(axes[a], plan, m, out->microbatches);
 		if (size <= 1 || bytes <= 0)
 			continue;
 		struct topo_cost_dim *dim = &out->dim[out->ndims++];

@@ -61,6 +61,9 @@ struct topo_cost {
 	double node_bytes;
 };
 
+/* Bytes per rank and step that one dimension moves, micro micro-batches a step (also step_model.c). */
+double topo_cost_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct topo_model *m, double micro);
+
 llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p,
 		      const struct topo_model *m, struct topo_cost *out, char *msg, size_t len);
 

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_step_model.c - the step model and the chooser against numbers worked
+ * out by hand: Megatron's 18 and 6 + 12/d bytes per parameter, Korthikanti
+ * et al.'s 34 s b h / t activations and Figure 1, Megatron's in-flight
+ * micro-batches (1F1B and interleaved), Narayanan et al.'s FLOP count, the
+ * uneven first/last stages, the layouts `--parallel auto` enumerates, and
+ * the descriptions a user types (keys, presets, config.json, GPUs).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "topology/auto_layout.h"
+
+static struct model_desc model_of(const char *text)
+{
+	char msg[LLMP_MSG_MAX] = "";
+	struct model_desc m;
+	if (model_desc_parse(text, &m, msg, sizeof msg) != LLMP_OK)
+		fail_msg("--model %s: %s", text, msg);
+	return m;
+}
+
+static struct gpu_desc gpu_of(const char *text)
+{
+	char msg[LLMP_MSG_MAX] = "";
+	struct gpu_desc g;
+	if (gpu_desc_parse(text, &g, msg, sizeof msg) != LLMP_OK)
+		fail_msg("--gpu %s: %s", text, msg);
+	return g;
+}
+
+/* Check and estimate, expecting both to succeed; stages needs l.pp entries. */
+static struct step_estimate estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				     struct step_layout *l, struct step_stage *stages)
+{
+	char msg[LLMP_MSG_MAX] = "";
+	struct step_estimate e;
+	if (step_layout_check(m, world, l, msg, sizeof msg) != LLMP_OK ||
+	    step_estimate(m, g, world, l, stages, &e, msg, sizeof msg) != LLMP_OK)
+		fail_msg("layout on %u: %s", world, msg);
+	return e;
+}
+
+static void assert_near(double got, double want, double rel)
+{
+	double d = got - want;
+	if (d < 0)
+		d = -d;
+	if (d > rel * (want < 0 ? -want : want))
+		fail_msg("got %.6g, want %.6g (relative tolerance %g)", got, want, rel);
+}
+
+/*
+ * GPT-3 175B (h = 12288, 96 layers, GeLU, no GQA) on tp=8, pp=8: a middle
+ * stage holds 12 layers of 4h^2 + 2h (attention, two norms) + 8h^2 (MLP)
+ * parameters, over 8 tp ranks. Megatron's bf16 row: 18 bytes a parameter
+ * (2 weights + 4 fp32 grads + 12 fp32 master and Adam) without the
+ * distributed optimizer; 6 + 12/d with it.
+ */
+static void weights_and_optimizer_are_megatrons_bytes_per_parameter(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("a100");
+	double h = 12288, params = 12 * (12 * h * h + 2 * h) / 8; /* 2,717,945,856 */
+	struct step_stage st[8];
+
+	struct model_desc m = model_of("gpt3-175b,gbs=64,distopt=0");
+	struct step_layout l = {
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 64, &l, st);
+	assert_near(st[3].weights + st[3].grads + st[3].optimizer, 18 * params, 1e-12);
+	assert_near(st[3].weights, 2 * params, 1e-12);
+	/* Korthikanti Figure 1's "parameters + optimizer" for 175B: 12 h^2 L/(p t) x 18 bytes,
+	 * 48.92 GB; ours adds the norms (2h a layer), 0.001% more. */
+	assert_near(st[3].weights + st[3].grads + st[3].optimizer, 12 * h * h * 12 / 8 * 18, 2e-5);
+
+	/* dp = 256 / 64 = 4: 6 + 12/4 = 9 bytes a parameter. */
+	m = model_of("gpt3-175b,gbs=256");
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 256, &l, st);
+	assert_int_equal(l.dp, 4);
+	assert_near(st[3].weights + st[3].grads + st[3].optimizer, 9 * params, 1e-12);
+
+	/* cp shards the distributed optimizer too (Megatron's dp-cp group): dp 2 x cp 2 = 4 again. */
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 2, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 256, &l, st);
+	assert_int_equal(l.dp, 2);
+	assert_near(st[3].weights + st[3].grads + st[3].optimizer, 9 * params, 1e-12);
+
+	/* Stage 0 adds the embedding V h / t = 51200 x 12288 / 8 parameters; the last stage the
+	 * tied copy Megatron keeps there for the output layer. */
+	assert_near(st[0].weights, 2 * (params + 51200 * h / 8), 1e-12);
+	assert_near(st[7].weights, 2 * (params + 51200 * h / 8), 1e-12);
+}
+
+/*
+ * Korthikanti Table 2, sequence parallel + selective recompute: 34 s b h / t
+ * bytes a layer. GPT-3 175B, s = 2048, b = 1, t = 8: 106,954,752 bytes.
+ * 1F1B keeps pp - k micro-batches on stage k: stage 3 of 8 holds 5 x 12
+ * layers; stage 0 holds 8 x 12 = L layers' worth (Megatron's stage-0
+ * figure, Korthikanti Figure 1's 10.27 GB for 175B) plus the embedding's
+ * output, 2 s b h / t bytes for each of its 8 micro-batches; the last stage
+ * one micro-batch of 12 layers plus the output layer's 4 s b h (1 + V/h) / t.
+ */
+static void activations_are_korthikantis_34sbh_over_t(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("a100");
+	struct model_desc m = model_of("gpt3-175b,gbs=64");
+	struct step_layout l = {
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	struct step_stage st[8];
+	estimate(&m, &g, 64, &l, st);
+	double s = 2048, h = 12288, layer = 34 * s * h / 8;
+	assert_near(layer, 106954752, 1e-15);
+	assert_near(st[3].activations, 5 * 12 * layer, 1e-12);
+	assert_near(st[0].activations, 96 * layer + 8 * 2 * s * h / 8, 1e-12);
+	assert_near(96 * layer, 10.27e9, 1e-3);
+	assert_near(st[7].activations, 12 * layer + 4 * s * h * (1 + 51200 / h) / 8, 1e-12);
+
+	/* Context parallelism halves s: cp = 2 halves a layer's activations. */
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 2, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 128, &l, st);
+	assert_near(st[3].activations, 5 * 12 * layer / 2, 1e-12);
+
+	/* Full recompute: 2 s b h / t a layer kept, and one layer rebuilt whole. */
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_FULL
+	};
+	estimate(&m, &g, 64, &l, st);
+	assert_near(st[3].activations, 5 * 12 * 2 * s * h / 8 + layer, 1e-12);
+
+	/* Interleaved, vpp = 2: Megatron's 1 + (p - 1)/(p m) on stage 0: 96 x (1 + 7/16) = 138 layers. */
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .vpp = 2, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 64, &l, st);
+	/* The embedding's output: 23 chunks in flight on stage 0 (2 x 7 + 1 x 8 + 1), 11.5 micro-batches. */
+	assert_near(st[0].activations, 138 * layer + 11.5 * 2 * s * h / 8, 1e-12);
+
+	/* Grouped-query attention and SwiGLU: s b (14h + 4 h_kv + 6 ffn) / t. Llama 3 70B,
+	 * h 8192, h_kv 1024, ffn 28672, tp 8, pp 4 (20 layers a stage); stage 2 holds 2. */
+	m = model_of("llama3-70b,gbs=64");
+	l = (struct step_layout){
+		.tp = 8, .pp = 4, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	struct step_stage st4[4];
+	estimate(&m, &g, 32, &l, st4);
+	assert_near(st4[2].activations, 2 * 20 * 8192.0 * (14 * 8192 + 4 * 1024 + 6 * 28672) / 8, 1e-12);
+}
+
+/*
+ * Narayanan et al. 2021 count 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) FLOPs
+ * an iteration without recompute, with non-causal attention (4 s h a token
+ * and layer forward); causal attention does half of that: s/(12h).
+ */
+static void flops_are_narayanans_count_with_causal_attention(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("a100");
+	struct model_desc m = model_of("gpt3-175b");
+	struct step_layout l = {
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	struct step_stage st[8];
+	struct step_estimate e = estimate(&m, &g, 1024, &l, st); /* dp 16, gbs 1536: 96 micro-batches */
+	double B = 1536, s = 2048, L = 96, h = 12288, V = 51200;
+	assert_near(e.microbatches, 96, 1e-15);
+	assert_near(e.flops, 72 * B * s * L * h * h * (1 + s / (12 * h) + V / (12 * L * h)), 1e-12);
+	/* 1F1B: the bubble is pp - 1 micro-batches of the slowest stage, compute 96 of them. */
+	assert_near(e.bubble_s / e.compute_s, 7.0 / 96, 1e-12);
+	double sum = e.compute_s + e.bubble_s;
+	for (int a = 0; a < 5; a++)
+		sum += e.net_s[a];
+	assert_near(e.step_s, sum, 1e-12);
+	/* Full recompute adds one forward: 4/3 of the compute. */
+	struct step_layout full = l;
+	full.recompute = MODEL_RECOMPUTE_FULL;
+	struct step_estimate f = estimate(&m, &g, 1024, &full, st);
+	assert_near(f.compute_s, e.compute_s * 4 / 3, 1e-12);
+}
+
+/* Llama 3 405B: 126 layers on 16 stages, Megatron's uneven ends: 7 + 14 x 8 + 7. */
+static void uneven_first_and_last_stages(void **state)
+{
+	(void)state;
+	struct model_desc m = model_of("llama3-405b");
+	struct step_layout l = { .tp = 8, .pp = 16, .cp = 1, .ep = 1, .mbs = 1 };
+	unsigned first, n, total = 0;
+	for (unsigned k = 0; k < 16; k++) {
+		step_stage_layers(&m, &l, k, &first, &n);
+		assert_int_equal(first, total);
+		assert_int_equal(n, k == 0 || k == 15 ? 7 : 8);
+		total += n;
+	}
+	assert_int_equal(total, 126);
+	char msg[LLMP_MSG_MAX];
+	assert_int_equal(step_layout_check(&m, 16384, &l, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(l.dp, 128);
+	/* vpp 4 splits the middle stages' 8 layers; vpp 3 cannot. */
+	l.vpp = 3;
+	assert_int_equal(step_layout_check(&m, 16384, &l, msg, sizeof msg), LLMP_ERR_LAYOUT);
+	assert_non_null(strstr(msg, "vpp=3"));
+}
+
+static void layouts_break_megatrons_rules_with_a_reason(void **state)
+{
+	(void)state;
+	struct model_desc m = model_of("llama3-70b"); /* 64 heads, 8 kv-heads, gbs 512 */
+	char msg[LLMP_MSG_MAX];
+	struct {
+		struct step_layout l;
+		uint32_t world;
+		const char *says;
+	} cases[] = {
+		{ { .tp = 16, .pp = 1, .cp = 1, .ep = 1, .mbs = 1 }, 64, "tp=16 does not divide kv-heads=8" },
+		{ { .tp = 3, .pp = 1, .cp = 1, .ep = 1, .mbs = 1 }, 24, "tp=3 does not divide heads=64" },
+		{ { .tp = 8, .pp = 3, .cp = 1, .ep = 1, .mbs = 1 },
+		  64,
+		  "tp*pp*cp = 24 does not divide 64 ranks" },
+		{ { .tp = 8, .pp = 1, .cp = 1, .ep = 2, .mbs = 1 },
+		  64,
+		  "ep and etp need a model with experts=" },
+		{ { .tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 3 },
+		  8,
+		  "mbs*dp = 3*8 does not divide gbs=512" },
+		{ { .tp = 8, .pp = 81, .cp = 1, .ep = 1, .mbs = 1 }, 648, "pp=81 is more than layers=80" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(step_layout_check(&m, cases[i].world, &cases[i].l, msg, sizeof msg),
+				 LLMP_ERR_LAYOUT);
+		if (!strstr(msg, cases[i].says))
+			fail_msg("case %zu: '%s' does not say '%s'", i, msg, cases[i].says);
+	}
+	struct model_desc moe = model_of("mixtral-8x7b");
+	struct step_layout l = { .tp = 1, .pp = 1, .cp = 1, .ep = 3, .mbs = 1 };
+	assert_int_equal(step_layout_check(&moe, 24, &l, msg, sizeof msg), LLMP_ERR_LAYOUT);
+	assert_non_null(strstr(msg, "ep=3 does not divide experts=8"));
+}
+
+/* MoE: 8 experts of 3 x 4096 x 14336 parameters a layer, over ep x etp ranks. */
+static void experts_shard_over_ep_and_etp(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("h100");
+	struct model_desc m = model_of("mixtral-8x7b,distopt=0");
+	struct step_stage a[1], b[1];
+	struct step_layout l1 = {
+		.tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_FULL
+	};
+	struct step_layout l8 = {
+		.tp = 1, .pp = 1, .cp = 1, .ep = 8, .mbs = 1, .recompute = MODEL_RECOMPUTE_FULL
+	};
+	estimate(&m, &g, 8, &l1, a);
+	estimate(&m, &g, 8, &l8, b);
+	double experts = 32 * 8 * 3 * 4096.0 * 14336; /* all layers' routed experts */
+	assert_near(a[0].weights - b[0].weights, 2 * experts * (1 - 1.0 / 8), 1e-12);
+}
+
+/*
+ * A toy the enumeration can be counted for by hand: 4 layers, 2 heads, seq
+ * 64, gbs 4, 4 ranks, one recompute. tp 1: pp 1 (cp 1/2/4: mbs 1 | 1,2 |
+ * 1,2,4: 6), pp 2 (cp 1/2: mbs 1,2 | 1,2,4, vpp 1 or 2: 10), pp 4 (mbs
+ * 1,2,4: 3); tp 2: pp 1 (cp 1/2: 2 + 3), pp 2 (mbs 1,2,4, vpp 1 or 2: 6).
+ * 30 in all; tp 4 does not divide 2 heads.
+ */
+static void auto_enumerates_every_valid_layout(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX];
+	struct model_desc m = model_of("layers=4,hidden=256,heads=2,seq=64,gbs=4,vocab=1000,recompute=full");
+	struct gpu_desc g = gpu_of("mem=16,tflops=100");
+	struct auto_result r;
+	assert_int_equal(auto_layout(&m, &g, 4, &r, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(r.n, 30);
+	assert_int_equal(r.fitting, 30);
+	for (size_t i = 0; i < r.n; i++) {
+		struct step_layout l = r.all[i].layout;
+		assert_int_equal(step_layout_check(&m, 4, &l, msg, sizeof msg), LLMP_OK);
+		assert_int_equal(l.tp * l.pp * l.cp * l.dp, 4);
+		if (i)
+			assert_true(r.all[i - 1].est.step_s <= r.all[i].est.step_s);
+	}
+	char why[256];
+	auto_why_lost(&r.all[r.n - 1], &r.all[0], &g, why, sizeof why);
+	assert_non_null(strstr(why, "slower"));
+	auto_result_free(&r);
+
+	/* No gbs: the chooser cannot compare layouts at one batch. */
+	m = model_of("layers=4,hidden=256,heads=2,seq=64");
+	assert_int_equal(auto_layout(&m, &g, 4, &r, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "gbs="));
+}
+
+/* Llama 3 405B cannot fit 8 A100s of 40 GiB: 406e9 x 2 bytes of weights alone is 95 GiB a GPU. */
+static void auto_says_when_nothing_fits(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX], why[256];
+	struct model_desc m = model_of("llama3-405b,gbs=8");
+	struct gpu_desc g = gpu_of("a100-40gb");
+	struct auto_result r;
+	assert_int_equal(auto_layout(&m, &g, 8, &r, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(r.fitting, 0);
+	assert_true(r.n > 0);
+	assert_false(r.all[0].est.fits);
+	assert_true(r.all[0].est.peak_bytes > 406e9 * 2 / 8);
+	auto_why_lost(&r.all[0], &r.all[0], &g, why, sizeof why);
+	assert_non_null(strstr(why, "memory:"));
+	auto_result_free(&r);
+}
+
+static void descriptions_parse_and_name_the_culprit(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX];
+	struct model_desc m = model_of("llama3-8b,seq=4096,gbs=128");
+	assert_int_equal((int)m.seq, 4096);
+	assert_int_equal((int)m.gbs, 128);
+	assert_int_equal((int)m.kv_heads, 8);
+	/* Llama 3 8B: 8.03 B parameters (Meta's model card). */
+	assert_near(model_desc_params(&m), 8.03e9, 0.002);
+	/* GPT-3 175B: 174.6 B with its tied 51,200-token embedding. */
+	m = model_of("gpt3-175b");
+	assert_near(model_desc_params(&m), 174.6e9, 0.002);
+	m = model_of("layers=2,hidden=512,seq=128");
+	assert_int_equal((int)m.heads, 4); /* hidden / 128 */
+	assert_int_equal((int)m.ffn, 2048);
+
+	struct {
+		const char *text, *says;
+	} bad[] = {
+		{ "llama9", "'llama9' is neither a preset" },
+		{ "layers=2,hidden=512,seq=128,layrs=3", "unknown key 'layrs'" },
+		{ "layers=2,hidden=512", "seq= is missing" },
+		{ "layers=2,hidden=512,seq=0", "seq='0' is not a positive integer" },
+		{ "layers=2,hidden=512,seq=8,seq=9", "seq given twice" },
+		{ "layers=2,hidden=512,seq=8,heads=8,kv-heads=3", "kv-heads=3 does not divide heads=8" },
+		{ "layers=2,hidden=512,seq=8,topk=2", "topk= needs experts=" },
+		{ "layers=2,hidden=512,seq=8,mlp=relu", "mlp='relu' is not one of gelu, swiglu" },
+		{ "layers=2,hidden=512,seq=8,x\033[31m=1", "unknown key 'x?[31m'" },
+		{ "/nonexistent/config.json", "/nonexistent/config.json: No such file" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct model_desc x;
+		assert_int_equal(model_desc_parse(bad[i].text, &x, msg, sizeof msg), LLMP_ERR_ARG);
+		if (!strstr(msg, bad[i].says))
+			fail_msg("'%s': '%s' does not say '%s'", bad[i].text, msg, bad[i].says);
+	}
+
+	struct gpu_desc g = gpu_of("h100");
+	assert_near(g.mem_bytes, 79.6 * 1024 * 1024 * 1024, 1e-12);
+	assert_near(g.bf16_flops, 989e12, 1e-12);
+	g = gpu_of("a100-80gb");
+	assert_near(g.mem_bytes, 80.0 * 1024 * 1024 * 1024, 1e-12);
+	g = gpu_of("h100,net=25");
+	assert_near(g.net_gbps, 25, 1e-12);
+	g = gpu_of("mem=24,tflops=165");
+	assert_near(g.mem_bytes, 24.0 * 1024 * 1024 * 1024, 1e-12);
+	struct gpu_desc y;
+	assert_int_equal(gpu_desc_parse("h900", &y, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "unknown GPU 'h900'"));
+	assert_int_equal(gpu_desc_parse("mem=24", &y, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "tflops= is missing"));
+	assert_int_equal(gpu_desc_parse("mem=-1,tflops=3", &y, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "mem='-1'"));
+}
+
+/* A Hugging Face config.json, as Mixtral's is written, through the project's JSON reader. */
+static void reads_a_hugging_face_config(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/llmp-test-config-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char *json =
+		"{\n \"architectures\": [\"MixtralForCausalLM\"],\n \"hidden_act\": \"silu\",\n"
+		" \"hidden_size\": 4096,\n \"intermediate_size\": 14336,\n"
+		" \"max_position_embeddings\": 32768,\n \"num_attention_heads\": 32,\n"
+		" \"num_experts_per_tok\": 2,\n \"num_hidden_layers\": 32,\n"
+		" \"num_key_value_heads\": 8,\n \"num_local_experts\": 8,\n"
+		" \"rms_norm_eps\": 1e-05,\n \"tie_word_embeddings\": false,\n \"vocab_size\": 32000\n}\n";
+	assert_int_equal(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+	close(fd);
+	char text[128];
+	snprintf(text, sizeof text, "%s,gbs=256", path);
+	struct model_desc f = model_of(text), p = model_of("mixtral-8x7b");
+	unlink(path);
+	assert_int_equal((int)f.layers, 32);
+	assert_int_equal((int)f.experts, 8);
+	assert_int_equal((int)f.topk, 2);
+	assert_int_equal((int)f.seq, 8192); /* 32768 capped: seq= says otherwise */
+	assert_true(f.gated);
+	assert_false(f.tied);
+	/* The same parameters as the preset that cites that file: 46.7 B. */
+	assert_near(model_desc_params(&f), model_desc_params(&p), 1e-12);
+	assert_near(model_desc_params(&p), 46.7e9, 0.002);
+
+	char msg[LLMP_MSG_MAX], path2[] = "/tmp/llmp-test-config-XXXXXX";
+	fd = mkstemp(path2);
+	assert_true(fd >= 0);
+	const char *broken = "{\n \"num_hidden_layers\": 3.5\n}\n";
+	assert_int_equal(write(fd, broken, strlen(broken)), (ssize_t)strlen(broken));
+	close(fd);
+	struct model_desc x;
+	assert_int_equal(model_desc_parse(path2, &x, msg, sizeof msg), LLMP_ERR_ARG);
+	unlink(path2);
+	assert_non_null(strstr(msg, "line 2: num_hidden_layers is not a whole number"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(weights_and_optimizer_are_megatrons_bytes_per_parameter),
+		cmocka_unit_test(activations_are_korthikantis_34sbh_over_t),
+		cmocka_unit_test(flops_are_narayanans_count_with_causal_attention),
+		cmocka_unit_test(uneven_first_and_last_stages),
+		cmocka_unit_test(layouts_break_megatrons_rules_with_a_reason),
+		cmocka_unit_test(experts_shard_over_ep_and_etp),
+		cmocka_unit_test(auto_enumerates_every_valid_layout),
+		cmocka_unit_test(auto_says_when_nothing_fits),
+		cmocka_unit_test(descriptions_parse_and_name_the_culprit),
+		cmocka_unit_test(reads_a_hugging_face_config),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* auto_layout.c - every valid layout scored, the fastest that fits chosen (auto_layout.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "auto_layout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fail.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MAX_CP 32
+#define MAX_VPP 16
+
+struct search {
+	const struct model_desc *m;
+	const struct gpu_desc *g;
+	uint32_t world;
+	struct auto_result *r;
+	size_t cap;
+};
+
+static llmp_status consider(struct search *s, struct step_layout l)
+{
+	if (step_layout_check(s->m, s->world, &l, NULL, 0) != LLMP_OK)
+		return LLMP_OK;
+	struct auto_candidate c = { .layout = l };
+	if (step_estimate(s->m, s->g, s->world, &l, NULL, &c.est, NULL, 0) != LLMP_OK)
+		return LLMP_OK;
+	if (s->r->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		struct auto_candidate *all = realloc(s->r->all, cap * sizeof *all);
+		if (!all)
+			return LLMP_ERR_NOMEM;
+		s->r->all = all, s->cap = cap;
+	}
+	s->r->all[s->r->n++] = c;
+	return LLMP_OK;
+}
+
+static int by_merit(const void *pa, const void *pb)
+{
+	const struct auto_candidate *a = pa, *b = pb;
+	if (a->est.fits != b->est.fits)
+		return a->est.fits ? -1 : 1;
+	double x = a->est.fits ? a->est.step_s : a->est.peak_bytes;
+	double y = b->est.fits ? b->est.step_s : b->est.peak_bytes;
+	if (x != y)
+		return x < y ? -1 : 1;
+	/* equal: the smaller model-parallel layout first, for a stable answer */
+	unsigned ma = a->layout.tp * a->layout.pp * a->layout.cp,
+		 mb = b->layout.tp * b->layout.pp * b->layout.cp;
+	if (ma != mb)
+		return ma < mb ? -1 : 1;
+	return a->layout.mbs < b->layout.mbs ? -1 : a->layout.mbs > b->layout.mbs;
+}
+
+llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			struct auto_result *r, char *msg, size_t len)
+{
+	memset(r, 0, sizeof *r);
+	if (!m->gbs)
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "--parallel auto needs the global batch: add gbs= (sequences) to --model");
+	struct search s = { .m = m, .g = g, .world = world, .r = r };
+	enum model_recompute recomputes[2] = { m->recompute, m->recompute };
+	unsigned nrecompute = 1;
+	if (m->recompute == MODEL_RECOMPUTE_AUTO)
+		recomputes[0] = MODEL_RECOMPUTE_SELECTIVE, recomputes[1] = MODEL_RECOMPUTE_FULL,
+		nrecompute = 2;
+	llmp_status st = LLMP_OK;
+	for (unsigned tp = 1; tp <= world && tp <= g->domain && st == LLMP_OK; tp++) {
+		if (world % tp || (unsigned long long)m->heads % tp)
+			continue;
+		for (unsigned pp = 1; pp <= world / tp && pp <= m->layers && st == LLMP_OK; pp++) {
+			if ((world / tp) % pp)
+				continue;
+			for (unsigned cp = 1; cp <= world / (tp * pp) && cp <= MAX_CP && st == LLMP_OK;
+			     cp++) {
+				if ((world / (tp * pp)) % cp)
+					continue;
+				unsigned dp = world / (tp * pp * cp);
+				for (unsigned ep = 1; ep <= (m->experts ? m->experts : 1) && st == LLMP_OK;
+				     ep++) {
+					if (m->experts && (unsigned long long)m->experts % ep)
+						continue;
+					for (unsigned e = 0;
+					     e < (tp > 1 && m->experts ? 2u : 1u) && st == LLMP_OK; e++) {
+						unsigned etp = e ? 1 : tp;
+						for (unsigned vpp = 1; vpp <= MAX_VPP && st == LLMP_OK;
+						     vpp++) {
+							if (vpp > 1 && (pp < 2 || vpp > m->layers / pp))
+								continue;
+							for (unsigned mbs = 1; mbs <= 8 && st == LLMP_OK;
+							     mbs *= 2) {
+								if ((unsigned long long)m->gbs %
+								    ((unsigned long long)mbs * dp))
+									continue;
+								for (unsigned rc = 0;
+								     rc < nrecompute && st == LLMP_OK; rc++)
+									st = consider(
+										&s,
+										(struct step_layout){
+											.tp = tp,
+											.pp = pp,
+											.cp = cp,
+											.ep = ep,
+											.etp = etp,
+											.vpp = vpp,
+											.mbs = mbs,
+											.recompute = recomputes
+												[rc] });
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if (st != LLMP_OK) {
+		auto_result_free(r);
+		return llmp_fail(st, msg, len, "--parallel auto: out of memory");
+	}
+	if (!r->n)
+		return llmp_fail(
+			LLMP_ERR_LAYOUT, msg, len,
+			"--parallel auto: no layout of %u ranks satisfies Megatron's rules for this model "
+			"(heads=%.0f, layers=%.0f, seq=%.0f, gbs=%.0f)",
+			world, m->heads, m->layers, m->seq, m->gbs);
+	qsort(r->all, r->n, sizeof *r->all, by_merit);
+	while (r->fitting < r->n && r->all[r->fitting].est.fits)
+		r->fitting++;
+	return LLMP_OK;
+}
+
+void auto_result_free(struct auto_result *r)
+{
+	free(r->all);
+	memset(r, 0, sizeof *r);
+}
+
+void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,
+		   const struct gpu_desc *g, char *buf, size_t len)
+{
+	if (!c->est.fits) {
+		snprintf(buf, len, "memory: %.1f GiB on stage %u over the GPU's %.1f GiB (largest term: %s)",
+			 c->est.peak_bytes / GIB, c->est.peak_stage, g->mem_bytes / GIB,
+			 step_term_name(c->est.peak_term));
+		return;
+	}
+	if (c == best || !best) {
+		snprintf(buf, len, "chosen");
+		return;
+	}
+	if (c->est.step_s <= best->est.step_s * 1.0005) {
+		unsigned mc = c->layout.tp * c->layout.pp * c->layout.cp,
+			 mb = best->layout.tp * best->layout.pp * best->layout.cp;
+		if (mc != mb)
+			snprintf(
+				buf, len,
+				"ties on time (%.3f s); the choice splits the model less (tp*pp*cp %u, not %u)",
+				c->est.step_s, mb, mc);
+		else
+			snprintf(buf, len, "ties on time (%.3f s); the choice has the smaller micro-batch",
+				 c->est.step_s);
+		return;
+	}
+	static const char *const names[] = { "compute",    "pipeline bubble", "tp traffic", "cp traffic",
+					     "ep traffic", "dp traffic",      "pp traffic" };
+	double mine[7] = { c->est.compute_s, c->est.bubble_s },
+	       theirs[7] = { best->est.compute_s, best->est.bubble_s };
+	for (int a = 0; a < 5; a++)
+		mine[2 + a] = c->est.net_s[a], theirs[2 + a] = best->est.net_s[a];
+	int worst = 0;
+	for (int i = 1; i < 7; i++)
+		if (mine[i] - theirs[i] > mine[worst] - theirs[worst])
+			worst = i;
+	double slower = best->est.step_s > 0 ? 100 * (c->est.step_s / best->est.step_s - 1) : 0;
+	snprintf(buf, len, "%.1f%% slower (%.3f s): %s +%.3f s%s", slower, c->est.step_s, names[worst],
+		 mine[worst] - theirs[worst],
+		 worst == 0 && c->layout.recompute == MODEL_RECOMPUTE_FULL ? " (full recompute)" : "");
+}

@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* model_desc.c - models and GPUs as a user describes them (model_desc.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "model_desc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fail.h"
+#include "json_read.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* ------------------------------------------------------------- presets */
+
+/*
+ * Each row cites where its numbers come from. gbs and seq are the training
+ * run's where the source gives them; override them with keys.
+ */
+static const struct model_desc presets[] = {
+	/* Meta-Llama-3-8B config.json (huggingface.co/meta-llama); gbs 512 x 8192 as NeMo's llama3_8b recipe. */
+	{ .name = "llama3-8b",
+	  .layers = 32,
+	  .hidden = 4096,
+	  .ffn = 14336,
+	  .heads = 32,
+	  .kv_heads = 8,
+	  .vocab = 128256,
+	  .seq = 8192,
+	  .gbs = 512,
+	  .mbs = 1,
+	  .gated = true },
+	/* Meta-Llama-3-70B config.json; gbs 512 as NeMo's llama3_70b recipe. */
+	{ .name = "llama3-70b",
+	  .layers = 80,
+	  .hidden = 8192,
+	  .ffn = 28672,
+	  .heads = 64,
+	  .kv_heads = 8,
+	  .vocab = 128256,
+	  .seq = 8192,
+	  .gbs = 512,
+	  .mbs = 1,
+	  .gated = true },
+	/* Llama 3 paper (arXiv 2407.21783) Table 3 and Meta-Llama-3.1-405B config.json; Table 4: 16M tokens = 2048 x 8192. */
+	{ .name = "llama3-405b",
+	  .layers = 126,
+	  .hidden = 16384,
+	  .ffn = 53248,
+	  .heads = 128,
+	  .kv_heads = 8,
+	  .vocab = 128256,
+	  .seq = 8192,
+	  .gbs = 2048,
+	  .mbs = 1,
+	  .gated = true },
+	/* Llama 2 paper (arXiv 2307.09288) and Llama-2-7b config.json; 4M tokens = 1024 x 4096. */
+	{ .name = "llama2-7b",
+	  .layers = 32,
+	  .hidden = 4096,
+	  .ffn = 11008,
+	  .heads = 32,
+	  .kv_heads = 32,
+	  .vocab = 32000,
+	  .seq = 4096,
+	  .gbs = 1024,
+	  .mbs = 1,
+	  .gated = true },
+	/* GPT-3 paper (arXiv 2005.14165) Table 2.1; Narayanan et al. 2021 (arXiv 2104.04473) Table 1: batch 1536, vocab 51200. */
+	{ .name = "gpt3-175b",
+	  .layers = 96,
+	  .hidden = 12288,
+	  .ffn = 49152,
+	  .heads = 96,
+	  .kv_heads = 96,
+	  .vocab = 51200,
+	  .seq = 2048,
+	  .gbs = 1536,
+	  .mbs = 1,
+	  .tied = true },
+	/* Korthikanti et al. 2022 (arXiv 2205.05198) Table 3: 22B, 530B (MT-NLG) and 1T, GPT-style. */
+	{ .name = "gpt-22b",
+	  .layers = 48,
+	  .hidden = 6144,
+	  .ffn = 24576,
+	  .heads = 64,
+	  .kv_heads = 64,
+	  .vocab = 51200,
+	  .seq = 2048,
+	  .gbs = 4,
+	  .mbs = 1,
+	  .tied = true },
+	{ .name = "mt-nlg-530b",
+	  .layers = 105,
+	  .hidden = 20480,
+	  .ffn = 81920,
+	  .heads = 128,
+	  .kv_heads = 128,
+	  .vocab = 51200,
+	  .seq = 2048,
+	  .gbs = 280,
+	  .mbs = 1,
+	  .tied = true },
+	{ .name = "gpt-1t",
+	  .layers = 128,
+	  .hidden = 25600,
+	  .ffn = 102400,
+	  .heads = 160,
+	  .kv_heads = 160,
+	  .vocab = 51200,
+	  .seq = 2048,
+	  .gbs = 512,
+	  .mbs = 1,
+	  .tied = true },
+	/* Nemotron-4 340B technical report (arXiv 2406.11704) Table 1 and section 2.2: squared ReLU, untied, gbs 2304. */
+	{ .name = "nemotron4-340b",
+	  .layers = 96,
+	  .hidden = 18432,
+	  .ffn = 73728,
+	  .heads = 96,
+	  .kv_heads = 8,
+	  .vocab = 256000,
+	  .seq = 4096,
+	  .gbs = 2304,
+	  .mbs = 1 },
+	/* Mixtral-8x7B-v0.1 config.json (mistralai); seq 4096 and gbs 256 as NeMo's mixtral_8x7b recipe. */
+	{ .name = "mixtral-8x7b",
+	  .layers = 32,
+	  .hidden = 4096,
+	  .ffn = 14336,
+	  .heads = 32,
+	  .kv_heads = 8,
+	  .vocab = 32000,
+	  .seq = 4096,
+	  .experts = 8,
+	  .topk = 2,
+	  .moe_ffn = 14336,
+	  .gbs = 256,
+	  .mbs = 1,
+	  .gated = true },
+	/*
+	 * DeepSeek-V3 technical report (arXiv 2412.19437) section 4.2 and its config.json: 61 layers,
+	 * the first 3 dense, 256 routed experts of 2048 + 1 shared, top 8, batch 15360 x 4096. Its
+	 * multi-head latent attention is counted as 128 full heads (4h^2 = 205M parameters a layer
+	 * against MLA's 187M), its multi-token-prediction module not at all.
+	 */
+	{ .name = "deepseek-v3",
+	  .layers = 61,
+	  .hidden = 7168,
+	  .ffn = 18432,
+	  .heads = 128,
+	  .kv_heads = 128,
+	  .vocab = 129280,
+	  .seq = 4096,
+	  .experts = 256,
+	  .topk = 8,
+	  .moe_ffn = 2048,
+	  .shared_ffn = 2048,
+	  .dense_layers = 3,
+	  .gbs = 15360,
+	  .mbs = 1,
+	  .gated = true },
+};
+
+#define NPRESETS (sizeof presets / sizeof presets[0])
+
+const char *model_desc_preset_names(void)
+{
+	return "llama3-8b, llama3-70b, llama3-405b, llama2-7b, gpt3-175b, gpt-22b, mt-nlg-530b, gpt-1t, "
+	       "nemotron4-340b, mixtral-8x7b, deepseek-v3";
+}
+
+double model_desc_params(const struct model_desc *m)
+{
+	double h = m->hidden, kv = m->heads ? h * m->kv_heads / m->heads : h;
+	double mats = m->gated ? 3 : 2;
+	double attention = 2 * h * h + 2 * h * kv + 2 * h;
+	double dense = mats * h * m->ffn;
+	double moe = m->experts * (mats * h * m->moe_ffn + h) + mats * h * m->shared_ffn;
+	double moe_layers = m->experts ? m->layers - m->dense_layers : 0;
+	return m->layers * attention + (m->layers - moe_layers) * dense + moe_layers * moe +
+	       m->vocab * h * (m->tied ? 1 : 2);
+}
+
+/* --------------------------------------------------------------- keys */
+
+struct key {
+	const char *name;
+	size_t offset;
+};
+
+static const struct key model_keys[] = {
+	{ "layers", offsetof(struct model_desc, layers) },
+	{ "hidden", offsetof(struct model_desc, hidden) },
+	{ "ffn", offsetof(struct model_desc, ffn) },
+	{ "heads", offsetof(struct model_desc, heads) },
+	{ "kv-heads", offsetof(struct model_desc, kv_heads) },
+	{ "vocab", offsetof(struct model_desc, vocab) },
+	{ "seq", offsetof(struct model_desc, seq) },
+	{ "experts", offsetof(struct model_desc, experts) },
+	{ "topk", offsetof(struct model_desc, topk) },
+	{ "moe-ffn", offsetof(struct model_desc, moe_ffn) },
+	{ "shared-ffn", offsetof(struct model_desc, shared_ffn) },
+	{ "dense-layers", offsetof(struct model_desc, dense_layers) },
+	{ "gbs", offsetof(struct model_desc, gbs) },
+	{ "mbs", offsetof(struct model_desc, mbs) },
+};
+#define NMODEL_KEYS (sizeof model_keys / sizeof model_keys[0])
+
+/* A whole number in 0..2^40 (zero only where allow_zero). */
+static bool parse_count(const char *v, bool allow_zero, double *out)
+{
+	char *end = NULL;
+	if (!*v || *v == '-' || *v == '+' || *v == ' ')
+		return false;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (errno || *end || n > (1ULL << 40) || (n == 0 && !allow_zero))
+		return false;
+	*out = (double)n;
+	return true;
+}
+
+static bool parse_bool(const char *v, bool *out)
+{
+	if (strcmp(v, "1") && strcmp(v, "0"))
+		return false;
+	*out = *v == '1';
+	return true;
+}
+
+/* One key=value item of --model. */
+static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, char *msg, size_t len)
+{
+	char shown[LLMP_SHOW_MAX];
+	char *eq = strchr(item, '=');
+	if (!eq)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: '%s' is not key=value",
+				 llmp_show(shown, item, strlen(item)));
+	*eq = '\0';
+	const char *v = eq + 1;
+	for (size_t k = 0; k < NMODEL_KEYS; k++) {
+		if (strcmp(item, model_keys[k].name) != 0)
+			continue;
+		if (*seen & (1u << k))
+			return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s given twice", item);
+		*seen |= 1u << k;
+		bool zero_ok = !strcmp(item, "experts") || !strcmp(item, "shared-ffn") ||
+			       !strcmp(item, "dense-layers");
+		if (!parse_count(v, zero_ok, (double *)((char *)m + model_keys[k].offset)))
+			return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s='%s' is not a positive integer",
+					 model_keys[k].name, llmp_show(shown, v, strlen(v)));
+		return LLMP_OK;
+	}
+	bool ok = true;
+	if (!strcmp(item, "mlp")) {
+		ok = !strcmp(v, "gelu") || !strcmp(v, "swiglu");
+		m->gated = !strcmp(v, "swiglu");
+	} else if (!strcmp(item, "tied")) {
+		ok = parse_bool(v, &m->tied);
+	} else if (!strcmp(item, "distopt")) {
+		ok = parse_bool(v, &m->dist_opt);
+	} else if (!strcmp(item, "recompute")) {
+		static const char *const names[] = { "auto", "none", "selective", "full" };
+		ok = false;
+		for (int r = 0; r < 4; r++)
+			if (!strcmp(v, names[r]))
+				m->recompute = (enum model_recompute)r, ok = true;
+	} else {
+		return llmp_fail(
+			LLMP_ERR_ARG, msg, len,
+			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
+			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
+			"distopt, recompute; or a preset: %s)",
+			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
+	}
+	if (!ok)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s='%s' is not one of %s", item,
+				 llmp_show(shown, v, strlen(v)),
+				 !strcmp(item, "mlp")         ? "gelu, swiglu"
+				 : !strcmp(item, "recompute") ? "auto, none, selective, full"
+							      : "0, 1");
+	return LLMP_OK;
+}
+
+/* ------------------------------------------------------- config.json */
+
+/* A positive whole number member of a Hugging Face config, or 0 when absent. */
+static llmp_status hf_number(const struct json_value *root, const char *key, const char *path, double *out,
+			     char *msg, size_t len)
+{
+	const struct json_value *v = json_get(root, key);
+	char shown[LLMP_SHOW_MAX];
+	if (!v || v->kind == JSON_NULL)
+		return LLMP_OK;
+	if (v->kind != JSON_NUMBER || !v->integer || v->int64 < 0 || v->int64 > (1LL << 40))
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: line %u: %s is not a whole number",
+				 llmp_show(shown, path, strlen(path)), v->line, key);
+	*out = (double)v->int64;
+	return LLMP_OK;
+}
+
+static llmp_status read_hf_config(const char *path, struct model_desc *m, char *msg, size_t len)
+{
+	char shown[LLMP_SHOW_MAX];
+	const char *p = llmp_show(shown, path, strlen(path));
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: %s", p, strerror(errno));
+	size_t cap = 1 << 16, n = 0;
+	char *text = malloc(cap);
+	while (text) {
+		n += fread(text + n, 1, cap - n, f);
+		if (n < cap || cap >= (64u << 20))
+			break;
+		char *bigger = realloc(text, cap * 2);
+		if (!bigger) {
+			free(text);
+			text = NULL;
+		}
+		text = bigger, cap *= 2;
+	}
+	bool err = ferror(f);
+	fclose(f);
+	if (!text)
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "--model %s: out of memory", p);
+	if (err || n == cap) {
+		free(text);
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: %s", p,
+				 err ? "cannot be read" : "larger than 64 MiB");
+	}
+	struct json_value root;
+	char why[LLMP_MSG_MAX];
+	llmp_status st = json_parse(text, n, &root, why, sizeof why);
+	free(text);
+	if (st != LLMP_OK)
+		return llmp_fail(st, msg, len, "--model %s: %s", p, why);
+	if (root.kind != JSON_OBJECT) {
+		json_free(&root);
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: not a JSON object", p);
+	}
+	/* Llama, Mistral, Mixtral, Qwen and DeepSeek names first, GPT-2's after. */
+	static const struct {
+		const char *key;
+		size_t offset;
+	} names[] = {
+		{ "num_hidden_layers", offsetof(struct model_desc, layers) },
+		{ "n_layer", offsetof(struct model_desc, layers) },
+		{ "hidden_size", offsetof(struct model_desc, hidden) },
+		{ "n_embd", offsetof(struct model_desc, hidden) },
+		{ "intermediate_size", offsetof(struct model_desc, ffn) },
+		{ "n_inner", offsetof(struct model_desc, ffn) },
+		{ "num_attention_heads", offsetof(struct model_desc, heads) },
+		{ "n_head", offsetof(struct model_desc, heads) },
+		{ "num_key_value_heads", offsetof(struct model_desc, kv_heads) },
+		{ "vocab_size", offsetof(struct model_desc, vocab) },
+		{ "max_position_embeddings", offsetof(struct model_desc, seq) },
+		{ "n_positions", offsetof(struct model_desc, seq) },
+		{ "num_local_experts", offsetof(struct model_desc, experts) },
+		{ "n_routed_experts", offsetof(struct model_desc, experts) },
+		{ "num_experts", offsetof(struct model_desc, experts) },
+		{ "num_experts_per_tok", offsetof(struct model_desc, topk) },
+		{ "moe_intermediate_size", offsetof(struct model_desc, moe_ffn) },
+		{ "first_k_dense_replace", offsetof(struct model_desc, dense_layers) },
+	};
+	double shared = 0;
+	for (size_t i = 0; st == LLMP_OK && i < sizeof names / sizeof names[0]; i++) {
+		double *dst = (double *)((char *)m + names[i].offset);
+		if (*dst == 0)
+			st = hf_number(&root, names[i].key, path, dst, msg, len);
+	}
+	if (st == LLMP_OK)
+		st = hf_number(&root, "n_shared_experts", path, &shared, msg, len);
+	const struct json_value *act = json_get(&root, "hidden_act");
+	if (!act)
+		act = json_get(&root, "activation_function");
+	m->gated = act && act->kind == JSON_STRING &&
+		   (!strcmp(act->string, "silu") || !strcmp(act->string, "swiglu"));
+	const struct json_value *tie = json_get(&root, "tie_word_embeddings");
+	/* Hugging Face's default is tied; Llama-style configs say false. */
+	m->tied = !tie || (tie->kind == JSON_BOOL && tie->boolean);
+	json_free(&root);
+	if (st != LLMP_OK)
+		return st;
+	if (!m->layers || !m->hidden || !m->heads)
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "--model %s: no %s (num_hidden_layers, hidden_size, num_attention_heads)", p,
+				 !m->layers   ? "num_hidden_layers"
+				 : !m->hidden ? "hidden_size"
+					      : "num_attention_heads");
+	if (m->moe_ffn && shared)
+		m->shared_ffn = shared * m->moe_ffn;
+	/* Training rarely uses the longest context: 8192 unless seq= says otherwise. */
+	if (!m->seq || m->seq > 8192)
+		m->seq = 8192;
+	const char *base = strrchr(path, '/');
+	snprintf(m->name, sizeof m->name, "%s", base && base[1] ? base + 1 : path);
+	return LLMP_OK;
+}
+
+/* ---------------------------------------------------------------- parse */
+
+static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
+{
+	if (!m->layers || !m->hidden || !m->seq)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s= is missing (or give a preset: %s)",
+				 !m->layers   ? "layers"
+				 : !m->hidden ? "hidden"
+					      : "seq",
+				 model_desc_preset_names());
+	if (!m->heads)
+		m->heads = m->hidden >= 128 ? (double)((unsigned long long)m->hidden / 128) : 1;
+	if (!m->kv_heads)
+		m->kv_heads = m->heads;
+	if (!m->ffn)
+		m->ffn = 4 * m->hidden;
+	if (!m->vocab)
+		m->vocab = 32000;
+	if (!m->mbs)
+		m->mbs = 1;
+	if (m->kv_heads > m->heads)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: kv-heads=%.0f is more than heads=%.0f",
+				 m->kv_heads, m->heads);
+	if ((unsigned long long)m->heads % (unsigned long long)m->kv_heads)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: kv-heads=%.0f does not divide heads=%.0f",
+				 m->kv_heads, m->heads);
+	if (m->topk && !m->experts)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: topk= needs experts=");
+	if (m->experts) {
+		if (!m->topk)
+			m->topk = 2;
+		if (!m->moe_ffn)
+			m->moe_ffn = m->ffn;
+		if (m->topk > m->experts)
+			return llmp_fail(LLMP_ERR_ARG, msg, len,
+					 "--model: topk=%.0f is more than experts=%.0f", m->topk, m->experts);
+		if (m->dense_layers >= m->layers)
+			return llmp_fail(LLMP_ERR_ARG, msg, len,
+					 "--model: dense-layers=%.0f leaves no MoE layer of %.0f",
+					 m->dense_layers, m->layers);
+	} else if (m->moe_ffn || m->shared_ffn || m->dense_layers) {
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "--model: moe-ffn=, shared-ffn= and dense-layers= need experts=");
+	}
+	if (m->gbs && m->gbs < m->mbs)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: gbs=%.0f is less than mbs=%.0f", m->gbs,
+				 m->mbs);
+	return LLMP_OK;
+}
+
+llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len)
+{
+	char buf[1024], shown[LLMP_SHOW_MAX];
+	memset(m, 0, sizeof *m);
+	m->dist_opt = true;
+	if (!text || !*text)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: empty");
+	if (strlen(text) >= sizeof buf)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: longer than %zu characters",
+				 sizeof buf - 1);
+	snprintf(buf, sizeof buf, "%s", text);
+
+	/* The first item may name a preset or a file; keys after it replace its values. */
+	char *first = buf, *rest = strchr(buf, ',');
+	if (rest)
+		*rest++ = '\0';
+	llmp_status st = LLMP_OK;
+	if (!strchr(first, '=')) {
+		size_t i = 0;
+		while (i < NPRESETS && strcmp(presets[i].name, first) != 0)
+			i++;
+		if (i < NPRESETS) {
+			*m = presets[i];
+			m->dist_opt = true;
+		} else if (strchr(first, '/') || strstr(first, ".json")) {
+			st = read_hf_config(first, m, msg, len);
+			m->dist_opt = true;
+			m->mbs = 1;
+		} else {
+			return llmp_fail(
+				LLMP_ERR_ARG, msg, len,
+				"--model: '%s' is neither a preset (%s) nor a config.json path nor key=value",
+				llmp_show(shown, first, strlen(first)), model_desc_preset_names());
+		}
+	} else if (rest) {
+		rest[-1] = ',';
+		rest = buf;
+	} else {
+		rest = buf;
+	}
+	/* Keys override a preset's or a file's values: forget which ones it set. */
+	unsigned seen = 0;
+	char *save = NULL;
+	for (char *item = rest ? strtok_r(rest, ",", &save) : NULL; st == LLMP_OK && item;
+	     item = strtok_r(NULL, ",", &save))
+		st = model_item(item, m, &seen, msg, len);
+	if (st == LLMP_OK)
+		st = model_check(m, msg, len);
+	if (st == LLMP_OK && !m->name[0])
+		snprintf(m->name, sizeof m->name, "custom");
+	return st;
+}
+
+/* ----------------------------------------------------------------- GPUs */
+
+/*
+ * Memory as the device reports it; dense bf16 peak from the vendor's data
+ * sheet; efficiency: the share of that peak the GEMMs of a large
+ * transformer layer reach (not MFU: the bubble and exposed communication
+ * are modelled apart). Efficiencies are stated assumptions, not fitted:
+ * A100 0.60 (Narayanan 2021 reach 52% MFU end to end at 1T), H100/H200
+ * 0.50 (Llama 3 reports 38-43% MFU end to end), Blackwell 0.45, PCIe cards 0.45.
+ */
+static const struct gpu_desc gpus[] = {
+	/* name         memory   bf16 dense   eff   NVLink GB/s  net GB/s  domain */
+	{ "a100-40gb", 40 * GIB, 312e12, 0.60, 300, 25, 8 },   /* A100 data sheet; HDR 200 Gb/s per GPU */
+	{ "a100", 80 * GIB, 312e12, 0.60, 300, 25, 8 },        /* A100 80GB SXM */
+	{ "h100", 79.6 * GIB, 989e12, 0.50, 450, 50, 8 },      /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
+	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 48, 50, 8 },  /* H100 PCIe, Gen5 */
+	{ "h200", 140.4 * GIB, 989e12, 0.50, 450, 50, 8 },     /* H200 SXM: 141 GB */
+	{ "b200", 179.1 * GIB, 2250e12, 0.45, 900, 50, 8 },    /* DGX B200: 1440 GB / 8 */
+	{ "gb200", 184.0 * GIB, 2500e12, 0.45, 900, 100, 72 }, /* GB200 NVL72: 180 PF bf16 / 72 */
+	{ "l4", 22.5 * GIB, 121e12, 0.45, 24, 12.5, 8 },       /* L4: 242 TF with sparsity */
+	{ "a10", 22.2 * GIB, 125e12, 0.45, 24, 12.5, 8 },      /* A10 */
+	{ "rtx4090", 24 * GIB, 165e12, 0.45, 24, 12.5, 8 }, /* Ada whitepaper: 165 TF bf16, fp32 accumulate */
+	{ "mi300x", 192 * GIB, 1307e12, 0.40, 448, 50, 8 }, /* MI300X data sheet; Infinity Fabric */
+};
+#define NGPUS (sizeof gpus / sizeof gpus[0])
+
+const char *gpu_desc_names(void)
+{
+	return "a100-40gb, a100 (a100-80gb), h100, h100-pcie, h200, b200, gb200, l4, a10, rtx4090, mi300x";
+}
+
+static bool parse_real(const char *v, double lo, double hi, double *out)
+{
+	char *end = NULL;
+	if (!*v || *v == '-' || *v == '+' || *v == ' ')
+		return false;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (errno || *end || !(x >= lo && x <= hi))
+		return false;
+	*out = x;
+	return true;
+}
+
+llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size_t len)
+{
+	char buf[256], shown[LLMP_SHOW_MAX];
+	memset(g, 0, sizeof *g);
+	if (!text || !*text)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--gpu: empty");
+	if (strlen(text) >= sizeof buf)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--gpu: longer than %zu characters", sizeof buf - 1);
+	snprintf(buf, sizeof buf, "%s", text);
+	char *save = NULL;
+	bool first = true;
+	for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save), first = false) {
+		char *eq = strchr(item, '=');
+		if (!eq) {
+			const char *name = !strcmp(item, "a100-80gb") ? "a100" : item;
+			size_t i = 0;
+			while (i < NGPUS && strcmp(gpus[i].name, name) != 0)
+				i++;
+			if (!first || i == NGPUS)
+				return llmp_fail(LLMP_ERR_ARG, msg, len,
+						 "--gpu: unknown GPU '%s' (%s; or mem=GiB,tflops=N)",
+						 llmp_show(shown, item, strlen(item)), gpu_desc_names());
+			*g = gpus[i];
+			continue;
+		}
+		*eq = '\0';
+		const char *v = eq + 1;
+		double x;
+		bool ok;
+		if (!strcmp(item, "mem")) {
+			ok = parse_real(v, 0.5, 65536, &x);
+			g->mem_bytes = x * GIB;
+		} else if (!strcmp(item, "tflops")) {
+			ok = parse_real(v, 0.1, 1e6, &x);
+			g->bf16_flops = x * 1e12;
+		} else if (!strcmp(item, "eff")) {
+			ok = parse_real(v, 0.01, 1, &g->efficiency);
+		} else if (!strcmp(item, "nvlink")) {
+			ok = parse_real(v, 0.1, 1e5, &g->nvlink_gbps);
+		} else if (!strcmp(item, "net")) {
+			ok = parse_real(v, 0.01, 1e5, &g->net_gbps);
+		} else if (!strcmp(item, "domain")) {
+			ok = parse_real(v, 1, 1 << 20, &x) && x == (double)(unsigned)x;
+			g->domain = (unsigned)x;
+		} else {
+			return llmp_fail(LLMP_ERR_ARG, msg, len,
+					 "--gpu: unknown key '%s' (mem, tflops, eff, nvlink, net, domain)",
+					 llmp_show(shown, item, strlen(item)));
+		}
+		if (!ok)
+			return llmp_fail(LLMP_ERR_ARG, msg, len, "--gpu: %s='%s' is not a number in range",
+					 item, llmp_show(shown, v, strlen(v)));
+	}
+	if (!g->mem_bytes || !g->bf16_flops)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--gpu: %s= is missing (or name a GPU: %s)",
+				 !g->mem_bytes ? "mem" : "tflops", gpu_desc_names());
+	if (!g->name[0])
+		snprintf(g->name, sizeof g->name, "custom");
+	if (!g->efficiency)
+		g->efficiency = 0.5;
+	if (!g->nvlink_gbps)
+		g->nvlink_gbps = 24; /* PCIe Gen4 x16, as cost.h */
+	if (!g->net_gbps)
+		g->net_gbps = 25;
+	if (!g->domain)
+		g->domain = 8;
+	return LLMP_OK;
+}

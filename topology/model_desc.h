@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * model_desc.h - what a user says about the model to train and the GPU it
+ * trains on, for the step model (step_model.h) and the chooser
+ * (auto_layout.h): `--model` keys, a named preset or a Hugging Face
+ * config.json; `--gpu` a name or mem=GiB,tflops=N. Not installed.
+ *
+ * A description is numbers only; nothing here knows a layout.
+ */
+#ifndef LLMP_MODEL_DESC_H
+#define LLMP_MODEL_DESC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <llmp/llmp_status.h>
+
+enum model_recompute {
+	MODEL_RECOMPUTE_AUTO,
+	MODEL_RECOMPUTE_NONE,
+	MODEL_RECOMPUTE_SELECTIVE,
+	MODEL_RECOMPUTE_FULL
+};
+
+struct model_desc {
+	char name[48];
+	double layers, hidden, ffn, heads, kv_heads, vocab, seq;
+	double experts, topk;           /* experts 0: dense */
+	double moe_ffn;                 /* width of one routed expert's MLP (default ffn) */
+	double shared_ffn;              /* width of the shared experts' MLP, 0: none */
+	double dense_layers;            /* the first layers keep a dense MLP (DeepSeek-V3: 3) */
+	double gbs, mbs;                /* sequences; gbs 0: not given */
+	bool gated;                     /* SwiGLU (three matrices) rather than GeLU (two) */
+	bool tied;                      /* output layer shares the embedding */
+	bool dist_opt;                  /* optimizer states sharded over dp x cp (ZeRO-1) */
+	enum model_recompute recompute; /* AUTO: the chooser tries selective, then full */
+};
+
+/*
+ * "--model" text: a preset name ("llama3-70b"), a path to a Hugging Face
+ * config.json (anything containing '/' or ending in .json), or keys
+ * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
+ * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1,
+ * recompute=none|selective|full]. A preset or a file may be followed by
+ * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
+ */
+llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len);
+
+/* The presets' names, comma separated, for messages and --help. */
+const char *model_desc_preset_names(void);
+
+/* Parameters of the whole model (embedding and output layer included). */
+double model_desc_params(const struct model_desc *m);
+
+struct gpu_desc {
+	char name[32];
+	double mem_bytes;   /* what the device reports, e.g. 80 GiB */
+	double bf16_flops;  /* dense peak, FLOP/s */
+	double efficiency;  /* the share of the peak a large GEMM-bound layer achieves */
+	double nvlink_gbps; /* per GPU and direction inside the NVLink domain (PCIe when none) */
+	double net_gbps;    /* per GPU and direction across nodes */
+	unsigned domain;    /* GPUs in one NVLink domain (a node, or an NVL72 rack) */
+};
+
+/*
+ * "--gpu" text: a name ("h100", "a100-40gb", ...) optionally followed by
+ * keys that replace its values, or keys alone: mem=GiB,tflops=N
+ * [,eff=F,nvlink=GB/s,net=GB/s,domain=N].
+ */
+llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size_t len);
+const char *gpu_desc_names(void);
+
+#endif /* LLMP_MODEL_DESC_H */

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* step_model.c - the memory and time of one training step of a layout (step_model.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "step_model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cost.h"
+#include "fail.h"
+#include "plan_internal.h"
+
+#define BYTES_WEIGHT 2.0     /* bf16 */
+#define BYTES_GRAD 4.0       /* fp32 main gradients (Megatron's default grad_reduce_in_fp32) */
+#define BYTES_OPTIMIZER 12.0 /* fp32 master weights, Adam's m and v */
+
+const char *step_term_name(enum step_term t)
+{
+	static const char *const names[] = { "weights", "gradients", "optimizer states", "activations",
+					     "framework allowance" };
+	return (unsigned)t <= STEP_ALLOWANCE ? names[t] : "?";
+}
+
+void step_layout_format(const struct step_layout *l, char *buf, size_t len)
+{
+	static const char *const rc[] = { "auto", "none", "selective", "full" };
+	snprintf(buf, len, "tp=%u,pp=%u,cp=%u,ep=%u,etp=%u,dp=%u,vpp=%u,mbs=%u,recompute=%s", l->tp, l->pp,
+		 l->cp, l->ep, l->etp, l->dp, l->vpp, l->mbs, rc[l->recompute & 3]);
+}
+
+void step_stage_layers(const struct model_desc *m, const struct step_layout *l, unsigned k, unsigned *first,
+		       unsigned *count)
+{
+	unsigned L = (unsigned)m->layers, p = l->pp;
+	if (L % p == 0) {
+		*first = k * (L / p), *count = L / p;
+		return;
+	}
+	/* Megatron's --decoder-first/last-pipeline-num-layers: the middle stages
+	 * even, the first and last sharing what is left. */
+	unsigned middle = p > 2 ? (L + p - 1) / p : 0;
+	unsigned ends = L - (p - 2) * middle, head = ends / 2, tail = ends - head;
+	if (k == 0)
+		*first = 0, *count = head;
+	else if (k == p - 1)
+		*first = L - tail, *count = tail;
+	else
+		*first = head + (k - 1) * middle, *count = middle;
+}
+
+static unsigned long long u(double x)
+{
+	return (unsigned long long)x;
+}
+
+llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct step_layout *l, char *msg,
+			      size_t len)
+{
+	if (!l->tp || !l->pp || !l->cp || !l->ep || !l->mbs)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "a size of 0");
+	if (!l->vpp)
+		l->vpp = 1;
+	if (!l->etp)
+		l->etp = l->tp;
+	unsigned long long model = (unsigned long long)l->tp * l->pp * l->cp;
+	if (world % model)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "tp*pp*cp = %llu does not divide %u ranks", model,
+				 world);
+	unsigned dp = (unsigned)(world / model);
+	if (l->dp && l->dp != dp)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "dp=%u but %u ranks / (tp*pp*cp) = %u", l->dp,
+				 world, dp);
+	l->dp = dp;
+	if (u(m->heads) % l->tp)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "tp=%u does not divide heads=%llu", l->tp,
+				 u(m->heads));
+	if (u(m->kv_heads) % l->tp)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "tp=%u does not divide kv-heads=%llu", l->tp,
+				 u(m->kv_heads));
+	if (l->pp > m->layers)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "pp=%u is more than layers=%llu", l->pp,
+				 u(m->layers));
+	if (l->pp > 2 && u(m->layers) % l->pp) {
+		unsigned long long middle = (u(m->layers) + l->pp - 1) / l->pp;
+		if ((l->pp - 2) * middle + 2 > u(m->layers))
+			return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+					 "pp=%u does not divide layers=%llu, and no uneven first/last stages "
+					 "leave each stage a layer",
+					 l->pp, u(m->layers));
+	}
+	/* Interleaving: the stages' layers split into vpp chunks; with uneven
+	 * first and last stages (Megatron's pipeline layout) only the middle ones must. */
+	unsigned first, middle;
+	step_stage_layers(m, l, l->pp > 2 ? 1 : 0, &first, &middle);
+	if (l->vpp > 1 && (l->pp < 2 || middle % l->vpp))
+		return llmp_fail(
+			LLMP_ERR_LAYOUT, msg, len,
+			"vpp=%u needs pp > 1 and vpp dividing the %u layers of a stage (layers=%llu, pp=%u)",
+			l->vpp, middle, u(m->layers), l->pp);
+	if (l->cp > 1 && u(m->seq) % (2ULL * l->cp))
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "2*cp = %u does not divide seq=%llu", 2 * l->cp,
+				 u(m->seq));
+	if (l->tp > 1 && u(m->seq) / l->cp % l->tp)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "sequence parallelism: tp=%u does not divide seq/cp = %llu", l->tp,
+				 u(m->seq) / l->cp);
+	if (!m->experts && (l->ep > 1 || l->etp != l->tp))
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "ep and etp need a model with experts=");
+	if (m->experts && u(m->experts) % l->ep)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "ep=%u does not divide experts=%llu", l->ep,
+				 u(m->experts));
+	if (m->experts && (world / l->pp) % ((unsigned long long)l->etp * l->ep))
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "expert grid: etp*ep = %u does not divide %u ranks / pp", l->etp * l->ep,
+				 world);
+	if (m->gbs && u(m->gbs) % ((unsigned long long)l->mbs * dp))
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "mbs*dp = %u*%u does not divide gbs=%llu", l->mbs,
+				 dp, u(m->gbs));
+	if (l->recompute == MODEL_RECOMPUTE_AUTO)
+		l->recompute = MODEL_RECOMPUTE_SELECTIVE;
+	return LLMP_OK;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+struct layer_shape {
+	double attn, dense_mlp, moe_sharded, moe_replicated; /* parameters */
+	double act_dense, act_moe, act_full;                 /* bytes per micro-batch, per rank */
+	double flops_dense, flops_moe, flops_attn_core;      /* forward, per micro-batch, whole layer */
+};
+
+static void layer_shape(const struct model_desc *m, const struct step_layout *l, struct layer_shape *x)
+{
+	double h = m->hidden, kv = h * m->kv_heads / m->heads, mats = m->gated ? 3 : 2, c = m->gated ? 6 : 4;
+	double t = l->tp, s = m->seq / l->cp, b = l->mbs;
+	x->attn = 2 * h * h + 2 * h * kv + 2 * h;
+	x->dense_mlp = mats * h * m->ffn;
+	x->moe_sharded = m->experts * mats * h * m->moe_ffn;
+	x->moe_replicated = m->experts * h; /* the router */
+	/* Korthikanti: 34 s b h for a GPT layer = attention 14h + 4h_kv (K, V kept
+	 * smaller under GQA) + the MLP's 4 ffn (6 ffn with SwiGLU's two inputs). */
+	double common = s * b * (14 * h + 4 * kv);
+	x->act_dense = (common + s * b * c * m->ffn) / t;
+	x->act_moe = (common + s * b * (m->topk * (c * m->moe_ffn + 2 * h) + c * m->shared_ffn)) / t;
+	x->act_full = 2 * s * b * h / t;
+	double tokens = m->seq * b;
+	x->flops_attn_core = tokens * 2 * m->seq * h; /* QK^T and AV, causal: half of 4 s h */
+	double proj = 2 * (2 * h * h + 2 * h * kv);
+	x->flops_dense = tokens * (proj + 2 * mats * h * m->ffn) + x->flops_attn_core;
+	x->flops_moe = tokens * (proj + 2 * (m->topk * mats * h * m->moe_ffn + mats * h * m->shared_ffn +
+					     h * m->experts)) +
+		       x->flops_attn_core;
+}
+
+/* Micro-batch layer-activations alive on stage k at the peak of its schedule. */
+static double in_flight(const struct step_layout *l, unsigned k, double layers, double micro)
+{
+	if (l->vpp <= 1) {
+		double n = l->pp - k;
+		return (n < micro ? n : micro) * layers;
+	}
+	/* Megatron's interleaved warm-up: 2(pp - k - 1) + (vpp - 1) pp chunks, plus the one in flight. */
+	double chunks = 2.0 * (l->pp - k - 1) + (double)(l->vpp - 1) * l->pp + 1;
+	if (chunks > micro * l->vpp)
+		chunks = micro * l->vpp;
+	return chunks * layers / l->vpp;
+}
+
+static void stage_memory(const struct model_desc *m, const struct step_layout *l, const struct layer_shape *x,
+			 unsigned k, double micro, struct step_stage *st)
+{
+	unsigned first, n;
+	step_stage_layers(m, l, k, &first, &n);
+	double dense_layers = m->experts ? m->dense_layers : m->layers;
+	double nd = 0; /* dense-MLP layers of this stage */
+	for (unsigned i = first; i < first + n; i++)
+		nd += i < dense_layers;
+	double nm = n - nd, h = m->hidden, t = l->tp;
+	double dense = (n * x->attn + nd * x->dense_mlp + nm * (m->gated ? 3 : 2) * h * m->shared_ffn) / t +
+		       nm * x->moe_replicated;
+	double expert = nm * x->moe_sharded / ((double)l->ep * l->etp);
+	if (k == 0)
+		dense += m->vocab * h / t;
+	if (k == l->pp - 1 && (!m->tied || l->pp > 1))
+		dense += m->vocab * h /
+			 t; /* the output layer, or the tied copy Megatron keeps on the last stage */
+	double edp = (double)l->tp * l->cp * l->dp / ((double)l->ep * l->etp);
+	double ddp = (double)l->dp * l->cp;
+	st->first_layer = first, st->layers = n;
+	st->weights = (dense + expert) * BYTES_WEIGHT;
+	st->grads = (dense + expert) * BYTES_GRAD;
+	st->optimizer = m->dist_opt ? (dense / ddp + expert / edp) * BYTES_OPTIMIZER
+				    : (dense + expert) * BYTES_OPTIMIZER;
+
+	double per_layer = n ? (nd * x->act_dense + nm * x->act_moe) / n : 0;
+	double s = m->seq / l->cp, b = l->mbs;
+	double act;
+	if (l->recompute == MODEL_RECOMPUTE_FULL)
+		/* each layer's input kept; one layer rebuilt whole during its backward */
+		act = in_flight(l, k, n, micro) * x->act_full +
+		      (x->act_moe > x->act_dense && nm ? x->act_moe : x->act_dense);
+	else
+		act = in_flight(l, k, n, micro) * per_layer;
+	if (k == 0) /* the embedding's output, per micro-batch in flight */
+		act += in_flight(l, k, 1, micro) * 2 * s * b * h / t;
+	if (k == l->pp - 1) /* Korthikanti: 4 s b h (1 + V/h) / t for the output layer and fp32 logits */
+		act += 4 * s * b * (h + m->vocab) / t;
+	st->activations = act;
+	double rest = st->weights + st->grads + st->optimizer + st->activations;
+	st->allowance = STEP_ALLOWANCE_FIXED + STEP_ALLOWANCE_SHARE * rest;
+	st->total = rest + st->allowance;
+}
+
+/* ------------------------------------------------------------------ time */
+
+/* Does every group of this kind stay inside one NVLink domain of d ranks? First and last group checked. */
+static bool in_domain(const llmp_plan *plan, enum llmp_group group, unsigned d)
+{
+	struct llmp_group_shape shape;
+	plan_group_shape_of(plan, group, &shape);
+	uint32_t ends[2] = { 0, shape.count - 1 };
+	for (int i = 0; i < 2; i++) {
+		uint32_t lo = plan_group_shape_base(&shape, ends[i]), hi = lo + shape.extent;
+		if (lo / d != hi / d)
+			return false;
+	}
+	return true;
+}
+
+static llmp_status network(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			   const struct step_layout *l, double micro, double raw[5], char *msg, size_t len)
+{
+	llmp_spec spec;
+	llmp_spec_init(&spec);
+	spec.size[LLMP_DIM_TP] = l->tp, spec.size[LLMP_DIM_PP] = l->pp, spec.size[LLMP_DIM_CP] = l->cp;
+	spec.size[LLMP_DIM_EP] = l->ep, spec.etp = l->etp, spec.vpp = l->vpp > 1 ? l->vpp : 0;
+	spec.given = 1u << LLMP_KEY_TP | 1u << LLMP_KEY_PP | 1u << LLMP_KEY_CP | 1u << LLMP_KEY_EP |
+		     1u << LLMP_KEY_ETP | (l->vpp > 1 ? 1u << LLMP_KEY_VPP : 0);
+	llmp_plan *plan;
+	char why[LLMP_MSG_MAX];
+	llmp_status st = llmp_plan_create(&spec, world, 0, &plan, why, sizeof why);
+	if (st != LLMP_OK)
+		return llmp_fail(st, msg, len, "%s", why);
+	struct topo_model tm = { .hidden = m->hidden,
+				 .layers = m->layers,
+				 .seq = m->seq,
+				 .mbs = l->mbs,
+				 .heads = m->heads,
+				 .kv_heads = m->kv_heads,
+				 .experts = m->experts,
+				 .topk = m->topk,
+				 .gbs = m->gbs };
+	static const enum llmp_axis axes[5] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
+						LLMP_AXIS_PP };
+	static const enum llmp_group groups[5] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP,
+						   LLMP_GROUP_DP_CP, LLMP_GROUP_PP };
+	unsigned domain = g->domain < world ? g->domain : world;
+	for (int a = 0; a < 5; a++) {
+		raw[a] = 0;
+		if (llmp_plan_size(plan, axes[a]) <= 1 && !(a == 3 && l->cp > 1))
+			continue;
+		double bytes = topo_cost_bytes(axes[a], plan, &tm, micro);
+		double gbps = in_domain(plan, groups[a], domain) ? g->nvlink_gbps : g->net_gbps;
+		raw[a] = bytes / (gbps * 1e9);
+	}
+	llmp_plan_destroy(plan);
+	return LLMP_OK;
+}
+
+llmp_status step_estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			  const struct step_layout *l, struct step_stage *stages, struct step_estimate *out,
+			  char *msg, size_t len)
+{
+	memset(out, 0, sizeof *out);
+	struct layer_shape x;
+	layer_shape(m, l, &x);
+	double micro = m->gbs ? m->gbs / ((double)l->mbs * l->dp) : 4.0 * l->pp;
+	out->microbatches = micro;
+
+	/* Smaller matrices reach less of the peak: half of it at STEP_GEMM_TOKENS
+	 * rows (tokens of a micro-batch on a rank) or STEP_GEMM_WIDTH columns (hidden / tp). */
+	double rows = l->mbs * m->seq / l->cp, cols = m->hidden / l->tp;
+	double shape = rows / (rows + STEP_GEMM_TOKENS) * cols / (cols + STEP_GEMM_WIDTH);
+	double rate = g->bf16_flops * g->efficiency * shape, slowest = 0,
+	       dense_layers = m->experts ? m->dense_layers : m->layers;
+	double attn_share = 0;
+	for (unsigned k = 0; k < l->pp; k++) {
+		struct step_stage st;
+		stage_memory(m, l, &x, k, micro, &st);
+		if (stages)
+			stages[k] = st;
+		if (st.total > out->peak_bytes) {
+			out->peak_bytes = st.total, out->peak_stage = k;
+			double terms[5] = { st.weights, st.grads, st.optimizer, st.activations,
+					    st.allowance };
+			out->peak_term = STEP_WEIGHTS;
+			for (int i = 1; i < 5; i++)
+				if (terms[i] > terms[out->peak_term])
+					out->peak_term = (enum step_term)i;
+		}
+		/* Forward FLOPs of one micro-batch on this stage, whole (all tp x cp ranks). */
+		double fwd = 0;
+		for (unsigned i = st.first_layer; i < st.first_layer + st.layers; i++)
+			fwd += i < dense_layers ? x.flops_dense : x.flops_moe;
+		if (k == l->pp - 1)
+			fwd += 2 * m->seq * l->mbs * m->hidden * m->vocab;
+		double train = 3 * fwd;
+		out->flops += train * micro * l->dp;
+		double extra = l->recompute == MODEL_RECOMPUTE_FULL ? fwd : 0;
+		double seconds = (train + extra) / ((double)l->tp * l->cp) / rate;
+		if (seconds > slowest) {
+			slowest = seconds;
+			attn_share = fwd > 0 ? 3 * st.layers * x.flops_attn_core / (train + extra) : 0;
+		}
+	}
+	out->fits = out->peak_bytes <= g->mem_bytes;
+	out->compute_s = micro * slowest;
+	out->bubble_s = (double)(l->pp - 1) / l->vpp * slowest;
+
+	double raw[5];
+	llmp_status st = network(m, g, world, l, micro, raw, msg, len);
+	if (st != LLMP_OK)
+		return st;
+	out->net_s[0] = raw[0];                         /* tp: on the critical path */
+	double cp_hidden = attn_share * out->compute_s; /* ring exchange behind attention */
+	out->net_s[1] = raw[1] > cp_hidden ? raw[1] - cp_hidden : 0;
+	out->net_s[2] = raw[2]; /* ep all-to-all: exposed */
+	/* dp: the reduce-scatter overlaps the last micro-batch's backward, the
+	 * all-gather the first one's forward (Megatron's overlap-grad-reduce and
+	 * overlap-param-gather): one micro-batch of cover. */
+	out->net_s[3] = raw[3] > slowest ? raw[3] - slowest : 0;
+	out->net_s[4] = raw[4]; /* pp: exposed */
+	out->step_s = out->compute_s + out->bubble_s;
+	for (int a = 0; a < 5; a++)
+		out->step_s += out->net_s[a];
+	out->mfu = out->flops / (out->step_s * world * g->bf16_flops);
+	return LLMP_OK;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * step_model.h - one training step of a layout, modelled: the memory of a
+ * rank on each pipeline stage and the time of the step. Not installed.
+ *
+ * Memory (bytes per rank; doc/step-model.md has every term):
+ *   weights 2 B/param (bf16), gradients 4 B/param (fp32 main grads),
+ *   optimizer 12 B/param (fp32 master + Adam m, v), divided by dp x cp
+ *   (by expert-dp for experts) with the distributed optimizer: Megatron's
+ *   18 or 6 + 12/d bytes per parameter;
+ *   activations per layer after Korthikanti et al. 2022 with sequence
+ *   parallelism and flash attention: s b (14h + 4 h_kv + c ffn) / t bytes
+ *   with s = seq / cp (c = 4 for GeLU, 6 for SwiGLU: 34 s b h / t for a
+ *   GPT layer), 2 s b h / t with full recompute; times the micro-batches
+ *   in flight on that stage (1F1B: pp - stage; interleaved: Megatron's
+ *   warm-up count of chunks); the embedding on the first stage, the output
+ *   layer and its fp32 logits on the last;
+ *   an allowance for the CUDA context, NCCL buffers and the allocator:
+ *   STEP_ALLOWANCE_FIXED + STEP_ALLOWANCE_SHARE of the rest.
+ * Time: model FLOPs (Megatron's count: 6 per parameter-token plus causal
+ *   attention, + 1/3 with full recompute) at the GPU's bf16 rate times its
+ *   efficiency and a penalty for small matrices (STEP_GEMM_*), on the
+ *   slowest stage; the 1F1B bubble (pp - 1) / vpp
+ *   micro-batch times; the network bytes of cost.c per dimension at
+ *   NVLink rate inside the NVLink domain, the network's across it. tp, ep
+ *   and pp traffic is exposed; cp overlaps the attention it feeds; dp's
+ *   reduce-scatter and all-gather hide behind one micro-batch's compute.
+ */
+#ifndef LLMP_STEP_MODEL_H
+#define LLMP_STEP_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llmp/llmp_status.h>
+#include "model_desc.h"
+
+#define STEP_ALLOWANCE_FIXED (3.0 * 1024 * 1024 * 1024) /* CUDA context, cuBLAS, NCCL buffers */
+#define STEP_ALLOWANCE_SHARE 0.05                       /* allocator fragmentation, temporaries */
+
+#define STEP_GEMM_TOKENS 256.0 /* rows at which a GEMM reaches half its large-size rate */
+#define STEP_GEMM_WIDTH 64.0   /* columns (hidden / tp) likewise */
+
+struct step_layout {
+	unsigned tp, pp, cp, ep, etp, dp, vpp, mbs; /* vpp 1: plain 1F1B; dp 0: derived */
+	enum model_recompute recompute;             /* NONE, SELECTIVE or FULL */
+};
+
+struct step_stage {
+	unsigned first_layer, layers;
+	double weights, grads, optimizer, activations, allowance, total; /* bytes per rank */
+};
+
+enum step_term { STEP_WEIGHTS, STEP_GRADS, STEP_OPTIMIZER, STEP_ACTIVATIONS, STEP_ALLOWANCE };
+const char *step_term_name(enum step_term t);
+
+struct step_estimate {
+	double peak_bytes; /* the largest stage's rank */
+	unsigned peak_stage;
+	enum step_term peak_term; /* the largest term on that stage */
+	bool fits;                /* peak_bytes <= the GPU's memory */
+	double microbatches;      /* per step and pipeline: gbs / (mbs x dp) */
+	double flops;             /* model FLOPs of the step, all ranks */
+	double compute_s;         /* micro-batches x the slowest stage's micro-batch */
+	double bubble_s;          /* (pp - 1) / vpp slowest micro-batches */
+	double net_s[5];          /* exposed seconds: tp, cp, ep, dp, pp */
+	double step_s;            /* compute + bubble + exposed network */
+	double mfu;               /* flops / (step x world x peak) */
+};
+
+/*
+ * Check l against Megatron's rules for this model and world (heads and
+ * kv-heads divisible by tp, ep dividing experts, seq by 2 cp, layers by
+ * pp x vpp when interleaved, gbs by mbs x dp, ...); fills l->dp. The
+ * message names the rule and its numbers.
+ */
+llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct step_layout *l, char *msg,
+			      size_t len);
+
+/*
+ * The estimate of a checked layout; stages (pp entries, or NULL) receives
+ * each stage's memory.
+ */
+llmp_status step_estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			  const struct step_layout *l, struct step_stage *stages, struct step_estimate *out,
+			  char *msg, size_t len);
+
+/* The layers of stage k: Megatron's uneven first and last stages when pp does not divide them. */
+void step_stage_layers(const struct model_desc *m, const struct step_layout *l, unsigned k, unsigned *first,
+		       unsigned *count);
+
+/* Format "tp=8,pp=4,cp=1,ep=1,etp=8,dp=2,vpp=1,mbs=1,recompute=selective". */
+void step_layout_format(const struct step_layout *l, char *buf, size_t len);
+
+#endif /* LLMP_STEP_MODEL_H */
