@@ -318,3 +318,115 @@ assert len(w) >= 1 and any("tp" in x for x in w), w
 	[[ "$stderr" != *$'\e'* ]] || fail "escape character echoed to stderr"
 	assert_contains "$stderr" "tp="
 }
+
+# ------------------------------------------ the step model and --parallel auto
+
+@test "step model: a given layout's memory by stage, fit and step time (text)" {
+	llmp plan --world 64 --parallel tp=8,pp=4 --model llama3-70b --gpu h100
+	assert_status 0
+	[ -z "$stderr" ] || fail "unexpected stderr"
+	assert_line_matches '^layout: +tp=8,pp=4,cp=1,ep=1,etp=8,dp=2,vpp=1,mbs=1,recompute=selective$'
+	assert_line_matches '^memory: +peak [0-9.]+ GiB per GPU on stage 0 .* of 79.6 GiB: fits$'
+	# 80 layers on 4 stages: 20 each.
+	assert_line_matches '^ +0 +0-19 '
+	assert_line_matches '^ +3 +60-79 '
+	assert_line_matches '^time: +step [0-9.]+ s = compute '
+}
+
+@test "step model: JSON terms against Megatron's 18 bytes/param and Korthikanti's 34sbh/t" {
+	need_python
+	llmp plan --world 64 --parallel tp=8,pp=8 --model gpt3-175b,gbs=64,distopt=0 --gpu a100 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/step.json"
+	python3 - "$BATS_TEST_TMPDIR/step.json" <<'EOF' || fail "step model check failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+h, s, t = 12288, 2048, 8
+st = d["memory"]["by_stage"]
+assert len(st) == 8 and [x["layers"] for x in st] == [12] * 8, st
+# A middle stage: 12 layers of 12h^2 + 2h parameters over tp 8, 18 bytes each.
+params = 12 * (12 * h * h + 2 * h) / t
+m = st[3]["weights_bytes"] + st[3]["gradients_bytes"] + st[3]["optimizer_bytes"]
+assert abs(m - 18 * params) < 1e-9 * m, (m, 18 * params)
+# 1F1B: stage 3 of 8 holds 5 micro-batches of 12 layers, 34 s b h / t bytes a layer.
+a = 5 * 12 * 34 * s * h / t
+assert abs(st[3]["activations_bytes"] - a) < 1e-9 * a, (st[3]["activations_bytes"], a)
+assert d["memory"]["peak_bytes"] == max(x["total_bytes"] for x in st)
+assert d["fits"] is True and d["memory"]["peak_bytes"] <= d["gpu"]["memory_bytes"]
+assert d["step_seconds"] > 0 and d["layout"]["dp"] == 1
+assert "candidates" not in d
+EOF
+}
+
+@test "step model: --parallel auto picks the fastest layout that fits and says why the others lost" {
+	need_python
+	llmp plan --world 1024 --parallel auto --model llama3-70b --gpu h100 --format json
+	assert_status 0
+	[ -z "$stderr" ] || fail "unexpected stderr"
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/auto.json"
+	python3 - "$BATS_TEST_TMPDIR/auto.json" <<'EOF' || fail "auto check failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+l = d["layout"]
+assert set(l) >= {"tp", "pp", "cp", "ep", "etp", "dp", "vpp", "mbs"}, l
+assert l["tp"] * l["pp"] * l["cp"] * l["dp"] == 1024, l
+assert 64 % l["tp"] == 0 and 8 % l["tp"] == 0, l          # heads, kv-heads
+assert 512 % (l["mbs"] * l["dp"]) == 0, l                 # gbs
+assert d["fits"] is True and d["step_seconds"] > 0
+assert d["considered"] >= d["fitting"] > 10
+c = d["candidates"]
+assert len(c) == 10, len(c)
+for x in c:
+    assert x["why"], x
+    assert (not x["fits"]) or x["step_seconds"] >= d["step_seconds"], x
+EOF
+	# The same choice in text, with the table of runners-up.
+	llmp plan --world 1024 --parallel auto --model llama3-70b --gpu h100
+	assert_status 0
+	assert_line_matches '^chosen: +the fastest of [0-9]+ layouts that fit'
+	assert_line_matches '^next:'
+}
+
+@test "step model: nothing fits, or a given layout does not: said on stderr, fits false" {
+	need_python
+	llmp plan --world 8 --parallel auto --model llama3-405b,gbs=8 --gpu a100-40gb --format json
+	assert_status 0
+	assert_contains "$stderr" "warning: no layout fits" "a100-40gb"
+	printf '%s\n' "$output" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["fits"] is False' ||
+		fail "fits should be false"
+	llmp plan --world 8 --parallel tp=8 --model llama3-405b,gbs=8 --gpu h100
+	assert_status 0
+	assert_line_matches 'DOES NOT FIT$'
+	assert_contains "$stderr" "needs" "more than the h100's 79.6 GiB"
+}
+
+@test "step model: a Hugging Face config.json with a key overriding it" {
+	cat >"$BATS_TEST_TMPDIR/config.json" <<'EOF'
+{"hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
+ "max_position_embeddings": 8192, "num_attention_heads": 32, "num_hidden_layers": 32,
+ "num_key_value_heads": 8, "tie_word_embeddings": false, "vocab_size": 128256}
+EOF
+	llmp plan --world 8 --parallel tp=2 --model "$BATS_TEST_TMPDIR/config.json,gbs=64" --gpu mem=80,tflops=989
+	assert_status 0
+	# Llama 3 8B's shape: 8.0 B parameters.
+	assert_line_matches '^model: +config.json: 32 layers, hidden 4096, ffn 14336 swiglu, heads 32 \(kv 8\), vocab 128256, seq 8192, 8.0 B parameters, gbs 64$'
+	assert_line_matches '^gpu: +custom: 80.0 GiB, 989 TFLOP/s'
+}
+
+@test "step model: bad --model, --gpu and layouts name their culprit" {
+	expect_usage_error "unknown GPU 'h900'" plan --world 8 --model llama3-8b --gpu h900
+	expect_usage_error "'llama9' is neither a preset" plan --world 8 --model llama9 --gpu h100
+	expect_usage_error "unknown key 'layrs'" plan --world 8 --model layers=2,hidden=512,seq=64,layrs=2 --gpu h100
+	expect_usage_error "--gpu: tflops= is missing" plan --world 8 --model llama3-8b --gpu mem=80
+	expect_usage_error "--parallel: tp=3 does not divide heads=64" plan --world 24 --parallel tp=3 --model llama3-70b --gpu h100
+	expect_usage_error "--parallel: mbs*dp = 1*3 does not divide gbs=512" plan --world 3 --model llama3-8b --gpu h100
+	expect_usage_error "--parallel auto needs --model and --gpu" plan --world 8 --parallel auto
+	expect_usage_error "--gpu needs --model" plan --world 8 --gpu h100
+	expect_usage_error "--gpu with --topology is not built yet" plan --topology /nonexistent --model llama3-8b --gpu h100
+	expect_usage_error "needs the global batch: add gbs=" plan --world 8 --parallel auto --model layers=2,hidden=512,seq=64 --gpu h100
+	expect_usage_error "--rank shows a plan's groups" plan --world 8 --model llama3-8b --gpu h100 --rank 1
+	llmp plan --world 8 --model $'layers=2,hidden=512,seq=64,\e[31m=1' --gpu h100
+	assert_status 2
+	[[ "$stderr" != *$'\e'* ]] || fail "escape character echoed to stderr"
+	assert_contains "$stderr" "unknown key '?[31m'"
+}
