@@ -74,6 +74,12 @@ static void text_estimate(const struct model_desc *m, const struct gpu_desc *g, 
 
 /* ----------------------------------------------------------------- JSON */
 
+/* Bytes as a whole number: the model's doubles rounded. */
+static void json_bytes(struct json_writer *w, const char *key, double bytes)
+{
+	json_uint(w, key, (uint64_t)(bytes + 0.5));
+}
+
 static void json_layout(struct json_writer *w, const char *key, const struct step_layout *l)
 {
 	json_object(w, key);
@@ -94,7 +100,7 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 {
 	json_object(w, "model");
 	json_string(w, "name", m->name);
-	json_double(w, "parameters", model_desc_params(m));
+	json_uint(w, "parameters", (uint64_t)(model_desc_params(m) + 0.5));
 	json_uint(w, "layers", (uint64_t)m->layers);
 	json_uint(w, "hidden", (uint64_t)m->hidden);
 	json_uint(w, "ffn", (uint64_t)m->ffn);
@@ -111,7 +117,7 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 	json_object_end(w);
 	json_object(w, "gpu");
 	json_string(w, "name", g->name);
-	json_double(w, "memory_bytes", g->mem_bytes);
+	json_bytes(w, "memory_bytes", g->mem_bytes);
 	json_double(w, "bf16_flops", g->bf16_flops);
 	json_double(w, "efficiency", g->efficiency);
 	json_double(w, "nvlink_gbps", g->nvlink_gbps);
@@ -126,22 +132,22 @@ static void json_estimate(struct json_writer *w, const struct step_layout *l, co
 {
 	json_layout(w, "layout", l);
 	json_object(w, "memory");
-	json_double(w, "peak_bytes", e->peak_bytes);
+	json_bytes(w, "peak_bytes", e->peak_bytes);
 	json_uint(w, "peak_stage", e->peak_stage);
 	json_string(w, "largest_term", step_term_name(e->peak_term));
-	json_double(w, "budget_bytes", g->mem_bytes);
+	json_bytes(w, "budget_bytes", g->mem_bytes);
 	json_array(w, "by_stage");
 	for (unsigned k = 0; k < l->pp; k++) {
 		json_object(w, NULL);
 		json_uint(w, "stage", k);
 		json_uint(w, "first_layer", stages[k].first_layer);
 		json_uint(w, "layers", stages[k].layers);
-		json_double(w, "weights_bytes", stages[k].weights);
-		json_double(w, "gradients_bytes", stages[k].grads);
-		json_double(w, "optimizer_bytes", stages[k].optimizer);
-		json_double(w, "activations_bytes", stages[k].activations);
-		json_double(w, "allowance_bytes", stages[k].allowance);
-		json_double(w, "total_bytes", stages[k].total);
+		json_bytes(w, "weights_bytes", stages[k].weights);
+		json_bytes(w, "gradients_bytes", stages[k].grads);
+		json_bytes(w, "optimizer_bytes", stages[k].optimizer);
+		json_bytes(w, "activations_bytes", stages[k].activations);
+		json_bytes(w, "allowance_bytes", stages[k].allowance);
+		json_bytes(w, "total_bytes", stages[k].total);
 		json_object_end(w);
 	}
 	json_array_end(w);
@@ -236,7 +242,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 				json_object(&w, NULL);
 				json_layout(&w, "layout", &c->layout);
 				json_bool(&w, "fits", c->est.fits);
-				json_double(&w, "peak_bytes", c->est.peak_bytes);
+				json_bytes(&w, "peak_bytes", c->est.peak_bytes);
 				json_double(&w, "step_seconds", c->est.step_s);
 				auto_why_lost(c, &r.all[0], &g, why, sizeof why);
 				json_string(&w, "why", why);

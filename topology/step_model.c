@@ -329,7 +329,7 @@ llmp_status step_estimate(const struct model_desc *m, const struct gpu_desc *g, 
 	 * all-gather the first one's forward (Megatron's overlap-grad-reduce and
 	 * overlap-param-gather): one micro-batch of cover. */
 	out->net_s[3] = raw[3] > slowest ? raw[3] - slowest : 0;
-	out->net_s[4] = raw[4]; /* pp: exposed */
+	out->net_s[4] = raw[4] * l->vpp; /* pp: exposed; interleaving sends at every chunk edge */
 	out->step_s = out->compute_s + out->bubble_s;
 	for (int a = 0; a < 5; a++)
 		out->step_s += out->net_s[a];
