@@ -7,7 +7,7 @@
 # bench_ckpt_commit links the runtime (its commit path, without a job):
 # scripts/bench-ckpt-scale.sh runs it at full scale and opens its output with h5py.
 bench_programs = bench/bench_plan bench/bench_reduce bench/bench_crc32c bench/bench_metrics \
-	bench/bench_auto_layout
+	bench/bench_auto_layout bench/bench_validate
 if BUILD_RUNTIME
 bench_programs += bench/bench_ckpt_commit
 endif
@@ -15,6 +15,11 @@ EXTRA_PROGRAMS += $(bench_programs)
 bench_bench_plan_LDADD = topology/libplanner.la
 bench_bench_auto_layout_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_auto_layout_LDADD = topology/libplanner.la
+# The step model against published runs (bench/data/published_layouts.tsv, issue 26 item 6).
+bench_bench_validate_CPPFLAGS = $(AM_CPPFLAGS) -DLLMP_SRCDIR='"$(abs_top_srcdir)"'
+bench_bench_validate_CFLAGS = $(LLMP_CFLAGS)
+bench_bench_validate_LDADD = topology/libplanner.la
+EXTRA_DIST += bench/data/published_layouts.tsv
 bench_bench_reduce_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_reduce_LDADD = kernels/libkernels.la topology/libplanner.la
 bench_bench_crc32c_CFLAGS = $(LLMP_CFLAGS)
@@ -26,6 +31,7 @@ EXTRA_DIST += bench/bench_mpi_allreduce.c
 bench: $(bench_programs)
 	bench/bench_plan
 	bench/bench_auto_layout
+	bench/bench_validate
 	bench/bench_reduce
 	bench/bench_crc32c
 	bench/bench_metrics

@@ -519,6 +519,7 @@ static const struct gpu_desc gpus[] = {
 	{ "a100", 80 * GIB, 312e12, 0.60, 300, 25, 8 },        /* A100 80GB SXM */
 	{ "h100", 79.6 * GIB, 989e12, 0.50, 450, 50, 8 },      /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
 	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 48, 50, 8 },  /* H100 PCIe, Gen5 */
+	{ "h800", 79.6 * GIB, 989e12, 0.50, 200, 50, 8 },       /* H800 SXM: H100 with NVLink at 400 GB/s both ways */
 	{ "h200", 140.4 * GIB, 989e12, 0.50, 450, 50, 8 },     /* H200 SXM: 141 GB */
 	{ "b200", 179.1 * GIB, 2250e12, 0.45, 900, 50, 8 },    /* DGX B200: 1440 GB / 8 */
 	{ "gb200", 184.0 * GIB, 2500e12, 0.45, 900, 100, 72 }, /* GB200 NVL72: 180 PF bf16 / 72 */
@@ -531,7 +532,7 @@ static const struct gpu_desc gpus[] = {
 
 const char *gpu_desc_names(void)
 {
-	return "a100-40gb, a100 (a100-80gb), h100, h100-pcie, h200, b200, gb200, l4, a10, rtx4090, mi300x";
+	return "a100-40gb, a100 (a100-80gb), h100, h100-pcie, h800, h200, b200, gb200, l4, a10, rtx4090, mi300x";
 }
 
 static bool parse_real(const char *v, double lo, double hi, double *out)

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * bench_validate.c - the step model and the chooser against layouts that ran
+ * (issue 26 item 6): bench/data/published_layouts.tsv, one cited row a run.
+ *
+ * Figures, not a test. The GPU efficiency is fitted on the rows marked
+ * `fit` (one per GPU generation) and those rows are left out of the figures.
+ * Printed: how many layouts that ran the guard accepts, how many known
+ * out-of-memory layouts it refuses, the error against measured memories, how
+ * often --parallel auto picks the published layout, how far the published
+ * layout's modelled step is from the chosen one's, the step-time error, and
+ * on a measured grid the rank correlation and the pick.
+ *
+ * Usage: bench_validate [FILE] (default: the file beside the sources).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology/auto_layout.h"
+
+#ifndef LLMP_SRCDIR
+#define LLMP_SRCDIR "."
+#endif
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MAX_ROWS 128
+#define MAX_FITS 8
+
+struct row {
+	char role[8], id[40], gpu[32], recompute[16], ran[8], mem[16], step[24], grid[24], model[256],
+		source[128];
+	unsigned gpus, tp, pp, cp, ep, etp, vpp, mbs;
+};
+
+struct fit {
+	char gpu[32];
+	double efficiency;
+};
+
+static struct fit fits[MAX_FITS];
+static size_t nfits;
+
+/* A layout number, or fallback for '-'. */
+static unsigned number(const char *s, unsigned fallback)
+{
+	return strcmp(s, "-") == 0 ? fallback : (unsigned)strtoul(s, NULL, 10);
+}
+
+static int read_rows(const char *path, struct row *rows, size_t *n)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	*n = 0;
+	while (fgets(line, sizeof line, f) && *n < MAX_ROWS) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		char *field[18], *save = NULL;
+		size_t k = 0;
+		for (char *t = strtok_r(line, "\t", &save); t && k < 18; t = strtok_r(NULL, "\t", &save))
+			field[k++] = t;
+		if (k != 18) {
+			fprintf(stderr, "%s: a row of %zu fields, not 18: %s\n", path, k, line);
+			fclose(f);
+			return -1;
+		}
+		struct row *r = &rows[(*n)++];
+		snprintf(r->role, sizeof r->role, "%s", field[0]);
+		snprintf(r->id, sizeof r->id, "%s", field[1]);
+		snprintf(r->gpu, sizeof r->gpu, "%s", field[2]);
+		r->gpus = number(field[3], 0);
+		r->tp = number(field[4], 1), r->pp = number(field[5], 1), r->cp = number(field[6], 1);
+		r->ep = number(field[7], 1), r->etp = number(field[8], r->tp), r->vpp = number(field[9], 1);
+		r->mbs = number(field[10], 1);
+		snprintf(r->recompute, sizeof r->recompute, "%s", field[11]);
+		snprintf(r->ran, sizeof r->ran, "%s", field[12]);
+		snprintf(r->mem, sizeof r->mem, "%s", field[13]);
+		snprintf(r->step, sizeof r->step, "%s", field[14]);
+		snprintf(r->grid, sizeof r->grid, "%s", field[15]);
+		snprintf(r->model, sizeof r->model, "%s", field[16]);
+		snprintf(r->source, sizeof r->source, "%s", field[17]);
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The row's GPU with the fitted efficiency of its generation (an H800 is an H100's silicon). */
+static int gpu_of(const struct row *r, struct gpu_desc *g)
+{
+	char msg[LLMP_MSG_MAX];
+	if (gpu_desc_parse(r->gpu, g, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, "%s: %s\n", r->id, msg);
+		return -1;
+	}
+	const char *kind = strcmp(r->gpu, "h800") == 0 ? "h100" : r->gpu;
+	for (size_t i = 0; i < nfits; i++)
+		if (strcmp(fits[i].gpu, kind) == 0)
+			g->efficiency = fits[i].efficiency;
+	return 0;
+}
+
+struct outcome {
+	bool valid, fits;
+	char why[LLMP_MSG_MAX];
+	struct step_layout layout;
+	struct step_estimate est;
+	double measured; /* seconds, 0 when not published */
+};
+
+/* The published layout under the model: with '?' recompute, the faster of selective and full that fits. */
+static void evaluate(const struct row *r, const struct model_desc *m, const struct gpu_desc *g,
+		     struct outcome *o)
+{
+	static const enum model_recompute tries[2] = { MODEL_RECOMPUTE_SELECTIVE, MODEL_RECOMPUTE_FULL };
+	enum model_recompute given = strcmp(r->recompute, "full") == 0        ? MODEL_RECOMPUTE_FULL
+				     : strcmp(r->recompute, "none") == 0      ? MODEL_RECOMPUTE_NONE
+				     : strcmp(r->recompute, "selective") == 0 ? MODEL_RECOMPUTE_SELECTIVE
+									      : MODEL_RECOMPUTE_AUTO;
+	memset(o, 0, sizeof *o);
+	for (int t = 0; t < 2; t++) {
+		if (given != MODEL_RECOMPUTE_AUTO && t > 0)
+			break;
+		struct step_layout l = { .tp = r->tp,
+					 .pp = r->pp,
+					 .cp = r->cp,
+					 .ep = r->ep,
+					 .etp = r->etp,
+					 .vpp = r->vpp,
+					 .mbs = r->mbs,
+					 .recompute = given != MODEL_RECOMPUTE_AUTO ? given : tries[t] };
+		struct step_estimate e;
+		if (step_layout_check(m, r->gpus, &l, o->why, sizeof o->why) != LLMP_OK ||
+		    step_estimate(m, g, r->gpus, &l, NULL, &e, o->why, sizeof o->why) != LLMP_OK)
+			return;
+		o->valid = true;
+		bool better = !o->fits && (e.fits || t == 0);
+		better = better || (e.fits && e.step_s < o->est.step_s);
+		if (better)
+			o->layout = l, o->est = e, o->fits = e.fits;
+	}
+	if (strncmp(r->step, "tf:", 3) == 0)
+		o->measured = o->est.flops / (r->gpus * atof(r->step + 3) * 1e12);
+	else if (strcmp(r->step, "-") != 0)
+		o->measured = atof(r->step);
+}
+
+static int model_of(const struct row *r, struct model_desc *m)
+{
+	char msg[LLMP_MSG_MAX];
+	if (model_desc_parse(r->model, m, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, "%s: %s\n", r->id, msg);
+		return -1;
+	}
+	m->mbs = r->mbs;
+	return 0;
+}
+
+/* Fit the efficiency so that the modelled step of a `fit` row equals its measured one (bisection). */
+static int fit_row(const struct row *r)
+{
+	struct model_desc m;
+	struct gpu_desc g;
+	struct outcome o;
+	if (model_of(r, &m) || gpu_of(r, &g))
+		return -1;
+	double lo = 0.05, hi = 1.0;
+	for (int i = 0; i < 60; i++) {
+		g.efficiency = (lo + hi) / 2;
+		evaluate(r, &m, &g, &o);
+		if (!o.valid || !o.measured) {
+			fprintf(stderr, "%s: cannot fit: %s\n", r->id, o.valid ? "no step time" : o.why);
+			return -1;
+		}
+		if (o.est.step_s > o.measured)
+			lo = g.efficiency;
+		else
+			hi = g.efficiency;
+	}
+	double fitted = g.efficiency;
+	if (nfits < MAX_FITS) {
+		snprintf(fits[nfits].gpu, sizeof fits[nfits].gpu, "%s", r->gpu);
+		fits[nfits++].efficiency = fitted;
+	}
+	gpu_desc_parse(r->gpu, &g, NULL, 0);
+	printf("fitted on %-14s %-6s efficiency %.3f (stated default %.2f)\n", r->id, r->gpu, fitted,
+	       g.efficiency);
+	return 0;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Spearman's rank correlation of two series without ties. */
+static double spearman(const double *x, const double *y, size_t n)
+{
+	double d2 = 0;
+	for (size_t i = 0; i < n; i++) {
+		double rx = 0, ry = 0;
+		for (size_t j = 0; j < n; j++)
+			rx += x[j] < x[i], ry += y[j] < y[i];
+		d2 += (rx - ry) * (rx - ry);
+	}
+	return n > 1 ? 1 - 6 * d2 / ((double)n * ((double)n * n - 1)) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = argc > 1 ? argv[1] : LLMP_SRCDIR "/bench/data/published_layouts.tsv";
+	static struct row rows[MAX_ROWS];
+	size_t n;
+	if (read_rows(path, rows, &n))
+		return 1;
+	printf("validation set: %s, %zu rows\n", path, n);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(rows[i].role, "fit") == 0 && fit_row(&rows[i]))
+			return 1;
+
+	size_t ran = 0, accepted = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
+	size_t chooser = 0, same = 0, close10 = 0;
+	double errors[MAX_ROWS], mem_err_max = 0;
+	printf("\n%-15s %-6s %6s %8s %9s %9s %7s  %-34s %s\n", "row", "gpu", "fits", "peak", "model",
+	       "measured", "error", "auto's choice (tp,pp,cp,ep)", "published/chosen");
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		if (strcmp(r->role, "eval") != 0)
+			continue;
+		struct model_desc m;
+		struct gpu_desc g;
+		struct outcome o;
+		if (model_of(r, &m) || gpu_of(r, &g))
+			return 1;
+		evaluate(r, &m, &g, &o);
+		bool did_run = strcmp(r->ran, "yes") == 0;
+		ran += did_run, oom += !did_run;
+		accepted += did_run && o.valid && o.fits;
+		refused += !did_run && !(o.valid && o.fits);
+		if (!o.valid) {
+			printf("%-15s %-6s refused by the rules: %s\n", r->id, r->gpu, o.why);
+			continue;
+		}
+		char err[16] = "-", meas[16] = "-";
+		if (o.measured > 0) {
+			double e = o.est.step_s / o.measured - 1;
+			errors[timed++] = e < 0 ? -e : e;
+			within20 += (e < 0 ? -e : e) <= 0.20;
+			snprintf(err, sizeof err, "%+.0f%%", 100 * e);
+			snprintf(meas, sizeof meas, "%.2f s", o.measured);
+		}
+		if (strcmp(r->mem, "-") != 0) {
+			double e = o.est.peak_bytes / (atof(r->mem) * GIB) - 1;
+			mems++;
+			if ((e < 0 ? -e : e) > mem_err_max)
+				mem_err_max = e < 0 ? -e : e;
+		}
+		char pick[LLMP_MSG_MAX + 8] = "(grid row)", ratio[48] = "";
+		if (strcmp(r->grid, "-") == 0) {
+			struct auto_result a;
+			char msg[LLMP_MSG_MAX];
+			/* The chooser under the row's recompute when published: a 2021 run had no selective. */
+			m.recompute = o.layout.recompute;
+			if (strcmp(r->recompute, "?") == 0)
+				m.recompute = MODEL_RECOMPUTE_AUTO;
+			if (auto_layout(&m, &g, r->gpus, &a, msg, sizeof msg) != LLMP_OK) {
+				snprintf(pick, sizeof pick, "(%s)", msg);
+			} else {
+				const struct step_layout *c = &a.all[0].layout;
+				bool eq = c->tp == r->tp && c->pp == r->pp && c->cp == r->cp &&
+					  c->ep == r->ep;
+				double q = o.fits && a.fitting ? o.est.step_s / a.all[0].est.step_s : 0;
+				chooser++;
+				same += eq;
+				close10 += q > 0 && q <= 1.10;
+				snprintf(pick, sizeof pick, "%u,%u,%u,%u%s", c->tp, c->pp, c->cp, c->ep,
+					 eq ? " (same)" : "");
+				if (q > 0)
+					snprintf(ratio, sizeof ratio, "%.3f", q);
+				else
+					snprintf(ratio, sizeof ratio, "published does not fit here");
+				auto_result_free(&a);
+			}
+		}
+		printf("%-15s %-6s %6s %5.1f GiB %7.2f s %9s %7s  %-34s %s\n", r->id, r->gpu,
+		       o.fits ? "yes" : "NO", o.est.peak_bytes / GIB, o.est.step_s, meas, err, pick, ratio);
+	}
+
+	/* Measured grids: rank correlation of modelled and measured, and the pick against the measured best. */
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(rows[i].grid, "-") == 0)
+			continue;
+		bool first = true;
+		for (size_t j = 0; j < i; j++)
+			first = first && strcmp(rows[j].grid, rows[i].grid) != 0;
+		if (!first)
+			continue;
+		double model[MAX_ROWS], measured[MAX_ROWS];
+		size_t k = 0, pick = 0, best = 0;
+		for (size_t j = i; j < n; j++) {
+			struct model_desc m;
+			struct gpu_desc g;
+			struct outcome o;
+			if (strcmp(rows[j].grid, rows[i].grid) != 0 || model_of(&rows[j], &m) ||
+			    gpu_of(&rows[j], &g))
+				continue;
+			evaluate(&rows[j], &m, &g, &o);
+			if (!o.valid || !o.measured)
+				continue;
+			model[k] = o.est.step_s, measured[k] = o.measured;
+			pick = model[k] < model[pick] ? k : pick;
+			best = measured[k] < measured[best] ? k : best;
+			k++;
+		}
+		printf("\ngrid %s: %zu measured candidates; rank correlation %.2f; the modelled pick measured %.1f%% "
+		       "above the measured best\n",
+		       rows[i].grid, k, spearman(model, measured, k),
+		       k ? 100 * (measured[pick] / measured[best] - 1) : 0);
+	}
+
+	qsort(errors, timed, sizeof *errors, by_value);
+	printf("\nfigures (rows marked fit left out):\n");
+	printf("  guard: accepts %zu of %zu layouts that ran (%.0f%%; goal 97%%)\n", accepted, ran,
+	       ran ? 100.0 * accepted / ran : 0);
+	if (oom)
+		printf("  guard: refuses %zu of %zu known out-of-memory layouts (goal: all)\n", refused, oom);
+	else
+		printf("  guard: no known out-of-memory layout in the set yet\n");
+	if (mems)
+		printf("  memory: largest error %.0f%% over %zu measured rows (goal 20%%)\n",
+		       100 * mem_err_max, mems);
+	else
+		printf("  memory: no measured memory in the set yet\n");
+	printf("  chooser: picks the published tp,pp,cp,ep in %zu of %zu rows (goal: half)\n", same, chooser);
+	printf("  chooser: the published layout's modelled step within 10%% of the choice's in %zu of %zu (goal 90%%)\n",
+	       close10, chooser);
+	if (timed)
+		printf("  step time: within 20%% of the published in %zu of %zu rows; median error %.0f%%, largest "
+		       "%.0f%% (goals: all within 20%%, median within 10%%)\n",
+		       within20, timed, 100 * errors[timed / 2], 100 * errors[timed - 1]);
+	return 0;
+}
