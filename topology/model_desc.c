@@ -515,11 +515,12 @@ llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, 
  */
 static const struct gpu_desc gpus[] = {
 	/* name         memory   bf16 dense   eff   NVLink GB/s  net GB/s  domain */
-	{ "a100-40gb", 40 * GIB, 312e12, 0.60, 300, 25, 8 },   /* A100 data sheet; HDR 200 Gb/s per GPU */
-	{ "a100", 80 * GIB, 312e12, 0.60, 300, 25, 8 },        /* A100 80GB SXM */
-	{ "h100", 79.6 * GIB, 989e12, 0.50, 450, 50, 8 },      /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
-	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 48, 50, 8 },  /* H100 PCIe, Gen5 */
-	{ "h800", 79.6 * GIB, 989e12, 0.50, 200, 50, 8 },       /* H800 SXM: H100 with NVLink at 400 GB/s both ways */
+	{ "a100-40gb", 40 * GIB, 312e12, 0.60, 300, 25, 8 },  /* A100 data sheet; HDR 200 Gb/s per GPU */
+	{ "a100", 80 * GIB, 312e12, 0.60, 300, 25, 8 },       /* A100 80GB SXM */
+	{ "h100", 79.6 * GIB, 989e12, 0.50, 450, 50, 8 },     /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
+	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 48, 50, 8 }, /* H100 PCIe, Gen5 */
+	{ "h800", 79.6 * GIB, 989e12, 0.50, 200, 50,
+	  8 }, /* H800 SXM: H100 with NVLink at 400 GB/s both ways */
 	{ "h200", 140.4 * GIB, 989e12, 0.50, 450, 50, 8 },     /* H200 SXM: 141 GB */
 	{ "b200", 179.1 * GIB, 2250e12, 0.45, 900, 50, 8 },    /* DGX B200: 1440 GB / 8 */
 	{ "gb200", 184.0 * GIB, 2500e12, 0.45, 900, 100, 72 }, /* GB200 NVL72: 180 PF bf16 / 72 */
