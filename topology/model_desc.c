@@ -509,14 +509,15 @@ llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, 
  * Memory as the device reports it; dense bf16 peak from the vendor's data
  * sheet; efficiency: the share of that peak the GEMMs of a large
  * transformer layer reach (not MFU: the bubble and exposed communication
- * are modelled apart). Efficiencies are stated assumptions, not fitted:
- * A100 0.60 (Narayanan 2021 reach 52% MFU end to end at 1T), H100/H200
- * 0.50 (Llama 3 reports 38-43% MFU end to end), Blackwell 0.45, PCIe cards 0.45.
+ * are modelled apart). A100 0.68: fitted by bench/bench_validate.c on
+ * Korthikanti et al.'s 175B run (13.75 s a step; bench/data/). The others
+ * are stated assumptions, not fitted: H100/H200/H800 0.50 (Llama 3 reports
+ * 38-43% MFU end to end), Blackwell 0.45, PCIe cards 0.45, MI300X 0.40.
  */
 static const struct gpu_desc gpus[] = {
 	/* name         memory   bf16 dense   eff   NVLink GB/s  net GB/s  domain */
-	{ "a100-40gb", 40 * GIB, 312e12, 0.60, 300, 25, 8 },  /* A100 data sheet; HDR 200 Gb/s per GPU */
-	{ "a100", 80 * GIB, 312e12, 0.60, 300, 25, 8 },       /* A100 80GB SXM */
+	{ "a100-40gb", 40 * GIB, 312e12, 0.68, 300, 25, 8 },  /* A100 data sheet; HDR 200 Gb/s per GPU */
+	{ "a100", 80 * GIB, 312e12, 0.68, 300, 25, 8 },       /* A100 80GB SXM */
 	{ "h100", 79.6 * GIB, 989e12, 0.50, 450, 50, 8 },     /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
 	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 48, 50, 8 }, /* H100 PCIe, Gen5 */
 	{ "h800", 79.6 * GIB, 989e12, 0.50, 200, 50,
