@@ -61,7 +61,7 @@ static void help(void)
 	       "                           layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,\n"
 	       "                           moe-ffn=,shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=,\n"
 	       "                           distopt=,recompute=]; keys after a preset or file override it\n"
-	       "  -G, --gpu GPU            a100-40gb, a100, h100, h100-pcie, h200, b200, gb200, l4, a10,\n"
+	       "  -G, --gpu GPU            a100-40gb, a100, h100, h100-pcie, h800, h200, b200, gb200, l4, a10,\n"
 	       "                           rtx4090, mi300x, or mem=GiB,tflops=N[,eff=,nvlink=,net=,domain=]:\n"
 	       "                           memory per stage and step time of the layout (doc/step-model.md);\n"
 	       "                           with --parallel auto, the fastest layout that fits\n"
