@@ -506,14 +506,19 @@ static int flight_recorder(spank_t sp)
 	if (snprintf(frdir, sizeof frdir, "%s/fr", dir) >= (int)sizeof frdir ||
 	    snprintf(prefix, sizeof prefix, "%s/rank_", frdir) >= (int)sizeof prefix)
 		return 0;
-	if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || (mkdir(frdir, 0755) != 0 && errno != EEXIST))
-		return 0; /* torch would fail to dump there: leave the recorder as the user has it */
-	/* Another user's directory (made first in a shared place) could hold links where torch dumps. */
+	/*
+	 * Another user's directory (made first in a shared place) could hold
+	 * links where torch dumps: each is checked before anything is made in it.
+	 */
 	char why[512];
-	if (llmp_dir_own(dir, geteuid(), why, sizeof why) != 0 ||
-	    llmp_dir_own(frdir, geteuid(), why, sizeof why) != 0) {
-		plugin_task_message("%s", why);
-		return -1;
+	const char *const dirs[] = { dir, frdir };
+	for (size_t i = 0; i < 2; i++) {
+		if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST)
+			return 0; /* torch would fail to dump there: leave the recorder as the user has it */
+		if (llmp_dir_own(dirs[i], geteuid(), why, sizeof why) != 0) {
+			plugin_task_message("%s", why);
+			return -1;
+		}
 	}
 	static const char *const names[] = { "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE" };
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
