@@ -420,6 +420,9 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 		m->vocab = 32000;
 	if (!m->mbs)
 		m->mbs = 1;
+	if ((unsigned long long)m->hidden % (unsigned long long)m->heads)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: heads=%.0f does not divide hidden=%.0f",
+				 m->heads, m->hidden);
 	if (m->kv_heads > m->heads)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: kv-heads=%.0f is more than heads=%.0f",
 				 m->kv_heads, m->heads);

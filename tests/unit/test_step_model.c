@@ -355,6 +355,7 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,seq=9", "seq given twice" },
 		{ "layers=2,hidden=512,seq=8,heads=8,kv-heads=3", "kv-heads=3 does not divide heads=8" },
 		{ "layers=2,hidden=512,seq=8,topk=2", "topk= needs experts=" },
+		{ "layers=2,hidden=512,seq=8,heads=3", "heads=3 does not divide hidden=512" },
 		{ "layers=2,hidden=512,seq=8,mlp=relu", "mlp='relu' is not one of gelu, swiglu" },
 		{ "layers=2,hidden=512,seq=8,x\033[31m=1", "unknown key 'x?[31m'" },
 		{ "/nonexistent/config.json", "/nonexistent/config.json: No such file" },
