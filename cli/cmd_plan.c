@@ -157,9 +157,13 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	a->automatic = a->spec && strcmp(a->spec, "auto") == 0;
-	if (a->gpu && a->topology)
-		return usage_message("", "--gpu with --topology is not built yet: the step model takes the "
-					 "NVLink domain and network rates from --gpu, without --topology");
+	if (a->gpu && a->topology && a->automatic)
+		return usage_message("", "--parallel auto does not place its candidates on --topology yet: "
+					 "give a layout, or leave --topology out");
+	if (a->gpu && a->rank >= 0)
+		return usage_message("", "--rank shows a plan's groups: not with --gpu");
+	if (a->gpu && (a->explain || a->svg))
+		return usage_message("", "--explain and --svg show a placement's cost: not with --gpu");
 	if (a->gpu && !a->model)
 		return usage_message("", "--gpu needs --model: the step model estimates a model on a GPU");
 	if (a->automatic && (!a->model || !a->gpu))
@@ -239,6 +243,7 @@ int cli_plan(int argc, char **argv)
 						.explain = a.explain,
 						.json = a.json != 0,
 						.svg = a.svg,
+						.gpu = a.gpu,
 						.rank = a.rank };
 		return cli_plan_on_topology(&on, &spec);
 	}
@@ -246,8 +251,6 @@ int cli_plan(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (a.gpu) {
-		if (a.rank >= 0)
-			return usage_message("", "--rank shows a plan's groups: not with --gpu");
 		struct cli_plan_step step = { .model = a.model,
 					      .gpu = a.gpu,
 					      .spec = &spec,

@@ -56,6 +56,7 @@ struct cli_plan_topology {
 	int64_t rank;             /* -1: every rank */
 	bool json;                /* doc/placement-json.md */
 	const char *svg;          /* --svg: write the picture there; NULL none */
+	const char *gpu;          /* --gpu: the step model of the layout, its network from this placement */
 };
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec);
 
@@ -66,6 +67,8 @@ struct cli_plan_step {
 	bool automatic;        /* --parallel auto */
 	uint32_t world;
 	bool json;
+	const double *network_s; /* tp, cp, ep, dp, pp seconds from a placement (cost.c); NULL: modelled */
+	const char *placement;   /* with network_s: which placement, for the output */
 };
 int cli_plan_step(const struct cli_plan_step *a);
 

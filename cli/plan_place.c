@@ -18,6 +18,7 @@
 #include "llmp_cli.h"
 #include "topology/hostlist.h"
 #include "topology/cost.h"
+#include "topology/model_desc.h"
 #include "topology/placement.h"
 #include "topology/topo.h"
 
@@ -366,6 +367,55 @@ static int write_picture(const struct topo *t, const struct topo_placement *p, c
 	return rc;
 }
 
+/* --model as the cost model reads it; with --gpu, any model the step model reads (model_desc.h). */
+static llmp_status model_of(const struct cli_plan_topology *a, struct topo_model *out, char *msg, size_t len)
+{
+	if (!a->gpu)
+		return topo_model_parse(a->model, out, msg, len);
+	struct model_desc m;
+	llmp_status st = model_desc_parse(a->model, &m, msg, len);
+	if (st == LLMP_OK)
+		*out = (struct topo_model){ .hidden = m.hidden,
+					    .layers = m.layers,
+					    .seq = m.seq,
+					    .mbs = m.mbs,
+					    .heads = m.heads,
+					    .kv_heads = m.kv_heads,
+					    .experts = m.experts,
+					    .topk = m.topk,
+					    .gbs = m.gbs };
+	return st;
+}
+
+/* --gpu: the step model of this layout, each dimension's network time from this placement. */
+static int step_on_placement(const struct cli_plan_topology *a, const struct topo *t, const llmp_plan *plan,
+			     const struct topo_placement *p, const struct topo_model *model)
+{
+	struct topo_cost cost;
+	char msg[LLMP_MSG_MAX];
+	if (topo_cost(t, plan, p, model, &cost, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": %s\n", msg);
+		return CLI_EXIT_USAGE;
+	}
+	static const enum llmp_axis axes[5] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
+						LLMP_AXIS_PP };
+	double network[5] = { 0 };
+	for (size_t d = 0; d < cost.ndims; d++)
+		for (int k = 0; k < 5; k++)
+			if (cost.dim[d].axis == axes[k])
+				network[k] = cost.dim[d].seconds;
+	llmp_spec spec = *llmp_plan_spec(plan);
+	spec.size[LLMP_DIM_DP] = llmp_plan_size(plan, LLMP_AXIS_DP);
+	struct cli_plan_step step = { .model = a->model,
+				      .gpu = a->gpu,
+				      .spec = &spec,
+				      .world = llmp_plan_world(plan),
+				      .json = a->json,
+				      .network_s = network,
+				      .placement = a->renumber ? "topology order" : "block order" };
+	return cli_plan_step(&step);
+}
+
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec)
 {
 	struct topo t;
@@ -404,7 +454,7 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 	llmp_plan *plan = NULL;
 	struct topo_placement p = { 0 };
 	struct topo_model model;
-	if (a->model && topo_model_parse(a->model, &model, msg, sizeof msg) != LLMP_OK) {
+	if (a->model && model_of(a, &model, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 	} else if (!tasks || !hosts) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -423,6 +473,8 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 	} else if (a->model && model.gbs && model.gbs < model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP)) {
 		fprintf(stderr, PROG ": --model: gbs=%.0f is less than mbs x dp = %.0f\n", model.gbs,
 			model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP));
+	} else if (a->gpu) {
+		rc = step_on_placement(a, &t, plan, &p, &model);
 	} else {
 		struct column cols[3] = { { .name = a->renumber ? "this placement (topology)"
 								: "this placement (block)" },

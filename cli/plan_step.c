@@ -214,7 +214,8 @@ int cli_plan_step(const struct cli_plan_step *a)
 		}
 	}
 	struct step_stage *stages = calloc(l.pp, sizeof *stages);
-	if (!stages || step_estimate(&m, &g, a->world, &l, stages, &e, msg, sizeof msg) != LLMP_OK) {
+	if (!stages || step_estimate_placed(&m, &g, a->world, &l, a->network_s, stages, &e, msg,
+					    sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", stages ? msg : "out of memory");
 		free(stages);
 		auto_result_free(&r);
@@ -233,6 +234,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 		json_object(&w, NULL);
 		json_head(&w, &m, &g, a->world);
 		json_estimate(&w, &l, stages, &e, &g);
+		json_string(&w, "network_from", a->network_s ? a->placement : "nvlink-domain");
 		if (a->automatic) {
 			json_uint(&w, "considered", r.n);
 			json_uint(&w, "fitting", r.fitting);
@@ -258,6 +260,13 @@ int cli_plan_step(const struct cli_plan_step *a)
 			fprintf(out,
 				"chosen:   the fastest of %zu layouts that fit (%zu valid for %u ranks)\n",
 				r.fitting, r.n, a->world);
+		if (a->network_s)
+			fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
+				a->placement);
+		else
+			fprintf(out,
+				"network:  NVLink inside domains of %u GPUs, the network across (no --topology)\n",
+				g.domain);
 		text_estimate(&m, &g, &l, stages, &e, out);
 		if (shown)
 			fprintf(out, "next:\n  %-62s %9s %10s  why it lost\n", "layout", "step", "peak");

@@ -422,11 +422,37 @@ EOF
 	expect_usage_error "--parallel: mbs*dp = 1*3 does not divide gbs=512" plan --world 3 --model llama3-8b --gpu h100
 	expect_usage_error "--parallel auto needs --model and --gpu" plan --world 8 --parallel auto
 	expect_usage_error "--gpu needs --model" plan --world 8 --gpu h100
-	expect_usage_error "--gpu with --topology is not built yet" plan --topology /nonexistent --model llama3-8b --gpu h100
+	expect_usage_error "--parallel auto does not place its candidates on --topology yet" plan --topology /nonexistent --parallel auto --model llama3-8b --gpu h100
+	expect_usage_error "--explain and --svg show a placement's cost: not with --gpu" plan --topology /nonexistent --model llama3-8b --gpu h100 --explain
 	expect_usage_error "needs the global batch: add gbs=" plan --world 8 --parallel auto --model layers=2,hidden=512,seq=64 --gpu h100
 	expect_usage_error "--rank shows a plan's groups" plan --world 8 --model llama3-8b --gpu h100 --rank 1
 	llmp plan --world 8 --model $'layers=2,hidden=512,seq=64,\e[31m=1' --gpu h100
 	assert_status 2
 	[[ "$stderr" != *$'\e'* ]] || fail "escape character echoed to stderr"
 	assert_contains "$stderr" "unknown key '?[31m'"
+}
+
+@test "step model: on a topology, each dimension's network time comes from the placement" {
+	need_python
+	local fat="$LLMP_SRCDIR/etc/topology/fat-tree.json"
+	llmp plan --topology "$fat" --parallel tp=8,pp=4 --model llama3-70b --gpu h100
+	assert_status 0
+	assert_line_matches '^network: +each dimension.s time from its groups on the topology, block order$'
+	assert_line_matches '^layout: +tp=8,pp=4,cp=1,ep=1,etp=8,dp=32,vpp=1,mbs=1,recompute=selective$'
+	# The fat tree's 128 hosts of 8 H100s, NVLink 450 GB/s and one 400 Gb/s HCA a GPU: the
+	# same rates as --gpu h100 without the file, so the same step.
+	llmp plan --topology "$fat" --parallel tp=8,pp=4 --placement topology --model llama3-70b --gpu h100 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/placed.json"
+	llmp plan --world 1024 --parallel tp=8,pp=4 --model llama3-70b --gpu h100 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/domain.json"
+	python3 - "$BATS_TEST_TMPDIR/placed.json" "$BATS_TEST_TMPDIR/domain.json" <<'EOF' || fail "placed check failed"
+import json, sys
+p, d = (json.load(open(f)) for f in sys.argv[1:])
+assert p["network_from"] == "topology order" and d["network_from"] == "nvlink-domain", (p, d)
+assert p["world"] == 1024 and p["layout"]["dp"] == 32
+assert abs(p["step_seconds"] - d["step_seconds"]) < 1e-6 * d["step_seconds"], (p["step_seconds"], d["step_seconds"])
+assert p["memory"] == d["memory"]
+EOF
 }

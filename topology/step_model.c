@@ -271,6 +271,13 @@ llmp_status step_estimate(const struct model_desc *m, const struct gpu_desc *g, 
 			  const struct step_layout *l, struct step_stage *stages, struct step_estimate *out,
 			  char *msg, size_t len)
 {
+	return step_estimate_placed(m, g, world, l, NULL, stages, out, msg, len);
+}
+
+llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				 const struct step_layout *l, const double network_s[5],
+				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len)
+{
 	memset(out, 0, sizeof *out);
 	struct layer_shape x;
 	layer_shape(m, l, &x);
@@ -318,9 +325,11 @@ llmp_status step_estimate(const struct model_desc *m, const struct gpu_desc *g, 
 	out->bubble_s = (double)(l->pp - 1) / l->vpp * slowest;
 
 	double raw[5];
-	llmp_status st = network(m, g, world, l, micro, raw, msg, len);
+	llmp_status st = network_s ? LLMP_OK : network(m, g, world, l, micro, raw, msg, len);
 	if (st != LLMP_OK)
 		return st;
+	if (network_s)
+		memcpy(raw, network_s, sizeof raw);
 	out->net_s[0] = raw[0];                         /* tp: on the critical path */
 	double cp_hidden = attn_share * out->compute_s; /* ring exchange behind attention */
 	out->net_s[1] = raw[1] > cp_hidden ? raw[1] - cp_hidden : 0;

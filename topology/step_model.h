@@ -86,6 +86,14 @@ llmp_status step_estimate(const struct model_desc *m, const struct gpu_desc *g, 
 			  const struct step_layout *l, struct step_stage *stages, struct step_estimate *out,
 			  char *msg, size_t len);
 
+/*
+ * The same with the network seconds of each dimension (tp, cp, ep, dp, pp,
+ * before any overlap) given, e.g. by cost.c for a placement on a topology.
+ */
+llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				 const struct step_layout *l, const double network_s[5],
+				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len);
+
 /* The layers of stage k: Megatron's uneven first and last stages when pp does not divide them. */
 void step_stage_layers(const struct model_desc *m, const struct step_layout *l, unsigned k, unsigned *first,
 		       unsigned *count);
