@@ -256,10 +256,14 @@ int cli_plan_step(const struct cli_plan_step *a)
 		rc = json_end(&w) ? 0 : -1;
 	} else {
 		text_model(&m, &g, a->world, out);
-		if (a->automatic)
+		if (a->automatic && r.fitting)
 			fprintf(out,
 				"chosen:   the fastest of %zu layouts that fit (%zu valid for %u ranks)\n",
 				r.fitting, r.n, a->world);
+		else if (a->automatic)
+			fprintf(out,
+				"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",
+				r.n, a->world);
 		if (a->network_s)
 			fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
 				a->placement);
