@@ -392,10 +392,10 @@ EOF
 	llmp plan --world 8 --parallel auto --model llama3-405b,gbs=8 --gpu a100-40gb --format json
 	assert_status 0
 	assert_contains "$stderr" "warning: no layout fits" "a100-40gb"
-	llmp plan --world 8 --parallel auto --model llama3-405b,gbs=8 --gpu a100-40gb
-	assert_line_matches '^chosen: +none of the [0-9]+ valid layouts for 8 ranks fits: the one needing the least memory$'
 	printf '%s\n' "$output" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["fits"] is False' ||
 		fail "fits should be false"
+	llmp plan --world 8 --parallel auto --model llama3-405b,gbs=8 --gpu a100-40gb
+	assert_line_matches '^chosen: +none of the [0-9]+ valid layouts for 8 ranks fits: the one needing the least memory$'
 	llmp plan --world 8 --parallel tp=8 --model llama3-405b,gbs=8 --gpu h100
 	assert_status 0
 	assert_line_matches 'DOES NOT FIT$'
