@@ -191,6 +191,18 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 	for (int a = 0; a < 5; a++)
 		sum += e.net_s[a];
 	assert_near(e.step_s, sum, 1e-12);
+	/* Network seconds given (a placement's, cost.c): tp, ep and pp exposed whole (pp once per
+	 * chunk edge: vpp 1 here), dp hidden behind one micro-batch of compute. */
+	const double given[5] = { 1.5, 0, 0.25, e.compute_s / 96 + 2, 0.125 };
+	struct step_estimate p;
+	char msg[LLMP_MSG_MAX];
+	assert_int_equal(step_estimate_placed(&m, &g, 1024, &l, given, st, &p, msg, sizeof msg), LLMP_OK);
+	assert_near(p.net_s[0], 1.5, 1e-15);
+	assert_near(p.net_s[2], 0.25, 1e-15);
+	assert_near(p.net_s[3], 2, 1e-9);
+	assert_near(p.net_s[4], 0.125, 1e-15);
+	assert_near(p.step_s, e.compute_s + e.bubble_s + 1.5 + 0.25 + 2 + 0.125, 1e-9);
+	assert_near(p.peak_bytes, e.peak_bytes, 1e-15);
 	/* Full recompute adds one forward: 4/3 of the compute. */
 	struct step_layout full = l;
 	full.recompute = MODEL_RECOMPUTE_FULL;
