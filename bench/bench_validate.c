@@ -229,8 +229,8 @@ int main(int argc, char **argv)
 	size_t ran = 0, accepted = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
 	size_t chooser = 0, same = 0, close10 = 0;
 	double errors[MAX_ROWS], mem_err_max = 0;
-	printf("\n%-15s %-6s %6s %8s %9s %9s %7s  %-34s %s\n", "row", "gpu", "fits", "peak", "model",
-	       "measured", "error", "auto's choice (tp,pp,cp,ep)", "published/chosen");
+	printf("\n%-15s %-6s %4s %9s %7s %9s %9s %7s  %-30s %s\n", "row", "gpu", "fits", "peak", "measured",
+	       "step", "measured", "error", "auto's choice (tp,pp,cp,ep)", "published/chosen");
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 		if (strcmp(r->role, "eval") != 0)
@@ -303,8 +303,12 @@ int main(int argc, char **argv)
 				auto_result_free(&a);
 			}
 		}
-		printf("%-15s %-6s %6s %5.1f GiB %7.2f s %9s %7s  %-34s %s\n", r->id, r->gpu,
-		       o.fits ? "yes" : "NO", o.est.peak_bytes / GIB, o.est.step_s, meas, err, pick, ratio);
+		char mem[16] = "-";
+		if (strcmp(r->mem, "-") != 0)
+			snprintf(mem, sizeof mem, "%s GiB", r->mem);
+		printf("%-15s %-6s %4s %5.1f GiB %7s %7.2f s %9s %7s  %-30s %s\n", r->id, r->gpu,
+		       o.fits ? "yes" : "NO", o.est.peak_bytes / GIB, mem, o.est.step_s, meas, err, pick,
+		       ratio);
 	}
 
 	/* Measured grids: rank correlation of modelled and measured, and the pick against the measured best. */

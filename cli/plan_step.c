@@ -114,6 +114,8 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 	json_bool(w, "swiglu", m->gated);
 	json_bool(w, "tied", m->tied);
 	json_bool(w, "distributed_optimizer", m->dist_opt);
+	json_bool(w, "sequence_parallel", m->sp);
+	json_bool(w, "flash_attention", m->flash);
 	json_object_end(w);
 	json_object(w, "gpu");
 	json_string(w, "name", g->name);

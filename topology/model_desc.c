@@ -262,6 +262,10 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		ok = parse_bool(v, &m->tied);
 	} else if (!strcmp(item, "distopt")) {
 		ok = parse_bool(v, &m->dist_opt);
+	} else if (!strcmp(item, "sp")) {
+		ok = parse_bool(v, &m->sp);
+	} else if (!strcmp(item, "flash")) {
+		ok = parse_bool(v, &m->flash);
 	} else if (!strcmp(item, "recompute")) {
 		static const char *const names[] = { "auto", "none", "selective", "full" };
 		ok = false;
@@ -273,7 +277,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			LLMP_ERR_ARG, msg, len,
 			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
-			"distopt, recompute; or a preset: %s)",
+			"distopt, sp, flash, recompute; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
 	if (!ok)
@@ -457,7 +461,7 @@ llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, 
 {
 	char buf[1024], shown[LLMP_SHOW_MAX];
 	memset(m, 0, sizeof *m);
-	m->dist_opt = true;
+	m->dist_opt = m->sp = m->flash = true;
 	if (!text || !*text)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: empty");
 	if (strlen(text) >= sizeof buf)
@@ -476,10 +480,10 @@ llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, 
 			i++;
 		if (i < NPRESETS) {
 			*m = presets[i];
-			m->dist_opt = true;
+			m->dist_opt = m->sp = m->flash = true;
 		} else if (strchr(first, '/') || strstr(first, ".json")) {
 			st = read_hf_config(first, m, msg, len);
-			m->dist_opt = true;
+			m->dist_opt = m->sp = m->flash = true;
 			m->mbs = 1;
 		} else {
 			return llmp_fail(

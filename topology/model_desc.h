@@ -25,14 +25,16 @@ enum model_recompute {
 struct model_desc {
 	char name[48];
 	double layers, hidden, ffn, heads, kv_heads, vocab, seq;
-	double experts, topk;           /* experts 0: dense */
-	double moe_ffn;                 /* width of one routed expert's MLP (default ffn) */
-	double shared_ffn;              /* width of the shared experts' MLP, 0: none */
-	double dense_layers;            /* the first layers keep a dense MLP (DeepSeek-V3: 3) */
-	double gbs, mbs;                /* sequences; gbs 0: not given */
-	bool gated;                     /* SwiGLU (three matrices) rather than GeLU (two) */
-	bool tied;                      /* output layer shares the embedding */
-	bool dist_opt;                  /* optimizer states sharded over dp x cp (ZeRO-1) */
+	double experts, topk; /* experts 0: dense */
+	double moe_ffn;       /* width of one routed expert's MLP (default ffn) */
+	double shared_ffn;    /* width of the shared experts' MLP, 0: none */
+	double dense_layers;  /* the first layers keep a dense MLP (DeepSeek-V3: 3) */
+	double gbs, mbs;      /* sequences; gbs 0: not given */
+	bool gated;           /* SwiGLU (three matrices) rather than GeLU (two) */
+	bool tied;            /* output layer shares the embedding */
+	bool dist_opt;        /* optimizer states sharded over dp x cp (ZeRO-1) */
+	bool sp;              /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
+	bool flash;           /* flash attention: no s x s scores kept */
 	enum model_recompute recompute; /* AUTO: the chooser tries selective, then full */
 };
 
@@ -41,7 +43,7 @@ struct model_desc {
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
  * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1,
- * recompute=none|selective|full]. A preset or a file may be followed by
+ * sp=0|1,flash=0|1,recompute=none|selective|full]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */
 llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len);

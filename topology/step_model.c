@@ -126,6 +126,8 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 struct layer_shape {
 	double attn, dense_mlp, moe_sharded, moe_replicated; /* parameters */
 	double act_dense, act_moe, act_full;                 /* bytes per micro-batch, per rank */
+	double act_scores;                                   /* without flash attention: 5 a s^2 b / t */
+	double act_embedding;                                /* the embedding's output */
 	double flops_dense, flops_moe, flops_attn_core;      /* forward, per micro-batch, whole layer */
 };
 
@@ -140,9 +142,15 @@ static void layer_shape(const struct model_desc *m, const struct step_layout *l,
 	/* Korthikanti: 34 s b h for a GPT layer = attention 14h + 4h_kv (K, V kept
 	 * smaller under GQA) + the MLP's 4 ffn (6 ffn with SwiGLU's two inputs). */
 	double common = s * b * (14 * h + 4 * kv);
-	x->act_dense = (common + s * b * c * m->ffn) / t;
-	x->act_moe = (common + s * b * (m->topk * (c * m->moe_ffn + 2 * h) + c * m->shared_ffn)) / t;
-	x->act_full = 2 * s * b * h / t;
+	/* Without sequence parallelism Korthikanti's 10 s b h (norms, dropout masks,
+	 * the inputs of the first matrices) stay whole on every tp rank. */
+	double whole = l->tp > 1 && !m->sp ? 10 * s * b * h : 0;
+	x->act_dense = whole + (common + s * b * c * m->ffn - whole) / t;
+	x->act_moe = whole +
+		     (common + s * b * (m->topk * (c * m->moe_ffn + 2 * h) + c * m->shared_ffn) - whole) / t;
+	x->act_full = 2 * s * b * h / (m->sp ? t : 1);
+	x->act_embedding = 2 * s * b * h / (m->sp ? t : 1);
+	x->act_scores = m->flash ? 0 : 5 * m->heads * s * s * b / t;
 	double tokens = m->seq * b;
 	x->flops_attn_core = tokens * 2 * m->seq * h; /* QK^T and AV, causal: half of 4 s h */
 	double proj = 2 * (2 * h * h + 2 * h * kv);
@@ -193,16 +201,18 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 				    : (dense + expert) * BYTES_OPTIMIZER;
 
 	double per_layer = n ? (nd * x->act_dense + nm * x->act_moe) / n : 0;
+	if (l->recompute == MODEL_RECOMPUTE_NONE)
+		per_layer += x->act_scores; /* selective recompute drops them */
 	double s = m->seq / l->cp, b = l->mbs;
 	double act;
 	if (l->recompute == MODEL_RECOMPUTE_FULL)
 		/* each layer's input kept; one layer rebuilt whole during its backward */
 		act = in_flight(l, k, n, micro) * x->act_full +
-		      (x->act_moe > x->act_dense && nm ? x->act_moe : x->act_dense);
+		      (x->act_moe > x->act_dense && nm ? x->act_moe : x->act_dense) + x->act_scores;
 	else
 		act = in_flight(l, k, n, micro) * per_layer;
 	if (k == 0) /* the embedding's output, per micro-batch in flight */
-		act += in_flight(l, k, 1, micro) * 2 * s * b * h / t;
+		act += in_flight(l, k, 1, micro) * x->act_embedding;
 	if (k == l->pp - 1) /* Korthikanti: 4 s b h (1 + V/h) / t for the output layer and fp32 logits */
 		act += 4 * s * b * (h + m->vocab) / t;
 	st->activations = act;
@@ -313,7 +323,12 @@ llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_de
 			fwd += 2 * m->seq * l->mbs * m->hidden * m->vocab;
 		double train = 3 * fwd;
 		out->flops += train * micro * l->dp;
-		double extra = l->recompute == MODEL_RECOMPUTE_FULL ? fwd : 0;
+		/* Full recompute runs the forward again; selective recompute without
+		 * flash attention, the attention core's. */
+		double extra = l->recompute == MODEL_RECOMPUTE_FULL ? fwd
+			       : l->recompute == MODEL_RECOMPUTE_SELECTIVE && !m->flash
+				       ? st.layers * x.flops_attn_core
+				       : 0;
 		double seconds = (train + extra) / ((double)l->tp * l->cp) / rate;
 		if (seconds > slowest) {
 			slowest = seconds;

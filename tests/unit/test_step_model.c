@@ -156,6 +156,37 @@ static void activations_are_korthikantis_34sbh_over_t(void **state)
 	/* The embedding's output: 23 chunks in flight on stage 0 (2 x 7 + 1 x 8 + 1), 11.5 micro-batches. */
 	assert_near(st[0].activations, 138 * layer + 11.5 * 2 * s * h / 8, 1e-12);
 
+	/* Without sequence parallelism (Korthikanti's "TP + selective" row): s b h (10 + 24/t), 13 s b h
+	 * at t = 8; without flash attention and without recompute, + 5 a s / (h t) = 10 more. */
+	m = model_of("gpt3-175b,gbs=64,sp=0,flash=0");
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 64, &l, st);
+	assert_near(st[3].activations, 5 * 12 * 13 * s * h, 1e-12);
+	l.recompute = MODEL_RECOMPUTE_NONE;
+	estimate(&m, &g, 64, &l, st);
+	assert_near(st[3].activations, 5 * 12 * 23 * s * h, 1e-12);
+
+	/*
+	 * Korthikanti Figure 1, GPT-3 175B on tp 8, pp 8 with 3 virtual stages (as Calculon's
+	 * validation restates it): stage 0 holds 96 (1 + 7/24) = 124 layers; "present work" (SP +
+	 * selective) 12.3515625 GiB, the baseline (no SP, no recompute, no flash attention)
+	 * 66.84375 GiB. The embedding's output (31 chunks / 3 micro-batches of 2 s b h, over t with SP)
+	 * is ours, not the figure's.
+	 */
+	double gib = 1024.0 * 1024 * 1024;
+	m = model_of("gpt3-175b,gbs=64");
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .vpp = 3, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 64, &l, st);
+	assert_near((st[0].activations - 31.0 / 3 * 2 * s * h / 8) / gib, 12.3515625, 1e-6);
+	m = model_of("gpt3-175b,gbs=64,sp=0,flash=0");
+	l.recompute = MODEL_RECOMPUTE_NONE;
+	estimate(&m, &g, 64, &l, st);
+	assert_near((st[0].activations - 31.0 / 3 * 2 * s * h) / gib, 66.84375, 1e-6);
+
 	/* Grouped-query attention and SwiGLU: s b (14h + 4 h_kv + 6 ffn) / t. Llama 3 70B,
 	 * h 8192, h_kv 1024, ffn 28672, tp 8, pp 4 (20 layers a stage); stage 2 holds 2. */
 	m = model_of("llama3-70b,gbs=64");
