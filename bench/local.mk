@@ -11,8 +11,12 @@ bench_programs = bench/bench_plan bench/bench_reduce bench/bench_crc32c bench/be
 if BUILD_RUNTIME
 bench_programs += bench/bench_ckpt_commit
 endif
+# The JSON reader at 10k-1M keys: linear, where a user's topology file once made it quadratic.
+bench_programs += bench/bench_json
 EXTRA_PROGRAMS += $(bench_programs)
 bench_bench_plan_LDADD = topology/libplanner.la
+bench_bench_json_CFLAGS = $(LLMP_CFLAGS)
+bench_bench_json_LDADD = topology/libplanner.la
 bench_bench_auto_layout_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_auto_layout_LDADD = topology/libplanner.la
 # The step model against published runs (bench/data/published_layouts.tsv, issue 26 item 6).

@@ -8,7 +8,8 @@
 #   3. the unit, CLI, singleton runtime example, llmp ckpt (damaged checkpoints included) and job-end
 #      tests again, built with ASan + UBSan,
 #   4. the unit tests under valgrind,
-#   5. a short libFuzzer run of the layout parser (FUZZ_SECONDS, default 60),
+#   5. short libFuzzer runs of the layout parser and of the topology file reader
+#      (FUZZ_SECONDS each, default 60),
 #   6. the C sources formatted as .clang-format says (scripts/format.sh --check),
 #   7. `make distcheck`.
 # Every stage runs even if an earlier one failed; the last line is the total,
@@ -134,9 +135,9 @@ make -C "$build" check TESTS='$(unit_tests)' TEST_SUITE_LOG=valgrind-suite.log \
 count_suite "$vg_log" "valgrind"
 check_skips "$vg_log" "valgrind"
 
-echo "== fuzzing the layout parser for ${FUZZ_SECONDS:-60} s"
+echo "== fuzzing the layout parser, then the topology file reader, for ${FUZZ_SECONDS:-60} s each"
 count_step "fuzz" quietly "$build/fuzz.log" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
-tail -n 1 "$build/fuzz.log"
+grep '^Done' "$build/fuzz.log" || true
 
 echo "== the C sources as clang-format writes them (.clang-format)"
 count_step "format" quietly "$build/format.log" scripts/format.sh --check

@@ -91,6 +91,9 @@ static llmp_status expand_item(const char *item, size_t n, struct names *out, co
 		return llmp_fail(LLMP_ERR_ARG, msg, len,
 				 "host list '%s': one [...] per host name, opened and closed",
 				 llmp_show(shown, list, strlen(list)));
+	if (close == open + 1) /* "node[]": no host at all, not a host list of none */
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "host list '%s': an empty range",
+				 llmp_show(shown, list, strlen(list)));
 	size_t plen = (size_t)(open - item), slen = (size_t)(end - close - 1);
 	for (const char *r = open + 1; r < close;) {
 		const char *comma = memchr(r, ',', (size_t)(close - r));

@@ -14,17 +14,35 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The whole file, however large: a corpus may hold inputs bigger than the fuzzer makes. */
 static int replay(const char *path)
 {
 	FILE *f = fopen(path, "rb");
-	uint8_t buf[2048];
-
 	if (!f)
 		return -1;
-	size_t n = fread(buf, 1, sizeof buf, f);
+	uint8_t *buf = NULL;
+	size_t n = 0, cap = 0;
+	for (;;) {
+		if (n == cap) {
+			uint8_t *grown = realloc(buf, cap = cap ? 2 * cap : 4096);
+			if (!grown) {
+				free(buf);
+				fclose(f);
+				return -1;
+			}
+			buf = grown;
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+		if (got == 0)
+			break;
+		n += got;
+	}
+	int err = ferror(f);
 	fclose(f);
-	LLVMFuzzerTestOneInput(buf, n);
-	return 0;
+	if (!err)
+		LLVMFuzzerTestOneInput(buf, n);
+	free(buf);
+	return err ? -1 : 0;
 }
 
 int main(void)
