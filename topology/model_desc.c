@@ -266,6 +266,14 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		ok = parse_bool(v, &m->sp);
 	} else if (!strcmp(item, "flash")) {
 		ok = parse_bool(v, &m->flash);
+	} else if (!strcmp(item, "overhead")) {
+		char *end = NULL;
+		m->overhead = strtod(v, &end);
+		ok = *v >= '0' && *v <= '9' && end && !*end && m->overhead >= 0 && m->overhead <= 1;
+	} else if (!strcmp(item, "grad")) {
+		/* 6: bf16 gradients and an fp32 accumulation copy (DeepSpeed's 2022 BF16 optimizer) */
+		ok = !strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "6");
+		m->grad_bytes = *v - '0';
 	} else if (!strcmp(item, "recompute")) {
 		static const char *const names[] = { "auto", "none", "selective", "full" };
 		ok = false;
@@ -277,7 +285,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			LLMP_ERR_ARG, msg, len,
 			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
-			"distopt, sp, flash, recompute; or a preset: %s)",
+			"distopt, sp, flash, grad, overhead, recompute; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
 	if (!ok)
@@ -285,6 +293,8 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 				 llmp_show(shown, v, strlen(v)),
 				 !strcmp(item, "mlp")         ? "gelu, swiglu"
 				 : !strcmp(item, "recompute") ? "auto, none, selective, full"
+				 : !strcmp(item, "grad")      ? "2, 4, 6"
+				 : !strcmp(item, "overhead")  ? "a number from 0 to 1"
 							      : "0, 1");
 	return LLMP_OK;
 }
@@ -461,7 +471,7 @@ llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, 
 {
 	char buf[1024], shown[LLMP_SHOW_MAX];
 	memset(m, 0, sizeof *m);
-	m->dist_opt = m->sp = m->flash = true;
+	m->dist_opt = m->sp = m->flash = true, m->grad_bytes = 4, m->overhead = MODEL_OVERHEAD_DEFAULT;
 	if (!text || !*text)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: empty");
 	if (strlen(text) >= sizeof buf)
@@ -480,10 +490,12 @@ llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, 
 			i++;
 		if (i < NPRESETS) {
 			*m = presets[i];
-			m->dist_opt = m->sp = m->flash = true;
+			m->dist_opt = m->sp = m->flash = true, m->grad_bytes = 4,
+			m->overhead = MODEL_OVERHEAD_DEFAULT;
 		} else if (strchr(first, '/') || strstr(first, ".json")) {
 			st = read_hf_config(first, m, msg, len);
-			m->dist_opt = m->sp = m->flash = true;
+			m->dist_opt = m->sp = m->flash = true, m->grad_bytes = 4,
+			m->overhead = MODEL_OVERHEAD_DEFAULT;
 			m->mbs = 1;
 		} else {
 			return llmp_fail(

@@ -15,6 +15,13 @@
 
 #include <llmp/llmp_status.h>
 
+/*
+ * The allocator's and temporaries' share of the modelled bytes: fitted by
+ * bench/bench_validate.c on a BigScience run whose memory nvidia-smi measured
+ * (bp-181b-t4p6-m2: 0.155); what a job reserves, not only what it allocates.
+ */
+#define MODEL_OVERHEAD_DEFAULT 0.15
+
 enum model_recompute {
 	MODEL_RECOMPUTE_AUTO,
 	MODEL_RECOMPUTE_NONE,
@@ -35,6 +42,8 @@ struct model_desc {
 	bool dist_opt;        /* optimizer states sharded over dp x cp (ZeRO-1) */
 	bool sp;              /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
 	bool flash;           /* flash attention: no s x s scores kept */
+	double grad_bytes; /* gradient buffers a parameter: 4 (fp32, Megatron's default), 2 (bf16), 6 (both) */
+	double overhead;   /* allocator and temporaries, a share of the modelled bytes (0.05) */
 	enum model_recompute recompute; /* AUTO: the chooser tries selective, then full */
 };
 
@@ -43,7 +52,7 @@ struct model_desc {
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
  * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1,
- * sp=0|1,flash=0|1,recompute=none|selective|full]. A preset or a file may be followed by
+ * sp=0|1,flash=0|1,grad=2|4|6,overhead=F,recompute=none|selective|full]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */
 llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len);

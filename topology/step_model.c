@@ -11,7 +11,6 @@
 #include "plan_internal.h"
 
 #define BYTES_WEIGHT 2.0     /* bf16 */
-#define BYTES_GRAD 4.0       /* fp32 main gradients (Megatron's default grad_reduce_in_fp32) */
 #define BYTES_OPTIMIZER 12.0 /* fp32 master weights, Adam's m and v */
 
 const char *step_term_name(enum step_term t)
@@ -196,7 +195,7 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	double ddp = (double)l->dp * l->cp;
 	st->first_layer = first, st->layers = n;
 	st->weights = (dense + expert) * BYTES_WEIGHT;
-	st->grads = (dense + expert) * BYTES_GRAD;
+	st->grads = (dense + expert) * m->grad_bytes; /* 4: Megatron's default grad_reduce_in_fp32 */
 	st->optimizer = m->dist_opt ? (dense / ddp + expert / edp) * BYTES_OPTIMIZER
 				    : (dense + expert) * BYTES_OPTIMIZER;
 
@@ -217,7 +216,7 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 		act += 4 * s * b * (h + m->vocab) / t;
 	st->activations = act;
 	double rest = st->weights + st->grads + st->optimizer + st->activations;
-	st->allowance = STEP_ALLOWANCE_FIXED + STEP_ALLOWANCE_SHARE * rest;
+	st->allowance = STEP_ALLOWANCE_FIXED + m->overhead * rest;
 	st->total = rest + st->allowance;
 }
 

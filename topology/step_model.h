@@ -16,7 +16,8 @@
  *   warm-up count of chunks); the embedding on the first stage, the output
  *   layer and its fp32 logits on the last;
  *   an allowance for the CUDA context, NCCL buffers and the allocator:
- *   STEP_ALLOWANCE_FIXED + STEP_ALLOWANCE_SHARE of the rest.
+ *   STEP_ALLOWANCE_FIXED + the model's overhead= share of the rest
+ *   (MODEL_OVERHEAD_DEFAULT, fitted, unless given).
  * Time: model FLOPs (Megatron's count: 6 per parameter-token plus causal
  *   attention, + 1/3 with full recompute) at the GPU's bf16 rate times its
  *   efficiency and a penalty for small matrices (STEP_GEMM_*), on the
@@ -37,7 +38,6 @@
 #include "model_desc.h"
 
 #define STEP_ALLOWANCE_FIXED (3.0 * 1024 * 1024 * 1024) /* CUDA context, cuBLAS, NCCL buffers */
-#define STEP_ALLOWANCE_SHARE 0.05                       /* allocator fragmentation, temporaries */
 
 #define STEP_GEMM_TOKENS 256.0 /* rows at which a GEMM reaches half its large-size rate */
 #define STEP_GEMM_WIDTH 64.0   /* columns (hidden / tp) likewise */

@@ -102,6 +102,24 @@ static void weights_and_optimizer_are_megatrons_bytes_per_parameter(void **state
 	assert_int_equal(l.dp, 2);
 	assert_near(st[3].weights + st[3].grads + st[3].optimizer, 9 * params, 1e-12);
 
+	/* bf16 gradient buffers (grad=2) halve the gradients; overhead=0 leaves the 3 GiB alone. */
+	m = model_of("gpt3-175b,gbs=256,grad=2,overhead=0");
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 256, &l, st);
+	assert_near(st[3].grads, 2 * params, 1e-12);
+	assert_near(st[3].allowance, 3.0 * 1024 * 1024 * 1024, 1e-15);
+	m = model_of("gpt3-175b,gbs=256,overhead=0.5");
+	estimate(&m, &g, 256, &l, st);
+	assert_near(st[3].allowance - 3.0 * 1024 * 1024 * 1024,
+		    0.5 * (st[3].weights + st[3].grads + st[3].optimizer + st[3].activations), 1e-12);
+	m = model_of("gpt3-175b,gbs=256");
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 2, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	estimate(&m, &g, 256, &l, st);
+
 	/* Stage 0 adds the embedding V h / t = 51200 x 12288 / 8 parameters; the last stage the
 	 * tied copy Megatron keeps there for the output layer. */
 	assert_near(st[0].weights, 2 * (params + 51200 * h / 8), 1e-12);
