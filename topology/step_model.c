@@ -188,9 +188,9 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	double expert = nm * x->moe_sharded / ((double)l->ep * l->etp);
 	if (k == 0)
 		dense += m->vocab * h / t;
+	/* The output layer, or the tied copy Megatron keeps on the last stage. */
 	if (k == l->pp - 1 && (!m->tied || l->pp > 1))
-		dense += m->vocab * h /
-			 t; /* the output layer, or the tied copy Megatron keeps on the last stage */
+		dense += m->vocab * h / t;
 	double edp = (double)l->tp * l->cp * l->dp / ((double)l->ep * l->etp);
 	double ddp = (double)l->dp * l->cp;
 	st->first_layer = first, st->layers = n;
