@@ -61,6 +61,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		  "expected a size from 1 to 1048576" },
 		{ "port_base", &site->port_base, 1024, 65535, "expected a port from 1024 to 65535" },
 		{ "port_range", &site->port_range, 1, 64511, "expected a count from 1 to 64511" },
+		{ "max_requeues", &site->max_requeues, 1, 1000000, "expected a count from 1 to 1000000" },
 	};
 	const char *eq = strchr(arg, '=');
 	if (!eq)
@@ -118,9 +119,10 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		strcpy(site->topology, v);
 		return 0;
 	}
-	return bad(msg, msglen, arg,
-		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
-		   "max_etp= gpu_bind= placement= port_base= port_range= layout_dir= topology=)");
+	return bad(
+		msg, msglen, arg,
+		"unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
+		"max_etp= max_requeues= gpu_bind= placement= port_base= port_range= layout_dir= topology=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)

@@ -9,7 +9,10 @@
  *                     them (e.g. every=30min,keep=3,restarts=5); they do not
  *                     turn checkpointing on by themselves
  *   max_tp=N max_pp=N max_cp=N max_ep=N max_etp=N
- *                     ceilings on sizes (e.g. tp no wider than a node's NVLink domain)
+ *                     ceilings on sizes (e.g. tp no wider than a node's NVLink domain;
+ *                     max_tp bounds etp too unless max_etp is given)
+ *   max_requeues=N    a batch job requeued more than N times is not run again
+ *                     (RequeueExit=75 lets any script requeue itself by exiting 75)
  *   gpu_bind=node|task|none  default of --llm-gpu-bind (node, gpu_bind.h)
  *   placement=block|topology  default of --llm-placement (block: ranks are
  *                     Slurm's task ids)
@@ -38,8 +41,9 @@ struct plugin_site {
 	int gpu_bind;             /* enum plugin_gpus */
 	bool placement_topology;
 	uint32_t port_base, port_range;
-	char layout_dir[256]; /* "" = the job's TMPDIR, else /tmp */
-	char topology[1024];  /* "" = discover each node */
+	uint32_t max_requeues; /* a batch job requeued more often is not run again; 0 = no ceiling */
+	char layout_dir[256];  /* "" = the job's TMPDIR, else /tmp */
+	char topology[1024];   /* "" = discover each node */
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */

@@ -424,14 +424,30 @@ static int set_task_env(spank_t sp, const struct llmp_env *env)
 
 /*
  * The batch script: the checkpoint variables when checkpointing is asked
- * for, nothing else. Never fails: the srun steps inside refuse a bad spec.
+ * for, nothing else. Fails only past the site's max_requeues: the srun
+ * steps inside refuse a bad spec.
  */
 static int batch_task(spank_t sp)
 {
+	struct plugin_ctx *c = plugin_ctx();
 	static struct llmp_env env;
 	char msg[LLMP_MSG_MAX];
 	llmp_ckpt_spec spec;
 	uint32_t restarts;
+
+	/*
+	 * The site's ceiling on requeues, for every batch job: the one thing
+	 * here that fails the job, since RequeueExit=75 would otherwise let a
+	 * script that exits 75 by itself come back for ever (security.md L4).
+	 */
+	if (c->site.max_requeues && read_restart_count(sp, &restarts, msg, sizeof msg) == 0 &&
+	    restarts > c->site.max_requeues) {
+		plugin_task_message(
+			"job %u was requeued %u times, more than this site allows (max_requeues=%u, set "
+			"by the administrator in plugstack.conf): not run again",
+			c->job_id, restarts, c->site.max_requeues);
+		return -1;
+	}
 
 	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof msg)) {
 	case PLUGIN_INACTIVE: return 0;

@@ -235,6 +235,24 @@ assert_no_tasks_left() {
 	grep -qx 'outcome gave-up' "$WORK/ckpt/llmp-run"
 }
 
+@test "crash loop: runs that exit 75 from the script, never reaching llmp, count against restarts=" {
+	local out="$WORK/job.out"
+	# Runs 0 and 1 requeue themselves (RequeueExit=75) before any llmp call; run 2 trains.
+	cat >"$WORK/loop.sh" <<-EOF
+		#!/bin/bash
+		if [ "\${SLURM_RESTART_COUNT:-0}" -lt 2 ]; then echo "script: exit 75 by itself"; exit 75; fi
+		exec bash "$MLP_SBATCH" "\$@"
+	EOF
+	JOB=$(sbatch --parsable --requeue --open-mode=append -o "$out" -N1 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=10,restarts=1" "$WORK/loop.sh" --steps 20 --sleep-ms 50)
+	wait_job_gone "$JOB" 120
+	cat "$out"
+	[ "$(grep -c '^script: exit 75 by itself$' "$out")" -eq 2 ]
+	# Two runs without a new checkpoint, one more than restarts=1: refused at llmp_job_open.
+	grep -q "crash loop: 2 failed runs in a row without a new checkpoint (restarts=1); the last: the 2 runs before this one left no record in $WORK/ckpt" "$out"
+	! grep -q '^final checksum' "$out"
+}
+
 @test "demo: scripts/demo/story.sh on this cluster: a node lost, requeued by Slurm, resumed, the reference's checksum" {
 	# What scripts/demo.sh runs after its build and cluster start. Its verdict
 	# must pass, and the facts are checked again here from the files it left.

@@ -273,6 +273,20 @@ time.sleep(30)' &
 	assert_no_drain
 }
 
+@test "L4: a script that requeues itself by exiting 75 stops at the site's max_requeues" {
+	PLUGIN=$CLUSTER_STATE/plugin/llm_parallel.so write_plugstack max_requeues=2
+	out=/tmp/llmpa-loop.out
+	j=$(asA sbatch --parsable --requeue --open-mode=append -o "$out" -w node2 -n1 \
+		--wrap 'echo "run ${SLURM_RESTART_COUNT:-0}"; exit 75')
+	state=$(wait_job_end "$j" 120)
+	cat "$out"
+	[ "$(grep -c '^run [0-2]$' "$out")" -eq 3 ] # the runs Slurm requeued by RequeueExit=75
+	! grep -q '^run 3$' "$out"
+	grep -q "^llm_parallel: job $j was requeued 3 times, more than this site allows (max_requeues=2" "$out"
+	[ "$state" != PENDING ]
+	assert_no_drain
+}
+
 @test "B's job ran beside every attack, untouched" {
 	state=$(wait_job_end "$B_JOB" 90)
 	# Gone from the queue already (PURGED) is fine: its output says how it ended.

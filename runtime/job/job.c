@@ -91,8 +91,11 @@ static void judge_previous_run(llmp_job *job, const llmp_run_record *prev, bool 
 
 	if (!have_prev) {
 		failed = run->restart > 0;
-		snprintf(why, len, failed ? "the previous run left no record in %.300s" : "first run",
-			 job->spec.dir);
+		if (failed)
+			snprintf(why, len, "the %" PRIu64 " run%s before this one left no record in %.300s",
+				 run->restart, run->restart == 1 ? "" : "s", job->spec.dir);
+		else
+			snprintf(why, len, "first run");
 	} else if (prev->job_id[0] && run->job_id[0] && strcmp(prev->job_id, run->job_id) != 0) {
 		failed = false;
 		snprintf(why, len, "new job; the checkpoints are from job %s", prev->job_id);
@@ -118,10 +121,31 @@ static void judge_previous_run(llmp_job *job, const llmp_run_record *prev, bool 
 	}
 	if (!failed)
 		run->failures = 0;
-	else if (!have_prev || made_progress(prev->ckpt_at_start, newest))
+	else if (!have_prev) /* every earlier run of the job, none of which opened it */
+		run->failures = run->restart < UINT32_MAX ? (uint32_t)run->restart : UINT32_MAX;
+	else if (made_progress(prev->ckpt_at_start, newest))
 		run->failures = 1;
 	else
 		run->failures = prev->failures + 1;
+	/*
+	 * Runs of this job since the recorded one that never opened it (a batch
+	 * script that exits 75 by itself where RequeueExit=75, a crash before
+	 * llmp_job_open) committed nothing through it: each is a failed run
+	 * without a new checkpoint, or a job could requeue itself past the limit.
+	 */
+	uint64_t missed = have_prev && job->run.job_id[0] && strcmp(prev->job_id, run->job_id) == 0 &&
+					  run->restart > prev->restart + 1
+				  ? run->restart - prev->restart - 1
+				  : 0;
+	if (missed) {
+		run->failures += (uint32_t)(missed < UINT32_MAX - run->failures ? missed
+										: UINT32_MAX - run->failures);
+		size_t used = strlen(why);
+		snprintf(why + used, len - used,
+			 "; %" PRIu64 " run%s after restart %" PRIu64 " left no record (requeued without "
+			 "reaching llmp_job_open: exit 75 from the script?)",
+			 missed, missed == 1 ? "" : "s", prev->restart);
+	}
 	job->over_limit = run->failures > job->spec.max_restarts;
 }
 
