@@ -287,6 +287,23 @@ time.sleep(30)' &
 	assert_no_drain
 }
 
+@test "L2: the epilog removes a killed step's layout files: the job's, its user's, never a link" {
+	epilog=$LLMP_SRCDIR/etc/slurm/llmp-epilog.sh
+	d=/tmp/llmp-sec-epilog
+	mkdir -p "$d" && chmod 1777 "$d"
+	uida=$(id -u "$USER_A")
+	asA sh -c "touch $d/llmp-layout.4242.0.0.0123456789abcdef.json $d/llmp-layout.4243.0.0.0123456789abcdef.json"
+	asB sh -c "touch $d/llmp-layout.4242.1.0.0123456789abcdef.json; ln -s $d/keep $d/llmp-layout.4242.2.0.0123456789abcdef.json"
+	echo keep >"$d/keep"
+	SLURM_JOB_ID=4242 SLURM_JOB_UID=$uida sh "$epilog" "$d"
+	[ ! -e "$d/llmp-layout.4242.0.0.0123456789abcdef.json" ] # A's, of the ended job: gone
+	[ -e "$d/llmp-layout.4243.0.0.0123456789abcdef.json" ]   # another job's: kept
+	[ -e "$d/llmp-layout.4242.1.0.0123456789abcdef.json" ]   # B's file under A's job id: kept
+	[ -L "$d/llmp-layout.4242.2.0.0123456789abcdef.json" ] && [ "$(cat "$d/keep")" = keep ]
+	SLURM_JOB_ID='4242 -o -true' SLURM_JOB_UID=$uida sh "$epilog" "$d" # not a job id: nothing done
+	[ -e "$d/llmp-layout.4243.0.0.0123456789abcdef.json" ]
+}
+
 @test "B's job ran beside every attack, untouched" {
 	state=$(wait_job_end "$B_JOB" 90)
 	# Gone from the queue already (PURGED) is fine: its output says how it ended.
