@@ -89,23 +89,26 @@ static void child_under_a_deadline(void **state)
 	(void)state;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(plugin_run_bounded(NULL, "reading /x", sleeps, NULL, 300, 16, &out, &n, msg, sizeof msg),
-			 -1);
+	assert_int_equal(
+		plugin_run_bounded(NULL, "reading /x", sleeps, NULL, 300, 16, &out, &n, msg, sizeof msg), -1);
 	assert_string_equal(msg, "reading /x did not finish within 1 s (a FIFO, a hung file system?)");
 	double s = seconds_since(&t0);
 	assert_true(s >= 0.29 && s < 5.0); /* the deadline, not the child, ends the wait */
 	assert_null(out);
 
-	assert_int_equal(plugin_run_bounded(NULL, "w", says, "hello", 5000, 16, &out, &n, msg, sizeof msg), 0);
+	assert_int_equal(plugin_run_bounded(NULL, "w", says, "hello", 5000, 16, &out, &n, msg, sizeof msg),
+			 0);
 	assert_int_equal(n, 5);
 	assert_string_equal(out, "hello");
 	free(out);
 	/* More output than the caller takes. */
-	assert_int_equal(plugin_run_bounded(NULL, "w", says, "hello", 5000, 4, &out, &n, msg, sizeof msg), -1);
+	assert_int_equal(plugin_run_bounded(NULL, "w", says, "hello", 5000, 4, &out, &n, msg, sizeof msg),
+			 -1);
 	assert_string_equal(msg, "w: more than 4 bytes");
 	/* The work's own message, whatever the cap. */
-	assert_int_equal(plugin_run_bounded(NULL, "w", fails, "no such thing", 5000, 0, NULL, NULL, msg, sizeof msg),
-			 -1);
+	assert_int_equal(
+		plugin_run_bounded(NULL, "w", fails, "no such thing", 5000, 0, NULL, NULL, msg, sizeof msg),
+		-1);
 	assert_string_equal(msg, "no such thing");
 	assert_int_equal(plugin_run_bounded(NULL, "w", dies, NULL, 5000, 0, NULL, NULL, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "ended without an answer"));
@@ -240,8 +243,8 @@ static void directories_of_the_user_alone(void **state)
 	assert_int_equal(chmod(path, 01777), 0); /* as /tmp: nobody removes another's files */
 	assert_int_equal(llmp_dir_own(path, geteuid(), msg, sizeof msg), 0);
 	assert_int_equal(llmp_dir_own(path, geteuid() + 1, msg, sizeof msg), -1);
-	snprintf(want, sizeof want, "%s belongs to uid %u, not to this job's user (%u)", path, (unsigned)geteuid(),
-		 (unsigned)geteuid() + 1);
+	snprintf(want, sizeof want, "%s belongs to uid %u, not to this job's user (%u)", path,
+		 (unsigned)geteuid(), (unsigned)geteuid() + 1);
 	assert_memory_equal(msg, want, strlen(want));
 	assert_int_equal(llmp_dir_own("/dev/null", geteuid(), msg, sizeof msg), -1);
 	assert_string_equal(msg, "/dev/null is not a directory");
