@@ -410,7 +410,7 @@ static llmp_status read_hf_config(const char *path, struct model_desc *m, char *
 	if (!m->seq || m->seq > 8192)
 		m->seq = 8192;
 	const char *base = strrchr(path, '/');
-	snprintf(m->name, sizeof m->name, "%s", base && base[1] ? base + 1 : path);
+	snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1, base && base[1] ? base + 1 : path);
 	return LLMP_OK;
 }
 
