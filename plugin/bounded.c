@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "topology/fail.h"
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -267,13 +269,5 @@ int plugin_read_file_work(void *arg, char **out, size_t *outlen, char *msg, size
 
 const char *plugin_show_path(char out[PLUGIN_SHOWN], const char *path)
 {
-	size_t i = 0;
-	for (; path[i] && i < PLUGIN_SHOWN - 4; i++)
-		out[i] = path[i] >= 0x20 && path[i] < 0x7f ? path[i] : '?';
-	if (path[i]) {
-		memcpy(out + PLUGIN_SHOWN - 4, "...", 3);
-		i = PLUGIN_SHOWN - 1;
-	}
-	out[i] = '\0';
-	return out;
+	return llmp_show_in(out, PLUGIN_SHOWN, path, strlen(path));
 }

@@ -24,5 +24,7 @@ llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *
 #define LLMP_SHOW_TEXT 40
 #define LLMP_SHOW_MAX (LLMP_SHOW_TEXT + 4)
 const char *llmp_show(char out[LLMP_SHOW_MAX], const char *s, size_t n);
+/* The same into out of outlen (>= 4) bytes: at most outlen - 4 bytes of s, for longer text (a path). */
+const char *llmp_show_in(char *out, size_t outlen, const char *s, size_t n);
 
 #endif /* LLMP_FAIL_H */

@@ -43,7 +43,12 @@ llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *
 
 const char *llmp_show(char out[LLMP_SHOW_MAX], const char *s, size_t n)
 {
-	size_t i, k = n > LLMP_SHOW_TEXT ? LLMP_SHOW_TEXT : n;
+	return llmp_show_in(out, LLMP_SHOW_MAX, s, n);
+}
+
+const char *llmp_show_in(char *out, size_t outlen, const char *s, size_t n)
+{
+	size_t i, k = n > outlen - 4 ? outlen - 4 : n;
 
 	for (i = 0; i < k; i++)
 		out[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';

@@ -8,19 +8,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fail.h"
+
 /* path for a message: at most 200 bytes, every byte that is not printable ASCII as '?'. */
-static const char *shown(char out[208], const char *path)
+static const char *shown(char out[204], const char *path)
 {
-	size_t i = 0;
-	for (; path[i] && i < 200; i++)
-		out[i] = path[i] >= 0x20 && path[i] < 0x7f ? path[i] : '?';
-	snprintf(out + i, 208 - i, "%s", path[i] ? "..." : "");
-	return out;
+	return llmp_show_in(out, 204, path, strlen(path));
 }
 
 int llmp_dir_own(const char *path, uid_t uid, char *msg, size_t msglen)
 {
-	char buf[208];
+	char buf[204];
 	struct stat sb;
 	if (stat(path, &sb) != 0)
 		return snprintf(msg, msglen, "%s: %s", shown(buf, path), strerror(errno)), -1;

@@ -16,14 +16,9 @@
 
 #include <llmp/llmp_ckpt_spec.h>
 #include <llmp/llmp_plan.h>
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                       \
-	do {                              \
-		if (!(cond))              \
-			__builtin_trap(); \
-	} while (0)
 
 static void check_round_trip(const llmp_spec *spec)
 {

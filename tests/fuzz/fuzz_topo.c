@@ -21,14 +21,9 @@
 #include "topology/hostlist.h"
 #include "topology/json_read.h"
 #include "topology/topo.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                       \
-	do {                              \
-		if (!(cond))              \
-			__builtin_trap(); \
-	} while (0)
 
 /* t written as JSON into a fresh buffer (the caller frees it). */
 static char *written(const struct topo *t, size_t *n)

@@ -50,10 +50,10 @@ tests_unit_test_plugin_core_CFLAGS = $(test_cflags)
 tests_unit_test_plugin_core_LDADD = plugin/libplugin_core.la topology/discover/libdiscover.la $(test_ldadd)
 tests_unit_test_plugin_paths_CFLAGS = $(test_cflags)
 tests_unit_test_plugin_paths_LDADD = plugin/libplugin_core.la $(test_ldadd)
-tests_fuzz_fuzz_replay_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_spec.c
+tests_fuzz_fuzz_replay_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_spec.c tests/fuzz/fuzz_check.h
 tests_fuzz_fuzz_replay_CFLAGS = $(test_cflags) -DLLMP_FUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus"'
 tests_fuzz_fuzz_replay_LDADD = $(test_ldadd)
-tests_fuzz_fuzz_replay_topo_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_topo.c
+tests_fuzz_fuzz_replay_topo_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_topo.c tests/fuzz/fuzz_check.h
 tests_fuzz_fuzz_replay_topo_CFLAGS = $(test_cflags) -DLLMP_FUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus-topo"'
 tests_fuzz_fuzz_replay_topo_LDADD = $(test_ldadd)
 tests_unit_test_kernels_CFLAGS = $(test_cflags)
