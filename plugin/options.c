@@ -8,6 +8,9 @@
  *                         task: one GPU per task; none (gpu_bind.h)
  *   --llm-placement=MODE  block: ranks are Slurm's task ids (default);
  *                         topology: ranks in topology order (job_place.h)
+ *   --llm-model=MODEL     the model to train (topology/model_desc.h), for
+ *                         --llm-parallel=auto and the memory guard
+ *                         (model_layout.h); "help" lists the presets
  *
  * Values are stored as given; they are checked in init_post_opt, once the
  * environment and site defaults are known. A later value replaces an earlier
@@ -22,8 +25,9 @@
 #include <string.h>
 
 #include <llmp/llmp_spec.h>
+#include "topology/model_desc.h"
 
-enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT };
+enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT, OPT_MODEL };
 
 static struct plugin_ctx ctx = { .gpu_bind = -1, .placement = -1 };
 
@@ -40,13 +44,29 @@ bool plugin_renumber_asked(void)
 /* The grammar of the option val, for OPTION=help; ends the process. */
 static void print_grammar_and_exit(int val)
 {
-	if (val == OPT_CHECKPOINT) {
+	if (val == OPT_MODEL) {
+		printf("--llm-model=MODEL: the model the job trains, for --llm-parallel=auto (the\n"
+		       "fastest layout that fits, chosen by srun for its task count) and for the\n"
+		       "memory guard of a layout you write (refused at submission when it cannot\n"
+		       "fit). MODEL is a preset, a Hugging Face config.json path, or keys:\n"
+		       "  presets: %s\n"
+		       "  keys:    layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,\n"
+		       "           gbs=,mbs=,recompute=none|selective|full,...] (llmp-plan(1))\n"
+		       "  e.g.     --llm-model=llama3-70b,gbs=512,seq=8192\n"
+		       "The GPU comes from LLMP_GPU (h100, a100-40gb, ..., or mem=GiB,tflops=N),\n"
+		       "else from the site's gpu= setting. LLMP_MODEL gives a model too; the\n"
+		       "option wins. See llm_parallel(8).\n",
+		       model_desc_preset_names());
+	} else if (val == OPT_CHECKPOINT) {
 		fputs(llmp_ckpt_spec_grammar(), stdout);
 		fputs("The environment variable LLMP_CHECKPOINT gives a spec too; the option\n"
 		      "wins key by key. Use with sbatch --requeue. See llm_parallel(8).\n",
 		      stdout);
 	} else {
 		fputs(llmp_spec_grammar(), stdout);
+		fputs("--llm-parallel=auto: the fastest layout that fits the model of --llm-model\n"
+		      "(--llm-model=help), chosen by srun for the step's task count.\n",
+		      stdout);
 		fputs("Other options: --llm-gpu-bind=node|task|none (every task sees the step's\n"
 		      "GPUs and LOCAL_RANK indexes its own, the default; one GPU per task; as Slurm\n"
 		      "set them), --llm-placement=block|topology (ranks as Slurm's task ids, the\n"
@@ -84,7 +104,9 @@ static int option_cb(int val, const char *optarg, int remote)
 	char *copy = strdup(optarg ? optarg : "");
 	if (!copy)
 		return -1;
-	char **slot = val == OPT_CHECKPOINT ? &ctx.ckpt_option : &ctx.option;
+	char **slot = val == OPT_CHECKPOINT ? &ctx.ckpt_option
+		      : val == OPT_MODEL    ? &ctx.model_option
+					    : &ctx.option;
 	free(*slot);
 	*slot = copy;
 	return 0;
@@ -93,13 +115,17 @@ static int option_cb(int val, const char *optarg, int remote)
 static struct spank_option options[] = {
 	{ "llm-parallel", "SPEC",
 	  "[llm_parallel] 4D layout tp=N,pp=N,cp=N,ep=N,etp=N,dp=N|auto,"
-	  "order=tp-cp-ep-dp-pp,vpp=N; 'help' explains",
+	  "order=tp-cp-ep-dp-pp,vpp=N, or auto (with --llm-model); 'help' explains",
 	  1, OPT_PARALLEL, option_cb },
 	{ "llm-checkpoint", "SPEC",
 	  "[llm_parallel] checkpoints of a requeued job "
 	  "DIR[,every=N|Nmin][,keep=N][,restarts=N][,files=rank|node]"
 	  "[,stripe=COUNT[:SIZE][:POOL]]; 'help' explains",
 	  1, OPT_CHECKPOINT, option_cb },
+	{ "llm-model", "MODEL",
+	  "[llm_parallel] the model trained, for --llm-parallel=auto and the memory "
+	  "guard: a preset, a config.json or keys; 'help' explains",
+	  1, OPT_MODEL, option_cb },
 	{ "llm-gpu-bind", "node|task|none",
 	  "[llm_parallel] with --llm-parallel: every task sees the step's GPUs and "
 	  "LOCAL_RANK indexes its own (node, the default), one GPU per task with "
@@ -131,6 +157,8 @@ void plugin_ctx_release(void)
 	ctx.option = NULL;
 	free(ctx.ckpt_option);
 	ctx.ckpt_option = NULL;
+	free(ctx.model_option);
+	ctx.model_option = NULL;
 	llmp_plan_destroy(ctx.plan);
 	ctx.plan = NULL;
 	plugin_node_place_free(&ctx.place);

@@ -19,6 +19,7 @@
 #include <llmp/llmp_plan.h>
 #include "bounded.h"
 #include "job_place.h"
+#include "model_layout.h"
 #include "node_place.h"
 #include "site.h"
 
@@ -26,10 +27,11 @@
 
 struct plugin_ctx {
 	struct plugin_site site;
-	char *option;      /* --llm-parallel value, NULL if not given */
-	char *ckpt_option; /* --llm-checkpoint value, NULL if not given */
-	int gpu_bind;      /* --llm-gpu-bind: -1 not given, else enum plugin_gpus */
-	int placement;     /* --llm-placement: -1 not given, 0 block, 1 topology */
+	char *option;       /* --llm-parallel value, NULL if not given */
+	char *ckpt_option;  /* --llm-checkpoint value, NULL if not given */
+	char *model_option; /* --llm-model value, NULL if not given */
+	int gpu_bind;       /* --llm-gpu-bind: -1 not given, else enum plugin_gpus */
+	int placement;      /* --llm-placement: -1 not given, 0 block, 1 topology */
 
 	/*
 	 * slurmstepd only: prepared once per step in user_init, which touches
@@ -40,9 +42,10 @@ struct plugin_ctx {
 	bool active;
 	bool ckpt_active; /* ckpt holds the checked checkpoint spec */
 	llmp_ckpt_spec ckpt;
-	uint32_t restart_count;   /* SLURM_RESTART_COUNT of the step */
-	bool failed;              /* task_init must fail every task */
-	char error[LLMP_MSG_MAX]; /* why, for the job's output */
+	uint32_t restart_count;                 /* SLURM_RESTART_COUNT of the step */
+	char model_args[PLUGIN_MODEL_ARGS_MAX]; /* LLMP_MODEL_ARGS from srun, checked; "" for none */
+	bool failed;                            /* task_init must fail every task */
+	char error[LLMP_MSG_MAX];               /* why, for the job's output */
 	llmp_plan *plan;
 	char layout_path[PATH_MAX];   /* "" when no file was written */
 	struct plugin_identity owner; /* the job's user and groups, for work on their paths */

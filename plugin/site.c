@@ -8,6 +8,7 @@
  */
 #include "site.h"
 #include "gpu_bind.h"
+#include "topology/model_desc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,16 +114,26 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		strcpy(site->layout_dir, v);
 		return 0;
 	}
+	if (is_key(arg, klen, "gpu")) {
+		char why[LLMP_MSG_MAX];
+		struct gpu_desc g;
+		if (strlen(v) >= sizeof site->gpu)
+			return bad(msg, msglen, arg, "expected a GPU under 128 bytes");
+		if (gpu_desc_parse(v, &g, why, sizeof why) != LLMP_OK)
+			return bad(msg, msglen, arg, why);
+		strcpy(site->gpu, v);
+		return 0;
+	}
 	if (is_key(arg, klen, "topology")) {
 		if (v[0] != '/' || strlen(v) >= sizeof site->topology)
 			return bad(msg, msglen, arg, "expected an absolute path under 1024 bytes");
 		strcpy(site->topology, v);
 		return 0;
 	}
-	return bad(
-		msg, msglen, arg,
-		"unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
-		"max_etp= max_requeues= gpu_bind= placement= port_base= port_range= layout_dir= topology=)");
+	return bad(msg, msglen, arg,
+		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
+		   "max_etp= max_requeues= gpu_bind= placement= port_base= port_range= layout_dir= gpu= "
+		   "topology=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)

@@ -314,6 +314,38 @@ static void place_node_tasks(spank_t sp)
 }
 
 /*
+ * --llm-parallel=auto: the layout srun chose (submit.c) in place of the
+ * option and the variable, and the Megatron flags of the model, which
+ * LLMP_MEGATRON_ARGS carries on. Strings, checked and bounded.
+ */
+static bool auto_layout_of_step(spank_t sp, char *buf, int len, const char **layout)
+{
+	plugin_ctx()->active = true;
+	if (step_env_whole(sp, LLMP_ENV_AUTO_LAYOUT, buf, len, layout) == 0 && *layout)
+		return true;
+	fail_step("--llm-parallel=auto: no layout was chosen for this step (" LLMP_ENV_AUTO_LAYOUT
+		  " unset or too long): start it with srun, whose llm_parallel plugin "
+		  "chooses");
+	return false;
+}
+
+/* LLMP_MODEL_ARGS from srun (model_layout.h) into the context; false (the step failed) when malformed. */
+static bool read_model_args(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	const char *args;
+	if (step_env_whole(sp, LLMP_ENV_MODEL_ARGS, c->model_args, sizeof c->model_args, &args) == 0 &&
+	    (!args || plugin_model_args_valid(args))) {
+		if (!args)
+			c->model_args[0] = '\0';
+		return true;
+	}
+	c->model_args[0] = '\0';
+	fail_step(LLMP_ENV_MODEL_ARGS ": not the Megatron flags srun's plugin writes");
+	return false;
+}
+
+/*
  * Resolve the checkpoint spec and the layout, read the restart count and plan
  * the step. Any failure is kept for task_init (fail_step).
  */
@@ -335,7 +367,13 @@ static int prepare_normal_step(spank_t sp)
 		return fail_step(LLMP_ENV_PARALLEL ": layout is longer than %d characters",
 				 LLMP_SPEC_MAX_LEN);
 	}
-	switch (plugin_resolve(&c->site, env_text, c->option, c->ckpt_active, &spec, msg, sizeof msg)) {
+	const char *option = c->option;
+	if (plugin_auto_asked(env_text, option)) {
+		if (!auto_layout_of_step(sp, env, sizeof env, &env_text))
+			return 0;
+		option = NULL; /* the choice replaces the option's "auto" */
+	}
+	switch (plugin_resolve(&c->site, env_text, option, c->ckpt_active, &spec, msg, sizeof msg)) {
 	case PLUGIN_INACTIVE: return 0;
 	case PLUGIN_HELP:
 		c->active = true;
@@ -346,6 +384,8 @@ static int prepare_normal_step(spank_t sp)
 	c->active = true;
 	if (read_restart_count(sp, &c->restart_count, msg, sizeof msg) < 0)
 		return fail_step("%s", msg);
+	if (!read_model_args(sp))
+		return 0;
 	return plan_step(sp, &spec);
 }
 
@@ -639,6 +679,7 @@ int plugin_step_task(spank_t sp)
 		.placement = placement,
 		.master_port = master_port(sp),
 		.layout_file = c->layout_path[0] ? c->layout_path : NULL,
+		.model_args = c->model_args,
 		.ckpt = c->ckpt_active ? &c->ckpt : NULL,
 		.restart_count = c->restart_count,
 	};

@@ -7,6 +7,12 @@
  * once the step exists (local_user_init), and then checks divisibility too.
  * Everything is checked again inside the step, against its real geometry.
  * The checkpoint spec needs no geometry: it is refused here or never.
+ *
+ * With --llm-model (or LLMP_MODEL) the layout must also fit the GPU's
+ * memory (model_layout.h): sbatch refuses one that fits at no job size,
+ * srun decides for its task count and, with --llm-parallel=auto, chooses.
+ * srun hands its decision to the step in its own environment, which the
+ * step starts from (LLMP_AUTO_LAYOUT, LLMP_MODEL_ARGS).
  */
 #include "plugin.h"
 
@@ -50,21 +56,65 @@ static int resolve_ckpt_here(bool *active)
 		      llmp_ckpt_spec_grammar(), msg, active);
 }
 
-/* The layout from site defaults, LLMP_PARALLEL and the option; -1 if invalid.
- * Checkpointing turns the plugin on with the default layout. */
-static int resolve_here(llmp_spec *spec, bool *active)
+/* --llm-model, else LLMP_MODEL; NULL when neither is given. */
+static const char *model_text(const char **source)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	const char *env = getenv(LLMP_ENV_MODEL);
+	*source = c->model_option ? "--llm-model" : LLMP_ENV_MODEL;
+	return c->model_option ? c->model_option : env && *env ? env : NULL;
+}
+
+/*
+ * The layout from site defaults, LLMP_PARALLEL and the option; -1 if
+ * invalid. Checkpointing or a model turns the plugin on with the default
+ * layout; *automatic says --llm-parallel=auto (the spec is then the site's
+ * defaults until the model decides).
+ */
+static int resolve_here(llmp_spec *spec, bool *active, bool *automatic)
 {
 	char msg[LLMP_MSG_MAX];
 	struct plugin_ctx *c = plugin_ctx();
+	const char *env = getenv(LLMP_ENV_PARALLEL), *source;
 	bool ckpt;
 
+	*automatic = false;
 	if (resolve_ckpt_here(&ckpt) < 0) {
 		*active = false;
 		return -1;
 	}
-	return answer(
-		plugin_resolve(&c->site, getenv(LLMP_ENV_PARALLEL), c->option, ckpt, spec, msg, sizeof msg),
-		llmp_spec_grammar(), msg, active);
+	if (answer(plugin_resolve(&c->site, env, c->option, ckpt || model_text(&source), spec, msg,
+				  sizeof msg),
+		   llmp_spec_grammar(), msg, active) < 0)
+		return -1;
+	*automatic = *active && plugin_auto_asked(env, c->option);
+	return 0;
+}
+
+/*
+ * The model's verdict on the layout (model_layout.h) for world tasks (0:
+ * not known yet); -1 after telling the user why the job cannot run.
+ */
+static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, struct plugin_model_answer *a)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char msg[LLMP_MSG_MAX];
+	const char *gpu = getenv(LLMP_ENV_GPU);
+	struct plugin_model_request rq = {
+		.automatic = automatic,
+		.spec = spec,
+		.world = world,
+	};
+	rq.model = model_text(&rq.model_source);
+	rq.gpu_source = gpu && *gpu ? LLMP_ENV_GPU : "the site's gpu= (plugstack.conf)";
+	rq.gpu = gpu && *gpu ? gpu : c->site.gpu[0] ? c->site.gpu : NULL;
+	if (plugin_model_decide(&c->site, &rq, a, msg, sizeof msg) < 0) {
+		plugin_user_message("%s", msg);
+		return -1;
+	}
+	if (a->note[0])
+		plugin_user_message("%s", a->note);
+	return 0;
 }
 
 /*
@@ -86,13 +136,19 @@ static int check_placement(void)
 
 int plugin_submit_check(spank_t sp)
 {
+	struct plugin_model_answer model;
 	llmp_spec spec;
-	bool active;
+	bool active, automatic;
 
 	(void)sp;
-	if (resolve_here(&spec, &active) < 0)
+	if (resolve_here(&spec, &active, &automatic) < 0)
 		return -1;
-	return active ? check_placement() : 0;
+	if (!active || check_placement() < 0)
+		return active ? -1 : 0;
+	/* srun decides in local_user_init, where it knows its task count. */
+	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, &model) < 0)
+		return -1;
+	return 0;
 }
 
 /*
@@ -114,21 +170,52 @@ static int give_port_salt(void)
 	return 0;
 }
 
+/*
+ * What the model decided, for the step: srun's environment is the step's
+ * (SPANK's setenv is for remote contexts only). Cleared when nothing was
+ * decided, so a value from an outer step never reaches this one.
+ */
+static int hand_to_step(const struct plugin_model_answer *a, bool automatic)
+{
+	char layout[LLMP_SPEC_MAX_LEN + 1];
+	int rc = 0;
+
+	if (automatic && a->decided) {
+		llmp_spec_format(&a->layout, layout, sizeof layout);
+		rc |= setenv(LLMP_ENV_AUTO_LAYOUT, layout, 1);
+	} else {
+		rc |= unsetenv(LLMP_ENV_AUTO_LAYOUT);
+	}
+	rc |= a->decided ? setenv(LLMP_ENV_MODEL_ARGS, a->megatron, 1) : unsetenv(LLMP_ENV_MODEL_ARGS);
+	if (rc)
+		plugin_user_message("cannot hand the model's layout to the step: setenv failed");
+	return rc ? -1 : 0;
+}
+
 int plugin_submit_check_tasks(spank_t sp)
 {
 	char msg[LLMP_MSG_MAX];
 	uint32_t tasks = 0, nodes = 0;
 	llmp_spec spec;
+	struct plugin_model_answer model;
 	llmp_plan *plan;
-	bool active;
+	bool active, automatic;
 
-	if (resolve_here(&spec, &active) < 0)
+	if (resolve_here(&spec, &active, &automatic) < 0)
 		return -1;
 	if (!active)
 		return 0;
 	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS || !tasks)
-		return 0; /* unknown here: the step checks it */
+	    spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS || !tasks) {
+		if (automatic)
+			plugin_user_message(
+				"--llm-parallel=auto: srun cannot tell the step's task count here");
+		return automatic ? -1 : 0; /* else unknown here: the step checks it */
+	}
+	if (decide_model(&spec, automatic, tasks, &model) < 0 || hand_to_step(&model, automatic) < 0)
+		return -1;
+	if (automatic)
+		spec = model.layout;
 
 	/* With an even spread, advise about groups that cross nodes; renumbered, the step advises. */
 	uint32_t per_node = nodes && tasks % nodes == 0 && !plugin_renumber_asked() ? tasks / nodes : 0;

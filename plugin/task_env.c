@@ -45,9 +45,11 @@ static void axis_var(char *out, size_t outlen, enum llmp_axis axis, const char *
  * Megatron-LM's arguments for the layout, or -1 where Megatron cannot state
  * its order: it knows tp-cp-ep-dp-pp (its default) and, with
  * --use-tp-pp-dp-mapping, tp-cp-ep-pp-dp. Keys at their default are left
- * out, so older Megatron versions accept what they do not know of.
+ * out, so older Megatron versions accept what they do not know of. The
+ * model's flags (model_layout.h: micro-batch, recompute, uneven stages),
+ * when --llm-model gave them, follow.
  */
-static int megatron_args(const llmp_plan *plan, char *out, size_t len)
+static int megatron_args(const llmp_plan *plan, const char *model_args, char *out, size_t len)
 {
 	const char *order = llmp_plan_order(plan);
 	bool tp_pp_dp = strcmp(order, "tp-cp-ep-pp-dp") == 0;
@@ -68,6 +70,8 @@ static int megatron_args(const llmp_plan *plan, char *out, size_t len)
 		n += snprintf(out + n, len - (size_t)n, " --num-virtual-stages-per-pipeline-rank %u", vpp);
 	if (tp_pp_dp)
 		n += snprintf(out + n, len - (size_t)n, " --use-tp-pp-dp-mapping");
+	if (model_args && *model_args && (size_t)n < len)
+		n += snprintf(out + n, len - (size_t)n, " %s", model_args);
 	return (size_t)n < len ? 0 : -1;
 }
 
@@ -105,8 +109,8 @@ int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t, struct l
 	if (t->layout_file)
 		rc |= add(env, LLMP_ENV_LAYOUT_FILE, "%s", t->layout_file);
 
-	char megatron[256];
-	if (megatron_args(plan, megatron, sizeof megatron) == 0)
+	char megatron[PLUGIN_ENV_VALUE_MAX];
+	if (megatron_args(plan, t->model_args, megatron, sizeof megatron) == 0)
 		rc |= add(env, LLMP_ENV_MEGATRON_ARGS, "%s", megatron);
 
 	/* torchrun's contract (torch.distributed's env:// rendezvous, torchelastic's roles) */

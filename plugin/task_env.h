@@ -24,6 +24,7 @@ struct plugin_task {
 	const char *layout_file;    /* path of the per-node JSON layout */
 	const llmp_ckpt_spec *ckpt; /* checked; NULL when checkpointing is off */
 	uint32_t restart_count;     /* SLURM_RESTART_COUNT, 0 when unset */
+	const char *model_args;     /* Megatron flags of --llm-model (LLMP_MODEL_ARGS), or NULL */
 };
 
 #define PLUGIN_ENV_MAX 64

@@ -447,6 +447,71 @@ PY
 	assert_cluster_idle
 }
 
+# ------------------------------------------------- the model: --llm-model
+
+# A model of 1.9e9 parameters (8 x 12 h^2 + 2 h vocab) without the
+# distributed optimizer: 18 bytes each is 31 GiB, so no rank of a 16 GiB GPU
+# holds it whole.
+BIG_MODEL=layers=8,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,distopt=0,gbs=64
+SMALL_GPU=mem=16,tflops=100
+
+# The layout and Megatron flags llmp plan chooses, as "SPEC FLAGS" lines: the
+# flags written here from the plan's JSON with Megatron-LM's names.
+planned() { # MODEL GPU WORLD
+	python3 - "$("$LLMP" plan --model "$1" --gpu "$2" --world "$3" --parallel auto --format json)" <<-'PY'
+		import json, sys
+		l = json.loads(sys.argv[1])["layout"]
+		spec = ",".join(f"{k}={l[k]}" for k in ("tp", "pp", "cp", "ep", "etp", "dp"))
+		spec += f",vpp={l['vpp']}" if l["vpp"] > 1 else ""
+		flags = f"--micro-batch-size {l['mbs']} --global-batch-size 64"
+		flags += " --sequence-parallel" if l["tp"] > 1 else ""
+		flags += {"none": "", "selective": " --recompute-granularity selective",
+		          "full": " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"}[l["recompute"]]
+		print(spec)
+		print(flags)
+	PY
+}
+
+@test "--llm-model: a layout that cannot fit is refused by sbatch and srun before queueing" {
+	LLMP_GPU=$SMALL_GPU run submit sbatch -n8 --llm-parallel=tp=1 --llm-model=$BIG_MODEL
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: custom cannot fit a custom (16.0 GiB) at any job size: .*largest term: optimizer states" <<<"$output"
+	LLMP_GPU=$SMALL_GPU run srun -N2 -n8 --llm-parallel=tp=2 --llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: custom does not fit: tp=2,pp=1,.* needs .* GiB per GPU on pipeline stage 0" <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	LLMP_GPU=h100x run submit srun --llm-model=$BIG_MODEL
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: LLMP_GPU: " <<<"$output"
+	run submit sbatch --llm-parallel=auto
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: --llm-parallel=auto needs the model: --llm-model" <<<"$output"
+	assert_queue_empty
+	assert_cluster_idle
+}
+
+@test "--llm-parallel=auto: srun's step gets llmp plan's layout and the model's Megatron flags" {
+	local want spec flags
+	want=$(planned "$BIG_MODEL" "$SMALL_GPU" 8)
+	spec=$(sed -n 1p <<<"$want") flags=$(sed -n 2p <<<"$want")
+	[[ $spec != tp=1,pp=1,* ]] # the model needs cutting: not the default layout
+	LLMP_GPU=$SMALL_GPU run srun -N2 -n8 --llm-parallel=auto --llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	grep -q "^llm_parallel: --llm-parallel=auto chose ${spec//,/,.*}" <<<"$output" || { echo "want $spec: $output"; false; }
+	check_tasks "$spec" 8 --model-args "$flags"
+	# in a batch job, with the site's GPU: the inner srun chooses for its own size
+	write_plugstack gpu=$SMALL_GPU
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		srun "$TASK_ENV"
+	EOF
+	run sbatch --wait -N2 -n8 -o "$WORK/out" --llm-parallel=auto --llm-model=$BIG_MODEL "$WORK/job.sh"
+	[ "$status" -eq 0 ]
+	output=$(cat "$WORK/out")
+	check_tasks "$spec" 8 --model-args "$flags"
+	assert_cluster_idle
+}
+
 # ---------------------------------------------------------------- checkpoints
 
 @test "--llm-checkpoint=help prints its grammar and submits nothing; --help lists it" {

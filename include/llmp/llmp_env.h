@@ -19,6 +19,15 @@
 /* Megatron-LM's arguments for the layout ("--tensor-model-parallel-size 2 ..."),
  * set when Megatron can state the order. */
 #define LLMP_ENV_MEGATRON_ARGS "LLMP_MEGATRON_ARGS"
+/* The model and GPU, for --llm-parallel=auto and the memory guard
+ * (topology/model_desc.h): what --llm-model and the site's gpu= give. */
+#define LLMP_ENV_MODEL "LLMP_MODEL"
+#define LLMP_ENV_GPU "LLMP_GPU"
+/* srun's plugin -> the step: the layout --llm-parallel=auto chose, as
+ * layout keys, and Megatron-LM's flags for what the model assumed
+ * (micro-batch, recompute, uneven stages), added to LLMP_MEGATRON_ARGS. */
+#define LLMP_ENV_AUTO_LAYOUT "LLMP_AUTO_LAYOUT"
+#define LLMP_ENV_MODEL_ARGS "LLMP_MODEL_ARGS"
 /* LLMP_<DIM>_SIZE and LLMP_<DIM>_RANK for each dimension: plugin/task_env.c. */
 #define LLMP_ENV_PREFIX "LLMP_"
 

@@ -3,7 +3,7 @@
 """Check the task lines of task_env.sh against a layout computed here.
 
 usage: check_env.py SPEC WORLD [--gpus N] [--gpu-bind node|task|none] [--master NODE]
-                    [--checkpoint CKPT] [--restart-count N] < lines
+                    [--checkpoint CKPT] [--restart-count N] [--model-args FLAGS] < lines
 
 The expected coordinates come from Megatron-Core's numbering written out
 independently of llmp: a mixed-radix number over the order, leftmost
@@ -15,7 +15,7 @@ set. LLMP_RESTART_COUNT must be N (default 0). With --gpus N (GPUs per node, no
 topology: each task's GPU is the one at its local id), --gpu-bind says what
 the tasks must see (default node: all N, LOCAL_RANK its local id; task: one,
 LOCAL_RANK 0; none: all N). LLMP_MEGATRON_ARGS is checked against Megatron-LM's
-argument names for the layout.
+argument names for the layout, followed by FLAGS when --llm-model gave them.
 Exits 1 with one line per mismatch.
 """
 import os
@@ -72,6 +72,7 @@ def main():
     master = args[args.index("--master") + 1] if "--master" in args else None
     ckpt = args[args.index("--checkpoint") + 1] if "--checkpoint" in args else None
     restarts = args[args.index("--restart-count") + 1] if "--restart-count" in args else "0"
+    model_args = args[args.index("--model-args") + 1] if "--model-args" in args else ""
     size, order, vpp, _ = parse_spec(spec)
     dp = world // (size["tp"] * size["pp"] * size["cp"])
     edp = world // (size["etp"] * size["ep"] * size["pp"])
@@ -118,6 +119,8 @@ def main():
             megatron += f" --num-virtual-stages-per-pipeline-rank {vpp}"
         if order[3] == "pp":
             megatron += " --use-tp-pp-dp-mapping"
+        if model_args:
+            megatron += " " + model_args
     for rank, env in sorted(tasks.items()):
         local = per_node[env["SLURMD_NODENAME"]]
         for name in ("LOCAL_WORLD_SIZE", "LLMP_LOCAL_WORLD_SIZE"):

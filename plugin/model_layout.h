@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * model_layout.h - what the submitting side makes of --llm-model (or
+ * LLMP_MODEL): with --llm-parallel=auto, the layout the step model
+ * (topology/step_model.h) finds fastest among those that fit; with a
+ * layout the user wrote, whether it fits the GPU's memory (the guard).
+ *
+ * Runs in srun and sbatch, the user's own processes: a model given as a
+ * config.json path is read here and never in slurmstepd. srun knows the
+ * step's task count and decides; sbatch does not, and refuses only what
+ * cannot fit at any job size (the data-parallel size that shards the
+ * optimizer the most), leaving the rest to each srun.
+ *
+ * Pure (no Slurm), so unit-tested in tests/unit/test_plugin_model.c.
+ */
+#ifndef LLMP_PLUGIN_MODEL_LAYOUT_H
+#define LLMP_PLUGIN_MODEL_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llmp/llmp_spec.h>
+#include "site.h"
+
+#define PLUGIN_MODEL_ARGS_MAX 256 /* LLMP_MODEL_ARGS, bytes with the NUL */
+
+struct plugin_model_request {
+	const char *model;        /* --llm-model or LLMP_MODEL; NULL: none given */
+	const char *model_source; /* which of them, for messages */
+	const char *gpu;          /* LLMP_GPU or the site's gpu=; NULL: unknown */
+	const char *gpu_source;
+	bool automatic;        /* --llm-parallel=auto */
+	const llmp_spec *spec; /* the resolved layout when not automatic */
+	uint32_t world;        /* the step's tasks; 0 when unknown (sbatch, salloc) */
+};
+
+struct plugin_model_answer {
+	bool decided;     /* false: nothing to hand the step (no model, or no task count yet) */
+	llmp_spec layout; /* automatic: the choice, every size given */
+	/* Megatron-LM's flags for what the estimate assumed (micro-batch, global batch,
+	 * recompute, uneven first/last stages, sequence parallelism, distributed
+	 * optimizer), for LLMP_MODEL_ARGS; "" when not decided */
+	char megatron[PLUGIN_MODEL_ARGS_MAX];
+	char note[768]; /* one line for the user: the choice or the estimate; "" for none */
+};
+
+/*
+ * Decide for a request. Returns 0 with *a filled, or -1 with msg saying why
+ * the job cannot run as asked: an unreadable model or GPU, auto without a
+ * model or GPU, a layout Megatron refuses for this model, or one that cannot
+ * fit (its peak, the stage and the largest term named).
+ */
+int plugin_model_decide(const struct plugin_site *site, const struct plugin_model_request *rq,
+			struct plugin_model_answer *a, char *msg, size_t msglen);
+
+/* Is text a valid LLMP_MODEL_ARGS value (what plugin_model_decide writes)? */
+bool plugin_model_args_valid(const char *text);
+
+#endif /* LLMP_PLUGIN_MODEL_LAYOUT_H */

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_plugin_model.c - --llm-model at submission (plugin/model_layout.h):
+ * the memory guard of a written layout, on the step's task count (srun) and
+ * at any job size (sbatch), --llm-parallel=auto's choice within the site's
+ * limits, the Megatron flags handed to the step, and the site's gpu=.
+ *
+ * The model below, "M", is worked out by hand: 4 layers of hidden h = 4096,
+ * ffn 16384 (GeLU), vocabulary 32000 untied: 4 h^2 (attention) + 2 h ffn
+ * (MLP) = 201M per layer, 805M for four, and 2 x 32000 h = 262M for the
+ * embedding and the output layer, 1.07e9 parameters in all. Without
+ * the distributed optimizer a rank keeps 2 + 4 + 12 = 18 bytes of each:
+ * 19.3 GB = 18.0 GiB before any activation, more than a 16 GiB GPU holds,
+ * whatever the job size; the largest term is the optimizer's 12 bytes. With
+ * it, the optimizer's 12 bytes are shared by dp ranks: 6 + 12/dp bytes,
+ * 6.0 GiB + 12/dp x 1.0 GiB, which fits 16 GiB only once dp is large.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <llmp/llmp_spec.h>
+#include "plugin/model_layout.h"
+#include "plugin/resolve.h"
+#include "plugin/site.h"
+
+#define M "layers=4,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384"
+#define SMALL_GPU "mem=16,tflops=100"
+
+static llmp_spec layout(const char *text)
+{
+	llmp_spec s;
+	assert_int_equal(llmp_spec_parse(text, &s, NULL, 0), LLMP_OK);
+	return s;
+}
+
+static int decide(const struct plugin_site *site, const char *model, const char *gpu, const llmp_spec *spec,
+		  uint32_t world, struct plugin_model_answer *a, char *msg, size_t len)
+{
+	struct plugin_model_request rq = {
+		.model = model,
+		.model_source = "--llm-model",
+		.gpu = gpu,
+		.gpu_source = "LLMP_GPU",
+		.automatic = spec == NULL,
+		.spec = spec,
+		.world = world,
+	};
+	msg[0] = '\0';
+	return plugin_model_decide(site, &rq, a, msg, len);
+}
+
+static void no_site(struct plugin_site *site)
+{
+	memset(site, 0, sizeof *site);
+	llmp_spec_init(&site->defaults);
+}
+
+/* 18 bytes a parameter cannot fit 16 GiB: refused by srun and by sbatch, naming the optimizer. */
+static void layout_that_cannot_fit_is_refused(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	llmp_spec tp1 = layout("tp=1");
+	(void)state;
+	no_site(&site);
+
+	assert_int_equal(decide(&site, M ",distopt=0", SMALL_GPU, &tp1, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "does not fit"));
+	assert_non_null(strstr(msg, "largest term: optimizer"));
+	assert_non_null(strstr(msg, "16.0 GiB"));
+	assert_false(a.decided);
+
+	/* sbatch: no task count, and no data-parallel size helps without the distributed optimizer */
+	assert_int_equal(decide(&site, M ",distopt=0", SMALL_GPU, &tp1, 0, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "at any job size"));
+	assert_non_null(strstr(msg, "largest term: optimizer"));
+}
+
+/* With the distributed optimizer, 2 ranks hold 6 + 6 bytes a parameter (too much), 1024 about 6. */
+static void sbatch_refuses_only_what_no_size_fits(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	llmp_spec tp1 = layout("tp=1");
+	(void)state;
+	no_site(&site);
+
+	assert_int_equal(decide(&site, M ",distopt=1,gbs=1024", SMALL_GPU, &tp1, 0, &a, msg, sizeof msg), 0);
+	assert_false(a.decided); /* srun decides on its size */
+	assert_int_equal(decide(&site, M ",distopt=1,gbs=1024", SMALL_GPU, &tp1, 2, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "dp=2"));
+	assert_int_equal(decide(&site, M ",distopt=1,gbs=1024", SMALL_GPU, &tp1, 1024, &a, msg, sizeof msg),
+			 0);
+	assert_true(a.decided);
+	assert_string_equal(a.megatron,
+			    "--micro-batch-size 1 --global-batch-size 1024 --use-distributed-optimizer "
+			    "--recompute-granularity selective");
+}
+
+/*
+ * The flags follow the model: sequence parallelism with tp, full
+ * recompute when asked, and Megatron's uneven first and last stages for 30
+ * layers on pp=4: 8 on each middle stage, (30 - 16) / 2 = 7 on the ends.
+ */
+static void megatron_flags_state_what_was_assumed(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	llmp_spec spec = layout("tp=2,pp=4");
+	(void)state;
+	no_site(&site);
+
+	assert_int_equal(decide(&site,
+				"layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,"
+				"recompute=full",
+				"h100", &spec, 16, &a, msg, sizeof msg),
+			 0);
+	assert_string_equal(
+		a.megatron,
+		"--micro-batch-size 2 --global-batch-size 64 --sequence-parallel "
+		"--use-distributed-optimizer --recompute-granularity full --recompute-method uniform "
+		"--recompute-num-layers 1 --decoder-first-pipeline-num-layers 7 "
+		"--decoder-last-pipeline-num-layers 7");
+	assert_true(plugin_model_args_valid(a.megatron));
+	assert_non_null(strstr(a.note, "about"));
+}
+
+/* A layout Megatron refuses for the model is refused with Megatron's rule. */
+static void megatron_rule_is_named(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	llmp_spec tp3 = layout("tp=3");
+	(void)state;
+	no_site(&site);
+	assert_int_equal(decide(&site, M, "h100", &tp3, 3, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "tp=3 does not divide heads=32"));
+}
+
+/* Without a GPU a written layout is let through, with a warning; auto is refused. */
+static void gpu_is_needed_by_auto_only(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	llmp_spec tp1 = layout("tp=1");
+	(void)state;
+	no_site(&site);
+
+	assert_int_equal(decide(&site, M ",distopt=0", NULL, &tp1, 8, &a, msg, sizeof msg), 0);
+	assert_false(a.decided);
+	assert_non_null(strstr(a.note, "warning"));
+	assert_int_equal(decide(&site, M ",gbs=64", NULL, NULL, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "LLMP_GPU"));
+	assert_int_equal(decide(&site, NULL, "h100", NULL, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "--llm-model"));
+	assert_int_equal(decide(&site, M, "h100", NULL, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "gbs="));
+	assert_int_equal(decide(&site, "layers=x", "h100", NULL, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "--llm-model: "));
+	assert_int_equal(decide(&site, M ",gbs=64", "h100x", NULL, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "LLMP_GPU: "));
+	/* sbatch with auto: each srun chooses */
+	assert_int_equal(decide(&site, M ",gbs=64", "h100", NULL, 0, &a, msg, sizeof msg), 0);
+	assert_false(a.decided);
+}
+
+/*
+ * A 2-layer model of 256 wide on 4 H100s: everything fits, and any model
+ * parallelism only adds traffic or a bubble to GEMMs already too small, so
+ * the choice is all data parallel.
+ */
+static void auto_picks_data_parallel_for_a_small_model(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024], text[LLMP_SPEC_MAX_LEN + 1];
+	(void)state;
+	no_site(&site);
+
+	assert_int_equal(decide(&site, "layers=2,hidden=256,heads=4,seq=256,vocab=1000,gbs=64", "h100", NULL,
+				4, &a, msg, sizeof msg),
+			 0);
+	assert_true(a.decided);
+	assert_int_equal(a.layout.size[LLMP_DIM_TP], 1);
+	assert_int_equal(a.layout.size[LLMP_DIM_PP], 1);
+	assert_int_equal(a.layout.size[LLMP_DIM_CP], 1);
+	assert_int_equal(a.layout.size[LLMP_DIM_DP], 4);
+	llmp_spec_format(&a.layout, text, sizeof text);
+	llmp_spec back;
+	assert_int_equal(llmp_spec_parse(text, &back, NULL, 0), LLMP_OK);
+	assert_true(llmp_spec_equal(&back, &a.layout));
+	assert_non_null(strstr(a.note, "--llm-parallel=auto chose tp=1,pp=1,cp=1"));
+}
+
+/*
+ * 8 layers, 32 heads, 16 GiB, 8 GPUs without the distributed optimizer:
+ * 18 bytes x 2.0e9 parameters needs the model cut in 4 or more, so the
+ * unconstrained choice has tp x pp >= 4; with max_tp=1 it is pp alone.
+ */
+static void auto_stays_within_the_site_limits(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	const char *model = "layers=8,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,distopt=0,gbs=64";
+	(void)state;
+	no_site(&site);
+
+	assert_int_equal(decide(&site, model, SMALL_GPU, NULL, 8, &a, msg, sizeof msg), 0);
+	assert_true(a.layout.size[LLMP_DIM_TP] * a.layout.size[LLMP_DIM_PP] >= 4);
+	site.max[LLMP_KEY_TP] = 1;
+	assert_int_equal(decide(&site, model, SMALL_GPU, NULL, 8, &a, msg, sizeof msg), 0);
+	assert_int_equal(a.layout.size[LLMP_DIM_TP], 1);
+	assert_true(a.layout.size[LLMP_DIM_PP] >= 4);
+	assert_int_equal(a.layout.size[LLMP_DIM_PP] * a.layout.size[LLMP_DIM_CP] * a.layout.size[LLMP_DIM_DP],
+			 8);
+	/* and nothing fits 1 GiB: refused, naming the smallest */
+	assert_int_equal(decide(&site, model, "mem=1,tflops=100", NULL, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "does not fit 8 GPUs"));
+	assert_non_null(strstr(msg, "the smallest"));
+}
+
+static void model_args_are_flags_only(void **state)
+{
+	char long_text[PLUGIN_MODEL_ARGS_MAX + 1];
+	(void)state;
+	assert_true(plugin_model_args_valid(""));
+	assert_true(plugin_model_args_valid("--micro-batch-size 2 --recompute-granularity full"));
+	assert_false(plugin_model_args_valid("--micro-batch-size 2; rm -rf ~"));
+	assert_false(plugin_model_args_valid("$(id)"));
+	assert_false(plugin_model_args_valid("--Foo"));
+	memset(long_text, 'a', sizeof long_text - 1);
+	long_text[sizeof long_text - 1] = '\0';
+	assert_false(plugin_model_args_valid(long_text));
+}
+
+static void auto_is_asked_by_the_option_first(void **state)
+{
+	(void)state;
+	assert_true(plugin_auto_asked(NULL, "auto"));
+	assert_true(plugin_auto_asked("tp=2", "auto"));
+	assert_true(plugin_auto_asked("auto", NULL));
+	assert_false(plugin_auto_asked("auto", "tp=2"));
+	assert_false(plugin_auto_asked(NULL, "tp=2"));
+	assert_false(plugin_auto_asked(NULL, NULL));
+	assert_false(plugin_auto_asked("automatic", NULL));
+}
+
+static void site_gpu_is_checked(void **state)
+{
+	struct plugin_site site;
+	char msg[512];
+	char *good[] = { "gpu=h100" }, *keys[] = { "gpu=mem=80,tflops=989" }, *bad[] = { "gpu=h1000" };
+	(void)state;
+	no_site(&site);
+	assert_int_equal(plugin_site_parse(&site, 1, good, msg, sizeof msg), 0);
+	assert_string_equal(site.gpu, "h100");
+	assert_int_equal(plugin_site_parse(&site, 1, keys, msg, sizeof msg), 0);
+	assert_string_equal(site.gpu, "mem=80,tflops=989");
+	assert_int_equal(plugin_site_parse(&site, 1, bad, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "plugstack argument 'gpu=h1000'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(layout_that_cannot_fit_is_refused),
+		cmocka_unit_test(sbatch_refuses_only_what_no_size_fits),
+		cmocka_unit_test(megatron_flags_state_what_was_assumed),
+		cmocka_unit_test(megatron_rule_is_named),
+		cmocka_unit_test(gpu_is_needed_by_auto_only),
+		cmocka_unit_test(auto_picks_data_parallel_for_a_small_model),
+		cmocka_unit_test(auto_stays_within_the_site_limits),
+		cmocka_unit_test(model_args_are_flags_only),
+		cmocka_unit_test(auto_is_asked_by_the_option_first),
+		cmocka_unit_test(site_gpu_is_checked),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
