@@ -1,23 +1,67 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Set up this machine and run every test of llmp, as CI does:
-#   1. install the Debian packages (as root; skipped with a note otherwise),
-#   2. a virtual environment with PyTorch for the Python package's tests (scripts/python-env.sh),
-#      then build, and `make check`: unit tests, CLI tests, the Python package's tests,
-#      local Slurm cluster tests,
-#   3. the unit, CLI, singleton runtime example, llmp ckpt (damaged checkpoints included) and job-end
-#      tests again, built with ASan + UBSan,
-#   4. the unit tests under valgrind,
-#   5. short libFuzzer runs of the layout parser and of the topology file reader
-#      (FUZZ_SECONDS each, default 60),
-#   6. the C sources formatted as .clang-format says (scripts/format.sh --check),
-#   7. `make distcheck`.
+# Set up this machine and run the tests of llmp. With no argument, every
+# stage, as CI does (.ci/run):
+#   packages   the Debian packages (as root; skipped with a note otherwise)
+#   python     a virtual environment with PyTorch for the Python tests (scripts/python-env.sh)
+#   check      build, then `make check`: unit, CLI, Python and local Slurm cluster tests
+#   asan       the unit, CLI, singleton runtime, example, llmp ckpt (damaged checkpoints
+#              included) and job-end tests again, built with ASan + UBSan
+#   valgrind   the unit tests under valgrind
+#   fuzz       short libFuzzer runs of the layout parser and the topology file reader
+#              (FUZZ_SECONDS each, default 60)
+#   format     the C sources as .clang-format writes them (scripts/format.sh --check)
+#   distcheck  `make distcheck`
+#
+#   scripts/test.sh --quick          build, the tests that need no root, cluster or
+#                                    PyTorch, and the format check (a few minutes;
+#                                    the packages installed first: scripts/install-deps.sh)
+#   scripts/test.sh --stage a,b      only the named stages, in the order above
+#   scripts/test.sh --list           the stages
+#
 # Every stage runs even if an earlier one failed; the last line is the total,
 # "N passed, N failed, N skipped", and the exit status is 1 if anything failed.
 # A test skipped for a reason not listed in allowed_skips counts as failed.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
+
+all_stages=(packages python check asan valgrind fuzz format distcheck)
+# The suites of --quick: no root, no cluster, no PyTorch.
+quick_tests='$(unit_tests) tests/cli.bats tests/topo.bats tests/job_end.bats tests/runtime_singleton.bats tests/example_mlp.bats tests/ckpt_tool.bats tests/ckpt_damage.bats tests/device_ckpt.bats'
+
+usage() {
+	awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"
+	exit "$1"
+}
+
+stages=("${all_stages[@]}")
+quick=no
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=yes stages=(check format) ;;
+	--stage)
+		[ $# -ge 2 ] || usage 2
+		IFS=, read -r -a stages <<<"$2"
+		shift
+		;;
+	--stage=*) IFS=, read -r -a stages <<<"${1#--stage=}" ;;
+	--list)
+		printf '%s\n' "${all_stages[@]}"
+		exit 0
+		;;
+	-h | --help) usage 0 ;;
+	*)
+		echo "test: unknown argument '$1'" >&2
+		usage 2
+		;;
+	esac
+	shift
+done
+for stage in "${stages[@]}"; do
+	[[ " ${all_stages[*]} " == *" $stage "* ]] ||
+		{ echo "test: unknown stage '$stage' (scripts/test.sh --list)" >&2; exit 2; }
+done
 
 passed=0 failed=0 skipped=0
 failures=()
@@ -89,63 +133,86 @@ count_step() {
 	fi
 }
 
-if [ "$(id -u)" -eq 0 ]; then
-	scripts/install-deps.sh || { echo "test: installing packages failed" >&2; exit 1; }
-else
-	echo "test: not root, so no packages installed and cluster tests will be skipped" >&2
-fi
+stage_packages() {
+	if [ "$(id -u)" -eq 0 ]; then
+		scripts/install-deps.sh || { echo "test: installing packages failed" >&2; exit 1; }
+	else
+		echo "test: not root, so no packages installed and cluster tests will be skipped" >&2
+	fi
+}
 
 build=$src/build
 
-echo "== the Python environment of the python/ tests (PyTorch from PyPI: scripts/python-env.sh)"
-mkdir -p "$build"
-if py=$(scripts/python-env.sh "$build/venv"); then
-	export LLMP_PYTHON=$py # tests/python.bats runs pytest with it, in make check and distcheck
-	passed=$((passed + 1))
-else
-	failed=$((failed + 1))
-	failures+=("python environment: scripts/python-env.sh $build/venv failed")
-fi
+stage_python() {
+	echo "== the Python environment of the python/ tests (PyTorch from PyPI: scripts/python-env.sh)"
+	mkdir -p "$build"
+	if py=$(scripts/python-env.sh "$build/venv"); then
+		export LLMP_PYTHON=$py # tests/python.bats runs pytest with it, in make check and distcheck
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		failures+=("python environment: scripts/python-env.sh $build/venv failed")
+	fi
+}
 
-echo "== build and make check"
-rm -f "$build/test-suite.log"
-if LLMP_BUILD_DIR=$build scripts/build.sh; then
-	make -C "$build" check
-fi
-count_suite "$build/test-suite.log" "make check"
-check_skips "$build/test-suite.log" "make check"
+stage_check() {
+	local tests=()
+	[ "$quick" = no ] || tests=(TESTS="$quick_tests")
+	echo "== build and make check${tests:+ (quick: no root, cluster or PyTorch)}"
+	rm -f "$build/test-suite.log"
+	if LLMP_BUILD_DIR=$build scripts/build.sh; then
+		make -C "$build" check "${tests[@]}"
+	fi
+	count_suite "$build/test-suite.log" "make check"
+	check_skips "$build/test-suite.log" "make check"
+}
 
-echo "== unit, CLI, topology, singleton runtime example, llmp ckpt, damaged-checkpoint and job-end tests under AddressSanitizer + UndefinedBehaviorSanitizer"
-asan=$src/build-asan
-san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
-rm -f "$asan/test-suite.log"
-if LLMP_BUILD_DIR=$asan scripts/build.sh --disable-cluster-tests \
-	CFLAGS="$san" LDFLAGS="-fsanitize=address,undefined"; then
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		make -C "$asan" check TESTS='$(unit_tests) tests/cli.bats tests/topo.bats tests/runtime_singleton.bats tests/example_mlp.bats tests/ckpt_tool.bats tests/ckpt_damage.bats tests/job_end.bats tests/device_ckpt.bats'
-fi
-count_suite "$asan/test-suite.log" "sanitizer tests"
-check_skips "$asan/test-suite.log" "sanitizer tests"
+stage_asan() {
+	echo "== unit, CLI, topology, singleton runtime example, llmp ckpt, damaged-checkpoint and job-end tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+	local asan=$src/build-asan
+	local san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
+	rm -f "$asan/test-suite.log"
+	if LLMP_BUILD_DIR=$asan scripts/build.sh --disable-cluster-tests \
+		CFLAGS="$san" LDFLAGS="-fsanitize=address,undefined"; then
+		ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+			make -C "$asan" check TESTS="$quick_tests"
+	fi
+	count_suite "$asan/test-suite.log" "sanitizer tests"
+	check_skips "$asan/test-suite.log" "sanitizer tests"
+}
 
-echo "== unit tests under valgrind"
-vg_log=$build/valgrind-suite.log
-rm -f "$build"/tests/*.vg.log "$build"/tests/unit/*.vg.log "$build"/tests/fuzz/*.vg.log
-make -C "$build" check TESTS='$(unit_tests)' TEST_SUITE_LOG=valgrind-suite.log \
-	LOG_COMPILER="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
-count_suite "$vg_log" "valgrind"
-check_skips "$vg_log" "valgrind"
+stage_valgrind() {
+	echo "== unit tests under valgrind"
+	local vg_log=$build/valgrind-suite.log
+	rm -f "$build"/tests/*.vg.log "$build"/tests/unit/*.vg.log "$build"/tests/fuzz/*.vg.log
+	make -C "$build" check TESTS='$(unit_tests)' TEST_SUITE_LOG=valgrind-suite.log \
+		LOG_COMPILER="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
+	count_suite "$vg_log" "valgrind"
+	check_skips "$vg_log" "valgrind"
+}
 
-echo "== fuzzing the layout parser, then the topology file reader, for ${FUZZ_SECONDS:-60} s each"
-count_step "fuzz" quietly "$build/fuzz.log" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
-grep '^Done' "$build/fuzz.log" || true
+stage_fuzz() {
+	echo "== fuzzing the layout parser, then the topology file reader, for ${FUZZ_SECONDS:-60} s each"
+	count_step "fuzz" quietly "$build/fuzz.log" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+	grep '^Done' "$build/fuzz.log" || true
+}
 
-echo "== the C sources as clang-format writes them (.clang-format)"
-count_step "format" quietly "$build/format.log" scripts/format.sh --check
+stage_format() {
+	echo "== the C sources as clang-format writes them (.clang-format)"
+	mkdir -p "$build"
+	count_step "format" quietly "$build/format.log" scripts/format.sh --check
+}
 
-echo "== make distcheck"
-count_step "distcheck" quietly "$build/distcheck.log" make -C "$build" distcheck \
-	DISTCHECK_CONFIGURE_FLAGS=--disable-cluster-tests
-grep -A1 'archives ready' "$build/distcheck.log" || true
+stage_distcheck() {
+	echo "== make distcheck"
+	count_step "distcheck" quietly "$build/distcheck.log" make -C "$build" distcheck \
+		DISTCHECK_CONFIGURE_FLAGS=--disable-cluster-tests
+	grep -A1 'archives ready' "$build/distcheck.log" || true
+}
+
+for stage in "${all_stages[@]}"; do
+	[[ " ${stages[*]} " == *" $stage "* ]] && "stage_$stage"
+done
 
 for f in "${failures[@]}"; do
 	echo "FAILED: $f"
