@@ -17,7 +17,9 @@
 #include "json_writer.h"
 #include "llmp_cli.h"
 #include "topology/hostlist.h"
+#include "topology/auto_layout.h"
 #include "topology/cost.h"
+#include "topology/hetero.h"
 #include "topology/model_desc.h"
 #include "topology/placement.h"
 #include "topology/topo.h"
@@ -367,13 +369,13 @@ static int write_picture(const struct topo *t, const struct topo_placement *p, c
 	return rc;
 }
 
-/* --model as the cost model reads it; with --gpu, any model the step model reads (model_desc.h). */
-static llmp_status model_of(const struct cli_plan_topology *a, struct topo_model *out, char *msg, size_t len)
+/* --model as the cost model reads it; for the step model, any model the step model reads (model_desc.h). */
+static llmp_status model_of(const char *text, bool step, struct topo_model *out, char *msg, size_t len)
 {
-	if (!a->gpu)
-		return topo_model_parse(a->model, out, msg, len);
+	if (!step)
+		return topo_model_parse(text, out, msg, len);
 	struct model_desc m;
-	llmp_status st = model_desc_parse(a->model, &m, msg, len);
+	llmp_status st = model_desc_parse(text, &m, msg, len);
 	if (st == LLMP_OK)
 		*out = (struct topo_model){ .hidden = m.hidden,
 					    .layers = m.layers,
@@ -387,31 +389,74 @@ static llmp_status model_of(const struct cli_plan_topology *a, struct topo_model
 	return st;
 }
 
-/* --gpu: the step model of this layout, each dimension's network time from this placement. */
-static int step_on_placement(const struct cli_plan_topology *a, const struct topo *t, const llmp_plan *plan,
-			     const struct topo_placement *p, const struct topo_model *model)
+/* Whether every host of the job is of a node type that says its "gpu" (so --model needs no --gpu). */
+static bool hosts_say_gpu(const struct topo *t, char *const *hosts, size_t nhosts)
 {
-	struct topo_cost cost;
+	for (size_t i = 0; i < nhosts; i++) {
+		bool said = false;
+		for (size_t n = 0; n < t->nnodes && hosts[i]; n++)
+			if (strcmp(t->nodes[n].host, hosts[i]) == 0)
+				said = t->types[t->nodes[n].type].gpu[0] != '\0';
+		if (!said)
+			return false;
+	}
+	return nhosts > 0;
+}
+
+/* The machines of the job for the step model: this layout, or every candidate of --parallel auto, placed here. */
+struct job {
+	char *const *hosts;
+	size_t nhosts;
+	const uint32_t *tasks;
+	uint32_t world, per;
+};
+
+static int step_on_machines(const struct cli_plan_topology *a, const struct topo *t, const struct job *job,
+			    const llmp_plan *plan, const struct topo_placement *p,
+			    const struct topo_model *model)
+{
 	char msg[LLMP_MSG_MAX];
-	if (topo_cost(t, plan, p, model, &cost, msg, sizeof msg) != LLMP_OK) {
-		fprintf(stderr, PROG ": %s\n", msg);
+	struct gpu_desc fallback, weakest;
+	if (a->gpu && gpu_desc_parse(a->gpu, &fallback, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": --gpu: %s\n", msg);
 		return CLI_EXIT_USAGE;
 	}
-	static const enum llmp_axis axes[5] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
-						LLMP_AXIS_PP };
-	double network[5] = { 0 };
-	for (size_t d = 0; d < cost.ndims; d++)
-		for (int k = 0; k < 5; k++)
-			if (cost.dim[d].axis == axes[k])
-				network[k] = cost.dim[d].seconds;
+	/* The weakest GPU of the job: what bounds --parallel auto's search, and its header. */
+	unsigned pp = llmp_plan_size(plan, LLMP_AXIS_PP);
+	struct gpu_desc *gpus = calloc(pp, sizeof *gpus);
+	if (!gpus) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return CLI_EXIT_FAILURE;
+	}
+	if (hetero_stage_gpus(t, p, plan, a->gpu ? &fallback : NULL, gpus, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": --topology: %s\n", msg);
+		free(gpus);
+		return CLI_EXIT_USAGE;
+	}
+	weakest = gpus[0];
+	for (unsigned k = 1; k < pp; k++)
+		hetero_weakest(&weakest, &gpus[k]);
+	free(gpus);
+	struct cli_machines on = { .t = t,
+				   .hosts = job->hosts,
+				   .nhosts = job->nhosts,
+				   .tasks = job->tasks,
+				   .world = job->world,
+				   .tasks_per_node = job->per,
+				   .renumber = a->renumber,
+				   .model = model,
+				   .fallback = a->gpu ? &fallback : NULL };
+	struct auto_machines machines = { .place = cli_machines_place, .ctx = &on };
 	llmp_spec spec = *llmp_plan_spec(plan);
 	spec.size[LLMP_DIM_DP] = llmp_plan_size(plan, LLMP_AXIS_DP);
 	struct cli_plan_step step = { .model = a->model,
 				      .gpu = a->gpu,
 				      .spec = &spec,
-				      .world = llmp_plan_world(plan),
+				      .automatic = a->automatic,
+				      .world = job->world,
 				      .json = a->json,
-				      .network_s = network,
+				      .machine_gpu = &weakest,
+				      .on = &machines,
 				      .placement = a->renumber ? "topology order" : "block order" };
 	return cli_plan_step(&step);
 }
@@ -454,7 +499,13 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 	llmp_plan *plan = NULL;
 	struct topo_placement p = { 0 };
 	struct topo_model model;
-	if (a->model && model_of(a, &model, msg, sizeof msg) != LLMP_OK) {
+	/* The step model: asked for by --gpu or auto, or the job's node types say their GPU (not with --explain, --svg: the cost). */
+	bool step = a->model && (a->gpu || a->automatic ||
+				 (!a->explain && !a->svg && hosts && hosts_say_gpu(&t, hosts, nhosts)));
+	if (step && a->rank >= 0) {
+		fprintf(stderr,
+			PROG ": --rank shows a plan's groups: not with the step model (--model on GPUs)\n");
+	} else if (a->model && model_of(a->model, step, &model, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 	} else if (!tasks || !hosts) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -470,11 +521,17 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 		fprintf(stderr, PROG ": %s\n", msg);
 	} else if (topo_place(&t, plan, hosts, nhosts, tasks, a->renumber, &p, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
-	} else if (a->model && model.gbs && model.gbs < model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP)) {
+	} else if (a->model && !a->automatic && model.gbs &&
+		   model.gbs < model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP)) {
 		fprintf(stderr, PROG ": --model: gbs=%.0f is less than mbs x dp = %.0f\n", model.gbs,
 			model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP));
-	} else if (a->gpu) {
-		rc = step_on_placement(a, &t, plan, &p, &model);
+	} else if (step) {
+		struct job job = { .hosts = hosts,
+				   .nhosts = nhosts,
+				   .tasks = tasks,
+				   .world = (uint32_t)world,
+				   .per = uniform ? tasks[0] : 0 };
+		rc = step_on_machines(a, &t, &job, plan, &p, &model);
 	} else {
 		struct column cols[3] = { { .name = a->renumber ? "this placement (topology)"
 								: "this placement (block)" },

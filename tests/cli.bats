@@ -422,9 +422,9 @@ EOF
 	expect_usage_error "--gpu: tflops= is missing" plan --world 8 --model llama3-8b --gpu mem=80
 	expect_usage_error "--parallel: tp=3 does not divide heads=64" plan --world 24 --parallel tp=3 --model llama3-70b --gpu h100
 	expect_usage_error "--parallel: mbs*dp = 1*3 does not divide gbs=512" plan --world 3 --model llama3-8b --gpu h100
-	expect_usage_error "--parallel auto needs --model and --gpu" plan --world 8 --parallel auto
+	expect_usage_error "--parallel auto needs --model, and --gpu or a --topology" plan --world 8 --parallel auto
 	expect_usage_error "--gpu needs --model" plan --world 8 --gpu h100
-	expect_usage_error "--parallel auto does not place its candidates on --topology yet" plan --topology /nonexistent --parallel auto --model llama3-8b --gpu h100
+	expect_usage_error "--explain and --svg show one layout's placement: not with --parallel auto" plan --topology /nonexistent --parallel auto --model llama3-8b --svg x.svg
 	expect_usage_error "--explain and --svg show a placement's cost: not with --gpu" plan --topology /nonexistent --model llama3-8b --gpu h100 --explain
 	expect_usage_error "needs the global batch: add gbs=" plan --world 8 --parallel auto --model layers=2,hidden=512,seq=64 --gpu h100
 	expect_usage_error "--rank shows a plan's groups" plan --world 8 --model llama3-8b --gpu h100 --rank 1

@@ -90,10 +90,11 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 		unsigned long long sum = 0;
 		for (unsigned k = 0; k < l->pp; k++) {
 			if (!l->stage_layers[k] || l->stage_layers[k] % l->vpp)
-				return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
-						 "stage %u has %u layers: each stage needs a multiple of vpp=%u, "
-						 "at least one",
-						 k, l->stage_layers[k], l->vpp);
+				return llmp_fail(
+					LLMP_ERR_LAYOUT, msg, len,
+					"stage %u has %u layers: each stage needs a multiple of vpp=%u, "
+					"at least one",
+					k, l->stage_layers[k], l->vpp);
 			sum += l->stage_layers[k];
 		}
 		if (sum != u(m->layers))
@@ -303,8 +304,8 @@ static double microbatches(const struct model_desc *m, const struct step_layout 
 }
 
 /* Forward FLOPs of one micro-batch on stage st, whole (all tp x cp ranks). */
-static double stage_forward(const struct model_desc *m, const struct step_layout *l, const struct layer_shape *x,
-			    unsigned k, const struct step_stage *st)
+static double stage_forward(const struct model_desc *m, const struct step_layout *l,
+			    const struct layer_shape *x, unsigned k, const struct step_stage *st)
 {
 	double fwd = 0, dense_layers = m->experts ? m->dense_layers : m->layers;
 	for (unsigned i = st->first_layer; i < st->first_layer + st->layers; i++)
@@ -318,9 +319,9 @@ static double stage_forward(const struct model_desc *m, const struct step_layout
 static double recompute_flops(const struct model_desc *m, const struct step_layout *l,
 			      const struct layer_shape *x, const struct step_stage *st, double fwd)
 {
-	return l->recompute == MODEL_RECOMPUTE_FULL ? fwd
+	return l->recompute == MODEL_RECOMPUTE_FULL                     ? fwd
 	       : l->recompute == MODEL_RECOMPUTE_SELECTIVE && !m->flash ? st->layers * x->flops_attn_core
-									 : 0;
+									: 0;
 }
 
 /* The rate a rank of l reaches on g. Smaller matrices reach less of the peak: half of it
@@ -336,9 +337,10 @@ static double rank_rate(const struct model_desc *m, const struct gpu_desc *g, co
  * The estimate; stage k on stage_gpus[k] when given, else on g; g's links
  * for the modelled network.
  */
-static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g, const struct gpu_desc *stage_gpus,
-			    uint32_t world, const struct step_layout *l, const double network_s[5],
-			    struct step_stage *stages, struct step_estimate *out, char *msg, size_t len)
+static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g,
+			    const struct gpu_desc *stage_gpus, uint32_t world, const struct step_layout *l,
+			    const double network_s[5], struct step_stage *stages, struct step_estimate *out,
+			    char *msg, size_t len)
 {
 	memset(out, 0, sizeof *out);
 	struct layer_shape x;
@@ -412,7 +414,8 @@ void step_stage_eval(const struct model_desc *m, const struct gpu_desc *g, const
 	layer_shape(m, l, &x);
 	stage_memory(m, l, &x, k, microbatches(m, l), st);
 	double fwd = stage_forward(m, l, &x, k, st);
-	*seconds = (3 * fwd + recompute_flops(m, l, &x, st, fwd)) / ((double)l->tp * l->cp) / rank_rate(m, g, l);
+	*seconds = (3 * fwd + recompute_flops(m, l, &x, st, fwd)) / ((double)l->tp * l->cp) /
+		   rank_rate(m, g, l);
 }
 
 llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
@@ -422,8 +425,8 @@ llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_de
 	return estimate(m, g, NULL, world, l, network_s, stages, out, msg, len);
 }
 
-llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus, uint32_t world,
-				 const struct step_layout *l, const double network_s[5],
+llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus,
+				 uint32_t world, const struct step_layout *l, const double network_s[5],
 				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len)
 {
 	/* The network at the slowest links among the stages' GPUs. */

@@ -105,8 +105,8 @@ llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_de
  * its time is at its own GPU's rate; without network_s, each dimension's
  * network at the slowest links among the stages' GPUs.
  */
-llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus, uint32_t world,
-				 const struct step_layout *l, const double network_s[5],
+llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus,
+				 uint32_t world, const struct step_layout *l, const double network_s[5],
 				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len);
 
 /*

@@ -331,7 +331,8 @@ static bool check_type_devices(struct checker *c, const struct json_value *v, st
 }
 
 /* "gpu": what the step model takes for this type's GPUs, a --gpu text checked by its own parser. */
-static bool read_type_gpu(struct checker *c, const struct json_value *v, const char *where, struct topo_type *t)
+static bool read_type_gpu(struct checker *c, const struct json_value *v, const char *where,
+			  struct topo_type *t)
 {
 	if (!get_string(c, v, "gpu", where, false, NULL, t->gpu, sizeof t->gpu))
 		return false;
