@@ -27,7 +27,9 @@ static const char *recompute_name(enum model_recompute r)
 
 /* ----------------------------------------------------------------- text */
 
-static void text_model(const struct model_desc *m, const struct gpu_desc *g, uint32_t world, FILE *out)
+/* machines: g is the weakest of the topology's GPUs, each stage below on its own. */
+static void text_model(const struct model_desc *m, const struct gpu_desc *g, bool machines, uint32_t world,
+		       FILE *out)
 {
 	fprintf(out,
 		"model:    %s: %.0f layers, hidden %.0f, ffn %.0f%s, heads %.0f (kv %.0f), vocab %.0f, seq %.0f",
@@ -40,10 +42,10 @@ static void text_model(const struct model_desc *m, const struct gpu_desc *g, uin
 		fprintf(out, ", gbs %.0f", m->gbs);
 	fprintf(out, "\n");
 	fprintf(out,
-		"gpu:      %s: %.1f GiB, %.0f TFLOP/s bf16 at %.0f%%, NVLink %.0f GB/s in domains of %u, network "
+		"gpu:      %s%s: %.1f GiB, %.0f TFLOP/s bf16 at %.0f%%, NVLink %.0f GB/s in domains of %u, network "
 		"%.1f GB/s; %u ranks\n",
-		g->name, g->mem_bytes / GIB, g->bf16_flops / 1e12, 100 * g->efficiency, g->nvlink_gbps,
-		g->domain, g->net_gbps, world);
+		machines ? "the weakest of the topology's: " : "", g->name, g->mem_bytes / GIB,
+		g->bf16_flops / 1e12, 100 * g->efficiency, g->nvlink_gbps, g->domain, g->net_gbps, world);
 }
 
 static enum step_term largest_term(const struct step_stage *s)
@@ -380,7 +382,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 		json_object_end(&w);
 		wrc = json_end(&w) ? 0 : -1;
 	} else {
-		text_model(&m, &g, a->world, out);
+		text_model(&m, &g, a->machine_gpu != NULL, a->world, out);
 		if (a->automatic && r.fitting)
 			fprintf(out,
 				"chosen:   the fastest of %zu layouts that fit (%zu valid for %u ranks)\n",
