@@ -74,7 +74,12 @@ struct cli_plan_step {
 		*machine_gpu; /* the weakest GPU of the machines (their "gpu" or --gpu); NULL: gpu */
 	const struct auto_machines *on; /* network and stage GPUs from a placement; NULL: modelled */
 	const char *placement;          /* with on: which placement, for the output */
+	/* With several: on[0..norders) are the job's hosts in different orders of their GPU kinds
+	 * (order_names[i] says which), and the fastest is taken; 0 or 1: on alone. */
+	size_t norders;
+	const char *const *order_names;
 };
+#define CLI_ORDERS_MAX 7 /* the hosts as given, and every order of up to 3 GPU kinds */
 int cli_plan_step(const struct cli_plan_step *a);
 
 /* The hosts of a topology as the step model's machines (plan_machines.c): the ctx of cli_machines_place. */

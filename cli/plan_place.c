@@ -411,6 +411,97 @@ struct job {
 	uint32_t world, per;
 };
 
+/*
+ * The job's hosts in each order of their GPU kinds (a type's "gpu", else
+ * --gpu): hosts of one kind keep their order. With 2 or 3 kinds, every
+ * order, and the hosts as given first when they mix the kinds; else the
+ * hosts as given alone. Copies, freed by kind_orders_free.
+ */
+struct kind_orders {
+	size_t n;
+	char **hosts[CLI_ORDERS_MAX];
+	uint32_t *tasks[CLI_ORDERS_MAX];
+	char *names[CLI_ORDERS_MAX];
+};
+
+static void kind_orders_free(struct kind_orders *ko)
+{
+	for (size_t i = 0; i < ko->n; i++) {
+		free(ko->hosts[i]);
+		free(ko->tasks[i]);
+		free(ko->names[i]);
+	}
+	memset(ko, 0, sizeof *ko);
+}
+
+static const char *kind_of(const struct topo *t, const char *host, const char *fallback)
+{
+	for (size_t n = 0; n < t->nnodes; n++)
+		if (strcmp(t->nodes[n].host, host) == 0)
+			return t->types[t->nodes[n].type].gpu[0] ? t->types[t->nodes[n].type].gpu : fallback;
+	return fallback;
+}
+
+/* Order i of the kinds: the hosts of kinds perm[0], perm[1], ... */
+static bool one_order(const struct topo *t, const struct job *job, const char *fallback, const char **kinds,
+		      const unsigned *perm, size_t nk, struct kind_orders *ko)
+{
+	size_t i = ko->n++, at = 0, len = 1;
+	ko->hosts[i] = calloc(job->nhosts, sizeof *ko->hosts[i]);
+	ko->tasks[i] = calloc(job->nhosts, sizeof *ko->tasks[i]);
+	for (size_t k = 0; k < nk; k++)
+		len += strlen(kinds[perm[k]]) + 6;
+	ko->names[i] = calloc(len, 1);
+	if (!ko->hosts[i] || !ko->tasks[i] || !ko->names[i])
+		return false;
+	for (size_t k = 0; k < nk; k++) {
+		strcat(ko->names[i], k ? " then " : "");
+		strcat(ko->names[i], kinds[perm[k]]);
+		for (size_t h = 0; h < job->nhosts; h++)
+			if (strcmp(kind_of(t, job->hosts[h], fallback), kinds[perm[k]]) == 0)
+				ko->hosts[i][at] = job->hosts[h], ko->tasks[i][at++] = job->tasks[h];
+	}
+	return true;
+}
+
+static bool kind_orders(const struct topo *t, const struct job *job, const char *fallback,
+			struct kind_orders *ko)
+{
+	memset(ko, 0, sizeof *ko);
+	const char *kinds[4];
+	size_t nk = 0;
+	bool grouped = true;
+	for (size_t h = 0; h < job->nhosts; h++) {
+		const char *k = kind_of(t, job->hosts[h], fallback);
+		size_t i = 0;
+		while (i < nk && strcmp(kinds[i], k) != 0)
+			i++;
+		grouped &= i + 1 >= nk; /* a kind seen before the last one: the kinds are mixed */
+		if (i == nk && nk < 4)
+			kinds[nk++] = k;
+	}
+	bool every = nk >= 2 && nk <= 3;
+	if (!grouped || !every) {
+		ko->n = 1;
+		ko->hosts[0] = malloc(job->nhosts * sizeof *ko->hosts[0]);
+		ko->tasks[0] = malloc(job->nhosts * sizeof *ko->tasks[0]);
+		ko->names[0] = strdup("as listed");
+		if (!ko->hosts[0] || !ko->tasks[0] || !ko->names[0])
+			return false;
+		memcpy(ko->hosts[0], job->hosts, job->nhosts * sizeof *ko->hosts[0]);
+		memcpy(ko->tasks[0], job->tasks, job->nhosts * sizeof *ko->tasks[0]);
+	}
+	if (!every)
+		return true;
+	static const unsigned perms2[2][3] = { { 0, 1 }, { 1, 0 } };
+	static const unsigned perms3[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
+					       { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
+	for (size_t p = 0; p < (nk == 2 ? 2u : 6u); p++)
+		if (!one_order(t, job, fallback, kinds, nk == 2 ? perms2[p] : perms3[p], nk, ko))
+			return false;
+	return true;
+}
+
 static int step_on_machines(const struct cli_plan_topology *a, const struct topo *t, const struct job *job,
 			    const llmp_plan *plan, const struct topo_placement *p,
 			    const struct topo_model *model)
@@ -437,16 +528,26 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 	for (unsigned k = 1; k < pp; k++)
 		hetero_weakest(&weakest, &gpus[k]);
 	free(gpus);
-	struct cli_machines on = { .t = t,
-				   .hosts = job->hosts,
-				   .nhosts = job->nhosts,
-				   .tasks = job->tasks,
-				   .world = job->world,
-				   .tasks_per_node = job->per,
-				   .renumber = a->renumber,
-				   .model = model,
-				   .fallback = a->gpu ? &fallback : NULL };
-	struct auto_machines machines = { .place = cli_machines_place, .ctx = &on };
+	struct kind_orders ko;
+	if (!kind_orders(t, job, a->gpu ? a->gpu : "", &ko)) {
+		kind_orders_free(&ko);
+		fprintf(stderr, PROG ": out of memory\n");
+		return CLI_EXIT_FAILURE;
+	}
+	struct cli_machines on[CLI_ORDERS_MAX];
+	struct auto_machines machines[CLI_ORDERS_MAX];
+	for (size_t i = 0; i < ko.n; i++) {
+		on[i] = (struct cli_machines){ .t = t,
+					       .hosts = ko.hosts[i],
+					       .nhosts = job->nhosts,
+					       .tasks = ko.tasks[i],
+					       .world = job->world,
+					       .tasks_per_node = job->per,
+					       .renumber = a->renumber,
+					       .model = model,
+					       .fallback = a->gpu ? &fallback : NULL };
+		machines[i] = (struct auto_machines){ .place = cli_machines_place, .ctx = &on[i] };
+	}
 	llmp_spec spec = *llmp_plan_spec(plan);
 	spec.size[LLMP_DIM_DP] = llmp_plan_size(plan, LLMP_AXIS_DP);
 	struct cli_plan_step step = { .model = a->model,
@@ -456,9 +557,13 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 				      .world = job->world,
 				      .json = a->json,
 				      .machine_gpu = &weakest,
-				      .on = &machines,
-				      .placement = a->renumber ? "topology order" : "block order" };
-	return cli_plan_step(&step);
+				      .on = machines,
+				      .placement = a->renumber ? "topology order" : "block order",
+				      .norders = ko.n,
+				      .order_names = (const char *const *)ko.names };
+	int rc = cli_plan_step(&step);
+	kind_orders_free(&ko);
+	return rc;
 }
 
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec)

@@ -258,19 +258,121 @@ static void json_pipeline(struct json_writer *w, const struct pipeline *p, const
 }
 
 /* The stages' GPUs and network of l: from the machines, or g everywhere and modelled. */
-static int stages_of(const struct cli_plan_step *a, const struct gpu_desc *g, struct step_layout *l,
+static int stages_of(const struct auto_machines *on, const struct gpu_desc *g, struct step_layout *l,
 		     struct gpu_desc *gpus, double net[5], struct pipeline *p)
 {
 	char msg[LLMP_MSG_MAX];
-	if (a->on && a->on->place(a->on->ctx, l, net, gpus, msg, sizeof msg) != LLMP_OK) {
+	if (on && on->place(on->ctx, l, net, gpus, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return CLI_EXIT_USAGE;
 	}
-	for (unsigned k = 0; !a->on && k < l->pp; k++)
+	for (unsigned k = 0; !on && k < l->pp; k++)
 		gpus[k] = *g;
 	p->gpus = gpus;
 	p->mixed = hetero_mixed(gpus, l->pp);
 	return CLI_EXIT_OK;
+}
+
+/* The orders of the GPU kinds along the pipeline, each order's step. */
+static void text_orders(const struct cli_plan_step *a, const struct step_estimate *est, size_t best,
+			FILE *out)
+{
+	fprintf(out, "kinds:    GPU kinds along the pipeline, hosts of the first kind first: %s",
+		a->order_names[best]);
+	for (size_t i = 0; i < a->norders; i++)
+		if (i != best && est[i].step_s >= 0)
+			fprintf(out, "; %s %.3f s%s", a->order_names[i], est[i].step_s,
+				est[i].fits ? "" : " (does not fit)");
+		else if (i != best)
+			fprintf(out, "; %s not valid", a->order_names[i]);
+	fprintf(out, "\n");
+}
+
+static void json_orders(struct json_writer *w, const struct cli_plan_step *a, const struct step_estimate *est,
+			size_t best)
+{
+	json_array(w, "kind_orders");
+	for (size_t i = 0; i < a->norders; i++) {
+		json_object(w, NULL);
+		json_string(w, "order", a->order_names[i]);
+		json_bool(w, "chosen", i == best);
+		if (est[i].step_s >= 0) {
+			json_double(w, "step_seconds", est[i].step_s);
+			json_bool(w, "fits", est[i].fits);
+		} else {
+			json_null(w, "step_seconds");
+			json_null(w, "fits");
+		}
+		json_object_end(w);
+	}
+	json_array_end(w);
+}
+
+/* A given layout on one order of the machines, quietly: its estimate, the layers split on mixed GPUs. */
+static llmp_status score_on(const struct model_desc *m, uint32_t world, const struct auto_machines *on,
+			    struct step_layout l, struct step_estimate *e)
+{
+	struct gpu_desc *gpus = calloc(l.pp, sizeof *gpus);
+	unsigned *split = calloc(l.pp, sizeof *split);
+	double net[5];
+	llmp_status st = gpus && split ? on->place(on->ctx, &l, net, gpus, NULL, 0) : LLMP_ERR_NOMEM;
+	if (st == LLMP_OK && hetero_mixed(gpus, l.pp)) {
+		st = hetero_split(m, gpus, &l, split, NULL, 0);
+		l.stage_layers = split;
+	}
+	if (st == LLMP_OK)
+		st = step_estimate_stages(m, gpus, world, &l, net, NULL, e, NULL, 0);
+	free(gpus);
+	free(split);
+	return st;
+}
+
+/* Whether x beats y: fitting first, then faster. */
+static bool better(const struct step_estimate *x, const struct step_estimate *y)
+{
+	return x->fits != y->fits ? x->fits : x->step_s < y->step_s;
+}
+
+/*
+ * With several orders of the machines (GPU kinds along the pipeline), the
+ * best: for auto, each order's choice; for a layout, its estimate on each.
+ * order_est gets each order's; r the chosen order's auto result.
+ */
+static int best_order(const struct cli_plan_step *a, const struct model_desc *m, const struct gpu_desc *g,
+		      const struct step_layout *given, struct auto_result *r, struct step_estimate *order_est,
+		      size_t *best)
+{
+	char msg[LLMP_MSG_MAX], first[LLMP_MSG_MAX] = "";
+	size_t n = a->norders ? a->norders : 1, found = 0;
+	*best = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct auto_machines *on = a->on ? &a->on[i] : NULL;
+		struct auto_result ri = { 0 };
+		llmp_status st = a->automatic ? auto_layout_on(m, g, a->world, on, &ri, msg, sizeof msg)
+				 : on         ? score_on(m, a->world, on, *given, &order_est[i])
+					      : LLMP_OK;
+		if (st != LLMP_OK) {
+			if (!first[0])
+				snprintf(first, sizeof first, "%s", msg);
+			order_est[i] = (struct step_estimate){ .step_s = -1 };
+			continue;
+		}
+		if (a->automatic)
+			order_est[i] = ri.all[0].est;
+		if (!found++ || better(&order_est[i], &order_est[*best])) {
+			*best = i;
+			if (a->automatic) {
+				auto_result_free(r);
+				*r = ri;
+				continue;
+			}
+		}
+		auto_result_free(&ri);
+	}
+	if (found)
+		return CLI_EXIT_OK;
+	fprintf(stderr, PROG ": %s\n", first[0] ? first : "no order of the machines could place the layout");
+	return CLI_EXIT_USAGE;
 }
 
 int cli_plan_step(const struct cli_plan_step *a)
@@ -286,13 +388,12 @@ int cli_plan_step(const struct cli_plan_step *a)
 	if (a->machine_gpu)
 		g = *a->machine_gpu;
 	struct step_layout l;
-	struct step_estimate e;
+	struct step_estimate e, order_est[CLI_ORDERS_MAX];
 	struct auto_result r = { 0 };
+	size_t best = 0;
 	if (a->automatic) {
-		if (auto_layout_on(&m, &g, a->world, a->on, &r, msg, sizeof msg) != LLMP_OK) {
-			fprintf(stderr, PROG ": %s\n", msg);
+		if (best_order(a, &m, &g, NULL, &r, order_est, &best) != CLI_EXIT_OK)
 			return CLI_EXIT_USAGE;
-		}
 		l = r.all[0].layout;
 	} else {
 		const llmp_spec *s = a->spec;
@@ -309,13 +410,16 @@ int cli_plan_step(const struct cli_plan_step *a)
 			fprintf(stderr, PROG ": --parallel: %s\n", msg);
 			return CLI_EXIT_USAGE;
 		}
+		if (a->norders > 1 && best_order(a, &m, &g, &l, &r, order_est, &best) != CLI_EXIT_OK)
+			return CLI_EXIT_USAGE;
 	}
+	const struct auto_machines *on = a->on ? &a->on[best] : NULL;
 	struct step_stage *stages = calloc(l.pp, sizeof *stages);
 	struct gpu_desc *gpus = calloc(l.pp, sizeof *gpus);
 	unsigned *split = calloc(l.pp, sizeof *split);
 	struct pipeline pipe = { 0 };
 	double net[5] = { 0 };
-	int rc = stages && gpus && split ? stages_of(a, &g, &l, gpus, net, &pipe) : CLI_EXIT_FAILURE;
+	int rc = stages && gpus && split ? stages_of(on, &g, &l, gpus, net, &pipe) : CLI_EXIT_FAILURE;
 	if (rc == CLI_EXIT_OK && pipe.mixed && !l.stage_layers) {
 		if (hetero_split(&m, gpus, &l, split, msg, sizeof msg) != LLMP_OK) {
 			fprintf(stderr, PROG ": %s\n", msg);
@@ -323,7 +427,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 		}
 		l.stage_layers = split;
 	}
-	if (rc == CLI_EXIT_OK && step_estimate_stages(&m, gpus, a->world, &l, a->on ? net : NULL, stages, &e,
+	if (rc == CLI_EXIT_OK && step_estimate_stages(&m, gpus, a->world, &l, on ? net : NULL, stages, &e,
 						      msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		rc = CLI_EXIT_USAGE;
@@ -333,7 +437,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 		even.stage_layers = NULL;
 		pipe.layers = l.stage_layers;
 		pipe.even_valid = step_layout_check(&m, a->world, &even, NULL, 0) == LLMP_OK &&
-				  step_estimate_stages(&m, gpus, a->world, &even, a->on ? net : NULL, NULL,
+				  step_estimate_stages(&m, gpus, a->world, &even, on ? net : NULL, NULL,
 						       &pipe.even, NULL, 0) == LLMP_OK;
 		pipe.flags_suffice = hetero_megatron_args(l.stage_layers, l.pp, pipe.args, sizeof pipe.args);
 	}
@@ -361,7 +465,9 @@ int cli_plan_step(const struct cli_plan_step *a)
 		json_estimate(&w, &l, stages, &e, gpus);
 		if (pipe.mixed)
 			json_pipeline(&w, &pipe, &l);
-		json_string(&w, "network_from", a->on ? a->placement : "nvlink-domain");
+		json_string(&w, "network_from", on ? a->placement : "nvlink-domain");
+		if (a->norders > 1)
+			json_orders(&w, a, order_est, best);
 		if (a->automatic) {
 			json_uint(&w, "considered", r.n);
 			json_uint(&w, "fitting", r.fitting);
@@ -391,9 +497,11 @@ int cli_plan_step(const struct cli_plan_step *a)
 			fprintf(out,
 				"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",
 				r.n, a->world);
-		if (a->on)
+		if (on)
 			fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
 				a->placement);
+		if (a->norders > 1)
+			text_orders(a, order_est, best, out);
 		else
 			fprintf(out,
 				"network:  NVLink inside domains of %u GPUs, the network across (no --topology)\n",

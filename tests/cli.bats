@@ -497,7 +497,8 @@ EOF2
 	llmp plan --topology "$mixed" --parallel tp=8,pp=2 --model llama3-70b
 	assert_status 0
 	assert_line_matches '^gpu: +the weakest of the topology.s: a100: '
-	assert_line_matches '^pipeline: +stages on mixed GPUs.*: stage 0 h100 [0-9]+, stage 1 a100 [0-9]+$'
+	assert_line_matches '^kinds: +GPU kinds along the pipeline, hosts of the first kind first: (h100 then a100; a100 then h100|a100 then h100; h100 then a100) [0-9.]+ s$'
+	assert_line_matches '^pipeline: +stages on mixed GPUs.*: stage 0 (h100|a100) [0-9]+, stage 1 (a100|h100) [0-9]+$'
 	assert_line_matches '^  even split: step [0-9.]+ s; this split [0-9.]+ s \(-[0-9.]+%\)$'
 	assert_line_matches '^  megatron: --decoder-first-pipeline-num-layers [0-9]+ --decoder-last-pipeline-num-layers [0-9]+$'
 	for spec in tp=8,pp=2 tp=8,pp=4; do
@@ -507,12 +508,19 @@ EOF2
 	done
 	python3 - "$BATS_TEST_TMPDIR/tp=8,pp=2.json" "$BATS_TEST_TMPDIR/tp=8,pp=4.json" <<'EOF2' || fail "mixed pipeline"
 import json, sys
-# The fixture lists its 4 H100 hosts first: the first half of the stages on H100, the rest on A100.
+# Both orders of the two kinds are tried (hosts of one kind together: half the stages each); the
+# faster is taken, and the stages are on the kinds in its order.
 rate = {"h100": 989e12 * 0.50, "a100": 312e12 * 0.68}  # model_desc.c's table
 for path, pp in zip(sys.argv[1:], (2, 4)):
     d = json.load(open(path))
     p, stages = d["pipeline"], d["memory"]["by_stage"]
-    assert p["mixed_gpus"] and p["stage_gpus"] == ["h100"] * (pp // 2) + ["a100"] * (pp // 2), p
+    orders = d["kind_orders"]
+    assert sorted(o["order"] for o in orders) == ["a100 then h100", "h100 then a100"], orders
+    chosen = [o for o in orders if o["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["step_seconds"] == d["step_seconds"], orders
+    assert all(o["step_seconds"] >= d["step_seconds"] for o in orders), orders
+    first, _, second = chosen[0]["order"].partition(" then ")
+    assert p["mixed_gpus"] and p["stage_gpus"] == [first] * (pp // 2) + [second] * (pp // 2), p
     n = p["stage_layers"]
     assert sum(n) == 80 and [s["layers"] for s in stages] == n, n
     assert [s["gpu"] for s in stages] == p["stage_gpus"]
@@ -522,7 +530,9 @@ for path, pp in zip(sys.argv[1:], (2, 4)):
     h, kv, ffn, vocab = 8192, 1024, 28672, 128256
     output = vocab * h / (2 * h * h + 2 * h * kv + 3 * h * ffn)
     share = rate["h100"] / (rate["h100"] + rate["a100"]) * (80 + output) / (pp // 2)
-    assert all(n[k] > n[-1] and n[k] <= share + 1 for k in range(pp // 2)), (n, share)
+    fast = [n[k] for k in range(pp) if p["stage_gpus"][k] == "h100"]
+    slow = [n[k] for k in range(pp) if p["stage_gpus"][k] == "a100"]
+    assert min(fast) > max(slow) and max(fast) <= share + 1, (n, share)
     # Balanced beats even, which gives every stage 80 / pp layers.
     assert p["even_step_seconds"] > d["step_seconds"], p
     if pp == 2:
@@ -530,6 +540,14 @@ for path, pp in zip(sys.argv[1:], (2, 4)):
     elif n[1] != n[2]:
         assert p["megatron_args"] is None
 EOF2
+	# Hosts that interleave the kinds: that order is tried too, first.
+	llmp plan --topology "$mixed" --hosts 'h100-1,a100-1,h100-2,a100-2,h100-3,a100-3,h100-4,a100-4' --parallel tp=8,pp=2 --model llama3-70b --format json
+	assert_status 0
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [o["order"] for o in d["kind_orders"]] == ["as listed", "h100 then a100", "a100 then h100"], d["kind_orders"]
+' <<<"$output" || fail "kind orders: $output"
 	# --parallel auto on it, no --gpu.
 	llmp plan --topology "$mixed" --parallel auto --model llama3-70b --format json
 	assert_status 0
