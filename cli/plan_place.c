@@ -536,6 +536,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 	}
 	struct cli_machines on[CLI_ORDERS_MAX];
 	struct auto_machines machines[CLI_ORDERS_MAX];
+	struct cli_machines_cache *cache = cli_machines_cache_new(); /* NULL: each layout placed anew */
 	for (size_t i = 0; i < ko.n; i++) {
 		on[i] = (struct cli_machines){ .t = t,
 					       .hosts = ko.hosts[i],
@@ -545,7 +546,8 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 					       .tasks_per_node = job->per,
 					       .renumber = a->renumber,
 					       .model = model,
-					       .fallback = a->gpu ? &fallback : NULL };
+					       .fallback = a->gpu ? &fallback : NULL,
+					       .cache = cache };
 		machines[i] = (struct auto_machines){ .place = cli_machines_place, .ctx = &on[i] };
 	}
 	llmp_spec spec = *llmp_plan_spec(plan);
@@ -562,6 +564,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 				      .norders = ko.n,
 				      .order_names = (const char *const *)ko.names };
 	int rc = cli_plan_step(&step);
+	cli_machines_cache_free(cache);
 	kind_orders_free(&ko);
 	return rc;
 }

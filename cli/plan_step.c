@@ -500,12 +500,12 @@ int cli_plan_step(const struct cli_plan_step *a)
 		if (on)
 			fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
 				a->placement);
-		if (a->norders > 1)
-			text_orders(a, order_est, best, out);
 		else
 			fprintf(out,
 				"network:  NVLink inside domains of %u GPUs, the network across (no --topology)\n",
 				g.domain);
+		if (a->norders > 1)
+			text_orders(a, order_est, best, out);
 		text_estimate(gpus, &l, stages, &e, out);
 		if (pipe.mixed)
 			text_pipeline(&pipe, &l, &e, out);
