@@ -193,6 +193,11 @@ void auto_result_free(struct auto_result *r)
 void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,
 		   const struct gpu_desc *g, char *buf, size_t len)
 {
+	if (!c->est.fits && c->est.peak_bytes <= g->mem_bytes) { /* mixed GPUs: a smaller one overflows */
+		snprintf(buf, len, "memory: a stage over its own GPU's memory (peak %.1f GiB on stage %u)",
+			 c->est.peak_bytes / GIB, c->est.peak_stage);
+		return;
+	}
 	if (!c->est.fits) {
 		snprintf(buf, len, "memory: %.1f GiB on stage %u over the GPU's %.1f GiB (largest term: %s)",
 			 c->est.peak_bytes / GIB, c->est.peak_stage, g->mem_bytes / GIB,
