@@ -159,17 +159,19 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	a->automatic = a->spec && strcmp(a->spec, "auto") == 0;
-	if (a->gpu && a->topology && a->automatic)
-		return usage_message("", "--parallel auto does not place its candidates on --topology yet: "
-					 "give a layout, or leave --topology out");
 	if (a->gpu && a->rank >= 0)
 		return usage_message("", "--rank shows a plan's groups: not with --gpu");
 	if (a->gpu && (a->explain || a->svg))
 		return usage_message("", "--explain and --svg show a placement's cost: not with --gpu");
 	if (a->gpu && !a->model)
 		return usage_message("", "--gpu needs --model: the step model estimates a model on a GPU");
-	if (a->automatic && (!a->model || !a->gpu))
-		return usage_message("", "--parallel auto needs --model and --gpu");
+	if (a->automatic && (!a->model || (!a->gpu && !a->topology)))
+		return usage_message("",
+				     "--parallel auto needs --model, and --gpu or a --topology whose node "
+				     "types say their \"gpu\"");
+	if (a->automatic && a->topology && (a->explain || a->svg))
+		return usage_message(
+			"", "--explain and --svg show one layout's placement: not with --parallel auto");
 	if ((a->hosts || a->renumber || (a->model && !a->gpu) || a->svg) && !a->topology)
 		return usage_message("", "--hosts, --placement, --model and --svg need --topology "
 					 "(--model also works with --gpu instead)");
@@ -246,6 +248,7 @@ int cli_plan(int argc, char **argv)
 						.json = a.json != 0,
 						.svg = a.svg,
 						.gpu = a.gpu,
+						.automatic = a.automatic,
 						.rank = a.rank };
 		return cli_plan_on_topology(&on, &spec);
 	}

@@ -57,9 +57,12 @@ struct cli_plan_topology {
 	bool json;                /* doc/placement-json.md */
 	const char *svg;          /* --svg: write the picture there; NULL none */
 	const char *gpu;          /* --gpu: the step model of the layout, its network from this placement */
+	bool automatic;           /* --parallel auto: every candidate placed here */
 };
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec);
 
+struct auto_machines;
+struct gpu_desc;
 /* `llmp plan --model M --gpu G`: the step model of a layout, or --parallel auto's choice (plan_step.c). */
 struct cli_plan_step {
 	const char *model, *gpu;
@@ -67,10 +70,39 @@ struct cli_plan_step {
 	bool automatic;        /* --parallel auto */
 	uint32_t world;
 	bool json;
-	const double *network_s; /* tp, cp, ep, dp, pp seconds from a placement (cost.c); NULL: modelled */
-	const char *placement;   /* with network_s: which placement, for the output */
+	const struct gpu_desc
+		*machine_gpu; /* the weakest GPU of the machines (their "gpu" or --gpu); NULL: gpu */
+	const struct auto_machines *on; /* network and stage GPUs from a placement; NULL: modelled */
+	const char *placement;          /* with on: which placement, for the output */
+	/* With several: on[0..norders) are the job's hosts in different orders of their GPU kinds
+	 * (order_names[i] says which), and the fastest is taken; 0 or 1: on alone. */
+	size_t norders;
+	const char *const *order_names;
 };
+#define CLI_ORDERS_MAX 7 /* the hosts as given, and every order of up to 3 GPU kinds */
 int cli_plan_step(const struct cli_plan_step *a);
+
+/* The hosts of a topology as the step model's machines (plan_machines.c): the ctx of cli_machines_place. */
+struct topo;
+struct topo_model;
+struct cli_machines_cache;
+struct step_layout;
+struct cli_machines {
+	const struct topo *t;
+	char *const *hosts; /* the job's, in Slurm's order */
+	size_t nhosts;
+	const uint32_t *tasks;          /* on each host */
+	uint32_t world, tasks_per_node; /* tasks_per_node 0: uneven */
+	bool renumber;
+	const struct topo_model *model;   /* cost.c's view of the model; mbs from each layout */
+	const struct gpu_desc *fallback;  /* --gpu, for node types without "gpu"; NULL none */
+	struct cli_machines_cache *cache; /* the last grid placed, reused; NULL: none */
+};
+/* The last layout's grid placed and its stages' GPUs (plan_machines.c): NULL when out of memory. */
+struct cli_machines_cache *cli_machines_cache_new(void);
+void cli_machines_cache_free(struct cli_machines_cache *c);
+llmp_status cli_machines_place(void *ctx, const struct step_layout *l, double network_s[5],
+			       struct gpu_desc *stage_gpus, char *msg, size_t len);
 
 struct topo;
 struct topo_placement;

@@ -17,7 +17,9 @@
 #include "json_writer.h"
 #include "llmp_cli.h"
 #include "topology/hostlist.h"
+#include "topology/auto_layout.h"
 #include "topology/cost.h"
+#include "topology/hetero.h"
 #include "topology/model_desc.h"
 #include "topology/placement.h"
 #include "topology/topo.h"
@@ -367,13 +369,13 @@ static int write_picture(const struct topo *t, const struct topo_placement *p, c
 	return rc;
 }
 
-/* --model as the cost model reads it; with --gpu, any model the step model reads (model_desc.h). */
-static llmp_status model_of(const struct cli_plan_topology *a, struct topo_model *out, char *msg, size_t len)
+/* --model as the cost model reads it; for the step model, any model the step model reads (model_desc.h). */
+static llmp_status model_of(const char *text, bool step, struct topo_model *out, char *msg, size_t len)
 {
-	if (!a->gpu)
-		return topo_model_parse(a->model, out, msg, len);
+	if (!step)
+		return topo_model_parse(text, out, msg, len);
 	struct model_desc m;
-	llmp_status st = model_desc_parse(a->model, &m, msg, len);
+	llmp_status st = model_desc_parse(text, &m, msg, len);
 	if (st == LLMP_OK)
 		*out = (struct topo_model){ .hidden = m.hidden,
 					    .layers = m.layers,
@@ -387,33 +389,184 @@ static llmp_status model_of(const struct cli_plan_topology *a, struct topo_model
 	return st;
 }
 
-/* --gpu: the step model of this layout, each dimension's network time from this placement. */
-static int step_on_placement(const struct cli_plan_topology *a, const struct topo *t, const llmp_plan *plan,
-			     const struct topo_placement *p, const struct topo_model *model)
+/* Whether every host of the job is of a node type that says its "gpu" (so --model needs no --gpu). */
+static bool hosts_say_gpu(const struct topo *t, char *const *hosts, size_t nhosts)
 {
-	struct topo_cost cost;
+	for (size_t i = 0; i < nhosts; i++) {
+		bool said = false;
+		for (size_t n = 0; n < t->nnodes && hosts[i]; n++)
+			if (strcmp(t->nodes[n].host, hosts[i]) == 0)
+				said = t->types[t->nodes[n].type].gpu[0] != '\0';
+		if (!said)
+			return false;
+	}
+	return nhosts > 0;
+}
+
+/* The machines of the job for the step model: this layout, or every candidate of --parallel auto, placed here. */
+struct job {
+	char *const *hosts;
+	size_t nhosts;
+	const uint32_t *tasks;
+	uint32_t world, per;
+};
+
+/*
+ * The job's hosts in each order of their GPU kinds (a type's "gpu", else
+ * --gpu): hosts of one kind keep their order. With 2 or 3 kinds, every
+ * order, and the hosts as given first when they mix the kinds; else the
+ * hosts as given alone. Copies, freed by kind_orders_free.
+ */
+struct kind_orders {
+	size_t n;
+	char **hosts[CLI_ORDERS_MAX];
+	uint32_t *tasks[CLI_ORDERS_MAX];
+	char *names[CLI_ORDERS_MAX];
+};
+
+static void kind_orders_free(struct kind_orders *ko)
+{
+	for (size_t i = 0; i < ko->n; i++) {
+		free(ko->hosts[i]);
+		free(ko->tasks[i]);
+		free(ko->names[i]);
+	}
+	memset(ko, 0, sizeof *ko);
+}
+
+static const char *kind_of(const struct topo *t, const char *host, const char *fallback)
+{
+	for (size_t n = 0; n < t->nnodes; n++)
+		if (strcmp(t->nodes[n].host, host) == 0)
+			return t->types[t->nodes[n].type].gpu[0] ? t->types[t->nodes[n].type].gpu : fallback;
+	return fallback;
+}
+
+/* Order i of the kinds: the hosts of kinds perm[0], perm[1], ... */
+static bool one_order(const struct topo *t, const struct job *job, const char *fallback, const char **kinds,
+		      const unsigned *perm, size_t nk, struct kind_orders *ko)
+{
+	size_t i = ko->n++, at = 0, len = 1;
+	ko->hosts[i] = calloc(job->nhosts, sizeof *ko->hosts[i]);
+	ko->tasks[i] = calloc(job->nhosts, sizeof *ko->tasks[i]);
+	for (size_t k = 0; k < nk; k++)
+		len += strlen(kinds[perm[k]]) + 6;
+	ko->names[i] = calloc(len, 1);
+	if (!ko->hosts[i] || !ko->tasks[i] || !ko->names[i])
+		return false;
+	for (size_t k = 0; k < nk; k++) {
+		strcat(ko->names[i], k ? " then " : "");
+		strcat(ko->names[i], kinds[perm[k]]);
+		for (size_t h = 0; h < job->nhosts; h++)
+			if (strcmp(kind_of(t, job->hosts[h], fallback), kinds[perm[k]]) == 0)
+				ko->hosts[i][at] = job->hosts[h], ko->tasks[i][at++] = job->tasks[h];
+	}
+	return true;
+}
+
+static bool kind_orders(const struct topo *t, const struct job *job, const char *fallback,
+			struct kind_orders *ko)
+{
+	memset(ko, 0, sizeof *ko);
+	const char *kinds[4];
+	size_t nk = 0;
+	bool grouped = true;
+	for (size_t h = 0; h < job->nhosts; h++) {
+		const char *k = kind_of(t, job->hosts[h], fallback);
+		size_t i = 0;
+		while (i < nk && strcmp(kinds[i], k) != 0)
+			i++;
+		grouped &= i + 1 >= nk; /* a kind seen before the last one: the kinds are mixed */
+		if (i == nk && nk < 4)
+			kinds[nk++] = k;
+	}
+	bool every = nk >= 2 && nk <= 3;
+	if (!grouped || !every) {
+		ko->n = 1;
+		ko->hosts[0] = malloc(job->nhosts * sizeof *ko->hosts[0]);
+		ko->tasks[0] = malloc(job->nhosts * sizeof *ko->tasks[0]);
+		ko->names[0] = strdup("as listed");
+		if (!ko->hosts[0] || !ko->tasks[0] || !ko->names[0])
+			return false;
+		memcpy(ko->hosts[0], job->hosts, job->nhosts * sizeof *ko->hosts[0]);
+		memcpy(ko->tasks[0], job->tasks, job->nhosts * sizeof *ko->tasks[0]);
+	}
+	if (!every)
+		return true;
+	static const unsigned perms2[2][3] = { { 0, 1 }, { 1, 0 } };
+	static const unsigned perms3[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
+					       { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
+	for (size_t p = 0; p < (nk == 2 ? 2u : 6u); p++)
+		if (!one_order(t, job, fallback, kinds, nk == 2 ? perms2[p] : perms3[p], nk, ko))
+			return false;
+	return true;
+}
+
+static int step_on_machines(const struct cli_plan_topology *a, const struct topo *t, const struct job *job,
+			    const llmp_plan *plan, const struct topo_placement *p,
+			    const struct topo_model *model)
+{
 	char msg[LLMP_MSG_MAX];
-	if (topo_cost(t, plan, p, model, &cost, msg, sizeof msg) != LLMP_OK) {
-		fprintf(stderr, PROG ": %s\n", msg);
+	struct gpu_desc fallback, weakest;
+	if (a->gpu && gpu_desc_parse(a->gpu, &fallback, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": --gpu: %s\n", msg);
 		return CLI_EXIT_USAGE;
 	}
-	static const enum llmp_axis axes[5] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
-						LLMP_AXIS_PP };
-	double network[5] = { 0 };
-	for (size_t d = 0; d < cost.ndims; d++)
-		for (int k = 0; k < 5; k++)
-			if (cost.dim[d].axis == axes[k])
-				network[k] = cost.dim[d].seconds;
+	/* The weakest GPU of the job: what bounds --parallel auto's search, and its header. */
+	unsigned pp = llmp_plan_size(plan, LLMP_AXIS_PP);
+	struct gpu_desc *gpus = calloc(pp, sizeof *gpus);
+	if (!gpus) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return CLI_EXIT_FAILURE;
+	}
+	if (hetero_stage_gpus(t, p, plan, a->gpu ? &fallback : NULL, gpus, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": --topology: %s\n", msg);
+		free(gpus);
+		return CLI_EXIT_USAGE;
+	}
+	weakest = gpus[0];
+	for (unsigned k = 1; k < pp; k++)
+		hetero_weakest(&weakest, &gpus[k]);
+	free(gpus);
+	struct kind_orders ko;
+	if (!kind_orders(t, job, a->gpu ? a->gpu : "", &ko)) {
+		kind_orders_free(&ko);
+		fprintf(stderr, PROG ": out of memory\n");
+		return CLI_EXIT_FAILURE;
+	}
+	struct cli_machines on[CLI_ORDERS_MAX];
+	struct auto_machines machines[CLI_ORDERS_MAX];
+	struct cli_machines_cache *cache = cli_machines_cache_new(); /* NULL: each layout placed anew */
+	for (size_t i = 0; i < ko.n; i++) {
+		on[i] = (struct cli_machines){ .t = t,
+					       .hosts = ko.hosts[i],
+					       .nhosts = job->nhosts,
+					       .tasks = ko.tasks[i],
+					       .world = job->world,
+					       .tasks_per_node = job->per,
+					       .renumber = a->renumber,
+					       .model = model,
+					       .fallback = a->gpu ? &fallback : NULL,
+					       .cache = cache };
+		machines[i] = (struct auto_machines){ .place = cli_machines_place, .ctx = &on[i] };
+	}
 	llmp_spec spec = *llmp_plan_spec(plan);
 	spec.size[LLMP_DIM_DP] = llmp_plan_size(plan, LLMP_AXIS_DP);
 	struct cli_plan_step step = { .model = a->model,
 				      .gpu = a->gpu,
 				      .spec = &spec,
-				      .world = llmp_plan_world(plan),
+				      .automatic = a->automatic,
+				      .world = job->world,
 				      .json = a->json,
-				      .network_s = network,
-				      .placement = a->renumber ? "topology order" : "block order" };
-	return cli_plan_step(&step);
+				      .machine_gpu = &weakest,
+				      .on = machines,
+				      .placement = a->renumber ? "topology order" : "block order",
+				      .norders = ko.n,
+				      .order_names = (const char *const *)ko.names };
+	int rc = cli_plan_step(&step);
+	cli_machines_cache_free(cache);
+	kind_orders_free(&ko);
+	return rc;
 }
 
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec)
@@ -454,7 +607,13 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 	llmp_plan *plan = NULL;
 	struct topo_placement p = { 0 };
 	struct topo_model model;
-	if (a->model && model_of(a, &model, msg, sizeof msg) != LLMP_OK) {
+	/* The step model: asked for by --gpu or auto, or the job's node types say their GPU (not with --explain, --svg: the cost). */
+	bool step = a->model && (a->gpu || a->automatic ||
+				 (!a->explain && !a->svg && hosts && hosts_say_gpu(&t, hosts, nhosts)));
+	if (step && a->rank >= 0) {
+		fprintf(stderr,
+			PROG ": --rank shows a plan's groups: not with the step model (--model on GPUs)\n");
+	} else if (a->model && model_of(a->model, step, &model, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 	} else if (!tasks || !hosts) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -470,11 +629,17 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 		fprintf(stderr, PROG ": %s\n", msg);
 	} else if (topo_place(&t, plan, hosts, nhosts, tasks, a->renumber, &p, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
-	} else if (a->model && model.gbs && model.gbs < model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP)) {
+	} else if (a->model && !a->automatic && model.gbs &&
+		   model.gbs < model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP)) {
 		fprintf(stderr, PROG ": --model: gbs=%.0f is less than mbs x dp = %.0f\n", model.gbs,
 			model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP));
-	} else if (a->gpu) {
-		rc = step_on_placement(a, &t, plan, &p, &model);
+	} else if (step) {
+		struct job job = { .hosts = hosts,
+				   .nhosts = nhosts,
+				   .tasks = tasks,
+				   .world = (uint32_t)world,
+				   .per = uniform ? tasks[0] : 0 };
+		rc = step_on_machines(a, &t, &job, plan, &p, &model);
 	} else {
 		struct column cols[3] = { { .name = a->renumber ? "this placement (topology)"
 								: "this placement (block)" },

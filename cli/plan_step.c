@@ -13,6 +13,7 @@
 #include "json_writer.h"
 #include "llmp_cli.h"
 #include "topology/auto_layout.h"
+#include "topology/hetero.h"
 
 #define PROG "llmp plan"
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -26,7 +27,9 @@ static const char *recompute_name(enum model_recompute r)
 
 /* ----------------------------------------------------------------- text */
 
-static void text_model(const struct model_desc *m, const struct gpu_desc *g, uint32_t world, FILE *out)
+/* machines: g is the weakest of the topology's GPUs, each stage below on its own. */
+static void text_model(const struct model_desc *m, const struct gpu_desc *g, bool machines, uint32_t world,
+		       FILE *out)
 {
 	fprintf(out,
 		"model:    %s: %.0f layers, hidden %.0f, ffn %.0f%s, heads %.0f (kv %.0f), vocab %.0f, seq %.0f",
@@ -39,37 +42,49 @@ static void text_model(const struct model_desc *m, const struct gpu_desc *g, uin
 		fprintf(out, ", gbs %.0f", m->gbs);
 	fprintf(out, "\n");
 	fprintf(out,
-		"gpu:      %s: %.1f GiB, %.0f TFLOP/s bf16 at %.0f%%, NVLink %.0f GB/s in domains of %u, network "
+		"gpu:      %s%s: %.1f GiB, %.0f TFLOP/s bf16 at %.0f%%, NVLink %.0f GB/s in domains of %u, network "
 		"%.1f GB/s; %u ranks\n",
-		g->name, g->mem_bytes / GIB, g->bf16_flops / 1e12, 100 * g->efficiency, g->nvlink_gbps,
-		g->domain, g->net_gbps, world);
+		machines ? "the weakest of the topology's: " : "", g->name, g->mem_bytes / GIB,
+		g->bf16_flops / 1e12, 100 * g->efficiency, g->nvlink_gbps, g->domain, g->net_gbps, world);
 }
 
-static void text_estimate(const struct model_desc *m, const struct gpu_desc *g, const struct step_layout *l,
+static enum step_term largest_term(const struct step_stage *s)
+{
+	double terms[5] = { s->weights, s->grads, s->optimizer, s->activations, s->allowance };
+	enum step_term t = STEP_WEIGHTS;
+	for (int i = 1; i < 5; i++)
+		if (terms[i] > terms[t])
+			t = (enum step_term)i;
+	return t;
+}
+
+/* gpus: each stage's. */
+static void text_estimate(const struct gpu_desc *gpus, const struct step_layout *l,
 			  const struct step_stage *stages, const struct step_estimate *e, FILE *out)
 {
 	char buf[160];
 	step_layout_format(l, buf, sizeof buf);
 	fprintf(out, "layout:   %s\n", buf);
 	fprintf(out, "memory:   peak %.1f GiB per GPU on stage %u (largest term: %s) of %.1f GiB: %s\n",
-		e->peak_bytes / GIB, e->peak_stage, step_term_name(e->peak_term), g->mem_bytes / GIB,
-		e->fits ? "fits" : "DOES NOT FIT");
+		e->peak_bytes / GIB, e->peak_stage, step_term_name(e->peak_term),
+		gpus[e->peak_stage].mem_bytes / GIB, e->fits ? "fits" : "DOES NOT FIT");
 	fprintf(out,
-		"  stage  layers      weights    gradients    optimizer  activations    allowance        total\n");
+		"  stage  layers      weights    gradients    optimizer  activations    allowance        total  gpu\n");
 	for (unsigned k = 0; k < l->pp; k++) {
 		const struct step_stage *s = &stages[k];
 		char layers[32];
 		snprintf(layers, sizeof layers, "%u-%u", s->first_layer, s->first_layer + s->layers - 1);
-		fprintf(out, "  %5u  %-8s %8.2f GiB %8.2f GiB %8.2f GiB %8.2f GiB %8.2f GiB %8.2f GiB\n", k,
+		fprintf(out,
+			"  %5u  %-8s %8.2f GiB %8.2f GiB %8.2f GiB %8.2f GiB %8.2f GiB %8.2f GiB  %s%s\n", k,
 			layers, s->weights / GIB, s->grads / GIB, s->optimizer / GIB, s->activations / GIB,
-			s->allowance / GIB, s->total / GIB);
+			s->allowance / GIB, s->total / GIB, gpus[k].name,
+			s->total > gpus[k].mem_bytes ? " (over)" : "");
 	}
 	fprintf(out,
 		"time:     step %.3f s = compute %.3f + bubble %.3f + exposed network tp %.3f cp %.3f ep %.3f dp %.3f "
 		"pp %.3f; %.0f micro-batches; MFU %.1f%%\n",
 		e->step_s, e->compute_s, e->bubble_s, e->net_s[0], e->net_s[1], e->net_s[2], e->net_s[3],
 		e->net_s[4], e->microbatches, 100 * e->mfu);
-	(void)m;
 }
 
 /* ----------------------------------------------------------------- JSON */
@@ -129,15 +144,16 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 	json_uint(w, "world", world);
 }
 
+/* gpus: each stage's. */
 static void json_estimate(struct json_writer *w, const struct step_layout *l, const struct step_stage *stages,
-			  const struct step_estimate *e, const struct gpu_desc *g)
+			  const struct step_estimate *e, const struct gpu_desc *gpus)
 {
 	json_layout(w, "layout", l);
 	json_object(w, "memory");
 	json_bytes(w, "peak_bytes", e->peak_bytes);
 	json_uint(w, "peak_stage", e->peak_stage);
 	json_string(w, "largest_term", step_term_name(e->peak_term));
-	json_bytes(w, "budget_bytes", g->mem_bytes);
+	json_bytes(w, "budget_bytes", gpus[e->peak_stage].mem_bytes);
 	json_array(w, "by_stage");
 	for (unsigned k = 0; k < l->pp; k++) {
 		json_object(w, NULL);
@@ -150,6 +166,8 @@ static void json_estimate(struct json_writer *w, const struct step_layout *l, co
 		json_bytes(w, "activations_bytes", stages[k].activations);
 		json_bytes(w, "allowance_bytes", stages[k].allowance);
 		json_bytes(w, "total_bytes", stages[k].total);
+		json_string(w, "gpu", gpus[k].name);
+		json_bytes(w, "gpu_memory_bytes", gpus[k].mem_bytes);
 		json_object_end(w);
 	}
 	json_array_end(w);
@@ -180,24 +198,202 @@ static int finish(FILE *out, int rc)
 	return CLI_EXIT_OK;
 }
 
+/* A pipeline on mixed GPUs: each stage's GPU and layers, the even split's time, how Megatron is told. */
+struct pipeline {
+	bool mixed;
+	const struct gpu_desc *gpus; /* pp */
+	const unsigned *layers;      /* pp */
+	bool even_valid;             /* the even split passes Megatron's rules */
+	struct step_estimate even;
+	bool flags_suffice;
+	char args[512]; /* Megatron's first/last flags, or the per-stage list */
+};
+
+static void text_pipeline(const struct pipeline *p, const struct step_layout *l,
+			  const struct step_estimate *e, FILE *out)
+{
+	fprintf(out, "pipeline: stages on mixed GPUs, layers in proportion to speed and memory:");
+	for (unsigned k = 0; k < l->pp; k++)
+		fprintf(out, "%s stage %u %s %u", k ? "," : "", k, p->gpus[k].name, p->layers[k]);
+	fprintf(out, "\n");
+	if (p->even_valid)
+		fprintf(out, "  even split: step %.3f s%s; this split %.3f s (%+.1f%%)\n", p->even.step_s,
+			p->even.fits ? "" : " and DOES NOT FIT", e->step_s,
+			100 * (e->step_s / p->even.step_s - 1));
+	else
+		fprintf(out, "  even split: not a valid layout here\n");
+	if (p->flags_suffice)
+		fprintf(out, "  megatron: %s\n", p->args[0] ? p->args : "(even: no flag)");
+	else
+		fprintf(out,
+			"  megatron: the middle stages differ, which first/last flags cannot say: the layout file's "
+			"stage_layers %s\n",
+			p->args);
+}
+
+static void json_pipeline(struct json_writer *w, const struct pipeline *p, const struct step_layout *l)
+{
+	json_object(w, "pipeline");
+	json_bool(w, "mixed_gpus", p->mixed);
+	json_array(w, "stage_gpus");
+	for (unsigned k = 0; k < l->pp; k++)
+		json_string(w, NULL, p->gpus[k].name);
+	json_array_end(w);
+	json_array(w, "stage_layers");
+	for (unsigned k = 0; k < l->pp; k++)
+		json_uint(w, NULL, p->layers[k]);
+	json_array_end(w);
+	if (p->even_valid) {
+		json_double(w, "even_step_seconds", p->even.step_s);
+		json_bool(w, "even_fits", p->even.fits);
+	} else {
+		json_null(w, "even_step_seconds");
+		json_null(w, "even_fits");
+	}
+	if (p->flags_suffice)
+		json_string(w, "megatron_args", p->args);
+	else
+		json_null(w, "megatron_args");
+	json_object_end(w);
+}
+
+/* The stages' GPUs and network of l: from the machines, or g everywhere and modelled. */
+static int stages_of(const struct auto_machines *on, const struct gpu_desc *g, struct step_layout *l,
+		     struct gpu_desc *gpus, double net[5], struct pipeline *p)
+{
+	char msg[LLMP_MSG_MAX];
+	if (on && on->place(on->ctx, l, net, gpus, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": %s\n", msg);
+		return CLI_EXIT_USAGE;
+	}
+	for (unsigned k = 0; !on && k < l->pp; k++)
+		gpus[k] = *g;
+	p->gpus = gpus;
+	p->mixed = hetero_mixed(gpus, l->pp);
+	return CLI_EXIT_OK;
+}
+
+/* The orders of the GPU kinds along the pipeline, each order's step. */
+static void text_orders(const struct cli_plan_step *a, const struct step_estimate *est, size_t best,
+			FILE *out)
+{
+	fprintf(out, "kinds:    GPU kinds along the pipeline, hosts of the first kind first: %s",
+		a->order_names[best]);
+	for (size_t i = 0; i < a->norders; i++)
+		if (i != best && est[i].step_s >= 0)
+			fprintf(out, "; %s %.3f s%s", a->order_names[i], est[i].step_s,
+				est[i].fits ? "" : " (does not fit)");
+		else if (i != best)
+			fprintf(out, "; %s not valid", a->order_names[i]);
+	fprintf(out, "\n");
+}
+
+static void json_orders(struct json_writer *w, const struct cli_plan_step *a, const struct step_estimate *est,
+			size_t best)
+{
+	json_array(w, "kind_orders");
+	for (size_t i = 0; i < a->norders; i++) {
+		json_object(w, NULL);
+		json_string(w, "order", a->order_names[i]);
+		json_bool(w, "chosen", i == best);
+		if (est[i].step_s >= 0) {
+			json_double(w, "step_seconds", est[i].step_s);
+			json_bool(w, "fits", est[i].fits);
+		} else {
+			json_null(w, "step_seconds");
+			json_null(w, "fits");
+		}
+		json_object_end(w);
+	}
+	json_array_end(w);
+}
+
+/* A given layout on one order of the machines, quietly: its estimate, the layers split on mixed GPUs. */
+static llmp_status score_on(const struct model_desc *m, uint32_t world, const struct auto_machines *on,
+			    struct step_layout l, struct step_estimate *e)
+{
+	struct gpu_desc *gpus = calloc(l.pp, sizeof *gpus);
+	unsigned *split = calloc(l.pp, sizeof *split);
+	double net[5];
+	llmp_status st = gpus && split ? on->place(on->ctx, &l, net, gpus, NULL, 0) : LLMP_ERR_NOMEM;
+	if (st == LLMP_OK && hetero_mixed(gpus, l.pp)) {
+		st = hetero_split(m, gpus, &l, split, NULL, 0);
+		l.stage_layers = split;
+	}
+	if (st == LLMP_OK)
+		st = step_estimate_stages(m, gpus, world, &l, net, NULL, e, NULL, 0);
+	free(gpus);
+	free(split);
+	return st;
+}
+
+/* Whether x beats y: fitting first, then faster. */
+static bool better(const struct step_estimate *x, const struct step_estimate *y)
+{
+	return x->fits != y->fits ? x->fits : x->step_s < y->step_s;
+}
+
+/*
+ * With several orders of the machines (GPU kinds along the pipeline), the
+ * best: for auto, each order's choice; for a layout, its estimate on each.
+ * order_est gets each order's; r the chosen order's auto result.
+ */
+static int best_order(const struct cli_plan_step *a, const struct model_desc *m, const struct gpu_desc *g,
+		      const struct step_layout *given, struct auto_result *r, struct step_estimate *order_est,
+		      size_t *best)
+{
+	char msg[LLMP_MSG_MAX], first[LLMP_MSG_MAX] = "";
+	size_t n = a->norders ? a->norders : 1, found = 0;
+	*best = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct auto_machines *on = a->on ? &a->on[i] : NULL;
+		struct auto_result ri = { 0 };
+		llmp_status st = a->automatic ? auto_layout_on(m, g, a->world, on, &ri, msg, sizeof msg)
+				 : on         ? score_on(m, a->world, on, *given, &order_est[i])
+					      : LLMP_OK;
+		if (st != LLMP_OK) {
+			if (!first[0])
+				snprintf(first, sizeof first, "%s", msg);
+			order_est[i] = (struct step_estimate){ .step_s = -1 };
+			continue;
+		}
+		if (a->automatic)
+			order_est[i] = ri.all[0].est;
+		if (!found++ || better(&order_est[i], &order_est[*best])) {
+			*best = i;
+			if (a->automatic) {
+				auto_result_free(r);
+				*r = ri;
+				continue;
+			}
+		}
+		auto_result_free(&ri);
+	}
+	if (found)
+		return CLI_EXIT_OK;
+	fprintf(stderr, PROG ": %s\n", first[0] ? first : "no order of the machines could place the layout");
+	return CLI_EXIT_USAGE;
+}
+
 int cli_plan_step(const struct cli_plan_step *a)
 {
 	char msg[LLMP_MSG_MAX];
 	struct model_desc m;
 	struct gpu_desc g;
 	if (model_desc_parse(a->model, &m, msg, sizeof msg) != LLMP_OK ||
-	    gpu_desc_parse(a->gpu, &g, msg, sizeof msg) != LLMP_OK) {
+	    (!a->machine_gpu && gpu_desc_parse(a->gpu, &g, msg, sizeof msg) != LLMP_OK)) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return CLI_EXIT_USAGE;
 	}
+	if (a->machine_gpu)
+		g = *a->machine_gpu;
 	struct step_layout l;
-	struct step_estimate e;
+	struct step_estimate e, order_est[CLI_ORDERS_MAX];
 	struct auto_result r = { 0 };
+	size_t best = 0;
 	if (a->automatic) {
-		if (auto_layout(&m, &g, a->world, &r, msg, sizeof msg) != LLMP_OK) {
-			fprintf(stderr, PROG ": %s\n", msg);
+		if (best_order(a, &m, &g, NULL, &r, order_est, &best) != CLI_EXIT_OK)
 			return CLI_EXIT_USAGE;
-		}
 		l = r.all[0].layout;
 	} else {
 		const llmp_spec *s = a->spec;
@@ -214,14 +410,45 @@ int cli_plan_step(const struct cli_plan_step *a)
 			fprintf(stderr, PROG ": --parallel: %s\n", msg);
 			return CLI_EXIT_USAGE;
 		}
+		if (a->norders > 1 && best_order(a, &m, &g, &l, &r, order_est, &best) != CLI_EXIT_OK)
+			return CLI_EXIT_USAGE;
 	}
+	const struct auto_machines *on = a->on ? &a->on[best] : NULL;
 	struct step_stage *stages = calloc(l.pp, sizeof *stages);
-	if (!stages || step_estimate_placed(&m, &g, a->world, &l, a->network_s, stages, &e, msg,
-					    sizeof msg) != LLMP_OK) {
-		fprintf(stderr, PROG ": %s\n", stages ? msg : "out of memory");
+	struct gpu_desc *gpus = calloc(l.pp, sizeof *gpus);
+	unsigned *split = calloc(l.pp, sizeof *split);
+	struct pipeline pipe = { 0 };
+	double net[5] = { 0 };
+	int rc = stages && gpus && split ? stages_of(on, &g, &l, gpus, net, &pipe) : CLI_EXIT_FAILURE;
+	if (rc == CLI_EXIT_OK && pipe.mixed && !l.stage_layers) {
+		if (hetero_split(&m, gpus, &l, split, msg, sizeof msg) != LLMP_OK) {
+			fprintf(stderr, PROG ": %s\n", msg);
+			rc = CLI_EXIT_USAGE;
+		}
+		l.stage_layers = split;
+	}
+	if (rc == CLI_EXIT_OK && step_estimate_stages(&m, gpus, a->world, &l, on ? net : NULL, stages, &e,
+						      msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": %s\n", msg);
+		rc = CLI_EXIT_USAGE;
+	}
+	if (rc == CLI_EXIT_OK && pipe.mixed) {
+		struct step_layout even = l;
+		even.stage_layers = NULL;
+		pipe.layers = l.stage_layers;
+		pipe.even_valid = step_layout_check(&m, a->world, &even, NULL, 0) == LLMP_OK &&
+				  step_estimate_stages(&m, gpus, a->world, &even, on ? net : NULL, NULL,
+						       &pipe.even, NULL, 0) == LLMP_OK;
+		pipe.flags_suffice = hetero_megatron_args(l.stage_layers, l.pp, pipe.args, sizeof pipe.args);
+	}
+	if (rc != CLI_EXIT_OK) {
+		if (rc == CLI_EXIT_FAILURE)
+			fprintf(stderr, PROG ": out of memory\n");
 		free(stages);
+		free(gpus);
+		free(split);
 		auto_result_free(&r);
-		return stages ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+		return rc;
 	}
 
 	FILE *out = stdout;
@@ -229,14 +456,18 @@ int cli_plan_step(const struct cli_plan_step *a)
 	if (shown > SHOWN_CANDIDATES)
 		shown = SHOWN_CANDIDATES;
 	char why[256], buf[160];
-	int rc = 0;
+	int wrc = 0;
 	if (a->json) {
 		struct json_writer w;
 		json_begin(&w, out);
 		json_object(&w, NULL);
 		json_head(&w, &m, &g, a->world);
-		json_estimate(&w, &l, stages, &e, &g);
-		json_string(&w, "network_from", a->network_s ? a->placement : "nvlink-domain");
+		json_estimate(&w, &l, stages, &e, gpus);
+		if (pipe.mixed)
+			json_pipeline(&w, &pipe, &l);
+		json_string(&w, "network_from", on ? a->placement : "nvlink-domain");
+		if (a->norders > 1)
+			json_orders(&w, a, order_est, best);
 		if (a->automatic) {
 			json_uint(&w, "considered", r.n);
 			json_uint(&w, "fitting", r.fitting);
@@ -255,9 +486,9 @@ int cli_plan_step(const struct cli_plan_step *a)
 			json_array_end(&w);
 		}
 		json_object_end(&w);
-		rc = json_end(&w) ? 0 : -1;
+		wrc = json_end(&w) ? 0 : -1;
 	} else {
-		text_model(&m, &g, a->world, out);
+		text_model(&m, &g, a->machine_gpu != NULL, a->world, out);
 		if (a->automatic && r.fitting)
 			fprintf(out,
 				"chosen:   the fastest of %zu layouts that fit (%zu valid for %u ranks)\n",
@@ -266,14 +497,18 @@ int cli_plan_step(const struct cli_plan_step *a)
 			fprintf(out,
 				"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",
 				r.n, a->world);
-		if (a->network_s)
+		if (on)
 			fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
 				a->placement);
 		else
 			fprintf(out,
 				"network:  NVLink inside domains of %u GPUs, the network across (no --topology)\n",
 				g.domain);
-		text_estimate(&m, &g, &l, stages, &e, out);
+		if (a->norders > 1)
+			text_orders(a, order_est, best, out);
+		text_estimate(gpus, &l, stages, &e, out);
+		if (pipe.mixed)
+			text_pipeline(&pipe, &l, &e, out);
 		if (shown)
 			fprintf(out, "next:\n  %-62s %9s %10s  why it lost\n", "layout", "step", "peak");
 		for (size_t i = 1; i <= shown; i++) {
@@ -285,14 +520,20 @@ int cli_plan_step(const struct cli_plan_step *a)
 		}
 	}
 	if (!e.fits) {
+		/* the first stage over its own GPU's memory */
+		unsigned k = 0;
+		while (k + 1 < l.pp && stages[k].total <= gpus[k].mem_bytes)
+			k++;
 		step_layout_format(&l, buf, sizeof buf);
 		fprintf(stderr,
 			PROG
 			": warning: %s%s needs %.1f GiB per GPU on stage %u, more than the %s's %.1f GiB (largest term: %s)\n",
-			a->automatic ? "no layout fits; the smallest, " : "", buf, e.peak_bytes / GIB,
-			e.peak_stage, g.name, g.mem_bytes / GIB, step_term_name(e.peak_term));
+			a->automatic ? "no layout fits; the smallest, " : "", buf, stages[k].total / GIB, k,
+			gpus[k].name, gpus[k].mem_bytes / GIB, step_term_name(largest_term(&stages[k])));
 	}
 	free(stages);
+	free(gpus);
+	free(split);
 	auto_result_free(&r);
-	return finish(out, rc);
+	return finish(out, wrc);
 }

@@ -422,9 +422,9 @@ EOF
 	expect_usage_error "--gpu: tflops= is missing" plan --world 8 --model llama3-8b --gpu mem=80
 	expect_usage_error "--parallel: tp=3 does not divide heads=64" plan --world 24 --parallel tp=3 --model llama3-70b --gpu h100
 	expect_usage_error "--parallel: mbs*dp = 1*3 does not divide gbs=512" plan --world 3 --model llama3-8b --gpu h100
-	expect_usage_error "--parallel auto needs --model and --gpu" plan --world 8 --parallel auto
+	expect_usage_error "--parallel auto needs --model, and --gpu or a --topology" plan --world 8 --parallel auto
 	expect_usage_error "--gpu needs --model" plan --world 8 --gpu h100
-	expect_usage_error "--parallel auto does not place its candidates on --topology yet" plan --topology /nonexistent --parallel auto --model llama3-8b --gpu h100
+	expect_usage_error "--explain and --svg show one layout's placement: not with --parallel auto" plan --topology /nonexistent --parallel auto --model llama3-8b --svg x.svg
 	expect_usage_error "--explain and --svg show a placement's cost: not with --gpu" plan --topology /nonexistent --model llama3-8b --gpu h100 --explain
 	expect_usage_error "needs the global batch: add gbs=" plan --world 8 --parallel auto --model layers=2,hidden=512,seq=64 --gpu h100
 	expect_usage_error "--rank shows a plan's groups" plan --world 8 --model llama3-8b --gpu h100 --rank 1
@@ -457,4 +457,105 @@ assert p["world"] == 1024 and p["layout"]["dp"] == 32
 assert abs(p["step_seconds"] - d["step_seconds"]) < 1e-6 * d["step_seconds"], (p["step_seconds"], d["step_seconds"])
 assert p["memory"] == d["memory"]
 EOF
+}
+
+@test "step model: node types say their GPU; --parallel auto places every candidate on the topology" {
+	need_python
+	local fat="$LLMP_SRCDIR/etc/topology/fat-tree.json" one="$LLMP_SRCDIR/etc/topology/dgx-h100.json"
+	# A file whose types say no "gpu": --model alone is still the cost report; auto needs --gpu.
+	expect_usage_error 'node type dgx-h100 (host dgx001) does not say its "gpu"' plan --topology "$one" --parallel auto --model llama3-8b
+	# The fat tree's types given "gpu": "h100": no --gpu needed, and the same answer as --gpu h100.
+	python3 - "$fat" "$BATS_TEST_TMPDIR/fat.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for t in d["node_types"].values():
+    t["gpu"] = "h100"
+json.dump(d, open(sys.argv[2], "w"))
+EOF2
+	llmp plan --topology "$BATS_TEST_TMPDIR/fat.json" --hosts 'dgx[001-008]' --parallel auto --model llama3-8b --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/said.json"
+	llmp plan --topology "$fat" --hosts 'dgx[001-008]' --parallel auto --model llama3-8b --gpu h100 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/given.json"
+	python3 - "$BATS_TEST_TMPDIR/said.json" "$BATS_TEST_TMPDIR/given.json" <<'EOF2' || fail "auto on a topology"
+import json, sys
+s, g = (json.load(open(f)) for f in sys.argv[1:])
+assert s["layout"] == g["layout"] and s["step_seconds"] == g["step_seconds"], (s["layout"], g["layout"])
+assert s["network_from"] == "block order" and s["world"] == 64
+# The chosen one fits and no fitting candidate listed is faster.
+assert s["fits"]
+for c in s["candidates"]:
+    assert not c["fits"] or c["step_seconds"] >= s["step_seconds"], c
+assert "pipeline" not in s  # one GPU kind: no per-stage split
+EOF2
+}
+
+@test "step model: a pipeline across GPU kinds gets layers by speed and memory" {
+	need_python
+	local mixed="$LLMP_SRCDIR/etc/topology/mixed-gpu.json"
+	llmp plan --topology "$mixed" --parallel tp=8,pp=2 --model llama3-70b
+	assert_status 0
+	assert_line_matches '^gpu: +the weakest of the topology.s: a100: '
+	assert_line_matches '^kinds: +GPU kinds along the pipeline, hosts of the first kind first: (h100 then a100; a100 then h100|a100 then h100; h100 then a100) [0-9.]+ s$'
+	assert_line_matches '^pipeline: +stages on mixed GPUs.*: stage 0 (h100|a100) [0-9]+, stage 1 (a100|h100) [0-9]+$'
+	assert_line_matches '^  even split: step [0-9.]+ s; this split [0-9.]+ s \(-[0-9.]+%\)$'
+	assert_line_matches '^  megatron: --decoder-first-pipeline-num-layers [0-9]+ --decoder-last-pipeline-num-layers [0-9]+$'
+	for spec in tp=8,pp=2 tp=8,pp=4; do
+		llmp plan --topology "$mixed" --parallel "$spec" --model llama3-70b --format json
+		assert_status 0
+		printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/$spec.json"
+	done
+	python3 - "$BATS_TEST_TMPDIR/tp=8,pp=2.json" "$BATS_TEST_TMPDIR/tp=8,pp=4.json" <<'EOF2' || fail "mixed pipeline"
+import json, sys
+# Both orders of the two kinds are tried (hosts of one kind together: half the stages each); the
+# faster is taken, and the stages are on the kinds in its order.
+rate = {"h100": 989e12 * 0.50, "a100": 312e12 * 0.68}  # model_desc.c's table
+for path, pp in zip(sys.argv[1:], (2, 4)):
+    d = json.load(open(path))
+    p, stages = d["pipeline"], d["memory"]["by_stage"]
+    orders = d["kind_orders"]
+    assert sorted(o["order"] for o in orders) == ["a100 then h100", "h100 then a100"], orders
+    chosen = [o for o in orders if o["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["step_seconds"] == d["step_seconds"], orders
+    assert all(o["step_seconds"] >= d["step_seconds"] for o in orders), orders
+    first, _, second = chosen[0]["order"].partition(" then ")
+    assert p["mixed_gpus"] and p["stage_gpus"] == [first] * (pp // 2) + [second] * (pp // 2), p
+    n = p["stage_layers"]
+    assert sum(n) == 80 and [s["layers"] for s in stages] == n, n
+    assert [s["gpu"] for s in stages] == p["stage_gpus"]
+    assert d["fits"] and all(s["total_bytes"] <= s["gpu_memory_bytes"] for s in stages)
+    # An H100 stage gets more layers than an A100 one, never more than its rate share would give it
+    # (the output layer, V h parameters, counted as layers of 2h^2 + 2h kv + 3h ffn on the last stage).
+    h, kv, ffn, vocab = 8192, 1024, 28672, 128256
+    output = vocab * h / (2 * h * h + 2 * h * kv + 3 * h * ffn)
+    share = rate["h100"] / (rate["h100"] + rate["a100"]) * (80 + output) / (pp // 2)
+    fast = [n[k] for k in range(pp) if p["stage_gpus"][k] == "h100"]
+    slow = [n[k] for k in range(pp) if p["stage_gpus"][k] == "a100"]
+    assert min(fast) > max(slow) and max(fast) <= share + 1, (n, share)
+    # Balanced beats even, which gives every stage 80 / pp layers.
+    assert p["even_step_seconds"] > d["step_seconds"], p
+    if pp == 2:
+        assert p["megatron_args"] == "--decoder-first-pipeline-num-layers %d --decoder-last-pipeline-num-layers %d" % (n[0], n[1])
+    elif n[1] != n[2]:
+        assert p["megatron_args"] is None
+EOF2
+	# Hosts that interleave the kinds: that order is tried too, first.
+	llmp plan --topology "$mixed" --hosts 'h100-1,a100-1,h100-2,a100-2,h100-3,a100-3,h100-4,a100-4' --parallel tp=8,pp=2 --model llama3-70b --format json
+	assert_status 0
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [o["order"] for o in d["kind_orders"]] == ["as listed", "h100 then a100", "a100 then h100"], d["kind_orders"]
+' <<<"$output" || fail "kind orders: $output"
+	# --parallel auto on it, no --gpu.
+	llmp plan --topology "$mixed" --parallel auto --model llama3-70b --format json
+	assert_status 0
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["fits"] and d["world"] == 64
+for c in d["candidates"]:
+    assert not c["fits"] or c["step_seconds"] >= d["step_seconds"], c
+' <<<"$output" || fail "auto on mixed GPUs: $output"
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fail.h"
+#include "hetero.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MAX_CP 32
@@ -19,20 +20,56 @@ struct search {
 	uint32_t world;
 	struct auto_result *r;
 	size_t cap;
+	const struct auto_machines *on;
+	struct gpu_desc *stage_gpus; /* room for the largest pp */
+	llmp_status placed;          /* the first failure of on->place */
+	char *msg;
+	size_t len;
 };
+
+/* c's estimate on the machines: stage_layers allocated when the stages' GPUs differ. */
+static llmp_status on_machines(struct search *s, struct auto_candidate *c)
+{
+	double net[5];
+	char why[LLMP_MSG_MAX];
+	llmp_status st = s->on->place(s->on->ctx, &c->layout, net, s->stage_gpus, why, sizeof why);
+	if (st != LLMP_OK) {
+		if (s->placed == LLMP_OK)
+			s->placed = llmp_fail(st, s->msg, s->len, "%s", why);
+		return st;
+	}
+	if (hetero_mixed(s->stage_gpus, c->layout.pp)) {
+		if (!(c->stage_layers = malloc(c->layout.pp * sizeof *c->stage_layers)))
+			return LLMP_ERR_NOMEM;
+		st = hetero_split(s->m, s->stage_gpus, &c->layout, c->stage_layers, NULL, 0);
+		c->layout.stage_layers = c->stage_layers;
+	}
+	if (st == LLMP_OK)
+		st = step_estimate_stages(s->m, s->stage_gpus, s->world, &c->layout, net, NULL, &c->est, NULL,
+					  0);
+	if (st != LLMP_OK) {
+		free(c->stage_layers);
+		c->stage_layers = NULL;
+	}
+	return st;
+}
 
 static llmp_status consider(struct search *s, struct step_layout l)
 {
 	if (step_layout_check(s->m, s->world, &l, NULL, 0) != LLMP_OK)
 		return LLMP_OK;
 	struct auto_candidate c = { .layout = l };
-	if (step_estimate(s->m, s->g, s->world, &l, NULL, &c.est, NULL, 0) != LLMP_OK)
-		return LLMP_OK;
+	llmp_status st = s->on ? on_machines(s, &c)
+			       : step_estimate(s->m, s->g, s->world, &l, NULL, &c.est, NULL, 0);
+	if (st != LLMP_OK)
+		return st == LLMP_ERR_NOMEM ? st : LLMP_OK;
 	if (s->r->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 256;
 		struct auto_candidate *all = realloc(s->r->all, cap * sizeof *all);
-		if (!all)
+		if (!all) {
+			free(c.stage_layers);
 			return LLMP_ERR_NOMEM;
+		}
 		s->r->all = all, s->cap = cap;
 	}
 	s->r->all[s->r->n++] = c;
@@ -59,11 +96,19 @@ static int by_merit(const void *pa, const void *pb)
 llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 			struct auto_result *r, char *msg, size_t len)
 {
+	return auto_layout_on(m, g, world, NULL, r, msg, len);
+}
+
+llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			   const struct auto_machines *on, struct auto_result *r, char *msg, size_t len)
+{
 	memset(r, 0, sizeof *r);
 	if (!m->gbs)
 		return llmp_fail(LLMP_ERR_ARG, msg, len,
 				 "--parallel auto needs the global batch: add gbs= (sequences) to --model");
-	struct search s = { .m = m, .g = g, .world = world, .r = r };
+	struct search s = { .m = m, .g = g, .world = world, .r = r, .on = on, .msg = msg, .len = len };
+	if (on && !(s.stage_gpus = calloc(world, sizeof *s.stage_gpus)))
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "--parallel auto: out of memory");
 	enum model_recompute recomputes[2] = { m->recompute, m->recompute };
 	unsigned nrecompute = 1;
 	if (m->recompute == MODEL_RECOMPUTE_AUTO)
@@ -118,10 +163,13 @@ llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, ui
 			}
 		}
 	}
+	free(s.stage_gpus);
 	if (st != LLMP_OK) {
 		auto_result_free(r);
 		return llmp_fail(st, msg, len, "--parallel auto: out of memory");
 	}
+	if (!r->n && s.placed != LLMP_OK)
+		return s.placed; /* msg says why the machines took none */
 	if (!r->n)
 		return llmp_fail(
 			LLMP_ERR_LAYOUT, msg, len,
@@ -136,6 +184,8 @@ llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, ui
 
 void auto_result_free(struct auto_result *r)
 {
+	for (size_t i = 0; r->all && i < r->n; i++)
+		free(r->all[i].stage_layers);
 	free(r->all);
 	memset(r, 0, sizeof *r);
 }
@@ -143,6 +193,11 @@ void auto_result_free(struct auto_result *r)
 void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,
 		   const struct gpu_desc *g, char *buf, size_t len)
 {
+	if (!c->est.fits && c->est.peak_bytes <= g->mem_bytes) { /* mixed GPUs: a smaller one overflows */
+		snprintf(buf, len, "memory: a stage over its own GPU's memory (peak %.1f GiB on stage %u)",
+			 c->est.peak_bytes / GIB, c->est.peak_stage);
+		return;
+	}
 	if (!c->est.fits) {
 		snprintf(buf, len, "memory: %.1f GiB on stage %u over the GPU's %.1f GiB (largest term: %s)",
 			 c->est.peak_bytes / GIB, c->est.peak_stage, g->mem_bytes / GIB,

@@ -21,6 +21,7 @@
 struct auto_candidate {
 	struct step_layout layout;
 	struct step_estimate est;
+	unsigned *stage_layers; /* on mixed GPUs: hetero_split's layers (layout.stage_layers); NULL: even */
 };
 
 struct auto_result {
@@ -33,6 +34,28 @@ struct auto_result {
 llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 			struct auto_result *r, char *msg, size_t len);
 void auto_result_free(struct auto_result *r);
+
+/*
+ * The machines a candidate is placed on (e.g. a topology file, cost.c):
+ * place gives the network seconds (tp, cp, ep, dp, pp) of checked layout l
+ * there, and the GPU of each of its l->pp stages into stage_gpus. A
+ * failure drops the candidate; when every one fails, the first message is
+ * auto_layout_on's.
+ */
+struct auto_machines {
+	llmp_status (*place)(void *ctx, const struct step_layout *l, double network_s[5],
+			     struct gpu_desc *stage_gpus, char *msg, size_t len);
+	void *ctx;
+};
+
+/*
+ * auto_layout scoring each candidate on the machines (on NULL: as
+ * auto_layout): its network from place, each stage on its own GPU, and on
+ * mixed GPUs the layers split by hetero_split. g bounds the search (tp
+ * inside g->domain): the weakest of the machines' GPUs.
+ */
+llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			   const struct auto_machines *on, struct auto_result *r, char *msg, size_t len);
 
 /* Why c lost to best, in a short sentence: memory over the GPU's, or the term that costs it the most time. */
 void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,

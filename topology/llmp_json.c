@@ -150,6 +150,12 @@ static uint32_t largest_group(const llmp_plan *plan)
 
 llmp_status llmp_plan_write_json(const llmp_plan *plan, uint32_t rank, FILE *out)
 {
+	return llmp_plan_write_json_stages(plan, rank, NULL, out);
+}
+
+llmp_status llmp_plan_write_json_stages(const llmp_plan *plan, uint32_t rank, const uint32_t *stage_layers,
+					FILE *out)
+{
 	if (!plan || !out)
 		return LLMP_ERR_ARG;
 	if (rank != LLMP_JSON_ALL_RANKS && rank >= llmp_plan_world(plan))
@@ -189,6 +195,11 @@ llmp_status llmp_plan_write_json(const llmp_plan *plan, uint32_t rank, FILE *out
 	put(s, ",");
 	put_key(s, "warnings");
 	put_warnings(s, plan);
+	if (stage_layers) {
+		put(s, ",");
+		put_key(s, "stage_layers");
+		put_list(s, stage_layers, llmp_plan_size(plan, LLMP_AXIS_PP));
+	}
 	if (rank != LLMP_JSON_ALL_RANKS) {
 		uint32_t coords[LLMP_NAXES];
 		llmp_plan_coords(plan, rank, coords);

@@ -31,6 +31,13 @@ void step_stage_layers(const struct model_desc *m, const struct step_layout *l, 
 		       unsigned *count)
 {
 	unsigned L = (unsigned)m->layers, p = l->pp;
+	if (l->stage_layers) {
+		*first = 0;
+		for (unsigned i = 0; i < k; i++)
+			*first += l->stage_layers[i];
+		*count = l->stage_layers[k];
+		return;
+	}
 	if (L % p == 0) {
 		*first = k * (L / p), *count = L / p;
 		return;
@@ -79,7 +86,22 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 	if (l->pp > m->layers)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "pp=%u is more than layers=%llu", l->pp,
 				 u(m->layers));
-	if (l->pp > 2 && u(m->layers) % l->pp) {
+	if (l->stage_layers) {
+		unsigned long long sum = 0;
+		for (unsigned k = 0; k < l->pp; k++) {
+			if (!l->stage_layers[k] || l->stage_layers[k] % l->vpp)
+				return llmp_fail(
+					LLMP_ERR_LAYOUT, msg, len,
+					"stage %u has %u layers: each stage needs a multiple of vpp=%u, "
+					"at least one",
+					k, l->stage_layers[k], l->vpp);
+			sum += l->stage_layers[k];
+		}
+		if (sum != u(m->layers))
+			return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+					 "the %u stages' layers add up to %llu, not layers=%llu", l->pp, sum,
+					 u(m->layers));
+	} else if (l->pp > 2 && u(m->layers) % l->pp) {
 		unsigned long long middle = (u(m->layers) + l->pp - 1) / l->pp;
 		if ((l->pp - 2) * middle + 2 > u(m->layers))
 			return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
@@ -91,7 +113,7 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 	 * first and last stages (Megatron's pipeline layout) only the middle ones must. */
 	unsigned first, middle;
 	step_stage_layers(m, l, l->pp > 2 ? 1 : 0, &first, &middle);
-	if (l->vpp > 1 && (l->pp < 2 || middle % l->vpp))
+	if (l->vpp > 1 && (l->pp < 2 || (!l->stage_layers && middle % l->vpp)))
 		return llmp_fail(
 			LLMP_ERR_LAYOUT, msg, len,
 			"vpp=%u needs pp > 1 and vpp dividing the %u layers of a stage (layers=%llu, pp=%u)",
@@ -276,35 +298,65 @@ static llmp_status network(const struct model_desc *m, const struct gpu_desc *g,
 	return LLMP_OK;
 }
 
-llmp_status step_estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-			  const struct step_layout *l, struct step_stage *stages, struct step_estimate *out,
-			  char *msg, size_t len)
+static double microbatches(const struct model_desc *m, const struct step_layout *l)
 {
-	return step_estimate_placed(m, g, world, l, NULL, stages, out, msg, len);
+	return m->gbs ? m->gbs / ((double)l->mbs * l->dp) : 4.0 * l->pp;
 }
 
-llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-				 const struct step_layout *l, const double network_s[5],
-				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len)
+/* Forward FLOPs of one micro-batch on stage st, whole (all tp x cp ranks). */
+static double stage_forward(const struct model_desc *m, const struct step_layout *l,
+			    const struct layer_shape *x, unsigned k, const struct step_stage *st)
+{
+	double fwd = 0, dense_layers = m->experts ? m->dense_layers : m->layers;
+	for (unsigned i = st->first_layer; i < st->first_layer + st->layers; i++)
+		fwd += i < dense_layers ? x->flops_dense : x->flops_moe;
+	if (k == l->pp - 1)
+		fwd += 2 * m->seq * l->mbs * m->hidden * m->vocab;
+	return fwd;
+}
+
+/* Full recompute runs the forward again; selective recompute without flash attention, the attention core's. */
+static double recompute_flops(const struct model_desc *m, const struct step_layout *l,
+			      const struct layer_shape *x, const struct step_stage *st, double fwd)
+{
+	return l->recompute == MODEL_RECOMPUTE_FULL                     ? fwd
+	       : l->recompute == MODEL_RECOMPUTE_SELECTIVE && !m->flash ? st->layers * x->flops_attn_core
+									: 0;
+}
+
+/* The rate a rank of l reaches on g. Smaller matrices reach less of the peak: half of it
+ * at STEP_GEMM_TOKENS rows (tokens of a micro-batch on a rank) or STEP_GEMM_WIDTH columns (hidden / tp). */
+static double rank_rate(const struct model_desc *m, const struct gpu_desc *g, const struct step_layout *l)
+{
+	double rows = l->mbs * m->seq / l->cp, cols = m->hidden / l->tp;
+	double shape = rows / (rows + STEP_GEMM_TOKENS) * cols / (cols + STEP_GEMM_WIDTH);
+	return g->bf16_flops * g->efficiency * shape;
+}
+
+/*
+ * The estimate; stage k on stage_gpus[k] when given, else on g; g's links
+ * for the modelled network.
+ */
+static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g,
+			    const struct gpu_desc *stage_gpus, uint32_t world, const struct step_layout *l,
+			    const double network_s[5], struct step_stage *stages, struct step_estimate *out,
+			    char *msg, size_t len)
 {
 	memset(out, 0, sizeof *out);
 	struct layer_shape x;
 	layer_shape(m, l, &x);
-	double micro = m->gbs ? m->gbs / ((double)l->mbs * l->dp) : 4.0 * l->pp;
+	double micro = microbatches(m, l);
 	out->microbatches = micro;
-
-	/* Smaller matrices reach less of the peak: half of it at STEP_GEMM_TOKENS
-	 * rows (tokens of a micro-batch on a rank) or STEP_GEMM_WIDTH columns (hidden / tp). */
-	double rows = l->mbs * m->seq / l->cp, cols = m->hidden / l->tp;
-	double shape = rows / (rows + STEP_GEMM_TOKENS) * cols / (cols + STEP_GEMM_WIDTH);
-	double rate = g->bf16_flops * g->efficiency * shape, slowest = 0,
-	       dense_layers = m->experts ? m->dense_layers : m->layers;
-	double attn_share = 0;
+	double slowest = 0, attn_share = 0, peak_flops = 0;
+	out->fits = true;
 	for (unsigned k = 0; k < l->pp; k++) {
+		const struct gpu_desc *gk = stage_gpus ? &stage_gpus[k] : g;
 		struct step_stage st;
 		stage_memory(m, l, &x, k, micro, &st);
 		if (stages)
 			stages[k] = st;
+		out->fits &= st.total <= gk->mem_bytes;
+		peak_flops += gk->bf16_flops / l->pp;
 		if (st.total > out->peak_bytes) {
 			out->peak_bytes = st.total, out->peak_stage = k;
 			double terms[5] = { st.weights, st.grads, st.optimizer, st.activations,
@@ -314,27 +366,15 @@ llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_de
 				if (terms[i] > terms[out->peak_term])
 					out->peak_term = (enum step_term)i;
 		}
-		/* Forward FLOPs of one micro-batch on this stage, whole (all tp x cp ranks). */
-		double fwd = 0;
-		for (unsigned i = st.first_layer; i < st.first_layer + st.layers; i++)
-			fwd += i < dense_layers ? x.flops_dense : x.flops_moe;
-		if (k == l->pp - 1)
-			fwd += 2 * m->seq * l->mbs * m->hidden * m->vocab;
-		double train = 3 * fwd;
+		double fwd = stage_forward(m, l, &x, k, &st), train = 3 * fwd;
 		out->flops += train * micro * l->dp;
-		/* Full recompute runs the forward again; selective recompute without
-		 * flash attention, the attention core's. */
-		double extra = l->recompute == MODEL_RECOMPUTE_FULL ? fwd
-			       : l->recompute == MODEL_RECOMPUTE_SELECTIVE && !m->flash
-				       ? st.layers * x.flops_attn_core
-				       : 0;
-		double seconds = (train + extra) / ((double)l->tp * l->cp) / rate;
+		double extra = recompute_flops(m, l, &x, &st, fwd);
+		double seconds = (train + extra) / ((double)l->tp * l->cp) / rank_rate(m, gk, l);
 		if (seconds > slowest) {
 			slowest = seconds;
 			attn_share = fwd > 0 ? 3 * st.layers * x.flops_attn_core / (train + extra) : 0;
 		}
 	}
-	out->fits = out->peak_bytes <= g->mem_bytes;
 	out->compute_s = micro * slowest;
 	out->bubble_s = (double)(l->pp - 1) / l->vpp * slowest;
 
@@ -356,6 +396,46 @@ llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_de
 	out->step_s = out->compute_s + out->bubble_s;
 	for (int a = 0; a < 5; a++)
 		out->step_s += out->net_s[a];
-	out->mfu = out->flops / (out->step_s * world * g->bf16_flops);
+	out->mfu = out->flops / (out->step_s * world * peak_flops);
 	return LLMP_OK;
+}
+
+llmp_status step_estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			  const struct step_layout *l, struct step_stage *stages, struct step_estimate *out,
+			  char *msg, size_t len)
+{
+	return step_estimate_placed(m, g, world, l, NULL, stages, out, msg, len);
+}
+
+void step_stage_eval(const struct model_desc *m, const struct gpu_desc *g, const struct step_layout *l,
+		     unsigned k, double *seconds, struct step_stage *st)
+{
+	struct layer_shape x;
+	layer_shape(m, l, &x);
+	stage_memory(m, l, &x, k, microbatches(m, l), st);
+	double fwd = stage_forward(m, l, &x, k, st);
+	*seconds = (3 * fwd + recompute_flops(m, l, &x, st, fwd)) / ((double)l->tp * l->cp) /
+		   rank_rate(m, g, l);
+}
+
+llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				 const struct step_layout *l, const double network_s[5],
+				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len)
+{
+	return estimate(m, g, NULL, world, l, network_s, stages, out, msg, len);
+}
+
+llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus,
+				 uint32_t world, const struct step_layout *l, const double network_s[5],
+				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len)
+{
+	/* The network at the slowest links among the stages' GPUs. */
+	struct gpu_desc links = stage_gpus[0];
+	for (unsigned k = 1; k < l->pp; k++) {
+		const struct gpu_desc *s = &stage_gpus[k];
+		links.nvlink_gbps = s->nvlink_gbps < links.nvlink_gbps ? s->nvlink_gbps : links.nvlink_gbps;
+		links.net_gbps = s->net_gbps < links.net_gbps ? s->net_gbps : links.net_gbps;
+		links.domain = s->domain < links.domain ? s->domain : links.domain;
+	}
+	return estimate(m, &links, stage_gpus, world, l, network_s, stages, out, msg, len);
 }

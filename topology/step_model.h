@@ -45,6 +45,10 @@
 struct step_layout {
 	unsigned tp, pp, cp, ep, etp, dp, vpp, mbs; /* vpp 1: plain 1F1B; dp 0: derived */
 	enum model_recompute recompute;             /* NONE, SELECTIVE or FULL */
+	/* The layers of each of the pp stages, borrowed (hetero.h chooses them on
+	 * mixed GPUs); NULL: even, with Megatron's uneven first and last stages
+	 * when pp does not divide the layers. */
+	const unsigned *stage_layers;
 };
 
 struct step_stage {
@@ -94,7 +98,26 @@ llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_de
 				 const struct step_layout *l, const double network_s[5],
 				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len);
 
-/* The layers of stage k: Megatron's uneven first and last stages when pp does not divide them. */
+/*
+ * The same on a pipeline whose stages run on GPUs of different kinds:
+ * stage_gpus holds l->pp descriptions, stage k's on stage_gpus[k] (the
+ * weakest of its ranks'). Each stage fits against its own GPU's memory;
+ * its time is at its own GPU's rate; without network_s, each dimension's
+ * network at the slowest links among the stages' GPUs.
+ */
+llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus,
+				 uint32_t world, const struct step_layout *l, const double network_s[5],
+				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len);
+
+/*
+ * One stage alone, for a chooser of stage_layers (hetero.c): the seconds of
+ * one micro-batch's forward and backward on stage k of a checked l, on GPU
+ * g, and the stage's memory per rank.
+ */
+void step_stage_eval(const struct model_desc *m, const struct gpu_desc *g, const struct step_layout *l,
+		     unsigned k, double *seconds, struct step_stage *st);
+
+/* The layers of stage k: l->stage_layers when given, else Megatron's uneven first and last stages when pp does not divide them. */
 void step_stage_layers(const struct model_desc *m, const struct step_layout *l, unsigned k, unsigned *first,
 		       unsigned *count);
 

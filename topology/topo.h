@@ -24,6 +24,7 @@
 #define TOPO_PCIE_MAX 8  /* bridges above a device */
 #define TOPO_FILE_MAX ((size_t)64 << 20)
 #define TOPO_HOSTS_MAX ((size_t)1 << 20)
+#define TOPO_GPU_DESC_MAX 128 /* a node type's "gpu": a --gpu text (model_desc.h) and its NUL */
 
 /* Where a device hangs: its PCI address, NUMA node, and the bridges above it from the root port down. */
 struct topo_pci {
@@ -69,6 +70,7 @@ struct topo_type {
 	unsigned ngpus;
 	struct topo_hca *hcas;
 	unsigned nhcas;
+	char gpu[TOPO_GPU_DESC_MAX]; /* what its GPUs are for the step model ("h100", "mem=80,tflops=989"); "" unsaid */
 };
 
 struct topo_node {

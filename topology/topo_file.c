@@ -24,6 +24,7 @@
 #include "fail.h"
 #include "hostlist.h"
 #include "json_read.h"
+#include "model_desc.h"
 
 struct checker {
 	const char *name; /* the file, for messages */
@@ -329,9 +330,22 @@ static bool check_type_devices(struct checker *c, const struct json_value *v, st
 	return true;
 }
 
+/* "gpu": what the step model takes for this type's GPUs, a --gpu text checked by its own parser. */
+static bool read_type_gpu(struct checker *c, const struct json_value *v, const char *where,
+			  struct topo_type *t)
+{
+	if (!get_string(c, v, "gpu", where, false, NULL, t->gpu, sizeof t->gpu))
+		return false;
+	struct gpu_desc g;
+	char why[LLMP_MSG_MAX];
+	if (t->gpu[0] && gpu_desc_parse(t->gpu, &g, why, sizeof why) != LLMP_OK)
+		return bad(c, json_get(v, "gpu")->line, "%s: \"gpu\": %s", where, why);
+	return true;
+}
+
 static bool read_type(struct checker *c, const struct json_member *m, struct topo_type *t)
 {
-	static const char *const keys[] = { "numa_nodes", "gpus", "hcas", NULL };
+	static const char *const keys[] = { "numa_nodes", "gpus", "hcas", "gpu", NULL };
 	const struct json_value *v = &m->value;
 	char where[TOPO_NAME_MAX + 16], shown[LLMP_SHOW_MAX];
 	size_t n = strlen(m->key);
@@ -347,6 +361,8 @@ static bool read_type(struct checker *c, const struct json_member *m, struct top
 	if (!known_keys(c, v, where, keys) || !get_int(c, v, "numa_nodes", where, true, 1, 1024, &numa))
 		return false;
 	t->numa_nodes = (unsigned)numa;
+	if (!read_type_gpu(c, v, where, t))
+		return false;
 	const struct json_value *gv = json_get(v, "gpus"), *hv = json_get(v, "hcas");
 	if (gv && !is_kind(c, gv, JSON_ARRAY, where, "gpus"))
 		return false;

@@ -158,8 +158,14 @@ int topo_write_json(const struct topo *t, FILE *out)
 	fputs("  \"node_types\": {", out);
 	for (unsigned i = 0; i < t->ntypes; i++) {
 		const struct topo_type *ty = &t->types[i];
-		fprintf(out, "%s\n    \"%s\": {\n      \"numa_nodes\": %u,\n      \"gpus\": [", i ? "," : "",
-			ty->name, ty->numa_nodes);
+		fprintf(out, "%s\n    \"%s\": {\n      \"numa_nodes\": %u,\n", i ? "," : "", ty->name,
+			ty->numa_nodes);
+		if (ty->gpu[0]) {
+			fputs("      \"gpu\": ", out);
+			put_string(out, ty->gpu);
+			fputs(",\n", out);
+		}
+		fputs("      \"gpus\": [", out);
 		for (unsigned g = 0; g < ty->ngpus; g++) {
 			fputs(g ? ",\n" : "\n", out);
 			put_gpu(out, &ty->gpus[g]);
@@ -223,6 +229,8 @@ static void write_type(const struct topo *t, unsigned k, FILE *out)
 	fprintf(out, "node type %s: %zu host%s, %u NUMA node%s, %u GPU%s, %u HCA%s\n", ty->name, hosts,
 		hosts == 1 ? "" : "s", ty->numa_nodes, ty->numa_nodes == 1 ? "" : "s", ty->ngpus,
 		ty->ngpus == 1 ? "" : "s", ty->nhcas, ty->nhcas == 1 ? "" : "s");
+	if (ty->gpu[0])
+		fprintf(out, "  step model's GPU: %s\n", ty->gpu);
 	if (ty->ngpus)
 		fprintf(out, "  %-4s %-13s %-4s %-9s %-22s %s\n", "gpu", "bus", "numa", "nvlink",
 			"nearest HCA", "model");

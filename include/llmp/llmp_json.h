@@ -29,6 +29,15 @@ extern "C" {
  */
 llmp_status llmp_plan_write_json(const llmp_plan *plan, uint32_t rank, FILE *out);
 
+/*
+ * The same document with "stage_layers": the decoder layers of each of the
+ * plan's pp stages (stage_layers[0..pp)), when they are not Megatron's even
+ * split: a pipeline over GPUs of different kinds (doc/step-model.md).
+ * stage_layers NULL: exactly llmp_plan_write_json's document.
+ */
+llmp_status llmp_plan_write_json_stages(const llmp_plan *plan, uint32_t rank, const uint32_t *stage_layers,
+					FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -90,7 +90,7 @@ def canonical_type(t, nvml=True):
                   "link": p.get("link", ""), "netdev": p.get("netdev", "")} for p in h["ports"]]
         hcas.append({"name": h["name"], "bus": h.get("bus", ""), "numa": h.get("numa", -1),
                      "pcie": h.get("pcie", []), "ports": ports})
-    return {"numa_nodes": t["numa_nodes"], "gpus": gpus, "hcas": hcas}
+    return {"numa_nodes": t["numa_nodes"], "gpu": t.get("gpu", ""), "gpus": gpus, "hcas": hcas}
 
 
 def same(a, b):

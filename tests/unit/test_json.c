@@ -320,6 +320,41 @@ static void write_error_full_device(void **state)
 }
 
 /* A rank outside the world: LLMP_ERR_RANGE and nothing written. */
+/*
+ * A pipeline whose layers are split unevenly (mixed GPU kinds): "stage_layers"
+ * after "warnings", pp entries; without a list the document is the plain one.
+ * World 4, pp=2: stage 0 ranks 0-1, stage 1 ranks 2-3.
+ */
+static void stage_layers_in_document(void **state)
+{
+	(void)state;
+	llmp_plan *plan = plan_of("pp=2", 4, 0);
+	const uint32_t layers[2] = { 25, 55 };
+	char *text = NULL, *plain = json_of(plan, LLMP_JSON_ALL_RANKS, LLMP_OK), *again = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	assert_int_equal(llmp_plan_write_json_stages(plan, LLMP_JSON_ALL_RANKS, layers, f), LLMP_OK);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(text, "\"warnings\":[],\"stage_layers\":[25,55],\"groups\":{"));
+	/* Take the key out: the rest is the plain document, byte for byte. */
+	const char *key = ",\"stage_layers\":[25,55]";
+	char *at = strstr(text, key);
+	memmove(at, at + strlen(key), strlen(at + strlen(key)) + 1);
+	assert_text_equal(text, plain);
+	f = open_memstream(&again, &len);
+	assert_non_null(f);
+	assert_int_equal(llmp_plan_write_json_stages(plan, 1, NULL, f), LLMP_OK);
+	assert_int_equal(fclose(f), 0);
+	char *rank1 = json_of(plan, 1, LLMP_OK);
+	assert_text_equal(again, rank1);
+	free(text);
+	free(plain);
+	free(again);
+	free(rank1);
+	llmp_plan_destroy(plan);
+}
+
 static void bad_rank(void **state)
 {
 	(void)state;
@@ -363,7 +398,7 @@ int main(void)
 		cmocka_unit_test(rank_view_middle_stage),  cmocka_unit_test(large_document),
 		cmocka_unit_test(warnings_in_document),    cmocka_unit_test(write_error_read_only_stream),
 		cmocka_unit_test(write_error_full_device), cmocka_unit_test(bad_rank),
-		cmocka_unit_test(null_arguments),
+		cmocka_unit_test(null_arguments),          cmocka_unit_test(stage_layers_in_document),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
