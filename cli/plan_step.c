@@ -396,16 +396,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 			return CLI_EXIT_USAGE;
 		l = r.all[0].layout;
 	} else {
-		const llmp_spec *s = a->spec;
-		l = (struct step_layout){ .tp = s->size[LLMP_DIM_TP],
-					  .pp = s->size[LLMP_DIM_PP],
-					  .cp = s->size[LLMP_DIM_CP],
-					  .ep = s->size[LLMP_DIM_EP],
-					  .etp = s->etp,
-					  .dp = s->size[LLMP_DIM_DP],
-					  .vpp = s->vpp ? s->vpp : 1,
-					  .mbs = (unsigned)m.mbs,
-					  .recompute = m.recompute };
+		l = step_layout_of_spec(a->spec, &m);
 		if (step_layout_check(&m, a->world, &l, msg, sizeof msg) != LLMP_OK) {
 			fprintf(stderr, PROG ": --parallel: %s\n", msg);
 			return CLI_EXIT_USAGE;

@@ -83,19 +83,6 @@ bool plugin_model_args_valid(const char *text)
 	return true;
 }
 
-static struct step_layout from_spec(const llmp_spec *s, const struct model_desc *m)
-{
-	return (struct step_layout){ .tp = s->size[LLMP_DIM_TP],
-				     .pp = s->size[LLMP_DIM_PP],
-				     .cp = s->size[LLMP_DIM_CP],
-				     .ep = s->size[LLMP_DIM_EP],
-				     .etp = s->etp,
-				     .dp = s->size[LLMP_DIM_DP],
-				     .vpp = s->vpp ? s->vpp : 1,
-				     .mbs = (unsigned)m->mbs,
-				     .recompute = m->recompute };
-}
-
 /* The choice as a layout spec: the site's defaults (the order) with every size given. */
 static void to_spec(const struct plugin_site *site, const struct step_layout *l, llmp_spec *s)
 {
@@ -200,7 +187,7 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 static int guard(const struct model_desc *m, const struct gpu_desc *g, const struct plugin_model_request *rq,
 		 struct plugin_model_answer *a, char *msg, size_t msglen)
 {
-	struct step_layout l = from_spec(rq->spec, m);
+	struct step_layout l = step_layout_of_spec(rq->spec, m);
 	struct step_estimate e;
 	struct step_stage peak;
 	char why[LLMP_MSG_MAX], text[PEAK_TEXT];
@@ -245,7 +232,7 @@ static int guard(const struct model_desc *m, const struct gpu_desc *g, const str
 static int guard_any_size(const struct model_desc *m, const struct gpu_desc *g,
 			  const struct plugin_model_request *rq, char *msg, size_t msglen)
 {
-	struct step_layout l = from_spec(rq->spec, m);
+	struct step_layout l = step_layout_of_spec(rq->spec, m);
 	if (l.recompute == MODEL_RECOMPUTE_AUTO)
 		l.recompute = MODEL_RECOMPUTE_FULL;
 	unsigned long long model = (unsigned long long)l.tp * l.pp * l.cp,

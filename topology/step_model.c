@@ -439,3 +439,16 @@ llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_de
 	}
 	return estimate(m, &links, stage_gpus, world, l, network_s, stages, out, msg, len);
 }
+
+struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_desc *m)
+{
+	return (struct step_layout){ .tp = s->size[LLMP_DIM_TP],
+				     .pp = s->size[LLMP_DIM_PP],
+				     .cp = s->size[LLMP_DIM_CP],
+				     .ep = s->size[LLMP_DIM_EP],
+				     .etp = s->etp,
+				     .dp = s->size[LLMP_DIM_DP],
+				     .vpp = s->vpp ? s->vpp : 1,
+				     .mbs = (unsigned)m->mbs,
+				     .recompute = m->recompute };
+}

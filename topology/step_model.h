@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <llmp/llmp_spec.h>
 #include <llmp/llmp_status.h>
 #include "model_desc.h"
 
@@ -120,6 +121,12 @@ void step_stage_eval(const struct model_desc *m, const struct gpu_desc *g, const
 /* The layers of stage k: l->stage_layers when given, else Megatron's uneven first and last stages when pp does not divide them. */
 void step_stage_layers(const struct model_desc *m, const struct step_layout *l, unsigned k, unsigned *first,
 		       unsigned *count);
+
+/*
+ * The step layout of a --parallel spec (dp 0 when the spec leaves it to
+ * the world), with the model's micro-batch and recompute; unchecked.
+ */
+struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_desc *m);
 
 /* Format "tp=8,pp=4,cp=1,ep=1,etp=8,dp=2,vpp=1,mbs=1,recompute=selective". */
 void step_layout_format(const struct step_layout *l, char *buf, size_t len);
