@@ -218,8 +218,11 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	st->first_layer = first, st->layers = n;
 	st->weights = (dense + expert) * BYTES_WEIGHT;
 	st->grads = (dense + expert) * m->grad_bytes; /* 4: Megatron's default grad_reduce_in_fp32 */
-	st->optimizer = m->dist_opt ? (dense / ddp + expert / edp) * BYTES_OPTIMIZER
-				    : (dense + expert) * BYTES_OPTIMIZER;
+	/* With 16-bit gradient buffers (grad=2) the optimizer steps its shard from an fp32 copy of
+	 * the shard's gradients: DeepSpeed's ZeRO-1/2 step flattens them .to(fp32), Megatron's
+	 * fp16/bf16 optimizers make main_grad.float(). 4 bytes more per optimizer parameter. */
+	double opt_bytes = BYTES_OPTIMIZER + (m->grad_bytes < 4 ? 4.0 : 0.0);
+	st->optimizer = m->dist_opt ? (dense / ddp + expert / edp) * opt_bytes : (dense + expert) * opt_bytes;
 
 	double per_layer = n ? (nd * x->act_dense + nm * x->act_moe) / n : 0;
 	if (l->recompute == MODEL_RECOMPUTE_NONE)

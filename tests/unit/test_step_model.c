@@ -109,6 +109,10 @@ static void weights_and_optimizer_are_megatrons_bytes_per_parameter(void **state
 	};
 	estimate(&m, &g, 256, &l, st);
 	assert_near(st[3].grads, 2 * params, 1e-12);
+	/* ... and the optimizer then steps its shard from an fp32 copy of the shard's gradients
+	 * (DeepSpeed ZeRO-1/2: flatten(averaged_gradients).to(fp32); Megatron: main_grad.float()):
+	 * (12 + 4) / d = 16 / 4 = 4 bytes a parameter on dp = 4. */
+	assert_near(st[3].optimizer, 4 * params, 1e-12);
 	assert_near(st[3].allowance, 3.0 * 1024 * 1024 * 1024, 1e-15);
 	m = model_of("gpt3-175b,gbs=256,overhead=0.5");
 	estimate(&m, &g, 256, &l, st);
