@@ -387,7 +387,9 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		return st;
 	if (network_s)
 		memcpy(raw, network_s, sizeof raw);
-	out->net_s[0] = raw[0];                         /* tp: on the critical path */
+	/* tp: on the critical path. Full recompute runs each layer's forward again, its two
+	 * all-reduces (or all-gather + reduce-scatter) with it: 6 collectives a layer, not 4. */
+	out->net_s[0] = raw[0] * (l->recompute == MODEL_RECOMPUTE_FULL ? 1.5 : 1.0);
 	double cp_hidden = attn_share * out->compute_s; /* ring exchange behind attention */
 	out->net_s[1] = raw[1] > cp_hidden ? raw[1] - cp_hidden : 0;
 	out->net_s[2] = raw[2]; /* ep all-to-all: exposed */

@@ -261,6 +261,11 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 	full.recompute = MODEL_RECOMPUTE_FULL;
 	struct step_estimate f = estimate(&m, &g, 1024, &full, st);
 	assert_near(f.compute_s, e.compute_s * 4 / 3, 1e-12);
+	/* ... and that forward's tensor-parallel collectives: 2 forward + 2 backward + 2 again,
+	 * 6/4 of the tp seconds the placement gives. */
+	struct step_estimate fp;
+	assert_int_equal(step_estimate_placed(&m, &g, 1024, &full, given, st, &fp, msg, sizeof msg), LLMP_OK);
+	assert_near(fp.net_s[0], 1.5 * 6 / 4, 1e-15);
 }
 
 /* Llama 3 405B: 126 layers on 16 stages, Megatron's uneven ends: 7 + 14 x 8 + 7. */
