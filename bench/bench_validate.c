@@ -102,7 +102,11 @@ static int gpu_of(const struct row *r, struct gpu_desc *g)
 		fprintf(stderr, "%s: %s\n", r->id, msg);
 		return -1;
 	}
-	const char *kind = strcmp(r->gpu, "h800") == 0 ? "h100" : r->gpu;
+	/* The kind is the name before any keys ("a100,net=6.25": a site's own network). */
+	char kind[32];
+	snprintf(kind, sizeof kind, "%.*s", (int)strcspn(r->gpu, ","), r->gpu);
+	if (strcmp(kind, "h800") == 0)
+		snprintf(kind, sizeof kind, "h100");
 	for (size_t i = 0; i < nfits; i++)
 		if (strcmp(fits[i].gpu, kind) == 0)
 			g->efficiency = fits[i].efficiency;
@@ -261,7 +265,7 @@ int main(int argc, char **argv)
 	size_t ran = 0, accepted = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
 	size_t chooser = 0, same = 0, close10 = 0;
 	double errors[MAX_ROWS], mem_err_max = 0;
-	printf("\n%-15s %-6s %4s %9s %7s %9s %9s %7s  %-30s %s\n", "row", "gpu", "fits", "peak", "measured",
+	printf("\n%-19s %-13s %4s %9s %7s %9s %9s %7s  %-30s %s\n", "row", "gpu", "fits", "peak", "measured",
 	       "step", "measured", "error", "auto's choice (tp,pp,cp,ep)", "published/chosen");
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
@@ -281,7 +285,7 @@ int main(int argc, char **argv)
 		accepted += did_run && o.valid && o.fits;
 		refused += !did_run && !(o.valid && o.fits);
 		if (!o.valid) {
-			printf("%-15s %-6s refused by the rules: %s\n", r->id, r->gpu, o.why);
+			printf("%-19s %-13s refused by the rules: %s\n", r->id, r->gpu, o.why);
 			continue;
 		}
 		char err[16] = "-", meas[16] = "-";
@@ -345,7 +349,7 @@ int main(int argc, char **argv)
 		char mem[16] = "-";
 		if (strcmp(r->mem, "-") != 0)
 			snprintf(mem, sizeof mem, "%s GiB", r->mem);
-		printf("%-15s %-6s %4s %5.1f GiB %7s %7.2f s %9s %7s  %-30s %s\n", r->id, r->gpu,
+		printf("%-19s %-13s %4s %5.1f GiB %7s %7.2f s %9s %7s  %-30s %s\n", r->id, r->gpu,
 		       o.fits ? "yes" : "NO", o.est.peak_bytes / GIB, mem, o.est.step_s, meas, err, pick,
 		       ratio);
 	}
