@@ -387,6 +387,11 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		return st;
 	if (network_s)
 		memcpy(raw, network_s, sizeof raw);
+	/* cost.c counts dp as a reduce-scatter of fp32 gradients and an all-gather of bf16
+	 * parameters, 4 + 2 bytes; 16-bit gradient buffers (grad=2: grad_reduce_in_fp32=False,
+	 * DeepSpeed's fp16/bf16 ZeRO-1) reduce in 16 bits: 2 + 2. */
+	if (m->grad_bytes < 4)
+		raw[3] *= (2.0 + 2.0) / (4.0 + 2.0);
 	/* tp: on the critical path. Full recompute runs each layer's forward again, its two
 	 * all-reduces (or all-gather + reduce-scatter) with it: 6 collectives a layer, not 4. */
 	out->net_s[0] = raw[0] * (l->recompute == MODEL_RECOMPUTE_FULL ? 1.5 : 1.0);

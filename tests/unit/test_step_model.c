@@ -266,6 +266,12 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 	struct step_estimate fp;
 	assert_int_equal(step_estimate_placed(&m, &g, 1024, &full, given, st, &fp, msg, sizeof msg), LLMP_OK);
 	assert_near(fp.net_s[0], 1.5 * 6 / 4, 1e-15);
+	/* 16-bit gradient buffers reduce in 16 bits: dp's 4 + 2 bytes (fp32 reduce-scatter, bf16
+	 * all-gather) become 2 + 2, then one micro-batch of compute hides what it can. */
+	struct model_desc m2 = model_of("gpt3-175b,grad=2");
+	struct step_estimate h16;
+	assert_int_equal(step_estimate_placed(&m2, &g, 1024, &l, given, st, &h16, msg, sizeof msg), LLMP_OK);
+	assert_near(h16.net_s[3], given[3] * 4 / 6 - e.compute_s / 96, 1e-9);
 }
 
 /* Llama 3 405B: 126 layers on 16 stages, Megatron's uneven ends: 7 + 14 x 8 + 7. */
