@@ -102,7 +102,11 @@ static int gpu_of(const struct row *r, struct gpu_desc *g)
 		fprintf(stderr, "%s: %s\n", r->id, msg);
 		return -1;
 	}
-	const char *kind = strcmp(r->gpu, "h800") == 0 ? "h100" : r->gpu;
+	/* The kind is the name before any keys ("a100,net=6.25": a site's own network). */
+	char kind[32];
+	snprintf(kind, sizeof kind, "%.*s", (int)strcspn(r->gpu, ","), r->gpu);
+	if (strcmp(kind, "h800") == 0)
+		snprintf(kind, sizeof kind, "h100");
 	for (size_t i = 0; i < nfits; i++)
 		if (strcmp(fits[i].gpu, kind) == 0)
 			g->efficiency = fits[i].efficiency;
@@ -261,11 +265,14 @@ int main(int argc, char **argv)
 	size_t ran = 0, accepted = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
 	size_t chooser = 0, same = 0, close10 = 0;
 	double errors[MAX_ROWS], mem_err_max = 0;
-	printf("\n%-15s %-6s %4s %9s %7s %9s %9s %7s  %-30s %s\n", "row", "gpu", "fits", "peak", "measured",
+	printf("\n%-19s %-13s %4s %9s %7s %9s %9s %7s  %-30s %s\n", "row", "gpu", "fits", "peak", "measured",
 	       "step", "measured", "error", "auto's choice (tp,pp,cp,ep)", "published/chosen");
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
-		if (strcmp(r->role, "eval") != 0)
+		/* guard: a run whose memory the model covers but whose time it does not (fp8): the
+		 * guard's figures only. */
+		bool guard_only = strcmp(r->role, "guard") == 0;
+		if (strcmp(r->role, "eval") != 0 && !guard_only)
 			continue;
 		struct model_desc m;
 		struct gpu_desc g;
@@ -278,11 +285,11 @@ int main(int argc, char **argv)
 		accepted += did_run && o.valid && o.fits;
 		refused += !did_run && !(o.valid && o.fits);
 		if (!o.valid) {
-			printf("%-15s %-6s refused by the rules: %s\n", r->id, r->gpu, o.why);
+			printf("%-19s %-13s refused by the rules: %s\n", r->id, r->gpu, o.why);
 			continue;
 		}
 		char err[16] = "-", meas[16] = "-";
-		if (o.measured > 0) {
+		if (o.measured > 0 && !guard_only) {
 			double e = o.est.step_s / o.measured - 1;
 			errors[timed++] = e < 0 ? -e : e;
 			within20 += (e < 0 ? -e : e) <= 0.20;
@@ -296,7 +303,10 @@ int main(int argc, char **argv)
 				mem_err_max = e < 0 ? -e : e;
 		}
 		char pick[LLMP_MSG_MAX + 8] = "(grid row)", ratio[48] = "";
-		if (strcmp(r->grid, "-") == 0) {
+		if (guard_only) /* with '?', which recompute made it fit */
+			snprintf(pick, sizeof pick, "(guard row, %s)",
+				 o.layout.recompute == MODEL_RECOMPUTE_FULL ? "full recompute" : "selective");
+		else if (strcmp(r->grid, "-") == 0) {
 			struct auto_result a;
 			char msg[LLMP_MSG_MAX];
 			/* The chooser under the row's recompute when published: a 2021 run had no selective. */
@@ -323,9 +333,10 @@ int main(int argc, char **argv)
 					}
 				}
 				double q = published && a.fitting ? published / a.all[0].est.step_s : 0;
-				chooser++;
-				same += eq;
-				close10 += q > 0 && q <= 1.10;
+				/* A layout that ran out of memory is no published choice to agree with. */
+				chooser += did_run;
+				same += did_run && eq;
+				close10 += did_run && q > 0 && q <= 1.10;
 				snprintf(pick, sizeof pick, "%u,%u,%u,%u%s", c->tp, c->pp, c->cp, c->ep,
 					 eq ? " (same)" : "");
 				if (q > 0)
@@ -338,7 +349,7 @@ int main(int argc, char **argv)
 		char mem[16] = "-";
 		if (strcmp(r->mem, "-") != 0)
 			snprintf(mem, sizeof mem, "%s GiB", r->mem);
-		printf("%-15s %-6s %4s %5.1f GiB %7s %7.2f s %9s %7s  %-30s %s\n", r->id, r->gpu,
+		printf("%-19s %-13s %4s %5.1f GiB %7s %7.2f s %9s %7s  %-30s %s\n", r->id, r->gpu,
 		       o.fits ? "yes" : "NO", o.est.peak_bytes / GIB, mem, o.est.step_s, meas, err, pick,
 		       ratio);
 	}
@@ -388,7 +399,8 @@ int main(int argc, char **argv)
 		       100 * mem_err_max, mems);
 	else
 		printf("  memory: no measured memory in the set yet\n");
-	printf("  chooser: picks the published tp,pp,cp,ep in %zu of %zu rows (goal: half)\n", same, chooser);
+	printf("  chooser: picks the published tp,pp,cp,ep in %zu of %zu rows that ran (goal: half)\n", same,
+	       chooser);
 	printf("  chooser: the published layout's modelled step within 10%% of the choice's in %zu of %zu (goal 90%%)\n",
 	       close10, chooser);
 	if (timed)

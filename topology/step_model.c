@@ -218,8 +218,11 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	st->first_layer = first, st->layers = n;
 	st->weights = (dense + expert) * BYTES_WEIGHT;
 	st->grads = (dense + expert) * m->grad_bytes; /* 4: Megatron's default grad_reduce_in_fp32 */
-	st->optimizer = m->dist_opt ? (dense / ddp + expert / edp) * BYTES_OPTIMIZER
-				    : (dense + expert) * BYTES_OPTIMIZER;
+	/* With 16-bit gradient buffers (grad=2) the optimizer steps its shard from an fp32 copy of
+	 * the shard's gradients: DeepSpeed's ZeRO-1/2 step flattens them .to(fp32), Megatron's
+	 * fp16/bf16 optimizers make main_grad.float(). 4 bytes more per optimizer parameter. */
+	double opt_bytes = BYTES_OPTIMIZER + (m->grad_bytes < 4 ? 4.0 : 0.0);
+	st->optimizer = m->dist_opt ? (dense / ddp + expert / edp) * opt_bytes : (dense + expert) * opt_bytes;
 
 	double per_layer = n ? (nd * x->act_dense + nm * x->act_moe) / n : 0;
 	if (l->recompute == MODEL_RECOMPUTE_NONE)
@@ -384,7 +387,14 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		return st;
 	if (network_s)
 		memcpy(raw, network_s, sizeof raw);
-	out->net_s[0] = raw[0];                         /* tp: on the critical path */
+	/* cost.c counts dp as a reduce-scatter of fp32 gradients and an all-gather of bf16
+	 * parameters, 4 + 2 bytes; 16-bit gradient buffers (grad=2: grad_reduce_in_fp32=False,
+	 * DeepSpeed's fp16/bf16 ZeRO-1) reduce in 16 bits: 2 + 2. */
+	if (m->grad_bytes < 4)
+		raw[3] *= (2.0 + 2.0) / (4.0 + 2.0);
+	/* tp: on the critical path. Full recompute runs each layer's forward again, its two
+	 * all-reduces (or all-gather + reduce-scatter) with it: 6 collectives a layer, not 4. */
+	out->net_s[0] = raw[0] * (l->recompute == MODEL_RECOMPUTE_FULL ? 1.5 : 1.0);
 	double cp_hidden = attn_share * out->compute_s; /* ring exchange behind attention */
 	out->net_s[1] = raw[1] > cp_hidden ? raw[1] - cp_hidden : 0;
 	out->net_s[2] = raw[2]; /* ep all-to-all: exposed */

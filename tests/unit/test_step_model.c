@@ -109,6 +109,10 @@ static void weights_and_optimizer_are_megatrons_bytes_per_parameter(void **state
 	};
 	estimate(&m, &g, 256, &l, st);
 	assert_near(st[3].grads, 2 * params, 1e-12);
+	/* ... and the optimizer then steps its shard from an fp32 copy of the shard's gradients
+	 * (DeepSpeed ZeRO-1/2: flatten(averaged_gradients).to(fp32); Megatron: main_grad.float()):
+	 * (12 + 4) / d = 16 / 4 = 4 bytes a parameter on dp = 4. */
+	assert_near(st[3].optimizer, 4 * params, 1e-12);
 	assert_near(st[3].allowance, 3.0 * 1024 * 1024 * 1024, 1e-15);
 	m = model_of("gpt3-175b,gbs=256,overhead=0.5");
 	estimate(&m, &g, 256, &l, st);
@@ -257,6 +261,17 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 	full.recompute = MODEL_RECOMPUTE_FULL;
 	struct step_estimate f = estimate(&m, &g, 1024, &full, st);
 	assert_near(f.compute_s, e.compute_s * 4 / 3, 1e-12);
+	/* ... and that forward's tensor-parallel collectives: 2 forward + 2 backward + 2 again,
+	 * 6/4 of the tp seconds the placement gives. */
+	struct step_estimate fp;
+	assert_int_equal(step_estimate_placed(&m, &g, 1024, &full, given, st, &fp, msg, sizeof msg), LLMP_OK);
+	assert_near(fp.net_s[0], 1.5 * 6 / 4, 1e-15);
+	/* 16-bit gradient buffers reduce in 16 bits: dp's 4 + 2 bytes (fp32 reduce-scatter, bf16
+	 * all-gather) become 2 + 2, then one micro-batch of compute hides what it can. */
+	struct model_desc m2 = model_of("gpt3-175b,grad=2");
+	struct step_estimate h16;
+	assert_int_equal(step_estimate_placed(&m2, &g, 1024, &l, given, st, &h16, msg, sizeof msg), LLMP_OK);
+	assert_near(h16.net_s[3], given[3] * 4 / 6 - e.compute_s / 96, 1e-9);
 }
 
 /* Llama 3 405B: 126 layers on 16 stages, Megatron's uneven ends: 7 + 14 x 8 + 7. */
