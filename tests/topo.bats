@@ -42,8 +42,8 @@ setup() {
 	[ "$(grep -c ': 4 hosts$' <<<"$output")" -eq 32 ] || fail "32 leaves of 4 hosts"
 	grep -qx '  spine' <<<"$output" || fail "the spine"
 	run "$LLMP" topo --file "$FIXTURES/pcie-4gpu.json"
-	# Nothing shares a PCIe switch with the NIC: one NUMA node is the nearest.
-	grep -Eq '^  0 +0000:03:00.0 +0 +none +mlx5_0 \(NODE\)' <<<"$output" || fail "$output"
+	# Nothing shares a PCIe switch with the NIC: they meet at the CPU, NCCL's PHB.
+	grep -Eq '^  0 +0000:03:00.0 +0 +none +mlx5_0 \(PHB\)' <<<"$output" || fail "$output"
 }
 
 @test "hosts and switches as the model reads them" {
@@ -56,6 +56,28 @@ setup() {
 	# The model itself, on one host written out by hand from the fixture.
 	python3 "$MODEL" hosts "$FIXTURES/heterogeneous.json" | grep -qx 'nvl07 gb200 rack-a leaf-nvl spine' ||
 		fail "nvl07 under leaf-nvl under spine, in domain rack-a"
+}
+
+@test "NCCL's path types: one switch holding a GPU and a NIC is PIX; a cascaded board keeps each GPU on its leaf's NIC" {
+	# Expected by hand from NCCL's rule (reference gpudirect.md §1.4): it keeps every
+	# second bridge counted from the device up, so a switch's downstream ports vanish.
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" casc="$LLMP_SRCDIR/tests/topology/nccl-cascade.json"
+	python3 "$FAKE" "$sw" nccl-switch "$W/sw"
+	SLURMD_NODENAME=sw1 run "$LLMP" topo --sysfs "$W/sw"
+	[ "$status" -eq 0 ] || fail "$output"
+	grep -Eq '^  0 +0000:18:00.0 +0 +\? +mlx5_0 \(PIX\)' <<<"$output" || fail "GPU 18 and mlx5_0 on one switch: $output"
+	grep -Eq '^  1 +0000:9d:00.0 +1 +\? +mlx5_2 \(PIX\)' <<<"$output" || fail "$output"
+	# Each GPU of a leaf switch with the NIC of that leaf; block placement of tp=4.
+	run "$LLMP" plan --topology "$casc" --parallel tp=4
+	[ "$status" -eq 0 ] || fail "$output"
+	local want=(mlx5_0 mlx5_0 mlx5_1 mlx5_1)
+	for r in 0 1 2 3; do
+		grep -Eq "^  $r +$r +casc1 +$r +[0-9a-f:.]+ +${want[r]}\$" <<<"$output" || fail "rank $r: $output"
+	done
+	python3 "$FAKE" "$casc" nccl-cascade "$W/casc"
+	run "$LLMP" topo --sysfs "$W/casc"
+	grep -Eq '^  1 +0000:86:00.0 +0 +\? +mlx5_0 \(PIX\)' <<<"$output" || fail "$output"
+	grep -Eq '^  2 +0000:8a:00.0 +0 +\? +mlx5_1 \(PIX\)' <<<"$output" || fail "$output"
 }
 
 @test "discovery: a DGX H100 and a PCIe box from their sysfs, the tree from SLURM_TOPOLOGY_ADDR" {
