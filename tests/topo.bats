@@ -80,6 +80,67 @@ setup() {
 	grep -Eq '^  2 +0000:8a:00.0 +0 +\? +mlx5_1 \(PIX\)' <<<"$output" || fail "$output"
 }
 
+@test "--gdr: NCCL's GPUDirect RDMA verdict per GPU and HCA, every reason named, from fixture trees" {
+	# Expected by hand from NCCL 2.28's rules (reference gpudirect.md §1.1-1.5).
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" gdr="$LLMP_SRCDIR/tests/topology/fake_gdr.py"
+	local nccl="$LLMP_BUILDDIR/tests/device/.libs/fake_nccl.so"
+	[ -f "$nccl" ] || nccl=/nonexistent # without the runtime: NCCL unknown, the rules the same
+	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
+	python3 "$gdr" "$W/ok" peermem kernel=6.8.0-45-generic driver=open uverbs \
+		acs=0000:17:00.0:1 acs=0000:17:01.0:1 acs=0000:16:00.0:0 acs=0000:15:01.0:0 acs=0000:28:01.0:0 \
+		acs=0000:97:01.0:0 acs=0000:98:00.0:0 acs=0000:99:00.0:0 acs=0000:99:01.0:0 \
+		iommu=0000:18:00.0:identity iommu=0000:19:00.0:identity
+	# A healthy node: the switch's pair yes, the storage NIC on another root port PHB, the other socket SYS.
+	local mem=unlimited
+	ulimit -l unlimited 2>/dev/null || mem=low
+	LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/ok"
+	[ "$status" -eq 0 ] || fail "$output"
+	if [ "$mem" = unlimited ]; then
+		grep -Eq '^  0 +0000:18:00.0 +mlx5_0 +PIX +yes$' <<<"$output" || fail "$output"
+		grep -Eq '^  1 +0000:9d:00.0 +mlx5_2 +PIX +yes$' <<<"$output" || fail "$output"
+		assert_contains "$output" "GPUDirect RDMA on 2 of 6 GPU/HCA pairs"
+	else
+		grep -Eq '^  0 +0000:18:00.0 +mlx5_0 +PIX +broken: locked-memory limit [0-9]+ KiB \(ulimit -l; unlimited advised\)$' <<<"$output" || fail "$output"
+	fi
+	grep -Eq '^  0 +0000:18:00.0 +mlx5_1 +PHB +no: path PHB beyond NCCL_NET_GDR_LEVEL=PXB($|;)' <<<"$output" || fail "$output"
+	grep -Eq '^  0 +0000:18:00.0 +mlx5_2 +SYS +no: path SYS beyond' <<<"$output" || fail "$output"
+	# The site widens the level: PHB is then used, SYS still not.
+	NCCL_NET_GDR_LEVEL=PHB LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/ok"
+	grep -Eq '^  0 +0000:18:00.0 +mlx5_1 +PHB +(yes|broken: locked)' <<<"$output" || fail "$output"
+	NCCL_NET_GDR_LEVEL=bogus run "$LLMP" topo --gdr --sysfs "$W/ok"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" "NCCL_NET_GDR_LEVEL"
+	assert_contains "$output" "bogus"
+
+	# No module, a 5.10 kernel, the proprietary module, no /dev/infiniband, ACS redirect
+	# on the GPU's downstream port, a translating IOMMU, config space unreadable elsewhere.
+	python3 "$FAKE" "$sw" nccl-switch "$W/bad"
+	python3 "$gdr" "$W/bad" kernel=5.10.0-28-amd64 driver=proprietary acs=0000:17:00.0:1d \
+		acs=0000:17:01.0:0 acs=0000:16:00.0:0 config64=0000:99:00.0 iommu=0000:9a:00.0:DMA-FQ
+	(ulimit -l 64 && LLMP_NCCL_LIBRARY=$nccl "$LLMP" topo --gdr --sysfs "$W/bad") >"$W/bad.txt" 2>&1 || fail "$(cat "$W/bad.txt")"
+	local line
+	line=$(grep -E '^  0 +0000:18:00.0 +mlx5_0 +PIX ' "$W/bad.txt") || fail "$(cat "$W/bad.txt")"
+	for why in "no: no nvidia_peermem or nv_peer_mem loaded" "kernel 5.10.0-28-amd64 (5.12 needed)" \
+		"proprietary kernel module" "no /dev/infiniband/uverbs* visible" \
+		"ACS ReqRedir CmpltRedir on bridge 0000:17:00.0" "locked-memory limit 64 KiB"; do
+		assert_contains "$line" "$why"
+	done
+	line=$(grep -E '^  1 +0000:9d:00.0 +mlx5_2 +PIX ' "$W/bad.txt") || fail "$(cat "$W/bad.txt")"
+	assert_contains "$line" "IOMMU translates for 0000:9a:00.0 (group type DMA-FQ"
+	assert_contains "$line" "ACS not checked (needs root)"
+	assert_contains "$(cat "$W/bad.txt")" "GPUDirect RDMA on 0 of 6 GPU/HCA pairs"
+
+	# nvidia_peermem but an NCCL before 2.23.4, with no dma-buf: NVIDIA/nccl#1676.
+	if [ "$nccl" != /nonexistent ]; then
+		python3 "$FAKE" "$sw" nccl-switch "$W/old"
+		python3 "$gdr" "$W/old" peermem kernel=6.8.0 driver=proprietary uverbs
+		FAKE_NCCL_VERSION=22203 LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/old"
+		assert_contains "$output" "NCCL 2.22.3 does not see nvidia_peermem"
+		FAKE_NCCL_VERSION=22304 LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/old"
+		assert_not_contains "$output" "does not see nvidia_peermem"
+	fi
+}
+
 @test "discovery: a DGX H100 and a PCIe box from their sysfs, the tree from SLURM_TOPOLOGY_ADDR" {
 	python3 "$FAKE" "$FIXTURES/dgx-h100.json" dgx-h100 "$W/dgx"
 	SLURMD_NODENAME=dgx001 SLURM_TOPOLOGY_ADDR=s0.s4.dgx001 SLURM_TOPOLOGY_ADDR_PATTERN=switch.switch.node \
