@@ -24,6 +24,7 @@ static void help(void)
 {
 	printf("usage: llmp topo [--file FILE] [--format text|json] [--sysfs DIR]\n"
 	       "       llmp topo --gdr [--sysfs DIR]\n"
+	       "       llmp topo --nccl-topo [--file FILE --type NAME | --sysfs DIR]\n"
 	       "       llmp topo --job [--format text|json]   (run under srun --mpi=pmix)\n"
 	       "\n"
 	       "Show the topology llmp uses on this node: GPUs, InfiniBand/RoCE HCAs, NUMA nodes,\n"
@@ -37,6 +38,9 @@ static void help(void)
 	       "                           RDMA, and every reason when not (also reads /proc, /dev;\n"
 	       "                           ACS only as root; NCCL's version from $LLMP_NCCL_LIBRARY\n"
 	       "                           or libnccl.so.2)\n"
+	       "  -n, --nccl-topo          this node (or node type NAME of FILE) as an NCCL_TOPO_FILE,\n"
+	       "                           checked against NCCL's grammar (doc/gpudirect.md)\n"
+	       "  -t, --type NAME          the node type --nccl-topo writes (a file of several)\n"
 	       "  -j, --job                every node of the step, gathered in llmp_init's one PMIx\n"
 	       "                           fence; rank 0 prints them\n"
 	       "Discovery reads /sys, NVML (libnvidia-ml.so.1, or $LLMP_NVML_LIBRARY) and\n"
@@ -53,19 +57,24 @@ int cli_topo(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "job", no_argument, NULL, 'j' },
 		{ "gdr", no_argument, NULL, 'g' },
+		{ "nccl-topo", no_argument, NULL, 'n' },
+		{ "type", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = getenv(LLMP_ENV_TOPOLOGY_FILE), *sysfs = "/";
-	bool json = false, job = false, chose = false, gdr = false;
+	bool json = false, job = false, chose = false, gdr = false, xml = false;
+	const char *type = NULL;
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":F:f:s:jgh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:f:s:t:jgnh", options, NULL)) != -1) {
 		switch (c) {
 		case 'F': file = optarg, chose = true; break;
 		case 's': sysfs = optarg, chose = true; break;
 		case 'j': job = true; break;
 		case 'g': gdr = true; break;
+		case 'n': xml = true; break;
+		case 't': type = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
 				return cli_usage_error(PROG, "--format: expected text or json, not", optarg);
@@ -86,6 +95,13 @@ int cli_topo(int argc, char **argv)
 				       job    ? "--job"
 				       : file ? "--file"
 					      : "--format json");
+	if (xml && (job || gdr || json))
+		return cli_usage_error(PROG, "--nccl-topo writes XML: not with",
+				       job   ? "--job"
+				       : gdr ? "--gdr"
+					     : "--format json");
+	if (type && !xml)
+		return cli_usage_error(PROG, "--type names what --nccl-topo writes: without it,", type);
 	if (job) /* it joins the job: llmp-bench, with the runtime */
 		return cli_exec_bench("topo-job", argc, argv);
 	if (file && !*file)
@@ -100,6 +116,11 @@ int cli_topo(int argc, char **argv)
 	if (st != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return st == LLMP_ERR_NOMEM ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
+	}
+	if (xml) {
+		int xml_rc = cli_topo_nccl_xml(&t, type, stdout);
+		topo_free(&t);
+		return xml_rc;
 	}
 	if (gdr) {
 		int gdr_rc = cli_topo_gdr(&t, sysfs, stdout);

@@ -82,6 +82,8 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 int cli_topo(int argc, char **argv);
 /* `llmp topo --gdr` on t, this node discovered under root (cli/topo_gdr.c). */
 int cli_topo_gdr(const struct topo *t, const char *root, FILE *out);
+/* `llmp topo --nccl-topo`: node type type (NULL: the only one) of t as NCCL_TOPO_FILE XML. */
+int cli_topo_nccl_xml(const struct topo *t, const char *type, FILE *out);
 /* `llmp topo --job` (in llmp-bench, with the runtime); argv[0] is "topo-job". */
 int cli_topo_job(int argc, char **argv);
 

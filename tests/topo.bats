@@ -141,6 +141,35 @@ setup() {
 	fi
 }
 
+@test "--nccl-topo: every fixture's node types as NCCL_TOPO_FILE, NCCL's grammar and tree checked on their own" {
+	local check="$LLMP_SRCDIR/tests/topology/nccl_xml_check.py" f ty n=0
+	for f in "$FIXTURES"/*.json "$LLMP_SRCDIR"/tests/topology/nccl-*.json; do
+		for ty in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["node_types"]))' "$f"); do
+			"$LLMP" topo --nccl-topo --file "$f" --type "$ty" >"$W/$ty.xml" || fail "$f $ty"
+			run python3 "$check" "$f" "$ty" "$W/$ty.xml"
+			[ "$status" -eq 0 ] || fail "$f $ty: $output"
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -ge 8 ] || fail "only $n node types"
+	# nccl-tests#256's dump: GPU 18 and NIC 19 right under the switch 16:00.0.
+	run "$LLMP" topo --nccl-topo --file "$LLMP_SRCDIR/tests/topology/nccl-switch.json"
+	grep -A2 '<pci busid="0000:16:00.0" class="0x060400"' <<<"$output" | grep -q '<pci busid="0000:18:00.0" class="0x030200"/>' || fail "$output"
+	# The checker itself refuses what NCCL refuses.
+	printf '<?xml version="1.0"?>\n' | cat - "$W/nccl-switch.xml" >"$W/decl.xml"
+	run python3 "$check" "$LLMP_SRCDIR/tests/topology/nccl-switch.json" nccl-switch "$W/decl.xml"
+	[ "$status" -ne 0 ] || fail "declaration accepted"
+	sed 's/^  /\t/' "$W/nccl-switch.xml" >"$W/tab.xml"
+	run python3 "$check" "$LLMP_SRCDIR/tests/topology/nccl-switch.json" nccl-switch "$W/tab.xml"
+	[ "$status" -ne 0 ] || fail "tab accepted"
+	sed 's|<pci busid="0000:19:00.0" class="0x020700"/>|<pci busid="0000:19:00.0" class="0x020700" gdr="1"/>|' "$W/nccl-switch.xml" >"$W/gdr.xml"
+	run python3 "$check" "$LLMP_SRCDIR/tests/topology/nccl-switch.json" nccl-switch "$W/gdr.xml"
+	[ "$status" -ne 0 ] || fail "gdr accepted"
+	run "$LLMP" topo --nccl-topo --file "$FIXTURES/heterogeneous.json"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" "--type"
+}
+
 @test "discovery: a DGX H100 and a PCIe box from their sysfs, the tree from SLURM_TOPOLOGY_ADDR" {
 	python3 "$FAKE" "$FIXTURES/dgx-h100.json" dgx-h100 "$W/dgx"
 	SLURMD_NODENAME=dgx001 SLURM_TOPOLOGY_ADDR=s0.s4.dgx001 SLURM_TOPOLOGY_ADDR_PATTERN=switch.switch.node \
