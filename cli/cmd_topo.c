@@ -24,6 +24,7 @@ static void help(void)
 {
 	printf("usage: llmp topo [--file FILE] [--format text|json] [--sysfs DIR]\n"
 	       "       llmp topo --gdr [--sysfs DIR]\n"
+	       "       llmp topo --rails [--file FILE]\n"
 	       "       llmp topo --nccl-topo [--file FILE --type NAME | --sysfs DIR]\n"
 	       "       llmp topo --job [--format text|json]   (run under srun --mpi=pmix)\n"
 	       "\n"
@@ -40,6 +41,8 @@ static void help(void)
 	       "                           or libnccl.so.2)\n"
 	       "  -n, --nccl-topo          this node (or node type NAME of FILE) as an NCCL_TOPO_FILE,\n"
 	       "                           checked against NCCL's grammar (doc/gpudirect.md)\n"
+	       "  -r, --rails              every rail's HCA ports across the nodes: one link layer\n"
+	       "                           and rate, ACTIVE; each one that differs named (exit 1)\n"
 	       "  -t, --type NAME          the node type --nccl-topo writes (a file of several)\n"
 	       "  -j, --job                every node of the step, gathered in llmp_init's one PMIx\n"
 	       "                           fence; rank 0 prints them\n"
@@ -51,29 +54,26 @@ static void help(void)
 int cli_topo(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "file", required_argument, NULL, 'F' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "sysfs", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "job", no_argument, NULL, 'j' },
-		{ "gdr", no_argument, NULL, 'g' },
-		{ "nccl-topo", no_argument, NULL, 'n' },
-		{ "type", required_argument, NULL, 't' },
-		{ NULL, 0, NULL, 0 },
+		{ "file", required_argument, NULL, 'F' },  { "format", required_argument, NULL, 'f' },
+		{ "sysfs", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
+		{ "job", no_argument, NULL, 'j' },         { "gdr", no_argument, NULL, 'g' },
+		{ "nccl-topo", no_argument, NULL, 'n' },   { "type", required_argument, NULL, 't' },
+		{ "rails", no_argument, NULL, 'r' },       { NULL, 0, NULL, 0 },
 	};
 	const char *file = getenv(LLMP_ENV_TOPOLOGY_FILE), *sysfs = "/";
-	bool json = false, job = false, chose = false, gdr = false, xml = false;
+	bool json = false, job = false, chose = false, gdr = false, xml = false, rails = false;
 	const char *type = NULL;
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":F:f:s:t:jgnh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:f:s:t:jgnrh", options, NULL)) != -1) {
 		switch (c) {
 		case 'F': file = optarg, chose = true; break;
 		case 's': sysfs = optarg, chose = true; break;
 		case 'j': job = true; break;
 		case 'g': gdr = true; break;
 		case 'n': xml = true; break;
+		case 'r': rails = true; break;
 		case 't': type = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
@@ -95,6 +95,12 @@ int cli_topo(int argc, char **argv)
 				       job    ? "--job"
 				       : file ? "--file"
 					      : "--format json");
+	if (rails && (job || gdr || xml || json))
+		return cli_usage_error(PROG, "--rails prints a report: not with",
+				       job   ? "--job"
+				       : gdr ? "--gdr"
+				       : xml ? "--nccl-topo"
+					     : "--format json");
 	if (xml && (job || gdr || json))
 		return cli_usage_error(PROG, "--nccl-topo writes XML: not with",
 				       job   ? "--job"
@@ -116,6 +122,11 @@ int cli_topo(int argc, char **argv)
 	if (st != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return st == LLMP_ERR_NOMEM ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
+	}
+	if (rails) {
+		int rails_rc = cli_topo_rails(&t, stdout);
+		topo_free(&t);
+		return rails_rc;
 	}
 	if (xml) {
 		int xml_rc = cli_topo_nccl_xml(&t, type, stdout);

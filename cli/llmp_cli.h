@@ -84,6 +84,8 @@ int cli_topo(int argc, char **argv);
 int cli_topo_gdr(const struct topo *t, const char *root, FILE *out);
 /* `llmp topo --nccl-topo`: node type type (NULL: the only one) of t as NCCL_TOPO_FILE XML. */
 int cli_topo_nccl_xml(const struct topo *t, const char *type, FILE *out);
+/* `llmp topo --rails`, and after the text of `--job`: the rails of t checked; 1 when a port differs. */
+int cli_topo_rails(const struct topo *t, FILE *out);
 /* `llmp topo --job` (in llmp-bench, with the runtime); argv[0] is "topo-job". */
 int cli_topo_job(int argc, char **argv);
 

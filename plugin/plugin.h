@@ -76,5 +76,7 @@ int plugin_step_finish(spank_t sp);
 /* log.c: messages for users start with the plugin's name */
 void plugin_user_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void plugin_task_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* step_gdr.c: NCCL_NET_GDR_LEVEL and the GPUDirect RDMA line, in task_init after placement. */
+void plugin_step_gdr(spank_t sp, uint32_t local_rank);
 
 #endif /* LLMP_PLUGIN_H */

@@ -497,6 +497,7 @@ static void network_devices(spank_t sp, uint32_t local_rank)
 		}
 	if (plugin_node_hca_list(&c->place, buf, sizeof buf) == 0)
 		spank_setenv(sp, "NCCL_IB_HCA", buf, 0);
+	plugin_step_gdr(sp, local_rank); /* NCCL_NET_GDR_LEVEL, and why GDR is not used (step_gdr.c) */
 }
 
 /*

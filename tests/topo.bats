@@ -170,6 +170,22 @@ setup() {
 	assert_contains "$output" "--type"
 }
 
+@test "--rails: a slow, a down and an Ethernet port among a job's rails named; a uniform fabric passes" {
+	# tests/topology/rails-cluster.json, by hand: rail r is GPU r's HCA; 400 Gb/s InfiniBand
+	# ACTIVE everywhere but gpu2 rail 1 (200), gpu3 rail 0 (DOWN), gpu4 rail 1 (Ethernet).
+	run "$LLMP" topo --rails --file "$LLMP_SRCDIR/tests/topology/rails-cluster.json"
+	[ "$status" -eq 1 ] || fail "$output"
+	[ "$(printf '%s\n' "$output" | sed 1d)" = "rail 0: gpu3 mlx5_0 port 1 is DOWN
+rail 1: gpu2 mlx5_1 port 1 at 200 Gb/s where 3 of 5 nodes run 400 Gb/s: a straggler
+rail 1: gpu4 mlx5_1 port 1 is Ethernet where 3 of 5 nodes are InfiniBand" ] || fail "$output"
+	assert_contains "$output" "rails: 3 ports differ"
+	run "$LLMP" topo --rails --file "$FIXTURES/fat-tree.json"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "every rail's ports agree"
+	run "$LLMP" topo --rails --gdr
+	[ "$status" -eq 2 ] || fail "$output"
+}
+
 @test "discovery: a DGX H100 and a PCIe box from their sysfs, the tree from SLURM_TOPOLOGY_ADDR" {
 	python3 "$FAKE" "$FIXTURES/dgx-h100.json" dgx-h100 "$W/dgx"
 	SLURMD_NODENAME=dgx001 SLURM_TOPOLOGY_ADDR=s0.s4.dgx001 SLURM_TOPOLOGY_ADDR_PATTERN=switch.switch.node \

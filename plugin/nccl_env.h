@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nccl_env.h - what the plugin tells NCCL about GPUDirect RDMA on this
+ * node (nccl_env.c): NCCL_NET_GDR_LEVEL=LOC where a task's GPU/HCA path
+ * is known to break GDR (ACS redirect, a translating IOMMU: a slower job
+ * instead of a hang), and one line for the job's output naming a pair
+ * that will not use it and why. Needs no Slurm; step.c sets the values.
+ */
+#ifndef LLMP_PLUGIN_NCCL_ENV_H
+#define LLMP_PLUGIN_NCCL_ENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "plugin/node_place.h"
+#include "topology/gdr.h"
+
+struct plugin_gdr {
+	bool loc;                /* set NCCL_NET_GDR_LEVEL=LOC (the user set none) */
+	unsigned pairs;          /* the node's tasks with a GPU and an HCA */
+	unsigned used;           /* of which NCCL will use GPUDirect RDMA */
+	char line[LLMP_MSG_MAX]; /* for the job's output; "" when every pair uses it */
+};
+
+/*
+ * Judge each task's GPU and HCA of np on facts. user_level is the task's
+ * NCCL_NET_GDR_LEVEL (NULL or "" when unset: NCCL's PXB, and LOC may be
+ * set). host names the node in the line. -1 with the line saying why when
+ * user_level is not a value NCCL reads.
+ */
+int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *facts, const char *user_level,
+		     const char *host, struct plugin_gdr *out);
+
+#endif /* LLMP_PLUGIN_NCCL_ENV_H */
