@@ -48,13 +48,46 @@ int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *
 	}
 	if (first_bad < 0)
 		return 0;
-	char why[256];
+	char why[320];
 	gdr_verdict_text(facts, &bad, level, why, sizeof why);
 	const struct topo_gpu *gpu = &ty->gpus[np->gpu[first_bad]];
 	const struct topo_hca *hca = &ty->hcas[np->hca[first_bad]];
 	snprintf(out->line, sizeof out->line,
-		 "%.64s: GPUDirect RDMA on %u of %u task pairs; GPU %.15s / %.63s: %s%s",
+		 "%.32s: GPUDirect RDMA on %u of %u task pairs; GPU %.15s / %.31s: %s%s",
 		 host && *host ? host : "this node", out->used, out->pairs, gpu->pci.bus, hca->name, why,
 		 out->loc ? "; NCCL_NET_GDR_LEVEL=LOC set: slower, no hang" : "");
+	return 0;
+}
+
+bool plugin_sysfs_hides(const struct topo_type *file_type, const struct topo_type *seen)
+{
+	unsigned up[TOPO_PCIE_MAX];
+	for (unsigned g = 0; g < file_type->ngpus; g++) {
+		unsigned want = topo_nccl_parents(&file_type->gpus[g].pci, up);
+		if (!want)
+			continue;
+		bool found = false;
+		for (unsigned s = 0; s < seen->ngpus && !found; s++)
+			if (strcmp(seen->gpus[s].pci.bus, file_type->gpus[g].pci.bus) == 0) {
+				found = true;
+				if (topo_nccl_parents(&seen->gpus[s].pci, up) < want)
+					return true;
+			}
+		if (!found)
+			return true;
+	}
+	return false;
+}
+
+int plugin_nccl_topo_path(const char *layout_path, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (!layout_path || !layout_path[0])
+		return -1;
+	int k = snprintf(buf, len, "%s.nccl-topo.xml", layout_path);
+	if (k < 0 || (size_t)k >= len) {
+		buf[0] = '\0';
+		return -1;
+	}
 	return 0;
 }

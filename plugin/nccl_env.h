@@ -31,4 +31,17 @@ struct plugin_gdr {
 int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *facts, const char *user_level,
 		     const char *host, struct plugin_gdr *out);
 
+/*
+ * Whether this node's sysfs hides the PCIe tree the topology file gives
+ * its node type (a VM's flat bus, a host that shows less): some GPU of
+ * file_type hangs under a PCI node in NCCL's reading (pci_path.h) but
+ * seen, the node discovered from sysfs, has it under fewer or not at all.
+ * Then NCCL_TOPO_FILE is worth writing; otherwise NCCL's own reading of
+ * sysfs is as good and knows the links' real speeds.
+ */
+bool plugin_sysfs_hides(const struct topo_type *file_type, const struct topo_type *seen);
+
+/* Where the node's NCCL_TOPO_FILE goes: beside the layout file, "" when there is none. */
+int plugin_nccl_topo_path(const char *layout_path, char *buf, size_t len);
+
 #endif /* LLMP_PLUGIN_NCCL_ENV_H */

@@ -678,6 +678,7 @@ int plugin_step_finish(spank_t sp)
 	/* Root again here: the child takes the job owner's ids and groups (plan_step read them). */
 	if (plugin_layout_file_remove(c->layout_path, &c->owner, msg, sizeof msg) < 0)
 		slurm_error(PLUGIN_NAME ": %s", msg);
+	plugin_step_nccl_topo_remove(); /* the tasks' NCCL_TOPO_FILE beside it (step_gdr.c) */
 	c->layout_path[0] = '\0';
 	return 0;
 }

@@ -203,6 +203,16 @@ void gdr_verdict_text(const struct gdr_node *n, const struct gdr_verdict *v, enu
 		add(buf, len, &at, "ACS not checked (needs root)");
 }
 
+void gdr_node_merge_acs(struct gdr_node *n, const struct gdr_pcidev *acs, unsigned nacs)
+{
+	for (unsigned i = 0; i < n->ndevs; i++)
+		for (unsigned j = 0; n->devs[i].acs == GDR_ACS_UNREAD && j < nacs; j++)
+			if (strcmp(n->devs[i].bus, acs[j].bus) == 0) {
+				n->devs[i].acs = acs[j].acs;
+				n->devs[i].acs_ctrl = acs[j].acs_ctrl;
+			}
+}
+
 void gdr_node_free(struct gdr_node *n)
 {
 	free(n->devs);

@@ -105,6 +105,9 @@ void gdr_verdict_text(const struct gdr_node *n, const struct gdr_verdict *v, enu
 /* Kernel release "5.15.0-91-generic" as 5 and 15; false when it does not start so. */
 bool gdr_kernel_version(const char *release, unsigned *major, unsigned *minor);
 
+/* Fill the ACS of n's bridges left unread from acs[0..nacs) (read earlier, as root). */
+void gdr_node_merge_acs(struct gdr_node *n, const struct gdr_pcidev *acs, unsigned nacs);
+
 void gdr_node_free(struct gdr_node *n);
 
 #endif /* LLMP_GDR_H */

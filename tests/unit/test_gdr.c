@@ -8,15 +8,20 @@
  * >= 5.12, open NVIDIA module, NCCL >= 2.13); the path at most
  * NCCL_NET_GDR_LEVEL (PXB); ACS redirect and a translating IOMMU break it.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "topology/discover/gdr_read.h"
 #include "topology/gdr.h"
 
 static struct topo_pci pci(const char *bus, int numa, const char *b0, const char *b1, const char *b2)
@@ -206,13 +211,86 @@ static void test_helpers(void **state)
 	assert_int_equal(gdr_path_bridges(&gpu0, &hca1, idx, 16), 4);
 }
 
+static void put_file(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, n, f), n);
+	fclose(f);
+}
+
+/* ACS read as root into a list, then handed to a judge that could not read it. */
+static void test_bridges_acs(void **state)
+{
+	(void)state;
+	char root[] = "/tmp/llmp-test-gdr-XXXXXX", path[256];
+	assert_non_null(mkdtemp(root));
+	const char *names[] = { "0000:17:00.0", "0000:17:01.0", "0000:18:00.0", "0000:99:00.0" };
+	const char *classes[] = { "0x060400", "0x060400", "0x030200", "0x060400" };
+	snprintf(path, sizeof path, "%s/sys", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/sys/bus", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/sys/bus/pci", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof path, "%s/sys/bus/pci/devices", root);
+	mkdir(path, 0755);
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s", root, names[i]);
+		mkdir(path, 0755);
+		snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/class", root, names[i]);
+		put_file(path, classes[i], strlen(classes[i]));
+		/* 17:00.0: AER at 0x100 -> ACS at 0x148, control 0x001d; 17:01.0: AER only; 99: 64 bytes. */
+		unsigned char cfg[4096] = { 0 };
+		size_t n = i == 3 ? 64 : sizeof cfg;
+		if (i < 3) {
+			cfg[0x100] = 0x01;
+			cfg[0x102] = 0x01;
+			if (i == 0) {
+				cfg[0x103] = 0x14; /* next 0x148: bits 20-31 of the header */
+				cfg[0x102] = 0x81;
+				cfg[0x148] = 0x0d;
+				cfg[0x14a] = 0x01;
+				cfg[0x14e] = 0x1d;
+			}
+		}
+		snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/config", root, names[i]);
+		put_file(path, cfg, n);
+	}
+	struct gdr_pcidev *acs = NULL;
+	unsigned nacs = 0;
+	char msg[256];
+	assert_int_equal(gdr_read_bridges_acs(root, &acs, &nacs, msg, sizeof msg), LLMP_OK);
+	/* The GPU is no bridge; 99's 64 bytes are left out. */
+	assert_int_equal(nacs, 2);
+	struct gdr_pcidev *a = strcmp(acs[0].bus, "0000:17:00.0") == 0 ? &acs[0] : &acs[1];
+	struct gdr_pcidev *b = a == &acs[0] ? &acs[1] : &acs[0];
+	assert_string_equal(a->bus, "0000:17:00.0");
+	assert_int_equal(a->acs, GDR_ACS_READ);
+	assert_int_equal(a->acs_ctrl, 0x001d);
+	assert_string_equal(b->bus, "0000:17:01.0");
+	assert_int_equal(b->acs, GDR_ACS_NONE);
+	/* Merged into a node read without root: the redirect is found. */
+	struct gdr_node n = healthy();
+	devs[5].acs = GDR_ACS_UNREAD; /* 17:00.0 */
+	devs[6].acs = GDR_ACS_UNREAD; /* 17:01.0 */
+	gdr_node_merge_acs(&n, acs, nacs);
+	assert_int_equal(devs[5].acs, GDR_ACS_READ);
+	assert_int_equal(devs[6].acs, GDR_ACS_NONE);
+	char t[1024];
+	assert_int_equal(judge(&n, &hca0, TOPO_PATH_PXB, t, sizeof t).reasons, GDR_R_ACS);
+	free(acs);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_healthy_and_modules),
-		cmocka_unit_test(test_path_level),
-		cmocka_unit_test(test_broken_paths),
-		cmocka_unit_test(test_helpers),
+		cmocka_unit_test(test_healthy_and_modules), cmocka_unit_test(test_path_level),
+		cmocka_unit_test(test_broken_paths),        cmocka_unit_test(test_helpers),
+		cmocka_unit_test(test_bridges_acs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -887,6 +887,22 @@ static void gdr_per_task_pair(void **state)
 	assert_int_equal(g.used, 0);
 	assert_non_null(
 		strstr(g.line, "GPU 0000:18:00.0 / mlx5_0: no: no nvidia_peermem or nv_peer_mem loaded"));
+	/* Sysfs hiding the file's tree: a VM's flat bus (the GPU with no bridge), or no such GPU. */
+	struct topo_gpu flat = { .pci = { .bus = "0000:18:00.0", .numa = -1 } };
+	struct topo_gpu both[2] = { gpus[0], gpus[1] };
+	struct topo_type vm = { .name = "vm", .numa_nodes = 1, .gpus = &flat, .ngpus = 1 };
+	struct topo_type host = { .name = "h", .numa_nodes = 2, .gpus = both, .ngpus = 2 };
+	assert_true(plugin_sysfs_hides(&ty, &vm));    /* 18 flat, 9d absent */
+	assert_false(plugin_sysfs_hides(&ty, &host)); /* the same chains */
+	both[1].pci.npcie = 1;                        /* 9d right under its root port: */
+	assert_true(plugin_sysfs_hides(&ty, &host));  /* no switch node left */
+	assert_false(plugin_sysfs_hides(&vm, &host)); /* a file that says less than sysfs */
+	char path[64];
+	assert_int_equal(plugin_nccl_topo_path("/tmp/llmp-layout.Ab12", path, sizeof path), 0);
+	assert_string_equal(path, "/tmp/llmp-layout.Ab12.nccl-topo.xml");
+	assert_int_equal(plugin_nccl_topo_path("", path, sizeof path), -1);
+	assert_int_equal(plugin_nccl_topo_path("/tmp/a-very-long-directory-name/llmp-layout.xyz", path, 40),
+			 -1);
 	/* A level NCCL would ignore. */
 	assert_int_equal(plugin_gdr_judge(&np, &facts, "fast", "n1", &g), -1);
 	assert_non_null(strstr(g.line, "NCCL_NET_GDR_LEVEL=fast is not a level NCCL reads"));

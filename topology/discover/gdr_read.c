@@ -154,3 +154,45 @@ llmp_status gdr_read_node(const char *root_dir, const struct topo_type *ty, stru
 		gdr_node_free(n);
 	return st;
 }
+
+llmp_status gdr_read_bridges_acs(const char *root_dir, struct gdr_pcidev **devs, unsigned *n, char *msg,
+				 size_t len)
+{
+	const char *root = root_dir && strcmp(root_dir, "/") ? root_dir : "";
+	char dir[PATH_LEN], path[PATH_LEN + 300], text[32];
+	*devs = NULL;
+	*n = 0;
+	snprintf(dir, sizeof dir, "%s/sys/bus/pci/devices", root);
+	DIR *d = opendir(dir);
+	if (!d)
+		return LLMP_OK;
+	llmp_status st = LLMP_OK;
+	for (struct dirent *e; st == LLMP_OK && (e = readdir(d));) {
+		if (!topo_bus_id(e->d_name))
+			continue;
+		snprintf(path, sizeof path, "%s/%s/class", dir, e->d_name);
+		if (!first_line(path, text, sizeof text) || (strtoul(text, NULL, 16) >> 8) != 0x0604)
+			continue;
+		struct gdr_pcidev probe = { 0 };
+		snprintf(path, sizeof path, "%s/%s/config", dir, e->d_name);
+		read_acs(path, &probe);
+		if (probe.acs == GDR_ACS_UNREAD)
+			continue;
+		struct gdr_pcidev *grown = realloc(*devs, (*n + 1) * sizeof *grown);
+		if (!grown) {
+			st = llmp_fail(LLMP_ERR_NOMEM, msg, len, "reading ACS: out of memory");
+			break;
+		}
+		*devs = grown;
+		probe.iommu[0] = '\0';
+		memcpy(probe.bus, e->d_name, strlen(e->d_name) + 1); /* a bus id: 12 characters */
+		(*devs)[(*n)++] = probe;
+	}
+	closedir(d);
+	if (st != LLMP_OK) {
+		free(*devs);
+		*devs = NULL;
+		*n = 0;
+	}
+	return st;
+}

@@ -20,4 +20,13 @@
 llmp_status gdr_read_node(const char *root_dir, const struct topo_type *ty, struct gdr_node *n, char *msg,
 			  size_t len);
 
+/*
+ * ACS of every PCI bridge (class 0x0604) under root_dir, for a caller that
+ * is root now and will judge later without root (the plugin's
+ * task_init_privileged): *devs (malloc'd, bus and ACS only) and *n. Bridges
+ * whose config cannot be read past 64 bytes are left out.
+ */
+llmp_status gdr_read_bridges_acs(const char *root_dir, struct gdr_pcidev **devs, unsigned *n, char *msg,
+				 size_t len);
+
 #endif /* LLMP_GDR_READ_H */
