@@ -5,7 +5,8 @@
  * reason when not (topology/gdr.c), with the facts it read. The NCCL
  * version is the library's own (dlopen of $LLMP_NCCL_LIBRARY, else
  * libnccl.so.2; unknown without one), the locked-memory limit this
- * process's, NCCL_NET_GDR_LEVEL this environment's.
+ * process's, NCCL_NET_GDR_LEVEL this environment's, and NCCL's dma-buf
+ * probe repeated on an HCA (cli/ibv_probe.c).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -77,11 +78,18 @@ int cli_topo_gdr(const struct topo *t, const char *root, FILE *out)
 		return CLI_EXIT_FAILURE;
 	}
 	n.nccl_version = nccl_version();
+	char probed[64];
+	n.dmabuf_probe = cli_dmabuf_probe(ty, probed, sizeof probed);
 	struct rlimit lim;
 	if (getrlimit(RLIMIT_MEMLOCK, &lim) == 0)
 		n.memlock = lim.rlim_cur == RLIM_INFINITY ? GDR_MEMLOCK_UNLIMITED
 							  : (unsigned long long)lim.rlim_cur;
 	write_facts(&n, level, out);
+	if (n.dmabuf_probe < 0)
+		fprintf(out, "  dma-buf probe: not run (no libibverbs, or none of these HCAs in it)\n");
+	else
+		fprintf(out, "  dma-buf probe on %s: ibv_reg_dmabuf_mr %s\n", probed,
+			n.dmabuf_probe ? "supported" : "not supported (EOPNOTSUPP)");
 	fprintf(out, "  %-4s %-13s %-10s %-4s %s\n", "gpu", "bus", "hca", "path", "gdr");
 	unsigned used = 0, pairs = 0;
 	for (unsigned g = 0; g < ty->ngpus; g++)

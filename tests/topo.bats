@@ -84,6 +84,7 @@ setup() {
 	# Expected by hand from NCCL 2.28's rules (reference gpudirect.md §1.1-1.5).
 	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" gdr="$LLMP_SRCDIR/tests/topology/fake_gdr.py"
 	local nccl="$LLMP_BUILDDIR/tests/device/.libs/fake_nccl.so"
+	export LLMP_IBVERBS_LIBRARY=/nonexistent # no probe but where a case names the fake
 	[ -f "$nccl" ] || nccl=/nonexistent # without the runtime: NCCL unknown, the rules the same
 	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
 	python3 "$gdr" "$W/ok" peermem kernel=6.8.0-45-generic driver=open uverbs \
@@ -129,6 +130,26 @@ setup() {
 	assert_contains "$line" "IOMMU translates for 0000:9a:00.0 (group type DMA-FQ"
 	assert_contains "$line" "ACS not checked (needs root)"
 	assert_contains "$(cat "$W/bad.txt")" "GPUDirect RDMA on 0 of 6 GPU/HCA pairs"
+
+	# dma-buf alone (open module, 6.8 kernel, no module): NCCL's probe decides, through a fake
+	# libibverbs: EBADF for fd -1 is support, EOPNOTSUPP is none.
+	local ibv="$LLMP_BUILDDIR/tests/topology/.libs/fake_ibverbs.so"
+	python3 "$FAKE" "$sw" nccl-switch "$W/dmabuf"
+	python3 "$gdr" "$W/dmabuf" kernel=6.8.0-45-generic driver=open uverbs
+	LLMP_IBVERBS_LIBRARY=$ibv FAKE_IBV_DEVICES=mlx5_0,mlx5_1 FAKE_IBV_DMABUF=EBADF LLMP_NCCL_LIBRARY=$nccl \
+		run "$LLMP" topo --gdr --sysfs "$W/dmabuf"
+	assert_contains "$output" "dma-buf probe on mlx5_0: ibv_reg_dmabuf_mr supported"
+	line=$(grep -E '^  0 +0000:18:00.0 +mlx5_0 +PIX ' <<<"$output") || fail "$output"
+	assert_not_contains "$line" "no dma-buf"
+	assert_not_contains "$line" "no nvidia_peermem"
+	LLMP_IBVERBS_LIBRARY=$ibv FAKE_IBV_DEVICES=mlx5_0,mlx5_1 FAKE_IBV_DMABUF=EOPNOTSUPP LLMP_NCCL_LIBRARY=$nccl \
+		run "$LLMP" topo --gdr --sysfs "$W/dmabuf"
+	assert_contains "$output" "dma-buf probe on mlx5_0: ibv_reg_dmabuf_mr not supported (EOPNOTSUPP)"
+	line=$(grep -E '^  0 +0000:18:00.0 +mlx5_0 +PIX ' <<<"$output") || fail "$output"
+	assert_contains "$line" "no: no nvidia_peermem or nv_peer_mem loaded; no dma-buf: the HCA driver refuses ibv_reg_dmabuf_mr"
+	# A library that lists none of the node's HCAs: not probed, said.
+	LLMP_IBVERBS_LIBRARY=$ibv FAKE_IBV_DEVICES=other_0 LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/dmabuf"
+	assert_contains "$output" "dma-buf probe: not run"
 
 	# nvidia_peermem but an NCCL before 2.23.4, with no dma-buf: NVIDIA/nccl#1676.
 	if [ "$nccl" != /nonexistent ]; then
