@@ -23,7 +23,7 @@
 static void help(void)
 {
 	printf("usage: llmp topo [--file FILE] [--format text|json] [--sysfs DIR]\n"
-	       "       llmp topo --gdr [--sysfs DIR]\n"
+	       "       llmp topo --gdr [--sysfs DIR] [--nccl-dump FILE]\n"
 	       "       llmp topo --rails [--file FILE]\n"
 	       "       llmp topo --nccl-topo [--file FILE --type NAME | --sysfs DIR]\n"
 	       "       llmp topo --job [--format text|json]   (run under srun --mpi=pmix)\n"
@@ -39,6 +39,9 @@ static void help(void)
 	       "                           RDMA, and every reason when not (also reads /proc, /dev;\n"
 	       "                           ACS only as root; NCCL's version from $LLMP_NCCL_LIBRARY\n"
 	       "                           or libnccl.so.2)\n"
+	       "  -d, --nccl-dump FILE     with --gdr: NCCL's NCCL_TOPO_DUMP_FILE of this node against\n"
+	       "                           the prediction: where each device hangs, each gdr flag\n"
+	       "                           (exit 1 when they differ)\n"
 	       "  -n, --nccl-topo          this node (or node type NAME of FILE) as an NCCL_TOPO_FILE,\n"
 	       "                           checked against NCCL's grammar (doc/gpudirect.md)\n"
 	       "  -r, --rails              every rail's HCA ports across the nodes: one link layer\n"
@@ -54,19 +57,25 @@ static void help(void)
 int cli_topo(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "file", required_argument, NULL, 'F' },  { "format", required_argument, NULL, 'f' },
-		{ "sysfs", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
-		{ "job", no_argument, NULL, 'j' },         { "gdr", no_argument, NULL, 'g' },
-		{ "nccl-topo", no_argument, NULL, 'n' },   { "type", required_argument, NULL, 't' },
-		{ "rails", no_argument, NULL, 'r' },       { NULL, 0, NULL, 0 },
+		{ "file", required_argument, NULL, 'F' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "sysfs", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "job", no_argument, NULL, 'j' },
+		{ "gdr", no_argument, NULL, 'g' },
+		{ "nccl-topo", no_argument, NULL, 'n' },
+		{ "type", required_argument, NULL, 't' },
+		{ "rails", no_argument, NULL, 'r' },
+		{ "nccl-dump", required_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = getenv(LLMP_ENV_TOPOLOGY_FILE), *sysfs = "/";
 	bool json = false, job = false, chose = false, gdr = false, xml = false, rails = false;
-	const char *type = NULL;
+	const char *type = NULL, *dump = NULL;
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":F:f:s:t:jgnrh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:f:s:t:d:jgnrh", options, NULL)) != -1) {
 		switch (c) {
 		case 'F': file = optarg, chose = true; break;
 		case 's': sysfs = optarg, chose = true; break;
@@ -74,6 +83,7 @@ int cli_topo(int argc, char **argv)
 		case 'g': gdr = true; break;
 		case 'n': xml = true; break;
 		case 'r': rails = true; break;
+		case 'd': dump = optarg; break;
 		case 't': type = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
@@ -106,6 +116,8 @@ int cli_topo(int argc, char **argv)
 				       job   ? "--job"
 				       : gdr ? "--gdr"
 					     : "--format json");
+	if (dump && !gdr)
+		return cli_usage_error(PROG, "--nccl-dump is compared by --gdr: without it,", dump);
 	if (type && !xml)
 		return cli_usage_error(PROG, "--type names what --nccl-topo writes: without it,", type);
 	if (job) /* it joins the job: llmp-bench, with the runtime */
@@ -134,7 +146,7 @@ int cli_topo(int argc, char **argv)
 		return xml_rc;
 	}
 	if (gdr) {
-		int gdr_rc = cli_topo_gdr(&t, sysfs, stdout);
+		int gdr_rc = cli_topo_gdr(&t, sysfs, dump, stdout);
 		topo_free(&t);
 		return gdr_rc;
 	}

@@ -81,7 +81,7 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 /* `llmp topo ...`; argv[0] is "topo". */
 int cli_topo(int argc, char **argv);
 /* `llmp topo --gdr` on t, this node discovered under root (cli/topo_gdr.c). */
-int cli_topo_gdr(const struct topo *t, const char *root, FILE *out);
+int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, FILE *out);
 /* NCCL's dma-buf probe on an HCA of ty (cli/ibv_probe.c): 1 supported, 0 not, -1 not probed. */
 struct topo_type;
 int cli_dmabuf_probe(const struct topo_type *ty, char *dev, size_t len);

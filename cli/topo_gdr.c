@@ -18,6 +18,7 @@
 #include "llmp_cli.h"
 #include "topology/discover/gdr_read.h"
 #include "topology/gdr.h"
+#include "topology/nccl_dump.h"
 
 #define PROG "llmp topo"
 
@@ -61,7 +62,40 @@ static void write_facts(const struct gdr_node *n, enum topo_path level, FILE *ou
 				     : "-");
 }
 
-int cli_topo_gdr(const struct topo *t, const char *root, FILE *out)
+#define DUMP_MAX ((size_t)4 << 20)
+
+/* NCCL's topology dump against the prediction; 1 when they differ, -1 when the dump is unusable. */
+static int compare_dump(const char *path, const struct topo_type *ty, const struct gdr_node *n, FILE *out)
+{
+	char *text = malloc(DUMP_MAX), *report = malloc(DUMP_MAX / 4), msg[LLMP_MSG_MAX];
+	FILE *f = text && report ? fopen(path, "re") : NULL;
+	size_t len = f ? fread(text, 1, DUMP_MAX, f) : 0;
+	int rc = -1;
+	struct nccl_xml x;
+	if (f)
+		fclose(f);
+	if (!text || !report)
+		fprintf(stderr, PROG ": out of memory\n");
+	else if (!f)
+		fprintf(stderr, PROG ": --nccl-dump %s: cannot be read\n", path);
+	else if (len == DUMP_MAX)
+		fprintf(stderr, PROG ": --nccl-dump %s: larger than %zu bytes\n", path, DUMP_MAX);
+	else if (nccl_topo_check(text, len, false, &x, msg, sizeof msg) != LLMP_OK)
+		fprintf(stderr, PROG ": --nccl-dump %s: %s\n", path, msg);
+	else {
+		unsigned compared, differ;
+		nccl_dump_compare(&x, ty, n, report, DUMP_MAX / 4, &compared, &differ);
+		nccl_xml_free(&x);
+		fprintf(out, "NCCL's dump %s: %u compared, %u differ%s\n%s", path, compared, differ,
+			differ ? ":" : "", report);
+		rc = differ ? 1 : 0;
+	}
+	free(text);
+	free(report);
+	return rc;
+}
+
+int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, FILE *out)
 {
 	enum topo_path level = TOPO_GDR_LEVEL_DEFAULT;
 	const char *env = getenv("NCCL_NET_GDR_LEVEL");
@@ -106,6 +140,7 @@ int cli_topo_gdr(const struct topo *t, const char *root, FILE *out)
 			used += v.outcome == GDR_USED;
 		}
 	fprintf(out, "GPUDirect RDMA on %u of %u GPU/HCA pairs\n", used, pairs);
+	int rc = dump ? compare_dump(dump, ty, &n, out) : 0;
 	gdr_node_free(&n);
-	return CLI_EXIT_OK;
+	return rc < 0 ? CLI_EXIT_USAGE : rc ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }

@@ -162,6 +162,48 @@ setup() {
 	fi
 }
 
+@test "--gdr --nccl-dump: NCCL's own topology dump against the prediction, each difference named" {
+	# tests/topology/nccl-dump-switch.xml: the nccl-switch node as NCCL dumps it (nccl-tests#256's
+	# form). With nvidia_peermem every NIC is GDR-capable, as the dump says: nothing differs.
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" dump="$LLMP_SRCDIR/tests/topology/nccl-dump-switch.xml"
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/ok" peermem kernel=6.8.0 driver=open uverbs
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-dump "$dump"
+	[ "$status" -eq 0 ] || fail "$output"
+	# 2 GPUs and 3 HCAs placed, 3 net and 2 gpu flags.
+	assert_contains "$output" "NCCL's dump $dump: 10 compared, 0 differ"
+	# No module, proprietary driver: llmp predicts no capable NIC, NCCL said gdr=1; a GPU NCCL put
+	# under its downstream port; a GPU with gdr=0.
+	python3 "$FAKE" "$sw" nccl-switch "$W/nomod"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/nomod" kernel=6.8.0 driver=proprietary uverbs
+	python3 - "$dump" "$W/dump.xml" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+start = next(i for i, l in enumerate(lines) if '<pci busid="0000:18:00.0"' in l)
+end = next(i for i in range(start, len(lines)) if lines[i] == "      </pci>")
+lines[end] += "</pci>"
+lines[start] = '      <pci busid="0000:17:00.0" class="0x060400">' + lines[start].lstrip(" ")
+text = "\n".join(lines).replace('<gpu dev="1" sm="90" rank="1" gdr="1">', '<gpu dev="1" sm="90" rank="1" gdr="0">')
+open(sys.argv[2], "w").write(text)
+PY
+	run "$LLMP" topo --gdr --sysfs "$W/nomod" --nccl-dump "$W/dump.xml"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "10 compared, 5 differ:"
+	assert_contains "$output" "GPU 0000:18:00.0: NCCL put it under 0000:17:00.0 < 0000:16:00.0 < cpu 0, llmp predicted 0000:16:00.0 < cpu 0"
+	for h in mlx5_0 mlx5_1 mlx5_2; do
+		assert_contains "$output" "$h: NCCL set gdr=1, llmp predicted not capable"
+	done
+	assert_contains "$output" "GPU 0000:9d:00.0: NCCL set gdr=0: the GPU reports no GPUDirect RDMA"
+	# A dump NCCL's parser would refuse is refused.
+	sed 's/^  /\t/' "$dump" >"$W/tab.xml"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-dump "$W/tab.xml"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" "a tab"
+	run "$LLMP" topo --nccl-dump "$dump"
+	[ "$status" -eq 2 ] || fail "$output"
+}
+
 @test "--nccl-topo: every fixture's node types as NCCL_TOPO_FILE, NCCL's grammar and tree checked on their own" {
 	local check="$LLMP_SRCDIR/tests/topology/nccl_xml_check.py" f ty n=0
 	for f in "$FIXTURES"/*.json "$LLMP_SRCDIR"/tests/topology/nccl-*.json; do

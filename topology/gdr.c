@@ -112,6 +112,12 @@ static void check_bridges(const struct gdr_node *n, const struct topo_pci *gpu, 
 	}
 }
 
+bool gdr_nic_capable(const struct gdr_node *n)
+{
+	bool old_nccl = n->nccl_version && n->nccl_version < NCCL_SEES_NVIDIA_PEERMEM;
+	return n->nv_peer_mem || (n->nvidia_peermem && !old_nccl) || !dmabuf_missing(n);
+}
+
 void gdr_pair_verdict(const struct gdr_node *n, const struct topo_pci *gpu, const struct topo_pci *hca,
 		      enum topo_path level, struct gdr_verdict *v)
 {

@@ -98,6 +98,9 @@ unsigned gdr_path_bridges(const struct topo_pci *a, const struct topo_pci *b, un
 void gdr_pair_verdict(const struct gdr_node *n, const struct topo_pci *gpu, const struct topo_pci *hca,
 		      enum topo_path level, struct gdr_verdict *v);
 
+/* Whether the HCAs can register GPU memory as NCCL decides it: a module NCCL sees, or dma-buf. */
+bool gdr_nic_capable(const struct gdr_node *n);
+
 /* The verdict in words: "yes", "no: REASON; REASON", "broken: REASON". */
 void gdr_verdict_text(const struct gdr_node *n, const struct gdr_verdict *v, enum topo_path level, char *buf,
 		      size_t len);
