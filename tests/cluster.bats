@@ -275,6 +275,9 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	[ "$(grep -c '^node type node[1-3]: 1 host' <<<"$output")" -eq 3 ] || { echo "$output"; false; }
 	# Then the fabric across them (rails.c): these nodes have no GPU, so no rail to disagree.
 	grep -q "^rails: every rail's ports agree" <<<"$output" || { echo "$output"; false; }
+	# And each node's GPUDirect RDMA, judged on the node and gathered: none has a GPU here.
+	grep -q '^GPUDirect RDMA, each GPU with its nearest usable HCA:$' <<<"$output" || { echo "$output"; false; }
+	[ "$(grep -c '^  node[1-3]: no GPU with a usable HCA$' <<<"$output")" -eq 3 ] || { echo "$output"; false; }
 }
 
 @test "placement on a node: GPUs by the topology, the nearest HCA for UCX, the node's HCAs for NCCL; a bad file warns" {
