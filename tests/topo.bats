@@ -78,6 +78,15 @@ setup() {
 	run "$LLMP" topo --sysfs "$W/casc"
 	grep -Eq '^  1 +0000:86:00.0 +0 +\? +mlx5_0 \(PIX\)' <<<"$output" || fail "$output"
 	grep -Eq '^  2 +0000:8a:00.0 +0 +\? +mlx5_1 \(PIX\)' <<<"$output" || fail "$output"
+	# The other leaf's NIC is PXB; with the three switches Broadcom PEX Gen4 in base mode of one
+	# id, as sysfs gives their ids, NCCL merges the leaves into the top: PIX.
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	run "$LLMP" topo --gdr --sysfs "$W/casc"
+	grep -Eq '^  0 +0000:85:00.0 +mlx5_1 +PXB ' <<<"$output" || fail "$output"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/casc" ids=0000:81:00.0:1000:c010:1000:a064 \
+		ids=0000:83:00.0:1000:c010:1000:a064 ids=0000:88:00.0:1000:c010:1000:a064
+	run "$LLMP" topo --gdr --sysfs "$W/casc"
+	grep -Eq '^  0 +0000:85:00.0 +mlx5_1 +PIX ' <<<"$output" || fail "$output"
 }
 
 @test "--gdr: NCCL's GPUDirect RDMA verdict per GPU and HCA, every reason named, from fixture trees" {

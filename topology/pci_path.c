@@ -9,21 +9,41 @@
  * node, so two root ports of one NUMA node, or an unknown NUMA node on
  * both, are PHB.
  *
- * Not modelled: Broadcom's Gen4/Gen5 switches that show up as two levels
- * and NCCL flattens into one (topo.h keeps no bridge vendor or device id).
+ * Broadcom's Gen4/Gen5 switches that show up as two levels are merged
+ * into one as NCCL does, where discovery read the bridges' ids (a file
+ * does not carry them).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pci_path.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/*
+ * Broadcom PEX Gen4 and Gen5 switches in base mode show up as a switch
+ * over switches of the same ids; NCCL fuses such a child into its parent
+ * (topo.cc ncclTopoFlattenBcmSwitches; the masks as NCCL 2.28 writes them:
+ * vendor 0x1000, device 0xc010 or 0xc030, subsystem vendor 0x1000).
+ */
+static bool bcm_switch(uint64_t id)
+{
+	return (id & 0xfffffffffffff000ull) == 0x1000c0101000a000ull ||
+	       (id & 0xfffffffffffff000ull) == 0x1000c03010000000ull;
+}
 
 unsigned topo_nccl_parents(const struct topo_pci *pci, unsigned up[TOPO_PCIE_MAX])
 {
 	unsigned n = 0;
 	/* Bridges pcie[npcie-2], pcie[npcie-4], ...: each walk of two levels from the last node. */
-	for (unsigned left = pci->npcie; left >= 2; left -= 2)
-		up[n++] = left - 2;
+	for (unsigned left = pci->npcie; left >= 2; left -= 2) {
+		unsigned i = left - 2;
+		uint64_t id = pci->pcie_id[i];
+		/* A Broadcom switch takes over its sub-switch of the same ids, nearer the device. */
+		if (n && id && bcm_switch(id) && pci->pcie_id[up[n - 1]] == id)
+			n--;
+		up[n++] = i;
+	}
 	return n;
 }
 

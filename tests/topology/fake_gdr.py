@@ -14,6 +14,7 @@ reads (topology/discover/gdr_read.c), as Linux lays it out:
     acs=BUS:CTRL       BUS's 4096-byte config: an AER capability at 0x100,
                        ACS (id 0x0d) at 0x148 with control CTRL (hex)
     config64=BUS       BUS's config as an unprivileged reader sees it: 64 bytes
+    ids=BUS:V:D:SV:SD  BUS's vendor, device, subsystem_vendor, subsystem_device (hex)
 
 Every bridge of the tree is linked into sys/bus/pci/devices as Linux does.
 """
@@ -76,6 +77,10 @@ def main():
             cfg[0x148:0x14c] = struct.pack("<I", 0x000d | 1 << 16)  # ACS, last
             cfg[0x14e:0x150] = struct.pack("<H", int(ctrl, 16))
             write(os.path.join(devs[bus], "config"), bytes(cfg))
+        elif key == "ids":
+            bus, v, dev, sv, sd = value[:12], *value[13:].split(":")
+            for name, x in (("vendor", v), ("device", dev), ("subsystem_vendor", sv), ("subsystem_device", sd)):
+                write(os.path.join(devs[bus], name), f"0x{x}\n")
         elif key == "config64":
             write(os.path.join(devs[value], "config"), bytes(64))
         else:

@@ -253,6 +253,41 @@ static void test_nccl_path(void **state)
 	assert_string_equal(topo_path_name((enum topo_path)12), "?");
 }
 
+/* NCCL merges a Broadcom Gen4/Gen5 switch's sub-switches of the same ids into it; no one else's. */
+static void test_bcm_flattening(void **state)
+{
+	(void)state;
+	const char *a[] = { "0000:00:01.0", "0000:01:00.0", "0000:02:00.0",
+			    "0000:03:00.0", "0000:04:00.0", NULL };
+	const char *b[] = { "0000:00:01.0", "0000:01:00.0", "0000:02:01.0",
+			    "0000:05:00.0", "0000:06:00.0", NULL };
+	struct topo_pci gpu = chain("0000:07:00.0", 0, a), nic = chain("0000:08:00.0", 0, b);
+	/* Without ids: two leaves under a top switch, PXB. */
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PXB);
+	/* PEX Gen4 in base mode: vendor 0x1000, device 0xc010, subsystem 0x1000:0xa0xx. */
+	const uint64_t gen4 = 0x1000c0101000a064ull;
+	gpu.pcie_id[1] = gpu.pcie_id[3] = gen4;
+	nic.pcie_id[1] = nic.pcie_id[3] = gen4;
+	unsigned up[TOPO_PCIE_MAX];
+	assert_int_equal(topo_nccl_parents(&gpu, up), 1);
+	assert_string_equal(gpu.pcie[up[0]], "0000:01:00.0");
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PIX);
+	/* Gen5: device 0xc030, subsystem 0x1000:0x0xxx. */
+	const uint64_t gen5 = 0x1000c03010000100ull;
+	gpu.pcie_id[1] = gpu.pcie_id[3] = nic.pcie_id[1] = nic.pcie_id[3] = gen5;
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PIX);
+	/* A Gen5 switch of an OEM's subsystem vendor (Supermicro 0x15d9) is not merged. */
+	const uint64_t oem = 0x1000c03015d91d2aull;
+	gpu.pcie_id[1] = gpu.pcie_id[3] = nic.pcie_id[1] = nic.pcie_id[3] = oem;
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PXB);
+	/* Nor a leaf of other ids under a Broadcom top, nor a PLX cascade. */
+	gpu.pcie_id[1] = nic.pcie_id[1] = gen4;
+	gpu.pcie_id[3] = nic.pcie_id[3] = 0x10b587471234abcdull;
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PXB);
+	gpu.pcie_id[1] = gpu.pcie_id[3] = nic.pcie_id[1] = nic.pcie_id[3] = 0x10b587471234abcdull;
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PXB);
+}
+
 static void test_gdr_level(void **state)
 {
 	(void)state;
@@ -283,9 +318,10 @@ static void test_gdr_level(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_values), cmocka_unit_test(test_json_errors),
-		cmocka_unit_test(test_hostlist),    cmocka_unit_test(test_distance),
-		cmocka_unit_test(test_nccl_path),   cmocka_unit_test(test_gdr_level),
+		cmocka_unit_test(test_json_values),    cmocka_unit_test(test_json_errors),
+		cmocka_unit_test(test_hostlist),       cmocka_unit_test(test_distance),
+		cmocka_unit_test(test_nccl_path),      cmocka_unit_test(test_gdr_level),
+		cmocka_unit_test(test_bcm_flattening),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
