@@ -16,7 +16,7 @@
 #include <string.h>
 
 int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *facts, const char *user_level,
-		     const char *host, struct plugin_gdr *out)
+		     const char *site_level, const char *host, struct plugin_gdr *out)
 {
 	memset(out, 0, sizeof *out);
 	enum topo_path level = TOPO_GDR_LEVEL_DEFAULT;
@@ -28,6 +28,9 @@ int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *
 			 user_level);
 		return -1;
 	}
+	/* The site's level, for tasks that set none (site.c accepts names only). */
+	if (!user_set && site_level && *site_level && topo_path_parse_level(site_level, &level))
+		snprintf(out->level, sizeof out->level, "%s", site_level);
 	const struct topo_type *ty = np->type;
 	int first_bad = -1;
 	struct gdr_verdict bad;
@@ -46,6 +49,8 @@ int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *
 			bad = v;
 		}
 	}
+	if (out->loc)
+		snprintf(out->level, sizeof out->level, "LOC");
 	if (first_bad < 0)
 		return 0;
 	char why[320];

@@ -17,6 +17,7 @@
 
 struct plugin_gdr {
 	bool loc;                /* set NCCL_NET_GDR_LEVEL=LOC (the user set none) */
+	char level[4];           /* NCCL_NET_GDR_LEVEL to set (the user set none); "" nothing */
 	unsigned pairs;          /* the node's tasks with a GPU and an HCA */
 	unsigned used;           /* of which NCCL will use GPUDirect RDMA */
 	char line[LLMP_MSG_MAX]; /* for the job's output; "" when every pair uses it */
@@ -24,12 +25,12 @@ struct plugin_gdr {
 
 /*
  * Judge each task's GPU and HCA of np on facts. user_level is the task's
- * NCCL_NET_GDR_LEVEL (NULL or "" when unset: NCCL's PXB, and LOC may be
- * set). host names the node in the line. -1 with the line saying why when
+ * NCCL_NET_GDR_LEVEL (NULL or "" when unset: the site's site_level, else
+ * NCCL's PXB; LOC may be set, and wins over the site's). host names the node in the line. -1 with the line saying why when
  * user_level is not a value NCCL reads.
  */
 int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *facts, const char *user_level,
-		     const char *host, struct plugin_gdr *out);
+		     const char *site_level, const char *host, struct plugin_gdr *out);
 
 /*
  * Whether this node's sysfs hides the PCIe tree the topology file gives

@@ -20,6 +20,10 @@
  *                     MASTER_PORT is port_base + (job, step) mod port_range
  *   layout_dir=DIR    where the per-node JSON layout file goes (default: the
  *                     job's TMPDIR, else /tmp)
+ *   gdr_level=LOC|PIX|PXB|PHB|SYS
+ *                     NCCL_NET_GDR_LEVEL for tasks that set none (NCCL's default
+ *                     is PXB; e.g. PHB where GPUDirect RDMA through the CPU is
+ *                     wanted); LOC still wins on a path known to break it
  *   topology=FILE     the site's description of its nodes (doc/topology-json.md),
  *                     used when the job gives no LLMP_TOPOLOGY_FILE; read at each
  *                     step, a file that cannot be used is a warning there
@@ -44,6 +48,7 @@ struct plugin_site {
 	uint32_t max_requeues; /* a batch job requeued more often is not run again; 0 = no ceiling */
 	char layout_dir[256];  /* "" = the job's TMPDIR, else /tmp */
 	char topology[1024];   /* "" = discover each node */
+	char gdr_level[4];     /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */

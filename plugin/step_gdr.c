@@ -165,9 +165,9 @@ void plugin_step_gdr(spank_t sp, uint32_t local_rank)
 	bool user_set = spank_getenv(sp, "NCCL_NET_GDR_LEVEL", level, sizeof level) == ESPANK_SUCCESS;
 	if (spank_getenv(sp, "SLURMD_NODENAME", host, sizeof host) != ESPANK_SUCCESS)
 		host[0] = '\0';
-	int rc = plugin_gdr_judge(&c->place, &facts, user_set ? level : NULL, host, &gdr);
-	if (rc == 0 && gdr.loc)
-		spank_setenv(sp, "NCCL_NET_GDR_LEVEL", "LOC", 0);
+	int rc = plugin_gdr_judge(&c->place, &facts, user_set ? level : NULL, c->site.gdr_level, host, &gdr);
+	if (rc == 0 && gdr.level[0])
+		spank_setenv(sp, "NCCL_NET_GDR_LEVEL", gdr.level, 0);
 	if (local_rank == 0 && gdr.line[0])
 		plugin_task_message("%s", gdr.line);
 	gdr_node_free(&facts);

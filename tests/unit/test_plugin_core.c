@@ -188,6 +188,9 @@ static void site_arguments(void **state)
 	assert_int_equal(site.ckpt_defaults.max_restarts, 5);
 	assert_int_equal(site_of(&site, "checkpoint=/scratch/ckpt", msg), 0);
 	assert_string_equal(site.ckpt_defaults.dir, "/scratch/ckpt");
+	assert_string_equal(site.gdr_level, "");
+	assert_int_equal(site_of(&site, "gdr_level=PHB", msg), 0);
+	assert_string_equal(site.gdr_level, "PHB");
 
 	static const struct {
 		const char *args, *culprit, *why;
@@ -203,6 +206,9 @@ static void site_arguments(void **state)
 		{ "port_base=80", "'port_base=80'", "1024" },
 		{ "port_base=60000 port_range=10000", "port_base=60000", "65535" },
 		{ "layout_dir=tmp", "'layout_dir=tmp'", "absolute" },
+		{ "gdr_level=3", "'gdr_level=3'", "LOC, PIX, PXB, PHB or SYS" },
+		{ "gdr_level=NET", "'gdr_level=NET'", "LOC, PIX, PXB, PHB or SYS" },
+		{ "gdr_level=phb", "'gdr_level=phb'", "LOC, PIX, PXB, PHB or SYS" },
 		{ "checkpoint=keep=0", "'checkpoint=keep=0'", "keep=0: must be at least 1" },
 		{ "checkpoint=every=5m", "'checkpoint=every=5m'", "not a number" },
 		{ "checkpoint=kept=2", "'checkpoint=kept=2'", "unknown key 'kept'" },
@@ -861,32 +867,51 @@ static void gdr_per_task_pair(void **state)
 				  .ndevs = 1 };
 	struct plugin_gdr g;
 	/* Healthy, but ACS unread on all other bridges: used, nothing to say. */
-	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, "n1", &g), 0);
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, NULL, "n1", &g), 0);
 	assert_int_equal(g.pairs, 2);
 	assert_int_equal(g.used, 2);
 	assert_false(g.loc);
 	assert_string_equal(g.line, "");
 	/* ReqRedir on mlx5_2's downstream port: LOC, the pair named. */
 	devs[0].acs_ctrl = 0x0005;
-	assert_int_equal(plugin_gdr_judge(&np, &facts, "", "n1", &g), 0);
+	assert_int_equal(plugin_gdr_judge(&np, &facts, "", NULL, "n1", &g), 0);
 	assert_true(g.loc);
 	assert_int_equal(g.used, 1);
 	assert_non_null(strstr(g.line,
 			       "n1: GPUDirect RDMA on 1 of 2 task pairs; GPU 0000:9d:00.0 / mlx5_2: broken: "
 			       "ACS ReqRedir on bridge 0000:99:01.0"));
 	assert_non_null(strstr(g.line, "NCCL_NET_GDR_LEVEL=LOC set"));
-	/* The user's own level is kept. */
-	assert_int_equal(plugin_gdr_judge(&np, &facts, "PXB", "n1", &g), 0);
+	assert_string_equal(g.level, "LOC");
+	/* LOC wins over the site's level on a known-bad path. */
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, "PHB", "n1", &g), 0);
+	assert_string_equal(g.level, "LOC");
+	/* The user's own level is kept: nothing set. */
+	assert_int_equal(plugin_gdr_judge(&np, &facts, "PXB", "SYS", "n1", &g), 0);
 	assert_false(g.loc);
+	assert_string_equal(g.level, "");
 	devs[0].acs_ctrl = 0;
 	/* No module, proprietary driver: no GDR anywhere, said, no LOC (NCCL stages by itself). */
 	facts.nvidia_peermem = false;
 	facts.driver = GDR_DRIVER_PROPRIETARY;
-	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, "n1", &g), 0);
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, NULL, "n1", &g), 0);
 	assert_false(g.loc);
 	assert_int_equal(g.used, 0);
 	assert_non_null(
 		strstr(g.line, "GPU 0000:18:00.0 / mlx5_0: no: no nvidia_peermem or nv_peer_mem loaded"));
+	/* The site's PHB: mlx5_2 moved behind another root port (PHB) now uses GDR, and PHB is set. */
+	facts.nvidia_peermem = true;
+	struct topo_hca far = hcas[1];
+	far.pci.npcie = 1;
+	strcpy(far.pci.pcie[0], "0000:a0:01.0");
+	hcas[1] = far;
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, NULL, "n1", &g), 0);
+	assert_int_equal(g.used, 1);
+	assert_non_null(strstr(g.line, "path PHB beyond NCCL_NET_GDR_LEVEL=PXB"));
+	assert_string_equal(g.level, "");
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, "PHB", "n1", &g), 0);
+	assert_int_equal(g.used, 2);
+	assert_string_equal(g.level, "PHB");
+	assert_string_equal(g.line, "");
 	/* Sysfs hiding the file's tree: a VM's flat bus (the GPU with no bridge), or no such GPU. */
 	struct topo_gpu flat = { .pci = { .bus = "0000:18:00.0", .numa = -1 } };
 	struct topo_gpu both[2] = { gpus[0], gpus[1] };
@@ -904,7 +929,7 @@ static void gdr_per_task_pair(void **state)
 	assert_int_equal(plugin_nccl_topo_path("/tmp/a-very-long-directory-name/llmp-layout.xyz", path, 40),
 			 -1);
 	/* A level NCCL would ignore. */
-	assert_int_equal(plugin_gdr_judge(&np, &facts, "fast", "n1", &g), -1);
+	assert_int_equal(plugin_gdr_judge(&np, &facts, "fast", NULL, "n1", &g), -1);
 	assert_non_null(strstr(g.line, "NCCL_NET_GDR_LEVEL=fast is not a level NCCL reads"));
 }
 
