@@ -23,6 +23,9 @@
 static void help(void)
 {
 	printf("usage: llmp topo [--file FILE] [--format text|json] [--sysfs DIR]\n"
+	       "       llmp topo --gdr [--sysfs DIR] [--nccl-dump FILE]\n"
+	       "       llmp topo --rails [--file FILE]\n"
+	       "       llmp topo --nccl-topo [--file FILE --type NAME | --sysfs DIR]\n"
 	       "       llmp topo --job [--format text|json]   (run under srun --mpi=pmix)\n"
 	       "\n"
 	       "Show the topology llmp uses on this node: GPUs, InfiniBand/RoCE HCAs, NUMA nodes,\n"
@@ -32,6 +35,18 @@ static void help(void)
 	       "  -f, --format text|json   output format (default text)\n"
 	       "  -s, --sysfs DIR          discover from a copy of sysfs under DIR (for tests, and\n"
 	       "                           to replay a saved tree)\n"
+	       "  -g, --gdr                per GPU and HCA of this node: will NCCL use GPUDirect\n"
+	       "                           RDMA, and every reason when not (also reads /proc, /dev;\n"
+	       "                           ACS only as root; NCCL's version from $LLMP_NCCL_LIBRARY\n"
+	       "                           or libnccl.so.2)\n"
+	       "  -d, --nccl-dump FILE     with --gdr: NCCL's NCCL_TOPO_DUMP_FILE of this node against\n"
+	       "                           the prediction: where each device hangs, each gdr flag\n"
+	       "                           (exit 1 when they differ)\n"
+	       "  -n, --nccl-topo          this node (or node type NAME of FILE) as an NCCL_TOPO_FILE,\n"
+	       "                           checked against NCCL's grammar (doc/gpudirect.md)\n"
+	       "  -r, --rails              every rail's HCA ports across the nodes: one link layer\n"
+	       "                           and rate, ACTIVE; each one that differs named (exit 1)\n"
+	       "  -t, --type NAME          the node type --nccl-topo writes (a file of several)\n"
 	       "  -j, --job                every node of the step, gathered in llmp_init's one PMIx\n"
 	       "                           fence; rank 0 prints them\n"
 	       "Discovery reads /sys, NVML (libnvidia-ml.so.1, or $LLMP_NVML_LIBRARY) and\n"
@@ -42,20 +57,34 @@ static void help(void)
 int cli_topo(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "file", required_argument, NULL, 'F' },  { "format", required_argument, NULL, 'f' },
-		{ "sysfs", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
-		{ "job", no_argument, NULL, 'j' },         { NULL, 0, NULL, 0 },
+		{ "file", required_argument, NULL, 'F' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "sysfs", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "job", no_argument, NULL, 'j' },
+		{ "gdr", no_argument, NULL, 'g' },
+		{ "nccl-topo", no_argument, NULL, 'n' },
+		{ "type", required_argument, NULL, 't' },
+		{ "rails", no_argument, NULL, 'r' },
+		{ "nccl-dump", required_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = getenv(LLMP_ENV_TOPOLOGY_FILE), *sysfs = "/";
-	bool json = false, job = false, chose = false;
+	bool json = false, job = false, chose = false, gdr = false, xml = false, rails = false;
+	const char *type = NULL, *dump = NULL;
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":F:f:s:jh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:f:s:t:d:jgnrh", options, NULL)) != -1) {
 		switch (c) {
 		case 'F': file = optarg, chose = true; break;
 		case 's': sysfs = optarg, chose = true; break;
 		case 'j': job = true; break;
+		case 'g': gdr = true; break;
+		case 'n': xml = true; break;
+		case 'r': rails = true; break;
+		case 'd': dump = optarg; break;
+		case 't': type = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
 				return cli_usage_error(PROG, "--format: expected text or json, not", optarg);
@@ -71,6 +100,26 @@ int cli_topo(int argc, char **argv)
 	if (job && chose)
 		return cli_usage_error(
 			PROG, "--job discovers every node of the step: no --file or --sysfs with", "--job");
+	if (gdr && (job || file || json))
+		return cli_usage_error(PROG, "--gdr checks this node, in text: not with",
+				       job    ? "--job"
+				       : file ? "--file"
+					      : "--format json");
+	if (rails && (job || gdr || xml || json))
+		return cli_usage_error(PROG, "--rails prints a report: not with",
+				       job   ? "--job"
+				       : gdr ? "--gdr"
+				       : xml ? "--nccl-topo"
+					     : "--format json");
+	if (xml && (job || gdr || json))
+		return cli_usage_error(PROG, "--nccl-topo writes XML: not with",
+				       job   ? "--job"
+				       : gdr ? "--gdr"
+					     : "--format json");
+	if (dump && !gdr)
+		return cli_usage_error(PROG, "--nccl-dump is compared by --gdr: without it,", dump);
+	if (type && !xml)
+		return cli_usage_error(PROG, "--type names what --nccl-topo writes: without it,", type);
 	if (job) /* it joins the job: llmp-bench, with the runtime */
 		return cli_exec_bench("topo-job", argc, argv);
 	if (file && !*file)
@@ -85,6 +134,21 @@ int cli_topo(int argc, char **argv)
 	if (st != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return st == LLMP_ERR_NOMEM ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
+	}
+	if (rails) {
+		int rails_rc = cli_topo_rails(&t, stdout);
+		topo_free(&t);
+		return rails_rc;
+	}
+	if (xml) {
+		int xml_rc = cli_topo_nccl_xml(&t, type, stdout);
+		topo_free(&t);
+		return xml_rc;
+	}
+	if (gdr) {
+		int gdr_rc = cli_topo_gdr(&t, sysfs, dump, stdout);
+		topo_free(&t);
+		return gdr_rc;
 	}
 	int rc = json ? topo_write_json(&t, stdout) : topo_write_text(&t, stdout);
 	topo_free(&t);

@@ -112,6 +112,15 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 
 /* `llmp topo ...`; argv[0] is "topo". */
 int cli_topo(int argc, char **argv);
+/* `llmp topo --gdr` on t, this node discovered under root (cli/topo_gdr.c). */
+int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, FILE *out);
+/* NCCL's dma-buf probe on an HCA of ty (cli/ibv_probe.c): 1 supported, 0 not, -1 not probed. */
+struct topo_type;
+int cli_dmabuf_probe(const struct topo_type *ty, char *dev, size_t len);
+/* `llmp topo --nccl-topo`: node type type (NULL: the only one) of t as NCCL_TOPO_FILE XML. */
+int cli_topo_nccl_xml(const struct topo *t, const char *type, FILE *out);
+/* `llmp topo --rails`, and after the text of `--job`: the rails of t checked; 1 when a port differs. */
+int cli_topo_rails(const struct topo *t, FILE *out);
 /* `llmp topo --job` (in llmp-bench, with the runtime); argv[0] is "topo-job". */
 int cli_topo_job(int argc, char **argv);
 

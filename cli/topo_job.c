@@ -3,7 +3,8 @@
  * topo_job.c - `llmp topo --job`, run as every task of an srun step (in
  * llmp-bench, which links the runtime): llmp_init with each node's own
  * topology published in its one fence (runtime/comm/node_topo.h), then
- * rank 0 prints the job's, merged. The other ranks print nothing.
+ * rank 0 prints the job's, merged, and in text whether every rail's HCA
+ * ports agree across the nodes and each node's GPUDirect RDMA line. The other ranks print nothing.
  */
 #define _GNU_SOURCE /* the PMIx headers want strncasecmp */
 
@@ -14,6 +15,7 @@
 #include <llmp/llmp.h>
 #include <llmp/llmp_env.h>
 #include "llmp_cli.h"
+#include "runtime/comm/node_gdr.h"
 #include "runtime/comm/node_topo.h"
 
 #define PROG "llmp topo --job"
@@ -65,6 +67,16 @@ int cli_topo_job(int argc, char **argv)
 			if ((json ? topo_write_json(&job, stdout) : topo_write_text(&job, stdout)) != 0 ||
 			    fflush(stdout) != 0)
 				rc = CLI_EXIT_FAILURE;
+			/* The fabric across the nodes (topo_rails.c): said, not an error of this tool. */
+			if (!json && rc == CLI_EXIT_OK && cli_topo_rails(&job, stdout) != CLI_EXIT_OK)
+				fflush(stdout);
+			/* Each node's GPUDirect RDMA, judged on the node (runtime/comm/node_gdr.c). */
+			if (!json && rc == CLI_EXIT_OK) {
+				printf("GPUDirect RDMA, each GPU with its nearest usable HCA:\n");
+				if (rt_gdr_gather(ctx, stdout, msg, sizeof msg) != LLMP_OK ||
+				    fflush(stdout) != 0)
+					rc = CLI_EXIT_FAILURE;
+			}
 			topo_free(&job);
 		}
 	}

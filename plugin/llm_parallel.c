@@ -49,6 +49,17 @@ int slurm_spank_user_init(spank_t sp, int argc, char **argv)
 	return plugin_step_prepare(sp);
 }
 
+/* In the task, as root: what only root can read (step_gdr.c); never fails the task. */
+int slurm_spank_task_init_privileged(spank_t sp, int argc, char **argv)
+{
+	(void)sp;
+	(void)argc;
+	(void)argv;
+	if (spank_context() == S_CTX_REMOTE && plugin_ctx()->active)
+		plugin_step_gdr_privileged();
+	return 0;
+}
+
 int slurm_spank_task_init(spank_t sp, int argc, char **argv)
 {
 	(void)argc;

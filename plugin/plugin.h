@@ -57,6 +57,9 @@ struct plugin_ctx {
 	bool renumbered; /* and its grid ranks are not Slurm's task ids */
 	struct plugin_job_place job;
 	char place_warning[LLMP_MSG_MAX]; /* why not, when a description was given but unusable */
+	/* The task only, from task_init_privileged (root) to task_init: ACS of the node's bridges. */
+	struct gdr_pcidev *acs;
+	unsigned nacs;
 };
 
 struct plugin_ctx *plugin_ctx(void);
@@ -79,5 +82,11 @@ int plugin_step_finish(spank_t sp);
 /* log.c: messages for users start with the plugin's name */
 void plugin_user_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void plugin_task_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* step_gdr.c: NCCL_NET_GDR_LEVEL and the GPUDirect RDMA line, in task_init after placement. */
+void plugin_step_gdr(spank_t sp, uint32_t local_rank);
+/* As root, before task_init: ACS of the node's bridges, for plugin_step_gdr. */
+void plugin_step_gdr_privileged(void);
+/* And NCCL_TOPO_FILE where sysfs hides the file's PCIe tree; removed at the step's end. */
+void plugin_step_nccl_topo_remove(void);
 
 #endif /* LLMP_PLUGIN_H */

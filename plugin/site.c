@@ -124,6 +124,16 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		strcpy(site->gpu, v);
 		return 0;
 	}
+	if (is_key(arg, klen, "gdr_level")) {
+		/* Names only: NCCL's numbers are legacy and moved when levels were added. */
+		static const char *const levels[] = { "LOC", "PIX", "PXB", "PHB", "SYS" };
+		for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
+			if (strcmp(v, levels[i]) == 0) {
+				strcpy(site->gdr_level, v);
+				return 0;
+			}
+		return bad(msg, msglen, arg, "expected LOC, PIX, PXB, PHB or SYS");
+	}
 	if (is_key(arg, klen, "topology")) {
 		if (v[0] != '/' || strlen(v) >= sizeof site->topology)
 			return bad(msg, msglen, arg, "expected an absolute path under 1024 bytes");
@@ -133,7 +143,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 	return bad(msg, msglen, arg,
 		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
 		   "max_etp= max_requeues= gpu_bind= placement= port_base= port_range= layout_dir= gpu= "
-		   "topology=)");
+		   "topology= gdr_level=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)

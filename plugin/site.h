@@ -24,6 +24,10 @@
  *                     --llm-parallel=auto: a name (h100, a100-40gb, ...) or
  *                     mem=GiB,tflops=N[,...] (topology/model_desc.h); LLMP_GPU
  *                     overrides it
+ *   gdr_level=LOC|PIX|PXB|PHB|SYS
+ *                     NCCL_NET_GDR_LEVEL for tasks that set none (NCCL's default
+ *                     is PXB; e.g. PHB where GPUDirect RDMA through the CPU is
+ *                     wanted); LOC still wins on a path known to break it
  *   topology=FILE     the site's description of its nodes (doc/topology-json.md),
  *                     used when the job gives no LLMP_TOPOLOGY_FILE; read at each
  *                     step, a file that cannot be used is a warning there
@@ -49,6 +53,7 @@ struct plugin_site {
 	char layout_dir[256];  /* "" = the job's TMPDIR, else /tmp */
 	char topology[1024];   /* "" = discover each node */
 	char gpu[128];         /* "" = none: the user must set LLMP_GPU for --llm-parallel=auto */
+	char gdr_level[4];     /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */

@@ -537,6 +537,7 @@ static void network_devices(spank_t sp, uint32_t local_rank)
 		}
 	if (plugin_node_hca_list(&c->place, buf, sizeof buf) == 0)
 		spank_setenv(sp, "NCCL_IB_HCA", buf, 0);
+	plugin_step_gdr(sp, local_rank); /* NCCL_NET_GDR_LEVEL, and why GDR is not used (step_gdr.c) */
 }
 
 /*
@@ -718,6 +719,7 @@ int plugin_step_finish(spank_t sp)
 	/* Root again here: the child takes the job owner's ids and groups (plan_step read them). */
 	if (plugin_layout_file_remove(c->layout_path, &c->owner, msg, sizeof msg) < 0)
 		slurm_error(PLUGIN_NAME ": %s", msg);
+	plugin_step_nccl_topo_remove(); /* the tasks' NCCL_TOPO_FILE beside it (step_gdr.c) */
 	c->layout_path[0] = '\0';
 	return 0;
 }

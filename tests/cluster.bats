@@ -273,6 +273,11 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	run timeout -k 10 120 srun --mpi=pmix -N3 "$LLMP" topo --job
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(grep -c '^node type node[1-3]: 1 host' <<<"$output")" -eq 3 ] || { echo "$output"; false; }
+	# Then the fabric across them (rails.c): these nodes have no GPU, so no rail to disagree.
+	grep -q "^rails: every rail's ports agree" <<<"$output" || { echo "$output"; false; }
+	# And each node's GPUDirect RDMA, judged on the node and gathered: none has a GPU here.
+	grep -q '^GPUDirect RDMA, each GPU with its nearest usable HCA:$' <<<"$output" || { echo "$output"; false; }
+	[ "$(grep -c '^  node[1-3]: no GPU with a usable HCA$' <<<"$output")" -eq 3 ] || { echo "$output"; false; }
 }
 
 @test "placement on a node: GPUs by the topology, the nearest HCA for UCX, the node's HCAs for NCCL; a bad file warns" {
@@ -295,6 +300,34 @@ PY
 	for want in "0 0" "1 2" "2 1" "3 3"; do
 		grep -qx "place $want 0,1,2,3 mlx5_0:1 =mlx5_0" <<<"$output" || { echo "want $want: $output"; false; }
 	done
+	# GPUDirect RDMA (doc/gpudirect.md): the boxes' NIC hangs on another root port than any
+	# GPU, NCCL's PHB, beyond its default PXB; the rest is this machine's own state, read here.
+	local gdr="llm_parallel: node[1-3]: GPUDirect RDMA on 0 of 4 task pairs; GPU 0000:03:00.0 / mlx5_0: no: "
+	[ "$(grep -c "^$gdr" <<<"$output")" -eq 1 ] || { echo "one GDR line per node: $output"; false; }
+	local line why
+	line=$(grep "^$gdr" <<<"$output")
+	local whys=("path PHB beyond NCCL_NET_GDR_LEVEL=PXB")
+	[ -e /sys/module/nvidia_peermem/version ] || [ -e /sys/kernel/mm/memory_peers/nv_mem/version ] ||
+		whys+=("no nvidia_peermem or nv_peer_mem loaded")
+	[ -e /proc/driver/nvidia/version ] || whys+=("no dma-buf: no NVIDIA kernel module loaded")
+	ls /dev/infiniband/uverbs* >/dev/null 2>&1 || whys+=("no /dev/infiniband/uverbs* visible")
+	for why in "${whys[@]}"; do
+		grep -qF "$why" <<<"$line" || { echo "want '$why': $line"; false; }
+	done
+	# Nothing there is known to break GDR: NCCL_NET_GDR_LEVEL is left to NCCL. This machine's
+	# sysfs shows none of the boxes' GPUs: the file's PCIe tree goes to NCCL as NCCL_TOPO_FILE,
+	# checked here on its own against the fixture (grammar, and NCCL's tree from the chains).
+	LLMP_TOPOLOGY_FILE=$WORK/nodes.json run srun -N1 -n2 --gres=gpu:4 --llm-parallel=tp=2 \
+		sh -c 'echo "level ${NCCL_NET_GDR_LEVEL-<unset>} file ${NCCL_TOPO_FILE-<unset>}"
+			[ "$SLURM_LOCALID" != 0 ] || cat "$NCCL_TOPO_FILE" >"$0"' "$WORK/nccl.xml"
+	[ "$(grep -c '^level <unset> file /.*\.nccl-topo\.xml$' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	run python3 "$LLMP_SRCDIR/tests/topology/nccl_xml_check.py" "$LLMP_SRCDIR/etc/topology/pcie-4gpu.json" \
+		pcie-4gpu "$WORK/nccl.xml"
+	[ "$status" -eq 0 ] || { echo "$output"; cat "$WORK/nccl.xml"; false; }
+	# The user's own stay; without a file, NCCL reads sysfs itself.
+	LLMP_TOPOLOGY_FILE=$WORK/nodes.json NCCL_TOPO_FILE=/mine NCCL_NET_GDR_LEVEL=PHB run srun -N1 -n1 \
+		--gres=gpu:4 --llm-parallel=tp=1 sh -c 'echo "level $NCCL_NET_GDR_LEVEL file $NCCL_TOPO_FILE"'
+	grep -qx "level PHB file /mine" <<<"$output" || { echo "$output"; false; }
 	# One GPU per task: the same GPUs, each alone in the task's list.
 	LLMP_TOPOLOGY_FILE=$WORK/nodes.json run srun -N1 -n4 --gres=gpu:4 --llm-gpu-bind=task \
 		--llm-parallel=tp=2,cp=2,order=cp-tp-ep-dp-pp sh -c "$show"

@@ -42,8 +42,8 @@ setup() {
 	[ "$(grep -c ': 4 hosts$' <<<"$output")" -eq 32 ] || fail "32 leaves of 4 hosts"
 	grep -qx '  spine' <<<"$output" || fail "the spine"
 	run "$LLMP" topo --file "$FIXTURES/pcie-4gpu.json"
-	# Nothing shares a PCIe switch with the NIC: one NUMA node is the nearest.
-	grep -Eq '^  0 +0000:03:00.0 +0 +none +mlx5_0 \(NODE\)' <<<"$output" || fail "$output"
+	# Nothing shares a PCIe switch with the NIC: they meet at the CPU, NCCL's PHB.
+	grep -Eq '^  0 +0000:03:00.0 +0 +none +mlx5_0 \(PHB\)' <<<"$output" || fail "$output"
 }
 
 @test "hosts and switches as the model reads them" {
@@ -56,6 +56,206 @@ setup() {
 	# The model itself, on one host written out by hand from the fixture.
 	python3 "$MODEL" hosts "$FIXTURES/heterogeneous.json" | grep -qx 'nvl07 gb200 rack-a leaf-nvl spine' ||
 		fail "nvl07 under leaf-nvl under spine, in domain rack-a"
+}
+
+@test "NCCL's path types: one switch holding a GPU and a NIC is PIX; a cascaded board keeps each GPU on its leaf's NIC" {
+	# Expected by hand from NCCL's rule (reference gpudirect.md §1.4): it keeps every
+	# second bridge counted from the device up, so a switch's downstream ports vanish.
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" casc="$LLMP_SRCDIR/tests/topology/nccl-cascade.json"
+	python3 "$FAKE" "$sw" nccl-switch "$W/sw"
+	SLURMD_NODENAME=sw1 run "$LLMP" topo --sysfs "$W/sw"
+	[ "$status" -eq 0 ] || fail "$output"
+	grep -Eq '^  0 +0000:18:00.0 +0 +\? +mlx5_0 \(PIX\)' <<<"$output" || fail "GPU 18 and mlx5_0 on one switch: $output"
+	grep -Eq '^  1 +0000:9d:00.0 +1 +\? +mlx5_2 \(PIX\)' <<<"$output" || fail "$output"
+	# Each GPU of a leaf switch with the NIC of that leaf; block placement of tp=4.
+	run "$LLMP" plan --topology "$casc" --parallel tp=4
+	[ "$status" -eq 0 ] || fail "$output"
+	local want=(mlx5_0 mlx5_0 mlx5_1 mlx5_1)
+	for r in 0 1 2 3; do
+		grep -Eq "^  $r +$r +casc1 +$r +[0-9a-f:.]+ +${want[r]}\$" <<<"$output" || fail "rank $r: $output"
+	done
+	python3 "$FAKE" "$casc" nccl-cascade "$W/casc"
+	run "$LLMP" topo --sysfs "$W/casc"
+	grep -Eq '^  1 +0000:86:00.0 +0 +\? +mlx5_0 \(PIX\)' <<<"$output" || fail "$output"
+	grep -Eq '^  2 +0000:8a:00.0 +0 +\? +mlx5_1 \(PIX\)' <<<"$output" || fail "$output"
+	# The other leaf's NIC is PXB; with the three switches Broadcom PEX Gen4 in base mode of one
+	# id, as sysfs gives their ids, NCCL merges the leaves into the top: PIX.
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	run "$LLMP" topo --gdr --sysfs "$W/casc"
+	grep -Eq '^  0 +0000:85:00.0 +mlx5_1 +PXB ' <<<"$output" || fail "$output"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/casc" ids=0000:81:00.0:1000:c010:1000:a064 \
+		ids=0000:83:00.0:1000:c010:1000:a064 ids=0000:88:00.0:1000:c010:1000:a064
+	run "$LLMP" topo --gdr --sysfs "$W/casc"
+	grep -Eq '^  0 +0000:85:00.0 +mlx5_1 +PIX ' <<<"$output" || fail "$output"
+}
+
+@test "--gdr: NCCL's GPUDirect RDMA verdict per GPU and HCA, every reason named, from fixture trees" {
+	# Expected by hand from NCCL 2.28's rules (reference gpudirect.md §1.1-1.5).
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" gdr="$LLMP_SRCDIR/tests/topology/fake_gdr.py"
+	local nccl="$LLMP_BUILDDIR/tests/device/.libs/fake_nccl.so"
+	export LLMP_IBVERBS_LIBRARY=/nonexistent # no probe but where a case names the fake
+	[ -f "$nccl" ] || nccl=/nonexistent # without the runtime: NCCL unknown, the rules the same
+	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
+	python3 "$gdr" "$W/ok" peermem kernel=6.8.0-45-generic driver=open uverbs \
+		acs=0000:17:00.0:1 acs=0000:17:01.0:1 acs=0000:16:00.0:0 acs=0000:15:01.0:0 acs=0000:28:01.0:0 \
+		acs=0000:97:01.0:0 acs=0000:98:00.0:0 acs=0000:99:00.0:0 acs=0000:99:01.0:0 \
+		iommu=0000:18:00.0:identity iommu=0000:19:00.0:identity
+	# A healthy node: the switch's pair yes, the storage NIC on another root port PHB, the other socket SYS.
+	local mem=unlimited
+	ulimit -l unlimited 2>/dev/null || mem=low
+	LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/ok"
+	[ "$status" -eq 0 ] || fail "$output"
+	if [ "$mem" = unlimited ]; then
+		grep -Eq '^  0 +0000:18:00.0 +mlx5_0 +PIX +yes$' <<<"$output" || fail "$output"
+		grep -Eq '^  1 +0000:9d:00.0 +mlx5_2 +PIX +yes$' <<<"$output" || fail "$output"
+		assert_contains "$output" "GPUDirect RDMA on 2 of 6 GPU/HCA pairs"
+	else
+		grep -Eq '^  0 +0000:18:00.0 +mlx5_0 +PIX +broken: locked-memory limit [0-9]+ KiB \(ulimit -l; unlimited advised\)$' <<<"$output" || fail "$output"
+	fi
+	grep -Eq '^  0 +0000:18:00.0 +mlx5_1 +PHB +no: path PHB beyond NCCL_NET_GDR_LEVEL=PXB($|;)' <<<"$output" || fail "$output"
+	grep -Eq '^  0 +0000:18:00.0 +mlx5_2 +SYS +no: path SYS beyond' <<<"$output" || fail "$output"
+	# The site widens the level: PHB is then used, SYS still not.
+	NCCL_NET_GDR_LEVEL=PHB LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/ok"
+	grep -Eq '^  0 +0000:18:00.0 +mlx5_1 +PHB +(yes|broken: locked)' <<<"$output" || fail "$output"
+	NCCL_NET_GDR_LEVEL=bogus run "$LLMP" topo --gdr --sysfs "$W/ok"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" "NCCL_NET_GDR_LEVEL"
+	assert_contains "$output" "bogus"
+
+	# No module, a 5.10 kernel, the proprietary module, no /dev/infiniband, ACS redirect
+	# on the GPU's downstream port, a translating IOMMU, config space unreadable elsewhere.
+	python3 "$FAKE" "$sw" nccl-switch "$W/bad"
+	python3 "$gdr" "$W/bad" kernel=5.10.0-28-amd64 driver=proprietary acs=0000:17:00.0:1d \
+		acs=0000:17:01.0:0 acs=0000:16:00.0:0 config64=0000:99:00.0 iommu=0000:9a:00.0:DMA-FQ
+	(ulimit -l 64 && LLMP_NCCL_LIBRARY=$nccl "$LLMP" topo --gdr --sysfs "$W/bad") >"$W/bad.txt" 2>&1 || fail "$(cat "$W/bad.txt")"
+	local line
+	line=$(grep -E '^  0 +0000:18:00.0 +mlx5_0 +PIX ' "$W/bad.txt") || fail "$(cat "$W/bad.txt")"
+	for why in "no: no nvidia_peermem or nv_peer_mem loaded" "kernel 5.10.0-28-amd64 (5.12 needed)" \
+		"proprietary kernel module" "no /dev/infiniband/uverbs* visible" \
+		"ACS ReqRedir CmpltRedir on bridge 0000:17:00.0" "locked-memory limit 64 KiB"; do
+		assert_contains "$line" "$why"
+	done
+	line=$(grep -E '^  1 +0000:9d:00.0 +mlx5_2 +PIX ' "$W/bad.txt") || fail "$(cat "$W/bad.txt")"
+	assert_contains "$line" "IOMMU translates for 0000:9a:00.0 (group type DMA-FQ"
+	assert_contains "$line" "ACS not checked (needs root)"
+	assert_contains "$(cat "$W/bad.txt")" "GPUDirect RDMA on 0 of 6 GPU/HCA pairs"
+
+	# dma-buf alone (open module, 6.8 kernel, no module): NCCL's probe decides, through a fake
+	# libibverbs: EBADF for fd -1 is support, EOPNOTSUPP is none.
+	local ibv="$LLMP_BUILDDIR/tests/topology/.libs/fake_ibverbs.so"
+	python3 "$FAKE" "$sw" nccl-switch "$W/dmabuf"
+	python3 "$gdr" "$W/dmabuf" kernel=6.8.0-45-generic driver=open uverbs
+	LLMP_IBVERBS_LIBRARY=$ibv FAKE_IBV_DEVICES=mlx5_0,mlx5_1 FAKE_IBV_DMABUF=EBADF LLMP_NCCL_LIBRARY=$nccl \
+		run "$LLMP" topo --gdr --sysfs "$W/dmabuf"
+	assert_contains "$output" "dma-buf probe on mlx5_0: ibv_reg_dmabuf_mr supported"
+	line=$(grep -E '^  0 +0000:18:00.0 +mlx5_0 +PIX ' <<<"$output") || fail "$output"
+	assert_not_contains "$line" "no dma-buf"
+	assert_not_contains "$line" "no nvidia_peermem"
+	LLMP_IBVERBS_LIBRARY=$ibv FAKE_IBV_DEVICES=mlx5_0,mlx5_1 FAKE_IBV_DMABUF=EOPNOTSUPP LLMP_NCCL_LIBRARY=$nccl \
+		run "$LLMP" topo --gdr --sysfs "$W/dmabuf"
+	assert_contains "$output" "dma-buf probe on mlx5_0: ibv_reg_dmabuf_mr not supported (EOPNOTSUPP)"
+	line=$(grep -E '^  0 +0000:18:00.0 +mlx5_0 +PIX ' <<<"$output") || fail "$output"
+	assert_contains "$line" "no: no nvidia_peermem or nv_peer_mem loaded; no dma-buf: the HCA driver refuses ibv_reg_dmabuf_mr"
+	# A library that lists none of the node's HCAs: not probed, said.
+	LLMP_IBVERBS_LIBRARY=$ibv FAKE_IBV_DEVICES=other_0 LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/dmabuf"
+	assert_contains "$output" "dma-buf probe: not run"
+
+	# nvidia_peermem but an NCCL before 2.23.4, with no dma-buf: NVIDIA/nccl#1676.
+	if [ "$nccl" != /nonexistent ]; then
+		python3 "$FAKE" "$sw" nccl-switch "$W/old"
+		python3 "$gdr" "$W/old" peermem kernel=6.8.0 driver=proprietary uverbs
+		FAKE_NCCL_VERSION=22203 LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/old"
+		assert_contains "$output" "NCCL 2.22.3 does not see nvidia_peermem"
+		FAKE_NCCL_VERSION=22304 LLMP_NCCL_LIBRARY=$nccl run "$LLMP" topo --gdr --sysfs "$W/old"
+		assert_not_contains "$output" "does not see nvidia_peermem"
+	fi
+}
+
+@test "--gdr --nccl-dump: NCCL's own topology dump against the prediction, each difference named" {
+	# tests/topology/nccl-dump-switch.xml: the nccl-switch node as NCCL dumps it (nccl-tests#256's
+	# form). With nvidia_peermem every NIC is GDR-capable, as the dump says: nothing differs.
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" dump="$LLMP_SRCDIR/tests/topology/nccl-dump-switch.xml"
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/ok" peermem kernel=6.8.0 driver=open uverbs
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-dump "$dump"
+	[ "$status" -eq 0 ] || fail "$output"
+	# 2 GPUs and 3 HCAs placed, 3 net and 2 gpu flags.
+	assert_contains "$output" "NCCL's dump $dump: 10 compared, 0 differ"
+	# No module, proprietary driver: llmp predicts no capable NIC, NCCL said gdr=1; a GPU NCCL put
+	# under its downstream port; a GPU with gdr=0.
+	python3 "$FAKE" "$sw" nccl-switch "$W/nomod"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/nomod" kernel=6.8.0 driver=proprietary uverbs
+	python3 - "$dump" "$W/dump.xml" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+start = next(i for i, l in enumerate(lines) if '<pci busid="0000:18:00.0"' in l)
+end = next(i for i in range(start, len(lines)) if lines[i] == "      </pci>")
+lines[end] += "</pci>"
+lines[start] = '      <pci busid="0000:17:00.0" class="0x060400">' + lines[start].lstrip(" ")
+text = "\n".join(lines).replace('<gpu dev="1" sm="90" rank="1" gdr="1">', '<gpu dev="1" sm="90" rank="1" gdr="0">')
+open(sys.argv[2], "w").write(text)
+PY
+	run "$LLMP" topo --gdr --sysfs "$W/nomod" --nccl-dump "$W/dump.xml"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "10 compared, 5 differ:"
+	assert_contains "$output" "GPU 0000:18:00.0: NCCL put it under 0000:17:00.0 < 0000:16:00.0 < cpu 0, llmp predicted 0000:16:00.0 < cpu 0"
+	for h in mlx5_0 mlx5_1 mlx5_2; do
+		assert_contains "$output" "$h: NCCL set gdr=1, llmp predicted not capable"
+	done
+	assert_contains "$output" "GPU 0000:9d:00.0: NCCL set gdr=0: the GPU reports no GPUDirect RDMA"
+	# A dump NCCL's parser would refuse is refused.
+	sed 's/^  /\t/' "$dump" >"$W/tab.xml"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-dump "$W/tab.xml"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" "a tab"
+	run "$LLMP" topo --nccl-dump "$dump"
+	[ "$status" -eq 2 ] || fail "$output"
+}
+
+@test "--nccl-topo: every fixture's node types as NCCL_TOPO_FILE, NCCL's grammar and tree checked on their own" {
+	local check="$LLMP_SRCDIR/tests/topology/nccl_xml_check.py" f ty n=0
+	for f in "$FIXTURES"/*.json "$LLMP_SRCDIR"/tests/topology/nccl-*.json; do
+		for ty in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["node_types"]))' "$f"); do
+			"$LLMP" topo --nccl-topo --file "$f" --type "$ty" >"$W/$ty.xml" || fail "$f $ty"
+			run python3 "$check" "$f" "$ty" "$W/$ty.xml"
+			[ "$status" -eq 0 ] || fail "$f $ty: $output"
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -ge 8 ] || fail "only $n node types"
+	# nccl-tests#256's dump: GPU 18 and NIC 19 right under the switch 16:00.0.
+	run "$LLMP" topo --nccl-topo --file "$LLMP_SRCDIR/tests/topology/nccl-switch.json"
+	grep -A2 '<pci busid="0000:16:00.0" class="0x060400"' <<<"$output" | grep -q '<pci busid="0000:18:00.0" class="0x030200"/>' || fail "$output"
+	# The checker itself refuses what NCCL refuses.
+	printf '<?xml version="1.0"?>\n' | cat - "$W/nccl-switch.xml" >"$W/decl.xml"
+	run python3 "$check" "$LLMP_SRCDIR/tests/topology/nccl-switch.json" nccl-switch "$W/decl.xml"
+	[ "$status" -ne 0 ] || fail "declaration accepted"
+	sed 's/^  /\t/' "$W/nccl-switch.xml" >"$W/tab.xml"
+	run python3 "$check" "$LLMP_SRCDIR/tests/topology/nccl-switch.json" nccl-switch "$W/tab.xml"
+	[ "$status" -ne 0 ] || fail "tab accepted"
+	sed 's|<pci busid="0000:19:00.0" class="0x020700"/>|<pci busid="0000:19:00.0" class="0x020700" gdr="1"/>|' "$W/nccl-switch.xml" >"$W/gdr.xml"
+	run python3 "$check" "$LLMP_SRCDIR/tests/topology/nccl-switch.json" nccl-switch "$W/gdr.xml"
+	[ "$status" -ne 0 ] || fail "gdr accepted"
+	run "$LLMP" topo --nccl-topo --file "$FIXTURES/heterogeneous.json"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" "--type"
+}
+
+@test "--rails: a slow, a down and an Ethernet port among a job's rails named; a uniform fabric passes" {
+	# tests/topology/rails-cluster.json, by hand: rail r is GPU r's HCA; 400 Gb/s InfiniBand
+	# ACTIVE everywhere but gpu2 rail 1 (200), gpu3 rail 0 (DOWN), gpu4 rail 1 (Ethernet).
+	run "$LLMP" topo --rails --file "$LLMP_SRCDIR/tests/topology/rails-cluster.json"
+	[ "$status" -eq 1 ] || fail "$output"
+	[ "$(printf '%s\n' "$output" | sed 1d)" = "rail 0: gpu3 mlx5_0 port 1 is DOWN
+rail 1: gpu2 mlx5_1 port 1 at 200 Gb/s where 3 of 5 nodes run 400 Gb/s: a straggler
+rail 1: gpu4 mlx5_1 port 1 is Ethernet where 3 of 5 nodes are InfiniBand" ] || fail "$output"
+	assert_contains "$output" "rails: 3 ports differ"
+	run "$LLMP" topo --rails --file "$FIXTURES/fat-tree.json"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "every rail's ports agree"
+	run "$LLMP" topo --rails --gdr
+	[ "$status" -eq 2 ] || fail "$output"
 }
 
 @test "discovery: a DGX H100 and a PCIe box from their sysfs, the tree from SLURM_TOPOLOGY_ADDR" {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fail.h"
+#include "pci_path.h"
 
 /* The dimensions from the most bytes per step to the least (shared/reference/topology.md §8). */
 static const enum llmp_axis by_traffic[] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
@@ -133,16 +134,21 @@ llmp_status topo_place_node(const struct topo_type *ty, const llmp_plan *plan, c
 		uint32_t k = order[i].rank;
 		gpu[k] = i < ty->ngpus ? gpus[i] : -1;
 		hca[k] = -1;
-		enum topo_distance best = TOPO_SYS;
+		/* NCCL's path type first, then where they meet (deeper is nearer), then load. */
+		enum topo_path best = TOPO_PATH_SYS;
+		int best_common = -1;
 		for (unsigned h = 0; h < ty->nhcas; h++) {
 			if (!topo_hca_usable(&ty->hcas[h]))
 				continue;
-			enum topo_distance d = gpu[k] >= 0 ? topo_pci_distance(&ty->gpus[gpu[k]].pci,
-									       &ty->hcas[h].pci)
-							   : TOPO_SYS;
-			if (hca[k] < 0 || d < best || (d == best && load[h] < load[hca[k]])) {
+			int common = -1;
+			enum topo_path d = gpu[k] >= 0 ? topo_nccl_path(&ty->gpus[gpu[k]].pci,
+									&ty->hcas[h].pci, &common)
+						       : TOPO_PATH_SYS;
+			if (hca[k] < 0 || d < best || (d == best && common > best_common) ||
+			    (d == best && common == best_common && load[h] < load[hca[k]])) {
 				hca[k] = (int)h;
 				best = d;
+				best_common = common;
 			}
 		}
 		if (hca[k] >= 0)

@@ -32,6 +32,12 @@ struct topo_pci {
 	int numa;               /* -1: unknown */
 	char pcie[TOPO_PCIE_MAX][TOPO_BUS_MAX];
 	unsigned npcie;
+	/*
+	 * Each bridge's vendor, device, subsystem vendor and subsystem device,
+	 * 16 bits each from the top, as NCCL packs them; 0 unknown. Discovery
+	 * only (not in the file): NCCL merges Broadcom switches by it (pci_path.c).
+	 */
+	uint64_t pcie_id[TOPO_PCIE_MAX];
 };
 
 /* Unknown: discovery without NVML, or a file that does not say. */

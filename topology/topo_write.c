@@ -7,6 +7,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "topo.h"
 
+#include "pci_path.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -204,17 +206,19 @@ int topo_write_json(const struct topo *t, FILE *out)
 
 /* ------------------------------------------------------------------ text */
 
-/* The usable HCA nearest to pci (first of the nearest), or -1; its distance in *d. */
-static int nearest_hca(const struct topo_type *ty, const struct topo_pci *pci, enum topo_distance *d)
+/* The usable HCA nearest to pci in NCCL's path types (first of the nearest), or -1; its path in *d. */
+static int nearest_hca(const struct topo_type *ty, const struct topo_pci *pci, enum topo_path *d)
 {
-	int best = -1;
+	int best = -1, best_common = -1;
 	for (unsigned h = 0; h < ty->nhcas; h++) {
 		if (!topo_hca_usable(&ty->hcas[h]))
 			continue;
-		enum topo_distance here = topo_pci_distance(pci, &ty->hcas[h].pci);
-		if (best < 0 || here < *d) {
+		int common;
+		enum topo_path here = topo_nccl_path(pci, &ty->hcas[h].pci, &common);
+		if (best < 0 || here < *d || (here == *d && common > best_common)) {
 			best = (int)h;
 			*d = here;
+			best_common = common;
 		}
 	}
 	return best;
@@ -236,11 +240,11 @@ static void write_type(const struct topo *t, unsigned k, FILE *out)
 			"nearest HCA", "model");
 	for (unsigned g = 0; g < ty->ngpus; g++) {
 		const struct topo_gpu *gpu = &ty->gpus[g];
-		enum topo_distance d = TOPO_SYS;
+		enum topo_path d = TOPO_PATH_SYS;
 		int h = nearest_hca(ty, &gpu->pci, &d);
 		char near[TOPO_NAME_MAX + 16] = "-", nv[16] = "?";
 		if (h >= 0)
-			snprintf(near, sizeof near, "%s (%s)", ty->hcas[h].name, topo_distance_name(d));
+			snprintf(near, sizeof near, "%s (%s)", ty->hcas[h].name, topo_path_name(d));
 		if (gpu->nvlink == TOPO_NVLINK_NONE)
 			snprintf(nv, sizeof nv, "none");
 		else if (gpu->nvlink == TOPO_NVLINK_SWITCH)

@@ -5,6 +5,7 @@ runtime_sources += \
 	runtime/comm/rt.h runtime/comm/ctx.c runtime/comm/memtype.h runtime/comm/memtype.c \
 	runtime/comm/wireup.h runtime/comm/wireup.c \
 	runtime/comm/node_topo.h runtime/comm/node_topo.c \
+	runtime/comm/node_gdr.h runtime/comm/node_gdr.c \
 	runtime/comm/transport.h runtime/comm/transport.c \
 	runtime/comm/failure.h runtime/comm/failure.c \
 	runtime/comm/liveness.h runtime/comm/liveness.c \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* wireup.c - PMIx: who we are, and one exchange with every other rank. */
 #include "wireup.h"
+#include "node_gdr.h"
 #include "node_topo.h"
 
 #include <stdio.h>
@@ -110,7 +111,7 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 	value.data.string = process;
 	if ((st = rt_wireup_put(ctx, KEY_PROCESS, &value)) != LLMP_OK)
 		return st;
-	if ((st = rt_topology_publish(ctx)) != LLMP_OK)
+	if ((st = rt_topology_publish(ctx)) != LLMP_OK || (st = rt_gdr_publish(ctx)) != LLMP_OK)
 		return st;
 	value.type = PMIX_UINT32;
 	value.data.uint32 = ctx->rank;

@@ -11,7 +11,8 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/unit/test_plugin_model \
 	tests/fuzz/fuzz_replay tests/fuzz/fuzz_replay_topo tests/unit/test_kernels tests/unit/test_crc32c \
 	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
-	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_hetero
+	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_hetero \
+	tests/unit/test_gdr tests/unit/test_nccl_topo
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node
 endif
@@ -46,6 +47,10 @@ tests_unit_test_step_model_LDADD = $(test_ldadd)
 # Pipelines on mixed GPU kinds (topology/hetero.c).
 tests_unit_test_hetero_CFLAGS = $(test_cflags)
 tests_unit_test_hetero_LDADD = $(test_ldadd)
+tests_unit_test_nccl_topo_CFLAGS = $(test_cflags)
+tests_unit_test_nccl_topo_LDADD = $(test_ldadd)
+tests_unit_test_gdr_CFLAGS = $(test_cflags)
+tests_unit_test_gdr_LDADD = topology/discover/libdiscover.la $(test_ldadd)
 tests_unit_test_topo_CFLAGS = $(test_cflags)
 tests_unit_test_topo_LDADD = $(test_ldadd)
 tests_unit_test_json_CFLAGS = $(test_cflags)

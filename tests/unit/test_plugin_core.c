@@ -23,6 +23,7 @@
 
 #include "plugin/gpu_bind.h"
 #include "plugin/job_place.h"
+#include "plugin/nccl_env.h"
 #include "plugin/netif.h"
 #include "plugin/resolve.h"
 #include "plugin/resolve_ckpt.h"
@@ -187,6 +188,9 @@ static void site_arguments(void **state)
 	assert_int_equal(site.ckpt_defaults.max_restarts, 5);
 	assert_int_equal(site_of(&site, "checkpoint=/scratch/ckpt", msg), 0);
 	assert_string_equal(site.ckpt_defaults.dir, "/scratch/ckpt");
+	assert_string_equal(site.gdr_level, "");
+	assert_int_equal(site_of(&site, "gdr_level=PHB", msg), 0);
+	assert_string_equal(site.gdr_level, "PHB");
 
 	static const struct {
 		const char *args, *culprit, *why;
@@ -202,6 +206,9 @@ static void site_arguments(void **state)
 		{ "port_base=80", "'port_base=80'", "1024" },
 		{ "port_base=60000 port_range=10000", "port_base=60000", "65535" },
 		{ "layout_dir=tmp", "'layout_dir=tmp'", "absolute" },
+		{ "gdr_level=3", "'gdr_level=3'", "LOC, PIX, PXB, PHB or SYS" },
+		{ "gdr_level=NET", "'gdr_level=NET'", "LOC, PIX, PXB, PHB or SYS" },
+		{ "gdr_level=phb", "'gdr_level=phb'", "LOC, PIX, PXB, PHB or SYS" },
 		{ "checkpoint=keep=0", "'checkpoint=keep=0'", "keep=0: must be at least 1" },
 		{ "checkpoint=every=5m", "'checkpoint=every=5m'", "not a number" },
 		{ "checkpoint=kept=2", "'checkpoint=kept=2'", "unknown key 'kept'" },
@@ -809,10 +816,128 @@ static void socket_interface(void **state)
 	assert_int_equal(plugin_route_ifname("", name, sizeof name), -1);
 }
 
+/*
+ * GPUDirect RDMA per task pair (plugin/nccl_env.c): two tasks, GPU 18 with
+ * mlx5_0 behind one switch, GPU 9d with mlx5_2 behind another. Expected by
+ * hand: LOC only for a known-bad path (ACS redirect, translating IOMMU) and
+ * only when the user set no level; a pair beyond the level is said, not
+ * overridden.
+ */
+static void gdr_per_task_pair(void **state)
+{
+	(void)state;
+	struct topo_port ib = { .port = 1, .state = "ACTIVE", .link = "InfiniBand" };
+	struct topo_gpu gpus[2] = {
+		{ .pci = { .bus = "0000:18:00.0",
+			   .numa = 0,
+			   .npcie = 3,
+			   .pcie = { "0000:15:01.0", "0000:16:00.0", "0000:17:00.0" } } },
+		{ .pci = { .bus = "0000:9d:00.0",
+			   .numa = 1,
+			   .npcie = 3,
+			   .pcie = { "0000:97:01.0", "0000:98:00.0", "0000:99:00.0" } } }
+	};
+	struct topo_hca hcas[2] = { { .name = "mlx5_0",
+				      .pci = { .bus = "0000:19:00.0",
+					       .numa = 0,
+					       .npcie = 3,
+					       .pcie = { "0000:15:01.0", "0000:16:00.0", "0000:17:01.0" } },
+				      .ports = &ib,
+				      .nports = 1 },
+				    { .name = "mlx5_2",
+				      .pci = { .bus = "0000:9a:00.0",
+					       .numa = 1,
+					       .npcie = 3,
+					       .pcie = { "0000:97:01.0", "0000:98:00.0", "0000:99:01.0" } },
+				      .ports = &ib,
+				      .nports = 1 } };
+	struct topo_type ty = {
+		.name = "t", .numa_nodes = 2, .gpus = gpus, .ngpus = 2, .hcas = hcas, .nhcas = 2
+	};
+	int gpu[2] = { 0, 1 }, hca[2] = { 0, 1 };
+	struct plugin_node_place np = { .type = &ty, .n = 2, .gpu = gpu, .hca = hca };
+	struct gdr_pcidev devs[1] = { { .bus = "0000:99:01.0", .acs = GDR_ACS_READ, .acs_ctrl = 0x0001 } };
+	struct gdr_node facts = { .nvidia_peermem = true,
+				  .kernel = "6.8.0",
+				  .driver = GDR_DRIVER_OPEN,
+				  .dmabuf_probe = -1,
+				  .ib_devices = 1,
+				  .memlock = GDR_MEMLOCK_UNLIMITED,
+				  .devs = devs,
+				  .ndevs = 1 };
+	struct plugin_gdr g;
+	/* Healthy, but ACS unread on all other bridges: used, nothing to say. */
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, NULL, "n1", &g), 0);
+	assert_int_equal(g.pairs, 2);
+	assert_int_equal(g.used, 2);
+	assert_false(g.loc);
+	assert_string_equal(g.line, "");
+	/* ReqRedir on mlx5_2's downstream port: LOC, the pair named. */
+	devs[0].acs_ctrl = 0x0005;
+	assert_int_equal(plugin_gdr_judge(&np, &facts, "", NULL, "n1", &g), 0);
+	assert_true(g.loc);
+	assert_int_equal(g.used, 1);
+	assert_non_null(strstr(g.line,
+			       "n1: GPUDirect RDMA on 1 of 2 task pairs; GPU 0000:9d:00.0 / mlx5_2: broken: "
+			       "ACS ReqRedir on bridge 0000:99:01.0"));
+	assert_non_null(strstr(g.line, "NCCL_NET_GDR_LEVEL=LOC set"));
+	assert_string_equal(g.level, "LOC");
+	/* LOC wins over the site's level on a known-bad path. */
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, "PHB", "n1", &g), 0);
+	assert_string_equal(g.level, "LOC");
+	/* The user's own level is kept: nothing set. */
+	assert_int_equal(plugin_gdr_judge(&np, &facts, "PXB", "SYS", "n1", &g), 0);
+	assert_false(g.loc);
+	assert_string_equal(g.level, "");
+	devs[0].acs_ctrl = 0;
+	/* No module, proprietary driver: no GDR anywhere, said, no LOC (NCCL stages by itself). */
+	facts.nvidia_peermem = false;
+	facts.driver = GDR_DRIVER_PROPRIETARY;
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, NULL, "n1", &g), 0);
+	assert_false(g.loc);
+	assert_int_equal(g.used, 0);
+	assert_non_null(
+		strstr(g.line, "GPU 0000:18:00.0 / mlx5_0: no: no nvidia_peermem or nv_peer_mem loaded"));
+	/* The site's PHB: mlx5_2 moved behind another root port (PHB) now uses GDR, and PHB is set. */
+	facts.nvidia_peermem = true;
+	struct topo_hca far = hcas[1];
+	far.pci.npcie = 1;
+	strcpy(far.pci.pcie[0], "0000:a0:01.0");
+	hcas[1] = far;
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, NULL, "n1", &g), 0);
+	assert_int_equal(g.used, 1);
+	assert_non_null(strstr(g.line, "path PHB beyond NCCL_NET_GDR_LEVEL=PXB"));
+	assert_string_equal(g.level, "");
+	assert_int_equal(plugin_gdr_judge(&np, &facts, NULL, "PHB", "n1", &g), 0);
+	assert_int_equal(g.used, 2);
+	assert_string_equal(g.level, "PHB");
+	assert_string_equal(g.line, "");
+	/* Sysfs hiding the file's tree: a VM's flat bus (the GPU with no bridge), or no such GPU. */
+	struct topo_gpu flat = { .pci = { .bus = "0000:18:00.0", .numa = -1 } };
+	struct topo_gpu both[2] = { gpus[0], gpus[1] };
+	struct topo_type vm = { .name = "vm", .numa_nodes = 1, .gpus = &flat, .ngpus = 1 };
+	struct topo_type host = { .name = "h", .numa_nodes = 2, .gpus = both, .ngpus = 2 };
+	assert_true(plugin_sysfs_hides(&ty, &vm));    /* 18 flat, 9d absent */
+	assert_false(plugin_sysfs_hides(&ty, &host)); /* the same chains */
+	both[1].pci.npcie = 1;                        /* 9d right under its root port: */
+	assert_true(plugin_sysfs_hides(&ty, &host));  /* no switch node left */
+	assert_false(plugin_sysfs_hides(&vm, &host)); /* a file that says less than sysfs */
+	char path[64];
+	assert_int_equal(plugin_nccl_topo_path("/tmp/llmp-layout.Ab12", path, sizeof path), 0);
+	assert_string_equal(path, "/tmp/llmp-layout.Ab12.nccl-topo.xml");
+	assert_int_equal(plugin_nccl_topo_path("", path, sizeof path), -1);
+	assert_int_equal(plugin_nccl_topo_path("/tmp/a-very-long-directory-name/llmp-layout.xyz", path, 40),
+			 -1);
+	/* A level NCCL would ignore. */
+	assert_int_equal(plugin_gdr_judge(&np, &facts, "fast", NULL, "n1", &g), -1);
+	assert_non_null(strstr(g.line, "NCCL_NET_GDR_LEVEL=fast is not a level NCCL reads"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_host_of_hostlists),
+		cmocka_unit_test(gdr_per_task_pair),
 		cmocka_unit_test(uniform_tasks_per_node),
 		cmocka_unit_test(tasks_per_node_lists),
 		cmocka_unit_test(restart_counts),

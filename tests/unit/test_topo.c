@@ -2,19 +2,23 @@
 /*
  * test_topo.c - the pieces of the topology reader (topology/): the strict
  * JSON reader and its line numbers, Slurm host lists, and the PCIe
- * distance classes. Expected values are written out by hand here.
+ * distance classes, and NCCL's path types (reference gpudirect.md §1.4:
+ * NCCL keeps every second bridge counted from the device up, and keys CPUs
+ * by NUMA node). Expected values are written out by hand here.
  * tests/topo.bats tests the whole files and discovery.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "topology/hostlist.h"
 #include "topology/json_read.h"
+#include "topology/pci_path.h"
 #include "topology/topo.h"
 
 static void parse_ok(const char *text, struct json_value *v)
@@ -177,13 +181,147 @@ static void test_distance(void **state)
 	assert_false(topo_port_usable(&nolink));
 }
 
+/* A sysfs chain, root port first, of up to six bridges; NULL ends it. */
+static struct topo_pci chain(const char *bus, int numa, const char *const *bridges)
+{
+	struct topo_pci p = { .numa = numa };
+	strcpy(p.bus, bus);
+	for (; *bridges; bridges++)
+		strcpy(p.pcie[p.npcie++], *bridges);
+	return p;
+}
+
+static void test_nccl_path(void **state)
+{
+	(void)state;
+	int common = 99;
+	/* The fixtures' style: one shared chain [root port, switch] -> one node, PIX. */
+	struct topo_pci fa = chain("0000:1b:00.0", 0,
+				   (const char *[]){ "0000:15:01.0", "0000:16:00.0", NULL });
+	struct topo_pci fb = chain("0000:18:00.0", 0,
+				   (const char *[]){ "0000:15:01.0", "0000:16:00.0", NULL });
+	assert_int_equal(topo_nccl_path(&fa, &fb, &common), TOPO_PATH_PIX);
+	assert_int_equal(common, 0);
+	/* A real switch (nccl-tests#256): upstream 16:00.0, a downstream port per device. */
+	struct topo_pci gpu = chain("0000:18:00.0", 0,
+				    (const char *[]){ "0000:15:01.0", "0000:16:00.0", "0000:17:00.0", NULL });
+	struct topo_pci nic = chain("0000:19:00.0", 0,
+				    (const char *[]){ "0000:15:01.0", "0000:16:00.0", "0000:17:01.0", NULL });
+	assert_int_equal(topo_nccl_path(&gpu, &nic, &common), TOPO_PATH_PIX);
+	assert_int_equal(topo_pci_distance(&gpu, &nic), TOPO_PXB); /* nvidia-smi's reading differs */
+	unsigned up[TOPO_PCIE_MAX];
+	assert_int_equal(topo_nccl_parents(&gpu, up), 1);
+	assert_string_equal(gpu.pcie[up[0]], "0000:16:00.0");
+	/* Two switch levels: the GPU under a leaf under the top switch, the NIC right under the top. */
+	struct topo_pci deep = chain("0000:05:00.0", 0,
+				     (const char *[]){ "0000:00:01.0", "0000:01:00.0", "0000:02:00.0",
+						       "0000:03:00.0", "0000:04:00.0", NULL });
+	struct topo_pci top = chain("0000:06:00.0", 0,
+				    (const char *[]){ "0000:00:01.0", "0000:01:00.0", "0000:02:01.0", NULL });
+	assert_int_equal(topo_nccl_parents(&deep, up), 2);
+	assert_string_equal(deep.pcie[up[0]], "0000:03:00.0");
+	assert_string_equal(deep.pcie[up[1]], "0000:01:00.0");
+	assert_int_equal(topo_nccl_path(&deep, &top, &common), TOPO_PATH_PXB);
+	assert_int_equal(common, 0);
+	/* Under the same leaf: PIX, and the leaf is one node below the top. */
+	struct topo_pci leaf = chain("0000:07:00.0", 0,
+				     (const char *[]){ "0000:00:01.0", "0000:01:00.0", "0000:02:00.0",
+						       "0000:03:00.0", "0000:04:01.0", NULL });
+	assert_int_equal(topo_nccl_path(&deep, &leaf, &common), TOPO_PATH_PIX);
+	assert_int_equal(common, 1);
+	/* Two root ports of one NUMA node: PHB (nvidia-smi: NODE). */
+	struct topo_pci other_root = chain("0000:31:00.0", 0, (const char *[]){ "0000:30:01.0", NULL });
+	assert_int_equal(topo_nccl_path(&gpu, &other_root, &common), TOPO_PATH_PHB);
+	assert_int_equal(common, -1);
+	assert_int_equal(topo_pci_distance(&gpu, &other_root), TOPO_NODE);
+	/* A device right on a root port hangs on the CPU: two such, one NUMA node, PHB. */
+	struct topo_pci rp2 = chain("0000:41:00.0", 0, (const char *[]){ "0000:40:01.0", NULL });
+	assert_int_equal(topo_nccl_path(&other_root, &rp2, NULL), TOPO_PATH_PHB);
+	/* NUMA unknown on both (a VM, flat): one CPU -1, PHB (nvidia-smi: SYS). */
+	struct topo_pci vm1 = chain("0000:00:05.0", -1, (const char *[]){ NULL });
+	struct topo_pci vm2 = chain("0000:00:0d.0", -1, (const char *[]){ NULL });
+	assert_int_equal(topo_nccl_path(&vm1, &vm2, NULL), TOPO_PATH_PHB);
+	assert_int_equal(topo_pci_distance(&vm1, &vm2), TOPO_SYS);
+	/* Other NUMA node, or known against unknown: two CPUs, SYS. */
+	struct topo_pci far = chain("0000:99:00.0", 1,
+				    (const char *[]){ "0000:97:01.0", "0000:98:00.0", "0000:17:09.0", NULL });
+	assert_int_equal(topo_nccl_path(&gpu, &far, NULL), TOPO_PATH_SYS);
+	assert_int_equal(topo_nccl_path(&gpu, &vm1, NULL), TOPO_PATH_SYS);
+	assert_int_equal(topo_nccl_path(&gpu, &gpu, NULL), TOPO_PATH_LOC);
+	assert_string_equal(topo_path_name(TOPO_PATH_PXB), "PXB");
+	assert_string_equal(topo_path_name(TOPO_PATH_PHB), "PHB");
+	assert_string_equal(topo_path_name((enum topo_path)12), "?");
+}
+
+/* NCCL merges a Broadcom Gen4/Gen5 switch's sub-switches of the same ids into it; no one else's. */
+static void test_bcm_flattening(void **state)
+{
+	(void)state;
+	const char *a[] = { "0000:00:01.0", "0000:01:00.0", "0000:02:00.0",
+			    "0000:03:00.0", "0000:04:00.0", NULL };
+	const char *b[] = { "0000:00:01.0", "0000:01:00.0", "0000:02:01.0",
+			    "0000:05:00.0", "0000:06:00.0", NULL };
+	struct topo_pci gpu = chain("0000:07:00.0", 0, a), nic = chain("0000:08:00.0", 0, b);
+	/* Without ids: two leaves under a top switch, PXB. */
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PXB);
+	/* PEX Gen4 in base mode: vendor 0x1000, device 0xc010, subsystem 0x1000:0xa0xx. */
+	const uint64_t gen4 = 0x1000c0101000a064ull;
+	gpu.pcie_id[1] = gpu.pcie_id[3] = gen4;
+	nic.pcie_id[1] = nic.pcie_id[3] = gen4;
+	unsigned up[TOPO_PCIE_MAX];
+	assert_int_equal(topo_nccl_parents(&gpu, up), 1);
+	assert_string_equal(gpu.pcie[up[0]], "0000:01:00.0");
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PIX);
+	/* Gen5: device 0xc030, subsystem 0x1000:0x0xxx. */
+	const uint64_t gen5 = 0x1000c03010000100ull;
+	gpu.pcie_id[1] = gpu.pcie_id[3] = nic.pcie_id[1] = nic.pcie_id[3] = gen5;
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PIX);
+	/* A Gen5 switch of an OEM's subsystem vendor (Supermicro 0x15d9) is not merged. */
+	const uint64_t oem = 0x1000c03015d91d2aull;
+	gpu.pcie_id[1] = gpu.pcie_id[3] = nic.pcie_id[1] = nic.pcie_id[3] = oem;
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PXB);
+	/* Nor a leaf of other ids under a Broadcom top, nor a PLX cascade. */
+	gpu.pcie_id[1] = nic.pcie_id[1] = gen4;
+	gpu.pcie_id[3] = nic.pcie_id[3] = 0x10b587471234abcdull;
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PXB);
+	gpu.pcie_id[1] = gpu.pcie_id[3] = nic.pcie_id[1] = nic.pcie_id[3] = 0x10b587471234abcdull;
+	assert_int_equal(topo_nccl_path(&gpu, &nic, NULL), TOPO_PATH_PXB);
+}
+
+static void test_gdr_level(void **state)
+{
+	(void)state;
+	enum topo_path l = TOPO_PATH_DIS;
+	/* Names LOC..SYS as NCCL prints them; values 4, 5, 8, 9 in NCCL's enum. */
+	assert_true(topo_path_parse_level("PIX", &l));
+	assert_int_equal(l, 4);
+	assert_true(topo_path_parse_level("PXB", &l));
+	assert_int_equal(l, 5);
+	assert_true(topo_path_parse_level("PHB", &l));
+	assert_int_equal(l, 8);
+	assert_true(topo_path_parse_level("SYS", &l));
+	assert_int_equal(l, 9);
+	/* Legacy numbers: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and 5 SYS, larger clamps to 5. */
+	const int legacy[][2] = { { 0, 0 }, { 1, 4 }, { 2, 5 }, { 3, 8 }, { 4, 9 }, { 5, 9 }, { 17, 9 } };
+	for (unsigned i = 0; i < sizeof legacy / sizeof legacy[0]; i++) {
+		char text[8];
+		snprintf(text, sizeof text, "%d", legacy[i][0]);
+		assert_true(topo_path_parse_level(text, &l));
+		assert_int_equal(l, legacy[i][1]);
+	}
+	assert_false(topo_path_parse_level("pxb", &l));
+	assert_false(topo_path_parse_level("NET", &l));
+	assert_false(topo_path_parse_level("", &l));
+	assert_int_equal(TOPO_GDR_LEVEL_DEFAULT, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_values),
-		cmocka_unit_test(test_json_errors),
-		cmocka_unit_test(test_hostlist),
-		cmocka_unit_test(test_distance),
+		cmocka_unit_test(test_json_values),    cmocka_unit_test(test_json_errors),
+		cmocka_unit_test(test_hostlist),       cmocka_unit_test(test_distance),
+		cmocka_unit_test(test_nccl_path),      cmocka_unit_test(test_gdr_level),
+		cmocka_unit_test(test_bcm_flattening),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,6 +50,21 @@ static bool read_line(const char *path, char *buf, size_t len)
 	return ok;
 }
 
+/* vendor, device, subsystem_vendor, subsystem_device of the function at dir, packed as NCCL does; 0 unknown. */
+static uint64_t read_ids(const char *dir)
+{
+	static const char *const names[] = { "vendor", "device", "subsystem_vendor", "subsystem_device" };
+	char path[PATH_MAX + 32], text[32];
+	uint64_t id = 0;
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		if (!read_line(path, text, sizeof text))
+			return 0;
+		id = id << 16 | (strtoul(text, NULL, 16) & 0xffff);
+	}
+	return id;
+}
+
 /* numa_node, pcie and bus of the PCI function whose sysfs directory is dir. */
 static void read_pci(const char *dir, struct topo_pci *pci)
 {
@@ -64,11 +79,18 @@ static void read_pci(const char *dir, struct topo_pci *pci)
 	const char *last = strrchr(real, '/');
 	if (last && topo_bus_id(last + 1))
 		snprintf(pci->bus, sizeof pci->bus, "%s", last + 1);
-	char *save = NULL;
+	char *save = NULL, bridge[PATH_MAX];
 	unsigned n = 0;
-	for (char *part = strtok_r(real, "/", &save); part; part = strtok_r(NULL, "/", &save))
-		if (topo_bus_id(part) && strcmp(part, pci->bus) != 0 && n < TOPO_PCIE_MAX)
+	size_t at = 0;
+	for (char *part = strtok_r(real, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+		/* The path so far: the bridge's own sysfs directory, for its ids. */
+		int k = snprintf(bridge + at, sizeof bridge - at, "/%s", part);
+		at = k < 0 || (size_t)k >= sizeof bridge - at ? sizeof bridge - 1 : at + (size_t)k;
+		if (topo_bus_id(part) && strcmp(part, pci->bus) != 0 && n < TOPO_PCIE_MAX) {
+			pci->pcie_id[n] = read_ids(bridge);
 			snprintf(pci->pcie[n++], TOPO_BUS_MAX, "%s", part);
+		}
+	}
 	pci->npcie = n;
 }
 
