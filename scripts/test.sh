@@ -10,7 +10,8 @@
 #   4. the unit tests under valgrind,
 #   5. short libFuzzer runs of the layout parser and of the topology file reader
 #      (FUZZ_SECONDS each, default 60),
-#   6. the C sources formatted as .clang-format says (scripts/format.sh --check),
+#   6. the C sources formatted as .clang-format says (scripts/format.sh --check), and the
+#      runtime's layers kept (scripts/check-layers.sh: no upward include, UCX only in comm/),
 #   7. `make distcheck`.
 # Every stage runs even if an earlier one failed; the last line is the total,
 # "N passed, N failed, N skipped", and the exit status is 1 if anything failed.
@@ -141,6 +142,7 @@ grep '^Done' "$build/fuzz.log" || true
 
 echo "== the C sources as clang-format writes them (.clang-format)"
 count_step "format" quietly "$build/format.log" scripts/format.sh --check
+count_step "layers" quietly "$build/layers.log" scripts/check-layers.sh
 
 echo "== make distcheck"
 count_step "distcheck" quietly "$build/distcheck.log" make -C "$build" distcheck \
