@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <llmp/llmp_env.h>
+#include "runtime/comm/abi.h"
 #include "runtime/comm/rt.h"
 #include "runtime/comm/transport.h"
 #include "runtime/comm/wireup.h"
@@ -20,8 +21,10 @@
 
 void llmp_init_opts_default(llmp_init_opts *opts)
 {
-	if (opts)
+	if (opts) {
 		memset(opts, 0, sizeof *opts);
+		opts->size = sizeof *opts;
+	}
 }
 
 /* A positive number from the environment, or `fallback` when unset. */
@@ -235,6 +238,14 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 			       "finalize it first (init publishes under fixed PMIx keys)");
 	ctx->owns_process = true;
 
+	llmp_init_opts given;
+	if (opts) {
+		llmp_status st = rt_struct_in(ctx, "llmp_init_opts", &given, sizeof given, opts,
+					      RT_V1_SIZE(llmp_init_opts, shm_threshold));
+		if (st != LLMP_OK)
+			return st;
+		opts = &given;
+	}
 	llmp_status st = read_options(ctx, opts);
 	if (st == LLMP_OK)
 		st = rt_wireup_init(ctx);
