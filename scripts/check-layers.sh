@@ -40,6 +40,7 @@ if [ "${1:-}" = --root ]; then
 fi
 [ $# -eq 0 ] || { echo "check-layers.sh: unknown argument '$1' (usage: check-layers.sh [--root DIR])" >&2; exit 2; }
 [ -d "$root/runtime" ] || { echo "check-layers.sh: $root has no runtime/ folder" >&2; exit 2; }
+command -v gcc >/dev/null || { echo "check-layers.sh: gcc not found (it strips comments for the UCX check)" >&2; exit 2; }
 cd "$root"
 
 declare -A allowed
