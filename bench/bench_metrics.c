@@ -19,7 +19,7 @@
 #define CALLS 10000000
 #define REPEATS 7
 
-/* As runtime/comm/ctx.c has it. */
+/* As runtime/comm/rt.c has it (rt_now). */
 double rt_now(void)
 {
 	struct timespec ts;

@@ -362,7 +362,7 @@ static int save_sync(struct bench *b, uint64_t i, uint64_t step)
 /* An async save of step: the stall, then the tensors overwritten, then the commit. */
 static int save_async(struct bench *b, uint64_t i, uint64_t step)
 {
-	llmp_ckpt_stats stats;
+	llmp_ckpt_stats stats = { .size = sizeof stats };
 	fill_save(&b->m, step);
 	int rc = barrier(b);
 	double t = now();

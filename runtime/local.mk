@@ -14,13 +14,15 @@
 #
 # Each folder's fragment appends its files to runtime_sources:
 # comm/ (context, wire-up, transport, failure), coll/ (the operations on a
-# communicator), ckpt/ (checkpoints), job/ (stop, requeue, resume).
+# communicator), ckpt/ (checkpoints), job/ (stop, requeue, resume),
+# device/ (NCCL), init/ (llmp_init and llmp_finalize, above them all).
 runtime_sources =
 include runtime/comm/local.mk
 include runtime/coll/local.mk
 include runtime/ckpt/local.mk
 include runtime/job/local.mk
 include runtime/device/local.mk
+include runtime/init/local.mk
 
 noinst_LTLIBRARIES += runtime/libllmp_core.la
 runtime_libllmp_core_la_SOURCES = $(runtime_sources)

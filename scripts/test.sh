@@ -10,7 +10,8 @@
 #   valgrind   the unit tests under valgrind
 #   fuzz       short libFuzzer runs of the layout parser and the topology file reader
 #              (FUZZ_SECONDS each, default 60)
-#   format     the C sources as .clang-format writes them (scripts/format.sh --check)
+#   format     the C sources as .clang-format writes them (scripts/format.sh --check),
+#              and which runtime folder may include which (scripts/check-layers.sh)
 #   distcheck  `make distcheck`
 #
 #   scripts/test.sh --quick          build, the tests that need no root, cluster or
@@ -157,7 +158,7 @@ stage_python() {
 
 stage_check() {
 	local tests=()
-	[ "$quick" = no ] || tests=(TESTS="$quick_tests")
+	[ "$quick" = no ] || tests=(TESTS="$quick_tests tests/surface.bats tests/layers.bats")
 	echo "== build and make check${tests:+ (quick: no root, cluster or PyTorch)}"
 	rm -f "$build/test-suite.log"
 	if LLMP_BUILD_DIR=$build scripts/build.sh; then
@@ -198,9 +199,10 @@ stage_fuzz() {
 }
 
 stage_format() {
-	echo "== the C sources as clang-format writes them (.clang-format)"
+	echo "== the C sources as clang-format writes them (.clang-format), and the runtime's layers"
 	mkdir -p "$build"
 	count_step "format" quietly "$build/format.log" scripts/format.sh --check
+	count_step "layers" quietly "$build/layers.log" scripts/check-layers.sh
 }
 
 stage_distcheck() {

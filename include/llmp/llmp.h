@@ -44,9 +44,30 @@ extern "C" {
 typedef struct llmp_ctx llmp_ctx;
 typedef struct llmp_comm llmp_comm;
 
+/* --------------------------------------------------------------- version */
+
+/* The version of these headers: major * 10000 + minor * 100 + patch. */
+#define LLMP_VERSION_MAJOR 0
+#define LLMP_VERSION_MINOR 1
+#define LLMP_VERSION_PATCH 0
+#define LLMP_VERSION (LLMP_VERSION_MAJOR * 10000 + LLMP_VERSION_MINOR * 100 + LLMP_VERSION_PATCH)
+
+/*
+ * The LLMP_VERSION of the library loaded, which may differ from the headers
+ * the program was built with (doc/abi.md says what stays compatible).
+ * Safe from any thread, before llmp_init.
+ */
+unsigned llmp_version(void);
+
 /* ------------------------------------------------------------------ init */
 
 typedef struct llmp_init_opts {
+	/*
+	 * sizeof(llmp_init_opts) as the program was built (llmp_init_opts_default
+	 * sets it), so that fields can be appended (doc/abi.md). 0: this
+	 * first version's size.
+	 */
+	size_t size;
 	/*
 	 * The layout, in the --llm-parallel grammar. NULL: the plugin's
 	 * LLMP_PARALLEL from the environment, else every size 1 (dp = world).
@@ -76,7 +97,7 @@ typedef struct llmp_init_opts {
 	size_t shm_threshold;
 } llmp_init_opts;
 
-/* Fill opts with the defaults above (all zero / NULL). */
+/* Fill opts with the defaults above (all zero / NULL) and its size. */
 void llmp_init_opts_default(llmp_init_opts *opts);
 
 /*

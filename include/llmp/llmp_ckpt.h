@@ -39,6 +39,7 @@ typedef struct llmp_ckpt llmp_ckpt;
 #define LLMP_CKPT_NEWEST UINT64_MAX /* llmp_ckpt_load: the newest complete checkpoint */
 
 typedef struct llmp_ckpt_opts {
+	size_t size; /* sizeof(llmp_ckpt_opts) as the program was built; 0: this first version's (doc/abi.md) */
 	const char *root;   /* directory of the checkpoints; created if missing */
 	unsigned keep;      /* complete checkpoints kept; 0: 2. Never fewer than 1 */
 	size_t alignment;   /* file offset alignment of large datasets; 0: the root's preferred I/O size */
@@ -113,7 +114,8 @@ llmp_status llmp_ckpt_wait(llmp_ckpt *ckpt);
 
 /* What the last save cost this rank. */
 typedef struct llmp_ckpt_stats {
-	uint64_t step;        /* the last save started */
+	size_t size;   /* set by the caller: sizeof(llmp_ckpt_stats) as built; 0: this first version's */
+	uint64_t step; /* the last save started */
 	size_t staged_bytes;  /* staging memory it used (0: written during the call) */
 	size_t staging_max;   /* the bound, from llmp_ckpt_opts (0: none) */
 	double stall_seconds; /* how long the save call blocked */

@@ -21,146 +21,34 @@ the first Checkpoint does; save and load are collective over every rank of it.
 """
 
 import ctypes
-import ctypes.util
 import os
-import threading
 from collections.abc import Mapping
 
 import torch
 
-#: The environment variable naming the libllmp.so to load, tried first.
-LIBRARY_ENV = "LLMP_LIBRARY"
+from . import _libllmp as _c
+from ._libllmp import LIBRARY_ENV, CheckpointError, library, library_candidates  # noqa: F401
 
-#: torch dtype -> llmp_dtype (include/llmp/llmp_dtype.h; the values are its ABI).
+#: torch dtype -> llmp_dtype (include/llmp/llmp_dtype.h, mirrored in _libllmp.py).
 DTYPES = {
-    torch.float32: 0,
-    torch.float64: 1,
-    torch.bfloat16: 2,
-    torch.float16: 3,
-    torch.int32: 4,
-    torch.int64: 5,
-    torch.uint8: 6,
+    torch.float32: _c.DTYPE["LLMP_FLOAT32"],
+    torch.float64: _c.DTYPE["LLMP_FLOAT64"],
+    torch.bfloat16: _c.DTYPE["LLMP_BFLOAT16"],
+    torch.float16: _c.DTYPE["LLMP_FLOAT16"],
+    torch.int32: _c.DTYPE["LLMP_INT32"],
+    torch.int64: _c.DTYPE["LLMP_INT64"],
+    torch.uint8: _c.DTYPE["LLMP_UINT8"],
 }
 
-_STATUS_NAMES = ("LLMP_OK", "LLMP_ERR_SPEC", "LLMP_ERR_LAYOUT", "LLMP_ERR_RANGE", "LLMP_ERR_ARG",
-                 "LLMP_ERR_NOMEM", "LLMP_ERR_IO", "LLMP_ERR_WIREUP", "LLMP_ERR_MISMATCH",
-                 "LLMP_ERR_TRANSPORT", "LLMP_ERR_TIMEOUT", "LLMP_ERR_PEER", "LLMP_ERR_UNSUPPORTED",
-                 "LLMP_ERR_STATE", "LLMP_ERR_DEVICE")
-_MAX_DIMS = 8
-_MAX_NAME = 127
-_NEWEST = 2**64 - 1
+_STATUS_NAMES = _c.STATUS_NAMES
+_MAX_DIMS = _c.CONSTANTS["LLMP_CKPT_MAX_DIMS"]
+_MAX_NAME = _c.CONSTANTS["LLMP_CKPT_MAX_NAME"]
+_NEWEST = _c.CONSTANTS["LLMP_CKPT_NEWEST"]
 _META_CAP = 1 << 20  # metadata bytes a load takes in memory; more is read from meta.bin
 
 
-class CheckpointError(RuntimeError):
-    """A libllmp call failed (status: its llmp_status name), or libllmp was not found."""
-
-    def __init__(self, message, status=None):
-        super().__init__(message)
-        self.status = status
-
-
-# --------------------------------------------------------------- the library
-
-class _InitOpts(ctypes.Structure):
-    _fields_ = [("spec", ctypes.c_char_p), ("timeout_s", ctypes.c_double),
-                ("ring_threshold", ctypes.c_size_t), ("shm_threshold", ctypes.c_size_t)]
-
-
-class _CkptOpts(ctypes.Structure):
-    _fields_ = [("root", ctypes.c_char_p), ("keep", ctypes.c_uint),
-                ("alignment", ctypes.c_size_t), ("staging_max", ctypes.c_size_t),
-                ("files", ctypes.c_uint),  # 0: a shard file per rank, 1: per node
-                # Lustre layout of each step directory (0: left alone; doc/checkpoint.md)
-                ("stripe_count", ctypes.c_int), ("stripe_size", ctypes.c_size_t),
-                ("stripe_pool", ctypes.c_char_p)]
-
-
-class _CkptStats(ctypes.Structure):
-    _fields_ = [("step", ctypes.c_uint64), ("staged_bytes", ctypes.c_size_t),
-                ("staging_max", ctypes.c_size_t), ("stall_seconds", ctypes.c_double),
-                ("total_seconds", ctypes.c_double),
-                # Newer libllmp: the alignment in use. Declared always, so that the C side
-                # never writes past this struct (an older libllmp leaves it 0).
-                ("alignment", ctypes.c_size_t),
-                # Newer libllmp: slices saved from device memory (runtime/ckpt/ckpt_device.c).
-                ("device_bytes", ctypes.c_size_t), ("device_copy_seconds", ctypes.c_double),
-                ("device_staging_bytes", ctypes.c_size_t)]
-
-
-def library_candidates():
-    """Where libllmp is looked for, in order: $LLMP_LIBRARY, beside the package, the loader's path."""
-    env = os.environ.get(LIBRARY_ENV)
-    if env:
-        return [env]  # asked for by name: nothing else is tried
-    here = os.path.dirname(os.path.abspath(__file__))
-    # Beside the package, or in PREFIX/lib when `make install` put the package in
-    # PREFIX/lib/python3.N/{site,dist}-packages/llmp.
-    out = [os.path.join(d, "libllmp.so.0") for d in
-           (here, os.path.normpath(os.path.join(here, "..", "..", "..")))]
-    out = [p for p in out if os.path.exists(p)]
-    out.append("libllmp.so.0")  # the dynamic loader's search path
-    found = ctypes.util.find_library("llmp")
-    if found and found not in out:
-        out.append(found)
-    return out
-
-
-_lib_lock = threading.Lock()
-_lib = None
-
-
-def library():
-    """The loaded libllmp (ctypes.CDLL), found as library_candidates() says."""
-    global _lib
-    with _lib_lock:
-        if _lib is None:
-            tried = []
-            for path in library_candidates():
-                try:
-                    lib = ctypes.CDLL(path)
-                    lib.llmp_ckpt_register  # noqa: B018 - a libllmp with the checkpoint API
-                except (OSError, AttributeError) as e:
-                    tried.append("%s (%s)" % (path, e))
-                    continue
-                _declare(lib)
-                _lib = lib
-                break
-            else:
-                raise CheckpointError("llmp.checkpoint: libllmp not found; tried %s. Set %s to the "
-                                      "path of libllmp.so.0 (BUILD/runtime/.libs/libllmp.so.0 in a "
-                                      "build tree)" % ("; ".join(tried), LIBRARY_ENV))
-        return _lib
-
-
-def _declare(lib):
-    p, u32, u64, i = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int
-    pp = ctypes.POINTER(ctypes.c_void_p)
-    u64p = ctypes.POINTER(ctypes.c_uint64)
-    sig = {
-        "llmp_init": (i, [ctypes.POINTER(_InitOpts), pp]),
-        "llmp_finalize": (i, [p]),
-        "llmp_errmsg": (ctypes.c_char_p, [p]),
-        "llmp_strerror": (ctypes.c_char_p, [i]),
-        "llmp_rank": (u32, [p]),
-        "llmp_world_size": (u32, [p]),
-        "llmp_ckpt_open": (i, [p, ctypes.POINTER(_CkptOpts), pp]),
-        "llmp_ckpt_close": (None, [p]),
-        "llmp_ckpt_register": (i, [p, ctypes.c_char_p, i, ctypes.c_uint, u64p, u64p, u64p, p]),
-        "llmp_ckpt_save": (i, [p, u64, p, ctypes.c_size_t]),
-        "llmp_ckpt_save_async": (i, [p, u64, p, ctypes.c_size_t]),
-        "llmp_ckpt_prepare_async": (i, [p]),
-        "llmp_ckpt_wait": (i, [p]),
-        "llmp_ckpt_get_stats": (i, [p, ctypes.POINTER(_CkptStats)]),
-        "llmp_ckpt_load": (i, [p, u64, u64p, p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
-    }
-    for name, (res, args) in sig.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
-
-
 def _status_name(status):
-    return _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) else "status %d" % status
+    return _c.status_name(status)
 
 
 # --------------------------------------------------------------- the context
@@ -170,7 +58,7 @@ class Context:
 
     def __init__(self, spec=None, timeout=None):
         lib = library()
-        opts = _InitOpts(spec.encode() if spec else None, float(timeout or 0), 0, 0)
+        opts = _c.InitOpts(spec=spec.encode() if spec else None, timeout_s=float(timeout or 0))
         handle = ctypes.c_void_p()
         rc = lib.llmp_init(ctypes.byref(opts), ctypes.byref(handle))
         if rc != 0:
@@ -375,7 +263,7 @@ class Checkpoint:
         lib, ctx = self.context._lib, self.context
         self._lib = lib
         self.handle = ctypes.c_void_p()
-        opts = _CkptOpts(self.root.encode(), keep, alignment, staging_max)
+        opts = _c.CkptOpts(root=self.root.encode(), keep=keep, alignment=alignment, staging_max=staging_max)
         ctx.check(lib.llmp_ckpt_open(ctx.handle, ctypes.byref(opts), ctypes.byref(self.handle)),
                   "llmp_ckpt_open(%s)" % self.root)
         try:
@@ -439,9 +327,9 @@ class Checkpoint:
 
     def stats(self):
         """What the last save cost this rank: a dict of llmp_ckpt_stats' fields."""
-        s = _CkptStats()
+        s = _c.CkptStats()
         self.context.check(self._lib.llmp_ckpt_get_stats(self._handle(), ctypes.byref(s)), "get_stats")
-        return {name: getattr(s, name) for name, _ in _CkptStats._fields_}
+        return {name: getattr(s, name) for name, _ in _c.CkptStats._fields_ if name != "size"}
 
     def close(self):
         """Close the handle (collective while an async save is pending: it is committed first)."""

@@ -57,12 +57,13 @@ from torch.distributed.checkpoint.planner import LoadItemType, WriteItemType
 from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, WriteResult
 from torch.futures import Future
 
+from . import _libllmp as _c
 from . import checkpoint as _ck
 
 #: What meta.bin of a step saved through DcpWriter starts with; the pickled Metadata follows.
 MAGIC = b"llmp-dcp 1\n"
 
-_LLMP_INT64, _LLMP_MAX = 5, 3  # llmp_dtype.h's enums
+_LLMP_INT64, _LLMP_MAX = _c.DTYPE["LLMP_INT64"], _c.OP["LLMP_MAX"]  # llmp_dtype.h's enums
 _STEP_DIR = re.compile(r"^step-[0-9]+$")
 
 
@@ -92,13 +93,6 @@ def dataset_name(fqn):
 def _agree(ctx, failed):
     """True when any rank of ctx's world failed (one llmp allreduce, MAX of a flag)."""
     lib = ctx._lib
-    if not getattr(lib, "_llmp_dcp_declared", False):
-        lib.llmp_comm_world.restype = ctypes.c_int
-        lib.llmp_comm_world.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
-        lib.llmp_allreduce.restype = ctypes.c_int
-        lib.llmp_allreduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
-                                       ctypes.c_int, ctypes.c_int]
-        lib._llmp_dcp_declared = True
     comm = ctypes.c_void_p()
     ctx.check(lib.llmp_comm_world(ctx.handle, ctypes.byref(comm)), "llmp_comm_world")
     mine, anyone = ctypes.c_int64(1 if failed else 0), ctypes.c_int64()

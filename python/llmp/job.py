@@ -19,40 +19,20 @@ rules: CPU tensors that stay in the same memory).
 import ctypes
 import sys
 
+from . import _libllmp as _c
 from . import checkpoint as _ck
 
-EXIT_DONE = 0
-EXIT_REQUEUE = 75     # EX_TEMPFAIL: resume from the newest checkpoint
-EXIT_NO_REQUEUE = 76  # failed for good: do not requeue
+EXIT_DONE = _c.CONSTANTS["LLMP_EXIT_DONE"]
+EXIT_REQUEUE = _c.CONSTANTS["LLMP_EXIT_REQUEUE"]        # EX_TEMPFAIL: resume from the newest checkpoint
+EXIT_NO_REQUEUE = _c.CONSTANTS["LLMP_EXIT_NO_REQUEUE"]  # failed for good: do not requeue
 
 
 class JobError(_ck.CheckpointError):
     """A call of the job layer failed; the message is libllmp's, naming the culprit."""
 
 
-_declared = False
-
-
 def _library():
-    global _declared
-    lib = _ck.library()
-    if not _declared:
-        p, i, u64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64
-        sig = {
-            "llmp_job_open": (i, [p, p, ctypes.POINTER(p)]),
-            "llmp_job_ckpt": (p, [p]),
-            "llmp_job_resume": (i, [p, ctypes.POINTER(u64), p, ctypes.c_size_t,
-                                    ctypes.POINTER(ctypes.c_size_t)]),
-            "llmp_job_step_end": (i, [p, u64, p, ctypes.c_size_t, ctypes.POINTER(i)]),
-            "llmp_job_finish": (i, [p, i]),
-            "llmp_job_give_up": (i, [p, ctypes.c_char_p]),
-            "llmp_job_errmsg": (ctypes.c_char_p, [p]),
-        }
-        for name, (res, args) in sig.items():
-            f = getattr(lib, name)
-            f.restype, f.argtypes = res, args
-        _declared = True
-    return lib
+    return _ck.library()  # every function, the job layer's included, declared in _libllmp.py
 
 
 class Job:
@@ -130,7 +110,7 @@ class Job:
         rc = self._lib.llmp_job_step_end(self.handle, int(step), meta, len(meta), ctypes.byref(action))
         if rc != 0:
             self._fail(rc, "step_end of step %d" % step)
-        return action.value == 1
+        return action.value == _c.CONSTANTS["LLMP_JOB_STOP"]
 
     def finish(self, error=None):
         """End the run: the exit code for the process (EXIT_DONE, EXIT_REQUEUE or EXIT_NO_REQUEUE).

@@ -8,6 +8,7 @@
 
 #include "ckpt_device.h"
 #include "ckpt_internal.h"
+#include "runtime/comm/abi.h"
 
 /*
  * The alignment of large datasets when none is given: the preferred I/O
@@ -36,13 +37,22 @@ static size_t preferred_alignment(const char *root)
 	return bs >= 4096 && bs <= ((size_t)256 << 20) && (bs & (bs - 1)) == 0 ? bs : fallback;
 }
 
-llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *opts, llmp_ckpt **out)
+llmp_status llmp_ckpt_open(llmp_ctx *ctx, const llmp_ckpt_opts *given, llmp_ckpt **out)
 {
 	if (!out)
 		return LLMP_ERR_ARG;
 	*out = NULL;
 	if (!ctx)
 		return LLMP_ERR_ARG;
+	llmp_ckpt_opts mine;
+	const llmp_ckpt_opts *opts = NULL;
+	if (given) {
+		llmp_status st = rt_struct_in(ctx, "llmp_ckpt_opts", &mine, sizeof mine, given,
+					      RT_V1_SIZE(llmp_ckpt_opts, stripe_pool));
+		if (st != LLMP_OK)
+			return st;
+		opts = &mine;
+	}
 	if (!opts || !opts->root || !*opts->root)
 		return rt_fail(ctx, LLMP_ERR_ARG, "llmp_ckpt_open: no checkpoint root directory");
 	if (opts->files != LLMP_CKPT_FILES_RANK && opts->files != LLMP_CKPT_FILES_NODE)
@@ -157,10 +167,11 @@ llmp_status llmp_ckpt_get_stats(const llmp_ckpt *ck, llmp_ckpt_stats *stats)
 {
 	if (!ck || !stats)
 		return LLMP_ERR_ARG;
-	*stats = ck->stats;
-	stats->alignment = ck->alignment;
-	ck_dev_stats(ck, stats);
-	return LLMP_OK;
+	llmp_ckpt_stats mine = ck->stats;
+	mine.alignment = ck->alignment;
+	ck_dev_stats(ck, &mine);
+	return rt_struct_out(ck->ctx, "llmp_ckpt_stats", stats, &mine, sizeof mine,
+			     RT_V1_SIZE(llmp_ckpt_stats, device_staging_bytes));
 }
 
 llmp_status ck_agree(llmp_ckpt *ck, const char *doing, llmp_status local)

@@ -16,6 +16,7 @@
 
 #include "runtime/ckpt/format/ckpt_format.h"
 #include <llmp/llmp_ckpt.h>
+#include "runtime/coll/coll.h" /* rt_agree */
 #include "runtime/comm/rt.h"
 
 /* A tensor this rank registered. */

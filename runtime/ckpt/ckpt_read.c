@@ -685,7 +685,7 @@ static llmp_status read_and_share(llmp_ckpt *ck, const char *dir, const struct c
 			}
 			out.bytes += len;
 		}
-		ucp_worker_progress(ctx->worker); /* what arrived meanwhile, and the sends' next steps */
+		rt_tx_progress(ctx); /* what arrived meanwhile, and the sends' next steps */
 		if (st == LLMP_OK && out.bytes > SEND_WINDOW) {
 			if (out.n > reqcap) {
 				free(reqs);

@@ -7,7 +7,7 @@
  * collective until their timeout. Instead every rank reports its status,
  * and all return the same one, naming the first rank that failed and why.
  */
-#include "runtime/comm/rt.h"
+#include "coll.h"
 
 #include <stdio.h>
 

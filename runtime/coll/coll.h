@@ -10,6 +10,13 @@
 #include "runtime/comm/rt.h"
 #include "runtime/comm/transport.h"
 
+/*
+ * agree.c: every rank learns whether any rank's local status failed, and
+ * the first failing rank's message (from its llmp_errmsg), prefixed with
+ * what was being done. Collective over the world.
+ */
+llmp_status rt_agree(llmp_ctx *ctx, const char *doing, llmp_status local);
+
 /* The arguments of one collective call, checked. */
 typedef struct rt_call {
 	llmp_comm *comm;

@@ -114,10 +114,7 @@ static llmp_status sendrecv_call(llmp_comm *comm, const void *sendbuf, size_t se
 	if (st == LLMP_OK) {
 		st = rt_tx_isend(comm, dst, send_tag(comm, dst), sendbuf, sbytes, &reqs[1]);
 		if (st != LLMP_OK) {
-			if (reqs[0].ucx) {
-				ucp_request_cancel(comm->ctx->worker, reqs[0].ucx);
-				ucp_request_free(reqs[0].ucx);
-			}
+			rt_tx_cancel(comm->ctx, &reqs[0]);
 			return st;
 		}
 		st = rt_tx_wait(comm, "sendrecv", reqs, 2);

@@ -320,7 +320,7 @@ static llmp_status wait_one(rt_call *call, enum counter c, uint64_t value, uint3
 			deadline = t + ctx->timeout_s - rt_failure_grace(ctx);
 			next_liveness_check = t + RT_LIVENESS_PERIOD_S;
 		}
-		ucp_worker_progress(ctx->worker);
+		rt_tx_progress(ctx);
 		/*
 		 * A member's failure report can overtake the store it saw (it
 		 * went on, found the call wrong and said so while this rank

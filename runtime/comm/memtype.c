@@ -6,7 +6,7 @@
  * has (it allocated device memory through CUDA), dlopen with RTLD_NOLOAD
  * finds it and cuPointerGetAttribute answers; if it has not, no pointer of
  * the process can be device memory. The driver's constants are written out
- * in runtime/device/cuda_api.h, so that building needs no CUDA headers.
+ * in memtype.h, so that building needs no CUDA headers.
  */
 #include "memtype.h"
 
@@ -14,7 +14,6 @@
 #include <stdint.h>
 
 #include "rt.h"
-#include "runtime/device/cuda_api.h"
 
 rt_pointer_attr_fn rt_memtype_driver(const char *driver)
 {

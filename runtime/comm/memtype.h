@@ -10,8 +10,22 @@
 
 #include <stdbool.h>
 
+/*
+ * The CUDA driver's pointer query, written out so that building needs no
+ * CUDA header (runtime/device/cuda_api.h, which has the rest of the driver,
+ * includes these; tests/device/cuda_abi_check.c checks them against cuda.h).
+ */
+typedef unsigned long long rt_cu_devptr; /* CUdeviceptr on 64-bit hosts */
+#define RT_CUDA_SUCCESS 0
+#define RT_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define RT_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define RT_CU_MEMORYTYPE_HOST 1
+#define RT_CU_MEMORYTYPE_DEVICE 2
+#define RT_CU_MEMORYTYPE_ARRAY 3
+#define RT_CU_MEMORYTYPE_UNIFIED 4
+
 /* cuPointerGetAttribute(data, attribute, CUdeviceptr) */
-typedef int (*rt_pointer_attr_fn)(void *data, int attribute, unsigned long long ptr);
+typedef int (*rt_pointer_attr_fn)(void *data, int attribute, rt_cu_devptr ptr);
 
 /*
  * The driver library `driver`'s cuPointerGetAttribute if the process has

@@ -76,7 +76,7 @@ struct llmp_ctx {
 	size_t shm_threshold; /* SIZE_MAX: never */
 	size_t shm_chunk;
 
-	bool owns_process; /* this is the process's one context (ctx.c) */
+	bool owns_process; /* this is the process's one context (runtime/init/init.c) */
 
 	/* wire-up */
 	bool pmix_up;
@@ -103,16 +103,9 @@ struct llmp_ctx {
 	rt_pointer_attr_fn cu_pointer_get_attribute;
 };
 
-/* Record why a call failed (printf-style) and return status. */
+/* rt.c: record why a call failed (printf-style) and return status. */
 llmp_status rt_fail(llmp_ctx *ctx, llmp_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/*
- * agree.c: every rank learns whether any rank's local status failed, and
- * the first failing rank's message (from its llmp_errmsg), prefixed with
- * what was being done. Collective over the world.
- */
-llmp_status rt_agree(llmp_ctx *ctx, const char *doing, llmp_status local);
 
 /* Seconds on a monotonic clock. */
 double rt_now(void);

@@ -226,6 +226,27 @@ void rt_tx_drop(llmp_ctx *ctx, rt_req *reqs, size_t n)
 	}
 }
 
+void rt_tx_cancel(llmp_ctx *ctx, rt_req *req)
+{
+	if (!req->ucx)
+		return;
+	ucp_request_cancel(ctx->worker, req->ucx);
+	ucp_request_free(req->ucx);
+	req->ucx = NULL;
+}
+
+void rt_tx_progress(llmp_ctx *ctx)
+{
+	ucp_worker_progress(ctx->worker);
+}
+
+bool rt_tx_moves_cuda(const llmp_ctx *ctx)
+{
+	ucp_context_attr_t attr = { .field_mask = UCP_ATTR_FIELD_MEMORY_TYPES };
+	return ctx->ucp && ucp_context_query(ctx->ucp, &attr) == UCS_OK &&
+	       (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+}
+
 static llmp_status fail(llmp_comm *comm, const char *op, rt_req *reqs, size_t n, enum rt_failure kind,
 			const rt_req *at, const char *detail)
 {

@@ -67,6 +67,22 @@ llmp_status rt_tx_wait(llmp_comm *comm, const char *op, rt_req *reqs, size_t n);
 /* Cancel what is pending; UCX releases each request once it has let go of it. */
 void rt_tx_drop(llmp_ctx *ctx, rt_req *reqs, size_t n);
 
+/*
+ * Cancel one pending request and hand it back to UCX, which frees it once
+ * it has let go of it; req->ucx is NULL after. Nothing is waited for.
+ */
+void rt_tx_cancel(llmp_ctx *ctx, rt_req *req);
+
+/*
+ * One round of the worker's progress: what arrived is matched, sends take
+ * their next step. For layers with a wait loop of their own (coll/shm.c,
+ * ckpt/ckpt_read.c), which must keep UCX moving while they wait.
+ */
+void rt_tx_progress(llmp_ctx *ctx);
+
+/* Whether the transport can move CUDA device memory (UCX built with CUDA). */
+bool rt_tx_moves_cuda(const llmp_ctx *ctx);
+
 /* The endpoint to a member, made on first use from its published address. */
 llmp_status rt_tx_peer_ep(llmp_comm *comm, uint32_t peer, ucp_ep_h *ep);
 

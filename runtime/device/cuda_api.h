@@ -10,7 +10,7 @@
  * node without a GPU loads libllmp and runs the host path. LLMP_CUDA_LIBRARY
  * names another library (the test double in tests/device/); the default is
  * libcuda.so.1 on the loader's path. The few types and constants are
- * written out here, as in runtime/comm/memtype.c, so that building needs no
+ * written out here (those of the pointer query in runtime/comm/memtype.h), so that building needs no
  * CUDA header; tests/device/cuda_abi_check.c checks them against cuda.h
  * where the toolkit is installed.
  */
@@ -23,21 +23,16 @@
 
 #include <llmp/llmp_status.h>
 
+/* The pointer query's types and constants, which comm/ needs too, are there. */
+#include "runtime/comm/memtype.h"
+
 typedef int rt_cu_result; /* CUresult */
 typedef int rt_cu_device; /* CUdevice */
 typedef struct rt_cu_ctx_st *rt_cu_ctx;
 typedef struct rt_cu_stream_st *rt_cu_stream;
 typedef struct rt_cu_event_st *rt_cu_event;
-typedef unsigned long long rt_cu_devptr; /* CUdeviceptr on 64-bit hosts */
 
-#define RT_CUDA_SUCCESS 0
 #define RT_CUDA_ERROR_NOT_READY 600
-#define RT_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
-#define RT_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
-#define RT_CU_MEMORYTYPE_HOST 1
-#define RT_CU_MEMORYTYPE_DEVICE 2
-#define RT_CU_MEMORYTYPE_ARRAY 3
-#define RT_CU_MEMORYTYPE_UNIFIED 4
 #define RT_CU_STREAM_NON_BLOCKING 1
 #define RT_CU_EVENT_DEFAULT 0 /* timing enabled: cuEventElapsedTime works on it */
 #define RT_CU_EVENT_DISABLE_TIMING 2

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <llmp/llmp_device.h>
+#include "runtime/comm/transport.h"
 #include "runtime/comm/wireup.h"
 
 /* ------------------------------------------------------------ the choice */
@@ -270,9 +271,7 @@ llmp_status llmp_device_get_info(const llmp_ctx *ctx, llmp_device_info *info)
 	if (!ctx || !info)
 		return LLMP_ERR_ARG;
 	memset(info, 0, sizeof *info);
-	ucp_context_attr_t attr = { .field_mask = UCP_ATTR_FIELD_MEMORY_TYPES };
-	info->ucx_cuda = ctx->ucp && ucp_context_query(ctx->ucp, &attr) == UCS_OK &&
-			 (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+	info->ucx_cuda = rt_tx_moves_cuda(ctx);
 	snprintf(info->why_not, sizeof info->why_not, "%.250s", ctx->device ? "" : ctx->device_why);
 #ifdef LLMP_HAVE_NCCL
 	const struct rt_device *d = ctx->device;

@@ -351,7 +351,7 @@ static llmp_status commit_pending(llmp_job *job)
 	llmp_status st = llmp_ckpt_wait(job->ckpt);
 	if (st != LLMP_OK)
 		return st;
-	llmp_ckpt_stats stats;
+	llmp_ckpt_stats stats = { .size = sizeof stats };
 	char size[32];
 	llmp_ckpt_get_stats(job->ckpt, &stats);
 	job_log(job, "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s (%.3f s stalled)", step,

@@ -98,12 +98,35 @@ int cc_cmd_badargs(const cc_args *args)
 	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "open with an empty root", WORDS("root"));
 	report_expect(ck == NULL, "a failed open left the handle set");
 	llmp_ckpt_close(NULL); /* accepted */
+	/* The size a struct carries (doc/abi.md): under version 1's, or over this library's. */
+	llmp_ckpt_opts sized = { .size = sizeof(size_t), .root = okroot };
+	st = llmp_ckpt_open(ctx, &sized, &ck);
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "open with opts.size 8", WORDS("llmp_ckpt_opts.size is 8"));
+	sized.size = sizeof sized + 8;
+	st = llmp_ckpt_open(ctx, &sized, &ck);
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "open with opts.size past this library's",
+		       WORDS("llmp_ckpt_opts.size", "newer llmp header"));
+	report_expect(ck == NULL, "an open with a bad size left the handle set");
 
 	st = llmp_ckpt_open(ctx, &o, &ck);
 	if (!report_expect(st == LLMP_OK, "llmp_ckpt_open %s: %s", okroot, llmp_errmsg(ctx))) {
 		cc_finalize(args, ctx);
 		return report_summary();
 	}
+	/* Stats are written only as far as the size the caller says it has; 0 reads as version 1. */
+	llmp_ckpt_stats stats = { .size = 4, .step = 77 };
+	st = llmp_ckpt_get_stats(ck, &stats);
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "get_stats with size 4", WORDS("llmp_ckpt_stats.size is 4"));
+	report_expect(stats.step == 77, "a refused get_stats wrote step %" PRIu64, stats.step);
+	stats.size = sizeof stats + 8;
+	st = llmp_ckpt_get_stats(ck, &stats);
+	cc_expect_fail(ctx, st, LLMP_ERR_ARG, "get_stats with a size past this library's",
+		       WORDS("llmp_ckpt_stats.size", "newer llmp header"));
+	stats.size = 0;
+	st = llmp_ckpt_get_stats(ck, &stats);
+	report_expect(st == LLMP_OK && stats.size == 0 && stats.step == 0 && stats.alignment > 0,
+		      "get_stats with size 0: %s, size %zu, step %" PRIu64 ", alignment %zu",
+		      llmp_strerror(st), stats.size, stats.step, stats.alignment);
 
 	/* ---- register */
 	float data[64] = { 0 }, data2[64];

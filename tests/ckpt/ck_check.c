@@ -353,7 +353,7 @@ int cc_cmd_save(const cc_args *args)
 				break;
 			if (args->async) {
 				/* The save owns copies now: what the program does next must not reach the files. */
-				llmp_ckpt_stats stats;
+				llmp_ckpt_stats stats = { .size = sizeof stats };
 				llmp_ckpt_get_stats(ck, &stats);
 				report_expect(stats.step == args->steps[i] &&
 						      stats.staged_bytes >
@@ -363,7 +363,7 @@ int cc_cmd_save(const cc_args *args)
 				model_fill(&m, args->steps[i] + 1000003);
 			}
 			report_note("saved step %" PRIu64, args->steps[i]);
-			llmp_ckpt_stats used;
+			llmp_ckpt_stats used = { .size = sizeof used };
 			if (i == 0 && llmp_ckpt_get_stats(ck, &used) == LLMP_OK)
 				report_note("alignment %zu", used.alignment);
 		}

@@ -278,7 +278,7 @@ static bool open_registered(llmp_ctx *ctx, const struct args *a, const char *lay
 
 static void print_stats(const llmp_ckpt *ck, uint64_t step)
 {
-	llmp_ckpt_stats s;
+	llmp_ckpt_stats s = { .size = sizeof s };
 	if (llmp_ckpt_get_stats(ck, &s) == LLMP_OK)
 		printf("rank %u: saved step %llu device_bytes %zu staged %zu pinned %zu copy_ok %d\n", rank_,
 		       (unsigned long long)step, s.device_bytes, s.staged_bytes, s.device_staging_bytes,
@@ -289,7 +289,7 @@ static bool save(llmp_ctx *ctx, const struct args *a)
 {
 	llmp_ckpt *ck;
 	bool ok = open_registered(ctx, a, "rows", true, a->step, &ck);
-	llmp_ckpt_stats stats;
+	llmp_ckpt_stats stats = { .size = sizeof stats };
 	if (ok && a->prepare &&
 	    (llmp_ckpt_prepare_async(ck) != LLMP_OK || llmp_ckpt_get_stats(ck, &stats) != LLMP_OK))
 		ok = fail(llmp_errmsg(ctx));

@@ -50,6 +50,30 @@ static void bad_inits(void)
 		llmp_finalize(ctx);
 	}
 	refused(NULL, "llmp_init(opts, NULL)", llmp_init(NULL, NULL));
+
+	/* The size the options carry (doc/abi.md): 0 reads as version 1, the rest as it says. */
+	static const struct {
+		size_t size;
+		llmp_status want;
+		const char *words;
+	} sizes[] = {
+		{ 0, LLMP_ERR_SPEC, "tp=x" }, /* read: the spec is refused, not the size */
+		{ sizeof(size_t), LLMP_ERR_ARG, "llmp_init_opts.size is 8, smaller than any version" },
+		{ sizeof(llmp_init_opts) + 8, LLMP_ERR_ARG, "newer llmp header" },
+	};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		llmp_init_opts opts = { .size = sizes[i].size, .spec = "tp=x" };
+		llmp_ctx *ctx = NULL;
+		char call[96];
+		llmp_status st = llmp_init(&opts, &ctx);
+		snprintf(call, sizeof call, "llmp_init(size=%zu, spec=tp=x)", sizes[i].size);
+		refused(ctx, call, st);
+		report_expect(st == sizes[i].want && ctx && strstr(llmp_errmsg(ctx), sizes[i].words),
+			      "%s returned %s (%s), expected %s saying '%s'", call, llmp_strerror(st),
+			      ctx ? llmp_errmsg(ctx) : "no context", llmp_strerror(sizes[i].want),
+			      sizes[i].words);
+		llmp_finalize(ctx);
+	}
 }
 
 static void bad_context_calls(llmp_ctx *ctx)

@@ -1,41 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ctx.c - llmp_init and llmp_finalize: a process joining and leaving the job. */
-#include "rt.h"
-
+/*
+ * init.c - llmp_init and llmp_finalize: a process joining and leaving the
+ * job. It brings up every layer in order (options and layout, PMIx wire-up
+ * and the UCX transport in comm/, the device path in device/) and takes
+ * them down in reverse, so it sits above them all and nothing includes it.
+ */
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <llmp/llmp_env.h>
+#include "runtime/comm/abi.h"
+#include "runtime/comm/rt.h"
+#include "runtime/comm/transport.h"
+#include "runtime/comm/wireup.h"
 #include "runtime/device/device.h"
-#include "transport.h"
-#include "wireup.h"
-
-llmp_status rt_fail(llmp_ctx *ctx, llmp_status status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
-	va_end(ap);
-	return status;
-}
-
-double rt_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void llmp_init_opts_default(llmp_init_opts *opts)
 {
-	if (opts)
+	if (opts) {
 		memset(opts, 0, sizeof *opts);
+		opts->size = sizeof *opts;
+	}
 }
 
 /* A positive number from the environment, or `fallback` when unset. */
@@ -249,6 +238,14 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 			       "finalize it first (init publishes under fixed PMIx keys)");
 	ctx->owns_process = true;
 
+	llmp_init_opts given;
+	if (opts) {
+		llmp_status st = rt_struct_in(ctx, "llmp_init_opts", &given, sizeof given, opts,
+					      RT_V1_SIZE(llmp_init_opts, shm_threshold));
+		if (st != LLMP_OK)
+			return st;
+		opts = &given;
+	}
 	llmp_status st = read_options(ctx, opts);
 	if (st == LLMP_OK)
 		st = rt_wireup_init(ctx);
@@ -295,41 +292,5 @@ llmp_status llmp_finalize(llmp_ctx *ctx)
 	if (ctx->owns_process)
 		atomic_store(&context_exists, false);
 	free(ctx);
-	return LLMP_OK;
-}
-
-const char *llmp_errmsg(const llmp_ctx *ctx)
-{
-	if (!ctx)
-		return "no context (llmp_init failed to allocate one, or NULL was passed)";
-	return ctx->errmsg[0] ? ctx->errmsg : "no error";
-}
-
-uint32_t llmp_rank(const llmp_ctx *ctx)
-{
-	return ctx ? ctx->rank : 0;
-}
-uint32_t llmp_world_size(const llmp_ctx *ctx)
-{
-	return ctx ? ctx->world : 0;
-}
-uint32_t llmp_local_rank(const llmp_ctx *ctx)
-{
-	return ctx ? ctx->local_rank : 0;
-}
-uint32_t llmp_local_size(const llmp_ctx *ctx)
-{
-	return ctx ? ctx->local_size : 0;
-}
-const llmp_plan *llmp_layout(const llmp_ctx *ctx)
-{
-	return ctx ? ctx->plan : NULL;
-}
-
-llmp_status llmp_get_stats(const llmp_ctx *ctx, llmp_stats *stats)
-{
-	if (!ctx || !stats)
-		return LLMP_ERR_ARG;
-	*stats = ctx->stats;
 	return LLMP_OK;
 }

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Check the runtime's layers: which folder of runtime/ may include which.
+#
+#   scripts/check-layers.sh [--root DIR]   check the tree at DIR (default: this checkout)
+#
+# The table below is the rule runtime/README.md draws. A folder may include
+# its own headers (#include "x.h") and the runtime folders its row names
+# (#include "runtime/FOLDER/x.h"); nothing under runtime/ may include plugin/,
+# cli/ or bench/, which sit above the library. A row can name one file, for
+# a part that is a library of its own (the run record). The longest matching
+# row applies; a folder of runtime/ with no row fails, so a new folder gets
+# its place in the table the day it appears.
+#
+# The transport is sealed: UCX (ucp_*, ucs_*, UCP_*, UCS_*) is used in code
+# only under runtime/comm/; the layers above go through comm/transport.h.
+#
+# Every violation is printed as FILE:LINE: what, and the exit status is 1.
+set -euo pipefail
+
+# path under runtime/ | the runtime folders it may include
+layers='
+comm          |
+coll          | comm
+device        | comm coll
+ckpt          | comm coll device ckpt/format
+ckpt/format   |
+job           | comm coll ckpt ckpt/format
+job/job_record.c | ckpt/format
+job/job_record.h | ckpt/format
+init          | comm coll device
+'
+transport_home=comm
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = --root ]; then
+	[ -d "${2:-}" ] || { echo "check-layers.sh: --root needs a directory, got '${2:-}'" >&2; exit 2; }
+	root=$(cd "$2" && pwd)
+	shift 2
+fi
+[ $# -eq 0 ] || { echo "check-layers.sh: unknown argument '$1' (usage: check-layers.sh [--root DIR])" >&2; exit 2; }
+[ -d "$root/runtime" ] || { echo "check-layers.sh: $root has no runtime/ folder" >&2; exit 2; }
+command -v gcc >/dev/null || { echo "check-layers.sh: gcc not found (it strips comments for the UCX check)" >&2; exit 2; }
+cd "$root"
+
+declare -A allowed
+while IFS='|' read -r path targets; do
+	path=$(echo "$path" | tr -d ' ')
+	[ -n "$path" ] || continue
+	allowed[$path]=$(echo "$targets" | xargs)
+done <<<"$layers"
+
+# The row of a file: its longest path prefix (file, then folders upwards).
+row_of() {
+	local rel=${1#runtime/}
+	while :; do
+		if [ -n "${allowed[$rel]+x}" ]; then
+			echo "$rel"
+			return
+		fi
+		case $rel in
+		*/*) rel=${rel%/*} ;;
+		*) return 1 ;;
+		esac
+	done
+}
+
+bad=0
+complain() {
+	echo "$1" >&2
+	bad=$((bad + 1))
+}
+
+mapfile -t files < <(find runtime -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
+for f in "${files[@]}"; do
+	if ! row=$(row_of "$f"); then
+		complain "$f: runtime/$(dirname "${f#runtime/}") has no row in scripts/check-layers.sh's table: say which layers it may include"
+		continue
+	fi
+	while IFS=: read -r line target; do
+		case $target in
+		runtime/*)
+			folder=${target#runtime/}
+			folder=${folder%/*}
+			[ "$folder" = "$row" ] && continue
+			ok=no
+			for t in ${allowed[$row]}; do
+				[ "$t" = "$folder" ] && ok=yes
+			done
+			[ $ok = yes ] ||
+				complain "$f:$line: includes $target, but runtime/$row/ may include only: ${allowed[$row]:-its own headers} (scripts/check-layers.sh; runtime/README.md has the layers)"
+			;;
+		plugin/* | cli/* | bench/*)
+			complain "$f:$line: includes $target: the runtime must not include ${target%%/*}/, which sits above libllmp"
+			;;
+		*../*)
+			complain "$f:$line: includes $target: name another folder's header from the root (\"runtime/FOLDER/x.h\"), not with .."
+			;;
+		esac
+	done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
+		sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/' || true)
+	if [ "$row" != "$transport_home" ] && [ "${row%%/*}" != "$transport_home" ]; then
+		# Comments may name UCX; code may not. gcc strips the comments without expanding anything.
+		while IFS= read -r hit; do
+			hit=${hit%%[[:space:](]*}
+			complain "$f: calls UCX directly ($hit): above runtime/$transport_home/, use comm/transport.h"
+		done < <(gcc -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null |
+			grep -oE '\b(ucp|ucs)_[a-z_]+[[:space:]]*\(|\bUC[PS]_[A-Z_]+' | sort -u || true)
+	fi
+done
+
+if [ "$bad" -gt 0 ]; then
+	echo "check-layers.sh: $bad violation(s) of the runtime's layers" >&2
+	exit 1
+fi
+echo "check-layers.sh: ${#files[@]} files of runtime/ keep their layers"

@@ -1,0 +1,83 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
+# scripts/check-layers.sh: the runtime's layers, checked on this tree and on
+# copies of its runtime/ with one rule broken each (the expected lines are
+# written from the table in the script and runtime/README.md, by hand).
+
+load lib/helpers
+
+setup() {
+	CHECK="$LLMP_SRCDIR/scripts/check-layers.sh"
+	COPY="$BATS_TEST_TMPDIR/tree"
+	mkdir -p "$COPY"
+	cp -r "$LLMP_SRCDIR/runtime" "$COPY/"
+}
+
+@test "layers: this tree keeps the runtime's layers" {
+	run "$CHECK" --root "$LLMP_SRCDIR"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"keep their layers"* ]]
+}
+
+@test "layers: an upward include (comm/ including device/) fails, naming file and line" {
+	n=$(($(wc -l <"$COPY/runtime/comm/comm.c") + 1))
+	echo '#include "runtime/device/device.h"' >>"$COPY/runtime/comm/comm.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime/comm/comm.c:$n: includes runtime/device/device.h, but runtime/comm/ may include only: its own headers"* ]]
+	[[ "$output" == *"1 violation(s)"* ]]
+}
+
+@test "layers: coll/ including ckpt/ fails; ckpt/ including coll/ passes" {
+	echo '#include "runtime/coll/coll.h"' >>"$COPY/runtime/ckpt/ckpt_fs.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 0 ]
+	echo '#include "runtime/ckpt/ckpt_internal.h"' >>"$COPY/runtime/coll/barrier.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime/coll/barrier.c:"*": includes runtime/ckpt/ckpt_internal.h, but runtime/coll/ may include only: comm"* ]]
+}
+
+@test "layers: the run record (a library of its own) may not include comm/, though job/ may" {
+	echo '#include "runtime/comm/rt.h"' >>"$COPY/runtime/job/job_log.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 0 ]
+	echo '#include "runtime/comm/rt.h"' >>"$COPY/runtime/job/job_record.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime/job/job_record.c:"*"may include only: ckpt/format"* ]]
+}
+
+@test "layers: nothing of the runtime includes the tool or the plugin" {
+	echo '#include "cli/cli.h"' >>"$COPY/runtime/init/init.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime/init/init.c:"*": includes cli/cli.h: the runtime must not include cli/"* ]]
+}
+
+@test "layers: UCX called above comm/ fails; UCX named in a comment does not" {
+	printf '/* ucp_worker_progress(w) is comm/transport.c'"'"'s business */\n' >>"$COPY/runtime/coll/barrier.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 0 ]
+	printf 'static void spin(ucp_worker_h w) { ucp_worker_progress(w); }\n' >>"$COPY/runtime/coll/barrier.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime/coll/barrier.c: calls UCX directly (ucp_worker_progress): above runtime/comm/"* ]]
+}
+
+@test "layers: a new runtime folder without a row in the table fails" {
+	mkdir "$COPY/runtime/extra"
+	echo 'int x;' >"$COPY/runtime/extra/x.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime/extra/x.c: runtime/extra has no row"* ]]
+}
+
+@test "layers: a bad argument is named" {
+	run "$CHECK" --root "$BATS_TEST_TMPDIR/nowhere"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--root needs a directory"* ]]
+	run "$CHECK" --frobnicate
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown argument '--frobnicate'"* ]]
+}
