@@ -425,6 +425,31 @@ static int set_task_env(spank_t sp, const struct llmp_env *env)
 }
 
 /*
+ * --llm-checkpoint as sbatch sent it in the job control environment, when
+ * the batch step's own option was lost: Slurm 22.05 and 23.02 keep only
+ * SLURM* names under sbatch --export=NONE, NIL or VAR,..., so the
+ * _SLURM_SPANK_OPTION_* variable that carries it to the batch step is gone,
+ * while its SLURM_SPANK_ copy stays (the srun steps inside find that one
+ * themselves). Read as a string of bounded length, like the option.
+ */
+static void batch_ckpt_option(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char text[LLMP_CKPT_SPEC_MAX_LEN + 2];
+	const char *value;
+	if (c->ckpt_option)
+		return;
+	if (step_env_whole(sp, "SLURM_SPANK__SLURM_SPANK_OPTION_" PLUGIN_NAME "_llm_checkpoint", text,
+			   sizeof text, &value) < 0)
+		plugin_task_message(
+			"warning: --llm-checkpoint is longer than %d characters; the batch script "
+			"gets no checkpoint variables",
+			LLMP_CKPT_SPEC_MAX_LEN);
+	else if (value)
+		c->ckpt_option = strdup(value);
+}
+
+/*
  * The batch script: the checkpoint variables when checkpointing is asked
  * for, nothing else. Fails only past the site's max_requeues: the srun
  * steps inside refuse a bad spec.
@@ -451,6 +476,7 @@ static int batch_task(spank_t sp)
 		return -1;
 	}
 
+	batch_ckpt_option(sp);
 	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof msg)) {
 	case PLUGIN_INACTIVE: return 0;
 	case PLUGIN_HELP:
