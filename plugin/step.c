@@ -573,6 +573,24 @@ static int flight_recorder(spank_t sp)
 	return 0;
 }
 
+/*
+ * The layout file where this task sees it (layout_file.h): under
+ * job_container/tmpfs the task has the job's own /tmp, not the one user_init
+ * wrote in. -1 after the message: LLMP_LAYOUT_FILE must name a file.
+ */
+static int layout_file_visible(void)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char msg[LLMP_MSG_MAX];
+	bool written;
+	if (!c->layout_path[0] ||
+	    plugin_layout_file_ensure(c->plan, c->layout_path, &written, msg, sizeof msg) == 0)
+		return 0;
+	plugin_task_message(
+		"%s (a directory every task of the job sees can be set with the plugin's layout_dir=)", msg);
+	return -1;
+}
+
 /* OMP_NUM_THREADS, where the task has none: its CPUs (SLURM_CPUS_PER_TASK), else 1, as torchrun does. */
 static void thread_default(spank_t sp)
 {
@@ -735,7 +753,7 @@ int plugin_step_task(spank_t sp)
 		plugin_task_message("cannot compute the task environment of rank %u", rank);
 		return -1;
 	}
-	if (set_task_env(sp, &env) < 0)
+	if (set_task_env(sp, &env) < 0 || layout_file_visible() < 0)
 		return -1;
 	socket_ifname(sp);
 	network_devices(sp, (uint32_t)local_rank);
