@@ -565,7 +565,7 @@ munge_answers() {
 
 all_nodes_idle() { # statedir
 	local states
-	states=$(SLURM_CONF=$1/slurm.conf sinfo -h -N -o '%N %T')
+	states=$(SLURM_CONF=$1/slurm.conf sinfo -h -N -o '%N %T' | sort -u) # a node of two partitions is listed twice
 	[ "$(grep -c ' idle$' <<<"$states")" -eq "${#NODES[@]}" ]
 }
 
