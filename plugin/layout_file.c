@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <llmp/llmp_json.h>
@@ -81,6 +83,59 @@ int plugin_layout_file_write(const llmp_plan *plan, const char *path, const stru
 	snprintf(what, sizeof what, "writing %s", plugin_show_path(shown, path));
 	return plugin_run_bounded(who, what, write_work, &w, PLUGIN_PATH_TIMEOUT_MS, 0, NULL, NULL, msg,
 				  msglen);
+}
+
+struct ensure_job {
+	const llmp_plan *plan;
+	const char *path;
+};
+
+/* In the child: nothing when path is there, else a copy under a name of this process's, renamed to path. */
+static int ensure_work(void *arg, char **out, size_t *outlen, char *msg, size_t msglen)
+{
+	const struct ensure_job *e = arg;
+	char own[PATH_MAX + 32], shown[PLUGIN_SHOWN];
+	struct stat st;
+	if (lstat(e->path, &st) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return snprintf(msg, msglen, "cannot see the layout file %s: %s",
+				plugin_show_path(shown, e->path), strerror(errno)),
+		       -1;
+	if (snprintf(own, sizeof own, "%s.%ld", e->path, (long)getpid()) >= (int)sizeof own)
+		return snprintf(msg, msglen, "layout file path %s is too long",
+				plugin_show_path(shown, e->path)),
+		       -1;
+	struct write_job w = { .plan = e->plan, .path = own };
+	if (write_work(&w, out, outlen, msg, msglen) < 0)
+		return -1;
+	if (rename(own, e->path) != 0) {
+		int saved = errno;
+		unlink(own);
+		return snprintf(msg, msglen, "cannot put the layout file at %s: %s",
+				plugin_show_path(shown, e->path), strerror(saved)),
+		       -1;
+	}
+	/* Tell the parent a copy was made: one byte of output. */
+	if ((*out = malloc(1)) != NULL) {
+		**out = 'w';
+		*outlen = 1;
+	}
+	return 0;
+}
+
+int plugin_layout_file_ensure(const llmp_plan *plan, const char *path, bool *written, char *msg,
+			      size_t msglen)
+{
+	char shown[PLUGIN_SHOWN], what[PLUGIN_SHOWN + 32], *out = NULL;
+	size_t outlen = 0;
+	struct ensure_job e = { .plan = plan, .path = path };
+	snprintf(what, sizeof what, "writing %s", plugin_show_path(shown, path));
+	int rc = plugin_run_bounded(NULL, what, ensure_work, &e, PLUGIN_PATH_TIMEOUT_MS, 1, &out, &outlen,
+				    msg, msglen);
+	*written = rc == 0 && outlen == 1;
+	free(out);
+	return rc;
 }
 
 static int remove_work(void *arg, char **out, size_t *outlen, char *msg, size_t msglen)

@@ -13,6 +13,7 @@
 #ifndef LLMP_LAYOUT_FILE_H
 #define LLMP_LAYOUT_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -32,6 +33,19 @@ int plugin_layout_file_name(const char *dir, uint32_t job_id, uint32_t step_id, 
 /* Write the layout to path, as *who (NULL: the caller is the user). Returns 0, or -1 with msg set. */
 int plugin_layout_file_write(const llmp_plan *plan, const char *path, const struct plugin_identity *who,
 			     char *msg, size_t msglen);
+
+/*
+ * In a task: the file where the task sees it. A task can see another /tmp
+ * than slurmstepd did when it wrote the file (job_container/tmpfs gives each
+ * job its own, joined after user_init): then each task writes the same
+ * layout under a name of its own (path.PID, O_EXCL) and renames it to path,
+ * so a reader never sees a part of it, whichever task is first. The copy
+ * goes with the job's private /tmp. *written tells whether this task wrote
+ * one. Run in a child under the deadline, as the caller (the task is the
+ * user already). Returns 0, or -1 with msg set.
+ */
+int plugin_layout_file_ensure(const llmp_plan *plan, const char *path, bool *written, char *msg,
+			      size_t msglen);
 
 /*
  * Remove the file as the job's owner, with the job's groups (a directory

@@ -39,6 +39,7 @@
 #include "resolve_ckpt.h"
 #include "slurm_env.h"
 #include "task_env.h"
+#include "task_map.h"
 
 /* Remember why the step cannot run; task_init reports it. */
 static int fail_step(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -237,11 +238,12 @@ static int place_job_tasks(spank_t sp, const char *topology, const char *text, s
 }
 
 /*
- * The topology file's bytes, read by a child under a deadline (bounded.h):
- * 0, or -1 with why set. The task is the user already; the child only
- * keeps a FIFO or a hung file system from holding it.
+ * A file the user named (the topology file, SLURM_HOSTFILE), read by a
+ * child under a deadline (bounded.h): 0, or -1 with why set. The task is
+ * the user already; the child only keeps a FIFO or a hung file system from
+ * holding it.
  */
-static int read_topology(const char *path, char **text, size_t *len, char *why, size_t whylen)
+static int read_user_file(const char *path, char **text, size_t *len, char *why, size_t whylen)
 {
 	char shown[PLUGIN_SHOWN], what[PLUGIN_SHOWN + 16];
 	struct plugin_file_read r = { .path = path, .cap = PLUGIN_TOPOLOGY_MAX };
@@ -283,7 +285,7 @@ static void place_node_tasks(spank_t sp)
 	const char *topology = step_env(sp, LLMP_ENV_TOPOLOGY_FILE, file, sizeof file) ? file
 			       : c->site.topology[0]                                   ? c->site.topology
 										       : NULL;
-	if (topology && read_topology(topology, &text, &textlen, why, sizeof why) < 0) {
+	if (topology && read_user_file(topology, &text, &textlen, why, sizeof why) < 0) {
 		if (plugin_renumber_asked())
 			fail_step("--llm-placement=topology: %s", why);
 		else
@@ -463,6 +465,31 @@ static int set_task_env(spank_t sp, const struct llmp_env *env)
 }
 
 /*
+ * --llm-checkpoint as sbatch sent it in the job control environment, when
+ * the batch step's own option was lost: Slurm 22.05 and 23.02 keep only
+ * SLURM* names under sbatch --export=NONE, NIL or VAR,..., so the
+ * _SLURM_SPANK_OPTION_* variable that carries it to the batch step is gone,
+ * while its SLURM_SPANK_ copy stays (the srun steps inside find that one
+ * themselves). Read as a string of bounded length, like the option.
+ */
+static void batch_ckpt_option(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char text[LLMP_CKPT_SPEC_MAX_LEN + 2];
+	const char *value;
+	if (c->ckpt_option)
+		return;
+	if (step_env_whole(sp, "SLURM_SPANK__SLURM_SPANK_OPTION_" PLUGIN_NAME "_llm_checkpoint", text,
+			   sizeof text, &value) < 0)
+		plugin_task_message(
+			"warning: --llm-checkpoint is longer than %d characters; the batch script "
+			"gets no checkpoint variables",
+			LLMP_CKPT_SPEC_MAX_LEN);
+	else if (value)
+		c->ckpt_option = strdup(value);
+}
+
+/*
  * The batch script: the checkpoint variables when checkpointing is asked
  * for, nothing else. Fails only past the site's max_requeues: the srun
  * steps inside refuse a bad spec.
@@ -489,6 +516,7 @@ static int batch_task(spank_t sp)
 		return -1;
 	}
 
+	batch_ckpt_option(sp);
 	switch (resolve_ckpt_in_step(sp, &spec, msg, sizeof msg)) {
 	case PLUGIN_INACTIVE: return 0;
 	case PLUGIN_HELP:
@@ -586,6 +614,24 @@ static int flight_recorder(spank_t sp)
 	return 0;
 }
 
+/*
+ * The layout file where this task sees it (layout_file.h): under
+ * job_container/tmpfs the task has the job's own /tmp, not the one user_init
+ * wrote in. -1 after the message: LLMP_LAYOUT_FILE must name a file.
+ */
+static int layout_file_visible(void)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char msg[LLMP_MSG_MAX];
+	bool written;
+	if (!c->layout_path[0] ||
+	    plugin_layout_file_ensure(c->plan, c->layout_path, &written, msg, sizeof msg) == 0)
+		return 0;
+	plugin_task_message(
+		"%s (a directory every task of the job sees can be set with the plugin's layout_dir=)", msg);
+	return -1;
+}
+
 /* OMP_NUM_THREADS, where the task has none: its CPUs (SLURM_CPUS_PER_TASK), else 1, as torchrun does. */
 static void thread_default(spank_t sp)
 {
@@ -633,11 +679,71 @@ static int master_port_held(uint32_t port, const char *host)
 	return -1;
 }
 
+/*
+ * Where task 0 runs and this node's NODE_RANK (task_map.h), from the
+ * PMIx map, the arbitrary host file or node order. In task_init: the
+ * host file is the user's, read for the user. -1 after fail_step.
+ */
+static int map_tasks(spank_t sp, struct plugin_task_map *map)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	enum { PMIX_MAP_MAX = 1 << 20 };
+	char nodes[8192], per_node[1024], dist[64], hostfile[PATH_MAX], msg[LLMP_MSG_MAX], *text = NULL;
+	char *pmix = malloc(PMIX_MAP_MAX);
+	const char *pmix_map = NULL;
+	uint32_t n = 0, *tasks = NULL;
+	size_t textlen = 0;
+	int rc = -1;
+	if (!pmix || spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &n) != ESPANK_SUCCESS ||
+	    !(tasks = calloc(n ? n : 1, sizeof *tasks))) {
+		fail_step("cannot read this node's tasks from Slurm");
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &tasks[i]) != ESPANK_SUCCESS) {
+			fail_step("cannot read this node's tasks from Slurm");
+			goto out;
+		}
+	if (step_env_whole(sp, "SLURM_PMIX_MAPPING_SERV", pmix, PMIX_MAP_MAX, &pmix_map) < 0) {
+		fail_step("SLURM_PMIX_MAPPING_SERV is longer than %d bytes", PMIX_MAP_MAX);
+		goto out;
+	}
+	struct plugin_task_map_inputs in = {
+		.pmix_map = pmix_map,
+		.distribution = step_env(sp, "SLURM_DISTRIBUTION", dist, sizeof dist),
+		.nodelist = step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes),
+		.tasks_per_node = step_env(sp, "SLURM_STEP_TASKS_PER_NODE", per_node, sizeof per_node),
+		.nnodes = c->nnodes,
+		.node_id = c->node_id,
+		.world = llmp_plan_world(c->plan),
+		.tasks = tasks,
+		.ntasks = n,
+	};
+	if (!pmix_map && in.distribution && strncmp(in.distribution, "arbitrary", 9) == 0 &&
+	    (in.hostfile = step_env(sp, "SLURM_HOSTFILE", hostfile, sizeof hostfile))) {
+		if (read_user_file(in.hostfile, &text, &textlen, msg, sizeof msg) < 0) {
+			fail_step("SLURM_HOSTFILE: %s", msg);
+			goto out;
+		}
+		in.hostfile_text = text;
+		in.hostfile_len = textlen;
+	}
+	if (plugin_task_map(&in, map, msg, sizeof msg) < 0)
+		fail_step("%s", msg);
+	else
+		rc = 0;
+out:
+	free(text);
+	free(tasks);
+	free(pmix);
+	return rc;
+}
+
 int plugin_step_task(spank_t sp)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	static struct llmp_env env; /* large; one task per process */
-	char nodes[8192], first[256];
+	struct plugin_task_map map;
 	uint32_t rank = 0, local_tasks = 0;
 	int local_rank = 0;
 
@@ -651,9 +757,8 @@ int plugin_step_task(spank_t sp)
 		fail_step("cannot read the task's place in the step from Slurm");
 	if (!c->failed)
 		place_node_tasks(sp);
-	if (!c->failed && plugin_hostlist_first(step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes),
-						first, sizeof first) < 0)
-		fail_step("cannot find the step's first node in SLURM_STEP_NODELIST");
+	if (!c->failed)
+		map_tasks(sp, &map);
 	if (c->failed) {
 		if (local_rank == 0) /* once per node is enough to read */
 			plugin_task_message("%s", c->error);
@@ -664,7 +769,7 @@ int plugin_step_task(spank_t sp)
 	char placement[64] = "block";
 	if (c->renumbered && (uint32_t)local_rank < c->place.n) {
 		rank = c->job.rank[local_rank];
-		snprintf(first, sizeof first, "%s", c->job.master);
+		snprintf(map.master, sizeof map.master, "%s", c->job.master);
 		snprintf(placement, sizeof placement, "topology:%016llx", (unsigned long long)c->job.digest);
 	}
 	char gpu[256];
@@ -674,9 +779,9 @@ int plugin_step_task(spank_t sp)
 		.local_rank = (uint32_t)local_rank,
 		.torch_local_rank = torch_local,
 		.local_tasks = local_tasks,
-		.node_rank = c->node_id,
+		.node_rank = map.node_rank,
 		.nnodes = c->nnodes,
-		.master_addr = first,
+		.master_addr = map.master,
 		.placement = placement,
 		.master_port = master_port(sp),
 		.layout_file = c->layout_path[0] ? c->layout_path : NULL,
@@ -684,13 +789,13 @@ int plugin_step_task(spank_t sp)
 		.ckpt = c->ckpt_active ? &c->ckpt : NULL,
 		.restart_count = c->restart_count,
 	};
-	if (rank == 0 && master_port_held(task.master_port, first) < 0)
+	if (rank == 0 && master_port_held(task.master_port, map.master) < 0)
 		return -1;
 	if (plugin_task_env(c->plan, &task, &env) < 0) {
 		plugin_task_message("cannot compute the task environment of rank %u", rank);
 		return -1;
 	}
-	if (set_task_env(sp, &env) < 0)
+	if (set_task_env(sp, &env) < 0 || layout_file_visible() < 0)
 		return -1;
 	socket_ifname(sp);
 	network_devices(sp, (uint32_t)local_rank);

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -198,6 +199,58 @@ static void layout_file_new_private_and_removed(void **state)
 	llmp_plan_destroy(plan);
 }
 
+/* The task's own copy when it cannot see the file (job_container/tmpfs): whole, 0600, once. */
+static void layout_file_ensured_where_the_task_sees_it(void **state)
+{
+	char path[512], missing[600], msg[512], text[4096];
+	struct stat sb;
+	llmp_spec spec;
+	llmp_plan *plan;
+	bool written = true;
+	(void)state;
+
+	assert_int_equal(llmp_spec_parse("tp=2", &spec, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(plugin_layout_file_name(dir, 8, 0, 0, path, sizeof path, msg, sizeof msg), 0);
+	/* Seen: nothing to do. */
+	assert_int_equal(plugin_layout_file_write(plan, path, NULL, msg, sizeof msg), 0);
+	assert_int_equal(plugin_layout_file_ensure(plan, path, &written, msg, sizeof msg), 0);
+	assert_false(written);
+	assert_int_equal(unlink(path), 0);
+	/* Not seen: written under its name, nothing else left in the directory. */
+	assert_int_equal(plugin_layout_file_ensure(plan, path, &written, msg, sizeof msg), 0);
+	assert_true(written);
+	assert_int_equal(lstat(path, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	assert_int_equal(sb.st_mode & 07777, 0600);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	/* By hand: tp=2 over 4 ranks pairs 0,1 and 2,3. */
+	assert_non_null(strstr(text, "\"world\":4"));
+	assert_non_null(strstr(text, "\"tp\":[[0,1],[2,3]]"));
+	/* The child's own name (path.PID) was renamed away: one file of this job in the directory. */
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int files = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		files += strncmp(e->d_name, "llmp-layout.8.0.0.", strlen("llmp-layout.8.0.0.")) == 0;
+	closedir(d);
+	assert_int_equal(files, 1);
+	/* Seen again (a sibling task's copy): left as it is. */
+	assert_int_equal(plugin_layout_file_ensure(plan, path, &written, msg, sizeof msg), 0);
+	assert_false(written);
+	assert_int_equal(unlink(path), 0);
+	/* A directory the task does not have: the message names the path. */
+	snprintf(missing, sizeof missing, "%s/nodir/llmp-layout.json", dir);
+	assert_int_equal(plugin_layout_file_ensure(plan, missing, &written, msg, sizeof msg), -1);
+	assert_false(written);
+	assert_non_null(strstr(msg, "nodir/llmp-layout.json"));
+	llmp_plan_destroy(plan);
+}
+
 /*
  * Ports below the kernel's ephemeral range (32768 by default) are taken only
  * by an explicit bind, never handed to some other process's connect between
@@ -256,6 +309,7 @@ int main(void)
 		cmocka_unit_test(child_under_a_deadline),
 		cmocka_unit_test(topology_file_refused_unless_regular_small_and_owned),
 		cmocka_unit_test(layout_file_new_private_and_removed),
+		cmocka_unit_test(layout_file_ensured_where_the_task_sees_it),
 		cmocka_unit_test(held_port_is_seen),
 		cmocka_unit_test(directories_of_the_user_alone),
 	};

@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-3-Clause
+# MASTER_ADDR and the node's rank (LLMP_NODE_RANK, GROUP_RANK, CROSS_RANK) under Slurm's task distributions (issue 28,
+# item 2): cyclic, arbitrary (-w with --mpi=pmix, SLURM_HOSTFILE), and
+# arbitrary with nothing to say where task 0 runs. The expected values come
+# from where the tasks were seen to run (SLURMD_NODENAME, SLURM_PROCID): the
+# host of task 0, and a node's rank = how many nodes have a lower first task.
+
+load cluster/common
+
+setup_file() { cluster_setup_file; }
+teardown_file() { cluster_teardown_file; }
+setup() { cluster_setup; }
+teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+
+SHOW='echo "task $SLURM_PROCID $SLURMD_NODENAME master $MASTER_ADDR node $GROUP_RANK $LLMP_NODE_RANK $CROSS_RANK"'
+
+# Check every "task" line of $output against the placement it shows; also
+# that task 0 ran on $1 (the layout the test asked for).
+assert_layout_right() { # HOST_OF_TASK_0 NTASKS
+	local lines
+	lines=$(grep '^task ' <<<"$output" | sort -k2,2n)
+	[ "$(wc -l <<<"$lines")" -eq "$2" ] || { echo "$output"; return 1; }
+	awk -v want0="$1" '
+		{ proc[NR] = $2; host[$2] = $3; master[$2] = $5; nrank[$2] = $7 " " $8 " " $9 }
+		END {
+			if (host[0] != want0) { print "task 0 ran on " host[0] ", not " want0; exit 1 }
+			# Nodes in the order of their lowest task.
+			n = 0
+			for (t = 0; t < NR; t++)
+				if (!(host[t] in rank_of)) rank_of[host[t]] = n++
+			for (t = 0; t < NR; t++) {
+				r = rank_of[host[t]]
+				if (master[t] != host[0] || nrank[t] != r " " r " " r) {
+					print "task " t " on " host[t] ": master " master[t] " ranks " nrank[t] \
+						", want master " host[0] " node rank " r
+					exit 1
+				}
+			}
+		}' <<<"$lines" || { echo "$output"; return 1; }
+}
+
+@test "-m cyclic: MASTER_ADDR is the first node, NODE_RANK the node's id" {
+	run srun -N3 -n6 -m cyclic --llm-parallel=tp=2 sh -c "$SHOW"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_layout_right node1 6
+	# Cyclic: task 2 on node3, task 3 back on node1 (4,1,1 tasks per node).
+	grep -qx 'task 2 node3 master node1 node 2 2 2' <<<"$output" || { echo "$output"; false; }
+}
+
+@test "-m arbitrary -w with --mpi=pmix: task 0's host is MASTER_ADDR and NODE_RANK 0" {
+	run srun --mpi=pmix -m arbitrary -w node3,node1,node3,node2 -n4 --llm-parallel=tp=1 sh -c "$SHOW"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_layout_right node3 4
+	# By hand: node3 (tasks 0, 2) is node rank 0, node1 (task 1) 1, node2 (task 3) 2.
+	grep -qx 'task 1 node1 master node3 node 1 1 1' <<<"$output" || { echo "$output"; false; }
+	grep -qx 'task 3 node2 master node3 node 2 2 2' <<<"$output" || { echo "$output"; false; }
+}
+
+@test "-m arbitrary with SLURM_HOSTFILE, srun and sbatch: the file says where task 0 runs" {
+	printf '# task 0 on node2\nnode2\nnode1\n\nnode2\n' >"$WORK/hosts"
+	chmod 644 "$WORK/hosts"
+	SLURM_HOSTFILE=$WORK/hosts run srun -m arbitrary -n3 --llm-parallel=tp=1 sh -c "$SHOW"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_layout_right node2 3
+	grep -qx 'task 1 node1 master node2 node 1 1 1' <<<"$output" || { echo "$output"; false; }
+	# The same inside a batch job: the steps inherit SLURM_HOSTFILE and the distribution.
+	SLURM_HOSTFILE=$WORK/hosts run sbatch -W -o "$WORK/out" -m arbitrary -n3 --llm-parallel=tp=1 \
+		--wrap "srun sh -c '$SHOW'"
+	[ "$status" -eq 0 ] || { echo "$output"; cat "$WORK/out"; false; }
+	output=$(cat "$WORK/out")
+	assert_layout_right node2 3
+}
+
+@test "a real rendezvous at MASTER_ADDR when task 0 is not on the first node" {
+	run srun --mpi=pmix -m arbitrary -w node2,node1,node2,node1 -n4 --llm-parallel=tp=2 \
+		python3 "$LLMP_SRCDIR/tests/cluster/rendezvous.py"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^rendezvous [0-9]* ok$' <<<"$output")" -eq 4 ] || { echo "$output"; false; }
+}
+
+@test "-m arbitrary with nothing to say where task 0 runs: the step fails and says what to do" {
+	run srun -m arbitrary -w node3,node1,node3,node2 -n4 --llm-parallel=tp=1 sh -c "$SHOW"
+	[ "$status" -ne 0 ] || { echo "$output"; false; }
+	grep -q 'llm_parallel: task 0 runs on node3 (node 2 of the step), not on its first node node1' \
+		<<<"$output" || { echo "$output"; false; }
+	grep -q 'run with srun --mpi=pmix' <<<"$output" || { echo "$output"; false; }
+	! grep -q '^task 0 ' <<<"$output" || { echo "$output"; false; }
+	assert_cluster_idle
+}
