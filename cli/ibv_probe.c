@@ -19,6 +19,7 @@
 
 #include "llmp_cli.h"
 #include "topology/topo.h"
+#include <llmp/llmp_env.h>
 
 struct verbs {
 	void **(*get_device_list)(int *);
@@ -53,7 +54,7 @@ static bool load(void *lib, struct verbs *v)
 /* 1 supported, 0 not, -1 not probed; the device probed in dev. */
 int cli_dmabuf_probe(const struct topo_type *ty, char *dev, size_t len)
 {
-	const char *name = getenv("LLMP_IBVERBS_LIBRARY");
+	const char *name = getenv(LLMP_ENV_IBVERBS_LIBRARY);
 	void *lib = dlopen(name && *name ? name : "libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
 	struct verbs v;
 	int result = -1, n = 0;

@@ -27,6 +27,7 @@
 
 #include "llmp_cli.h"
 #include "report_fr.h"
+#include <llmp/llmp_env.h>
 
 #define PROG "llmp report"
 
@@ -124,7 +125,7 @@ int cli_report_flight_recorder(FILE *out, const char *dir, const char *layout, u
 	snprintf(frdir, sizeof frdir, "%s/fr", dir);
 	if (!has_dumps(frdir))
 		return 0;
-	const char *python = getenv("LLMP_PYTHON");
+	const char *python = getenv(LLMP_ENV_PYTHON);
 	python = python && *python ? python : "python3";
 	snprintf(lay, sizeof lay, "%s.layout", tmp_base);
 	snprintf(frag, sizeof frag, "%s.fr", tmp_base);

@@ -19,13 +19,14 @@
 #include "topology/discover/gdr_read.h"
 #include "topology/gdr.h"
 #include "topology/nccl_dump.h"
+#include <llmp/llmp_env.h>
 
 #define PROG "llmp topo"
 
 /* ncclGetVersion of the NCCL a task would load; 0 when none loads. */
 static int nccl_version(void)
 {
-	const char *name = getenv("LLMP_NCCL_LIBRARY");
+	const char *name = getenv(LLMP_ENV_NCCL_LIBRARY);
 	void *lib = dlopen(name && *name ? name : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
 	if (!lib)
 		return 0;

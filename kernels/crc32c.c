@@ -33,6 +33,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <llmp/llmp_env.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -458,7 +459,7 @@ typedef uint32_t crc32c_impl(uint32_t reg, const unsigned char *p, size_t len);
 
 static crc32c_impl *crc32c_choose(void)
 {
-	const char *force = getenv("LLMP_CRC32C_PORTABLE");
+	const char *force = getenv(LLMP_ENV_CRC32C_PORTABLE);
 
 	if (force && force[0] != '\0' && strcmp(force, "0") != 0)
 		return crc32c_portable;

@@ -581,7 +581,7 @@ static int flight_recorder(spank_t sp)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	char metrics[PATH_MAX], dir[PATH_MAX], frdir[PATH_MAX], prefix[PATH_MAX];
-	const char *m = step_env(sp, "LLMP_METRICS", metrics, sizeof metrics);
+	const char *m = step_env(sp, LLMP_ENV_METRICS, metrics, sizeof metrics);
 	if (m && *m && *m != ',')
 		snprintf(dir, sizeof dir, "%.*s", (int)strcspn(m, ","), m);
 	else if (c->ckpt_active && c->ckpt.dir[0])

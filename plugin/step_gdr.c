@@ -32,6 +32,7 @@
 #include "topology/discover/discover.h"
 #include "topology/discover/gdr_read.h"
 #include "topology/nccl_topo.h"
+#include <llmp/llmp_env.h>
 
 #define PLATFORM_TOPO "/var/run/nvidia-topologyd/virtualTopology.xml"
 #define XML_MAX ((size_t)1 << 20)
@@ -111,7 +112,8 @@ static void nccl_topo_file(spank_t sp, uint32_t local_rank)
 	char probe[8], path[PATH_MAX], why[LLMP_MSG_MAX] = "", pwhy[LLMP_MSG_MAX] = "";
 	if (spank_getenv(sp, "NCCL_TOPO_FILE", probe, sizeof probe) != ESPANK_ENV_NOEXIST)
 		return; /* the user's own */
-	bool from_file = spank_getenv(sp, "LLMP_TOPOLOGY_FILE", probe, sizeof probe) != ESPANK_ENV_NOEXIST ||
+	bool from_file = spank_getenv(sp, LLMP_ENV_TOPOLOGY_FILE, probe, sizeof probe) !=
+				 ESPANK_ENV_NOEXIST ||
 			 c->site.topology[0];
 	int platform = platform_file(pwhy, sizeof pwhy);
 	if (platform == 0 || (platform == 1 && !(from_file && sysfs_hides(c->place.type))))

@@ -96,3 +96,24 @@ print(lib.llmp_version())' "$LIBLLMP"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$want" ]
 }
+
+# Every LLMP_* variable a C source reads or sets is named once, in
+# include/llmp/llmp_env.h: a quoted "LLMP_..." anywhere else in C is a
+# second spelling (comments that show a name are not code).
+env_names_outside() { # ROOT
+	grep -rnE --include='*.c' --include='*.h' '"LLMP_[A-Z0-9_]+"' \
+		"$1/runtime" "$1/cli" "$1/plugin" "$1/topology" "$1/kernels" "$1/include" |
+		grep -v '/include/llmp/llmp_env.h:' | grep -vE ':[0-9]+:[[:space:]]*(/?\*|//)' || true
+}
+
+@test "surface: every LLMP_* environment name is spelled only in llmp_env.h" {
+	run env_names_outside "$LLMP_SRCDIR"
+	echo "$output"
+	[ -z "$output" ]
+	# and a second spelling is found
+	local copy="$BATS_TEST_TMPDIR/tree"
+	mkdir -p "$copy/runtime" "$copy/cli" "$copy/plugin" "$copy/topology" "$copy/kernels" "$copy/include"
+	printf 'const char *v = getenv("LLMP_TIMEOUT");\n' >"$copy/runtime/x.c"
+	run env_names_outside "$copy"
+	[[ "$output" == *'runtime/x.c:1:const char *v = getenv("LLMP_TIMEOUT");'* ]]
+}

@@ -65,4 +65,19 @@
 #define LLMP_ENV_PORT_SALT "LLMP_PORT_SALT"
 #define LLMP_ENV_TOPOLOGY_GATHER "LLMP_TOPOLOGY_GATHER"
 
+/* Observability and the device path (doc/metrics-json.md, doc/llmp.3). */
+#define LLMP_ENV_METRICS "LLMP_METRICS" /* where each rank writes its counters */
+#define LLMP_ENV_DEVICE "LLMP_DEVICE"   /* the device path: on, off or auto */
+
+/* Libraries loaded with dlopen, by path in place of the system's (test doubles, sites). */
+#define LLMP_ENV_CUDA_LIBRARY "LLMP_CUDA_LIBRARY"
+#define LLMP_ENV_NCCL_LIBRARY "LLMP_NCCL_LIBRARY"
+#define LLMP_ENV_NVML_LIBRARY "LLMP_NVML_LIBRARY"
+#define LLMP_ENV_IBVERBS_LIBRARY "LLMP_IBVERBS_LIBRARY"
+#define LLMP_ENV_LUSTREAPI_LIBRARY "LLMP_LUSTREAPI_LIBRARY"
+
+/* The tools: the Python `llmp report` runs, and CRC-32C without CPU instructions (tests). */
+#define LLMP_ENV_PYTHON "LLMP_PYTHON"
+#define LLMP_ENV_CRC32C_PORTABLE "LLMP_CRC32C_PORTABLE"
+
 #endif /* LLMP_ENV_H */

@@ -34,12 +34,13 @@
 
 #include "ckpt_internal.h"
 #include <llmp/llmp_ckpt_spec.h>
+#include <llmp/llmp_env.h>
 
 #define LUSTRE_SUPER_MAGIC 0x0BD00BD0L
 #define GPFS_SUPER_MAGIC 0x47504653L
 /* liblustreapi's stripe count for "every OST" (lustreapi.h, LLAPI_LAYOUT_WIDE). */
 #define LLAPI_LAYOUT_WIDE_COUNT (0x1000000000000001ULL + 2)
-#define LUSTREAPI_ENV "LLMP_LUSTREAPI_LIBRARY"
+#define LUSTREAPI_ENV LLMP_ENV_LUSTREAPI_LIBRARY
 /*
  * Exported only by the test double (tests/ckpt/fake_lustreapi.c), never by
  * liblustreapi: the filesystem type it pretends a directory is on. Looked up

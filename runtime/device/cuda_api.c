@@ -10,6 +10,7 @@
 
 #include "runtime/comm/memtype.h"
 #include "topology/fail.h"
+#include <llmp/llmp_env.h>
 
 #define DEFAULT_DRIVER "libcuda.so.1"
 
@@ -48,7 +49,7 @@ static const struct rt_dl_symbol symbols[] = {
 
 static const char *driver_path(void)
 {
-	const char *path = getenv("LLMP_CUDA_LIBRARY");
+	const char *path = getenv(LLMP_ENV_CUDA_LIBRARY);
 	return path && *path ? path : DEFAULT_DRIVER;
 }
 

@@ -27,6 +27,7 @@
 #include <llmp/llmp_device.h>
 #include "runtime/comm/transport.h"
 #include "runtime/comm/wireup.h"
+#include <llmp/llmp_env.h>
 
 /* ------------------------------------------------------------ the choice */
 
@@ -34,7 +35,7 @@ enum device_mode { DEVICE_AUTO, DEVICE_NCCL, DEVICE_OFF };
 
 static llmp_status read_mode(llmp_ctx *ctx, enum device_mode *mode)
 {
-	const char *v = getenv("LLMP_DEVICE");
+	const char *v = getenv(LLMP_ENV_DEVICE);
 	if (!v || !*v || strcmp(v, "auto") == 0)
 		*mode = DEVICE_AUTO;
 	else if (strcmp(v, "nccl") == 0)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "topology/fail.h"
+#include <llmp/llmp_env.h>
 
 llmp_status rt_nccl_load(struct rt_nccl *n, char *msg, size_t len)
 {
@@ -30,7 +31,7 @@ llmp_status rt_nccl_load(struct rt_nccl *n, char *msg, size_t len)
 		{ "ncclSend", offsetof(struct rt_nccl, send) },
 		{ "ncclRecv", offsetof(struct rt_nccl, recv) },
 	};
-	const char *path = getenv("LLMP_NCCL_LIBRARY");
+	const char *path = getenv(LLMP_ENV_NCCL_LIBRARY);
 	memset(n, 0, sizeof *n);
 	snprintf(n->path, sizeof n->path, "%s", path && *path ? path : "libnccl.so.2");
 	/* RTLD_LOCAL: NCCL's symbols stay out of the program's namespace. */

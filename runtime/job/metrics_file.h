@@ -18,8 +18,9 @@
 #include <stdint.h>
 
 #include <llmp/llmp_status.h>
+#include <llmp/llmp_env.h>
 
-#define JOB_METRICS_ENV "LLMP_METRICS"
+#define JOB_METRICS_ENV LLMP_ENV_METRICS
 #define JOB_METRICS_DEFAULT_EVERY_S 10.0
 #define JOB_METRICS_DIR_MAX 4000
 

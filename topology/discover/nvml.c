@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <llmp/llmp_env.h>
 
 #define NVML_MAX_LINKS 18 /* NVLink 4 and 5 give a GPU 18 links */
 #define NVML_FABRIC_STATE_COMPLETED 3
@@ -78,7 +79,7 @@ static void printable(char *s)
 
 static bool load(struct nvml *n, char *why, size_t len)
 {
-	const char *path = getenv("LLMP_NVML_LIBRARY");
+	const char *path = getenv(LLMP_ENV_NVML_LIBRARY);
 	if (!path || !*path)
 		path = "libnvidia-ml.so.1";
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
