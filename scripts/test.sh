@@ -11,7 +11,10 @@
 #   5. short libFuzzer runs of the layout parser and of the topology file reader
 #      (FUZZ_SECONDS each, default 60),
 #   6. the C sources formatted as .clang-format says (scripts/format.sh --check),
-#   7. `make distcheck`.
+#   7. `make distcheck`,
+#   8. the packages: `make deb` and `make rpm` from distcheck's tarball, lintian and rpmlint
+#      (packaging/README.md), and the .deb files installed here, serving the local Slurm
+#      cluster's jobs (tests/packages.bats; as root, else skipped).
 # Every stage runs even if an earlier one failed; the last line is the total,
 # "N passed, N failed, N skipped", and the exit status is 1 if anything failed.
 # A test skipped for a reason not listed in allowed_skips counts as failed.
@@ -146,6 +149,18 @@ echo "== make distcheck"
 count_step "distcheck" quietly "$build/distcheck.log" make -C "$build" distcheck \
 	DISTCHECK_CONFIGURE_FLAGS=--disable-cluster-tests
 grep -A1 'archives ready' "$build/distcheck.log" || true
+
+echo "== packages: make deb, make rpm (from distcheck's tarball), lintian, rpmlint, the .deb files serving the cluster"
+tarball=$(ls "$build"/llmp-*.tar.gz 2>/dev/null | head -n1) # distcheck's; else make deb makes one
+count_step "make deb" quietly "$build/deb.log" make -C "$build" deb DIST_TARBALL="$tarball"
+count_step "lintian" quietly "$build/lintian.log" sh -c 'cd "$1/packages/deb" && lintian --pedantic -I \
+	--suppress-tags-from-file "$2/packaging/lintian.suppress" --fail-on warning ./*.changes' sh "$build" "$src"
+# rpmbuild --nodeps: Debian has no slurm-devel, pmix-devel, ... to satisfy BuildRequires
+count_step "make rpm" quietly "$build/rpm.log" make -C "$build" rpm DIST_TARBALL="$tarball" RPMBUILD_FLAGS=--nodeps
+count_step "rpmlint" quietly "$build/rpmlint.log" sh -c 'rpmlint -r "$2/packaging/llmp.rpmlintrc" "$1"/packages/rpm/RPMS/*/*.rpm' \
+	sh "$build" "$src"
+count_step "installed .deb packages on the cluster" quietly "$build/packages-test.log" \
+	env LLMP_SRCDIR="$src" LLMP_BUILDDIR="$build" bats tests/packages.bats
 
 for f in "${failures[@]}"; do
 	echo "FAILED: $f"
