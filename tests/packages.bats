@@ -47,8 +47,11 @@ setup_file() {
 		files+=("$(deb_file "$p")") || return 1
 	done
 	# apt-get waits for dpkg's lock (another apt-get on the machine) where dpkg -i would fail
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		-o DPkg::Lock::Timeout=600 "${files[@]}" >&3 2>&1 || return 1
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		-o DPkg::Lock::Timeout=600 "${files[@]}" >"$BATS_FILE_TMPDIR/apt.log" 2>&1; then
+		cat "$BATS_FILE_TMPDIR/apt.log" >&3
+		return 1
+	fi
 	CLUSTER_STATE=$(mktemp -d /tmp/llmp-cluster-test.XXXXXX)
 	export CLUSTER_STATE
 	chmod 755 "$CLUSTER_STATE"
@@ -158,7 +161,9 @@ int main(void)
 C
 	# shellcheck disable=SC2046 # pkg-config's words
 	cc -o "$WORK/sum" "$WORK/sum.c" $(pkg-config --cflags --libs llmp)
-	ldd "$WORK/sum" | grep -q "libllmp.so.0 => /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libllmp.so.0"
+	# the installed library (/lib is /usr/lib on Debian 12, and ld.so.cache may say either)
+	ldd "$WORK/sum" | grep -Eq "libllmp\.so\.0 => (/usr)?/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libllmp\.so\.0 " ||
+		{ ldd "$WORK/sum" >&2; false; }
 	run srun --mpi=pmix -N2 --ntasks-per-node=2 --llm-parallel=tp=2 "$WORK/sum"
 	[ "$status" -eq 0 ]
 	# 1 + 2 + 3 + 4
