@@ -72,6 +72,13 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		puts("llmp " PACKAGE_VERSION);
+#ifdef LLMP_SLURM_VERSION
+		/* Slurm loads the plugin only under the release it was built for */
+		puts("SPANK plugin llm_parallel.so built for Slurm " LLMP_SLURM_VERSION
+		     " (Slurm loads it only under that major release: rebuild llmp for every other)");
+#else
+		puts("SPANK plugin llm_parallel.so not built (configure found no slurm/spank.h)");
+#endif
 		return CLI_EXIT_OK;
 	}
 	fprintf(stderr, "llmp: unknown command '%s'\n", argv[1]);

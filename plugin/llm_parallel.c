@@ -2,8 +2,11 @@
 /*
  * llm_parallel.c - the SPANK plugin's entry points: each callback is routed
  * by context to the file that handles it (submission: submit.c; inside the
- * job step: step.c). Nothing runs in slurmd or prolog/epilog contexts.
+ * job step: step.c). In slurmd the plugin only says which Slurm it was
+ * built for; nothing runs in prolog/epilog contexts.
  */
+#include "config.h"
+
 #include "plugin.h"
 
 #include <stdio.h>
@@ -15,6 +18,17 @@ int slurm_spank_init(spank_t sp, int argc, char **argv)
 	char msg[LLMP_MSG_MAX];
 	spank_context_t ctx = spank_context();
 
+	/* Slurm refuses a plugin built for another major release before this
+	 * runs; the line in slurmd's log says which release an admin built
+	 * for, and so which one the next upgrade needs a rebuild against. */
+	if (ctx == S_CTX_SLURMD) {
+		slurm_info(PLUGIN_NAME ": llmp " PACKAGE_VERSION " built for Slurm %d.%02d.%d"
+				       " (rebuild it for every other Slurm release)",
+			   SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+			   SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+			   SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
+		return 0;
+	}
 	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE)
 		return 0;
 	if (plugin_site_parse(&plugin_ctx()->site, argc, argv, msg, sizeof msg) < 0) {

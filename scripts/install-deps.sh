@@ -32,6 +32,8 @@ packages=(
 	iproute2 procps util-linux
 	# the cluster's distributed volume (tests/distfs.bats): a brick and a FUSE client per node
 	glusterfs-server glusterfs-client
+	# make deb, make rpm and their checks (packaging/README.md)
+	debhelper lintian rpm rpmlint
 )
 
 export DEBIAN_FRONTEND=noninteractive

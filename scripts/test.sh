@@ -13,6 +13,9 @@
 #   format     the C sources as .clang-format writes them (scripts/format.sh --check),
 #              and which runtime folder may include which (scripts/check-layers.sh)
 #   distcheck  `make distcheck`
+#   packaging  `make deb` and `make rpm` from distcheck's tarball, lintian and rpmlint
+#              (packaging/README.md), and the .deb files installed here, serving the local
+#              Slurm cluster's jobs (tests/packages.bats; as root)
 #
 #   scripts/test.sh --quick          build, the tests that need no root, cluster or
 #                                    PyTorch, and the format check (a few minutes;
@@ -27,7 +30,7 @@ set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
 
-all_stages=(packages python check asan valgrind fuzz format distcheck)
+all_stages=(packages python check asan valgrind fuzz format distcheck packaging)
 # The suites of --quick: no root, no cluster, no PyTorch.
 quick_tests='$(unit_tests) tests/cli.bats tests/topo.bats tests/job_end.bats tests/runtime_singleton.bats tests/example_mlp.bats tests/ckpt_tool.bats tests/ckpt_damage.bats tests/device_ckpt.bats'
 
@@ -212,9 +215,36 @@ stage_distcheck() {
 	grep -A1 'archives ready' "$build/distcheck.log" || true
 }
 
+stage_packaging() {
+	echo "== packages: make deb, make rpm (from distcheck's tarball), lintian, rpmlint, the .deb files serving the cluster"
+	local tarball
+	tarball=$(ls "$build"/llmp-*.tar.gz 2>/dev/null | head -n1) # distcheck's; else make deb makes one
+	count_step "make deb" quietly "$build/deb.log" make -C "$build" deb DIST_TARBALL="$tarball"
+	count_step "lintian" quietly "$build/lintian.log" sh -c 'cd "$1/packages/deb" && lintian --pedantic -I \
+		--suppress-tags-from-file "$2/packaging/lintian.suppress" --fail-on warning ./*.changes' sh "$build" "$src"
+	# rpmbuild --nodeps: Debian has no slurm-devel, pmix-devel, ... to satisfy BuildRequires
+	count_step "make rpm" quietly "$build/rpm.log" make -C "$build" rpm DIST_TARBALL="$tarball" RPMBUILD_FLAGS=--nodeps
+	count_step "rpmlint" quietly "$build/rpmlint.log" sh -c 'rpmlint -r "$2/packaging/llmp.rpmlintrc" "$1"/packages/rpm/RPMS/*/*.rpm' \
+		sh "$build" "$src"
+	count_step "installed .deb packages on the cluster" quietly "$build/packages-test.log" \
+		env LLMP_SRCDIR="$src" LLMP_BUILDDIR="$build" bats tests/packages.bats
+}
+
 for stage in "${all_stages[@]}"; do
 	[[ " ${stages[*]} " == *" $stage "* ]] && "stage_$stage"
 done
+
+echo "== packages: make deb, make rpm (from distcheck's tarball), lintian, rpmlint, the .deb files serving the cluster"
+tarball=$(ls "$build"/llmp-*.tar.gz 2>/dev/null | head -n1) # distcheck's; else make deb makes one
+count_step "make deb" quietly "$build/deb.log" make -C "$build" deb DIST_TARBALL="$tarball"
+count_step "lintian" quietly "$build/lintian.log" sh -c 'cd "$1/packages/deb" && lintian --pedantic -I \
+	--suppress-tags-from-file "$2/packaging/lintian.suppress" --fail-on warning ./*.changes' sh "$build" "$src"
+# rpmbuild --nodeps: Debian has no slurm-devel, pmix-devel, ... to satisfy BuildRequires
+count_step "make rpm" quietly "$build/rpm.log" make -C "$build" rpm DIST_TARBALL="$tarball" RPMBUILD_FLAGS=--nodeps
+count_step "rpmlint" quietly "$build/rpmlint.log" sh -c 'rpmlint -r "$2/packaging/llmp.rpmlintrc" "$1"/packages/rpm/RPMS/*/*.rpm' \
+	sh "$build" "$src"
+count_step "installed .deb packages on the cluster" quietly "$build/packages-test.log" \
+	env LLMP_SRCDIR="$src" LLMP_BUILDDIR="$build" bats tests/packages.bats
 
 for f in "${failures[@]}"; do
 	echo "FAILED: $f"
