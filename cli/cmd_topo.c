@@ -9,6 +9,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "config.h"
+
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +122,14 @@ int cli_topo(int argc, char **argv)
 		return cli_usage_error(PROG, "--nccl-dump is compared by --gdr: without it,", dump);
 	if (type && !xml)
 		return cli_usage_error(PROG, "--type names what --nccl-topo writes: without it,", type);
-	if (job) /* it joins the job: llmp-bench, with the runtime */
+	if (job) { /* it joins the job: llmp-bench, with the runtime */
+#ifdef LLMP_HAVE_RUNTIME
 		return cli_exec_bench("topo-job", argc, argv);
+#else
+		fputs(PROG ": --job: not built: configure found no PMIx or UCX for the runtime\n", stderr);
+		return CLI_EXIT_FAILURE;
+#endif
+	}
 	if (file && !*file)
 		file = NULL;
 
