@@ -234,18 +234,6 @@ for stage in "${all_stages[@]}"; do
 	[[ " ${stages[*]} " == *" $stage "* ]] && "stage_$stage"
 done
 
-echo "== packages: make deb, make rpm (from distcheck's tarball), lintian, rpmlint, the .deb files serving the cluster"
-tarball=$(ls "$build"/llmp-*.tar.gz 2>/dev/null | head -n1) # distcheck's; else make deb makes one
-count_step "make deb" quietly "$build/deb.log" make -C "$build" deb DIST_TARBALL="$tarball"
-count_step "lintian" quietly "$build/lintian.log" sh -c 'cd "$1/packages/deb" && lintian --pedantic -I \
-	--suppress-tags-from-file "$2/packaging/lintian.suppress" --fail-on warning ./*.changes' sh "$build" "$src"
-# rpmbuild --nodeps: Debian has no slurm-devel, pmix-devel, ... to satisfy BuildRequires
-count_step "make rpm" quietly "$build/rpm.log" make -C "$build" rpm DIST_TARBALL="$tarball" RPMBUILD_FLAGS=--nodeps
-count_step "rpmlint" quietly "$build/rpmlint.log" sh -c 'rpmlint -r "$2/packaging/llmp.rpmlintrc" "$1"/packages/rpm/RPMS/*/*.rpm' \
-	sh "$build" "$src"
-count_step "installed .deb packages on the cluster" quietly "$build/packages-test.log" \
-	env LLMP_SRCDIR="$src" LLMP_BUILDDIR="$build" bats tests/packages.bats
-
 for f in "${failures[@]}"; do
 	echo "FAILED: $f"
 done
