@@ -93,3 +93,21 @@ bool topo_path_parse_level(const char *text, enum topo_path *level)
 	*level = old[v > 5 || v < 0 ? 5 : v];
 	return true;
 }
+
+int topo_nccl_nearest_hca(const struct topo_type *ty, unsigned g, bool usable_only)
+{
+	int best = -1, best_common = -1;
+	enum topo_path best_path = TOPO_PATH_DIS;
+	for (unsigned h = 0; h < ty->nhcas; h++) {
+		if (usable_only && !topo_hca_usable(&ty->hcas[h]))
+			continue;
+		int common;
+		enum topo_path p = topo_nccl_path(&ty->gpus[g].pci, &ty->hcas[h].pci, &common);
+		if (best < 0 || p < best_path || (p == best_path && common > best_common)) {
+			best = (int)h;
+			best_path = p;
+			best_common = common;
+		}
+	}
+	return best;
+}

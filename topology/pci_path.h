@@ -53,6 +53,13 @@ unsigned topo_nccl_parents(const struct topo_pci *pci, unsigned up[TOPO_PCIE_MAX
  */
 enum topo_path topo_nccl_path(const struct topo_pci *a, const struct topo_pci *b, int *common);
 
+/*
+ * The HCA of ty nearest GPU g in NCCL's path types, deeper meeting point
+ * first on a tie, the lowest index after that; usable_only leaves out the
+ * HCAs topo_hca_usable refuses. -1 when there is none.
+ */
+int topo_nccl_nearest_hca(const struct topo_type *ty, unsigned g, bool usable_only);
+
 /* "PIX" ... as NCCL prints them; "?" out of range. */
 const char *topo_path_name(enum topo_path p);
 

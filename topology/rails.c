@@ -21,23 +21,6 @@
 #include "fail.h"
 #include "pci_path.h"
 
-/* The HCA of rail g of ty, or -1. */
-static int rail_hca(const struct topo_type *ty, unsigned g)
-{
-	int best = -1, best_common = -1;
-	enum topo_path best_path = TOPO_PATH_DIS;
-	for (unsigned h = 0; h < ty->nhcas; h++) {
-		int common;
-		enum topo_path p = topo_nccl_path(&ty->gpus[g].pci, &ty->hcas[h].pci, &common);
-		if (best < 0 || p < best_path || (p == best_path && common > best_common)) {
-			best = (int)h;
-			best_path = p;
-			best_common = common;
-		}
-	}
-	return best;
-}
-
 struct port_ref {
 	const struct topo_node *node;
 	const struct topo_hca *hca;
@@ -135,10 +118,10 @@ llmp_status topo_rails_check(const struct topo *t, char *report, size_t len, uns
 			size_t n = 0;
 			for (size_t i = 0; i < t->nnodes; i++) {
 				const struct topo_type *ty = &t->types[t->nodes[i].type];
-				int h = rail < ty->ngpus ? rail_hca(ty, rail) : -1;
+				int h = rail < ty->ngpus ? topo_nccl_nearest_hca(ty, rail, false) : -1;
 				bool seen = false; /* one HCA for several GPUs: its ports are checked once */
 				for (unsigned g = 0; h >= 0 && g < rail && !seen; g++)
-					seen = rail_hca(ty, g) == h;
+					seen = topo_nccl_nearest_hca(ty, g, false) == h;
 				if (seen)
 					continue;
 				if (h < 0) {

@@ -21,25 +21,6 @@ static bool asked(void)
 	return v && strcmp(v, "1") == 0;
 }
 
-/* The usable HCA nearest GPU g of ty in NCCL's path types, or -1. */
-static int nearest_hca(const struct topo_type *ty, unsigned g)
-{
-	int best = -1, best_common = -1;
-	enum topo_path best_path = TOPO_PATH_DIS;
-	for (unsigned h = 0; h < ty->nhcas; h++) {
-		if (!topo_hca_usable(&ty->hcas[h]))
-			continue;
-		int common;
-		enum topo_path p = topo_nccl_path(&ty->gpus[g].pci, &ty->hcas[h].pci, &common);
-		if (best < 0 || p < best_path || (p == best_path && common > best_common)) {
-			best = (int)h;
-			best_path = p;
-			best_common = common;
-		}
-	}
-	return best;
-}
-
 /* "HOST: GPUDirect RDMA on U of P GPU/HCA pairs[; GPU B / HCA: why]". */
 static void judge_node(const struct topo *t, char *line, size_t len)
 {
@@ -61,7 +42,7 @@ static void judge_node(const struct topo *t, char *line, size_t len)
 	unsigned pairs = 0, used = 0;
 	char first[LLMP_MSG_MAX] = "";
 	for (unsigned g = 0; g < ty->ngpus; g++) {
-		int h = nearest_hca(ty, g);
+		int h = topo_nccl_nearest_hca(ty, g, true);
 		if (h < 0)
 			continue;
 		struct gdr_verdict v;
