@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "topology/auto_layout.h"
+#include "planner/auto_layout.h"
 
 #define REPEATS 5
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "topology/json_read.h"
+#include "common/json_read.h"
 
 static double now(void)
 {

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/auto_layout.h"
+#include "planner/auto_layout.h"
 
 #ifndef LLMP_SRCDIR
 #define LLMP_SRCDIR "."

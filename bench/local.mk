@@ -14,18 +14,18 @@ endif
 # The JSON reader at 10k-1M keys: linear, where a user's topology file once made it quadratic.
 bench_programs += bench/bench_json
 EXTRA_PROGRAMS += $(bench_programs)
-bench_bench_plan_LDADD = topology/libplanner.la
+bench_bench_plan_LDADD = $(LLMP_PLANNER_LIBS)
 bench_bench_json_CFLAGS = $(LLMP_CFLAGS)
-bench_bench_json_LDADD = topology/libplanner.la
+bench_bench_json_LDADD = $(LLMP_PLANNER_LIBS)
 bench_bench_auto_layout_CFLAGS = $(LLMP_CFLAGS)
-bench_bench_auto_layout_LDADD = topology/libplanner.la
+bench_bench_auto_layout_LDADD = $(LLMP_PLANNER_LIBS)
 # The step model against published runs (bench/data/published_layouts.tsv, issue 26 item 6).
 bench_bench_validate_CPPFLAGS = $(AM_CPPFLAGS) -DLLMP_SRCDIR='"$(abs_top_srcdir)"'
 bench_bench_validate_CFLAGS = $(LLMP_CFLAGS)
-bench_bench_validate_LDADD = topology/libplanner.la
+bench_bench_validate_LDADD = $(LLMP_PLANNER_LIBS)
 EXTRA_DIST += bench/data/published_layouts.tsv
 bench_bench_reduce_CFLAGS = $(LLMP_CFLAGS)
-bench_bench_reduce_LDADD = kernels/libkernels.la topology/libplanner.la
+bench_bench_reduce_LDADD = kernels/libkernels.la $(LLMP_PLANNER_LIBS)
 bench_bench_crc32c_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_crc32c_LDADD = kernels/libkernels.la
 bench_bench_metrics_CFLAGS = $(LLMP_CFLAGS)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "llmp_cli.h"
-#include "topology/fail.h"
+#include "common/fail.h"
 
 const char *cli_printable(const char *s)
 {

@@ -17,7 +17,7 @@ enum {
 	CLI_EXIT_USAGE = 2    /* bad input: arguments, layout, sizes */
 };
 
-/* User input as llmp_show (topology/fail.h) shows it: short, and with
+/* User input as llmp_show (common/fail.h) shows it: short, and with
  * control and non-ASCII bytes as '?', so an argument cannot put escape
  * sequences on the terminal. Returns a static buffer: one use per
  * statement. */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/json_read.h"
+#include "common/json_read.h"
 
 /* A field of kind kind in object o, or NULL with a message. */
 static const struct json_value *field(const struct json_value *o, const char *key, enum json_kind kind,

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan_machines.c - the hosts of a topology file as the step model's
- * machines (topology/auto_layout.h): a layout placed there, each
+ * machines (planner/auto_layout.h): a layout placed there, each
  * dimension's network seconds from cost.c, and the GPU of each pipeline
- * stage from the node types' "gpu" (topology/hetero.h). Used for a given
+ * stage from the node types' "gpu" (planner/hetero.h). Used for a given
  * layout and for every candidate of --parallel auto alike.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "llmp_cli.h"
-#include "topology/fail.h"
-#include "topology/cost.h"
-#include "topology/hetero.h"
-#include "topology/placement.h"
+#include "common/fail.h"
+#include "planner/cost.h"
+#include "planner/hetero.h"
+#include "planner/placement.h"
 
 /* The grid of l, as the option grammar would say it. */
 static void spec_of(const struct step_layout *l, llmp_spec *spec)

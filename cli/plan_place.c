@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan_place.c - `llmp plan --topology FILE`: the plan laid on a topology
- * (topology/placement.h). The job is the file's hosts (or --hosts, in
+ * (planner/placement.h). The job is the file's hosts (or --hosts, in
  * Slurm's order) with --tasks-per-node tasks each, or as many as each has
  * GPUs. Shows where every rank runs, and how far each group of the layout
  * spans: one node, one NVLink domain, one leaf switch, the tree.
@@ -16,12 +16,12 @@
 
 #include "json_writer.h"
 #include "llmp_cli.h"
-#include "topology/hostlist.h"
-#include "topology/auto_layout.h"
-#include "topology/cost.h"
-#include "topology/hetero.h"
-#include "topology/model_desc.h"
-#include "topology/placement.h"
+#include "common/hostlist.h"
+#include "planner/auto_layout.h"
+#include "planner/cost.h"
+#include "planner/hetero.h"
+#include "planner/model_desc.h"
+#include "planner/placement.h"
 #include "topology/topo.h"
 
 #define PROG "llmp plan"

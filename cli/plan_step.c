@@ -12,8 +12,8 @@
 
 #include "json_writer.h"
 #include "llmp_cli.h"
-#include "topology/auto_layout.h"
-#include "topology/hetero.h"
+#include "planner/auto_layout.h"
+#include "planner/hetero.h"
 
 #define PROG "llmp plan"
 #define GIB (1024.0 * 1024.0 * 1024.0)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "llmp_cli.h"
-#include "topology/placement.h"
+#include "planner/placement.h"
 #include "topology/topo.h"
 
 #define CELL 28

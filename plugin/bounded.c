@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "topology/fail.h"
+#include "common/fail.h"
 
 static uint64_t now_ms(void)
 {

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "slurm_env.h"
-#include "topology/cost.h"
-#include "topology/hostlist.h"
+#include "planner/cost.h"
+#include "common/hostlist.h"
 
 void plugin_job_place_free(struct plugin_job_place *jp)
 {

@@ -18,7 +18,7 @@
 
 #include <llmp/llmp_plan.h>
 #include "node_place.h"
-#include "topology/placement.h"
+#include "planner/placement.h"
 
 struct plugin_job_inputs {
 	const char *file; /* a topology naming every host of the step */

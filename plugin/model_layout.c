@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/auto_layout.h"
+#include "planner/auto_layout.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define PEAK_TEXT 320        /* describe_peak's sentence */

@@ -2,7 +2,7 @@
 /*
  * model_layout.h - what the submitting side makes of --llm-model (or
  * LLMP_MODEL): with --llm-parallel=auto, the layout the step model
- * (topology/step_model.h) finds fastest among those that fit; with a
+ * (planner/step_model.h) finds fastest among those that fit; with a
  * layout the user wrote, whether it fits the GPU's memory (the guard).
  *
  * Runs in srun and sbatch, the user's own processes: a model given as a

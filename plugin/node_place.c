@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * node_place.c - the GPU and HCA of each task of this node, from the
- * topology (topology/placement.h), once per step in slurmstepd.
+ * topology (planner/placement.h), once per step in slurmstepd.
  *
  * The node's description comes from the job's LLMP_TOPOLOGY_FILE, the
  * site's topology= file, or discovery of this node, without NVML: at every
@@ -22,7 +22,7 @@
 
 #include <llmp/llmp_env.h>
 #include "topology/discover/discover.h"
-#include "topology/placement.h"
+#include "planner/placement.h"
 
 void plugin_node_place_free(struct plugin_node_place *np)
 {

@@ -8,7 +8,7 @@
  *                         task: one GPU per task; none (gpu_bind.h)
  *   --llm-placement=MODE  block: ranks are Slurm's task ids (default);
  *                         topology: ranks in topology order (job_place.h)
- *   --llm-model=MODEL     the model to train (topology/model_desc.h), for
+ *   --llm-model=MODEL     the model to train (planner/model_desc.h), for
  *                         --llm-parallel=auto and the memory guard
  *                         (model_layout.h); "help" lists the presets
  *
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include <llmp/llmp_spec.h>
-#include "topology/model_desc.h"
+#include "planner/model_desc.h"
 
 enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT, OPT_MODEL };
 

@@ -8,7 +8,7 @@
  */
 #include "site.h"
 #include "gpu_bind.h"
-#include "topology/model_desc.h"
+#include "topology/gpu_desc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

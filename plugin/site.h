@@ -22,7 +22,7 @@
  *                     job's TMPDIR, else /tmp)
  *   gpu=GPU           the GPU of the nodes, for --llm-model's memory guard and
  *                     --llm-parallel=auto: a name (h100, a100-40gb, ...) or
- *                     mem=GiB,tflops=N[,...] (topology/model_desc.h); LLMP_GPU
+ *                     mem=GiB,tflops=N[,...] (planner/model_desc.h); LLMP_GPU
  *                     overrides it
  *   gdr_level=LOC|PIX|PXB|PHB|SYS
  *                     NCCL_NET_GDR_LEVEL for tasks that set none (NCCL's default

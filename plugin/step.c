@@ -28,12 +28,12 @@
 
 #include <slurm/slurm.h>
 
-#include "topology/fail.h" /* llmp_show */
+#include "common/fail.h" /* llmp_show */
 #include "gpu_bind.h"
 #include "layout_file.h"
 #include "netif.h"
-#include "topology/hostlist.h"
-#include "topology/own_dir.h"
+#include "common/hostlist.h"
+#include "common/own_dir.h"
 #include <llmp/llmp_env.h>
 #include "resolve.h"
 #include "resolve_ckpt.h"

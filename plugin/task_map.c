@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "slurm_env.h"
-#include "topology/hostlist.h"
+#include "common/hostlist.h"
 
 #define NO_NODE UINT32_MAX
 

@@ -28,7 +28,7 @@ noinst_LTLIBRARIES += runtime/libllmp_core.la
 runtime_libllmp_core_la_SOURCES = $(runtime_sources)
 runtime_libllmp_core_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE $(PMIX_CFLAGS) $(UCX_CFLAGS) $(HDF5_CFLAGS)
 runtime_libllmp_core_la_LIBADD = runtime/device/libdevice.la runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
-	topology/discover/libdiscover.la topology/libplanner.la kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS) -lpthread
+	topology/discover/libdiscover.la $(LLMP_PLANNER_LIBS) kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS) -lpthread
 
 lib_LTLIBRARIES += runtime/libllmp.la
 runtime_libllmp_la_SOURCES =

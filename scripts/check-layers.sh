@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Check the runtime's layers: which folder of runtime/ may include which.
+# Check the layers: which part of the tree may include which, and which
+# folder of runtime/ may include which.
 #
 #   scripts/check-layers.sh [--root DIR]   check the tree at DIR (default: this checkout)
 #
@@ -11,6 +12,12 @@
 # a part that is a library of its own (the run record). The longest matching
 # row applies; a folder of runtime/ with no row fails, so a new folder gets
 # its place in the table the day it appears.
+#
+# Above that, the parts of the tree (the table `parts` below, drawn in
+# doc/architecture.md): common/ at the bottom, the machine model
+# (topology/) on it, the planner (planner/) on both, then the runtime, the
+# plugin and the tools. A part's file may include its own part's headers
+# and those of the parts its row names. tests/ and examples/ are not checked.
 #
 # The transport is sealed: UCX (ucp_*, ucs_*, UCP_*, UCS_*) is used in code
 # only under runtime/comm/; the layers above go through comm/transport.h.
@@ -31,6 +38,18 @@ job/job_record.h | ckpt/format
 init          | comm coll device
 '
 transport_home=comm
+
+# part | the parts it may include
+parts='
+common   |
+topology | common
+planner  | common topology
+kernels  |
+runtime  | common topology planner kernels
+plugin   | common topology planner
+cli      | common topology planner kernels runtime
+bench    | common topology planner kernels runtime
+'
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-}" = --root ]; then
@@ -71,6 +90,49 @@ complain() {
 	bad=$((bad + 1))
 }
 
+# The includes of a file, as LINE:PATH, for every #include "..." it has.
+includes_of() {
+	grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$1" |
+		sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/' || true
+}
+
+declare -A part_allowed
+while IFS='|' read -r part targets; do
+	part=$(echo "$part" | tr -d ' ')
+	[ -n "$part" ] || continue
+	part_allowed[$part]=$(echo "$targets" | xargs)
+done <<<"$parts"
+
+nparts=0
+for part in "${!part_allowed[@]}"; do
+	[ -d "$part" ] || continue
+	while IFS= read -r f; do
+		nparts=$((nparts + 1))
+		while IFS=: read -r line target; do
+			case $target in
+			*/*) ;;
+			*) continue ;; # a header of the file's own folder
+			esac
+			to=${target%%/*}
+			[ "$to" = "$part" ] && continue
+			ok=no
+			for t in ${part_allowed[$part]}; do
+				[ "$t" = "$to" ] && ok=yes
+			done
+			[ $ok = yes ] ||
+				complain "$f:$line: includes $target, but $part/ may include only: ${part_allowed[$part]:-its own headers} (scripts/check-layers.sh; doc/architecture.md has the parts)"
+		done < <(includes_of "$f")
+	done < <(find "$part" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
+done
+for d in */; do
+	d=${d%/}
+	case $d in tests | examples | build* | doc | etc | include | scripts | packaging | python | m4 | autom4te.cache | build-aux) continue ;; esac
+	[ -n "${part_allowed[$d]+x}" ] && continue
+	if find "$d" -type f \( -name '*.c' -o -name '*.h' \) | grep -q .; then
+		complain "$d/ holds C but has no row in scripts/check-layers.sh's parts: say which parts it may include"
+	fi
+done
+
 mapfile -t files < <(find runtime -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
 for f in "${files[@]}"; do
 	if ! row=$(row_of "$f"); then
@@ -97,8 +159,7 @@ for f in "${files[@]}"; do
 			complain "$f:$line: includes $target: name another folder's header from the root (\"runtime/FOLDER/x.h\"), not with .."
 			;;
 		esac
-	done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
-		sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/' || true)
+	done < <(includes_of "$f")
 	if [ "$row" != "$transport_home" ] && [ "${row%%/*}" != "$transport_home" ]; then
 		# Comments may name UCX; code may not. gcc strips the comments without expanding anything.
 		while IFS= read -r hit; do
@@ -110,7 +171,7 @@ for f in "${files[@]}"; do
 done
 
 if [ "$bad" -gt 0 ]; then
-	echo "check-layers.sh: $bad violation(s) of the runtime's layers" >&2
+	echo "check-layers.sh: $bad violation(s) of the layers" >&2
 	exit 1
 fi
-echo "check-layers.sh: ${#files[@]} files of runtime/ keep their layers"
+echo "check-layers.sh: $nparts files of ${#part_allowed[@]} parts keep their parts' layers; ${#files[@]} files of runtime/ keep their layers"

@@ -81,3 +81,28 @@ setup() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"unknown argument '--frobnicate'"* ]]
 }
+
+@test "layers: the machine model including the planner fails; the planner including it passes" {
+	cp -r "$LLMP_SRCDIR/common" "$LLMP_SRCDIR/topology" "$LLMP_SRCDIR/planner" "$COPY/"
+	echo '#include "topology/topo.h"' >>"$COPY/planner/cost.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 0 ]
+	n=$(($(wc -l <"$COPY/topology/rails.c") + 1))
+	echo '#include "planner/step_model.h"' >>"$COPY/topology/rails.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"topology/rails.c:$n: includes planner/step_model.h, but topology/ may include only: common"* ]]
+	[[ "$output" == *"1 violation(s)"* ]]
+}
+
+@test "layers: common/ includes no other part; a new folder of C needs its row" {
+	cp -r "$LLMP_SRCDIR/common" "$COPY/"
+	echo '#include "topology/topo.h"' >>"$COPY/common/hostlist.c"
+	mkdir "$COPY/newpart"
+	echo 'int x;' >"$COPY/newpart/x.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"common/hostlist.c:"*": includes topology/topo.h, but common/ may include only: its own headers"* ]]
+	[[ "$output" == *"newpart/ holds C but has no row"* ]]
+	[[ "$output" == *"2 violation(s)"* ]]
+}

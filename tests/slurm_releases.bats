@@ -71,12 +71,13 @@ build_var() {
 @test "the plugin compiles, links and carries the release's version for every Slurm from 21.08 to 26.05" {
 	cc=$(build_var CC)
 	cflags="$(build_var LLMP_CFLAGS) -O0 -fPIC -D_GNU_SOURCE"
-	# the plugin's own files, as Makefile.am lists them
-	sources=$(sed -n '/^plugin_llm_parallel_la_SOURCES =/,/^$/p' "$LLMP_SRCDIR/Makefile.am" |
+	# the plugin's own files, as plugin/local.mk lists them
+	sources=$(sed -n '/^plugin_llm_parallel_la_SOURCES =/,/^$/p' "$LLMP_SRCDIR/plugin/local.mk" |
 		tr ' \\\t' '\n\n\n' | grep '^plugin/.*\.c$')
 	[ "$(wc -w <<<"$sources")" -ge 5 ]
 	libs="$LLMP_BUILDDIR/plugin/.libs/libplugin_core.a $LLMP_BUILDDIR/topology/discover/.libs/libdiscover.a"
-	libs="$libs $LLMP_BUILDDIR/topology/.libs/libplanner.a"
+	libs="$libs $LLMP_BUILDDIR/planner/.libs/libplanner.a $LLMP_BUILDDIR/topology/.libs/libtopology.a"
+	libs="$libs $LLMP_BUILDDIR/common/.libs/libcommon.a"
 	releases=0
 	for dir in "$HEADERS"/*/; do
 		release=$(basename "$dir")

@@ -15,7 +15,7 @@ setup() {
 	EXPORTS="$LLMP_SRCDIR/tests/surface/check_exports.sh"
 	MIRROR="$LLMP_SRCDIR/tests/surface/check_python.py"
 	LIBLLMP="$LLMP_BUILDDIR/runtime/.libs/libllmp.so"
-	LIBTOPO="$LLMP_BUILDDIR/topology/.libs/libllmp_topology.so"
+	LIBTOPO="$LLMP_BUILDDIR/planner/.libs/libllmp_topology.so"
 	# What libllmp_topology is: the planner's headers (Makefile.am's pkginclude_HEADERS less
 	# the kernels' llmp_dtype.h and llmp_env.h, which declares no function).
 	PLANNER="$INC/llmp/llmp_status.h $INC/llmp/llmp_spec.h $INC/llmp/llmp_ckpt_spec.h $INC/llmp/llmp_plan.h $INC/llmp/llmp_json.h"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 #include "pci_path.h"
 
 /* A <pci> element: a bridge NCCL keeps, or a GPU or HCA. */

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 #include "pci_path.h"
 
 struct port_ref {

@@ -21,10 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fail.h"
-#include "hostlist.h"
-#include "json_read.h"
-#include "model_desc.h"
+#include "common/fail.h"
+#include "common/hostlist.h"
+#include "common/json_read.h"
+#include "topology/gpu_desc.h"
 
 struct checker {
 	const char *name; /* the file, for messages */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 
 static bool copy_type(struct topo_type *to, const struct topo_type *from)
 {

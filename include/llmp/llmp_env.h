@@ -20,7 +20,8 @@
  * set when Megatron can state the order. */
 #define LLMP_ENV_MEGATRON_ARGS "LLMP_MEGATRON_ARGS"
 /* The model and GPU, for --llm-parallel=auto and the memory guard
- * (topology/model_desc.h): what --llm-model and the site's gpu= give. */
+ * (planner/model_desc.h, topology/gpu_desc.h): what --llm-model and the
+ * site's gpu= give. */
 #define LLMP_ENV_MODEL "LLMP_MODEL"
 #define LLMP_ENV_GPU "LLMP_GPU"
 /* srun's plugin -> the step: the layout --llm-parallel=auto chose, as

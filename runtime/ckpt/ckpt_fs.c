@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ckpt_internal.h"
-#include "topology/own_dir.h"
+#include "common/own_dir.h"
 
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path)
 {

@@ -9,7 +9,7 @@
 #include <llmp/llmp_env.h>
 #include "topology/discover/discover.h"
 #include "topology/discover/gdr_read.h"
-#include "topology/fail.h"
+#include "common/fail.h"
 #include "topology/gdr.h"
 #include "wireup.h"
 

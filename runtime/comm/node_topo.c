@@ -8,7 +8,7 @@
 
 #include <llmp/llmp_env.h>
 #include "topology/discover/discover.h"
-#include "topology/fail.h"
+#include "common/fail.h"
 #include "wireup.h"
 
 #define KEY_TOPOLOGY "llmp.topology"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "runtime/comm/memtype.h"
-#include "topology/fail.h"
+#include "common/fail.h"
 #include <llmp/llmp_env.h>
 
 #define DEFAULT_DRIVER "libcuda.so.1"

@@ -7,7 +7,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "topology/fail.h"
+#include "common/fail.h"
 
 llmp_status rt_dl_resolve(void *lib, const char *path, const struct rt_dl_symbol *syms, size_t n, void *table,
 			  char *msg, size_t len)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/fail.h"
+#include "common/fail.h"
 #include <llmp/llmp_env.h>
 
 llmp_status rt_nccl_load(struct rt_nccl *n, char *msg, size_t len)

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "topology/fail.h"
+#include "common/fail.h"
 
 /* "30", "30s", "2m", "0.5s": seconds; -1 if not a duration. */
 static double parse_duration(const char *text)

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/hostlist.h"
-#include "topology/json_read.h"
+#include "common/hostlist.h"
+#include "common/json_read.h"
 #include "topology/topo.h"
 #include "fuzz_check.h"
 

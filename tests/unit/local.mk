@@ -32,7 +32,7 @@ endif
 EXTRA_DIST += tests/unit/cuda_link_check.sh tests/unit/bits.h
 
 test_cflags = $(LLMP_CFLAGS) $(CMOCKA_CFLAGS)
-test_ldadd = topology/libplanner.la $(CMOCKA_LIBS)
+test_ldadd = $(LLMP_PLANNER_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_spec_CFLAGS = $(test_cflags)
 tests_unit_test_spec_LDADD = $(test_ldadd)
 tests_unit_test_ckpt_spec_CFLAGS = $(test_cflags)
@@ -41,10 +41,10 @@ tests_unit_test_plan_CFLAGS = $(test_cflags)
 tests_unit_test_plan_LDADD = $(test_ldadd)
 tests_unit_test_plan_megatron_CFLAGS = $(test_cflags)
 tests_unit_test_plan_megatron_LDADD = $(test_ldadd)
-# The step model and --parallel auto (topology/step_model.c, auto_layout.c, model_desc.c).
+# The step model and --parallel auto (planner/step_model.c, auto_layout.c, model_desc.c).
 tests_unit_test_step_model_CFLAGS = $(test_cflags)
 tests_unit_test_step_model_LDADD = $(test_ldadd)
-# Pipelines on mixed GPU kinds (topology/hetero.c).
+# Pipelines on mixed GPU kinds (planner/hetero.c).
 tests_unit_test_hetero_CFLAGS = $(test_cflags)
 tests_unit_test_hetero_LDADD = $(test_ldadd)
 tests_unit_test_nccl_topo_CFLAGS = $(test_cflags)
@@ -91,7 +91,7 @@ if BUILD_RUNTIME
 # The context-free reading of checkpoints (runtime/ckpt/format/), which
 # libllmp does not export: linked as the `llmp` tool links it.
 tests_unit_test_ckpt_format_CFLAGS = $(test_cflags)
-tests_unit_test_ckpt_format_LDADD = runtime/ckpt/format/libckpt_format.la topology/libplanner.la \
+tests_unit_test_ckpt_format_LDADD = runtime/ckpt/format/libckpt_format.la $(LLMP_PLANNER_LIBS) \
 	kernels/libkernels.la $(CMOCKA_LIBS)
 # files=node's layout and writes (runtime/ckpt/ckpt_node.c, ckpt_hdf5.c): the
 # runtime linked as bench_ckpt_commit links it, no job started.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_hetero.c - pipelines on mixed GPU kinds (topology/hetero.h): the GPU
+ * test_hetero.c - pipelines on mixed GPU kinds (planner/hetero.h): the GPU
  * each stage gets from a topology's node types, layers split in proportion
  * to speed (worked out by hand: per-layer time is 1 / rate) and held back
  * by memory, each stage estimated on its own GPU, and the Megatron flags
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "topology/hetero.h"
+#include "planner/hetero.h"
 
 /* A small dense model whose output layer costs next to nothing (vocab 8): a stage's time is its layers / rate. */
 #define SMALL "layers=12,hidden=1024,ffn=4096,heads=8,seq=1024,vocab=8,gbs=16,mbs=1"

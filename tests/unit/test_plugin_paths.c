@@ -29,7 +29,7 @@
 #include "plugin/bounded.h"
 #include "plugin/layout_file.h"
 #include "plugin/netif.h"
-#include "topology/own_dir.h"
+#include "common/own_dir.h"
 
 static char dir[] = "/tmp/llmp-test-paths.XXXXXX";
 

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "topology/auto_layout.h"
+#include "planner/auto_layout.h"
 
 static struct model_desc model_of(const char *text)
 {

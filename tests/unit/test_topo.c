@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "topology/hostlist.h"
-#include "topology/json_read.h"
+#include "common/hostlist.h"
+#include "common/json_read.h"
 #include "topology/pci_path.h"
 #include "topology/topo.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topology/fail.h"
+#include "common/fail.h"
 
 /* Slurm's name for this node, else the host name up to its first dot. */
 static void host_name(char *buf, size_t len)

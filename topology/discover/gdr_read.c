@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topology/fail.h"
+#include "common/fail.h"
 
 #define PATH_LEN 4096
 #define ACS_CAP_ID 0x0d

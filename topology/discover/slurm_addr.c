@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/fail.h"
-#include "topology/hostlist.h"
+#include "common/fail.h"
+#include "common/hostlist.h"
 
 #define ADDR_PARTS 16
 

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology/fail.h"
+#include "common/fail.h"
 
 #define PATH_LEN 4096
 

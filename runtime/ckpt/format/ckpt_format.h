@@ -22,7 +22,7 @@
 #include <llmp/llmp_spec.h>
 #include <llmp/llmp_status.h>
 
-#include "topology/fail.h"
+#include "common/fail.h"
 
 /*
  * 2: every file of a step has its size and CRC-32C in the MANIFEST, which

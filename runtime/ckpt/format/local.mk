@@ -6,7 +6,7 @@
 # tool: `llmp ckpt list|verify|inspect` read checkpoints with the runtime's
 # own code and link HDF5 and the kernels' CRC-32C, but neither PMIx nor UCX.
 # It holds no copy of the planner or the kernels (whoever links it links
-# them once): after it, a program names topology/libplanner.la (llmp_fail)
+# them once): after it, a program names $(LLMP_PLANNER_LIBS) (llmp_fail)
 # and kernels/libkernels.la (CRC-32C, dtype sizes).
 noinst_LTLIBRARIES += runtime/ckpt/format/libckpt_format.la
 runtime_ckpt_format_libckpt_format_la_SOURCES = \

@@ -18,7 +18,7 @@
 #include "model_desc.h"
 #include "placement.h"
 #include "step_model.h"
-#include "topo.h"
+#include "topology/topo.h"
 
 /* acc becomes the weaker of acc and g in every respect: rate, memory, links, NVLink domain. */
 void hetero_weakest(struct gpu_desc *acc, const struct gpu_desc *g);

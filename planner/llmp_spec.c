@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 #include "items.h"
 
 static const char *const dim_names[LLMP_NDIMS] = { "tp", "cp", "ep", "dp", "pp" };

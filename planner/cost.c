@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 
 #define BYTES_ACT 2.0  /* bf16 activations and parameters */
 #define BYTES_GRAD 4.0 /* fp32 gradient reduction */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * model_desc.h - what a user says about the model to train and the GPU it
- * trains on, for the step model (step_model.h) and the chooser
- * (auto_layout.h): `--model` keys, a named preset or a Hugging Face
- * config.json; `--gpu` a name or mem=GiB,tflops=N. Not installed.
+ * model_desc.h - what a user says about the model to train, for the step
+ * model (step_model.h) and the chooser (auto_layout.h): `--model` keys, a
+ * named preset or a Hugging Face config.json. The GPU it trains on is the
+ * machine model's (topology/gpu_desc.h). Not installed.
  *
  * A description is numbers only; nothing here knows a layout.
  */
@@ -62,23 +62,5 @@ const char *model_desc_preset_names(void);
 
 /* Parameters of the whole model (embedding and output layer included). */
 double model_desc_params(const struct model_desc *m);
-
-struct gpu_desc {
-	char name[32];
-	double mem_bytes;   /* what the device reports, e.g. 80 GiB */
-	double bf16_flops;  /* dense peak, FLOP/s */
-	double efficiency;  /* the share of the peak a large GEMM-bound layer achieves */
-	double nvlink_gbps; /* per GPU and direction inside the NVLink domain (PCIe when none) */
-	double net_gbps;    /* per GPU and direction across nodes */
-	unsigned domain;    /* GPUs in one NVLink domain (a node, or an NVL72 rack) */
-};
-
-/*
- * "--gpu" text: a name ("h100", "a100-40gb", ...) optionally followed by
- * keys that replace its values, or keys alone: mem=GiB,tflops=N
- * [,eff=F,nvlink=GB/s,net=GB/s,domain=N].
- */
-llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size_t len);
-const char *gpu_desc_names(void);
 
 #endif /* LLMP_MODEL_DESC_H */

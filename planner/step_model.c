@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cost.h"
-#include "fail.h"
+#include "common/fail.h"
 #include "plan_internal.h"
 
 #define BYTES_WEIGHT 2.0     /* bf16 */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 #include "hetero.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fail.h"
-#include "pci_path.h"
+#include "common/fail.h"
+#include "topology/pci_path.h"
 
 /* The dimensions from the most bytes per step to the least (shared/reference/topology.md §8). */
 static const enum llmp_axis by_traffic[] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,

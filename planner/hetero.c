@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 
 static double rate(const struct gpu_desc *g)
 {

@@ -28,7 +28,7 @@
 
 #include <llmp/llmp_plan.h>
 #include <llmp/llmp_status.h>
-#include "topo.h"
+#include "topology/topo.h"
 
 /* Where one rank runs. */
 struct topo_slot {

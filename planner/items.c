@@ -4,7 +4,7 @@
  */
 #include "items.h"
 
-#include "fail.h"
+#include "common/fail.h"
 
 llmp_status plan_parse_items(const char *text, size_t len, llmp_item_parser parse, void *state, char *msg,
 			     size_t msglen)

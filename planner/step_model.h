@@ -37,6 +37,7 @@
 #include <llmp/llmp_spec.h>
 #include <llmp/llmp_status.h>
 #include "model_desc.h"
+#include "topology/gpu_desc.h"
 
 #define STEP_ALLOWANCE_FIXED (3.0 * 1024 * 1024 * 1024) /* CUDA context, cuBLAS, NCCL buffers */
 

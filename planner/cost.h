@@ -20,7 +20,7 @@
 #include <llmp/llmp_plan.h>
 #include <llmp/llmp_status.h>
 #include "placement.h"
-#include "topo.h"
+#include "topology/topo.h"
 
 /* hidden=,layers=,seq=,mbs= [,heads=,kv-heads=,experts=,topk=,gbs=] */
 struct topo_model {

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 #include "items.h"
 
 #define KNOWN_KEYS "dir every keep restarts files stripe"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fail.h"
+#include "common/fail.h"
 #include "plan_internal.h"
 
 static const char *const axis_names[LLMP_NAXES] = {

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/fuzz/local.mk - `make fuzz`
+# (included by Makefile.am; paths are from the top of the tree).
+
+# `make fuzz` builds the libFuzzer targets (the layout grammar; the JSON and
+# topology reader a user's file goes through) with clang and runs each for
+# FUZZ_SECONDS; a crash, leak or UB report fails the target.
+FUZZ_SECONDS = 60
+FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+fuzz:
+	@test -n "$(CLANG)" || { echo "make fuzz: clang not found (configure)"; exit 1; }
+	$(MKDIR_P) tests/fuzz/work
+	$(CLANG) $(FUZZ_FLAGS) -std=c11 -I$(top_srcdir) -I$(top_srcdir)/include \
+		$(top_srcdir)/tests/fuzz/fuzz_spec.c \
+		$(filter %.c,$(addprefix $(top_srcdir)/,$(common_sources) $(topology_sources) $(planner_sources))) \
+		-o tests/fuzz/spec_fuzzer
+	cp $(top_srcdir)/tests/fuzz/corpus/* tests/fuzz/work/
+	tests/fuzz/spec_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=400 \
+		-dict=$(top_srcdir)/tests/fuzz/spec.dict tests/fuzz/work
+	$(CLANG) $(FUZZ_FLAGS) -std=c11 -I$(top_srcdir) -I$(top_srcdir)/include \
+		$(top_srcdir)/tests/fuzz/fuzz_topo.c \
+		$(filter %.c,$(addprefix $(top_srcdir)/,$(common_sources) $(topology_sources) $(planner_sources))) \
+		-o tests/fuzz/topo_fuzzer
+	$(MKDIR_P) tests/fuzz/work-topo
+	cp $(top_srcdir)/tests/fuzz/corpus-topo/* tests/fuzz/work-topo/
+	tests/fuzz/topo_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+		-dict=$(top_srcdir)/tests/fuzz/topo.dict tests/fuzz/work-topo
+

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gpu_desc.h - a GPU as the machine model knows it: memory, dense bf16 peak,
+ * the share of that peak a transformer's GEMMs reach, and its links. A
+ * `--gpu` text or a topology file's node type names one; the step model
+ * (planner/step_model.h) reads it. Not installed.
+ */
+#ifndef LLMP_GPU_DESC_H
+#define LLMP_GPU_DESC_H
+
+#include <stddef.h>
+
+#include <llmp/llmp_status.h>
+
+struct gpu_desc {
+	char name[32];
+	double mem_bytes;   /* what the device reports, e.g. 80 GiB */
+	double bf16_flops;  /* dense peak, FLOP/s */
+	double efficiency;  /* the share of the peak a large GEMM-bound layer achieves */
+	double nvlink_gbps; /* per GPU and direction inside the NVLink domain (PCIe when none) */
+	double net_gbps;    /* per GPU and direction across nodes */
+	unsigned domain;    /* GPUs in one NVLink domain (a node, or an NVL72 rack) */
+};
+
+/*
+ * "--gpu" text: a name ("h100", "a100-40gb", ...) optionally followed by
+ * keys that replace its values, or keys alone: mem=GiB,tflops=N
+ * [,eff=F,nvlink=GB/s,net=GB/s,domain=N].
+ */
+llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size_t len);
+const char *gpu_desc_names(void);
+
+#endif /* LLMP_GPU_DESC_H */
