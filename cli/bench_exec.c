@@ -5,9 +5,9 @@
  * UCX), so that `llmp` itself links neither and `llmp ckpt verify` runs on
  * a login node with HDF5 alone.
  *
- * llmp-bench is installed in $(pkglibexecdir); in a build tree it sits next
- * to llmp, and is taken from there first, so a test runs the program built
- * with it, never an older installed one. The exec keeps the process (and
+ * llmp-bench is installed in $(pkglibexecdir); in a build tree it sits in
+ * bench/ beside llmp (cli/bench/), and is taken from there first, so a test
+ * runs the program built with it, never an older installed one. The exec keeps the process (and
  * so its place in an srun step and its PMIx identity).
  */
 #define _GNU_SOURCE /* memrchr */
@@ -23,22 +23,25 @@
 #include "llmp_cli.h"
 
 #define BENCH_PROGRAM "llmp-bench"
+#define BUILD_TREE_DIR "bench" /* cli/bench/llmp-bench, beside cli/llmp */
 
-/* dir/llmp-bench when it is there and executable. */
-static bool candidate(const char *dir, size_t dirlen, char *buf, size_t len)
+/* dir[/sub]/llmp-bench when it is there and executable. */
+static bool candidate(const char *dir, size_t dirlen, const char *sub, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%.*s/" BENCH_PROGRAM, (int)dirlen, dir);
+	int n = snprintf(buf, len, "%.*s/%s%s" BENCH_PROGRAM, (int)dirlen, dir, sub, *sub ? "/" : "");
 	return n > 0 && (size_t)n < len && access(buf, X_OK) == 0;
 }
 
 int cli_exec_bench(const char *what, int argc, char **argv)
 {
-	char self[PATH_MAX], path[PATH_MAX + sizeof BENCH_PROGRAM + 1];
+	char self[PATH_MAX], path[PATH_MAX + sizeof BUILD_TREE_DIR + sizeof BENCH_PROGRAM + 1];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	const char *slash = n > 0 ? memrchr(self, '/', (size_t)n) : NULL;
-	if (!(slash && candidate(self, (size_t)(slash - self), path, sizeof path)) &&
-	    !candidate(LLMP_PKGLIBEXECDIR, strlen(LLMP_PKGLIBEXECDIR), path, sizeof path)) {
-		fprintf(stderr, "llmp %s: %s not found next to llmp nor in %s: is llmp installed whole?\n",
+	if (!(slash && candidate(self, (size_t)(slash - self), BUILD_TREE_DIR, path, sizeof path)) &&
+	    !candidate(LLMP_PKGLIBEXECDIR, strlen(LLMP_PKGLIBEXECDIR), "", path, sizeof path)) {
+		fprintf(stderr,
+			"llmp %s: %s not found in " BUILD_TREE_DIR
+			"/ beside llmp nor in %s: is llmp installed whole?\n",
 			what, BENCH_PROGRAM, LLMP_PKGLIBEXECDIR);
 		return CLI_EXIT_FAILURE;
 	}

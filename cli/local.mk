@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# cli/local.mk - the tool llmp, and llmp-bench, which `llmp bench` runs
+# cli/local.mk - the tool llmp, and llmp-bench (cli/bench/), which `llmp bench` runs
 # (included by Makefile.am; paths are from the top of the tree).
 
 bin_PROGRAMS += cli/llmp
@@ -8,8 +8,10 @@ cli_llmp_SOURCES = cli/llmp.c cli/llmp_cli.h cli/args.c cli/cmd_plan.c cli/plan_
 	cli/cmd_top.c cli/cmd_report.c cli/report_fr.c cli/report_fr.h cli/metrics_read.c cli/metrics_read.h cli/json_writer.c cli/json_writer.h
 ckpt_cli_sources = cli/cmd_ckpt.c cli/ckpt_cli.h cli/ckpt_list.c cli/ckpt_verify.c \
 	cli/ckpt_inspect.c
-bench_cli_sources = cli/bench_main.c cli/join_job.c cli/cmd_bench.c cli/ckpt_bench.c cli/topo_job.c cli/topo_rails.c \
-	cli/bench_files.c cli/bench_files.h cli/cuda_drv.c cli/cuda_drv.h
+# llmp-bench, in cli/bench/: the commands that join a job as its ranks.
+bench_cli_sources = cli/bench/bench_main.c cli/bench/join_job.c cli/bench/cmd_bench.c cli/bench/ckpt_bench.c \
+	cli/bench/topo_job.c cli/bench/bench_files.c cli/bench/bench_files.h \
+	cli/bench/bench_cuda.c cli/bench/bench_cuda.h cli/topo_rails.c
 if BUILD_RUNTIME
 # `llmp job-end` reads run records (runtime/job/job_record.c) and `llmp
 # ckpt` reads checkpoints with the runtime's own code
@@ -22,10 +24,10 @@ cli_llmp_CPPFLAGS = $(AM_CPPFLAGS) -DLLMP_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 cli_llmp_LDADD = topology/discover/libdiscover.la runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
 	$(LLMP_PLANNER_LIBS) kernels/libkernels.la -lm
 
-pkglibexec_PROGRAMS = cli/llmp-bench
-cli_llmp_bench_SOURCES = $(bench_cli_sources) cli/args.c cli/llmp_cli.h cli/ckpt_cli.h
-cli_llmp_bench_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(UCX_CFLAGS)
-cli_llmp_bench_LDADD = runtime/libllmp_core.la -lm
+pkglibexec_PROGRAMS = cli/bench/llmp-bench
+cli_bench_llmp_bench_SOURCES = $(bench_cli_sources) cli/args.c cli/llmp_cli.h cli/ckpt_cli.h
+cli_bench_llmp_bench_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(UCX_CFLAGS)
+cli_bench_llmp_bench_LDADD = runtime/libllmp_core.la -lm
 else
 # (set in both branches: automake leaves a per-target variable empty in the
 # branch that does not set it, and the tool would lose AM_CPPFLAGS)

@@ -18,10 +18,10 @@ rounds=${2:-10}
 iters=${3:-50000}
 nocount=$build-nocount
 
-if [ ! -x "$nocount/cli/llmp-bench" ] || [ "$nocount/cli/llmp-bench" -ot "$src/runtime/comm/metrics.h" ]; then
+if [ ! -x "$nocount/cli/bench/llmp-bench" ] || [ "$nocount/cli/bench/llmp-bench" -ot "$src/runtime/comm/metrics.h" ]; then
 	mkdir -p "$nocount"
 	(cd "$nocount" && { [ -f Makefile ] || "$src/configure" -q CPPFLAGS=-DLLMP_BENCH_NO_COUNTING; } &&
-		make -s -j2 cli/llmp-bench) >"$nocount/bench-build.log" 2>&1 ||
+		make -s -j2 cli/bench/llmp-bench) >"$nocount/bench-build.log" 2>&1 ||
 		{ tail -n 20 "$nocount/bench-build.log" >&2; exit 1; }
 fi
 
@@ -38,8 +38,8 @@ midmean() { sort -g | awk '{ v[NR] = $1 } END { lo = int(NR / 4) + 1; hi = NR - 
 
 a=() b=()
 for ((i = 1; i <= rounds; i++)); do
-	a+=("$(one_run "$build/cli/llmp-bench")")
-	b+=("$(one_run "$nocount/cli/llmp-bench")")
+	a+=("$(one_run "$build/cli/bench/llmp-bench")")
+	b+=("$(one_run "$nocount/cli/bench/llmp-bench")")
 	echo "round $i: counting ${a[-1]} us, not counting ${b[-1]} us"
 done
 # The median, and the fastest round: on a loaded machine others' work only adds time, so the

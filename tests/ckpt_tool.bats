@@ -440,21 +440,43 @@ EOF
 	if grep -E 'lib(pmix|ucp|uct|ucs)\.' <<<"$output"; then
 		fail "llmp links PMIx or UCX"
 	fi
-	run ldd "$LLMP_BUILDDIR/cli/llmp-bench"
+	run ldd "$LLMP_BUILDDIR/cli/bench/llmp-bench"
 	grep -q 'libpmix\.' <<<"$output" && grep -q 'libucp\.' <<<"$output" ||
 		fail "llmp-bench should link PMIx and UCX: is this ldd's output?"
 	run "$LLMP" bench --help
 	[ "$status" -eq 0 ] && grep -q '^usage: llmp bench' <<<"$output" || fail "llmp bench --help"
 	run "$LLMP" ckpt bench --help
 	[ "$status" -eq 0 ] && grep -q '^usage: llmp ckpt bench' <<<"$output" || fail "llmp ckpt bench --help"
-	run "$LLMP_BUILDDIR/cli/llmp-bench" plan
+	run "$LLMP_BUILDDIR/cli/bench/llmp-bench" plan
 	[ "$status" -eq 2 ] && grep -q "run 'llmp bench' or 'llmp ckpt bench'" <<<"$output" ||
 		fail "llmp-bench with another subcommand"
 }
 
+@test "llmp bench --memory device on the CUDA and NCCL test doubles: one call per size and iteration" {
+	# The benchmark loads the driver through the runtime's own table
+	# (runtime/device/cuda_api.h), so LLMP_CUDA_LIBRARY reaches it. The
+	# NCCL double moves no data (tests/device/fake_nccl.c), hence --check 0.
+	# Sizes 8..64 bytes doubling: float32 counts 2, 4, 8, 16; each 1 warm-up + 2 timed calls.
+	local dev="$LLMP_BUILDDIR/tests/device/.libs" log="$BATS_TEST_TMPDIR/nccl.log"
+	[ -e "$dev/fake_cuda.so" ] && [ -e "$dev/fake_nccl.so" ] || fail "the device test doubles are not built"
+	LLMP_CUDA_LIBRARY="$dev/fake_cuda.so" LLMP_NCCL_LIBRARY="$dev/fake_nccl.so" LLMP_DEVICE=nccl \
+		FAKE_NCCL_LOG="$log" run "$LLMP" bench --memory device --check 0 -b 8 -e 64 -n 2 -w 1
+	[ "$status" -eq 0 ] || fail "$output"
+	grep -q '^# device path: NCCL' <<<"$output" || fail "$output"
+	[ "$(grep -cE '^ +(8|16|32|64) +(2|4|8|16) +float32 +sum ' <<<"$output")" -eq 4 ] || fail "$output"
+	for count in 2 4 8 16; do
+		[ "$(grep -c "^allreduce llmp\.world\.0 $count " "$log")" -eq 3 ] || fail "count $count: $(cat "$log")"
+	done
+	[ "$(grep -c '^allreduce ' "$log")" -eq 12 ] || fail "$(cat "$log")"
+	# A device index the driver does not have is named.
+	LLMP_CUDA_LIBRARY="$dev/fake_cuda.so" LLMP_NCCL_LIBRARY="$dev/fake_nccl.so" LLMP_DEVICE=nccl LOCAL_RANK=3 \
+		run "$LLMP" bench --memory device --check 0 -b 8 -e 8
+	[ "$status" -eq 1 ] && grep -q 'no GPU 3: the driver sees 1' <<<"$output" || fail "$output"
+}
+
 @test "llmp bench --memory device: links no CUDA; without a GPU it fails naming the cause; bad values refused" {
 	# The driver and NCCL are loaded at run time: a CPU node starts the tool.
-	if readelf -d "$LLMP_BUILDDIR/cli/llmp-bench" | grep -E 'NEEDED.*(libcuda|libnccl|libcudart)'; then
+	if readelf -d "$LLMP_BUILDDIR/cli/bench/llmp-bench" | grep -E 'NEEDED.*(libcuda|libnccl|libcudart)'; then
 		fail "llmp-bench links CUDA or NCCL"
 	fi
 	run "$LLMP" bench --memory device -b 8 -e 8

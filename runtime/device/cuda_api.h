@@ -62,6 +62,7 @@ struct rt_cuda {
 	rt_cu_result (*get_error_name)(rt_cu_result r, const char **s);
 	rt_cu_result (*get_error_string)(rt_cu_result r, const char **s);
 	rt_cu_result (*pointer_get_attribute)(void *data, int attribute, rt_cu_devptr ptr);
+	rt_cu_result (*device_get_count)(int *count);
 	rt_cu_result (*device_get)(rt_cu_device *dev, int ordinal);
 	rt_cu_result (*primary_ctx_retain)(rt_cu_ctx *ctx, rt_cu_device dev);
 	rt_cu_result (*primary_ctx_release)(rt_cu_device dev);
@@ -71,6 +72,12 @@ struct rt_cuda {
 	rt_cu_result (*ctx_synchronize)(void);
 	rt_cu_result (*mem_host_alloc)(void **p, size_t bytes, unsigned flags);
 	rt_cu_result (*mem_free_host)(void *p);
+	/* Device memory: what `llmp bench --memory device` measures with (cli/bench/). */
+	rt_cu_result (*mem_alloc)(rt_cu_devptr *p, size_t bytes);
+	rt_cu_result (*mem_free)(rt_cu_devptr p);
+	rt_cu_result (*memcpy_htod)(rt_cu_devptr dst, const void *src,
+				    size_t bytes); /* pageable host memory */
+	rt_cu_result (*memcpy_dtoh)(void *dst, rt_cu_devptr src, size_t bytes);
 	rt_cu_result (*stream_create)(rt_cu_stream *s, unsigned flags);
 	rt_cu_result (*stream_destroy)(rt_cu_stream s);
 	rt_cu_result (*stream_synchronize)(rt_cu_stream s);

@@ -2,7 +2,7 @@
 /* join_job.c - a command of llmp-bench joining the job as one of its ranks (llmp_init). */
 #include <stdio.h>
 
-#include "llmp_cli.h"
+#include "cli/llmp_cli.h"
 #include <llmp/llmp.h>
 
 int cli_join_job(const char *prog, const char *spec, llmp_ctx **ctx)

@@ -17,7 +17,7 @@
  * stream, the iterations timed from before the first to after the stream
  * has finished the last (as nccl-tests does); the check copies the inputs
  * to the device and the result back. The driver is loaded with dlopen
- * (cuda_drv.h). Not yet run on a GPU.
+ * (bench_cuda.h, over the runtime's driver table). Not yet run on a GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -31,8 +31,8 @@
 #include "kernels/half.h"
 #include <llmp/llmp.h>
 #include <llmp/llmp_device.h>
-#include "cuda_drv.h"
-#include "llmp_cli.h"
+#include "bench_cuda.h"
+#include "cli/llmp_cli.h"
 #include <llmp/llmp_env.h>
 
 #define PROG "llmp bench"
@@ -61,7 +61,7 @@ struct bench {
 	char *send, *recv; /* maxbytes each (allgather receives n times its send) */
 	size_t capacity;
 	/* --memory device: the buffers the collectives use, in GPU memory; send and recv stage them */
-	struct cli_cuda *cuda;
+	struct bench_cuda *cuda;
 	char *dsend, *drecv;
 	double memcpy_gbs;
 };
@@ -336,7 +336,7 @@ static llmp_status run_once(struct bench *b, llmp_comm *comm, enum coll coll, si
 	const struct bench_args *a = b->args;
 	bool in = a->inplace;
 	if (b->cuda) { /* enqueued on the stream; out of place */
-		void *s = cli_cuda_stream(b->cuda);
+		void *s = bench_cuda_stream(b->cuda);
 		switch (coll) {
 		case COLL_ALLREDUCE:
 			return llmp_device_allreduce(comm, b->dsend, b->drecv, count, a->dtype, a->op, s);
@@ -368,14 +368,14 @@ static llmp_status run_checked_device(struct bench *b, llmp_comm *comm, enum col
 	size_t in = coll == COLL_REDUCE_SCATTER ? count * n : count,
 	       out = coll == COLL_ALLGATHER ? count * n : count;
 	char msg[256];
-	if (cli_cuda_to_device(b->cuda, b->dsend, b->send, in * esize, msg, sizeof msg) != 0) {
+	if (bench_cuda_to_device(b->cuda, b->dsend, b->send, in * esize, msg, sizeof msg) != 0) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return LLMP_ERR_DEVICE;
 	}
 	llmp_status st = run_once(b, comm, coll, count);
 	if (st == LLMP_OK &&
-	    (cli_cuda_sync(b->cuda, msg, sizeof msg) != 0 ||
-	     cli_cuda_to_host(b->cuda, b->recv, b->drecv, out * esize, msg, sizeof msg) != 0)) {
+	    (bench_cuda_sync(b->cuda, msg, sizeof msg) != 0 ||
+	     bench_cuda_to_host(b->cuda, b->recv, b->drecv, out * esize, msg, sizeof msg) != 0)) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return LLMP_ERR_DEVICE;
 	}
@@ -450,7 +450,7 @@ static int bench_rows(struct bench *b, llmp_comm *comm, enum coll coll, uint32_t
 			if (st == LLMP_OK)
 				st = llmp_barrier(comm);
 			char why[256];
-			if (st == LLMP_OK && b->cuda && cli_cuda_sync(b->cuda, why, sizeof why) != 0) {
+			if (st == LLMP_OK && b->cuda && bench_cuda_sync(b->cuda, why, sizeof why) != 0) {
 				fprintf(stderr, PROG ": %s\n", why);
 				st = LLMP_ERR_DEVICE;
 			}
@@ -458,7 +458,7 @@ static int bench_rows(struct bench *b, llmp_comm *comm, enum coll coll, uint32_t
 			for (uint64_t i = 0; st == LLMP_OK && i < a->iters; i++)
 				st = run_once(b, comm, coll, count);
 			/* The device's calls return once enqueued: the time runs until the stream is done. */
-			if (st == LLMP_OK && b->cuda && cli_cuda_sync(b->cuda, why, sizeof why) != 0) {
+			if (st == LLMP_OK && b->cuda && bench_cuda_sync(b->cuda, why, sizeof why) != 0) {
 				fprintf(stderr, PROG ": %s\n", why);
 				st = LLMP_ERR_DEVICE;
 			}
@@ -575,12 +575,12 @@ static int open_device(struct bench *b)
 	char msg[256];
 	const char *local = getenv("LOCAL_RANK");
 	int index = local && *local ? atoi(local) : (int)llmp_local_rank(b->ctx);
-	if (!(b->cuda = cli_cuda_open(index, msg, sizeof msg))) {
+	if (!(b->cuda = bench_cuda_open(index, msg, sizeof msg))) {
 		fprintf(stderr, PROG ": --memory device: %s\n", msg);
 		return CLI_EXIT_FAILURE;
 	}
-	if (cli_cuda_alloc(b->cuda, b->capacity, (void **)&b->dsend, msg, sizeof msg) != 0 ||
-	    cli_cuda_alloc(b->cuda, b->capacity, (void **)&b->drecv, msg, sizeof msg) != 0) {
+	if (bench_cuda_alloc(b->cuda, b->capacity, (void **)&b->dsend, msg, sizeof msg) != 0 ||
+	    bench_cuda_alloc(b->cuda, b->capacity, (void **)&b->drecv, msg, sizeof msg) != 0) {
 		fprintf(stderr, PROG ": --memory device: %s\n", msg);
 		return CLI_EXIT_FAILURE;
 	}
@@ -613,11 +613,11 @@ int cli_bench(int argc, char **argv)
 			rc = llmp_comm_world(b.ctx, &b.world) == LLMP_OK ? run(&b)
 									 : report_failure(&b, "world");
 	}
-	cli_cuda_free(b.cuda, b.dsend);
-	cli_cuda_free(b.cuda, b.drecv);
+	bench_cuda_free(b.cuda, b.dsend);
+	bench_cuda_free(b.cuda, b.drecv);
 	free(b.send);
 	free(b.recv);
 	llmp_finalize(b.ctx); /* before the context the communicators run on goes */
-	cli_cuda_close(b.cuda);
+	bench_cuda_close(b.cuda);
 	return rc;
 }

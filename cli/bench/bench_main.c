@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ckpt_cli.h"
-#include "llmp_cli.h"
+#include "cli/ckpt_cli.h"
+#include "cli/llmp_cli.h"
 
 int main(int argc, char **argv)
 {

@@ -14,7 +14,7 @@
 
 #include <llmp/llmp.h>
 #include <llmp/llmp_env.h>
-#include "llmp_cli.h"
+#include "cli/llmp_cli.h"
 #include "runtime/comm/node_gdr.h"
 #include "runtime/comm/node_topo.h"
 

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "bench_files.h"
-#include "ckpt_cli.h"
+#include "cli/ckpt_cli.h"
 #include <llmp/llmp.h>
 #include <llmp/llmp_ckpt.h>
 
