@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "llmp_cli.h"
-#include "metrics_read.h"
+#include "runtime/job/metrics_read.h"
 #include "report_fr.h"
 
 #define PROG "llmp report"
@@ -36,7 +36,7 @@ static const char *const palette[] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728
 				       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
 
 struct rank_series {
-	struct cli_metrics_record *recs; /* oldest first */
+	struct job_metrics_record *recs; /* oldest first */
 	size_t n;
 };
 
@@ -46,7 +46,7 @@ struct report {
 	char groups[MAX_GROUPS][32];
 	size_t ngroups;
 	double t0, t1; /* first and last record times */
-	struct cli_metrics_blame *blame;
+	struct job_metrics_blame *blame;
 };
 
 static void help(void)
@@ -88,7 +88,7 @@ static int group_index(struct report *r, const char *name)
 /* A rank's bytes sent on a group at time t: its newest record at or before t. */
 static double bytes_at(const struct rank_series *s, const char *group, double t)
 {
-	const struct cli_metrics_record *at = NULL;
+	const struct job_metrics_record *at = NULL;
 	for (size_t i = 0; i < s->n && s->recs[i].time <= t; i++)
 		at = &s->recs[i];
 	for (size_t k = 0; at && k < at->ncomms; k++)
@@ -166,7 +166,7 @@ static void step_plot(FILE *out, const struct report *r)
 	double top = 0;
 	for (uint32_t k = 0; k < r->world; k++)
 		if (r->ranks[k].n) {
-			const struct cli_metrics_record *last = &r->ranks[k].recs[r->ranks[k].n - 1];
+			const struct job_metrics_record *last = &r->ranks[k].recs[r->ranks[k].n - 1];
 			top = last->step_max_s > top ? last->step_max_s : top;
 		}
 	top = top > 0 ? top : 1;
@@ -180,7 +180,7 @@ static void step_plot(FILE *out, const struct report *r)
 	for (uint32_t k = 0; k < r->world; k++) {
 		if (!r->ranks[k].n)
 			continue;
-		const struct cli_metrics_record *last = &r->ranks[k].recs[r->ranks[k].n - 1];
+		const struct job_metrics_record *last = &r->ranks[k].recs[r->ranks[k].n - 1];
 		double mean = last->steps ? last->step_s / (double)last->steps : 0;
 		double x = 60 + width * k, h = (H - 60) * mean / top, y = (H - 40) - h;
 		fprintf(out,
@@ -205,11 +205,11 @@ static void straggler_map(FILE *out, const struct report *r)
 			coords = false;
 			continue;
 		}
-		const struct cli_metrics_record *last = &r->ranks[k].recs[r->ranks[k].n - 1];
+		const struct job_metrics_record *last = &r->ranks[k].recs[r->ranks[k].n - 1];
 		coords &= last->has_coords;
 		for (int a = 0; a < 5 && last->has_coords; a++)
 			size[a] = last->coords[a] + 1 > size[a] ? last->coords[a] + 1 : size[a];
-		double s = cli_metrics_score(&r->blame[k]);
+		double s = job_metrics_score(&r->blame[k]);
 		if (r->blame[k].times && s > top) {
 			top = s;
 			worst = k;
@@ -249,7 +249,7 @@ static void straggler_map(FILE *out, const struct report *r)
 			col = c[0] + size[0] * c[1];
 			row = c[3] + size[3] * c[4];
 		}
-		double s = cli_metrics_score(&r->blame[k]), heat = top > 0 && s > 0 ? s / top : 0;
+		double s = job_metrics_score(&r->blame[k]), heat = top > 0 && s > 0 ? s / top : 0;
 		int shade = (int)lround(255 * (1 - heat));
 		fprintf(out,
 			"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"rgb(255,%d,%d)\" "
@@ -263,7 +263,7 @@ static void straggler_map(FILE *out, const struct report *r)
 
 static int write_page(FILE *out, const struct report *r, const char *dir, const char *tmp, int *fr)
 {
-	const struct cli_metrics_record *any = NULL;
+	const struct job_metrics_record *any = NULL;
 	size_t records = 0;
 	for (uint32_t k = 0; k < r->world; k++) {
 		records += r->ranks[k].n;
@@ -292,7 +292,7 @@ static int read_all(struct report *r, const char *dir)
 {
 	char **names;
 	size_t n;
-	if (cli_metrics_list(dir, &names, &n) != 0) {
+	if (job_metrics_list(dir, &names, &n) != 0) {
 		fprintf(stderr, PROG ": %s: cannot read the directory\n", cli_printable(dir));
 		return -1;
 	}
@@ -304,14 +304,14 @@ static int read_all(struct report *r, const char *dir)
 		char path[4096], msg[512];
 		bool partial;
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		if (cli_metrics_read_series(path, &got[ok].recs, &got[ok].n, &partial, msg, sizeof msg) !=
+		if (job_metrics_read_series(path, &got[ok].recs, &got[ok].n, &partial, msg, sizeof msg) !=
 		    0) {
 			fprintf(stderr, PROG ": %s: %s; file left out\n", cli_printable(path), msg);
 			continue;
 		}
 		if (!got[ok].n)
 			continue;
-		const struct cli_metrics_record *first = &got[ok].recs[0],
+		const struct job_metrics_record *first = &got[ok].recs[0],
 						*last = &got[ok].recs[got[ok].n - 1];
 		ranks[ok] = last->rank;
 		r->world = last->world > r->world ? last->world : r->world;
@@ -320,15 +320,15 @@ static int read_all(struct report *r, const char *dir)
 		r->t1 = last->time > r->t1 ? last->time : r->t1;
 		ok++;
 	}
-	cli_metrics_list_free(names, n);
+	job_metrics_list_free(names, n);
 	r->ranks = calloc(r->world ? r->world : 1, sizeof *r->ranks);
 	r->blame = calloc(r->world ? r->world : 1, sizeof *r->blame);
 	int rc = got && ranks && r->ranks && r->blame ? 0 : -1;
 	for (size_t i = 0; i < ok; i++) {
 		if (rc == 0 && !r->ranks[ranks[i]].n) {
 			r->ranks[ranks[i]] = got[i];
-			struct cli_metrics_record *last = &got[i].recs[got[i].n - 1];
-			cli_metrics_add_blame(last, r->blame, r->world);
+			struct job_metrics_record *last = &got[i].recs[got[i].n - 1];
+			job_metrics_add_blame(last, r->blame, r->world);
 			for (size_t k = 0; k < last->ncomms; k++)
 				group_index(r, last->comms[k].group);
 		} else {

@@ -19,7 +19,7 @@
 
 #include "json_writer.h"
 #include "llmp_cli.h"
-#include "metrics_read.h"
+#include "runtime/job/metrics_read.h"
 
 #define PROG "llmp top"
 #define MAX_GROUPS 32
@@ -34,12 +34,12 @@ struct group_sum {
 
 struct top {
 	const char *dir;
-	struct cli_metrics_file *files;
+	struct job_metrics_file *files;
 	size_t nfiles;
 	struct group_sum groups[MAX_GROUPS];
 	size_t ngroups;
-	struct cli_metrics_blame *blame;       /* by world rank (metrics_read.h) */
-	const struct cli_metrics_record **rec; /* by world rank: its newest record */
+	struct job_metrics_blame *blame;       /* by world rank (metrics_read.h) */
+	const struct job_metrics_record **rec; /* by world rank: its newest record */
 	uint32_t world;
 	uint32_t order[MAX_STRAGGLERS];
 	size_t nstragglers;
@@ -73,7 +73,7 @@ static struct group_sum *group_of(struct top *t, const char *name)
 static int sum_up(struct top *t)
 {
 	for (size_t i = 0; i < t->nfiles; i++) {
-		const struct cli_metrics_record *r = &t->files[i].last;
+		const struct job_metrics_record *r = &t->files[i].last;
 		if (r->world > t->world)
 			t->world = r->world;
 		if (r->rank >= t->world)
@@ -86,11 +86,11 @@ static int sum_up(struct top *t)
 	if (!t->blame || !t->rec)
 		return -1;
 	for (size_t i = 0; i < t->nfiles; i++) {
-		const struct cli_metrics_record *r = &t->files[i].last;
+		const struct job_metrics_record *r = &t->files[i].last;
 		t->rec[r->rank] = r;
-		cli_metrics_add_blame(r, t->blame, t->world);
+		job_metrics_add_blame(r, t->blame, t->world);
 		for (size_t k = 0; k < r->ncomms; k++) {
-			const struct cli_metrics_comm *c = &r->comms[k];
+			const struct job_metrics_comm *c = &r->comms[k];
 			struct group_sum *g = group_of(t, c->group);
 			if (g) {
 				g->ranks++;
@@ -110,9 +110,9 @@ static int sum_up(struct top *t)
 			bool taken = false;
 			for (size_t i = 0; i < t->nstragglers; i++)
 				taken |= t->order[i] == w;
-			if (!taken && t->blame[w].times && cli_metrics_score(&t->blame[w]) > 0 &&
+			if (!taken && t->blame[w].times && job_metrics_score(&t->blame[w]) > 0 &&
 			    (best == UINT32_MAX ||
-			     cli_metrics_score(&t->blame[w]) > cli_metrics_score(&t->blame[best])))
+			     job_metrics_score(&t->blame[w]) > job_metrics_score(&t->blame[best])))
 				best = w;
 		}
 		if (best == UINT32_MAX)
@@ -130,7 +130,7 @@ static double share(double part, double whole)
 static void write_text(const struct top *t, FILE *out)
 {
 	char a[32], b[32];
-	const struct cli_metrics_record *any = &t->files[0].last;
+	const struct job_metrics_record *any = &t->files[0].last;
 	fprintf(out, "%s: %zu ranks of %u, layout %s\n\n", t->dir, t->nfiles, t->world, any->layout);
 	fprintf(out, "%-20s %6s %10s %12s %14s %9s %9s\n", "group", "ranks", "ops/rank", "sent/rank",
 		"sent/s/rank", "in calls", "waiting");
@@ -145,7 +145,7 @@ static void write_text(const struct top *t, FILE *out)
 	fprintf(out, "\n%-6s %-16s %7s %11s %11s %11s %9s %9s %11s\n", "rank", "host", "steps", "step mean",
 		"step last", "step max", "in calls", "waiting", "ckpt stall");
 	for (size_t i = 0; i < t->nfiles; i++) {
-		const struct cli_metrics_record *r = &t->files[i].last;
+		const struct job_metrics_record *r = &t->files[i].last;
 		double calls = 0, wait = 0;
 		for (size_t k = 0; k < r->ncomms; k++) {
 			calls += r->comms[k].seconds;
@@ -159,8 +159,8 @@ static void write_text(const struct top *t, FILE *out)
 	}
 	fprintf(out, "\nstragglers:%s\n", t->nstragglers ? "" : " none (no rank kept the others waiting)");
 	for (size_t i = 0; i < t->nstragglers; i++) {
-		const struct cli_metrics_blame *s = &t->blame[t->order[i]];
-		const struct cli_metrics_record *rec = t->rec[t->order[i]];
+		const struct job_metrics_blame *s = &t->blame[t->order[i]];
+		const struct job_metrics_record *rec = t->rec[t->order[i]];
 		fprintf(out,
 			"  rank %u%s%s%s: last in %llu calls; its groups waited %.3f s for it, it waited %.3f s\n",
 			t->order[i], rec ? " (" : "", rec ? rec->host : "", rec ? ")" : "",
@@ -194,8 +194,8 @@ static bool write_json(const struct top *t, FILE *out)
 	json_array_end(&w);
 	json_array(&w, "ranks_detail");
 	for (size_t i = 0; i < t->nfiles; i++) {
-		const struct cli_metrics_file *f = &t->files[i];
-		const struct cli_metrics_record *r = &f->last;
+		const struct job_metrics_file *f = &t->files[i];
+		const struct job_metrics_record *r = &f->last;
 		double calls = 0, wait = 0;
 		for (size_t k = 0; k < r->ncomms; k++) {
 			calls += r->comms[k].seconds;
@@ -219,7 +219,7 @@ static bool write_json(const struct top *t, FILE *out)
 	json_array_end(&w);
 	json_array(&w, "stragglers");
 	for (size_t i = 0; i < t->nstragglers; i++) {
-		const struct cli_metrics_blame *s = &t->blame[t->order[i]];
+		const struct job_metrics_blame *s = &t->blame[t->order[i]];
 		json_object(&w, NULL);
 		json_uint(&w, "rank", t->order[i]);
 		json_uint(&w, "last_times", s->times);
@@ -261,7 +261,7 @@ int cli_top(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	char **names;
 	size_t n;
-	if (cli_metrics_list(t.dir, &names, &n) != 0) {
+	if (job_metrics_list(t.dir, &names, &n) != 0) {
 		fprintf(stderr, PROG ": %s: cannot read the directory\n", cli_printable(t.dir));
 		return CLI_EXIT_FAILURE;
 	}
@@ -270,7 +270,7 @@ int cli_top(int argc, char **argv)
 	for (size_t i = 0; t.files && i < n; i++) {
 		char path[4096], msg[512];
 		snprintf(path, sizeof path, "%s/%s", t.dir, names[i]);
-		if (cli_metrics_read_file(path, &t.files[t.nfiles], msg, sizeof msg) != 0)
+		if (job_metrics_read_file(path, &t.files[t.nfiles], msg, sizeof msg) != 0)
 			fprintf(stderr, PROG ": %s: %s; file left out\n", cli_printable(path), msg);
 		else if (t.files[t.nfiles].records)
 			t.nfiles++;
@@ -291,7 +291,7 @@ int cli_top(int argc, char **argv)
 		else
 			write_text(&t, stdout);
 	}
-	cli_metrics_list_free(names, n);
+	job_metrics_list_free(names, n);
 	free(t.files);
 	free(t.blame);
 	free(t.rec);

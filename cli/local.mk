@@ -5,7 +5,7 @@
 bin_PROGRAMS += cli/llmp
 cli_llmp_SOURCES = cli/llmp.c cli/llmp_cli.h cli/args.c cli/cmd_plan.c cli/plan_text.c cli/cmd_topo.c cli/topo_gdr.c cli/ibv_probe.c cli/topo_nccl_xml.c cli/topo_rails.c \
 	cli/plan_place.c cli/plan_svg.c cli/plan_step.c cli/plan_machines.c \
-	cli/cmd_top.c cli/cmd_report.c cli/report_fr.c cli/report_fr.h cli/metrics_read.c cli/metrics_read.h cli/json_writer.c cli/json_writer.h
+	cli/cmd_top.c cli/cmd_report.c cli/report_fr.c cli/report_fr.h cli/json_writer.c cli/json_writer.h
 ckpt_cli_sources = cli/cmd_ckpt.c cli/ckpt_cli.h cli/ckpt_list.c cli/ckpt_verify.c \
 	cli/ckpt_inspect.c
 # llmp-bench, in cli/bench/: the commands that join a job as its ranks.
@@ -21,7 +21,7 @@ if BUILD_RUNTIME
 # linked with the whole runtime, which llmp runs (cli/bench_exec.c).
 cli_llmp_SOURCES += cli/cmd_job_end.c cli/bench_exec.c $(ckpt_cli_sources)
 cli_llmp_CPPFLAGS = $(AM_CPPFLAGS) -DLLMP_PKGLIBEXECDIR='"$(pkglibexecdir)"'
-cli_llmp_LDADD = topology/discover/libdiscover.la runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
+cli_llmp_LDADD = topology/discover/libdiscover.la runtime/job/libjob_record.la runtime/job/libmetrics.la runtime/ckpt/format/libckpt_format.la \
 	$(LLMP_PLANNER_LIBS) kernels/libkernels.la -lm
 
 pkglibexec_PROGRAMS = cli/bench/llmp-bench
@@ -32,7 +32,7 @@ else
 # (set in both branches: automake leaves a per-target variable empty in the
 # branch that does not set it, and the tool would lose AM_CPPFLAGS)
 cli_llmp_CPPFLAGS = $(AM_CPPFLAGS)
-cli_llmp_LDADD = topology/discover/libdiscover.la $(LLMP_PLANNER_LIBS) -lm
+cli_llmp_LDADD = topology/discover/libdiscover.la runtime/job/libmetrics.la $(LLMP_PLANNER_LIBS) -lm
 endif
 EXTRA_DIST += cli/cmd_job_end.c cli/bench_exec.c $(ckpt_cli_sources) $(bench_cli_sources)
 

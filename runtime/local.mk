@@ -9,8 +9,8 @@
 # `llmp-bench` (the tool's subcommands that join a job) links it whole.
 # What reads files without a context is in two smaller convenience
 # libraries that libllmp_core includes and the `llmp` tool links alone,
-# without PMIx or UCX: the checkpoint format (ckpt/format/) and the run
-# record (job/job_record.c).
+# without PMIx or UCX: the checkpoint format (ckpt/format/), the run
+# record (job/job_record.c) and the metrics files (job/metrics.mk).
 #
 # Each folder's fragment appends its files to runtime_sources:
 # comm/ (context, wire-up, transport, failure), coll/ (the operations on a
@@ -27,7 +27,7 @@ include runtime/init/local.mk
 noinst_LTLIBRARIES += runtime/libllmp_core.la
 runtime_libllmp_core_la_SOURCES = $(runtime_sources)
 runtime_libllmp_core_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE $(PMIX_CFLAGS) $(UCX_CFLAGS) $(HDF5_CFLAGS)
-runtime_libllmp_core_la_LIBADD = runtime/device/libdevice.la runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
+runtime_libllmp_core_la_LIBADD = runtime/device/libdevice.la runtime/job/libjob_record.la runtime/job/libmetrics.la runtime/ckpt/format/libckpt_format.la \
 	topology/discover/libdiscover.la $(LLMP_PLANNER_LIBS) kernels/libkernels.la $(PMIX_LIBS) $(UCX_LIBS) $(HDF5_LIBS) -lpthread
 
 lib_LTLIBRARIES += runtime/libllmp.la

@@ -8,9 +8,7 @@
 noinst_LTLIBRARIES += runtime/job/libjob_record.la
 runtime_job_libjob_record_la_SOURCES = runtime/job/job_record.h runtime/job/job_record.c
 
-# The metrics files (metrics_file.c) need no context: the unit test
-# (tests/unit/test_metrics) compiles them alone.
+# The metrics files' writer and reader are libmetrics (runtime/job/metrics.mk).
 runtime_sources += \
 	runtime/job/job_internal.h runtime/job/job.c runtime/job/job_signal.c \
-	runtime/job/job_log.c runtime/job/job_metrics.c \
-	runtime/job/metrics_file.h runtime/job/metrics_file.c
+	runtime/job/job_log.c runtime/job/job_metrics.c

@@ -77,10 +77,9 @@ tests_unit_test_json_writer_SOURCES = tests/unit/test_json_writer.c cli/json_wri
 tests_unit_test_json_writer_CFLAGS = $(test_cflags)
 tests_unit_test_json_writer_LDADD = $(CMOCKA_LIBS) -lm
 # The metrics files and their reader, as libllmp writes them and `llmp top` reads them.
-tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c runtime/job/metrics_file.c \
-	runtime/job/metrics_file.h cli/metrics_read.c cli/metrics_read.h
+tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c
 tests_unit_test_metrics_CFLAGS = $(test_cflags)
-tests_unit_test_metrics_LDADD = $(test_ldadd) -lm
+tests_unit_test_metrics_LDADD = runtime/job/libmetrics.la $(test_ldadd) -lm
 # The time counted inside calls (runtime/comm/metrics.h: exact for large calls, sampled for small), on a hand-moved clock.
 tests_unit_test_metrics_sample_CFLAGS = $(test_cflags)
 tests_unit_test_metrics_sample_LDADD = $(CMOCKA_LIBS) -lm

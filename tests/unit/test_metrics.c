@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_metrics.c - the metrics files (runtime/job/metrics_file.h) and
- * their reader (cli/metrics_read.h): the LLMP_METRICS setting, whole lines
+ * their reader (runtime/job/metrics_read.h): the LLMP_METRICS setting, whole lines
  * appended, a half-written last line skipped by the reader and cut off
  * before the next run appends, the Prometheus file replaced atomically.
  * Every record here is written out by hand.
@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "cli/metrics_read.h"
+#include "runtime/job/metrics_read.h"
 #include "runtime/job/metrics_file.h"
 
 /* A record as job_metrics.c writes it, for step `step`, newline included. */
@@ -121,9 +121,9 @@ static void truncated_last_line(void **state)
 	assert_int_equal(write(fd, line, n / 2), (ssize_t)(n / 2)); /* killed mid-line */
 	close(fd);
 
-	struct cli_metrics_file *f = malloc(sizeof *f);
+	struct job_metrics_file *f = malloc(sizeof *f);
 	assert_non_null(f);
-	assert_int_equal(cli_metrics_read_file(path, f, msg, sizeof msg), 0);
+	assert_int_equal(job_metrics_read_file(path, f, msg, sizeof msg), 0);
 	assert_int_equal(f->records, 3);
 	assert_true(f->partial);
 	assert_true(f->last.has_step);
@@ -145,7 +145,7 @@ static void truncated_last_line(void **state)
 	assert_int_equal(size_of(path), whole);
 	append_all(fd, 3, 5);
 	close(fd);
-	assert_int_equal(cli_metrics_read_file(path, f, msg, sizeof msg), 0);
+	assert_int_equal(job_metrics_read_file(path, f, msg, sizeof msg), 0);
 	assert_int_equal(f->records, 5);
 	assert_false(f->partial);
 	assert_int_equal(f->last.step, 4);
@@ -156,22 +156,22 @@ static void truncated_last_line(void **state)
 static void bad_lines(void **state)
 {
 	(void)state;
-	struct cli_metrics_file *f = malloc(sizeof *f);
+	struct job_metrics_file *f = malloc(sizeof *f);
 	char text[4096], msg[256];
 	assert_non_null(f);
 	size_t n = record(text, sizeof text, 0);
 	snprintf(text + n, sizeof text - n, "{\"v\":1,\"time\":\"noon\"}\n");
-	assert_int_equal(cli_metrics_read_text(text, strlen(text), f, msg, sizeof msg), -1);
+	assert_int_equal(job_metrics_read_text(text, strlen(text), f, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "line 2"));
 	assert_non_null(strstr(msg, "\"time\""));
 	snprintf(text + n, sizeof text - n, "{\"v\":2}\n");
-	assert_int_equal(cli_metrics_read_text(text, strlen(text), f, msg, sizeof msg), -1);
+	assert_int_equal(job_metrics_read_text(text, strlen(text), f, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "version 2"));
 	snprintf(text + n, sizeof text - n, "{\"v\":1,\"ti");
-	assert_int_equal(cli_metrics_read_text(text, strlen(text), f, msg, sizeof msg), 0);
+	assert_int_equal(job_metrics_read_text(text, strlen(text), f, msg, sizeof msg), 0);
 	assert_int_equal(f->records, 1);
 	assert_true(f->partial);
-	assert_int_equal(cli_metrics_read_text("", 0, f, msg, sizeof msg), 0);
+	assert_int_equal(job_metrics_read_text("", 0, f, msg, sizeof msg), 0);
 	assert_int_equal(f->records, 0);
 	free(f);
 }

@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * metrics_read.h - the metrics files of a job read back (format:
- * doc/metrics-json.md) for `llmp top` (a rank's newest record and the one
- * before it) and `llmp report` (every record). A last line without its
+ * doc/metrics-json.md), beside their writer (metrics_file.h), for `llmp
+ * top` (a rank's newest record and the one before it) and `llmp report`
+ * (every record). A last line without its
  * newline is a line being written, or cut off by a kill: it is skipped,
  * never taken as data.
  */
-#ifndef LLMP_CLI_METRICS_READ_H
-#define LLMP_CLI_METRICS_READ_H
+#ifndef LLMP_JOB_METRICS_READ_H
+#define LLMP_JOB_METRICS_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLI_METRICS_MAX_COMMS 24
-#define CLI_METRICS_MAX_LAST 4
+#define JOB_METRICS_MAX_COMMS 24
+#define JOB_METRICS_MAX_LAST 4
 
-struct cli_metrics_comm {
+struct job_metrics_comm {
 	char group[32];
 	uint32_t size, rank;
 	uint64_t ops, bytes_sent, bytes_received, waits;
@@ -26,10 +27,10 @@ struct cli_metrics_comm {
 		uint32_t rank; /* world rank */
 		uint64_t times;
 		double wait_s;
-	} last[CLI_METRICS_MAX_LAST];
+	} last[JOB_METRICS_MAX_LAST];
 };
 
-struct cli_metrics_record {
+struct job_metrics_record {
 	double time;
 	uint32_t rank, world;
 	char host[64];
@@ -41,34 +42,34 @@ struct cli_metrics_record {
 	double step_s, step_last_s, step_max_s, ckpt_stall_s;
 	bool final;
 	size_t ncomms;
-	struct cli_metrics_comm comms[CLI_METRICS_MAX_COMMS];
+	struct job_metrics_comm comms[JOB_METRICS_MAX_COMMS];
 };
 
 /* One line (without its newline); -1 with a message naming the field when it is not a record. */
-int cli_metrics_parse_line(const char *line, size_t len, struct cli_metrics_record *rec, char *msg,
+int job_metrics_parse_line(const char *line, size_t len, struct job_metrics_record *rec, char *msg,
 			   size_t msglen);
 
 /* What one rank's file holds. */
-struct cli_metrics_file {
-	struct cli_metrics_record last, prev; /* prev valid when records >= 2 */
+struct job_metrics_file {
+	struct job_metrics_record last, prev; /* prev valid when records >= 2 */
 	size_t records;                       /* complete lines read */
 	bool partial;                         /* a last line without its newline was skipped */
 };
 
 /* Read text[0..len), a file's contents; -1 with a message naming the line when one does not parse. */
-int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file *out, char *msg,
+int job_metrics_read_text(const char *text, size_t len, struct job_metrics_file *out, char *msg,
 			  size_t msglen);
 
 /* Read the file at path. */
-int cli_metrics_read_file(const char *path, struct cli_metrics_file *out, char *msg, size_t msglen);
+int job_metrics_read_file(const char *path, struct job_metrics_file *out, char *msg, size_t msglen);
 
 /* Every record of the file at path, oldest first (malloc'd; free it), and whether a partial last line was skipped. */
-int cli_metrics_read_series(const char *path, struct cli_metrics_record **recs, size_t *n, bool *partial,
+int job_metrics_read_series(const char *path, struct job_metrics_record **recs, size_t *n, bool *partial,
 			    char *msg, size_t msglen);
 
 /* DIR/rank-*.jsonl, sorted by name (malloc'd names); -1 when DIR cannot be read. */
-int cli_metrics_list(const char *dir, char ***names, size_t *n);
-void cli_metrics_list_free(char **names, size_t n);
+int job_metrics_list(const char *dir, char ***names, size_t *n);
+void job_metrics_list_free(char **names, size_t n);
 
 /*
  * Who held whom up, from each rank's newest record: for every rank, the
@@ -77,12 +78,12 @@ void cli_metrics_list_free(char **names, size_t n);
  * waited for, which may itself be waiting for the slow one, so a
  * straggler's score is what others waited for it less what it waited.
  */
-struct cli_metrics_blame {
+struct job_metrics_blame {
 	uint64_t times;
 	double others_s, own_s;
 };
-void cli_metrics_add_blame(const struct cli_metrics_record *r, struct cli_metrics_blame *blame,
+void job_metrics_add_blame(const struct job_metrics_record *r, struct job_metrics_blame *blame,
 			   uint32_t world);
-double cli_metrics_score(const struct cli_metrics_blame *b);
+double job_metrics_score(const struct job_metrics_blame *b);
 
-#endif /* LLMP_CLI_METRICS_READ_H */
+#endif /* LLMP_JOB_METRICS_READ_H */

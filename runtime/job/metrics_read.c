@@ -68,7 +68,7 @@ static bool get_string(const struct json_value *o, const char *key, char *out, s
 	return v != NULL;
 }
 
-static bool read_comm(const struct json_value *o, struct cli_metrics_comm *c, char *msg, size_t msglen)
+static bool read_comm(const struct json_value *o, struct job_metrics_comm *c, char *msg, size_t msglen)
 {
 	if (o->kind != JSON_OBJECT) {
 		snprintf(msg, msglen, "\"comms\": an item is not an object");
@@ -86,7 +86,7 @@ static bool read_comm(const struct json_value *o, struct cli_metrics_comm *c, ch
 	    !(last = field(o, "last", JSON_ARRAY, msg, msglen)))
 		return false;
 	c->nlast = 0;
-	for (size_t i = 0; i < last->n && c->nlast < CLI_METRICS_MAX_LAST; i++) {
+	for (size_t i = 0; i < last->n && c->nlast < JOB_METRICS_MAX_LAST; i++) {
 		const struct json_value *l = &last->items[i];
 		if (l->kind != JSON_OBJECT || !get_u32(l, "rank", &c->last[c->nlast].rank, msg, msglen) ||
 		    !get_u64(l, "times", &c->last[c->nlast].times, msg, msglen) ||
@@ -97,7 +97,7 @@ static bool read_comm(const struct json_value *o, struct cli_metrics_comm *c, ch
 	return true;
 }
 
-static bool read_record(const struct json_value *o, struct cli_metrics_record *r, char *msg, size_t msglen)
+static bool read_record(const struct json_value *o, struct job_metrics_record *r, char *msg, size_t msglen)
 {
 	uint64_t version;
 	const struct json_value *step, *final, *comms;
@@ -137,13 +137,13 @@ static bool read_record(const struct json_value *o, struct cli_metrics_record *r
 	if (r->has_step && !get_u64(o, "step", &r->step, msg, msglen))
 		return false;
 	r->ncomms = 0;
-	for (size_t i = 0; i < comms->n && r->ncomms < CLI_METRICS_MAX_COMMS; i++)
+	for (size_t i = 0; i < comms->n && r->ncomms < JOB_METRICS_MAX_COMMS; i++)
 		if (!read_comm(&comms->items[i], &r->comms[r->ncomms++], msg, msglen))
 			return false;
 	return true;
 }
 
-int cli_metrics_parse_line(const char *line, size_t len, struct cli_metrics_record *rec, char *msg,
+int job_metrics_parse_line(const char *line, size_t len, struct job_metrics_record *rec, char *msg,
 			   size_t msglen)
 {
 	struct json_value root;
@@ -156,10 +156,10 @@ int cli_metrics_parse_line(const char *line, size_t len, struct cli_metrics_reco
 }
 
 /* Call fn on every complete record of text[0..len); -1 with msg naming the line when one does not parse. */
-static int each_record(const char *text, size_t len, int (*fn)(const struct cli_metrics_record *, void *),
+static int each_record(const char *text, size_t len, int (*fn)(const struct job_metrics_record *, void *),
 		       void *arg, bool *partial, char *msg, size_t msglen)
 {
-	struct cli_metrics_record *rec = malloc(sizeof *rec);
+	struct job_metrics_record *rec = malloc(sizeof *rec);
 	if (!rec) {
 		snprintf(msg, msglen, "out of memory");
 		return -1;
@@ -176,7 +176,7 @@ static int each_record(const char *text, size_t len, int (*fn)(const struct cli_
 		}
 		size_t n = (size_t)(nl - (text + start));
 		char why[256];
-		if (n > 0 && cli_metrics_parse_line(text + start, n, rec, why, sizeof why) != 0) {
+		if (n > 0 && job_metrics_parse_line(text + start, n, rec, why, sizeof why) != 0) {
 			snprintf(msg, msglen, "line %zu: %s", line, why);
 			rc = -1;
 		} else if (n > 0 && fn(rec, arg) != 0) {
@@ -189,16 +189,16 @@ static int each_record(const char *text, size_t len, int (*fn)(const struct cli_
 	return rc;
 }
 
-static int keep_last(const struct cli_metrics_record *rec, void *arg)
+static int keep_last(const struct job_metrics_record *rec, void *arg)
 {
-	struct cli_metrics_file *out = arg;
+	struct job_metrics_file *out = arg;
 	out->prev = out->last;
 	out->last = *rec;
 	out->records++;
 	return 0;
 }
 
-int cli_metrics_read_text(const char *text, size_t len, struct cli_metrics_file *out, char *msg,
+int job_metrics_read_text(const char *text, size_t len, struct job_metrics_file *out, char *msg,
 			  size_t msglen)
 {
 	memset(out, 0, sizeof *out);
@@ -241,26 +241,26 @@ static char *slurp(const char *path, size_t *len, char *msg, size_t msglen)
 	return text;
 }
 
-int cli_metrics_read_file(const char *path, struct cli_metrics_file *out, char *msg, size_t msglen)
+int job_metrics_read_file(const char *path, struct job_metrics_file *out, char *msg, size_t msglen)
 {
 	size_t len;
 	char *text = slurp(path, &len, msg, msglen);
-	int rc = text ? cli_metrics_read_text(text, len, out, msg, msglen) : -1;
+	int rc = text ? job_metrics_read_text(text, len, out, msg, msglen) : -1;
 	free(text);
 	return rc;
 }
 
 struct series {
-	struct cli_metrics_record *recs;
+	struct job_metrics_record *recs;
 	size_t n, cap;
 };
 
-static int append(const struct cli_metrics_record *rec, void *arg)
+static int append(const struct job_metrics_record *rec, void *arg)
 {
 	struct series *s = arg;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 16;
-		struct cli_metrics_record *grown = realloc(s->recs, cap * sizeof *grown);
+		struct job_metrics_record *grown = realloc(s->recs, cap * sizeof *grown);
 		if (!grown)
 			return -1;
 		s->recs = grown;
@@ -270,7 +270,7 @@ static int append(const struct cli_metrics_record *rec, void *arg)
 	return 0;
 }
 
-int cli_metrics_read_series(const char *path, struct cli_metrics_record **recs, size_t *n, bool *partial,
+int job_metrics_read_series(const char *path, struct job_metrics_record **recs, size_t *n, bool *partial,
 			    char *msg, size_t msglen)
 {
 	size_t len;
@@ -293,7 +293,7 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int cli_metrics_list(const char *dir, char ***names, size_t *n)
+int job_metrics_list(const char *dir, char ***names, size_t *n)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -322,18 +322,18 @@ int cli_metrics_list(const char *dir, char ***names, size_t *n)
 	return 0;
 }
 
-void cli_metrics_list_free(char **names, size_t n)
+void job_metrics_list_free(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
 }
 
-void cli_metrics_add_blame(const struct cli_metrics_record *r, struct cli_metrics_blame *blame,
+void job_metrics_add_blame(const struct job_metrics_record *r, struct job_metrics_blame *blame,
 			   uint32_t world)
 {
 	for (size_t k = 0; k < r->ncomms; k++) {
-		const struct cli_metrics_comm *c = &r->comms[k];
+		const struct job_metrics_comm *c = &r->comms[k];
 		if (r->rank < world)
 			blame[r->rank].own_s += c->wait_s;
 		for (size_t l = 0; l < c->nlast; l++)
@@ -344,7 +344,7 @@ void cli_metrics_add_blame(const struct cli_metrics_record *r, struct cli_metric
 	}
 }
 
-double cli_metrics_score(const struct cli_metrics_blame *b)
+double job_metrics_score(const struct job_metrics_blame *b)
 {
 	return b->others_s - b->own_s;
 }
