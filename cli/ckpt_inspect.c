@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ckpt_cli.h"
-#include "json_writer.h"
+#include "common/json_writer.h"
 
 #define PROG "llmp ckpt inspect"
 

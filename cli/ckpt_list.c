@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 
 #include "ckpt_cli.h"
-#include "json_writer.h"
+#include "common/json_writer.h"
 
 #define PROG "llmp ckpt list"
 

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "ckpt_cli.h"
-#include "json_writer.h"
+#include "common/json_writer.h"
 
 #define PROG "llmp ckpt verify"
 

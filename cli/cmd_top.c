@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_writer.h"
+#include "common/json_writer.h"
 #include "llmp_cli.h"
 #include "runtime/job/metrics_read.h"
 

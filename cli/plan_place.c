@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_writer.h"
+#include "common/json_writer.h"
 #include "llmp_cli.h"
 #include "common/hostlist.h"
 #include "planner/auto_layout.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_writer.h"
+#include "common/json_writer.h"
 #include "llmp_cli.h"
 #include "planner/auto_layout.h"
 #include "planner/hetero.h"

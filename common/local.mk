@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # common/local.mk - what every part of llmp uses: status codes and messages,
-# the bounded JSON reader, Slurm hostlists, the directory-ownership rule
+# the bounded JSON reader and the one JSON writer, Slurm hostlists, the
+# directory-ownership rule
 # (included by Makefile.am; paths are from the top of the tree).
 #
 # Compiled once, position-independent, into a convenience library that the
@@ -10,7 +11,8 @@ common_sources = \
 	common/llmp_status.c common/fail.h \
 	common/json_read.c common/json_read.h \
 	common/hostlist.c common/hostlist.h \
-	common/own_dir.c common/own_dir.h
+	common/own_dir.c common/own_dir.h \
+	common/json_writer.c common/json_writer.h
 noinst_LTLIBRARIES += common/libcommon.la
 common_libcommon_la_SOURCES = $(common_sources)
 EXTRA_DIST += common/README.md

@@ -9,6 +9,8 @@
 
 #include "pci_path.h"
 
+#include "common/json_writer.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -52,21 +54,6 @@ bool topo_hca_usable(const struct topo_hca *h)
 
 /* ------------------------------------------------------------------ JSON */
 
-/* A JSON string: the names are checked printable ASCII, but the source is free text. */
-static void put_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
-}
-
 /* The NUMA node and PCIe bridges of a device, each field after ", ". */
 static void put_place(FILE *out, const struct topo_pci *pci)
 {
@@ -86,7 +73,7 @@ static void put_gpu(FILE *out, const struct topo_gpu *g)
 	put_place(out, &g->pci);
 	if (g->model[0]) {
 		fputs(", \"model\": ", out);
-		put_string(out, g->model);
+		json_write_escaped(out, g->model);
 	}
 	if (g->uuid[0])
 		fprintf(out, ", \"uuid\": \"%s\"", g->uuid);
@@ -154,7 +141,7 @@ int topo_write_json(const struct topo *t, FILE *out)
 	fprintf(out, "{\n  \"llmp_topology\": %d,\n", TOPO_VERSION);
 	if (t->source) {
 		fputs("  \"source\": ", out);
-		put_string(out, t->source);
+		json_write_escaped(out, t->source);
 		fputs(",\n", out);
 	}
 	fputs("  \"node_types\": {", out);
@@ -164,7 +151,7 @@ int topo_write_json(const struct topo *t, FILE *out)
 			ty->numa_nodes);
 		if (ty->gpu[0]) {
 			fputs("      \"gpu\": ", out);
-			put_string(out, ty->gpu);
+			json_write_escaped(out, ty->gpu);
 			fputs(",\n", out);
 		}
 		fputs("      \"gpus\": [", out);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json_writer.h"
 #include "metrics_file.h"
 
 /* Members named per communicator in a line: those waited for longest. */
@@ -97,11 +98,13 @@ static void write_last(FILE *f, const llmp_comm *comm)
 static void write_comm(FILE *f, const llmp_comm *comm, bool first)
 {
 	const struct rt_metrics *m = &comm->metrics;
+	fprintf(f, "%s{\"group\":", first ? "" : ",");
+	json_write_escaped(f, llmp_comm_name(comm));
 	fprintf(f,
-		"%s{\"group\":\"%s\",\"size\":%u,\"rank\":%u,\"ops\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
+		",\"size\":%u,\"rank\":%u,\"ops\":%" PRIu64 ",\"bytes_sent\":%" PRIu64
 		",\"bytes_received\":%" PRIu64 ",\"seconds\":%.6f,\"wait_s\":%.6f,\"waits\":%" PRIu64,
-		first ? "" : ",", llmp_comm_name(comm), comm->size, comm->rank, m->ops, m->bytes_sent,
-		m->bytes_recvd, rt_metrics_seconds(m), m->wait_seconds, m->waits);
+		comm->size, comm->rank, m->ops, m->bytes_sent, m->bytes_recvd, rt_metrics_seconds(m),
+		m->wait_seconds, m->waits);
 	write_last(f, comm);
 	fputc('}', f);
 }
@@ -117,9 +120,12 @@ static char *format_line(const llmp_job *job, bool final, size_t *len)
 		return NULL;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	fprintf(f,
-		"{\"v\":1,\"time\":%.3f,\"rank\":%u,\"world\":%u,\"host\":\"%s\",\"layout\":\"%s\",\"coords\":{",
-		(double)now.tv_sec + now.tv_nsec * 1e-9, ctx->rank, ctx->world, m->host, ctx->layout);
+	fprintf(f, "{\"v\":1,\"time\":%.3f,\"rank\":%u,\"world\":%u,\"host\":",
+		(double)now.tv_sec + now.tv_nsec * 1e-9, ctx->rank, ctx->world);
+	json_write_escaped(f, m->host);
+	fputs(",\"layout\":", f);
+	json_write_escaped(f, ctx->layout);
+	fputs(",\"coords\":{", f);
 	uint32_t coords[LLMP_NAXES] = { 0 };
 	llmp_plan_coords(ctx->plan, ctx->rank, coords);
 	for (int a = 0; a < LLMP_NAXES; a++)

@@ -73,9 +73,9 @@ tests_unit_test_kernels_CFLAGS = $(test_cflags)
 tests_unit_test_kernels_LDADD = kernels/libkernels.la $(test_ldadd)
 tests_unit_test_crc32c_CFLAGS = $(test_cflags)
 tests_unit_test_crc32c_LDADD = kernels/libkernels.la $(test_ldadd)
-tests_unit_test_json_writer_SOURCES = tests/unit/test_json_writer.c cli/json_writer.c cli/json_writer.h
+tests_unit_test_json_writer_SOURCES = tests/unit/test_json_writer.c
 tests_unit_test_json_writer_CFLAGS = $(test_cflags)
-tests_unit_test_json_writer_LDADD = $(CMOCKA_LIBS) -lm
+tests_unit_test_json_writer_LDADD = common/libcommon.la $(CMOCKA_LIBS) -lm
 # The metrics files and their reader, as libllmp writes them and `llmp top` reads them.
 tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c
 tests_unit_test_metrics_CFLAGS = $(test_cflags)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_json_writer.c - the tool's JSON writer (cli/json_writer.h): commas,
+ * test_json_writer.c - the tool's JSON writer (common/json_writer.h): commas,
  * nesting, escaping, numbers, and what it reports. Every expected document
  * is written out here by hand.
  */
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "cli/json_writer.h"
+#include "common/json_writer.h"
 
 /* The writer on a memory stream, and what it wrote. */
 struct out {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * json_writer.h - a small streaming JSON writer for the tool's documents
- * (`llmp ckpt ... --json`; doc/ckpt-json.md).
+ * json_writer.h - llmp's one JSON writer: the tool's documents (`llmp
+ * ckpt ... --json`, doc/ckpt-json.md; `llmp plan --format json`; `llmp
+ * top --json`), the topology files (topology/topo_write.c) and the metrics
+ * records (runtime/job/job_metrics.c) escape their strings here.
  *
  * The writer puts the commas and escapes the strings; the caller names
  * keys inside objects and passes NULL as the key inside arrays. Output is
