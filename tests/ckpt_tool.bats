@@ -471,7 +471,7 @@ EOF
 	# A device index the driver does not have is named.
 	LLMP_CUDA_LIBRARY="$dev/fake_cuda.so" LLMP_NCCL_LIBRARY="$dev/fake_nccl.so" LLMP_DEVICE=nccl LOCAL_RANK=3 \
 		run "$LLMP" bench --memory device --check 0 -b 8 -e 8
-	[ "$status" -eq 1 ] && grep -q 'no GPU 3: the driver sees 1' <<<"$output" || fail "$output"
+	[ "$status" -eq 1 ] && grep -q 'no GPU 3 (LOCAL_RANK picks one): CUDA_ERROR_INVALID_VALUE' <<<"$output" || fail "$output"
 }
 
 @test "llmp bench --memory device: links no CUDA; without a GPU it fails naming the cause; bad values refused" {

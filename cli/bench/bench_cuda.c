@@ -37,18 +37,14 @@ struct bench_cuda *bench_cuda_open(int index, char *msg, size_t len)
 		free(c);
 		return NULL;
 	}
-	int n = 0;
-	rt_cu_result r = c->cu.device_get_count(&n);
+	/* No cuDeviceGetCount: LLMP_DEVICE=auto's probe (runtime/device/device.c) keys on it. */
+	rt_cu_result r = c->cu.device_get(&c->dev, index);
 	if (r != RT_CUDA_SUCCESS) {
-		fail(c, "cuDeviceGetCount", r, msg, len);
+		snprintf(msg, len, "no GPU %d (LOCAL_RANK picks one): %s", index,
+			 rt_cuda_why(&c->cu, r, why, sizeof why));
 		goto out;
 	}
-	if (index < 0 || index >= n) {
-		snprintf(msg, len, "no GPU %d: the driver sees %d (LOCAL_RANK picks one)", index, n);
-		goto out;
-	}
-	if ((r = c->cu.device_get(&c->dev, index)) != RT_CUDA_SUCCESS ||
-	    (r = c->cu.primary_ctx_retain(&c->ctx, c->dev)) != RT_CUDA_SUCCESS) {
+	if ((r = c->cu.primary_ctx_retain(&c->ctx, c->dev)) != RT_CUDA_SUCCESS) {
 		fail(c, "retaining the device's primary context", r, msg, len);
 		c->ctx = NULL;
 		goto out;

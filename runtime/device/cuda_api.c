@@ -23,7 +23,6 @@ static const struct rt_dl_symbol symbols[] = {
 	{ "cuGetErrorName", offsetof(struct rt_cuda, get_error_name) },
 	{ "cuGetErrorString", offsetof(struct rt_cuda, get_error_string) },
 	{ "cuPointerGetAttribute", offsetof(struct rt_cuda, pointer_get_attribute) },
-	{ "cuDeviceGetCount", offsetof(struct rt_cuda, device_get_count) },
 	{ "cuDeviceGet", offsetof(struct rt_cuda, device_get) },
 	{ "cuDevicePrimaryCtxRetain", offsetof(struct rt_cuda, primary_ctx_retain) },
 	{ "cuDevicePrimaryCtxRelease_v2", offsetof(struct rt_cuda, primary_ctx_release) },

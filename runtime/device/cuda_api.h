@@ -62,7 +62,6 @@ struct rt_cuda {
 	rt_cu_result (*get_error_name)(rt_cu_result r, const char **s);
 	rt_cu_result (*get_error_string)(rt_cu_result r, const char **s);
 	rt_cu_result (*pointer_get_attribute)(void *data, int attribute, rt_cu_devptr ptr);
-	rt_cu_result (*device_get_count)(int *count);
 	rt_cu_result (*device_get)(rt_cu_device *dev, int ordinal);
 	rt_cu_result (*primary_ctx_retain)(rt_cu_ctx *ctx, rt_cu_device dev);
 	rt_cu_result (*primary_ctx_release)(rt_cu_device dev);
