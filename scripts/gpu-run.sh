@@ -34,11 +34,24 @@ note "# $(date -u '+%F %T') $(uname -n) $(uname -r); $(nvidia-smi --query-gpu=na
 
 # The kit's libraries that this machine lacks, alone on the loader's path:
 # the machine's own (libz, libcrypto, ...) stay first for python and torch.
-mkdir -p "$kit/lib/need"
+# PMIx is always the kit's (the one the build was tested with); a first step
+# runs a singleton on this machine's own libpmix, where it has one.
+rm -rf "$kit/lib/need" "$kit/lib/need-own-pmix"
+mkdir -p "$kit/lib/need" "$kit/lib/need-own-pmix"
 for f in "$kit"/lib/*.so*; do
 	name=$(basename "$f")
-	ldconfig -p | grep -q "^[[:space:]]*$name " || ln -sf "$f" "$kit/lib/need/$name"
+	case $name in
+	libpmix*) ln -sf "$f" "$kit/lib/need/$name" ;;
+	*) ldconfig -p | grep -q "^[[:space:]]*$name " ||
+		{ ln -sf "$f" "$kit/lib/need/$name" && ln -sf "$f" "$kit/lib/need-own-pmix/$name"; } ;;
+	esac
 done
+machine_pmix=$(ldconfig -p | awk '/libpmix\.so\.2 / {print $NF; exit}')
+if [ -n "$machine_pmix" ]; then
+	LD_LIBRARY_PATH=$kit/lib/need-own-pmix${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 60 \
+		"$kit/bin/llmp" bench -b 8 -e 8 -n 1 -w 0 >"$tmp/own-pmix.log" 2>&1
+	note "pmix (a singleton on this machine's $machine_pmix): $(grep -q '^ *8 ' "$tmp/own-pmix.log" && echo passed || echo "FAILED: $(tail -n 1 "$tmp/own-pmix.log")")"
+fi
 export LD_LIBRARY_PATH=$kit/lib/need${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export UCX_MODULE_DIR=$kit/lib/ucx PMIX_MCA_mca_base_component_path=$kit/lib/pmix
 export LLMP_LIBRARY=$kit/lib/libllmp.so.0 PYTHONPATH=$src/python${PYTHONPATH:+:$PYTHONPATH}

@@ -33,10 +33,21 @@ static bool value_to_u32(const pmix_value_t *v, uint32_t *out)
 	}
 }
 
-static llmp_status get_u32(llmp_ctx *ctx, const pmix_proc_t *proc, const char *key, uint32_t *out)
+/*
+ * key's value into *out. alone: this process is a singleton (no server),
+ * and a key PMIx does not hold is alone_value: OpenPMIx 4.2 gives a
+ * singleton its local size, the PMIx of a PyTorch image (seen on a lent H200
+ * machine) answers PMIX_ERR_NOT_FOUND.
+ */
+static llmp_status get_u32(llmp_ctx *ctx, const pmix_proc_t *proc, const char *key, bool alone,
+			   uint32_t alone_value, uint32_t *out)
 {
 	pmix_value_t *v = NULL;
 	pmix_status_t rc = PMIx_Get(proc, key, NULL, 0, &v);
+	if (rc == PMIX_ERR_NOT_FOUND && alone) {
+		*out = alone_value;
+		return LLMP_OK;
+	}
 	if (rc != PMIX_SUCCESS)
 		return rt_fail(ctx, LLMP_ERR_WIREUP, "PMIx_Get(%s): %s", key, PMIx_Error_string(rc));
 	bool ok = value_to_u32(v, out);
@@ -57,11 +68,14 @@ llmp_status rt_wireup_init(llmp_ctx *ctx)
 
 	pmix_proc_t job;
 	PMIX_LOAD_PROCID(&job, ctx->me.nspace, PMIX_RANK_WILDCARD);
-	llmp_status st = get_u32(ctx, &job, PMIX_JOB_SIZE, &ctx->world);
+	bool alone = rc == PMIX_ERR_UNREACH;
+	llmp_status st = get_u32(ctx, &job, PMIX_JOB_SIZE, alone, 1, &ctx->world);
+	/* A world of one is alone on its node too, whatever PMIx keeps. */
+	alone = alone || (st == LLMP_OK && ctx->world == 1);
 	if (st == LLMP_OK)
-		st = get_u32(ctx, &ctx->me, PMIX_LOCAL_RANK, &ctx->local_rank);
+		st = get_u32(ctx, &ctx->me, PMIX_LOCAL_RANK, alone, 0, &ctx->local_rank);
 	if (st == LLMP_OK)
-		st = get_u32(ctx, &job, PMIX_LOCAL_SIZE, &ctx->local_size);
+		st = get_u32(ctx, &job, PMIX_LOCAL_SIZE, alone, 1, &ctx->local_size);
 	if (st != LLMP_OK)
 		return st;
 	if (ctx->world == 0 || ctx->rank >= ctx->world)
