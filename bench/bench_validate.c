@@ -34,6 +34,7 @@ struct row {
 		source[128];
 	unsigned gpus, tp, pp, cp, ep, etp, vpp, mbs;
 	bool vpp_unsaid, mbs_unsaid; /* '-' in the file: the published step may take the best of them */
+	bool interleaved;            /* vpp 'i': the source says interleaved, not its V */
 };
 
 struct fit {
@@ -81,7 +82,17 @@ static int read_rows(const char *path, struct row *rows, size_t *n)
 		r->tp = number(field[4], 1), r->pp = number(field[5], 1), r->cp = number(field[6], 1);
 		r->ep = number(field[7], 1), r->etp = number(field[8], r->tp), r->vpp = number(field[9], 1);
 		r->mbs = number(field[10], 1);
-		r->vpp_unsaid = strcmp(field[9], "-") == 0, r->mbs_unsaid = strcmp(field[10], "-") == 0;
+		r->interleaved = strcmp(field[9], "i") == 0;
+		if (r->interleaved)
+			r->vpp = 1;
+		else if (strspn(field[9], "0123456789") != strlen(field[9]) && strcmp(field[9], "-") != 0) {
+			fprintf(stderr, "%s: %s: vpp '%s' is no number, '-' or 'i'\n", path, field[1],
+				field[9]);
+			fclose(f);
+			return -1;
+		}
+		r->vpp_unsaid = strcmp(field[9], "-") == 0 || r->interleaved;
+		r->mbs_unsaid = strcmp(field[10], "-") == 0;
 		snprintf(r->recompute, sizeof r->recompute, "%s", field[11]);
 		snprintf(r->ran, sizeof r->ran, "%s", field[12]);
 		snprintf(r->mem, sizeof r->mem, "%s", field[13]);
@@ -131,27 +142,40 @@ static void evaluate(const struct row *r, const struct model_desc *m, const stru
 				     : strcmp(r->recompute, "selective") == 0 ? MODEL_RECOMPUTE_SELECTIVE
 									      : MODEL_RECOMPUTE_AUTO;
 	memset(o, 0, sizeof *o);
-	for (int t = 0; t < 2; t++) {
-		if (given != MODEL_RECOMPUTE_AUTO && t > 0)
-			break;
-		struct step_layout l = { .tp = r->tp,
-					 .pp = r->pp,
-					 .cp = r->cp,
-					 .ep = r->ep,
-					 .etp = r->etp,
-					 .vpp = r->vpp,
-					 .mbs = r->mbs,
-					 .recompute = given != MODEL_RECOMPUTE_AUTO ? given : tries[t] };
-		struct step_estimate e;
-		if (step_layout_check(m, r->gpus, &l, o->why, sizeof o->why) != LLMP_OK ||
-		    step_estimate(m, g, r->gpus, &l, NULL, &e, o->why, sizeof o->why) != LLMP_OK)
-			return;
-		o->valid = true;
-		bool better = !o->fits && (e.fits || t == 0);
-		better = better || (e.fits && e.step_s < o->est.step_s);
-		if (better)
-			o->layout = l, o->est = e, o->fits = e.fits;
-	}
+	/* vpp 'i': every V > 1 the rules allow for this pp (Megatron's: V divides a middle stage's
+	 * layers), the fastest that fits; vpp 1 is not tried, the source says interleaved. */
+	unsigned v_lo = r->interleaved ? 2 : r->vpp, v_hi = r->interleaved ? (unsigned)m->layers : r->vpp;
+	for (unsigned v = v_lo; v <= v_hi; v++)
+		for (int t = 0; t < 2; t++) {
+			if (given != MODEL_RECOMPUTE_AUTO && t > 0)
+				break;
+			struct step_layout l = { .tp = r->tp,
+						 .pp = r->pp,
+						 .cp = r->cp,
+						 .ep = r->ep,
+						 .etp = r->etp,
+						 .vpp = v,
+						 .mbs = r->mbs,
+						 .recompute = given != MODEL_RECOMPUTE_AUTO ? given
+											    : tries[t] };
+			struct step_estimate e;
+			char why[LLMP_MSG_MAX];
+			if (step_layout_check(m, r->gpus, &l, why, sizeof why) != LLMP_OK ||
+			    step_estimate(m, g, r->gpus, &l, NULL, &e, why, sizeof why) != LLMP_OK) {
+				if (!o->valid) /* the first reason, kept while nothing was valid */
+					snprintf(o->why, sizeof o->why, "%s", why);
+				if (r->interleaved)
+					continue;
+				return;
+			}
+			bool better = !o->valid || (!o->fits && e.fits);
+			better = better || (e.fits == o->fits && e.step_s < o->est.step_s);
+			o->valid = true;
+			if (better)
+				o->layout = l, o->est = e, o->fits = e.fits;
+		}
+	if (!o->valid)
+		return;
 	if (strncmp(r->step, "tf:", 3) == 0)
 		o->measured = o->est.flops / (r->gpus * atof(r->step + 3) * 1e12);
 	else if (strcmp(r->step, "-") != 0)
@@ -325,7 +349,9 @@ int main(int argc, char **argv)
 				for (size_t k = 0; k < a.fitting && (r->vpp_unsaid || r->mbs_unsaid); k++) {
 					const struct step_layout *x = &a.all[k].layout;
 					if (x->tp == r->tp && x->pp == r->pp && x->cp == r->cp &&
-					    x->ep == r->ep && (r->vpp_unsaid || x->vpp == r->vpp) &&
+					    x->ep == r->ep &&
+					    (r->interleaved ? x->vpp > 1
+							    : r->vpp_unsaid || x->vpp == r->vpp) &&
 					    (r->mbs_unsaid || x->mbs == r->mbs) &&
 					    (!published || a.all[k].est.step_s < published)) {
 						published = a.all[k].est.step_s;

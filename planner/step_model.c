@@ -306,6 +306,12 @@ static double microbatches(const struct model_desc *m, const struct step_layout 
 	return m->gbs ? m->gbs / ((double)l->mbs * l->dp) : 4.0 * l->pp;
 }
 
+/* The output layer's forward FLOPs of one micro-batch on stage k (the last only). */
+static double output_forward(const struct model_desc *m, const struct step_layout *l, unsigned k)
+{
+	return k == l->pp - 1 ? 2 * m->seq * l->mbs * m->hidden * m->vocab : 0;
+}
+
 /* Forward FLOPs of one micro-batch on stage st, whole (all tp x cp ranks). */
 static double stage_forward(const struct model_desc *m, const struct step_layout *l,
 			    const struct layer_shape *x, unsigned k, const struct step_stage *st)
@@ -313,16 +319,20 @@ static double stage_forward(const struct model_desc *m, const struct step_layout
 	double fwd = 0, dense_layers = m->experts ? m->dense_layers : m->layers;
 	for (unsigned i = st->first_layer; i < st->first_layer + st->layers; i++)
 		fwd += i < dense_layers ? x->flops_dense : x->flops_moe;
-	if (k == l->pp - 1)
-		fwd += 2 * m->seq * l->mbs * m->hidden * m->vocab;
-	return fwd;
+	return fwd + output_forward(m, l, k);
 }
 
-/* Full recompute runs the forward again; selective recompute without flash attention, the attention core's. */
+/*
+ * Full recompute runs the transformer layers' forward again, not the output layer's
+ * (Megatron checkpoints the layers; Narayanan et al.'s 96 B s l h^2 (1 + s/(6h) + V/(16lh))
+ * counts the layers 4 times, the logits' 2 B s h V 3 times); selective recompute
+ * without flash attention, the attention core's.
+ */
 static double recompute_flops(const struct model_desc *m, const struct step_layout *l,
-			      const struct layer_shape *x, const struct step_stage *st, double fwd)
+			      const struct layer_shape *x, unsigned k, const struct step_stage *st,
+			      double fwd)
 {
-	return l->recompute == MODEL_RECOMPUTE_FULL                     ? fwd
+	return l->recompute == MODEL_RECOMPUTE_FULL                     ? fwd - output_forward(m, l, k)
 	       : l->recompute == MODEL_RECOMPUTE_SELECTIVE && !m->flash ? st->layers * x->flops_attn_core
 									: 0;
 }
@@ -371,7 +381,7 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		}
 		double fwd = stage_forward(m, l, &x, k, &st), train = 3 * fwd;
 		out->flops += train * micro * l->dp;
-		double extra = recompute_flops(m, l, &x, &st, fwd);
+		double extra = recompute_flops(m, l, &x, k, &st, fwd);
 		double seconds = (train + extra) / ((double)l->tp * l->cp) / rank_rate(m, gk, l);
 		if (seconds > slowest) {
 			slowest = seconds;
@@ -424,7 +434,7 @@ void step_stage_eval(const struct model_desc *m, const struct gpu_desc *g, const
 	layer_shape(m, l, &x);
 	stage_memory(m, l, &x, k, microbatches(m, l), st);
 	double fwd = stage_forward(m, l, &x, k, st);
-	*seconds = (3 * fwd + recompute_flops(m, l, &x, st, fwd)) / ((double)l->tp * l->cp) /
+	*seconds = (3 * fwd + recompute_flops(m, l, &x, k, st, fwd)) / ((double)l->tp * l->cp) /
 		   rank_rate(m, g, l);
 }
 

@@ -19,8 +19,9 @@
  *   STEP_ALLOWANCE_FIXED + the model's overhead= share of the rest
  *   (MODEL_OVERHEAD_DEFAULT, fitted, unless given).
  * Time: model FLOPs (Megatron's count: 6 per parameter-token plus causal
- *   attention, + 1/3 with full recompute) at the GPU's bf16 rate times its
- *   efficiency and a penalty for small matrices (STEP_GEMM_*), on the
+ *   attention; full recompute runs the layers' forward again, not the
+ *   output layer's) at the GPU's bf16 rate times its efficiency and a
+ *   penalty for small matrices (STEP_GEMM_*), on the
  *   slowest stage; the 1F1B bubble (pp - 1) / vpp
  *   micro-batch times; the network bytes of cost.c per dimension at
  *   NVLink rate inside the NVLink domain, the network's across it. tp, ep

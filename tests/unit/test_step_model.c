@@ -256,11 +256,15 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 	assert_near(p.net_s[4], 0.125, 1e-15);
 	assert_near(p.step_s, e.compute_s + e.bubble_s + 1.5 + 0.25 + 2 + 0.125, 1e-9);
 	assert_near(p.peak_bytes, e.peak_bytes, 1e-15);
-	/* Full recompute adds one forward: 4/3 of the compute. */
+	/* Full recompute adds one forward of the transformer layers, not of the output layer
+	 * (Narayanan's 96 B s l h^2 (1 + s/(6h) + V/(16lh)): the layers 4 times, the logits 3).
+	 * The slowest stage is the last: 12 layers of s b (24 h^2 + 2 s h) forward each, Ly, and
+	 * the logits' 2 s b h V, Lg; its micro-batch goes from 3 (Ly + Lg) to 4 Ly + 3 Lg. */
 	struct step_layout full = l;
 	full.recompute = MODEL_RECOMPUTE_FULL;
 	struct step_estimate f = estimate(&m, &g, 1024, &full, st);
-	assert_near(f.compute_s, e.compute_s * 4 / 3, 1e-12);
+	double Ly = 12 * s * (24 * h * h + 2 * s * h), Lg = 2 * s * h * V;
+	assert_near(f.compute_s, e.compute_s * (4 * Ly + 3 * Lg) / (3 * (Ly + Lg)), 1e-12);
 	/* ... and that forward's tensor-parallel collectives: 2 forward + 2 backward + 2 again,
 	 * 6/4 of the tp seconds the placement gives. */
 	struct step_estimate fp;
