@@ -572,3 +572,24 @@ PY
 	[ "$status" -eq 1 ] && assert_contains "$output" "--svg $W/dir.svg:"
 	[ ! -e "$W/dir.svg.tmp" ] || fail "a half-written picture was left"
 }
+
+@test "--gdr --nccl-dump: the dump NCCL 2.28.9 wrote on a lent H200 machine agrees with llmp's reading of it" {
+	# tests/topology/nccl-dump-h200-vm.xml is NCCL's own NCCL_TOPO_DUMP_FILE from that machine
+	# (scripts/gpu-run.sh, 2026-11-27), verbatim; h200-vm.json is the node as llmp topo saw it there.
+	local vm="$LLMP_SRCDIR/tests/topology/h200-vm.json" dump="$LLMP_SRCDIR/tests/topology/nccl-dump-h200-vm.xml"
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	python3 "$FAKE" "$vm" vm "$W/vm"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/vm" kernel=6.18.44 driver=open
+	run "$LLMP" topo --gdr --sysfs "$W/vm" --nccl-dump "$dump"
+	[ "$status" -eq 0 ] || fail "$output"
+	# The GPU placed (on the CPU of unknown NUMA node, numaid -1) and its gdr flag; the socket NIC
+	# eth0 is no HCA of llmp's, so it is not compared.
+	assert_contains "$output" "NCCL's dump $dump: 2 compared, 0 differ"
+	assert_contains "$output" "GPUDirect RDMA on 0 of 0 GPU/HCA pairs"
+	# Had NCCL put the GPU on NUMA node 0, the placement would differ, and say so.
+	sed 's/numaid="-1"/numaid="0"/' "$dump" >"$W/numa0.xml"
+	run "$LLMP" topo --gdr --sysfs "$W/vm" --nccl-dump "$W/numa0.xml"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "2 compared, 1 differ"
+	assert_contains "$output" "GPU 0000:00:06.0: NCCL put it under cpu 0, llmp predicted cpu -1"
+}
