@@ -117,6 +117,10 @@ int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, FILE 
 /* NCCL's dma-buf probe on an HCA of ty (cli/ibv_probe.c): 1 supported, 0 not, -1 not probed. */
 struct topo_type;
 int cli_dmabuf_probe(const struct topo_type *ty, char *dev, size_t len);
+/* The CUDA driver's GPUDirect RDMA and dma-buf attributes of ty's GPUs into n's devices
+ * (cli/cuda_probe.c); how many GPUs were read, 0 with why. */
+struct gdr_node;
+unsigned cli_cuda_gdr_attrs(const struct topo_type *ty, struct gdr_node *n, char *why, size_t len);
 /* `llmp topo --nccl-topo`: node type type (NULL: the only one) of t as NCCL_TOPO_FILE XML. */
 int cli_topo_nccl_xml(const struct topo *t, const char *type, FILE *out);
 /* `llmp topo --rails`, and after the text of `--job`: the rails of t checked; 1 when a port differs. */

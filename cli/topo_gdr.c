@@ -5,8 +5,9 @@
  * reason when not (topology/gdr.c), with the facts it read. The NCCL
  * version is the library's own (dlopen of $LLMP_NCCL_LIBRARY, else
  * libnccl.so.2; unknown without one), the locked-memory limit this
- * process's, NCCL_NET_GDR_LEVEL this environment's, and NCCL's dma-buf
- * probe repeated on an HCA (cli/ibv_probe.c).
+ * process's, NCCL_NET_GDR_LEVEL this environment's, NCCL's dma-buf
+ * probe repeated on an HCA (cli/ibv_probe.c), and each GPU's own word on
+ * GPUDirect RDMA and dma-buf from the CUDA driver (cli/cuda_probe.c).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -119,7 +120,18 @@ int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, FILE 
 	if (getrlimit(RLIMIT_MEMLOCK, &lim) == 0)
 		n.memlock = lim.rlim_cur == RLIM_INFINITY ? GDR_MEMLOCK_UNLIMITED
 							  : (unsigned long long)lim.rlim_cur;
+	char cuda_why[160] = "";
+	unsigned gpus_read = cli_cuda_gdr_attrs(ty, &n, cuda_why, sizeof cuda_why);
 	write_facts(&n, level, out);
+	if (!gpus_read)
+		fprintf(out, "  GPU support: not read (%s)\n", cuda_why);
+	for (unsigned g = 0; gpus_read && g < ty->ngpus; g++) {
+		const struct gdr_pcidev *d = gdr_node_dev(&n, ty->gpus[g].pci.bus);
+		static const char *const said[] = { "unknown", "no", "yes" };
+		if (d)
+			fprintf(out, "  GPU %s (CUDA driver): GPUDirect RDMA %s, dma-buf %s\n", d->bus,
+				said[d->gpu_gdr], said[d->gpu_dmabuf]);
+	}
 	if (n.dmabuf_probe < 0)
 		fprintf(out, "  dma-buf probe: not run (no libibverbs, or none of these HCAs in it)\n");
 	else

@@ -80,7 +80,7 @@ setup() {
 	grep -Eq '^  2 +0000:8a:00.0 +0 +\? +mlx5_1 \(PIX\)' <<<"$output" || fail "$output"
 	# The other leaf's NIC is PXB; with the three switches Broadcom PEX Gen4 in base mode of one
 	# id, as sysfs gives their ids, NCCL merges the leaves into the top: PIX.
-	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent LLMP_CUDA_LIBRARY=/nonexistent
 	run "$LLMP" topo --gdr --sysfs "$W/casc"
 	grep -Eq '^  0 +0000:85:00.0 +mlx5_1 +PXB ' <<<"$output" || fail "$output"
 	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/casc" ids=0000:81:00.0:1000:c010:1000:a064 \
@@ -175,7 +175,7 @@ setup() {
 	# tests/topology/nccl-dump-switch.xml: the nccl-switch node as NCCL dumps it (nccl-tests#256's
 	# form). With nvidia_peermem every NIC is GDR-capable, as the dump says: nothing differs.
 	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" dump="$LLMP_SRCDIR/tests/topology/nccl-dump-switch.xml"
-	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent LLMP_CUDA_LIBRARY=/nonexistent
 	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
 	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/ok" peermem kernel=6.8.0 driver=open uverbs
 	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-dump "$dump"
@@ -203,7 +203,7 @@ PY
 	for h in mlx5_0 mlx5_1 mlx5_2; do
 		assert_contains "$output" "$h: NCCL set gdr=1, llmp predicted not capable"
 	done
-	assert_contains "$output" "GPU 0000:9d:00.0: NCCL set gdr=0: the GPU reports no GPUDirect RDMA"
+	assert_contains "$output" "GPU 0000:9d:00.0: NCCL set gdr=0, so the GPU reports no GPUDirect RDMA"
 	# A dump NCCL's parser would refuse is refused.
 	sed 's/^  /\t/' "$dump" >"$W/tab.xml"
 	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-dump "$W/tab.xml"
@@ -577,7 +577,7 @@ PY
 	# tests/topology/nccl-dump-h200-vm.xml is NCCL's own NCCL_TOPO_DUMP_FILE from that machine
 	# (scripts/gpu-run.sh, 2026-11-27), verbatim; h200-vm.json is the node as llmp topo saw it there.
 	local vm="$LLMP_SRCDIR/tests/topology/h200-vm.json" dump="$LLMP_SRCDIR/tests/topology/nccl-dump-h200-vm.xml"
-	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent LLMP_CUDA_LIBRARY=/nonexistent
 	python3 "$FAKE" "$vm" vm "$W/vm"
 	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/vm" kernel=6.18.44 driver=open
 	run "$LLMP" topo --gdr --sysfs "$W/vm" --nccl-dump "$dump"
@@ -592,4 +592,38 @@ PY
 	[ "$status" -eq 1 ] || fail "$output"
 	assert_contains "$output" "2 compared, 1 differ"
 	assert_contains "$output" "GPU 0000:00:06.0: NCCL put it under cpu 0, llmp predicted cpu -1"
+}
+
+@test "--gdr: the CUDA driver's own word on each GPU (attributes 116 and 124), and NCCL's dump against it" {
+	# The CUDA driver's test double answers GPU_DIRECT_RDMA_SUPPORTED and DMA_BUF_SUPPORTED from
+	# FAKE_CUDA_GDR and FAKE_CUDA_DMABUF, for any bus id (tests/device/fake_cuda.c; built with the runtime).
+	local cuda="$LLMP_BUILDDIR/tests/device/.libs/fake_cuda.so"
+	[ -f "$cuda" ] || cuda=/nonexistent # without the runtime: the GPU's side is not read, the rules the same
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" dump="$LLMP_SRCDIR/tests/topology/nccl-dump-switch.xml"
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	python3 "$FAKE" "$sw" nccl-switch "$W/pm"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/pm" peermem kernel=6.8.0 driver=open uverbs
+	LLMP_CUDA_LIBRARY=/nonexistent run "$LLMP" topo --gdr --sysfs "$W/pm"
+	assert_contains "$output" "GPU support: not read (no CUDA driver (/nonexistent))"
+	[ "$cuda" != /nonexistent ] || return 0
+	# Both GPUs supported: the facts say so, and no pair gets the GPU's reason.
+	LLMP_CUDA_LIBRARY=$cuda run "$LLMP" topo --gdr --sysfs "$W/pm"
+	assert_contains "$output" "GPU 0000:18:00.0 (CUDA driver): GPUDirect RDMA yes, dma-buf yes"
+	assert_not_contains "$output" "the GPU reports"
+	# A GPU without GPUDirect RDMA (a GeForce board: the gate is in libcuda): every pair says it,
+	# whatever the modules; NCCL's dump of gdr=1 now differs from the driver's word.
+	LLMP_CUDA_LIBRARY=$cuda FAKE_CUDA_GDR=0 run "$LLMP" topo --gdr --sysfs "$W/pm" --nccl-dump "$dump"
+	[ "$status" -eq 1 ] || fail "$output"
+	[ "$(grep -c 'no: the GPU reports no GPUDirect RDMA (CUDA attribute GPU_DIRECT_RDMA_SUPPORTED 0)' <<<"$output")" -eq 6 ] ||
+		fail "$output"
+	assert_contains "$output" "GPU 0000:18:00.0: NCCL set gdr=1, but the CUDA driver reports no GPUDirect RDMA (attribute 116)"
+	# dma-buf only (no module): a GPU without dma-buf support closes that path too.
+	python3 "$FAKE" "$sw" nccl-switch "$W/db"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/db" kernel=6.8.0 driver=open uverbs
+	LLMP_CUDA_LIBRARY=$cuda FAKE_CUDA_DMABUF=0 run "$LLMP" topo --gdr --sysfs "$W/db"
+	assert_contains "$output" "GPU 0000:9d:00.0 (CUDA driver): GPUDirect RDMA yes, dma-buf no"
+	[ "$(grep -c 'no nvidia_peermem or nv_peer_mem loaded; no dma-buf: the GPU reports none (CUDA attribute DMA_BUF_SUPPORTED 0)' <<<"$output")" -eq 6 ] ||
+		fail "$output"
+	LLMP_CUDA_LIBRARY=$cuda run "$LLMP" topo --gdr --sysfs "$W/db"
+	assert_not_contains "$output" "no dma-buf: the GPU reports none"
 }

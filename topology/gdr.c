@@ -125,7 +125,10 @@ void gdr_pair_verdict(const struct gdr_node *n, const struct topo_pci *gpu, cons
 	v->path = topo_nccl_path(gpu, hca, NULL);
 	bool old_nccl = n->nccl_version && n->nccl_version < NCCL_SEES_NVIDIA_PEERMEM;
 	bool peermem = n->nv_peer_mem || (n->nvidia_peermem && !old_nccl);
-	unsigned dmabuf = dmabuf_missing(n);
+	const struct gdr_pcidev *g = gdr_node_dev(n, gpu->bus);
+	unsigned dmabuf = dmabuf_missing(n) | (g && g->gpu_dmabuf == GDR_ATTR_NO ? GDR_R_DMABUF_GPU : 0);
+	if (g && g->gpu_gdr == GDR_ATTR_NO)
+		v->reasons |= GDR_R_GPU;
 	if (!peermem && dmabuf)
 		v->reasons |= (n->nvidia_peermem ? GDR_R_NCCL_PEERMEM : GDR_R_NO_PEERMEM) | dmabuf;
 	if (v->path > level)
@@ -156,6 +159,9 @@ void gdr_verdict_text(const struct gdr_node *n, const struct gdr_verdict *v, enu
 	size_t at = 0;
 	buf[0] = '\0';
 	add(buf, len, &at, v->outcome == GDR_USED ? "yes" : v->outcome == GDR_NOT_USED ? "no: " : "broken: ");
+	if (v->reasons & GDR_R_GPU)
+		add(buf, len, &at,
+		    "the GPU reports no GPUDirect RDMA (CUDA attribute GPU_DIRECT_RDMA_SUPPORTED 0)");
 	if (v->reasons & GDR_R_NO_PEERMEM)
 		add(buf, len, &at, "no nvidia_peermem or nv_peer_mem loaded");
 	if (v->reasons & GDR_R_NCCL_PEERMEM) {
@@ -179,6 +185,8 @@ void gdr_verdict_text(const struct gdr_node *n, const struct gdr_verdict *v, enu
 		add(buf, len, &at, "no dma-buf: NCCL before 2.13");
 	if (v->reasons & GDR_R_DMABUF_IBV)
 		add(buf, len, &at, "no dma-buf: the HCA driver refuses ibv_reg_dmabuf_mr");
+	if (v->reasons & GDR_R_DMABUF_GPU)
+		add(buf, len, &at, "no dma-buf: the GPU reports none (CUDA attribute DMA_BUF_SUPPORTED 0)");
 	if (v->reasons & GDR_R_LEVEL) {
 		snprintf(part, sizeof part, "path %s beyond NCCL_NET_GDR_LEVEL=%s", topo_path_name(v->path),
 			 topo_path_name(level));

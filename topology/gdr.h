@@ -26,12 +26,18 @@ enum gdr_acs { GDR_ACS_UNREAD, GDR_ACS_NONE, GDR_ACS_READ };
 #define GDR_ACS_EC 0x0020u /* P2P egress control */
 #define GDR_ACS_REDIRECTS (GDR_ACS_RR | GDR_ACS_CR | GDR_ACS_EC)
 
+/* What the CUDA driver says of a GPU (cuDeviceGetAttribute); zero: not asked. */
+enum gdr_gpu_attr { GDR_ATTR_UNKNOWN, GDR_ATTR_NO, GDR_ATTR_YES };
+
 /* A PCI function on a path: a GPU, an HCA or a bridge above them. */
 struct gdr_pcidev {
 	char bus[TOPO_BUS_MAX];
 	char iommu[16]; /* its IOMMU group's type: "DMA", "DMA-FQ", "identity", ... ; "" none */
 	enum gdr_acs acs;
 	unsigned acs_ctrl;
+	/* A GPU's CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED (116), which NCCL 2.28 takes as
+	 * its gpu gdr flag, and _DMA_BUF_SUPPORTED (124), which its dma-buf path needs. */
+	enum gdr_gpu_attr gpu_gdr, gpu_dmabuf;
 };
 
 /* Below this locked-memory limit RDMA registration of NCCL's buffers fails (see gdr.c). */
@@ -62,11 +68,14 @@ enum gdr_reason {
 	GDR_R_LEVEL = 1u << 6,         /* path beyond NCCL_NET_GDR_LEVEL */
 	GDR_R_NO_IBDEV = 1u << 7,      /* no /dev/infiniband: NCCL uses sockets */
 	/* NCCL will try GDR, and it is known to fail or hang: */
-	GDR_R_ACS = 1u << 8,     /* ACS redirect or egress control on a bridge between them */
-	GDR_R_IOMMU = 1u << 9,   /* a translating IOMMU on the GPU or the HCA */
-	GDR_R_MEMLOCK = 1u << 10 /* locked-memory limit too low to register buffers */
+	GDR_R_ACS = 1u << 8,      /* ACS redirect or egress control on a bridge between them */
+	GDR_R_IOMMU = 1u << 9,    /* a translating IOMMU on the GPU or the HCA */
+	GDR_R_MEMLOCK = 1u << 10, /* locked-memory limit too low to register buffers */
+	/* And two more of the not-used kind, from the CUDA driver: */
+	GDR_R_GPU = 1u << 11,        /* the GPU reports no GPUDirect RDMA support (attribute 116) */
+	GDR_R_DMABUF_GPU = 1u << 12, /* no dma-buf: the GPU reports no dma-buf support (attribute 124) */
 };
-#define GDR_R_NOT_USED 0x00ffu
+#define GDR_R_NOT_USED (0x00ffu | GDR_R_GPU | GDR_R_DMABUF_GPU)
 #define GDR_R_KNOWN_BAD (GDR_R_ACS | GDR_R_IOMMU)
 
 enum gdr_outcome { GDR_USED, GDR_NOT_USED, GDR_BROKEN };

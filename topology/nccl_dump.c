@@ -127,10 +127,16 @@ void nccl_dump_compare(const struct nccl_xml *x, const struct topo_type *ty, con
 			int p = x->nodes[i].parent;
 			const char *bus = p >= 0 ? nccl_xml_attr(x, (unsigned)p, "busid") : NULL;
 			(*compared)++;
-			if (strcmp(gdr, "1") != 0)
-				differ(&o,
-				       "GPU %s: NCCL set gdr=%s: the GPU reports no GPUDirect RDMA (CUDA attribute 116)",
-				       bus ? bus : "?", gdr);
+			/* llmp's prediction: the CUDA driver's attribute 116 where it was read, else yes. */
+			const struct gdr_pcidev *d = bus ? gdr_node_dev(facts, bus) : NULL;
+			bool said = d && d->gpu_gdr != GDR_ATTR_UNKNOWN,
+			     predicted = !said || d->gpu_gdr == GDR_ATTR_YES;
+			if ((strcmp(gdr, "1") == 0) != predicted)
+				differ(&o, "GPU %s: NCCL set gdr=%s, %s", bus ? bus : "?", gdr,
+				       said ? (predicted
+						       ? "but the CUDA driver reports GPUDirect RDMA supported (attribute 116)"
+						       : "but the CUDA driver reports no GPUDirect RDMA (attribute 116)")
+					    : "so the GPU reports no GPUDirect RDMA (CUDA attribute 116)");
 		}
 	}
 	*ndiffer = o.differ;

@@ -23,6 +23,9 @@
  * - FAKE_CUDA_FAIL=NAME:N[,NAME:N]: the Nth call of NAME (cuMemcpyDtoHAsync,
  *   no _v2) returns CUDA_ERROR_ILLEGAL_ADDRESS; cuInit:1 makes it
  *   CUDA_ERROR_NO_DEVICE, as a driver on a machine without a GPU says.
+ * - cuDeviceGetByPCIBusId takes any bus id as the one device, and
+ *   cuDeviceGetAttribute answers GPU_DIRECT_RDMA_SUPPORTED and
+ *   DMA_BUF_SUPPORTED from FAKE_CUDA_GDR and FAKE_CUDA_DMABUF (default 1).
  * - cuLaunchHostFunc runs its function on the stream's thread, in order:
  *   NCCL's test double (fake_nccl.c) puts work that blocks there.
  * - cuEventElapsedTime: the time between the moments the streams' threads
@@ -380,6 +383,32 @@ API rt_cu_result cuDeviceGet(rt_cu_device *dev, int ordinal)
 	if (r == RT_CUDA_SUCCESS)
 		*dev = 0;
 	return r;
+}
+
+/* For `llmp topo --gdr` (cli/cuda_probe.c): every bus id is the one device. */
+API rt_cu_result cuDeviceGetByPCIBusId(rt_cu_device *dev, const char *bus)
+{
+	rt_cu_result r = enter("cuDeviceGetByPCIBusId", false);
+	if (r == RT_CUDA_SUCCESS && (!bus || !*bus))
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (r == RT_CUDA_SUCCESS)
+		*dev = 0;
+	return r;
+}
+
+/* GPU_DIRECT_RDMA_SUPPORTED (116) and DMA_BUF_SUPPORTED (124): FAKE_CUDA_GDR, FAKE_CUDA_DMABUF (0 or 1, default 1). */
+API rt_cu_result cuDeviceGetAttribute(int *value, int attribute, rt_cu_device dev)
+{
+	rt_cu_result r = enter("cuDeviceGetAttribute", false);
+	if (r != RT_CUDA_SUCCESS)
+		return r;
+	const char *env = attribute == 116   ? getenv("FAKE_CUDA_GDR")
+			  : attribute == 124 ? getenv("FAKE_CUDA_DMABUF")
+					     : NULL;
+	if (dev != 0 || (attribute != 116 && attribute != 124))
+		return CUDA_ERROR_INVALID_VALUE;
+	*value = env && *env ? atoi(env) != 0 : 1;
+	return RT_CUDA_SUCCESS;
 }
 
 API rt_cu_result cuDevicePrimaryCtxRetain(rt_cu_ctx *ctx, rt_cu_device dev)
