@@ -95,15 +95,26 @@ static int resolve_here(llmp_spec *spec, bool *active, bool *automatic)
  * The model's verdict on the layout (model_layout.h) for world tasks (0:
  * not known yet); -1 after telling the user why the job cannot run.
  */
-static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, struct plugin_model_answer *a)
+static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, uint32_t nnodes,
+			struct plugin_model_answer *a)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	char msg[LLMP_MSG_MAX];
-	const char *gpu = getenv(LLMP_ENV_GPU);
+	const char *gpu = getenv(LLMP_ENV_GPU), *file = getenv(LLMP_ENV_TOPOLOGY_FILE);
+	/* The step's nodes as srun wrote them for it: all the job's, else the counts disagree and say so. */
+	const char *nodes = getenv("SLURM_STEP_NODELIST"), *per_node = getenv("SLURM_STEP_TASKS_PER_NODE");
+	struct plugin_machines_request machines = {
+		.file = file && *file ? file : c->site.topology,
+		.nodelist = nodes ? nodes : getenv("SLURM_NODELIST"),
+		.tasks_per_node = per_node ? per_node : getenv("SLURM_TASKS_PER_NODE"),
+		.nnodes = nnodes,
+		.renumber = plugin_renumber_asked(),
+	};
 	struct plugin_model_request rq = {
 		.automatic = automatic,
 		.spec = spec,
 		.world = world,
+		.machines = world && machines.file[0] ? &machines : NULL,
 	};
 	rq.model = model_text(&rq.model_source);
 	rq.gpu_source = gpu && *gpu ? LLMP_ENV_GPU : "the site's gpu= (plugstack.conf)";
@@ -112,6 +123,8 @@ static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, s
 		plugin_user_message("%s", msg);
 		return -1;
 	}
+	if (a->warning[0])
+		plugin_user_message("%s", a->warning);
 	if (a->note[0])
 		plugin_user_message("%s", a->note);
 	return 0;
@@ -146,7 +159,7 @@ int plugin_submit_check(spank_t sp)
 	if (!active || check_placement() < 0)
 		return active ? -1 : 0;
 	/* srun decides in local_user_init, where it knows its task count. */
-	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, &model) < 0)
+	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, 0, &model) < 0)
 		return -1;
 	return 0;
 }
@@ -212,7 +225,7 @@ int plugin_submit_check_tasks(spank_t sp)
 				"--llm-parallel=auto: srun cannot tell the step's task count here");
 		return automatic ? -1 : 0; /* else unknown here: the step checks it */
 	}
-	if (decide_model(&spec, automatic, tasks, &model) < 0 || hand_to_step(&model, automatic) < 0)
+	if (decide_model(&spec, automatic, tasks, nodes, &model) < 0 || hand_to_step(&model, automatic) < 0)
 		return -1;
 	if (automatic)
 		spec = model.layout;
