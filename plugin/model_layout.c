@@ -359,6 +359,8 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 			      rq->model_source);
 	/* On the topology, the node types' GPUs; the named one for types without. */
 	struct plugin_machines *pm = open_machines(rq, &m, rq->gpu ? &given : NULL, &g, a);
+	if (!rq->gpu && !rq->world && rq->machines)
+		return 0; /* sbatch: the topology's node types may say the GPU; each srun looks */
 	if (!pm && !rq->gpu) {
 		if (rq->automatic)
 			return refuse(msg, msglen,

@@ -34,9 +34,10 @@ struct plugin_model_request {
 	bool automatic;        /* --llm-parallel=auto */
 	const llmp_spec *spec; /* the resolved layout when not automatic */
 	uint32_t world;        /* the step's tasks; 0 when unknown (sbatch, salloc) */
-	/* The step's nodes on a topology file (srun, when one is named): each
-	 * layout scored with its placement's network and its stages' GPUs;
-	 * NULL: none, every GPU is rq->gpu and the network modelled. */
+	/* The step's nodes on a topology file, when one is named: srun scores
+	 * each layout with its placement's network and its stages' GPUs, and
+	 * sbatch leaves a job without rq->gpu to srun (the node types may say
+	 * it); NULL: none, every GPU is rq->gpu and the network modelled. */
 	const struct plugin_machines_request *machines;
 };
 

@@ -114,7 +114,7 @@ static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, u
 		.automatic = automatic,
 		.spec = spec,
 		.world = world,
-		.machines = world && machines.file[0] ? &machines : NULL,
+		.machines = machines.file[0] ? &machines : NULL,
 	};
 	rq.model = model_text(&rq.model_source);
 	rq.gpu_source = gpu && *gpu ? LLMP_ENV_GPU : "the site's gpu= (plugstack.conf)";

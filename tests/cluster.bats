@@ -491,7 +491,11 @@ SMALL_GPU=mem=16,tflops=100
 # The layout and Megatron flags llmp plan chooses, as "SPEC FLAGS" lines: the
 # flags written here from the plan's JSON with Megatron-LM's names.
 planned() { # MODEL GPU WORLD
-	python3 - "$("$LLMP" plan --model "$1" --gpu "$2" --world "$3" --parallel auto --format json)" <<-'PY'
+	planned_by --model "$1" --gpu "$2" --world "$3"
+}
+
+planned_by() { # llmp plan's arguments but --parallel and --format
+	python3 - "$("$LLMP" plan "$@" --parallel auto --format json)" <<-'PY'
 		import json, sys
 		l = json.loads(sys.argv[1])["layout"]
 		spec = ",".join(f"{k}={l[k]}" for k in ("tp", "pp", "cp", "ep", "etp", "dp"))
@@ -542,6 +546,62 @@ planned() { # MODEL GPU WORLD
 	[ "$status" -eq 0 ]
 	output=$(cat "$WORK/out")
 	check_tasks "$spec" 8 --model-args "$flags"
+	assert_cluster_idle
+}
+
+# The test nodes as PCIe boxes (pcie-4gpu.json) whose type says its GPU, under
+# two leaves (HOSTS node[1-3]), or some of them without the tree: srun places
+# auto's layouts there.
+write_gpu_topology() { # OUT GPU HOSTS
+	python3 - "$LLMP_SRCDIR/etc/topology/pcie-4gpu.json" "$@" <<-'PY'
+		import json, sys
+		doc = json.load(open(sys.argv[1]))
+		doc["node_types"]["pcie-4gpu"]["gpu"] = sys.argv[3]
+		doc["nodes"] = [{"hosts": sys.argv[4], "type": "pcie-4gpu"}]
+		doc["switches"] = [{"name": "spine", "switches": "a,b"},
+		                   {"name": "a", "nodes": "node[2-3]"}, {"name": "b", "nodes": "node1"}]
+		if sys.argv[4] != "node[1-3]":
+		    doc["switches"] = []  # the tree names every node: none for a part
+		json.dump(doc, open(sys.argv[2], "w"))
+	PY
+}
+
+@test "--llm-parallel=auto on a topology file: srun's choice is llmp plan --topology's" {
+	local want spec flags plain
+	write_gpu_topology "$WORK/tree.json" "$SMALL_GPU" "node[1-3]"
+	want=$(planned_by --model "$BIG_MODEL" --topology "$WORK/tree.json" --hosts 'node[1-2]' --tasks-per-node 4)
+	spec=$(sed -n 1p <<<"$want") flags=$(sed -n 2p <<<"$want")
+	plain=$(planned "$BIG_MODEL" "$SMALL_GPU" 8 | sed -n 1p)
+	[ "$spec" != "$plain" ] || { echo "the placement should change the choice: $spec"; false; }
+	# No LLMP_GPU: the node type's "gpu" is the GPU. Four tasks a node, as
+	# llmp plan was told (Slurm would otherwise fill node1 first: 7 + 1).
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 --llm-parallel=auto \
+		--llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "^llm_parallel: --llm-parallel=auto chose ${spec//,/,.*}[, ].*(placed on the topology" <<<"$output" ||
+		{ echo "want $spec: $output"; false; }
+	! grep -q "warning" <<<"$output" || { echo "$output"; false; }
+	check_tasks "$spec" 8 --model-args "$flags"
+	# The site's topology=, in a batch job: the inner srun places the same way.
+	write_plugstack "topology=$WORK/tree.json"
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		srun "$TASK_ENV"
+	EOF
+	run sbatch --wait -w 'node[1-2]' -N2 --ntasks-per-node=4 -o "$WORK/out" --llm-parallel=auto --llm-model=$BIG_MODEL \
+		"$WORK/job.sh"
+	[ "$status" -eq 0 ]
+	output=$(cat "$WORK/out")
+	check_tasks "$spec" 8 --model-args "$flags"
+	# A file without node2: one warning naming it, the choice without the topology.
+	write_plugstack
+	write_gpu_topology "$WORK/one.json" "$SMALL_GPU" "node1"
+	LLMP_GPU=$SMALL_GPU LLMP_TOPOLOGY_FILE=$WORK/one.json run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 \
+		--llm-parallel=auto --llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^llm_parallel: warning: --llm-model: the topology not used.*node2' <<<"$output")" -eq 1 ] ||
+		{ echo "$output"; false; }
+	grep -q "^llm_parallel: --llm-parallel=auto chose ${plain//,/,.*}[, ].*(custom)" <<<"$output" || { echo "$output"; false; }
 	assert_cluster_idle
 }
 

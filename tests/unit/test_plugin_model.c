@@ -342,6 +342,9 @@ static void topology_gpu_comes_first(void **state)
 	assert_string_equal(a.warning, "");
 	assert_non_null(strstr(a.note, "--llm-parallel=auto chose "));
 	assert_non_null(strstr(a.note, "placed on the topology"));
+	/* sbatch (no task count, no LLMP_GPU): left to each srun, which reads the types */
+	assert_int_equal(decide_on(file, NULL, NULL, 0, NULL, NULL, 0, &a, msg, sizeof msg), 0);
+	assert_false(a.decided);
 	unlink(file);
 	rmdir(dir);
 }
