@@ -605,6 +605,41 @@ write_gpu_topology() { # OUT GPU HOSTS
 	assert_cluster_idle
 }
 
+# Two GPU kinds: node1 a 400 TFLOP/s GPU, node2 a 100 TFLOP/s one (pcie-4gpu boxes).
+write_mixed_topology() { # OUT
+	python3 - "$LLMP_SRCDIR/etc/topology/pcie-4gpu.json" "$1" <<-'PY'
+		import copy, json, sys
+		doc = json.load(open(sys.argv[1]))
+		box = doc["node_types"].pop("pcie-4gpu")
+		doc["node_types"]["fast"] = dict(copy.deepcopy(box), gpu="mem=80,tflops=400")
+		doc["node_types"]["slow"] = dict(copy.deepcopy(box), gpu="mem=80,tflops=100")
+		doc["nodes"] = [{"hosts": "node1", "type": "fast"}, {"hosts": "node2", "type": "slow"}]
+		doc["switches"] = []
+		json.dump(doc, open(sys.argv[2], "w"))
+	PY
+}
+
+@test "two GPU kinds under Slurm: the pipeline's layers split by speed reach the tasks as Megatron flags" {
+	# tp=1,pp=2 on node1 (stage 0) and node2 (stage 1), 8 layers. By hand,
+	# in one layer's work on the fast GPU: the output layer (2 h V = 262M
+	# parameters) is 0.65 of a layer (403M). 7 + 1: stage 0 takes 7, stage 1
+	# (1 + 0.65) x 4 = 6.6; 6 + 2 would give stage 1 (2 + 0.65) x 4 = 10.6.
+	local model=layers=8,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64
+	write_mixed_topology "$WORK/mixed.json"
+	LLMP_TOPOLOGY_FILE=$WORK/mixed.json run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 \
+		--llm-parallel=tp=1,pp=2 --llm-model=$model "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "^llm_parallel: custom on 8 GPUs (placed on the topology" <<<"$output" || { echo "$output"; false; }
+	local split='--decoder-first-pipeline-num-layers+7+--decoder-last-pipeline-num-layers+1'
+	[ "$(grep -c "^task [0-7] LLMP_MEGATRON_ARGS=.*$split" <<<"$output")" -eq 8 ] || { echo "$output"; false; }
+	# Without the file the stages are even: no such flag.
+	LLMP_GPU=h100 run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 --llm-parallel=tp=1,pp=2 \
+		--llm-model=$model "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	! grep -q 'decoder-first-pipeline-num-layers' <<<"$output" || { echo "$output"; false; }
+	assert_cluster_idle
+}
+
 # ---------------------------------------------------------------- checkpoints
 
 @test "--llm-checkpoint=help prints its grammar and submits nothing; --help lists it" {
