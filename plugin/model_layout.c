@@ -13,6 +13,7 @@
 
 #include "topology/auto_layout.h"
 #include "topology/hetero.h"
+#include <llmp/llmp_env.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define PEAK_TEXT 320        /* describe_peak's sentence */
@@ -64,12 +65,23 @@ static void megatron_flags(const struct model_desc *m, const struct step_layout 
 		flag(a, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
 	if (l->stage_layers) { /* mixed GPUs: hetero_split's layers */
 		char uneven[PLUGIN_MODEL_ARGS_MAX];
-		if (hetero_megatron_args(l->stage_layers, l->pp, uneven, sizeof uneven) && uneven[0])
+		a->flags_say_stages = hetero_megatron_args(l->stage_layers, l->pp, uneven, sizeof uneven);
+		if (!uneven[0])
+			return; /* even after all */
+		if (a->flags_say_stages)
 			flag(a, "%s", uneven);
-		else if (!uneven[0])
-			return;
-		else /* no Megatron flag says it: the note and the layout's stage_layers do */
-			snprintf(a->stage_layers, sizeof a->stage_layers, "%s", uneven);
+		/* the list, for the step's layout file and the tasks (LLMP_STAGE_LAYERS) */
+		size_t used = 0;
+		a->stage_layers[0] = '\0';
+		for (unsigned k = 0; k < l->pp && used < sizeof a->stage_layers; k++) {
+			int n = snprintf(a->stage_layers + used, sizeof a->stage_layers - used, "%s%u",
+					 k ? "," : "", l->stage_layers[k]);
+			if (n < 0 || (size_t)n >= sizeof a->stage_layers - used) {
+				a->stage_layers[0] = '\0'; /* too many stages to say: the note names none */
+				break;
+			}
+			used += (size_t)n;
+		}
 	} else if (l->pp > 1 && (unsigned long long)m->layers % l->pp) {
 		unsigned first, head, tail;
 		step_stage_layers(m, l, 0, &first, &head);
@@ -77,6 +89,31 @@ static void megatron_flags(const struct model_desc *m, const struct step_layout 
 		flag(a, "--decoder-first-pipeline-num-layers %u --decoder-last-pipeline-num-layers %u", head,
 		     tail);
 	}
+}
+
+int plugin_stage_layers_parse(const char *text, uint32_t pp, uint32_t *layers, char *msg, size_t msglen)
+{
+	const char *p = text;
+	uint32_t k = 0;
+	if (pp == 0 || pp > PLUGIN_STAGES_MAX)
+		return refuse(msg, msglen, "%u pipeline stages: at most %u can be listed", pp,
+			      PLUGIN_STAGES_MAX);
+	while (k < pp) {
+		unsigned long v = 0;
+		const char *start = p;
+		while (*p >= '0' && *p <= '9' && p - start < 6)
+			v = v * 10 + (unsigned long)(*p++ - '0');
+		if (p == start || v == 0 || (*p >= '0' && *p <= '9'))
+			return refuse(msg, msglen, "stage %u: expected a count of layers from 1 to 999999",
+				      k);
+		layers[k++] = (uint32_t)v;
+		if (*p != ',' || k == pp)
+			break;
+		p++;
+	}
+	if (k != pp || *p)
+		return refuse(msg, msglen, "not %u counts separated by commas", pp);
+	return 0;
 }
 
 bool plugin_model_args_valid(const char *text)
@@ -210,9 +247,10 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 		"%zu of %zu layouts fit (llmp plan --parallel auto lists them)",
 		layout, m->name, rq->world, on ? "placed on the topology, the weakest " : "", g->name,
 		c->est.peak_bytes / GIB, g->mem_bytes / GIB, c->est.step_s, r.fitting, r.n);
-	if (a->stage_layers[0] && n > 0 && (size_t)n < sizeof a->note)
+	if (a->stage_layers[0] && !a->flags_say_stages && n > 0 && (size_t)n < sizeof a->note)
 		snprintf(a->note + n, sizeof a->note - (size_t)n,
-			 "; layers per stage %s, which Megatron's first/last stage flags cannot say",
+			 "; layers per stage %s (" LLMP_ENV_STAGE_LAYERS
+			 ", the layout file's stage_layers): more than Megatron's first/last stage flags say",
 			 a->stage_layers);
 	a->decided = true;
 	auto_result_free(&r);
@@ -266,9 +304,10 @@ static int guard(const struct model_desc *m, const struct gpu_desc *g, const str
 			 automatic_recompute && l.recompute == MODEL_RECOMPUTE_FULL
 				 ? "; it fits only with full recompute"
 				 : "");
-	if (a->stage_layers[0] && n > 0 && (size_t)n < sizeof a->note)
+	if (a->stage_layers[0] && !a->flags_say_stages && n > 0 && (size_t)n < sizeof a->note)
 		snprintf(a->note + n, sizeof a->note - (size_t)n,
-			 "; layers per stage %s, which Megatron's first/last stage flags cannot say",
+			 "; layers per stage %s (" LLMP_ENV_STAGE_LAYERS
+			 ", the layout file's stage_layers): more than Megatron's first/last stage flags say",
 			 a->stage_layers);
 	a->decided = true;
 	rc = 0;

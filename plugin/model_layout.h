@@ -50,9 +50,10 @@ struct plugin_model_answer {
 	char megatron[PLUGIN_MODEL_ARGS_MAX];
 	char note[768];    /* one line for the user: the choice or the estimate; "" for none */
 	char warning[640]; /* one line before it: the topology named and not used; "" for none */
-	/* On mixed GPUs, the layers of each stage ("10,12,12,6") when Megatron's
-	 * first/last stage flags cannot say them; "" otherwise */
+	/* On mixed GPUs, the layers of each stage ("10,12,12,6") when the split
+	 * is not even, for LLMP_STAGE_LAYERS; "" otherwise */
 	char stage_layers[PLUGIN_MODEL_ARGS_MAX];
+	bool flags_say_stages; /* Megatron's first/last stage flags in megatron say them */
 };
 
 /*
@@ -66,6 +67,15 @@ struct plugin_model_answer {
  */
 int plugin_model_decide(const struct plugin_site *site, const struct plugin_model_request *rq,
 			struct plugin_model_answer *a, char *msg, size_t msglen);
+
+#define PLUGIN_STAGES_MAX 128 /* stages LLMP_STAGE_LAYERS may name (2 bytes each at least) */
+
+/*
+ * LLMP_STAGE_LAYERS ("7,1") for a pipeline of pp stages into layers[pp]:
+ * decimal counts, each at least 1, exactly pp of them, pp at most
+ * PLUGIN_STAGES_MAX. Returns 0, or -1 with msg saying why.
+ */
+int plugin_stage_layers_parse(const char *text, uint32_t pp, uint32_t *layers, char *msg, size_t msglen);
 
 /* Is text a valid LLMP_MODEL_ARGS value (what plugin_model_decide writes)? */
 bool plugin_model_args_valid(const char *text);

@@ -12,7 +12,7 @@
  * memory (model_layout.h): sbatch refuses one that fits at no job size,
  * srun decides for its task count and, with --llm-parallel=auto, chooses.
  * srun hands its decision to the step in its own environment, which the
- * step starts from (LLMP_AUTO_LAYOUT, LLMP_MODEL_ARGS).
+ * step starts from (LLMP_AUTO_LAYOUT, LLMP_MODEL_ARGS, LLMP_STAGE_LAYERS).
  */
 #include "plugin.h"
 
@@ -200,6 +200,8 @@ static int hand_to_step(const struct plugin_model_answer *a, bool automatic)
 		rc |= unsetenv(LLMP_ENV_AUTO_LAYOUT);
 	}
 	rc |= a->decided ? setenv(LLMP_ENV_MODEL_ARGS, a->megatron, 1) : unsetenv(LLMP_ENV_MODEL_ARGS);
+	rc |= a->decided && a->stage_layers[0] ? setenv(LLMP_ENV_STAGE_LAYERS, a->stage_layers, 1)
+					       : unsetenv(LLMP_ENV_STAGE_LAYERS);
 	if (rc)
 		plugin_user_message("cannot hand the model's layout to the step: setenv failed");
 	return rc ? -1 : 0;

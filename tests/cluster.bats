@@ -619,7 +619,7 @@ write_mixed_topology() { # OUT
 	PY
 }
 
-@test "two GPU kinds under Slurm: the pipeline's layers split by speed reach the tasks as Megatron flags" {
+@test "two GPU kinds under Slurm: the layers split by speed reach the tasks (Megatron flags, LLMP_STAGE_LAYERS)" {
 	# tp=1,pp=2 on node1 (stage 0) and node2 (stage 1), 8 layers. By hand,
 	# in one layer's work on the fast GPU: the output layer (2 h V = 262M
 	# parameters) is 0.65 of a layer (403M). 7 + 1: stage 0 takes 7, stage 1
@@ -632,6 +632,36 @@ write_mixed_topology() { # OUT
 	grep -q "^llm_parallel: custom on 8 GPUs (placed on the topology" <<<"$output" || { echo "$output"; false; }
 	local split='--decoder-first-pipeline-num-layers+7+--decoder-last-pipeline-num-layers+1'
 	[ "$(grep -c "^task [0-7] LLMP_MEGATRON_ARGS=.*$split" <<<"$output")" -eq 8 ] || { echo "$output"; false; }
+	# tp=1,pp=4 over 16 layers: stages 0,1 on node1, 2,3 on node2. The split
+	# is llmp plan's on the same hosts (whose best order of the kinds is
+	# Slurm's here, fast first); the middle stages differ, so no Megatron
+	# flag says it: the tasks get LLMP_STAGE_LAYERS and the layout file
+	# its stage_layers.
+	local model16=${model/layers=8/layers=16} plan want
+	plan=$("$LLMP" plan --model "$model16" --parallel tp=1,pp=4 --topology "$WORK/mixed.json" \
+		--hosts 'node[1-2]' --tasks-per-node 4 --format json)
+	want=$(python3 - "$plan" <<-'PY'
+		import json, sys
+		d = json.loads(sys.argv[1])
+		chosen = [o["order"] for o in d["kind_orders"] if o["chosen"]]
+		assert chosen == ["mem=80,tflops=400 then mem=80,tflops=100"], chosen
+		assert d["pipeline"]["megatron_args"] is None, d["pipeline"]
+		print(",".join(str(n) for n in d["pipeline"]["stage_layers"]))
+	PY
+	)
+	[ -n "$want" ] && [ "$want" != 4,4,4,4 ]
+	LLMP_TEST_COPY=$WORK/layout.json LLMP_TOPOLOGY_FILE=$WORK/mixed.json run srun -w 'node[1-2]' -N2 \
+		--ntasks-per-node=4 --llm-parallel=tp=1,pp=4 --llm-model=$model16 sh -c \
+		'"$0"; echo "stages $SLURM_PROCID $LLMP_STAGE_LAYERS"' "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "layers per stage $want (LLMP_STAGE_LAYERS" <<<"$output" || { echo "want $want: $output"; false; }
+	[ "$(grep -c "^stages [0-7] $want\$" <<<"$output")" -eq 8 ] || { echo "want $want: $output"; false; }
+	! grep -q 'decoder-first-pipeline-num-layers' <<<"$output" || { echo "$output"; false; }
+	python3 - "$WORK/layout.json" "$want" <<-'PY'
+		import json, sys
+		got = json.load(open(sys.argv[1]))["stage_layers"]
+		assert got == [int(n) for n in sys.argv[2].split(",")], got
+	PY
 	# Without the file the stages are even: no such flag.
 	LLMP_GPU=h100 run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 --llm-parallel=tp=1,pp=2 \
 		--llm-model=$model "$TASK_ENV"

@@ -369,7 +369,9 @@ static void mixed_kinds_split_the_layers(void **state)
 	assert_int_equal(decide_on(file, "n[1-2]", "4(x2)", 2, NULL, &pp2, 8, &a, msg, sizeof msg), 0);
 	assert_non_null(strstr(a.megatron,
 			       "--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 1"));
-	assert_string_equal(a.stage_layers, "");
+	assert_string_equal(a.stage_layers, "7,1");
+	assert_true(a.flags_say_stages);
+	assert_null(strstr(a.note, "LLMP_STAGE_LAYERS")); /* the flags say it all */
 	/* the slow host first: the split turns round */
 	assert_int_equal(decide_on(file, "n2,n1", "4(x2)", 2, NULL, &pp2, 8, &a, msg, sizeof msg), 0);
 	assert_non_null(strstr(a.megatron,
@@ -424,6 +426,44 @@ static void unusable_topology_warns(void **state)
 	rmdir(dir);
 }
 
+/* LLMP_STAGE_LAYERS as the step reads it: exactly pp counts of at least 1. */
+static void stage_layers_are_checked(void **state)
+{
+	uint32_t layers[PLUGIN_STAGES_MAX];
+	char msg[256];
+	(void)state;
+	assert_int_equal(plugin_stage_layers_parse("7,1", 2, layers, msg, sizeof msg), 0);
+	assert_int_equal(layers[0], 7);
+	assert_int_equal(layers[1], 1);
+	assert_int_equal(plugin_stage_layers_parse("10,12,12,6", 4, layers, msg, sizeof msg), 0);
+	assert_int_equal(layers[3], 6);
+	static const struct {
+		const char *text;
+		uint32_t pp;
+		const char *why;
+	} bad[] = {
+		{ "7,1", 3, "not 3 counts" },
+		{ "7,1,2", 2, "not 2 counts" },
+		{ "7,0", 2, "stage 1" },
+		{ "7,,1", 3, "stage 1" },
+		{ "", 1, "stage 0" },
+		{ "7,1,", 2, "not 2 counts" },
+		{ "1234567,1", 2, "stage 0" },
+		{ "7;1", 2, "not 2 counts" },
+		{ "-1,9", 2, "stage 0" },
+		{ "1,1", 0, "0 pipeline stages" },
+		{ "1", PLUGIN_STAGES_MAX + 1, "at most 128" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		msg[0] = '\0';
+		assert_int_equal(plugin_stage_layers_parse(bad[i].text, bad[i].pp, layers, msg, sizeof msg),
+				 -1);
+		if (!strstr(msg, bad[i].why))
+			fail_msg("'%s' on %u: '%s' does not say '%s'", bad[i].text, bad[i].pp, msg,
+				 bad[i].why);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,6 +480,7 @@ int main(void)
 		cmocka_unit_test(topology_gpu_comes_first),
 		cmocka_unit_test(mixed_kinds_split_the_layers),
 		cmocka_unit_test(unusable_topology_warns),
+		cmocka_unit_test(stage_layers_are_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
