@@ -101,7 +101,13 @@ static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, u
 	struct plugin_ctx *c = plugin_ctx();
 	char msg[LLMP_MSG_MAX];
 	const char *gpu = getenv(LLMP_ENV_GPU), *file = getenv(LLMP_ENV_TOPOLOGY_FILE);
-	/* The step's nodes as srun wrote them for it: all the job's, else the counts disagree and say so. */
+	/*
+	 * The step's nodes as srun wrote them into its own environment before
+	 * local_user_init. Seen with Slurm 22.05: SLURM_NODELIST (the job's
+	 * nodes: a step on part of them fails the count check and is said) and
+	 * SLURM_TASKS_PER_NODE (the step's); no SLURM_STEP_* yet, and no gres
+	 * string (--gres=gpu:TYPE:N), so srun cannot learn a GPU type there.
+	 */
 	const char *nodes = getenv("SLURM_STEP_NODELIST"), *per_node = getenv("SLURM_STEP_TASKS_PER_NODE");
 	struct plugin_machines_request machines = {
 		.file = file && *file ? file : c->site.topology,
