@@ -38,6 +38,7 @@ int plugin_layout_file_name(const char *dir, uint32_t job_id, uint32_t step_id, 
 
 struct write_job {
 	const llmp_plan *plan;
+	const uint32_t *stage_layers; /* NULL: even */
 	const char *path;
 };
 
@@ -60,7 +61,7 @@ static int write_work(void *arg, char **out, size_t *outlen, char *msg, size_t m
 		unlink(w->path);
 		return snprintf(msg, msglen, "cannot write %s: %s", path, strerror(errno)), -1;
 	}
-	llmp_status st = llmp_plan_write_json(w->plan, LLMP_JSON_ALL_RANKS, f);
+	llmp_status st = llmp_plan_write_json_stages(w->plan, LLMP_JSON_ALL_RANKS, w->stage_layers, f);
 	int saved = errno;
 	if (fclose(f) != 0 && st == LLMP_OK) {
 		st = LLMP_ERR_IO;
@@ -75,11 +76,11 @@ static int write_work(void *arg, char **out, size_t *outlen, char *msg, size_t m
 	return 0;
 }
 
-int plugin_layout_file_write(const llmp_plan *plan, const char *path, const struct plugin_identity *who,
-			     char *msg, size_t msglen)
+int plugin_layout_file_write(const llmp_plan *plan, const uint32_t *stage_layers, const char *path,
+			     const struct plugin_identity *who, char *msg, size_t msglen)
 {
 	char shown[PLUGIN_SHOWN], what[PLUGIN_SHOWN + 32];
-	struct write_job w = { .plan = plan, .path = path };
+	struct write_job w = { .plan = plan, .stage_layers = stage_layers, .path = path };
 	snprintf(what, sizeof what, "writing %s", plugin_show_path(shown, path));
 	return plugin_run_bounded(who, what, write_work, &w, PLUGIN_PATH_TIMEOUT_MS, 0, NULL, NULL, msg,
 				  msglen);
@@ -87,6 +88,7 @@ int plugin_layout_file_write(const llmp_plan *plan, const char *path, const stru
 
 struct ensure_job {
 	const llmp_plan *plan;
+	const uint32_t *stage_layers;
 	const char *path;
 };
 
@@ -106,7 +108,7 @@ static int ensure_work(void *arg, char **out, size_t *outlen, char *msg, size_t 
 		return snprintf(msg, msglen, "layout file path %s is too long",
 				plugin_show_path(shown, e->path)),
 		       -1;
-	struct write_job w = { .plan = e->plan, .path = own };
+	struct write_job w = { .plan = e->plan, .stage_layers = e->stage_layers, .path = own };
 	if (write_work(&w, out, outlen, msg, msglen) < 0)
 		return -1;
 	if (rename(own, e->path) != 0) {
@@ -124,12 +126,12 @@ static int ensure_work(void *arg, char **out, size_t *outlen, char *msg, size_t 
 	return 0;
 }
 
-int plugin_layout_file_ensure(const llmp_plan *plan, const char *path, bool *written, char *msg,
-			      size_t msglen)
+int plugin_layout_file_ensure(const llmp_plan *plan, const uint32_t *stage_layers, const char *path,
+			      bool *written, char *msg, size_t msglen)
 {
 	char shown[PLUGIN_SHOWN], what[PLUGIN_SHOWN + 32], *out = NULL;
 	size_t outlen = 0;
-	struct ensure_job e = { .plan = plan, .path = path };
+	struct ensure_job e = { .plan = plan, .stage_layers = stage_layers, .path = path };
 	snprintf(what, sizeof what, "writing %s", plugin_show_path(shown, path));
 	int rc = plugin_run_bounded(NULL, what, ensure_work, &e, PLUGIN_PATH_TIMEOUT_MS, 1, &out, &outlen,
 				    msg, msglen);

@@ -30,9 +30,13 @@
 int plugin_layout_file_name(const char *dir, uint32_t job_id, uint32_t step_id, uint32_t node_id, char *path,
 			    size_t pathlen, char *msg, size_t msglen);
 
-/* Write the layout to path, as *who (NULL: the caller is the user). Returns 0, or -1 with msg set. */
-int plugin_layout_file_write(const llmp_plan *plan, const char *path, const struct plugin_identity *who,
-			     char *msg, size_t msglen);
+/*
+ * Write the layout to path, as *who (NULL: the caller is the user), with
+ * each pipeline stage's layers when stage_layers is not NULL (pp of them,
+ * llmp_plan_write_json_stages). Returns 0, or -1 with msg set.
+ */
+int plugin_layout_file_write(const llmp_plan *plan, const uint32_t *stage_layers, const char *path,
+			     const struct plugin_identity *who, char *msg, size_t msglen);
 
 /*
  * In a task: the file where the task sees it. A task can see another /tmp
@@ -44,8 +48,8 @@ int plugin_layout_file_write(const llmp_plan *plan, const char *path, const stru
  * one. Run in a child under the deadline, as the caller (the task is the
  * user already). Returns 0, or -1 with msg set.
  */
-int plugin_layout_file_ensure(const llmp_plan *plan, const char *path, bool *written, char *msg,
-			      size_t msglen);
+int plugin_layout_file_ensure(const llmp_plan *plan, const uint32_t *stage_layers, const char *path,
+			      bool *written, char *msg, size_t msglen);
 
 /*
  * Remove the file as the job's owner, with the job's groups (a directory

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "planner/auto_layout.h"
+#include "planner/hetero.h"
+#include <llmp/llmp_env.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define PEAK_TEXT 320        /* describe_peak's sentence */
@@ -61,13 +63,57 @@ static void megatron_flags(const struct model_desc *m, const struct step_layout 
 		flag(a, "--recompute-granularity selective");
 	else if (l->recompute == MODEL_RECOMPUTE_FULL)
 		flag(a, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
-	if (l->pp > 1 && (unsigned long long)m->layers % l->pp) {
+	if (l->stage_layers) { /* mixed GPUs: hetero_split's layers */
+		char uneven[PLUGIN_MODEL_ARGS_MAX];
+		a->flags_say_stages = hetero_megatron_args(l->stage_layers, l->pp, uneven, sizeof uneven);
+		if (!uneven[0])
+			return; /* even after all */
+		if (a->flags_say_stages)
+			flag(a, "%s", uneven);
+		/* the list, for the step's layout file and the tasks (LLMP_STAGE_LAYERS) */
+		size_t used = 0;
+		a->stage_layers[0] = '\0';
+		for (unsigned k = 0; k < l->pp && used < sizeof a->stage_layers; k++) {
+			int n = snprintf(a->stage_layers + used, sizeof a->stage_layers - used, "%s%u",
+					 k ? "," : "", l->stage_layers[k]);
+			if (n < 0 || (size_t)n >= sizeof a->stage_layers - used) {
+				a->stage_layers[0] = '\0'; /* too many stages to say: the note names none */
+				break;
+			}
+			used += (size_t)n;
+		}
+	} else if (l->pp > 1 && (unsigned long long)m->layers % l->pp) {
 		unsigned first, head, tail;
 		step_stage_layers(m, l, 0, &first, &head);
 		step_stage_layers(m, l, l->pp - 1, &first, &tail);
 		flag(a, "--decoder-first-pipeline-num-layers %u --decoder-last-pipeline-num-layers %u", head,
 		     tail);
 	}
+}
+
+int plugin_stage_layers_parse(const char *text, uint32_t pp, uint32_t *layers, char *msg, size_t msglen)
+{
+	const char *p = text;
+	uint32_t k = 0;
+	if (pp == 0 || pp > PLUGIN_STAGES_MAX)
+		return refuse(msg, msglen, "%u pipeline stages: at most %u can be listed", pp,
+			      PLUGIN_STAGES_MAX);
+	while (k < pp) {
+		unsigned long v = 0;
+		const char *start = p;
+		while (*p >= '0' && *p <= '9' && p - start < 6)
+			v = v * 10 + (unsigned long)(*p++ - '0');
+		if (p == start || v == 0 || (*p >= '0' && *p <= '9'))
+			return refuse(msg, msglen, "stage %u: expected a count of layers from 1 to 999999",
+				      k);
+		layers[k++] = (uint32_t)v;
+		if (*p != ',' || k == pp)
+			break;
+		p++;
+	}
+	if (k != pp || *p)
+		return refuse(msg, msglen, "not %u counts separated by commas", pp);
+	return 0;
 }
 
 bool plugin_model_args_valid(const char *text)
@@ -111,42 +157,68 @@ static void describe_peak(const struct step_layout *l, const struct step_estimat
 		 terms[e->peak_term] / GIB);
 }
 
-/* Estimate l (checked) into e and the peak stage's terms; -1 with msg on failure. */
+/*
+ * Estimate l (checked) into e, the peak stage's terms and its GPU; -1 with
+ * msg on failure. On machines, l is placed there and, on mixed GPUs, its
+ * layers split: l->stage_layers then points at *split, the caller's to free.
+ */
 static int estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-		    const struct step_layout *l, struct step_estimate *e, struct step_stage *peak, char *msg,
+		    const struct auto_machines *on, struct step_layout *l, unsigned **split,
+		    struct step_estimate *e, struct step_stage *peak, struct gpu_desc *peak_gpu, char *msg,
 		    size_t msglen)
 {
 	struct step_stage *stages = calloc(l->pp, sizeof *stages);
+	struct gpu_desc *gpus = calloc(l->pp, sizeof *gpus);
 	char why[LLMP_MSG_MAX];
-	if (!stages)
-		return refuse(msg, msglen, "out of memory");
-	int rc = step_estimate(m, g, world, l, stages, e, why, sizeof why) == LLMP_OK ? 0 : -1;
+	double net[5];
+	llmp_status st = stages && gpus ? LLMP_OK : LLMP_ERR_NOMEM;
+	for (unsigned k = 0; st == LLMP_OK && k < l->pp; k++)
+		gpus[k] = *g;
+	if (st == LLMP_OK && on)
+		st = on->place(on->ctx, l, net, gpus, why, sizeof why);
+	if (st == LLMP_OK && on && hetero_mixed(gpus, l->pp)) {
+		free(*split);
+		*split = calloc(l->pp, sizeof **split);
+		st = *split ? hetero_split(m, gpus, l, *split, why, sizeof why) : LLMP_ERR_NOMEM;
+		l->stage_layers = *split;
+	}
+	if (st == LLMP_OK)
+		st = on ? step_estimate_stages(m, gpus, world, l, net, stages, e, why, sizeof why)
+			: step_estimate(m, g, world, l, stages, e, why, sizeof why);
+	int rc = st == LLMP_OK ? 0 : -1;
 	if (rc == 0)
-		*peak = stages[e->peak_stage];
+		*peak = stages[e->peak_stage], *peak_gpu = gpus[e->peak_stage];
+	else if (st == LLMP_ERR_NOMEM)
+		refuse(msg, msglen, "out of memory");
 	else
 		refuse(msg, msglen, "the step model: %s", why);
 	free(stages);
+	free(gpus);
 	return rc;
 }
 
 static int choose(const struct plugin_site *site, const struct model_desc *m, const struct gpu_desc *g,
-		  const struct plugin_model_request *rq, struct plugin_model_answer *a, char *msg,
-		  size_t msglen)
+		  const struct plugin_model_request *rq, const struct auto_machines *on,
+		  struct plugin_model_answer *a, char *msg, size_t msglen)
 {
 	struct auto_result r;
 	char why[LLMP_MSG_MAX], layout[PEAK_TEXT];
-	if (auto_layout(m, g, rq->world, &r, why, sizeof why) != LLMP_OK)
+	if (auto_layout_on(m, g, rq->world, on, &r, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "--llm-parallel=auto: %s", why);
 	if (!r.fitting) {
 		struct step_stage peak;
-		int rc = estimate(m, g, rq->world, &r.all[0].layout, &r.all[0].est, &peak, msg, msglen);
+		struct gpu_desc peak_gpu;
+		unsigned *split = NULL;
+		int rc = estimate(m, g, rq->world, on, &r.all[0].layout, &split, &r.all[0].est, &peak,
+				  &peak_gpu, msg, msglen);
 		if (rc == 0) {
 			describe_peak(&r.all[0].layout, &r.all[0].est, &peak, layout, sizeof layout);
 			refuse(msg, msglen,
 			       "--llm-parallel=auto: %s does not fit %u GPUs of %.1f GiB (%s) in any of %zu "
 			       "layouts: the smallest, %s; use more GPUs or a smaller micro-batch or sequence",
-			       m->name, rq->world, g->mem_bytes / GIB, g->name, r.n, layout);
+			       m->name, rq->world, peak_gpu.mem_bytes / GIB, peak_gpu.name, r.n, layout);
 		}
+		free(split);
 		auto_result_free(&r);
 		return -1;
 	}
@@ -169,12 +241,17 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 	const struct auto_candidate *c = &r.all[i];
 	megatron_flags(m, &c->layout, a);
 	step_layout_format(&c->layout, layout, sizeof layout);
-	snprintf(
+	int n = snprintf(
 		a->note, sizeof a->note,
-		"--llm-parallel=auto chose %s for %s on %u GPUs (%s): %.1f of %.1f GiB, about %.2f s a step; "
+		"--llm-parallel=auto chose %s for %s on %u GPUs (%s%s): %.1f of %.1f GiB, about %.2f s a step; "
 		"%zu of %zu layouts fit (llmp plan --parallel auto lists them)",
-		layout, m->name, rq->world, g->name, c->est.peak_bytes / GIB, g->mem_bytes / GIB,
-		c->est.step_s, r.fitting, r.n);
+		layout, m->name, rq->world, on ? "placed on the topology, the weakest " : "", g->name,
+		c->est.peak_bytes / GIB, g->mem_bytes / GIB, c->est.step_s, r.fitting, r.n);
+	if (a->stage_layers[0] && !a->flags_say_stages && n > 0 && (size_t)n < sizeof a->note)
+		snprintf(a->note + n, sizeof a->note - (size_t)n,
+			 "; layers per stage %s (" LLMP_ENV_STAGE_LAYERS
+			 ", the layout file's stage_layers): more than Megatron's first/last stage flags say",
+			 a->stage_layers);
 	a->decided = true;
 	auto_result_free(&r);
 	return 0;
@@ -185,42 +262,59 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
  * recompute left to llmp, selective first, full when only that fits.
  */
 static int guard(const struct model_desc *m, const struct gpu_desc *g, const struct plugin_model_request *rq,
-		 struct plugin_model_answer *a, char *msg, size_t msglen)
+		 const struct auto_machines *on, struct plugin_model_answer *a, char *msg, size_t msglen)
 {
 	struct step_layout l = step_layout_of_spec(rq->spec, m);
 	struct step_estimate e;
 	struct step_stage peak;
+	struct gpu_desc peak_gpu;
+	unsigned *split = NULL, *split_full = NULL;
 	char why[LLMP_MSG_MAX], text[PEAK_TEXT];
 	bool automatic_recompute = l.recompute == MODEL_RECOMPUTE_AUTO;
+	int rc = -1;
 	if (step_layout_check(m, rq->world, &l, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "--llm-parallel for %s on %u tasks: %s (Megatron would refuse it)",
 			      m->name, rq->world, why);
-	if (estimate(m, g, rq->world, &l, &e, &peak, msg, msglen) < 0)
-		return -1;
+	if (estimate(m, g, rq->world, on, &l, &split, &e, &peak, &peak_gpu, msg, msglen) < 0)
+		goto out;
 	if (!e.fits && automatic_recompute) {
 		struct step_layout full = l;
 		struct step_estimate ef;
 		struct step_stage pf;
+		struct gpu_desc gf;
 		full.recompute = MODEL_RECOMPUTE_FULL;
-		if (estimate(m, g, rq->world, &full, &ef, &pf, msg, msglen) < 0)
-			return -1;
+		full.stage_layers = NULL;
+		if (estimate(m, g, rq->world, on, &full, &split_full, &ef, &pf, &gf, msg, msglen) < 0)
+			goto out;
 		if (ef.fits)
-			l = full, e = ef, peak = pf;
+			l = full, e = ef, peak = pf, peak_gpu = gf;
 	}
 	describe_peak(&l, &e, &peak, text, sizeof text);
-	if (!e.fits)
-		return refuse(msg, msglen,
-			      "%s does not fit: %s, more than the %s's %.1f GiB (llmp plan --model ... "
-			      "--parallel auto finds one that fits)",
-			      m->name, text, g->name, g->mem_bytes / GIB);
+	if (!e.fits) {
+		refuse(msg, msglen,
+		       "%s does not fit: %s, more than the %s's %.1f GiB (llmp plan --model ... "
+		       "--parallel auto finds one that fits)",
+		       m->name, text, peak_gpu.name, peak_gpu.mem_bytes / GIB);
+		goto out;
+	}
 	megatron_flags(m, &l, a);
-	snprintf(a->note, sizeof a->note, "%s on %u GPUs (%s): %s of %.1f, about %.2f s a step%s", m->name,
-		 rq->world, g->name, text, g->mem_bytes / GIB, e.step_s,
-		 automatic_recompute && l.recompute == MODEL_RECOMPUTE_FULL
-			 ? "; it fits only with full recompute"
-			 : "");
+	int n = snprintf(a->note, sizeof a->note, "%s on %u GPUs (%s%s): %s of %.1f, about %.2f s a step%s",
+			 m->name, rq->world, on ? "placed on the topology, the weakest " : "", g->name, text,
+			 peak_gpu.mem_bytes / GIB, e.step_s,
+			 automatic_recompute && l.recompute == MODEL_RECOMPUTE_FULL
+				 ? "; it fits only with full recompute"
+				 : "");
+	if (a->stage_layers[0] && !a->flags_say_stages && n > 0 && (size_t)n < sizeof a->note)
+		snprintf(a->note + n, sizeof a->note - (size_t)n,
+			 "; layers per stage %s (" LLMP_ENV_STAGE_LAYERS
+			 ", the layout file's stage_layers): more than Megatron's first/last stage flags say",
+			 a->stage_layers);
 	a->decided = true;
-	return 0;
+	rc = 0;
+out:
+	free(split);
+	free(split_full);
+	return rc;
 }
 
 /*
@@ -245,8 +339,10 @@ static int guard_any_size(const struct model_desc *m, const struct gpu_desc *g,
 	struct step_estimate e;
 	struct step_stage peak;
 	char text[PEAK_TEXT];
+	struct gpu_desc peak_gpu;
+	unsigned *split = NULL; /* stays NULL: no machines */
 	if (step_layout_check(m, world, &l, NULL, 0) != LLMP_OK ||
-	    estimate(m, g, world, &l, &e, &peak, text, sizeof text) < 0 || e.fits)
+	    estimate(m, g, world, NULL, &l, &split, &e, &peak, &peak_gpu, text, sizeof text) < 0 || e.fits)
 		return 0; /* srun decides on the step's real size */
 	describe_peak(&l, &e, &peak, text, sizeof text);
 	return refuse(
@@ -256,11 +352,31 @@ static int guard_any_size(const struct model_desc *m, const struct gpu_desc *g,
 		m->name, g->name, g->mem_bytes / GIB, dp, text);
 }
 
+/* The step's nodes on the topology, when asked and usable; else NULL and a warning in the answer. */
+static struct plugin_machines *open_machines(const struct plugin_model_request *rq,
+					     const struct model_desc *m, const struct gpu_desc *fallback,
+					     struct gpu_desc *weakest, struct plugin_model_answer *a)
+{
+	char why[LLMP_MSG_MAX];
+	if (!rq->machines || !rq->world)
+		return NULL;
+	struct plugin_machines_request mr = *rq->machines;
+	mr.world = rq->world;
+	mr.fallback = fallback;
+	struct plugin_machines *pm = plugin_machines_open(&mr, m, weakest, why, sizeof why);
+	if (!pm)
+		snprintf(a->warning, sizeof a->warning,
+			 "warning: --llm-model: the topology not used, so the network is modelled, not "
+			 "placed: %s",
+			 why);
+	return pm;
+}
+
 int plugin_model_decide(const struct plugin_site *site, const struct plugin_model_request *rq,
 			struct plugin_model_answer *a, char *msg, size_t msglen)
 {
 	struct model_desc m;
-	struct gpu_desc g;
+	struct gpu_desc g, given;
 	char why[LLMP_MSG_MAX];
 
 	memset(a, 0, sizeof *a);
@@ -274,28 +390,38 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 	}
 	if (model_desc_parse(rq->model, &m, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "%s: %s", rq->model_source, why);
-	if (!rq->gpu) {
+	if (rq->gpu && gpu_desc_parse(rq->gpu, &given, why, sizeof why) != LLMP_OK)
+		return refuse(msg, msglen, "%s: %s", rq->gpu_source, why);
+	if (rq->automatic && !m.gbs)
+		return refuse(msg, msglen,
+			      "--llm-parallel=auto needs the global batch: add gbs= (sequences) to %s",
+			      rq->model_source);
+	/* On the topology, the node types' GPUs; the named one for types without. */
+	struct plugin_machines *pm = open_machines(rq, &m, rq->gpu ? &given : NULL, &g, a);
+	if (!rq->gpu && !rq->world && rq->machines)
+		return 0; /* sbatch: the topology's node types may say the GPU; each srun looks */
+	if (!pm && !rq->gpu) {
 		if (rq->automatic)
-			return refuse(
-				msg, msglen,
-				"--llm-parallel=auto needs the GPU: set LLMP_GPU (e.g. h100, or "
-				"mem=GiB,tflops=N), or ask the administrator for the plugin's gpu= setting");
+			return refuse(msg, msglen,
+				      "--llm-parallel=auto needs the GPU: set LLMP_GPU (e.g. h100, or "
+				      "mem=GiB,tflops=N), ask the administrator for the plugin's gpu= "
+				      "setting, or name it as \"gpu\" in the topology file's node types");
 		snprintf(
 			a->note, sizeof a->note,
 			"warning: %s is not checked against GPU memory: no GPU is known (set LLMP_GPU, e.g. h100)",
 			m.name);
 		return 0;
 	}
-	if (gpu_desc_parse(rq->gpu, &g, why, sizeof why) != LLMP_OK)
-		return refuse(msg, msglen, "%s: %s", rq->gpu_source, why);
-	if (rq->automatic && !m.gbs)
-		return refuse(msg, msglen,
-			      "--llm-parallel=auto needs the global batch: add gbs= (sequences) to %s",
-			      rq->model_source);
+	if (!pm)
+		g = given;
 	if (!rq->world) {
 		if (rq->automatic)
 			return 0; /* each srun chooses for its own task count */
 		return guard_any_size(&m, &g, rq, msg, msglen);
 	}
-	return rq->automatic ? choose(site, &m, &g, rq, a, msg, msglen) : guard(&m, &g, rq, a, msg, msglen);
+	const struct auto_machines *on = pm ? plugin_machines_of(pm) : NULL;
+	int rc = rq->automatic ? choose(site, &m, &g, rq, on, a, msg, msglen)
+			       : guard(&m, &g, rq, on, a, msg, msglen);
+	plugin_machines_close(pm);
+	return rc;
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include <llmp/llmp_spec.h>
+#include "model_machines.h"
 #include "site.h"
 
 #define PLUGIN_MODEL_ARGS_MAX 256 /* LLMP_MODEL_ARGS, bytes with the NUL */
@@ -33,6 +34,11 @@ struct plugin_model_request {
 	bool automatic;        /* --llm-parallel=auto */
 	const llmp_spec *spec; /* the resolved layout when not automatic */
 	uint32_t world;        /* the step's tasks; 0 when unknown (sbatch, salloc) */
+	/* The step's nodes on a topology file, when one is named: srun scores
+	 * each layout with its placement's network and its stages' GPUs, and
+	 * sbatch leaves a job without rq->gpu to srun (the node types may say
+	 * it); NULL: none, every GPU is rq->gpu and the network modelled. */
+	const struct plugin_machines_request *machines;
 };
 
 struct plugin_model_answer {
@@ -42,17 +48,34 @@ struct plugin_model_answer {
 	 * recompute, uneven first/last stages, sequence parallelism, distributed
 	 * optimizer), for LLMP_MODEL_ARGS; "" when not decided */
 	char megatron[PLUGIN_MODEL_ARGS_MAX];
-	char note[768]; /* one line for the user: the choice or the estimate; "" for none */
+	char note[768];    /* one line for the user: the choice or the estimate; "" for none */
+	char warning[640]; /* one line before it: the topology named and not used; "" for none */
+	/* On mixed GPUs, the layers of each stage ("10,12,12,6") when the split
+	 * is not even, for LLMP_STAGE_LAYERS; "" otherwise */
+	char stage_layers[PLUGIN_MODEL_ARGS_MAX];
+	bool flags_say_stages; /* Megatron's first/last stage flags in megatron say them */
 };
 
 /*
  * Decide for a request. Returns 0 with *a filled, or -1 with msg saying why
  * the job cannot run as asked: an unreadable model or GPU, auto without a
  * model or GPU, a layout Megatron refuses for this model, or one that cannot
- * fit (its peak, the stage and the largest term named).
+ * fit (its peak, the stage and the largest term named). With rq->machines,
+ * the node types' "gpu" come first and rq->gpu is for types without one;
+ * machines that cannot be used (a file that does not describe the step's
+ * nodes) leave the decision to rq->gpu with a warning in the note.
  */
 int plugin_model_decide(const struct plugin_site *site, const struct plugin_model_request *rq,
 			struct plugin_model_answer *a, char *msg, size_t msglen);
+
+#define PLUGIN_STAGES_MAX 128 /* stages LLMP_STAGE_LAYERS may name (2 bytes each at least) */
+
+/*
+ * LLMP_STAGE_LAYERS ("7,1") for a pipeline of pp stages into layers[pp]:
+ * decimal counts, each at least 1, exactly pp of them, pp at most
+ * PLUGIN_STAGES_MAX. Returns 0, or -1 with msg saying why.
+ */
+int plugin_stage_layers_parse(const char *text, uint32_t pp, uint32_t *layers, char *msg, size_t msglen);
 
 /* Is text a valid LLMP_MODEL_ARGS value (what plugin_model_decide writes)? */
 bool plugin_model_args_valid(const char *text);

@@ -42,10 +42,13 @@ struct plugin_ctx {
 	bool active;
 	bool ckpt_active; /* ckpt holds the checked checkpoint spec */
 	llmp_ckpt_spec ckpt;
-	uint32_t restart_count;                 /* SLURM_RESTART_COUNT of the step */
-	char model_args[PLUGIN_MODEL_ARGS_MAX]; /* LLMP_MODEL_ARGS from srun, checked; "" for none */
-	bool failed;                            /* task_init must fail every task */
-	char error[LLMP_MSG_MAX];               /* why, for the job's output */
+	uint32_t restart_count;                   /* SLURM_RESTART_COUNT of the step */
+	char model_args[PLUGIN_MODEL_ARGS_MAX];   /* LLMP_MODEL_ARGS from srun, checked; "" for none */
+	char stage_text[PLUGIN_MODEL_ARGS_MAX];   /* LLMP_STAGE_LAYERS from srun; "" for none */
+	uint32_t stage_layers[PLUGIN_STAGES_MAX]; /* its counts, checked against the plan's pp */
+	bool has_stage_layers;
+	bool failed;              /* task_init must fail every task */
+	char error[LLMP_MSG_MAX]; /* why, for the job's output */
 	llmp_plan *plan;
 	char layout_path[PATH_MAX];   /* "" when no file was written */
 	struct plugin_identity owner; /* the job's user and groups, for work on their paths */

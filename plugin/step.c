@@ -186,11 +186,18 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 		return fail_step("%s (job step %u.%u: %u tasks on %u node%s)", msg, c->job_id, c->step_id,
 				 world, c->nnodes, c->nnodes == 1 ? "" : "s");
 
+	if (c->stage_text[0]) {
+		uint32_t pp = llmp_plan_size(c->plan, LLMP_AXIS_PP);
+		if (plugin_stage_layers_parse(c->stage_text, pp, c->stage_layers, msg, sizeof msg) < 0)
+			return fail_step(LLMP_ENV_STAGE_LAYERS "=%.40s: %s", c->stage_text, msg);
+		c->has_stage_layers = true;
+	}
 	if (read_owner(sp) < 0)
 		return fail_step("cannot read the job's user and groups from Slurm");
 	if (plugin_layout_file_name(layout_dir(sp, dir, sizeof dir), c->job_id, c->step_id, c->node_id,
 				    c->layout_path, sizeof c->layout_path, msg, sizeof msg) < 0 ||
-	    plugin_layout_file_write(c->plan, c->layout_path, &c->owner, msg, sizeof msg) < 0) {
+	    plugin_layout_file_write(c->plan, c->has_stage_layers ? c->stage_layers : NULL, c->layout_path,
+				     &c->owner, msg, sizeof msg) < 0) {
 		c->layout_path[0] = '\0';
 		return fail_step("%s", msg);
 	}
@@ -347,6 +354,22 @@ static bool read_model_args(spank_t sp)
 	return false;
 }
 
+/* LLMP_STAGE_LAYERS from srun (model_layout.h), as text; checked against the plan in plan_step. */
+static bool read_stage_layers(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	const char *text;
+	c->stage_text[0] = '\0';
+	if (step_env_whole(sp, LLMP_ENV_STAGE_LAYERS, c->stage_text, sizeof c->stage_text, &text) == 0) {
+		if (!text)
+			c->stage_text[0] = '\0';
+		return true;
+	}
+	c->stage_text[0] = '\0';
+	fail_step(LLMP_ENV_STAGE_LAYERS ": longer than srun's plugin writes");
+	return false;
+}
+
 /*
  * Resolve the checkpoint spec and the layout, read the restart count and plan
  * the step. Any failure is kept for task_init (fail_step).
@@ -386,7 +409,7 @@ static int prepare_normal_step(spank_t sp)
 	c->active = true;
 	if (read_restart_count(sp, &c->restart_count, msg, sizeof msg) < 0)
 		return fail_step("%s", msg);
-	if (!read_model_args(sp))
+	if (!read_model_args(sp) || !read_stage_layers(sp))
 		return 0;
 	return plan_step(sp, &spec);
 }
@@ -625,7 +648,8 @@ static int layout_file_visible(void)
 	char msg[LLMP_MSG_MAX];
 	bool written;
 	if (!c->layout_path[0] ||
-	    plugin_layout_file_ensure(c->plan, c->layout_path, &written, msg, sizeof msg) == 0)
+	    plugin_layout_file_ensure(c->plan, c->has_stage_layers ? c->stage_layers : NULL, c->layout_path,
+				      &written, msg, sizeof msg) == 0)
 		return 0;
 	plugin_task_message(
 		"%s (a directory every task of the job sees can be set with the plugin's layout_dir=)", msg);

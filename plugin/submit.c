@@ -12,7 +12,7 @@
  * memory (model_layout.h): sbatch refuses one that fits at no job size,
  * srun decides for its task count and, with --llm-parallel=auto, chooses.
  * srun hands its decision to the step in its own environment, which the
- * step starts from (LLMP_AUTO_LAYOUT, LLMP_MODEL_ARGS).
+ * step starts from (LLMP_AUTO_LAYOUT, LLMP_MODEL_ARGS, LLMP_STAGE_LAYERS).
  */
 #include "plugin.h"
 
@@ -95,15 +95,32 @@ static int resolve_here(llmp_spec *spec, bool *active, bool *automatic)
  * The model's verdict on the layout (model_layout.h) for world tasks (0:
  * not known yet); -1 after telling the user why the job cannot run.
  */
-static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, struct plugin_model_answer *a)
+static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, uint32_t nnodes,
+			struct plugin_model_answer *a)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	char msg[LLMP_MSG_MAX];
-	const char *gpu = getenv(LLMP_ENV_GPU);
+	const char *gpu = getenv(LLMP_ENV_GPU), *file = getenv(LLMP_ENV_TOPOLOGY_FILE);
+	/*
+	 * The step's nodes as srun wrote them into its own environment before
+	 * local_user_init. Seen with Slurm 22.05: SLURM_NODELIST (the job's
+	 * nodes: a step on part of them fails the count check and is said) and
+	 * SLURM_TASKS_PER_NODE (the step's); no SLURM_STEP_* yet, and no gres
+	 * string (--gres=gpu:TYPE:N), so srun cannot learn a GPU type there.
+	 */
+	const char *nodes = getenv("SLURM_STEP_NODELIST"), *per_node = getenv("SLURM_STEP_TASKS_PER_NODE");
+	struct plugin_machines_request machines = {
+		.file = file && *file ? file : c->site.topology,
+		.nodelist = nodes ? nodes : getenv("SLURM_NODELIST"),
+		.tasks_per_node = per_node ? per_node : getenv("SLURM_TASKS_PER_NODE"),
+		.nnodes = nnodes,
+		.renumber = plugin_renumber_asked(),
+	};
 	struct plugin_model_request rq = {
 		.automatic = automatic,
 		.spec = spec,
 		.world = world,
+		.machines = machines.file[0] ? &machines : NULL,
 	};
 	rq.model = model_text(&rq.model_source);
 	rq.gpu_source = gpu && *gpu ? LLMP_ENV_GPU : "the site's gpu= (plugstack.conf)";
@@ -112,6 +129,8 @@ static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, s
 		plugin_user_message("%s", msg);
 		return -1;
 	}
+	if (a->warning[0])
+		plugin_user_message("%s", a->warning);
 	if (a->note[0])
 		plugin_user_message("%s", a->note);
 	return 0;
@@ -146,7 +165,7 @@ int plugin_submit_check(spank_t sp)
 	if (!active || check_placement() < 0)
 		return active ? -1 : 0;
 	/* srun decides in local_user_init, where it knows its task count. */
-	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, &model) < 0)
+	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, 0, &model) < 0)
 		return -1;
 	return 0;
 }
@@ -187,6 +206,8 @@ static int hand_to_step(const struct plugin_model_answer *a, bool automatic)
 		rc |= unsetenv(LLMP_ENV_AUTO_LAYOUT);
 	}
 	rc |= a->decided ? setenv(LLMP_ENV_MODEL_ARGS, a->megatron, 1) : unsetenv(LLMP_ENV_MODEL_ARGS);
+	rc |= a->decided && a->stage_layers[0] ? setenv(LLMP_ENV_STAGE_LAYERS, a->stage_layers, 1)
+					       : unsetenv(LLMP_ENV_STAGE_LAYERS);
 	if (rc)
 		plugin_user_message("cannot hand the model's layout to the step: setenv failed");
 	return rc ? -1 : 0;
@@ -212,7 +233,7 @@ int plugin_submit_check_tasks(spank_t sp)
 				"--llm-parallel=auto: srun cannot tell the step's task count here");
 		return automatic ? -1 : 0; /* else unknown here: the step checks it */
 	}
-	if (decide_model(&spec, automatic, tasks, &model) < 0 || hand_to_step(&model, automatic) < 0)
+	if (decide_model(&spec, automatic, tasks, nodes, &model) < 0 || hand_to_step(&model, automatic) < 0)
 		return -1;
 	if (automatic)
 		spec = model.layout;

@@ -491,7 +491,11 @@ SMALL_GPU=mem=16,tflops=100
 # The layout and Megatron flags llmp plan chooses, as "SPEC FLAGS" lines: the
 # flags written here from the plan's JSON with Megatron-LM's names.
 planned() { # MODEL GPU WORLD
-	python3 - "$("$LLMP" plan --model "$1" --gpu "$2" --world "$3" --parallel auto --format json)" <<-'PY'
+	planned_by --model "$1" --gpu "$2" --world "$3"
+}
+
+planned_by() { # llmp plan's arguments but --parallel and --format
+	python3 - "$("$LLMP" plan "$@" --parallel auto --format json)" <<-'PY'
 		import json, sys
 		l = json.loads(sys.argv[1])["layout"]
 		spec = ",".join(f"{k}={l[k]}" for k in ("tp", "pp", "cp", "ep", "etp", "dp"))
@@ -542,6 +546,127 @@ planned() { # MODEL GPU WORLD
 	[ "$status" -eq 0 ]
 	output=$(cat "$WORK/out")
 	check_tasks "$spec" 8 --model-args "$flags"
+	assert_cluster_idle
+}
+
+# The test nodes as PCIe boxes (pcie-4gpu.json) whose type says its GPU, under
+# two leaves (HOSTS node[1-3]), or some of them without the tree: srun places
+# auto's layouts there.
+write_gpu_topology() { # OUT GPU HOSTS
+	python3 - "$LLMP_SRCDIR/etc/topology/pcie-4gpu.json" "$@" <<-'PY'
+		import json, sys
+		doc = json.load(open(sys.argv[1]))
+		doc["node_types"]["pcie-4gpu"]["gpu"] = sys.argv[3]
+		doc["nodes"] = [{"hosts": sys.argv[4], "type": "pcie-4gpu"}]
+		doc["switches"] = [{"name": "spine", "switches": "a,b"},
+		                   {"name": "a", "nodes": "node[2-3]"}, {"name": "b", "nodes": "node1"}]
+		if sys.argv[4] != "node[1-3]":
+		    doc["switches"] = []  # the tree names every node: none for a part
+		json.dump(doc, open(sys.argv[2], "w"))
+	PY
+}
+
+@test "--llm-parallel=auto on a topology file: srun's choice is llmp plan --topology's" {
+	local want spec flags plain
+	write_gpu_topology "$WORK/tree.json" "$SMALL_GPU" "node[1-3]"
+	want=$(planned_by --model "$BIG_MODEL" --topology "$WORK/tree.json" --hosts 'node[1-2]' --tasks-per-node 4)
+	spec=$(sed -n 1p <<<"$want") flags=$(sed -n 2p <<<"$want")
+	plain=$(planned "$BIG_MODEL" "$SMALL_GPU" 8 | sed -n 1p)
+	[ "$spec" != "$plain" ] || { echo "the placement should change the choice: $spec"; false; }
+	# No LLMP_GPU: the node type's "gpu" is the GPU. Four tasks a node, as
+	# llmp plan was told (Slurm would otherwise fill node1 first: 7 + 1).
+	LLMP_TOPOLOGY_FILE=$WORK/tree.json run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 --llm-parallel=auto \
+		--llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "^llm_parallel: --llm-parallel=auto chose ${spec//,/,.*}[, ].*(placed on the topology" <<<"$output" ||
+		{ echo "want $spec: $output"; false; }
+	! grep -q "warning" <<<"$output" || { echo "$output"; false; }
+	check_tasks "$spec" 8 --model-args "$flags"
+	# The site's topology=, in a batch job: the inner srun places the same way.
+	write_plugstack "topology=$WORK/tree.json"
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/sh
+		srun "$TASK_ENV"
+	EOF
+	run sbatch --wait -w 'node[1-2]' -N2 --ntasks-per-node=4 -o "$WORK/out" --llm-parallel=auto --llm-model=$BIG_MODEL \
+		"$WORK/job.sh"
+	[ "$status" -eq 0 ]
+	output=$(cat "$WORK/out")
+	check_tasks "$spec" 8 --model-args "$flags"
+	# A file without node2: one warning naming it, the choice without the topology.
+	write_plugstack
+	write_gpu_topology "$WORK/one.json" "$SMALL_GPU" "node1"
+	LLMP_GPU=$SMALL_GPU LLMP_TOPOLOGY_FILE=$WORK/one.json run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 \
+		--llm-parallel=auto --llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^llm_parallel: warning: --llm-model: the topology not used.*node2' <<<"$output")" -eq 1 ] ||
+		{ echo "$output"; false; }
+	grep -q "^llm_parallel: --llm-parallel=auto chose ${plain//,/,.*}[, ].*(custom)" <<<"$output" || { echo "$output"; false; }
+	assert_cluster_idle
+}
+
+# Two GPU kinds: node1 a 400 TFLOP/s GPU, node2 a 100 TFLOP/s one (pcie-4gpu boxes).
+write_mixed_topology() { # OUT
+	python3 - "$LLMP_SRCDIR/etc/topology/pcie-4gpu.json" "$1" <<-'PY'
+		import copy, json, sys
+		doc = json.load(open(sys.argv[1]))
+		box = doc["node_types"].pop("pcie-4gpu")
+		doc["node_types"]["fast"] = dict(copy.deepcopy(box), gpu="mem=80,tflops=400")
+		doc["node_types"]["slow"] = dict(copy.deepcopy(box), gpu="mem=80,tflops=100")
+		doc["nodes"] = [{"hosts": "node1", "type": "fast"}, {"hosts": "node2", "type": "slow"}]
+		doc["switches"] = []
+		json.dump(doc, open(sys.argv[2], "w"))
+	PY
+}
+
+@test "two GPU kinds under Slurm: the layers split by speed reach the tasks (Megatron flags, LLMP_STAGE_LAYERS)" {
+	# tp=1,pp=2 on node1 (stage 0) and node2 (stage 1), 8 layers. By hand,
+	# in one layer's work on the fast GPU: the output layer (2 h V = 262M
+	# parameters) is 0.65 of a layer (403M). 7 + 1: stage 0 takes 7, stage 1
+	# (1 + 0.65) x 4 = 6.6; 6 + 2 would give stage 1 (2 + 0.65) x 4 = 10.6.
+	local model=layers=8,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64
+	write_mixed_topology "$WORK/mixed.json"
+	LLMP_TOPOLOGY_FILE=$WORK/mixed.json run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 \
+		--llm-parallel=tp=1,pp=2 --llm-model=$model "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "^llm_parallel: custom on 8 GPUs (placed on the topology" <<<"$output" || { echo "$output"; false; }
+	local split='--decoder-first-pipeline-num-layers+7+--decoder-last-pipeline-num-layers+1'
+	[ "$(grep -c "^task [0-7] LLMP_MEGATRON_ARGS=.*$split" <<<"$output")" -eq 8 ] || { echo "$output"; false; }
+	# tp=1,pp=4 over 16 layers: stages 0,1 on node1, 2,3 on node2. The split
+	# is llmp plan's on the same hosts (whose best order of the kinds is
+	# Slurm's here, fast first); the middle stages differ, so no Megatron
+	# flag says it: the tasks get LLMP_STAGE_LAYERS and the layout file
+	# its stage_layers.
+	local model16=${model/layers=8/layers=16} plan want
+	plan=$("$LLMP" plan --model "$model16" --parallel tp=1,pp=4 --topology "$WORK/mixed.json" \
+		--hosts 'node[1-2]' --tasks-per-node 4 --format json)
+	want=$(python3 - "$plan" <<-'PY'
+		import json, sys
+		d = json.loads(sys.argv[1])
+		chosen = [o["order"] for o in d["kind_orders"] if o["chosen"]]
+		assert chosen == ["mem=80,tflops=400 then mem=80,tflops=100"], chosen
+		assert d["pipeline"]["megatron_args"] is None, d["pipeline"]
+		print(",".join(str(n) for n in d["pipeline"]["stage_layers"]))
+	PY
+	)
+	[ -n "$want" ] && [ "$want" != 4,4,4,4 ]
+	LLMP_TEST_COPY=$WORK/layout.json LLMP_TOPOLOGY_FILE=$WORK/mixed.json run srun -w 'node[1-2]' -N2 \
+		--ntasks-per-node=4 --llm-parallel=tp=1,pp=4 --llm-model=$model16 sh -c \
+		'"$0"; echo "stages $SLURM_PROCID $LLMP_STAGE_LAYERS"' "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "layers per stage $want (LLMP_STAGE_LAYERS" <<<"$output" || { echo "want $want: $output"; false; }
+	[ "$(grep -c "^stages [0-7] $want\$" <<<"$output")" -eq 8 ] || { echo "want $want: $output"; false; }
+	! grep -q 'decoder-first-pipeline-num-layers' <<<"$output" || { echo "$output"; false; }
+	python3 - "$WORK/layout.json" "$want" <<-'PY'
+		import json, sys
+		got = json.load(open(sys.argv[1]))["stage_layers"]
+		assert got == [int(n) for n in sys.argv[2].split(",")], got
+	PY
+	# Without the file the stages are even: no such flag.
+	LLMP_GPU=h100 run srun -w 'node[1-2]' -N2 --ntasks-per-node=4 --llm-parallel=tp=1,pp=2 \
+		--llm-model=$model "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	! grep -q 'decoder-first-pipeline-num-layers' <<<"$output" || { echo "$output"; false; }
 	assert_cluster_idle
 }
 

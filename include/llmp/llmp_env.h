@@ -29,6 +29,10 @@
  * (micro-batch, recompute, uneven stages), added to LLMP_MEGATRON_ARGS. */
 #define LLMP_ENV_AUTO_LAYOUT "LLMP_AUTO_LAYOUT"
 #define LLMP_ENV_MODEL_ARGS "LLMP_MODEL_ARGS"
+/* srun's plugin -> the step and its tasks: the decoder layers of each
+ * pipeline stage ("10,12,12,6") when a pipeline over GPUs of different
+ * kinds splits them unevenly; the layout file's "stage_layers". */
+#define LLMP_ENV_STAGE_LAYERS "LLMP_STAGE_LAYERS"
 /* LLMP_<DIM>_SIZE and LLMP_<DIM>_RANK for each dimension: plugin/task_env.c. */
 #define LLMP_ENV_PREFIX "LLMP_"
 

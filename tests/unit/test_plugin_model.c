@@ -14,6 +14,10 @@
  * whatever the job size; the largest term is the optimizer's 12 bytes. With
  * it, the optimizer's 12 bytes are shared by dp ranks: 6 + 12/dp bytes,
  * 6.0 GiB + 12/dp x 1.0 GiB, which fits 16 GiB only once dp is large.
+ *
+ * On a topology file (srun's machines, model_machines.h), the node types'
+ * "gpu" win over LLMP_GPU, and on two kinds the pipeline's layers are split
+ * by speed (worked out by hand below, where it is tested).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -23,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <llmp/llmp_spec.h>
@@ -273,6 +279,191 @@ static void site_gpu_is_checked(void **state)
 	assert_non_null(strstr(msg, "plugstack argument 'gpu=h1000'"));
 }
 
+/* A topology of two 4-GPU hosts, n1 of type "fast" and n2 of type "slow", each saying its "gpu". */
+static void write_topology(const char *path, const char *fast_gpu, const char *slow_gpu)
+{
+	static const char gpus[] = "\"gpus\": [{\"bus\": \"0000:01:00.0\", \"numa\": 0}, "
+				   "{\"bus\": \"0000:02:00.0\", \"numa\": 0}, {\"bus\": \"0000:03:00.0\", "
+				   "\"numa\": 0}, {\"bus\": \"0000:04:00.0\", \"numa\": 0}], \"hcas\": []";
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"llmp_topology\": 1, \"source\": \"test_plugin_model.c\", \"node_types\": {"
+		"\"fast\": {\"numa_nodes\": 1, \"gpu\": \"%s\", %s}, "
+		"\"slow\": {\"numa_nodes\": 1, \"gpu\": \"%s\", %s}}, "
+		"\"nodes\": [{\"hosts\": \"n1\", \"type\": \"fast\"}, {\"hosts\": \"n2\", \"type\": \"slow\"}]}\n",
+		fast_gpu, gpus, slow_gpu, gpus);
+	assert_int_equal(fclose(f), 0);
+}
+
+static int decide_on(const char *file, const char *nodelist, const char *per_node, uint32_t nnodes,
+		     const char *gpu, const llmp_spec *spec, uint32_t world, struct plugin_model_answer *a,
+		     char *msg, size_t len)
+{
+	struct plugin_site site;
+	no_site(&site);
+	struct plugin_machines_request machines = {
+		.file = file, .nodelist = nodelist, .tasks_per_node = per_node, .nnodes = nnodes
+	};
+	struct plugin_model_request rq = {
+		.model = "layers=8,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64",
+		.model_source = "--llm-model",
+		.gpu = gpu,
+		.gpu_source = "LLMP_GPU",
+		.automatic = spec == NULL,
+		.spec = spec,
+		.world = world,
+		.machines = &machines,
+	};
+	msg[0] = '\0';
+	return plugin_model_decide(&site, &rq, a, msg, len);
+}
+
+/*
+ * The node types' GPU comes first: a type of 1 GiB refuses the model
+ * (1.9e9 parameters, far more than 1 GiB) though LLMP_GPU says an H100,
+ * and with no LLMP_GPU at all the types' GPUs are enough to choose.
+ */
+static void topology_gpu_comes_first(void **state)
+{
+	char dir[] = "/tmp/test_plugin_model.XXXXXX", file[64], msg[1024];
+	struct plugin_model_answer a;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof file, "%s/t.json", dir);
+	write_topology(file, "mem=1,tflops=100", "mem=1,tflops=100");
+	llmp_spec tp1 = layout("tp=1");
+	assert_int_equal(decide_on(file, "n[1-2]", "4(x2)", 2, "h100", &tp1, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "does not fit"));
+	assert_non_null(strstr(msg, "1.0 GiB"));
+	write_topology(file, "mem=80,tflops=400", "mem=80,tflops=400");
+	assert_int_equal(decide_on(file, "n[1-2]", "4(x2)", 2, NULL, NULL, 8, &a, msg, sizeof msg), 0);
+	assert_true(a.decided);
+	assert_string_equal(a.warning, "");
+	assert_non_null(strstr(a.note, "--llm-parallel=auto chose "));
+	assert_non_null(strstr(a.note, "placed on the topology"));
+	/* sbatch (no task count, no LLMP_GPU): left to each srun, which reads the types */
+	assert_int_equal(decide_on(file, NULL, NULL, 0, NULL, NULL, 0, &a, msg, sizeof msg), 0);
+	assert_false(a.decided);
+	unlink(file);
+	rmdir(dir);
+}
+
+/*
+ * A pipeline over both kinds, tp=1,pp=2 on 8 tasks: stage 0 on n1 (400
+ * TFLOP/s), stage 1 on n2 (100). By hand, in units of one layer's work on
+ * the fast GPU: the output layer (2 h V = 262M parameters) is 0.65 of a
+ * layer (12 h^2 + ... = 403M), the embedding nearly free. 7 + 1 layers:
+ * stage 0 takes 7, stage 1 (1 + 0.65) x 4 = 6.6; 6 + 2: stage 1 takes
+ * (2 + 0.65) x 4 = 10.6. So 7 and 1, which Megatron's first/last flags say.
+ */
+static void mixed_kinds_split_the_layers(void **state)
+{
+	char dir[] = "/tmp/test_plugin_model.XXXXXX", file[64], msg[1024];
+	struct plugin_model_answer a;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof file, "%s/t.json", dir);
+	write_topology(file, "mem=80,tflops=400", "mem=80,tflops=100");
+	llmp_spec pp2 = layout("tp=1,pp=2");
+	assert_int_equal(decide_on(file, "n[1-2]", "4(x2)", 2, NULL, &pp2, 8, &a, msg, sizeof msg), 0);
+	assert_non_null(strstr(a.megatron,
+			       "--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 1"));
+	assert_string_equal(a.stage_layers, "7,1");
+	assert_true(a.flags_say_stages);
+	assert_null(strstr(a.note, "LLMP_STAGE_LAYERS")); /* the flags say it all */
+	/* the slow host first: the split turns round */
+	assert_int_equal(decide_on(file, "n2,n1", "4(x2)", 2, NULL, &pp2, 8, &a, msg, sizeof msg), 0);
+	assert_non_null(strstr(a.megatron,
+			       "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 7"));
+	unlink(file);
+	rmdir(dir);
+}
+
+/* Machines that cannot be used: a warning naming why, and the decision on LLMP_GPU alone. */
+static void unusable_topology_warns(void **state)
+{
+	char dir[] = "/tmp/test_plugin_model.XXXXXX", file[64], fifo[64], msg[1024];
+	struct plugin_model_answer a;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof file, "%s/t.json", dir);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	write_topology(file, "mem=80,tflops=400", "mem=80,tflops=100");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	static const struct {
+		const char *file, *nodes, *per_node, *why;
+		uint32_t nnodes;
+	} cases[] = {
+		{ NULL, "n[1-3]", "4(x2)", "more than 2 hosts", 2 },
+		{ NULL, "n1", "4(x2)", "are 1, Slurm says 2", 2 },
+		{ NULL, "n[1-2]", "4,3", "add up to 7, not 8 tasks", 2 },
+		{ NULL, "n1,n9", "4(x2)", "n9", 2 },
+		{ NULL, NULL, NULL, "SLURM_STEP_NODELIST", 2 },
+		{ "fifo", "n[1-2]", "4(x2)", "not a regular file", 2 },
+		{ "none", "n[1-2]", "4(x2)", "none.json", 2 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char path[80];
+		snprintf(path, sizeof path, "%s",
+			 !cases[i].file                       ? file
+			 : strcmp(cases[i].file, "fifo") == 0 ? fifo
+							      : "/nonexistent/none.json");
+		assert_int_equal(decide_on(path, cases[i].nodes, cases[i].per_node, cases[i].nnodes, "h100",
+					   NULL, 8, &a, msg, sizeof msg),
+				 0);
+		if (!strstr(a.warning, cases[i].why))
+			fail_msg("case %zu: warning '%s' does not say '%s'", i, a.warning, cases[i].why);
+		assert_non_null(strstr(a.warning, "the topology not used"));
+		assert_true(a.decided);
+		assert_null(strstr(a.note, "placed on the topology"));
+	}
+	/* and with no GPU named anywhere, auto is refused as before */
+	assert_int_equal(decide_on(file, "n[1-3]", "4(x2)", 2, NULL, NULL, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "--llm-parallel=auto needs the GPU"));
+	unlink(fifo);
+	unlink(file);
+	rmdir(dir);
+}
+
+/* LLMP_STAGE_LAYERS as the step reads it: exactly pp counts of at least 1. */
+static void stage_layers_are_checked(void **state)
+{
+	uint32_t layers[PLUGIN_STAGES_MAX];
+	char msg[256];
+	(void)state;
+	assert_int_equal(plugin_stage_layers_parse("7,1", 2, layers, msg, sizeof msg), 0);
+	assert_int_equal(layers[0], 7);
+	assert_int_equal(layers[1], 1);
+	assert_int_equal(plugin_stage_layers_parse("10,12,12,6", 4, layers, msg, sizeof msg), 0);
+	assert_int_equal(layers[3], 6);
+	static const struct {
+		const char *text;
+		uint32_t pp;
+		const char *why;
+	} bad[] = {
+		{ "7,1", 3, "not 3 counts" },
+		{ "7,1,2", 2, "not 2 counts" },
+		{ "7,0", 2, "stage 1" },
+		{ "7,,1", 3, "stage 1" },
+		{ "", 1, "stage 0" },
+		{ "7,1,", 2, "not 2 counts" },
+		{ "1234567,1", 2, "stage 0" },
+		{ "7;1", 2, "not 2 counts" },
+		{ "-1,9", 2, "stage 0" },
+		{ "1,1", 0, "0 pipeline stages" },
+		{ "1", PLUGIN_STAGES_MAX + 1, "at most 128" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		msg[0] = '\0';
+		assert_int_equal(plugin_stage_layers_parse(bad[i].text, bad[i].pp, layers, msg, sizeof msg),
+				 -1);
+		if (!strstr(msg, bad[i].why))
+			fail_msg("'%s' on %u: '%s' does not say '%s'", bad[i].text, bad[i].pp, msg,
+				 bad[i].why);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +477,10 @@ int main(void)
 		cmocka_unit_test(model_args_are_flags_only),
 		cmocka_unit_test(auto_is_asked_by_the_option_first),
 		cmocka_unit_test(site_gpu_is_checked),
+		cmocka_unit_test(topology_gpu_comes_first),
+		cmocka_unit_test(mixed_kinds_split_the_layers),
+		cmocka_unit_test(unusable_topology_warns),
+		cmocka_unit_test(stage_layers_are_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,14 +182,14 @@ static void layout_file_new_private_and_removed(void **state)
 	assert_int_equal(strlen(path), base + 16 + strlen(".json"));
 	assert_int_equal(strspn(path + base, "0123456789abcdef"), 16);
 
-	assert_int_equal(plugin_layout_file_write(plan, path, NULL, msg, sizeof msg), 0);
+	assert_int_equal(plugin_layout_file_write(plan, NULL, path, NULL, msg, sizeof msg), 0);
 	assert_int_equal(lstat(path, &sb), 0);
 	assert_true(S_ISREG(sb.st_mode));
 	assert_int_equal(sb.st_mode & 07777, 0600);
 	assert_true(sb.st_size > 0);
 	/* A name taken already (a file, a link planted there) is never written through. */
 	assert_int_equal(symlink("/etc/passwd", again), 0);
-	assert_int_equal(plugin_layout_file_write(plan, again, NULL, msg, sizeof msg), -1);
+	assert_int_equal(plugin_layout_file_write(plan, NULL, again, NULL, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "File exists"));
 	assert_int_equal(unlink(again), 0);
 
@@ -213,12 +213,12 @@ static void layout_file_ensured_where_the_task_sees_it(void **state)
 	assert_int_equal(llmp_plan_create(&spec, 4, 0, &plan, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(plugin_layout_file_name(dir, 8, 0, 0, path, sizeof path, msg, sizeof msg), 0);
 	/* Seen: nothing to do. */
-	assert_int_equal(plugin_layout_file_write(plan, path, NULL, msg, sizeof msg), 0);
-	assert_int_equal(plugin_layout_file_ensure(plan, path, &written, msg, sizeof msg), 0);
+	assert_int_equal(plugin_layout_file_write(plan, NULL, path, NULL, msg, sizeof msg), 0);
+	assert_int_equal(plugin_layout_file_ensure(plan, NULL, path, &written, msg, sizeof msg), 0);
 	assert_false(written);
 	assert_int_equal(unlink(path), 0);
 	/* Not seen: written under its name, nothing else left in the directory. */
-	assert_int_equal(plugin_layout_file_ensure(plan, path, &written, msg, sizeof msg), 0);
+	assert_int_equal(plugin_layout_file_ensure(plan, NULL, path, &written, msg, sizeof msg), 0);
 	assert_true(written);
 	assert_int_equal(lstat(path, &sb), 0);
 	assert_true(S_ISREG(sb.st_mode));
@@ -240,12 +240,12 @@ static void layout_file_ensured_where_the_task_sees_it(void **state)
 	closedir(d);
 	assert_int_equal(files, 1);
 	/* Seen again (a sibling task's copy): left as it is. */
-	assert_int_equal(plugin_layout_file_ensure(plan, path, &written, msg, sizeof msg), 0);
+	assert_int_equal(plugin_layout_file_ensure(plan, NULL, path, &written, msg, sizeof msg), 0);
 	assert_false(written);
 	assert_int_equal(unlink(path), 0);
 	/* A directory the task does not have: the message names the path. */
 	snprintf(missing, sizeof missing, "%s/nodir/llmp-layout.json", dir);
-	assert_int_equal(plugin_layout_file_ensure(plan, missing, &written, msg, sizeof msg), -1);
+	assert_int_equal(plugin_layout_file_ensure(plan, NULL, missing, &written, msg, sizeof msg), -1);
 	assert_false(written);
 	assert_non_null(strstr(msg, "nodir/llmp-layout.json"));
 	llmp_plan_destroy(plan);
