@@ -572,3 +572,44 @@ PY
 	[ "$status" -eq 1 ] && assert_contains "$output" "--svg $W/dir.svg:"
 	[ ! -e "$W/dir.svg.tmp" ] || fail "a half-written picture was left"
 }
+
+@test "--gdr --nccl-log: NCCL's GPU Direct RDMA lines per HCA against the prediction, per pair" {
+	# nccl-switch: GPU 18 is nearest mlx5_0 (one switch, PIX), GPU 9d mlx5_2 (behind switch 98);
+	# with nvidia_peermem and NCCL 2.28 every HCA can register GPU memory: NCCL must say Enabled.
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" p="node1:4242:4250 [0] NCCL INFO "
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/ok" peermem kernel=6.8.0 driver=open uverbs
+	printf '%sNET/IB : GPU Direct RDMA Enabled for HCA %d '"'"'%s'"'"'\n' "$p" 0 mlx5_0 "$p" 1 mlx5_1 "$p" 2 mlx5_2 >"$W/agree.log"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/agree.log"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "NCCL's log $W/agree.log: 2 GPU/HCA pairs compared, 0 differ"
+	# (the verdict may also name this machine's memlock limit: the HCA side is what is compared)
+	assert_line_matches '^gdr GPU 0000:18:00\.0 / mlx5_0: predicted .*, NCCL: Enabled for mlx5_0 \(HCA 0\) \(agree\)$'
+	assert_line_matches '^gdr GPU 0000:9d:00\.0 / mlx5_2: predicted .*, NCCL: Enabled for mlx5_2 \(HCA 2\) \(agree\)$'
+	# NCCL disabled mlx5_2: that pair is named, the other agrees.
+	sed "s/Enabled for HCA 2/Disabled for HCA 2/" "$W/agree.log" >"$W/differ.log"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/differ.log"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "2 GPU/HCA pairs compared, 1 differ:"
+	assert_line_matches '^gdr GPU 0000:9d:00\.0 / mlx5_2: predicted .*, NCCL: Disabled for mlx5_2 \(HCA 2\) \(mismatch: llmp found a peer-memory module or dma-buf NCCL did not use\)$'
+	# No module, proprietary driver: llmp predicts no; NCCL's Disabled agrees, its Enabled does not.
+	python3 "$FAKE" "$sw" nccl-switch "$W/nomod"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/nomod" kernel=6.8.0 driver=proprietary uverbs
+	run "$LLMP" topo --gdr --sysfs "$W/nomod" --nccl-log "$W/differ.log"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "2 GPU/HCA pairs compared, 1 differ:"
+	assert_contains "$output" "gdr GPU 0000:18:00.0 / mlx5_0: predicted no: no nvidia_peermem or nv_peer_mem loaded"
+	assert_contains "$output" "NCCL: Enabled for mlx5_0 (HCA 0) (mismatch: NCCL registers GPU memory by a means llmp did not find)"
+	assert_contains "$output" "NCCL: Disabled for mlx5_2 (HCA 2) (agree)"
+	# A log without NET lines (NCCL's default NCCL_DEBUG_SUBSYS) proves nothing: said, exit 1.
+	printf '%sBootstrap: Using eth0:10.0.0.1<0>\n' "$p" >"$W/init.log"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/init.log"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "no \"GPU Direct RDMA ... for HCA\" line"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/missing.log"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" "--nccl-log $W/missing.log: cannot be read"
+	run "$LLMP" topo --nccl-log "$W/agree.log"
+	[ "$status" -eq 2 ] || fail "$output"
+}
