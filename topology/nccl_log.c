@@ -147,6 +147,23 @@ void nccl_log_compare(const struct nccl_log_hca *hcas, unsigned nhcas, const str
 				 ty->gpus[g].pci.bus, hca->name, predicted, ncclsaid, verdict);
 		at = k < 0 || (size_t)k >= len - at ? len : at + (size_t)k;
 	}
+	/* An HCA NCCL opened that llmp's discovery did not find: a hidden PCIe tree (a VM), a missed device. */
+	for (unsigned i = 0; i < nhcas; i++) {
+		bool known = false;
+		for (unsigned h = 0; h < ty->nhcas && !known; h++)
+			known = strcmp(ty->hcas[h].name, hcas[i].name) == 0;
+		if (known)
+			continue;
+		(*differ)++;
+		if (at + 1 >= len)
+			continue;
+		int k = snprintf(
+			report + at, len - at,
+			"gdr NCCL: %s for %s (HCA %d), not an HCA of this node as llmp discovered it "
+			"(mismatch)\n",
+			hcas[i].enabled ? "Enabled" : "Disabled", hcas[i].name, hcas[i].index);
+		at = k < 0 || (size_t)k >= len - at ? len : at + (size_t)k;
+	}
 }
 
 bool nccl_log_file_name(const char *pattern, const char *host, long pid, char *out, size_t len)

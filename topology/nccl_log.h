@@ -41,7 +41,8 @@ unsigned nccl_log_gdr_hcas(const char *text, size_t len, struct nccl_log_hca *ou
  * topo_nccl_nearest_hca), llmp's verdict (facts, level) against NCCL's
  * line for that HCA: one line per pair into report, e.g.
  * "gdr GPU 0000:18:00.0 / mlx5_1: predicted yes, NCCL: Disabled for mlx5_1
- * (mismatch: ...)". *pairs: the pairs, *differ: those that disagree.
+ * (mismatch: ...)"; then one line per HCA NCCL named that ty lacks.
+ * *pairs: the pairs, *differ: those that disagree and those HCAs.
  */
 void nccl_log_compare(const struct nccl_log_hca *hcas, unsigned nhcas, const struct topo_type *ty,
 		      const struct gdr_node *facts, enum topo_path level, char *report, size_t len,

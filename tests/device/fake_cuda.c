@@ -372,6 +372,15 @@ API rt_cu_result cuPointerGetAttribute(void *data, int attribute, rt_cu_devptr p
 	return RT_CUDA_SUCCESS;
 }
 
+/* One device, as cuDeviceGet says (llmp bench --memory device counts them first). */
+API rt_cu_result cuDeviceGetCount(int *count)
+{
+	rt_cu_result r = enter("cuDeviceGetCount", false);
+	if (r == RT_CUDA_SUCCESS)
+		*count = 1;
+	return r;
+}
+
 API rt_cu_result cuDeviceGet(rt_cu_device *dev, int ordinal)
 {
 	rt_cu_result r = enter("cuDeviceGet", false);

@@ -167,6 +167,34 @@ static void test_agree_and_missing(void **state)
 	assert_null(strstr(report, "/ mlx5_1"));
 }
 
+/* NCCL opened mlx5_9, which llmp's discovery lacks (a VM hiding the tree): named, counted. */
+static void test_unknown_hca(void **state)
+{
+	(void)state;
+	node();
+	struct gdr_node f = facts(true);
+	const char lines[] = "NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n"
+			     "NET/IB : GPU Direct RDMA Enabled for HCA 1 'mlx5_1'\n"
+			     "NET/IB : GPU Direct RDMA Disabled for HCA 2 'mlx5_9'\n";
+	struct nccl_log_hca h[4];
+	unsigned n = nccl_log_gdr_hcas(lines, strlen(lines), h, 4), pairs, differ;
+	char report[2048];
+	nccl_log_compare(h, n, &ty, &f, TOPO_PATH_PXB, report, sizeof report, &pairs, &differ);
+	assert_int_equal(pairs, 2);
+	assert_int_equal(differ, 1);
+	assert_non_null(strstr(report,
+			       "gdr NCCL: Disabled for mlx5_9 (HCA 2), not an HCA of this node as llmp "
+			       "discovered it (mismatch)\n"));
+	/* A node without GPUs or HCAs: no pair, each of NCCL's HCAs named. */
+	ty.ngpus = ty.nhcas = 0;
+	nccl_log_compare(h, n, &ty, &f, TOPO_PATH_PXB, report, sizeof report, &pairs, &differ);
+	assert_int_equal(pairs, 0);
+	assert_int_equal(differ, 3);
+	nccl_log_compare(h, 0, &ty, &f, TOPO_PATH_PXB, report, sizeof report, &pairs, &differ);
+	assert_int_equal(pairs + differ, 0);
+	assert_string_equal(report, "");
+}
+
 static void test_file_name(void **state)
 {
 	(void)state;
@@ -186,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_disagree),
 		cmocka_unit_test(test_agree_and_missing),
+		cmocka_unit_test(test_unknown_hca),
 		cmocka_unit_test(test_file_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
