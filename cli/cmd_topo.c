@@ -26,6 +26,7 @@ static void help(void)
 {
 	printf("usage: llmp topo [--file FILE] [--format text|json] [--sysfs DIR]\n"
 	       "       llmp topo --gdr [--sysfs DIR] [--nccl-dump FILE] [--nccl-log FILE]\n"
+	       "       llmp topo --gdr --format json [--sysfs DIR]\n"
 	       "       llmp topo --rails [--file FILE]\n"
 	       "       llmp topo --nccl-topo [--file FILE --type NAME | --sysfs DIR]\n"
 	       "       llmp topo --job [--format text|json]   (run under srun --mpi=pmix)\n"
@@ -108,11 +109,11 @@ int cli_topo(int argc, char **argv)
 	if (job && chose)
 		return cli_usage_error(
 			PROG, "--job discovers every node of the step: no --file or --sysfs with", "--job");
-	if (gdr && (job || file || json))
-		return cli_usage_error(PROG, "--gdr checks this node, in text: not with",
-				       job    ? "--job"
-				       : file ? "--file"
-					      : "--format json");
+	if (gdr && (job || file))
+		return cli_usage_error(PROG, "--gdr checks this node: not with", job ? "--job" : "--file");
+	if (json && (dump || log))
+		return cli_usage_error(PROG, "NCCL's files are compared in text: not with --format json and",
+				       dump ? "--nccl-dump" : "--nccl-log");
 	if (rails && (job || gdr || xml || json))
 		return cli_usage_error(PROG, "--rails prints a report: not with",
 				       job   ? "--job"
@@ -162,7 +163,8 @@ int cli_topo(int argc, char **argv)
 		return xml_rc;
 	}
 	if (gdr) {
-		int gdr_rc = cli_topo_gdr(&t, sysfs, dump, log, stdout);
+		int gdr_rc = json ? cli_topo_gdr_json(&t, sysfs, stdout)
+				  : cli_topo_gdr(&t, sysfs, dump, log, stdout);
 		topo_free(&t);
 		return gdr_rc;
 	}

@@ -116,6 +116,8 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 int cli_topo(int argc, char **argv);
 /* `llmp topo --gdr` on t, this node discovered under root (cli/topo_gdr.c); dump, log: NCCL's, or NULL. */
 int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, const char *log, FILE *out);
+/* `llmp topo --gdr --format json` (cli/topo_gdr_json.c). */
+int cli_topo_gdr_json(const struct topo *t, const char *root, FILE *out);
 struct topo_type;
 struct gdr_node;
 

@@ -613,3 +613,61 @@ PY
 	run "$LLMP" topo --nccl-log "$W/agree.log"
 	[ "$status" -eq 2 ] || fail "$output"
 }
+
+@test "--gdr --format json: the verdicts as JSON with stable names, checked with python's json module" {
+	# nccl-switch (the fixture's own notes): GPU 18 to mlx5_0 PIX, mlx5_1 PHB, mlx5_2 SYS;
+	# GPU 9d to mlx5_2 PIX, to mlx5_0 and mlx5_1 SYS. With nvidia_peermem and an open driver
+	# only the level (PXB) rules pairs out, and this shell's memlock limit when below 64 MiB.
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" lim
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/ok" peermem kernel=6.8.0 driver=open uverbs
+	python3 "$FAKE" "$sw" nccl-switch "$W/nomod"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/nomod" kernel=5.10.0 driver=proprietary uverbs
+	lim=$(ulimit -l)
+	for tree in ok nomod; do
+		for level in PXB SYS; do
+			NCCL_NET_GDR_LEVEL=$level run "$LLMP" topo --gdr --sysfs "$W/$tree" --format json
+			[ "$status" -eq 0 ] || fail "$output"
+			printf '%s\n' "$output" >"$W/gdr.json"
+			python3 - "$tree" "$level" "$lim" "$W/gdr.json" <<'PY' || fail "$tree $level: $output"
+import json, sys
+tree, level, lim, path = sys.argv[1:]
+d = json.load(open(path))
+paths = {("0000:18:00.0", "mlx5_0"): "PIX", ("0000:18:00.0", "mlx5_1"): "PHB", ("0000:18:00.0", "mlx5_2"): "SYS",
+         ("0000:9d:00.0", "mlx5_0"): "SYS", ("0000:9d:00.0", "mlx5_1"): "SYS", ("0000:9d:00.0", "mlx5_2"): "PIX"}
+order = ["LOC", "NVL", "PIX", "PXB", "PXN", "PHB", "SYS"]
+low_memlock = lim != "unlimited" and int(lim) * 1024 < 64 << 20
+assert d["llmp_gdr"] == 1 and d["gdr_level"] == level and d["nccl_version"] is None, d
+assert d["nvidia_peermem"] == (tree == "ok") and d["nv_peer_mem"] is False, d
+assert d["nvidia_driver"] == ("open" if tree == "ok" else "proprietary"), d
+assert d["kernel"] == ("6.8.0" if tree == "ok" else "5.10.0") and d["uverbs"] is True, d
+assert d["dmabuf_probe"] is None, d
+assert d["memlock_unlimited"] == (lim == "unlimited"), d
+assert d["memlock_bytes"] == (None if lim == "unlimited" else int(lim) * 1024), d
+assert len(d["pairs"]) == 6 and d["total"] == 6, d
+used = 0
+for p in d["pairs"]:
+    want = set()
+    if tree == "nomod":  # no module; no dma-buf: kernel before 5.12, proprietary driver
+        want |= {"no_peermem", "dmabuf_kernel", "dmabuf_driver"}
+    path = paths[(p["gpu_bus"], p["hca"])]
+    if order.index(path) > order.index(level):
+        want.add("level")
+    if low_memlock:
+        want.add("memlock")
+    assert p["path"] == path, p
+    assert set(p["reasons"]) == want, (p, want)
+    outcome = "not_used" if want - {"memlock", "acs", "iommu"} else "broken" if want else "used"
+    assert p["outcome"] == outcome, (p, outcome)
+    assert p["gpu"] == (0 if p["gpu_bus"] == "0000:18:00.0" else 1) and p["acs_checked"] is False, p
+    assert p["text"].startswith({"used": "yes", "not_used": "no: ", "broken": "broken: "}[outcome]), p
+    used += outcome == "used"
+assert d["used"] == used, d
+PY
+		done
+	done
+	# NCCL's files are compared in text only.
+	run "$LLMP" topo --gdr --format json --nccl-log "$W/x.log"
+	[ "$status" -eq 2 ] || fail "$output"
+}
