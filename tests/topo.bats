@@ -671,3 +671,36 @@ PY
 	run "$LLMP" topo --gdr --format json --nccl-log "$W/x.log"
 	[ "$status" -eq 2 ] || fail "$output"
 }
+
+@test "--rails: a port on another IB subnet named; the subnet read from sysfs gids/0, checked in a file" {
+	# tests/topology/rails-subnet.json, by hand: rail 0 on fe80:0000:0000:0000 (gpu4's unknown:
+	# not counted), rail 1 on fe80:0000:0000:0001 but gpu3's, on fe80:0000:0000:0002.
+	local f="$LLMP_SRCDIR/tests/topology/rails-subnet.json"
+	run "$LLMP" topo --rails --file "$f"
+	[ "$status" -eq 1 ] || fail "$output"
+	[ "$output" = "rails: 1 port differs:
+rail 1: gpu3 mlx5_1 port 1 is on subnet fe80:0000:0000:0002 where 3 of 4 nodes are on fe80:0000:0000:0001" ] ||
+		fail "$output"
+	# Discovery: gids/0 as the kernel shows it (prefix, then the port GUID); an all-zero GID is none.
+	python3 "$FAKE" "$f" gpu3 "$W/gpu3"
+	run "$LLMP" topo --sysfs "$W/gpu3" --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	printf '%s\n' "$output" >"$W/gpu3.json"
+	python3 - "$W/gpu3.json" <<'PY' || fail "$output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+(ty,) = d["node_types"].values()
+got = {h["name"]: h["ports"][0].get("subnet") for h in ty["hcas"]}
+assert got == {"mlx5_0": "fe80:0000:0000:0000", "mlx5_1": "fe80:0000:0000:0002"}, got
+PY
+	printf '0000:0000:0000:0000:0000:0000:0000:0000\n' >"$(find "$W/gpu3" -path '*mlx5_1/ports/1/gids/0' | head -1)"
+	run "$LLMP" topo --sysfs "$W/gpu3" --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_not_contains "$output" "fe80:0000:0000:0002"
+	assert_contains "$output" '"subnet": "fe80:0000:0000:0000"'
+	# A file's subnet must be a GID prefix.
+	sed 's/fe80:0000:0000:0002/fe80:0:0:2/' "$f" >"$W/bad.json"
+	run "$LLMP" topo --rails --file "$W/bad.json"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" '"subnet" must be a GID prefix such as "fe80:0000:0000:0000"'
+}
