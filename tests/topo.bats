@@ -607,6 +607,20 @@ PY
 	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/init.log"
 	[ "$status" -eq 1 ] || fail "$output"
 	assert_contains "$output" "no \"GPU Direct RDMA ... for HCA\" line"
+	# Recorded: NCCL 2.28.9 on an H200 VM with no HCA fell back to sockets ("NET/Socket : GPU
+	# Direct RDMA Disabled for HCA 0 'eth0'"). Against a node with uverbs both pairs are named;
+	# without uverbs llmp expects sockets and agrees. Its dump (version 1, numaid -1) parses.
+	local rec="$LLMP_SRCDIR/tests/topology/nccl-log-h200-vm.log"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$rec" --nccl-dump "$LLMP_SRCDIR/tests/topology/nccl-dump-h200-vm.xml"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "gdr NCCL: no IB device; NET/Socket on eth0 (HCA 0): no GPUDirect RDMA" \
+		"2 GPU/HCA pairs compared, 2 differ:" "NCCL: no IB line for mlx5_2 (mismatch: NCCL found no IB device" \
+		"nccl-dump-h200-vm.xml: 1 compared, 0 differ"
+	python3 "$FAKE" "$sw" nccl-switch "$W/nouverbs"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/nouverbs" peermem kernel=6.8.0 driver=open
+	run "$LLMP" topo --gdr --sysfs "$W/nouverbs" --nccl-log "$rec"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "2 GPU/HCA pairs compared, 0 differ" "(agree: no uverbs device, NCCL used sockets)"
 	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/missing.log"
 	[ "$status" -eq 2 ] || fail "$output"
 	assert_contains "$output" "--nccl-log $W/missing.log: cannot be read"

@@ -85,17 +85,41 @@ unsigned nccl_log_gdr_hcas(const char *text, size_t len, struct nccl_log_hca *ou
 	return n;
 }
 
+/*
+ * Only NCCL's IB network (InfiniBand and RoCE) names HCAs: with no IB
+ * device NCCL 2.28 prints the same line for its socket network's
+ * interfaces ("NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'",
+ * seen on an H200 VM without an HCA).
+ */
+static bool is_ib(const struct nccl_log_hca *h)
+{
+	return strcmp(h->net, "IB") == 0;
+}
+
 static const struct nccl_log_hca *find(const struct nccl_log_hca *hcas, unsigned n, const char *name)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (strcmp(hcas[i].name, name) == 0)
+		if (is_ib(&hcas[i]) && strcmp(hcas[i].name, name) == 0)
 			return &hcas[i];
 	return NULL;
 }
 
+/* NCCL's first non-IB interface when it named no IB one (it fell back to it), else NULL. */
+static const struct nccl_log_hca *fallback(const struct nccl_log_hca *hcas, unsigned n)
+{
+	const struct nccl_log_hca *other = NULL;
+	for (unsigned i = 0; i < n; i++) {
+		if (is_ib(&hcas[i]))
+			return NULL;
+		if (!other)
+			other = &hcas[i];
+	}
+	return other;
+}
+
 /* The comparison of one pair: "(agree)" or "(mismatch: why)". */
-static const char *judge(const struct nccl_log_hca *line, const struct gdr_verdict *v, bool capable,
-			 bool *differs)
+static const char *judge(const struct nccl_log_hca *line, const struct nccl_log_hca *socket,
+			 const struct gdr_verdict *v, bool capable, bool *differs)
 {
 	*differs = true;
 	if (!line) {
@@ -103,6 +127,8 @@ static const char *judge(const struct nccl_log_hca *line, const struct gdr_verdi
 			*differs = false;
 			return "(agree: no uverbs device, NCCL used sockets)";
 		}
+		if (socket)
+			return "(mismatch: NCCL found no IB device and used its socket network; llmp saw uverbs)";
 		return "(mismatch: NCCL named no such HCA: excluded by NCCL_IB_HCA, or not opened)";
 	}
 	if (line->enabled == capable) {
@@ -122,6 +148,13 @@ void nccl_log_compare(const struct nccl_log_hca *hcas, unsigned nhcas, const str
 		report[0] = '\0';
 	*pairs = *differ = 0;
 	bool capable = gdr_nic_capable(facts);
+	const struct nccl_log_hca *socket = fallback(hcas, nhcas);
+	if (socket && at + 1 < len) {
+		int k = snprintf(report + at, len - at,
+				 "gdr NCCL: no IB device; NET/%s on %s (HCA %d): no GPUDirect RDMA\n",
+				 socket->net, socket->name, socket->index);
+		at = k < 0 || (size_t)k >= len - at ? len : at + (size_t)k;
+	}
 	for (unsigned g = 0; g < ty->ngpus; g++) {
 		int h = topo_nccl_nearest_hca(ty, g, true);
 		if (h < 0)
@@ -136,9 +169,9 @@ void nccl_log_compare(const struct nccl_log_hca *hcas, unsigned nhcas, const str
 			snprintf(ncclsaid, sizeof ncclsaid, "%s for %s (HCA %d)",
 				 line->enabled ? "Enabled" : "Disabled", hca->name, line->index);
 		else
-			snprintf(ncclsaid, sizeof ncclsaid, "no line for %s", hca->name);
+			snprintf(ncclsaid, sizeof ncclsaid, "no IB line for %s", hca->name);
 		bool differs;
-		const char *verdict = judge(line, &v, capable, &differs);
+		const char *verdict = judge(line, socket, &v, capable, &differs);
 		(*pairs)++;
 		*differ += differs;
 		if (at + 1 >= len)
@@ -149,6 +182,8 @@ void nccl_log_compare(const struct nccl_log_hca *hcas, unsigned nhcas, const str
 	}
 	/* An HCA NCCL opened that llmp's discovery did not find: a hidden PCIe tree (a VM), a missed device. */
 	for (unsigned i = 0; i < nhcas; i++) {
+		if (!is_ib(&hcas[i]))
+			continue;
 		bool known = false;
 		for (unsigned h = 0; h < ty->nhcas && !known; h++)
 			known = strcmp(ty->hcas[h].name, hcas[i].name) == 0;

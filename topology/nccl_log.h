@@ -8,6 +8,8 @@
  *
  *     NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'
  *
+ * (and, with no IB device, "NET/Socket : ... for HCA 0 'eth0'" for the
+ * socket network's interfaces: not HCAs, compared as NCCL's fallback).
  * "Enabled" when the HCA can register GPU memory: a peer-memory module
  * NCCL sees, or dma-buf (shared/reference/gpudirect.md §1.1-1.2). The
  * path level is decided later, per connection, and is not in that line.

@@ -152,7 +152,7 @@ static void test_agree_and_missing(void **state)
 	assert_int_equal(n, 1);
 	nccl_log_compare(h, n, &ty, &f, TOPO_PATH_PXB, report, sizeof report, &pairs, &differ);
 	assert_int_equal(differ, 1);
-	assert_non_null(strstr(report, "NCCL: no line for mlx5_1 (mismatch: NCCL named no such HCA"));
+	assert_non_null(strstr(report, "NCCL: no IB line for mlx5_1 (mismatch: NCCL named no such HCA"));
 	f.ib_devices = 0;
 	nccl_log_compare(h, 0, &ty, &f, TOPO_PATH_PXB, report, sizeof report, &pairs, &differ);
 	assert_int_equal(pairs, 2);
@@ -195,6 +195,39 @@ static void test_unknown_hca(void **state)
 	assert_string_equal(report, "");
 }
 
+/*
+ * NCCL 2.28.9 on an H200 VM without an HCA (recorded): NET/IB found none,
+ * and the socket network's interface got the HCA line. It is no HCA of
+ * the node's: not counted as one; llmp's pairs, expecting IB, are named.
+ */
+static void test_socket_fallback(void **state)
+{
+	(void)state;
+	node();
+	struct gdr_node f = facts(true);
+	const char lines[] =
+		"vm:498:498 [0] NCCL INFO NET/IB : No device found.\n"
+		"vm:498:498 [0] NCCL INFO NET/Socket : Using [0]eth0:192.0.2.2<0>\n"
+		"vm:498:498 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'\n";
+	struct nccl_log_hca h[4];
+	unsigned n = nccl_log_gdr_hcas(lines, strlen(lines), h, 4), pairs, differ;
+	assert_int_equal(n, 1);
+	assert_string_equal(h[0].net, "Socket");
+	char report[2048];
+	nccl_log_compare(h, n, &ty, &f, TOPO_PATH_PXB, report, sizeof report, &pairs, &differ);
+	assert_int_equal(pairs, 2);
+	assert_int_equal(differ, 2);
+	assert_non_null(
+		strstr(report, "gdr NCCL: no IB device; NET/Socket on eth0 (HCA 0): no GPUDirect RDMA\n"));
+	assert_non_null(strstr(report, "NCCL: no IB line for mlx5_0 (mismatch: NCCL found no IB device"));
+	assert_null(strstr(report, "not an HCA of this node"));
+	/* No uverbs device visible: llmp expected sockets too. */
+	f.ib_devices = 0;
+	nccl_log_compare(h, n, &ty, &f, TOPO_PATH_PXB, report, sizeof report, &pairs, &differ);
+	assert_int_equal(differ, 0);
+	assert_non_null(strstr(report, "(agree: no uverbs device, NCCL used sockets)"));
+}
+
 static void test_file_name(void **state)
 {
 	(void)state;
@@ -215,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_disagree),
 		cmocka_unit_test(test_agree_and_missing),
 		cmocka_unit_test(test_unknown_hca),
+		cmocka_unit_test(test_socket_fallback),
 		cmocka_unit_test(test_file_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
