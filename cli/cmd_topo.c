@@ -25,7 +25,8 @@
 static void help(void)
 {
 	printf("usage: llmp topo [--file FILE] [--format text|json] [--sysfs DIR]\n"
-	       "       llmp topo --gdr [--sysfs DIR] [--nccl-dump FILE]\n"
+	       "       llmp topo --gdr [--sysfs DIR] [--nccl-dump FILE] [--nccl-log FILE]\n"
+	       "       llmp topo --gdr --format json [--sysfs DIR]\n"
 	       "       llmp topo --rails [--file FILE]\n"
 	       "       llmp topo --nccl-topo [--file FILE --type NAME | --sysfs DIR]\n"
 	       "       llmp topo --job [--format text|json]   (run under srun --mpi=pmix)\n"
@@ -44,6 +45,10 @@ static void help(void)
 	       "  -d, --nccl-dump FILE     with --gdr: NCCL's NCCL_TOPO_DUMP_FILE of this node against\n"
 	       "                           the prediction: where each device hangs, each gdr flag\n"
 	       "                           (exit 1 when they differ)\n"
+	       "  -L, --nccl-log FILE      with --gdr: NCCL's INFO log (NCCL_DEBUG_FILE, with NET) of\n"
+	       "                           this node: its \"GPU Direct RDMA Enabled|Disabled for\n"
+	       "                           HCA\" lines against the prediction per GPU/HCA pair\n"
+	       "                           (exit 1 when one differs)\n"
 	       "  -n, --nccl-topo          this node (or node type NAME of FILE) as an NCCL_TOPO_FILE,\n"
 	       "                           checked against NCCL's grammar (doc/gpudirect.md)\n"
 	       "  -r, --rails              every rail's HCA ports across the nodes: one link layer\n"
@@ -69,15 +74,16 @@ int cli_topo(int argc, char **argv)
 		{ "type", required_argument, NULL, 't' },
 		{ "rails", no_argument, NULL, 'r' },
 		{ "nccl-dump", required_argument, NULL, 'd' },
+		{ "nccl-log", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = getenv(LLMP_ENV_TOPOLOGY_FILE), *sysfs = "/";
 	bool json = false, job = false, chose = false, gdr = false, xml = false, rails = false;
-	const char *type = NULL, *dump = NULL;
+	const char *type = NULL, *dump = NULL, *log = NULL;
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":F:f:s:t:d:jgnrh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:f:s:t:d:L:jgnrh", options, NULL)) != -1) {
 		switch (c) {
 		case 'F': file = optarg, chose = true; break;
 		case 's': sysfs = optarg, chose = true; break;
@@ -86,6 +92,7 @@ int cli_topo(int argc, char **argv)
 		case 'n': xml = true; break;
 		case 'r': rails = true; break;
 		case 'd': dump = optarg; break;
+		case 'L': log = optarg; break;
 		case 't': type = optarg; break;
 		case 'f':
 			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
@@ -102,11 +109,11 @@ int cli_topo(int argc, char **argv)
 	if (job && chose)
 		return cli_usage_error(
 			PROG, "--job discovers every node of the step: no --file or --sysfs with", "--job");
-	if (gdr && (job || file || json))
-		return cli_usage_error(PROG, "--gdr checks this node, in text: not with",
-				       job    ? "--job"
-				       : file ? "--file"
-					      : "--format json");
+	if (gdr && (job || file))
+		return cli_usage_error(PROG, "--gdr checks this node: not with", job ? "--job" : "--file");
+	if (json && (dump || log))
+		return cli_usage_error(PROG, "NCCL's files are compared in text: not with --format json and",
+				       dump ? "--nccl-dump" : "--nccl-log");
 	if (rails && (job || gdr || xml || json))
 		return cli_usage_error(PROG, "--rails prints a report: not with",
 				       job   ? "--job"
@@ -120,6 +127,8 @@ int cli_topo(int argc, char **argv)
 					     : "--format json");
 	if (dump && !gdr)
 		return cli_usage_error(PROG, "--nccl-dump is compared by --gdr: without it,", dump);
+	if (log && !gdr)
+		return cli_usage_error(PROG, "--nccl-log is compared by --gdr: without it,", log);
 	if (type && !xml)
 		return cli_usage_error(PROG, "--type names what --nccl-topo writes: without it,", type);
 	if (job) { /* it joins the job: llmp-bench, with the runtime */
@@ -154,7 +163,8 @@ int cli_topo(int argc, char **argv)
 		return xml_rc;
 	}
 	if (gdr) {
-		int gdr_rc = cli_topo_gdr(&t, sysfs, dump, stdout);
+		int gdr_rc = json ? cli_topo_gdr_json(&t, sysfs, stdout)
+				  : cli_topo_gdr(&t, sysfs, dump, log, stdout);
 		topo_free(&t);
 		return gdr_rc;
 	}

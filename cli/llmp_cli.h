@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "topology/pci_path.h"
+
 #include <stdbool.h>
 
 #include <llmp/llmp_plan.h>
@@ -112,10 +114,30 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 
 /* `llmp topo ...`; argv[0] is "topo". */
 int cli_topo(int argc, char **argv);
-/* `llmp topo --gdr` on t, this node discovered under root (cli/topo_gdr.c). */
-int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, FILE *out);
-/* NCCL's dma-buf probe on an HCA of ty (cli/ibv_probe.c): 1 supported, 0 not, -1 not probed. */
+/* `llmp topo --gdr` on t, this node discovered under root (cli/topo_gdr.c); dump, log: NCCL's, or NULL. */
+int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, const char *log, FILE *out);
+/* `llmp topo --gdr --format json` (cli/topo_gdr_json.c). */
+int cli_topo_gdr_json(const struct topo *t, const char *root, FILE *out);
 struct topo_type;
+struct gdr_node;
+
+/*
+ * The GPUDirect RDMA facts of node type ty under root as a task would meet
+ * them: sysfs and procfs, the NCCL it would load, this process's memlock
+ * limit, the dma-buf probe (on the HCA named into probed). -1 with msg.
+ */
+int cli_gdr_facts(const struct topo_type *ty, const char *root, struct gdr_node *n, char *probed, size_t len,
+		  char *msg, size_t msglen);
+/* NCCL_NET_GDR_LEVEL of this environment into *level; CLI_EXIT_USAGE (said) when NCCL would ignore it. */
+int cli_gdr_level(enum topo_path *level);
+/*
+ * NCCL's INFO log at path (what names it in messages) against the
+ * prediction for ty's pairs (cli/gdr_nccl_log.c): one line per pair to
+ * out. 0 all agree, 1 one differs, -1 unusable (said on stderr).
+ */
+int cli_gdr_log_compare(const char *path, const char *what, const struct topo_type *ty,
+			const struct gdr_node *n, enum topo_path level, FILE *out);
+/* NCCL's dma-buf probe on an HCA of ty (cli/ibv_probe.c): 1 supported, 0 not, -1 not probed. */
 int cli_dmabuf_probe(const struct topo_type *ty, char *dev, size_t len);
 /* The CUDA driver's GPUDirect RDMA and dma-buf attributes of ty's GPUs into n's devices
  * (cli/cuda_probe.c); how many GPUs were read, 0 with why. */

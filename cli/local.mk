@@ -3,7 +3,7 @@
 # (included by Makefile.am; paths are from the top of the tree).
 
 bin_PROGRAMS += cli/llmp
-cli_llmp_SOURCES = cli/llmp.c cli/llmp_cli.h cli/args.c cli/cmd_plan.c cli/plan_text.c cli/cmd_topo.c cli/topo_gdr.c cli/ibv_probe.c cli/cuda_probe.c cli/topo_nccl_xml.c cli/topo_rails.c \
+cli_llmp_SOURCES = cli/llmp.c cli/llmp_cli.h cli/args.c cli/cmd_plan.c cli/plan_text.c cli/cmd_topo.c cli/topo_gdr.c cli/topo_gdr_json.c cli/gdr_nccl_log.c cli/ibv_probe.c cli/cuda_probe.c cli/topo_nccl_xml.c cli/topo_rails.c \
 	cli/plan_place.c cli/plan_svg.c cli/plan_step.c cli/plan_machines.c \
 	cli/cmd_top.c cli/cmd_report.c cli/report_fr.c cli/report_fr.h
 ckpt_cli_sources = cli/cmd_ckpt.c cli/ckpt_cli.h cli/ckpt_list.c cli/ckpt_verify.c \
@@ -11,7 +11,8 @@ ckpt_cli_sources = cli/cmd_ckpt.c cli/ckpt_cli.h cli/ckpt_list.c cli/ckpt_verify
 # llmp-bench, in cli/bench/: the commands that join a job as its ranks.
 bench_cli_sources = cli/bench/bench_main.c cli/bench/join_job.c cli/bench/cmd_bench.c cli/bench/ckpt_bench.c \
 	cli/bench/topo_job.c cli/bench/bench_files.c cli/bench/bench_files.h \
-	cli/bench/bench_cuda.c cli/bench/bench_cuda.h cli/topo_rails.c
+	cli/bench/bench_cuda.c cli/bench/bench_cuda.h cli/bench/bench_gdr.c cli/bench/bench_gdr.h \
+	cli/topo_rails.c cli/topo_gdr.c cli/gdr_nccl_log.c cli/ibv_probe.c cli/cuda_probe.c
 if BUILD_RUNTIME
 # `llmp job-end` reads run records (runtime/job/job_record.c) and `llmp
 # ckpt` reads checkpoints with the runtime's own code

@@ -97,35 +97,50 @@ static int compare_dump(const char *path, const struct topo_type *ty, const stru
 	return rc;
 }
 
-int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, FILE *out)
+int cli_gdr_facts(const struct topo_type *ty, const char *root, struct gdr_node *n, char *probed, size_t len,
+		  char *msg, size_t msglen)
 {
-	enum topo_path level = TOPO_GDR_LEVEL_DEFAULT;
+	if (gdr_read_node(root, ty, n, msg, msglen) != LLMP_OK)
+		return -1;
+	n->nccl_version = nccl_version();
+	n->dmabuf_probe = cli_dmabuf_probe(ty, probed, len);
+	if (!cli_cuda_gdr_attrs(ty, n, n->gpu_attrs_why, sizeof n->gpu_attrs_why) && !n->gpu_attrs_why[0])
+		snprintf(n->gpu_attrs_why, sizeof n->gpu_attrs_why, "no GPU");
+	struct rlimit lim;
+	if (getrlimit(RLIMIT_MEMLOCK, &lim) == 0)
+		n->memlock = lim.rlim_cur == RLIM_INFINITY ? GDR_MEMLOCK_UNLIMITED
+							   : (unsigned long long)lim.rlim_cur;
+	return 0;
+}
+
+int cli_gdr_level(enum topo_path *level)
+{
+	*level = TOPO_GDR_LEVEL_DEFAULT;
 	const char *env = getenv("NCCL_NET_GDR_LEVEL");
-	if (env && *env && !topo_path_parse_level(env, &level))
+	if (env && *env && !topo_path_parse_level(env, level))
 		return cli_usage_error(PROG,
 				       "NCCL_NET_GDR_LEVEL: not LOC, PIX, PXB, PHB, SYS or 0-5 (NCCL "
 				       "would ignore it):",
 				       env);
+	return CLI_EXIT_OK;
+}
+
+int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, const char *log, FILE *out)
+{
+	enum topo_path level;
+	if (cli_gdr_level(&level) != CLI_EXIT_OK)
+		return CLI_EXIT_USAGE;
 	const struct topo_type *ty = &t->types[t->nodes[0].type];
 	struct gdr_node n;
-	char msg[LLMP_MSG_MAX];
-	if (gdr_read_node(root, ty, &n, msg, sizeof msg) != LLMP_OK) {
+	char msg[LLMP_MSG_MAX], probed[64];
+	if (cli_gdr_facts(ty, root, &n, probed, sizeof probed, msg, sizeof msg) != 0) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return CLI_EXIT_FAILURE;
 	}
-	n.nccl_version = nccl_version();
-	char probed[64];
-	n.dmabuf_probe = cli_dmabuf_probe(ty, probed, sizeof probed);
-	struct rlimit lim;
-	if (getrlimit(RLIMIT_MEMLOCK, &lim) == 0)
-		n.memlock = lim.rlim_cur == RLIM_INFINITY ? GDR_MEMLOCK_UNLIMITED
-							  : (unsigned long long)lim.rlim_cur;
-	char cuda_why[160] = "";
-	unsigned gpus_read = cli_cuda_gdr_attrs(ty, &n, cuda_why, sizeof cuda_why);
 	write_facts(&n, level, out);
-	if (!gpus_read)
-		fprintf(out, "  GPU support: not read (%s)\n", cuda_why);
-	for (unsigned g = 0; gpus_read && g < ty->ngpus; g++) {
+	if (n.gpu_attrs_why[0])
+		fprintf(out, "  GPU support: not read (%s)\n", n.gpu_attrs_why);
+	for (unsigned g = 0; !n.gpu_attrs_why[0] && g < ty->ngpus; g++) {
 		const struct gdr_pcidev *d = gdr_node_dev(&n, ty->gpus[g].pci.bus);
 		static const char *const said[] = { "unknown", "no", "yes" };
 		if (d)
@@ -154,6 +169,7 @@ int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, FILE 
 		}
 	fprintf(out, "GPUDirect RDMA on %u of %u GPU/HCA pairs\n", used, pairs);
 	int rc = dump ? compare_dump(dump, ty, &n, out) : 0;
+	int lrc = log ? cli_gdr_log_compare(log, "--nccl-log", ty, &n, level, out) : 0;
 	gdr_node_free(&n);
-	return rc < 0 ? CLI_EXIT_USAGE : rc ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+	return rc < 0 || lrc < 0 ? CLI_EXIT_USAGE : rc || lrc ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }

@@ -23,11 +23,12 @@ int cli_topo_rails(const struct topo *t, FILE *out)
 		return CLI_EXIT_FAILURE;
 	}
 	if (problems)
-		fprintf(out, "rails: %u port%s differ%s (subnets not checked):\n%s", problems,
-			problems == 1 ? "" : "s", problems == 1 ? "s" : "", report);
+		fprintf(out, "rails: %u port%s differ%s:\n%s", problems, problems == 1 ? "" : "s",
+			problems == 1 ? "s" : "", report);
 	else
-		fprintf(out, "rails: every rail's ports agree in link layer and rate and are ACTIVE (subnets "
-			     "not checked)\n");
+		fprintf(out,
+			"rails: every rail's ports agree in link layer, rate and subnet (where known) and "
+			"are ACTIVE\n");
 	free(report);
 	return problems ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }

@@ -627,3 +627,149 @@ PY
 	LLMP_CUDA_LIBRARY=$cuda run "$LLMP" topo --gdr --sysfs "$W/db"
 	assert_not_contains "$output" "no dma-buf: the GPU reports none"
 }
+
+@test "--gdr --nccl-log: NCCL's GPU Direct RDMA lines per HCA against the prediction, per pair" {
+	# nccl-switch: GPU 18 is nearest mlx5_0 (one switch, PIX), GPU 9d mlx5_2 (behind switch 98);
+	# with nvidia_peermem and NCCL 2.28 every HCA can register GPU memory: NCCL must say Enabled.
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" p="node1:4242:4250 [0] NCCL INFO "
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/ok" peermem kernel=6.8.0 driver=open uverbs
+	printf '%sNET/IB : GPU Direct RDMA Enabled for HCA %d '"'"'%s'"'"'\n' "$p" 0 mlx5_0 "$p" 1 mlx5_1 "$p" 2 mlx5_2 >"$W/agree.log"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/agree.log"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "NCCL's log $W/agree.log: 2 GPU/HCA pairs compared, 0 differ"
+	# (the verdict may also name this machine's memlock limit: the HCA side is what is compared)
+	assert_line_matches '^gdr GPU 0000:18:00\.0 / mlx5_0: predicted .*, NCCL: Enabled for mlx5_0 \(HCA 0\) \(agree\)$'
+	assert_line_matches '^gdr GPU 0000:9d:00\.0 / mlx5_2: predicted .*, NCCL: Enabled for mlx5_2 \(HCA 2\) \(agree\)$'
+	# NCCL disabled mlx5_2: that pair is named, the other agrees.
+	sed "s/Enabled for HCA 2/Disabled for HCA 2/" "$W/agree.log" >"$W/differ.log"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/differ.log"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "2 GPU/HCA pairs compared, 1 differ:"
+	assert_line_matches '^gdr GPU 0000:9d:00\.0 / mlx5_2: predicted .*, NCCL: Disabled for mlx5_2 \(HCA 2\) \(mismatch: llmp found a peer-memory module or dma-buf NCCL did not use\)$'
+	# No module, proprietary driver: llmp predicts no; NCCL's Disabled agrees, its Enabled does not.
+	python3 "$FAKE" "$sw" nccl-switch "$W/nomod"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/nomod" kernel=6.8.0 driver=proprietary uverbs
+	run "$LLMP" topo --gdr --sysfs "$W/nomod" --nccl-log "$W/differ.log"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "2 GPU/HCA pairs compared, 1 differ:"
+	assert_contains "$output" "gdr GPU 0000:18:00.0 / mlx5_0: predicted no: no nvidia_peermem or nv_peer_mem loaded"
+	assert_contains "$output" "NCCL: Enabled for mlx5_0 (HCA 0) (mismatch: NCCL registers GPU memory by a means llmp did not find)"
+	assert_contains "$output" "NCCL: Disabled for mlx5_2 (HCA 2) (agree)"
+	# A log without NET lines (NCCL's default NCCL_DEBUG_SUBSYS) proves nothing: said, exit 1.
+	printf '%sBootstrap: Using eth0:10.0.0.1<0>\n' "$p" >"$W/init.log"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/init.log"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "no \"GPU Direct RDMA ... for HCA\" line"
+	# Recorded: NCCL 2.28.9 on an H200 VM with no HCA fell back to sockets ("NET/Socket : GPU
+	# Direct RDMA Disabled for HCA 0 'eth0'"). Against a node with uverbs both pairs are named;
+	# without uverbs llmp expects sockets and agrees. Its dump (version 1, numaid -1) parses.
+	local rec="$LLMP_SRCDIR/tests/topology/nccl-log-h200-vm.log"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$rec" --nccl-dump "$LLMP_SRCDIR/tests/topology/nccl-dump-h200-vm.xml"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "gdr NCCL: no IB device; NET/Socket on eth0 (HCA 0): no GPUDirect RDMA" \
+		"2 GPU/HCA pairs compared, 2 differ:" "NCCL: no IB line for mlx5_2 (mismatch: NCCL found no IB device" \
+		"nccl-dump-h200-vm.xml: 1 compared, 0 differ"
+	python3 "$FAKE" "$sw" nccl-switch "$W/nouverbs"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/nouverbs" peermem kernel=6.8.0 driver=open
+	run "$LLMP" topo --gdr --sysfs "$W/nouverbs" --nccl-log "$rec"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "2 GPU/HCA pairs compared, 0 differ" "(agree: no uverbs device, NCCL used sockets)"
+	run "$LLMP" topo --gdr --sysfs "$W/ok" --nccl-log "$W/missing.log"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" "--nccl-log $W/missing.log: cannot be read"
+	run "$LLMP" topo --nccl-log "$W/agree.log"
+	[ "$status" -eq 2 ] || fail "$output"
+}
+
+@test "--gdr --format json: the verdicts as JSON with stable names, checked with python's json module" {
+	# nccl-switch (the fixture's own notes): GPU 18 to mlx5_0 PIX, mlx5_1 PHB, mlx5_2 SYS;
+	# GPU 9d to mlx5_2 PIX, to mlx5_0 and mlx5_1 SYS. With nvidia_peermem and an open driver
+	# only the level (PXB) rules pairs out, and this shell's memlock limit when below 64 MiB.
+	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" lim
+	export LLMP_IBVERBS_LIBRARY=/nonexistent LLMP_NCCL_LIBRARY=/nonexistent
+	python3 "$FAKE" "$sw" nccl-switch "$W/ok"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/ok" peermem kernel=6.8.0 driver=open uverbs
+	python3 "$FAKE" "$sw" nccl-switch "$W/nomod"
+	python3 "$LLMP_SRCDIR/tests/topology/fake_gdr.py" "$W/nomod" kernel=5.10.0 driver=proprietary uverbs
+	lim=$(ulimit -l)
+	for tree in ok nomod; do
+		for level in PXB SYS; do
+			NCCL_NET_GDR_LEVEL=$level run "$LLMP" topo --gdr --sysfs "$W/$tree" --format json
+			[ "$status" -eq 0 ] || fail "$output"
+			printf '%s\n' "$output" >"$W/gdr.json"
+			python3 - "$tree" "$level" "$lim" "$W/gdr.json" <<'PY' || fail "$tree $level: $output"
+import json, sys
+tree, level, lim, path = sys.argv[1:]
+d = json.load(open(path))
+paths = {("0000:18:00.0", "mlx5_0"): "PIX", ("0000:18:00.0", "mlx5_1"): "PHB", ("0000:18:00.0", "mlx5_2"): "SYS",
+         ("0000:9d:00.0", "mlx5_0"): "SYS", ("0000:9d:00.0", "mlx5_1"): "SYS", ("0000:9d:00.0", "mlx5_2"): "PIX"}
+order = ["LOC", "NVL", "PIX", "PXB", "PXN", "PHB", "SYS"]
+low_memlock = lim != "unlimited" and int(lim) * 1024 < 64 << 20
+assert d["llmp_gdr"] == 1 and d["gdr_level"] == level and d["nccl_version"] is None, d
+assert d["nvidia_peermem"] == (tree == "ok") and d["nv_peer_mem"] is False, d
+assert d["nvidia_driver"] == ("open" if tree == "ok" else "proprietary"), d
+assert d["kernel"] == ("6.8.0" if tree == "ok" else "5.10.0") and d["uverbs"] is True, d
+assert d["dmabuf_probe"] is None, d
+assert d["memlock_unlimited"] == (lim == "unlimited"), d
+assert d["memlock_bytes"] == (None if lim == "unlimited" else int(lim) * 1024), d
+assert len(d["pairs"]) == 6 and d["total"] == 6, d
+used = 0
+for p in d["pairs"]:
+    want = set()
+    if tree == "nomod":  # no module; no dma-buf: kernel before 5.12, proprietary driver
+        want |= {"no_peermem", "dmabuf_kernel", "dmabuf_driver"}
+    path = paths[(p["gpu_bus"], p["hca"])]
+    if order.index(path) > order.index(level):
+        want.add("level")
+    if low_memlock:
+        want.add("memlock")
+    assert p["path"] == path, p
+    assert set(p["reasons"]) == want, (p, want)
+    outcome = "not_used" if want - {"memlock", "acs", "iommu"} else "broken" if want else "used"
+    assert p["outcome"] == outcome, (p, outcome)
+    assert p["gpu"] == (0 if p["gpu_bus"] == "0000:18:00.0" else 1) and p["acs_checked"] is False, p
+    assert p["text"].startswith({"used": "yes", "not_used": "no: ", "broken": "broken: "}[outcome]), p
+    used += outcome == "used"
+assert d["used"] == used, d
+PY
+		done
+	done
+	# NCCL's files are compared in text only.
+	run "$LLMP" topo --gdr --format json --nccl-log "$W/x.log"
+	[ "$status" -eq 2 ] || fail "$output"
+}
+
+@test "--rails: a port on another IB subnet named; the subnet read from sysfs gids/0, checked in a file" {
+	# tests/topology/rails-subnet.json, by hand: rail 0 on fe80:0000:0000:0000 (gpu4's unknown:
+	# not counted), rail 1 on fe80:0000:0000:0001 but gpu3's, on fe80:0000:0000:0002.
+	local f="$LLMP_SRCDIR/tests/topology/rails-subnet.json"
+	run "$LLMP" topo --rails --file "$f"
+	[ "$status" -eq 1 ] || fail "$output"
+	[ "$output" = "rails: 1 port differs:
+rail 1: gpu3 mlx5_1 port 1 is on subnet fe80:0000:0000:0002 where 3 of 4 nodes are on fe80:0000:0000:0001" ] ||
+		fail "$output"
+	# Discovery: gids/0 as the kernel shows it (prefix, then the port GUID); an all-zero GID is none.
+	python3 "$FAKE" "$f" gpu3 "$W/gpu3"
+	run "$LLMP" topo --sysfs "$W/gpu3" --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	printf '%s\n' "$output" >"$W/gpu3.json"
+	python3 - "$W/gpu3.json" <<'PY' || fail "$output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+(ty,) = d["node_types"].values()
+got = {h["name"]: h["ports"][0].get("subnet") for h in ty["hcas"]}
+assert got == {"mlx5_0": "fe80:0000:0000:0000", "mlx5_1": "fe80:0000:0000:0002"}, got
+PY
+	printf '0000:0000:0000:0000:0000:0000:0000:0000\n' >"$(find "$W/gpu3" -path '*mlx5_1/ports/1/gids/0' | head -1)"
+	run "$LLMP" topo --sysfs "$W/gpu3" --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_not_contains "$output" "fe80:0000:0000:0002"
+	assert_contains "$output" '"subnet": "fe80:0000:0000:0000"'
+	# A file's subnet must be a GID prefix.
+	sed 's/fe80:0000:0000:0002/fe80:0:0:2/' "$f" >"$W/bad.json"
+	run "$LLMP" topo --rails --file "$W/bad.json"
+	[ "$status" -eq 2 ] || fail "$output"
+	assert_contains "$output" '"subnet" must be a GID prefix such as "fe80:0000:0000:0000"'
+}

@@ -53,6 +53,7 @@ struct gdr_node {
 	int nccl_version;           /* ncclGetVersion's code (22809); 0 unknown */
 	int ib_devices;             /* /dev/infiniband/uverbs* seen: 1, 0, -1 not looked */
 	unsigned long long memlock; /* RLIMIT_MEMLOCK in bytes; 0 unknown */
+	char gpu_attrs_why[160];    /* why the GPUs' CUDA attributes were not read; "" read */
 	struct gdr_pcidev *devs;
 	unsigned ndevs;
 };

@@ -10,6 +10,7 @@ topology_sources = \
 	topology/gdr.h topology/gdr.c \
 	topology/nccl_topo.h topology/nccl_topo_write.c topology/nccl_topo_check.c \
 	topology/nccl_dump.h topology/nccl_dump.c \
+	topology/nccl_log.h topology/nccl_log.c \
 	topology/rails.h topology/rails.c
 noinst_LTLIBRARIES += topology/libtopology.la
 topology_libtopology_la_SOURCES = $(topology_sources)

@@ -6,8 +6,10 @@
  * whether its ports are up or not: a DOWN port must be named, not
  * skipped. For each rail and port number the most common link layer and
  * rate among the nodes is the rail's; every port that differs, or is not
- * ACTIVE, is a line. The subnet (GID prefix) is not in the model and is
- * not checked.
+ * ACTIVE, is a line. So is a port whose subnet (its GID prefix, where
+ * known) differs from the one most of the rail's ports with a known subnet
+ * share: NCCL pairs rail r with rail r, and two subnets without a router
+ * between them do not reach each other.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rails.h"
@@ -70,6 +72,45 @@ static void majority(const struct port_ref *v, size_t n, const char **link, unsi
 	}
 }
 
+/* The most common known subnet among v[0..n), and how many ports share it and know one. */
+static const char *majority_subnet(const struct port_ref *v, size_t n, size_t *count, size_t *known)
+{
+	const char *best = NULL;
+	*count = *known = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].port->subnet[0])
+			continue;
+		(*known)++;
+		size_t c = 0;
+		for (size_t j = 0; j < n; j++)
+			c += strcmp(v[i].port->subnet, v[j].port->subnet) == 0;
+		if (c > *count) {
+			*count = c;
+			best = v[i].port->subnet;
+		}
+	}
+	return best;
+}
+
+static void check_subnets(struct report *r, unsigned rail, unsigned port_no, const struct port_ref *v,
+			  size_t n)
+{
+	size_t agree, known;
+	const char *subnet = majority_subnet(v, n, &agree, &known);
+	if (!subnet || agree == known)
+		return;
+	if (agree * 2 <= known && known > 2) {
+		say(r, "rail %u port %u: no subnet shared by most nodes (%zu of %zu at most)", rail, port_no,
+		    agree, known);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i].port->subnet[0] && strcmp(v[i].port->subnet, subnet) != 0)
+			say(r, "rail %u: %s %s port %u is on subnet %s where %zu of %zu nodes are on %s",
+			    rail, v[i].node->host, v[i].hca->name, port_no, v[i].port->subnet, agree, known,
+			    subnet);
+}
+
 static void check_rail(struct report *r, unsigned rail, unsigned port_no, const struct port_ref *v, size_t n)
 {
 	const char *link = "";
@@ -96,6 +137,7 @@ static void check_rail(struct report *r, unsigned rail, unsigned port_no, const 
 	if (agree * 2 <= n && n > 2)
 		say(r, "rail %u port %u: no rate and link layer shared by most nodes (%zu of %zu at most)",
 		    rail, port_no, agree, n);
+	check_subnets(r, rail, port_no, v, n);
 }
 
 llmp_status topo_rails_check(const struct topo *t, char *report, size_t len, unsigned *problems)

@@ -54,12 +54,20 @@ struct topo_gpu {
 	char domain[TOPO_NAME_MAX]; /* multi-node NVLink domain; "" none */
 };
 
+/* "xxxx:xxxx:xxxx:xxxx" and its NUL. */
+#define TOPO_SUBNET_MAX 20
+
+/* Whether s is a subnet prefix as topo_port keeps it: four groups of four lowercase hex digits. */
+bool topo_subnet_valid(const char *s);
+
 struct topo_port {
 	unsigned port;
 	char state[16]; /* "ACTIVE", "DOWN", ... */
 	unsigned gbps;
 	char link[16]; /* "InfiniBand", "Ethernet" */
 	char netdev[TOPO_NAME_MAX];
+	char subnet
+		[TOPO_SUBNET_MAX]; /* GID prefix, gids/0's first 64 bits: "fe80:0000:0000:0000"; "" unknown */
 };
 
 struct topo_hca {

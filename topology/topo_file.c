@@ -238,7 +238,7 @@ static bool read_gpu(struct checker *c, const struct json_value *v, const char *
 
 static bool read_port(struct checker *c, const struct json_value *v, const char *where, struct topo_port *p)
 {
-	static const char *const keys[] = { "port", "state", "gbps", "link", "netdev", NULL };
+	static const char *const keys[] = { "port", "state", "gbps", "link", "netdev", "subnet", NULL };
 	long long port = 0, gbps = 0;
 	if (v->kind != JSON_OBJECT)
 		return bad(c, v->line, "%s: a port must be an object", where);
@@ -247,8 +247,12 @@ static bool read_port(struct checker *c, const struct json_value *v, const char 
 			sizeof p->state) ||
 	    !get_int(c, v, "gbps", where, false, 0, 100000, &gbps) ||
 	    !get_string(c, v, "link", where, false, NAME_CHARS, p->link, sizeof p->link) ||
-	    !get_string(c, v, "netdev", where, false, NAME_CHARS, p->netdev, sizeof p->netdev))
+	    !get_string(c, v, "netdev", where, false, NAME_CHARS, p->netdev, sizeof p->netdev) ||
+	    !get_string(c, v, "subnet", where, false, "0123456789abcdef:", p->subnet, sizeof p->subnet))
 		return false;
+	if (p->subnet[0] && !topo_subnet_valid(p->subnet))
+		return bad(c, json_get(v, "subnet")->line,
+			   "%s: \"subnet\" must be a GID prefix such as \"fe80:0000:0000:0000\"", where);
 	if (p->link[0] && strcmp(p->link, "InfiniBand") && strcmp(p->link, "Ethernet"))
 		return bad(c, json_get(v, "link")->line,
 			   "%s: \"link\" must be \"InfiniBand\" or \"Ethernet\"", where);

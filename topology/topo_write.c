@@ -44,6 +44,16 @@ bool topo_port_usable(const struct topo_port *p)
 	       (strcmp(p->link, "InfiniBand") == 0 || strcmp(p->link, "Ethernet") == 0);
 }
 
+bool topo_subnet_valid(const char *s)
+{
+	for (unsigned i = 0; i < TOPO_SUBNET_MAX - 1; i++) {
+		bool colon = i % 5 == 4;
+		if (colon ? s[i] != ':' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	}
+	return s[TOPO_SUBNET_MAX - 1] == '\0';
+}
+
 bool topo_hca_usable(const struct topo_hca *h)
 {
 	for (unsigned p = 0; p < h->nports; p++)
@@ -110,6 +120,8 @@ static void put_hca(FILE *out, const struct topo_hca *h)
 			fprintf(out, ", \"link\": \"%s\"", p->link);
 		if (p->netdev[0])
 			fprintf(out, ", \"netdev\": \"%s\"", p->netdev);
+		if (p->subnet[0])
+			fprintf(out, ", \"subnet\": \"%s\"", p->subnet);
 		fputc('}', out);
 	}
 	fputs("]}", out);

@@ -32,6 +32,7 @@
 #include <llmp/llmp.h>
 #include <llmp/llmp_device.h>
 #include "bench_cuda.h"
+#include "bench_gdr.h"
 #include "cli/llmp_cli.h"
 #include <llmp/llmp_env.h>
 
@@ -63,6 +64,7 @@ struct bench {
 	/* --memory device: the buffers the collectives use, in GPU memory; send and recv stage them */
 	struct bench_cuda *cuda;
 	char *dsend, *drecv;
+	struct bench_gdr gdr; /* --memory device: NCCL's GPUDirect RDMA lines against the prediction */
 	double memcpy_gbs;
 };
 
@@ -88,6 +90,9 @@ static void help(void)
 	       "  -p, --parallel SPEC  layout (default: the plugin's LLMP_PARALLEL, else all dp)\n"
 	       "  -m, --memory M       host (default) or device: GPU buffers through NCCL, on the GPU\n"
 	       "                       LOCAL_RANK picks (llmp_device.h; LLMP_DEVICE must not be off)\n"
+	       "                       and, after NCCL's init, its GPUDirect RDMA per HCA against\n"
+	       "                       llmp's prediction (NCCL_DEBUG=INFO into a file of its own,\n"
+	       "                       unless NCCL_DEBUG is set; doc/gpudirect.md)\n"
 	       "Sizes are bytes per rank as in nccl-tests: the buffer reduced (allreduce), the\n"
 	       "whole gathered or scattered buffer (allgather, reduce_scatter), the message (broadcast).\n"
 	       "Exit status: 0 success, 1 a failed or wrong collective, 2 bad input.\n");
@@ -541,10 +546,13 @@ static int run(struct bench *b)
 								"(LLMP_TIMEOUT, a CUDA event after it)"
 							      : dev.deadline_why);
 		}
+		if (a->device)
+			bench_gdr_report(&b->gdr, true, stdout);
 		const char *tls = getenv("UCX_TLS");
 		printf("# UCX_TLS=%s; %u iterations after %u warm-up; time is the slowest rank's mean\n",
 		       tls ? tls : "(UCX's choice)", (unsigned)a->iters, (unsigned)a->warmup);
 	}
+	bench_gdr_report(&b->gdr, false, stdout); /* the other ranks' files */
 	for (int coll = 0; coll < NCOLLS && !rc; coll++) {
 		if (a->coll >= 0 && a->coll != coll)
 			continue;
@@ -596,6 +604,8 @@ int cli_bench(int argc, char **argv)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 
 	struct bench b = { .args = &args };
+	if (args.device)
+		bench_gdr_prepare(&b.gdr); /* before NCCL is loaded: it reads NCCL_DEBUG once */
 	if ((rc = cli_join_job(PROG, args.spec, &b.ctx)) != CLI_EXIT_OK)
 		return rc;
 	/* Sizes count the whole buffer (allgather's output, reduce-scatter's input). */
@@ -613,6 +623,7 @@ int cli_bench(int argc, char **argv)
 			rc = llmp_comm_world(b.ctx, &b.world) == LLMP_OK ? run(&b)
 									 : report_failure(&b, "world");
 	}
+	bench_gdr_report(&b.gdr, false, stdout); /* removed when never reached */
 	bench_cuda_free(b.cuda, b.dsend);
 	bench_cuda_free(b.cuda, b.drecv);
 	free(b.send);

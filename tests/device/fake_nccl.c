@@ -28,6 +28,20 @@
  *                        work of a known duration on the GPU (the test of
  *                        the device path's time per communicator).
  *
+ *   FAKE_NCCL_HCAS=NAME=0|1[,...]  the HCAs NCCL finds, in order, and
+ *                        whether each can register GPU memory: at every
+ *                        communicator's init, as NCCL 2.28 does when it
+ *                        builds its topology, one INFO line per HCA
+ *                        ("NET/IB : GPU Direct RDMA Enabled for HCA 0
+ *                        'mlx5_0'") when NCCL_DEBUG is INFO or TRACE and
+ *                        NCCL_DEBUG_SUBSYS lets NET through (its default,
+ *                        INIT,BOOTSTRAP,ENV, does not), to NCCL_DEBUG_FILE
+ *                        (%h, %p and %% expanded as NCCL does, opened
+ *                        at any NCCL_DEBUG above VERSION) or stdout
+ *   FAKE_NCCL_TOPO_DUMP=FILE  the topology NCCL dumps: copied to
+ *                        NCCL_TOPO_DUMP_FILE by the communicator's rank
+ *                        NCCL_TOPO_DUMP_FILE_RANK (default 0) at init
+ *
  * Collectives move no data: they log "allreduce NAME COUNT TYPE OP" (and
  * the like) and succeed on a communicator that was not aborted. Sends,
  * receives and group calls log "send NAME COUNT TYPE PEER PID", "recv ...",
@@ -46,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -159,6 +174,94 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 	return ncclSuccess;
 }
 
+/* NCCL_DEBUG_SUBSYS lets NET through: a comma list, ^ inverting it, ALL for every one. */
+static bool subsys_net(void)
+{
+	const char *v = getenv("NCCL_DEBUG_SUBSYS");
+	if (!v)
+		v = "INIT,BOOTSTRAP,ENV";
+	bool invert = *v == '^', named = false;
+	char list[256];
+	snprintf(list, sizeof list, "%s", v + invert);
+	char *save = NULL;
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		named |= strcasecmp(t, "NET") == 0 || strcasecmp(t, "ALL") == 0;
+	return named != invert;
+}
+
+/* NCCL's debug output, opened once per process as NCCL does: NCCL_DEBUG_FILE, else stdout. */
+static FILE *debug_out(void)
+{
+	static FILE *out;
+	if (out)
+		return out;
+	const char *pat = getenv("NCCL_DEBUG_FILE");
+	if (!pat || !*pat)
+		return out = stdout;
+	char host[256] = "", path[4096];
+	gethostname(host, sizeof host - 1);
+	host[strcspn(host, ".")] = '\0';
+	size_t at = 0;
+	for (const char *c = pat; *c && at + 64 < sizeof path; c++) {
+		if (c[0] != '%' || !c[1])
+			path[at++] = *c;
+		else if (*++c == 'h')
+			at += (size_t)snprintf(path + at, sizeof path - at, "%.200s", host);
+		else if (*c == 'p')
+			at += (size_t)snprintf(path + at, sizeof path - at, "%ld", (long)getpid());
+		else if (*c == '%')
+			path[at++] = '%';
+		else
+			path[at++] = '%', path[at++] = *c;
+	}
+	path[at] = '\0';
+	out = fopen(path, "w");
+	if (!out)
+		return out = stdout;
+	setvbuf(out, NULL, _IONBF, 0);
+	return out;
+}
+
+/* What NCCL says and dumps about its topology at a communicator's init (FAKE_NCCL_HCAS, _TOPO_DUMP). */
+static void report_topology(int rank)
+{
+	const char *hcas = getenv("FAKE_NCCL_HCAS"), *level = getenv("NCCL_DEBUG");
+	bool info = level && (strcasecmp(level, "INFO") == 0 || strcasecmp(level, "TRACE") == 0);
+	/* Above VERSION NCCL opens its debug file, whatever it then prints. */
+	if (level && *level && strcasecmp(level, "VERSION") != 0 && strcasecmp(level, "NONE") != 0)
+		debug_out();
+	if (hcas && *hcas && info && subsys_net()) {
+		char list[1024], host[256] = "";
+		gethostname(host, sizeof host - 1);
+		host[strcspn(host, ".")] = '\0';
+		snprintf(list, sizeof list, "%s", hcas);
+		char *save = NULL;
+		int n = 0;
+		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
+			char *eq = strchr(t, '=');
+			bool on = eq && strcmp(eq + 1, "1") == 0;
+			if (eq)
+				*eq = '\0';
+			fprintf(debug_out(),
+				"%s:%ld:%ld [0] NCCL INFO NET/IB : GPU Direct RDMA %s for HCA %d '%s'\n",
+				host, (long)getpid(), (long)getpid(), on ? "Enabled" : "Disabled", n, t);
+		}
+	}
+	const char *dump = getenv("NCCL_TOPO_DUMP_FILE"), *from = getenv("FAKE_NCCL_TOPO_DUMP"),
+		   *who = getenv("NCCL_TOPO_DUMP_FILE_RANK");
+	if (!dump || !*dump || !from || !*from || rank != (who && *who ? atoi(who) : 0))
+		return;
+	FILE *in = fopen(from, "r"), *out = in ? fopen(dump, "w") : NULL;
+	char buf[4096];
+	size_t k;
+	while (out && (k = fread(buf, 1, sizeof buf, in)) > 0)
+		fwrite(buf, 1, k, out);
+	if (out)
+		fclose(out);
+	if (in)
+		fclose(in);
+}
+
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
 				    ncclConfig_t *config)
 {
@@ -173,6 +276,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
 		*comm = NULL;
 		return ncclUnhandledCudaError;
 	}
+	report_topology(rank);
 	struct ncclComm *c = calloc(1, sizeof *c);
 	if (!c)
 		return ncclSystemError;

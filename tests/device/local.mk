@@ -55,6 +55,9 @@ if BUILD_PLUGIN
 # Starts the local three-node Slurm cluster; skipped (and counted so) without root.
 TESTS += tests/device.bats
 endif
+# No cluster: llmp bench as a singleton with both doubles, NCCL's HCA lines
+# read back after its init and set against llmp's prediction (about 1 s).
+TESTS += tests/device_gdr.bats
 endif
 endif
-EXTRA_DIST += tests/device.bats tests/device/fake_nccl.c
+EXTRA_DIST += tests/device.bats tests/device_gdr.bats tests/device/fake_nccl.c

@@ -16,7 +16,7 @@ DIR/sys/devices/pci0000:BB/ROOT/SWITCH/DEV/{vendor,class,numa_node}
 DIR/sys/bus/pci/devices/DEV -> ../../../devices/...
 DIR/sys/class/infiniband/HCA -> ../../devices/.../DEV/infiniband/HCA
     .../HCA/device -> ../../../DEV, ports/P/{state,rate,link_layer},
-    ports/P/gid_attrs/ndevs/0
+    ports/P/gid_attrs/ndevs/0, ports/P/gids/0 (a port's "subnet", then a GUID)
 DIR/sys/devices/system/node/nodeN
 Also a CPU-side device that is not a GPU (vendor 0x8086) and an NVIDIA audio
 function (class 0x0403), which discovery must pass over.
@@ -112,6 +112,10 @@ def main():
                 write(os.path.join(pd, "link_layer"), p["link"])
             if p.get("netdev"):
                 write(os.path.join(pd, "gid_attrs", "ndevs", "0"), p["netdev"])
+            if p.get("subnet"):  # the prefix, then a port GUID of this port's own
+                guid = hashlib.sha256(f"{h['name']}/{p['port']}".encode()).hexdigest()[:16]
+                write(os.path.join(pd, "gids", "0"),
+                      p["subnet"] + ":" + ":".join(guid[i:i + 4] for i in range(0, 16, 4)))
     write_nvml(t, os.path.join(out, "nvml.tsv"), domain)
 
 

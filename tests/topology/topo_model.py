@@ -87,7 +87,8 @@ def canonical_type(t, nvml=True):
     hcas = []
     for h in t.get("hcas", []):
         ports = [{"port": p["port"], "state": p["state"], "gbps": p.get("gbps", 0),
-                  "link": p.get("link", ""), "netdev": p.get("netdev", "")} for p in h["ports"]]
+                  "link": p.get("link", ""), "netdev": p.get("netdev", ""),
+                  "subnet": p.get("subnet", "")} for p in h["ports"]]
         hcas.append({"name": h["name"], "bus": h.get("bus", ""), "numa": h.get("numa", -1),
                      "pcie": h.get("pcie", []), "ports": ports})
     return {"numa_nodes": t["numa_nodes"], "gpu": t.get("gpu", ""), "gpus": gpus, "hcas": hcas}

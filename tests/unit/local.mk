@@ -12,7 +12,7 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/fuzz/fuzz_replay tests/fuzz/fuzz_replay_topo tests/unit/test_kernels tests/unit/test_crc32c \
 	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
 	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_hetero \
-	tests/unit/test_gdr tests/unit/test_nccl_topo
+	tests/unit/test_gdr tests/unit/test_nccl_topo tests/unit/test_nccl_log
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node
 endif
@@ -49,6 +49,8 @@ tests_unit_test_hetero_CFLAGS = $(test_cflags)
 tests_unit_test_hetero_LDADD = $(test_ldadd)
 tests_unit_test_nccl_topo_CFLAGS = $(test_cflags)
 tests_unit_test_nccl_topo_LDADD = $(test_ldadd)
+tests_unit_test_nccl_log_CFLAGS = $(test_cflags)
+tests_unit_test_nccl_log_LDADD = $(test_ldadd)
 tests_unit_test_gdr_CFLAGS = $(test_cflags)
 tests_unit_test_gdr_LDADD = topology/discover/libdiscover.la $(test_ldadd)
 tests_unit_test_topo_CFLAGS = $(test_cflags)

@@ -222,6 +222,15 @@ static void read_port(const char *dir, unsigned port, struct topo_port *p)
 			 !strcmp(text, "InfiniBand") ? "InfiniBand"
 			 : !strcmp(text, "Ethernet") ? "Ethernet"
 						     : "");
+	/* "fe80:0000:0000:0000:0c42:a103:0080:4a7e": the subnet prefix, then the port GUID; all zero: none. */
+	snprintf(path, sizeof path, "%s/gids/0", dir);
+	if (read_line(path, text, sizeof text) && strlen(text) == 39 &&
+	    strcmp(text, "0000:0000:0000:0000:0000:0000:0000:0000") != 0) {
+		memcpy(p->subnet, text, TOPO_SUBNET_MAX - 1);
+		p->subnet[TOPO_SUBNET_MAX - 1] = '\0';
+		if (!topo_subnet_valid(p->subnet))
+			p->subnet[0] = '\0';
+	}
 	snprintf(path, sizeof path, "%s/gid_attrs/ndevs/0", dir);
 	if (read_line(path, text, sizeof text) && text[0] && strlen(text) < sizeof p->netdev)
 		memcpy(p->netdev, text, strlen(text) + 1);
