@@ -24,8 +24,8 @@ static const char *const reason_names[] = { "no_peermem",  "nccl_peermem", "dmab
 _Static_assert(1u << (sizeof reason_names / sizeof *reason_names - 1) == GDR_R_DMABUF_GPU,
 	       "a name for each reason of enum gdr_reason");
 
-static void write_facts(struct json_writer *w, const struct gdr_node *n, enum topo_path level, int probe,
-			const char *probed)
+static void write_facts(struct json_writer *w, const struct gdr_node *n, const struct topo_type *ty,
+			enum topo_path level, int probe, const char *probed)
 {
 	char v[32];
 	snprintf(v, sizeof v, "%d.%d.%d", n->nccl_version / 10000, n->nccl_version / 100 % 100,
@@ -49,6 +49,25 @@ static void write_facts(struct json_writer *w, const struct gdr_node *n, enum to
 		json_null(w, "uverbs");
 	else
 		json_bool(w, "uverbs", n->ib_devices > 0);
+	/* Each GPU's own word from the CUDA driver (attributes 116, 124): null where not read. */
+	json_string(w, "gpu_attrs_not_read", n->gpu_attrs_why[0] ? n->gpu_attrs_why : NULL);
+	json_array(w, "gpus");
+	for (unsigned g = 0; g < ty->ngpus; g++) {
+		const struct gdr_pcidev *d = gdr_node_dev(n, ty->gpus[g].pci.bus);
+		json_object(w, NULL);
+		json_string(w, "bus", ty->gpus[g].pci.bus);
+		enum gdr_gpu_attr attrs[2] = { d ? d->gpu_gdr : GDR_ATTR_UNKNOWN,
+					       d ? d->gpu_dmabuf : GDR_ATTR_UNKNOWN };
+		const char *keys[2] = { "gdr", "dmabuf" };
+		for (int k = 0; k < 2; k++) {
+			if (attrs[k] == GDR_ATTR_UNKNOWN)
+				json_null(w, keys[k]);
+			else
+				json_bool(w, keys[k], attrs[k] == GDR_ATTR_YES);
+		}
+		json_object_end(w);
+	}
+	json_array_end(w);
 	if (probe < 0) {
 		json_null(w, "dmabuf_probe");
 	} else {
@@ -112,7 +131,7 @@ int cli_topo_gdr_json(const struct topo *t, const char *root, FILE *out)
 	json_object(&w, NULL);
 	json_uint(&w, "llmp_gdr", 1);
 	json_string(&w, "host", t->nodes[0].host);
-	write_facts(&w, &n, level, n.dmabuf_probe, probed);
+	write_facts(&w, &n, ty, level, n.dmabuf_probe, probed);
 	unsigned used = 0, pairs = 0;
 	json_array(&w, "pairs");
 	for (unsigned g = 0; g < ty->ngpus; g++)

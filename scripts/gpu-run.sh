@@ -172,6 +172,11 @@ cat "$tmp"/nccl-info.* >"$out/nccl-info.log" 2>/dev/null
 	else
 		echo "NCCL wrote no topology dump"
 	fi
+	echo "== llmp topo --gdr --nccl-log (NCCL's INFO lines)"
+	"$llmp" topo --gdr --nccl-log "$out/nccl-info.log" 2>&1
+	echo "(exit $?)"
+	echo "== llmp topo --gdr --format json"
+	"$llmp" topo --gdr --format json 2>&1
 } >>"$topo"
 step "topo (NCCL's dump: $([ -s "$out/nccl-topo.xml" ] && echo written || echo none))" 0
 rm -rf "$tmp"

@@ -626,6 +626,22 @@ PY
 		fail "$output"
 	LLMP_CUDA_LIBRARY=$cuda run "$LLMP" topo --gdr --sysfs "$W/db"
 	assert_not_contains "$output" "no dma-buf: the GPU reports none"
+	# The same as JSON: each GPU's two attributes, and the reason by its name on every pair.
+	LLMP_CUDA_LIBRARY=$cuda FAKE_CUDA_GDR=0 run "$LLMP" topo --gdr --sysfs "$W/pm" --format json
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["gpu_attrs_not_read"] is None, d
+assert [(g["bus"], g["gdr"], g["dmabuf"]) for g in d["gpus"]] == [("0000:18:00.0", False, True), ("0000:9d:00.0", False, True)], d["gpus"]
+assert len(d["pairs"]) == 6 and all("gpu" in p["reasons"] and p["outcome"] == "not_used" for p in d["pairs"]), d["pairs"]
+' <<<"$output" || fail "$output"
+	LLMP_CUDA_LIBRARY=/nonexistent run "$LLMP" topo --gdr --sysfs "$W/pm" --format json
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["gpu_attrs_not_read"] == "no CUDA driver (/nonexistent)", d
+assert all(g["gdr"] is None and g["dmabuf"] is None for g in d["gpus"]), d["gpus"]
+' <<<"$output" || fail "$output"
 }
 
 @test "--gdr --nccl-log: NCCL's GPU Direct RDMA lines per HCA against the prediction, per pair" {
