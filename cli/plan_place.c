@@ -377,15 +377,7 @@ static llmp_status model_of(const char *text, bool step, struct topo_model *out,
 	struct model_desc m;
 	llmp_status st = model_desc_parse(text, &m, msg, len);
 	if (st == LLMP_OK)
-		*out = (struct topo_model){ .hidden = m.hidden,
-					    .layers = m.layers,
-					    .seq = m.seq,
-					    .mbs = m.mbs,
-					    .heads = m.heads,
-					    .kv_heads = m.kv_heads,
-					    .experts = m.experts,
-					    .topk = m.topk,
-					    .gbs = m.gbs };
+		*out = step_topo_model(&m, m.mbs);
 	return st;
 }
 

@@ -275,15 +275,7 @@ static llmp_status network(const struct model_desc *m, const struct gpu_desc *g,
 	llmp_status st = llmp_plan_create(&spec, world, 0, &plan, why, sizeof why);
 	if (st != LLMP_OK)
 		return llmp_fail(st, msg, len, "%s", why);
-	struct topo_model tm = { .hidden = m->hidden,
-				 .layers = m->layers,
-				 .seq = m->seq,
-				 .mbs = l->mbs,
-				 .heads = m->heads,
-				 .kv_heads = m->kv_heads,
-				 .experts = m->experts,
-				 .topk = m->topk,
-				 .gbs = m->gbs };
+	struct topo_model tm = step_topo_model(m, l->mbs);
 	static const enum llmp_axis axes[5] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
 						LLMP_AXIS_PP };
 	static const enum llmp_group groups[5] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP,
@@ -471,4 +463,17 @@ struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_de
 				     .vpp = s->vpp ? s->vpp : 1,
 				     .mbs = (unsigned)m->mbs,
 				     .recompute = m->recompute };
+}
+
+struct topo_model step_topo_model(const struct model_desc *m, double mbs)
+{
+	return (struct topo_model){ .hidden = m->hidden,
+				    .layers = m->layers,
+				    .seq = m->seq,
+				    .mbs = mbs,
+				    .heads = m->heads,
+				    .kv_heads = m->kv_heads,
+				    .experts = m->experts,
+				    .topk = m->topk,
+				    .gbs = m->gbs };
 }

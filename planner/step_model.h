@@ -37,6 +37,7 @@
 
 #include <llmp/llmp_spec.h>
 #include <llmp/llmp_status.h>
+#include "cost.h"
 #include "model_desc.h"
 #include "topology/gpu_desc.h"
 
@@ -132,5 +133,8 @@ struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_de
 
 /* Format "tp=8,pp=4,cp=1,ep=1,etp=8,dp=2,vpp=1,mbs=1,recompute=selective". */
 void step_layout_format(const struct step_layout *l, char *buf, size_t len);
+
+/* The network cost model's view of m (planner/cost.h) at micro-batch mbs. */
+struct topo_model step_topo_model(const struct model_desc *m, double mbs);
 
 #endif /* LLMP_STEP_MODEL_H */

@@ -222,15 +222,7 @@ struct plugin_machines *plugin_machines_open(const struct plugin_machines_reques
 	pm->has_fallback = rq->fallback != NULL;
 	if (rq->fallback)
 		pm->fallback = *rq->fallback;
-	pm->model = (struct topo_model){ .hidden = m->hidden,
-					 .layers = m->layers,
-					 .seq = m->seq,
-					 .mbs = m->mbs,
-					 .heads = m->heads,
-					 .kv_heads = m->kv_heads,
-					 .experts = m->experts,
-					 .topk = m->topk,
-					 .gbs = m->gbs };
+	pm->model = step_topo_model(m, m->mbs);
 	int rc = step_hosts(pm, rq, msg, len);
 	if (rc == 0 && (rc = read_topology(rq->file, &text, &n, msg, len)) == 0 &&
 	    topo_read_text(text, n, rq->file, &pm->t, why, sizeof why) != LLMP_OK) {
