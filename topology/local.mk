@@ -20,6 +20,6 @@ topology_libtopology_la_SOURCES = $(topology_sources)
 noinst_LTLIBRARIES += topology/discover/libdiscover.la
 topology_discover_libdiscover_la_SOURCES = topology/discover/discover.h topology/discover/discover.c \
 	topology/discover/sysfs.c topology/discover/slurm_addr.c topology/discover/nvml.c \
-	topology/discover/gdr_read.h topology/discover/gdr_read.c
+	topology/discover/gdr_read.h topology/discover/gdr_read.c topology/discover/read_line.h
 topology_discover_libdiscover_la_LIBADD = -ldl
 EXTRA_DIST += topology/README.md

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "gdr_read.h"
+#include "read_line.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -38,18 +39,6 @@ static bool exists(const char *root, const char *path)
 	char buf[PATH_LEN];
 	int k = snprintf(buf, sizeof buf, "%s%s", root, path);
 	return k > 0 && k < (int)sizeof buf && access(buf, F_OK) == 0;
-}
-
-static bool first_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	bool ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	if (ok)
-		buf[strcspn(buf, "\n")] = '\0';
-	return ok;
 }
 
 /* ACS from a config file: GDR_ACS_UNREAD when only the first 64 (or 256) bytes can be read. */
@@ -97,7 +86,7 @@ static llmp_status add_dev(const char *root, struct gdr_node *n, const char *bus
 	snprintf(d->bus, sizeof d->bus, "%s", bus);
 	char path[PATH_LEN + 64], text[32];
 	snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/iommu_group/type", root, bus);
-	if (first_line(path, text, sizeof text) && strlen(text) < sizeof d->iommu)
+	if (discover_read_line(path, text, sizeof text) && strlen(text) < sizeof d->iommu)
 		memcpy(d->iommu, text, strlen(text) + 1);
 	snprintf(path, sizeof path, "%s/sys/bus/pci/devices/%s/config", root, bus);
 	read_acs(path, d);
@@ -138,10 +127,10 @@ llmp_status gdr_read_node(const char *root_dir, const struct topo_type *ty, stru
 	n->nv_peer_mem = exists(root, "/sys/kernel/mm/memory_peers/nv_mem/version") ||
 			 exists(root, "/sys/kernel/mm/memory_peers/nv_mem_nc/version");
 	snprintf(path, sizeof path, "%s/proc/sys/kernel/osrelease", root);
-	if (first_line(path, text, sizeof text) && strlen(text) < sizeof n->kernel)
+	if (discover_read_line(path, text, sizeof text) && strlen(text) < sizeof n->kernel)
 		memcpy(n->kernel, text, strlen(text) + 1);
 	snprintf(path, sizeof path, "%s/proc/driver/nvidia/version", root);
-	if (first_line(path, text, sizeof text))
+	if (discover_read_line(path, text, sizeof text))
 		n->driver = strstr(text, "Open Kernel Module") ? GDR_DRIVER_OPEN : GDR_DRIVER_PROPRIETARY;
 	/* Only where HCAs exist does a missing /dev/infiniband matter. */
 	n->ib_devices = ty->nhcas ? has_uverbs(root) : -1;
@@ -171,7 +160,7 @@ llmp_status gdr_read_bridges_acs(const char *root_dir, struct gdr_pcidev **devs,
 		if (!topo_bus_id(e->d_name))
 			continue;
 		snprintf(path, sizeof path, "%s/%s/class", dir, e->d_name);
-		if (!first_line(path, text, sizeof text) || (strtoul(text, NULL, 16) >> 8) != 0x0604)
+		if (!discover_read_line(path, text, sizeof text) || (strtoul(text, NULL, 16) >> 8) != 0x0604)
 			continue;
 		struct gdr_pcidev probe = { 0 };
 		snprintf(path, sizeof path, "%s/%s/config", dir, e->d_name);

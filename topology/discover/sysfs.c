@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "discover.h"
+#include "read_line.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,7 +39,7 @@ static bool join(char *buf, const char *root, const char *path)
 }
 
 /* The first line of a small file, without its newline; false when it cannot be read. */
-static bool read_line(const char *path, char *buf, size_t len)
+bool discover_read_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
 	if (!f)
@@ -58,7 +59,7 @@ static uint64_t read_ids(const char *dir)
 	uint64_t id = 0;
 	for (unsigned i = 0; i < 4; i++) {
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		if (!read_line(path, text, sizeof text))
+		if (!discover_read_line(path, text, sizeof text))
 			return 0;
 		id = id << 16 | (strtoul(text, NULL, 16) & 0xffff);
 	}
@@ -71,7 +72,7 @@ static void read_pci(const char *dir, struct topo_pci *pci)
 	char path[PATH_LEN + 16], real[PATH_MAX], text[32];
 	pci->numa = -1;
 	snprintf(path, sizeof path, "%s/numa_node", dir);
-	if (read_line(path, text, sizeof text))
+	if (discover_read_line(path, text, sizeof text))
 		pci->numa = atoi(text) < 0 ? -1 : atoi(text);
 	if (!realpath(dir, real))
 		return;
@@ -172,10 +173,12 @@ static llmp_status find_gpus(const char *root, struct topo_type *type, char *msg
 	for (size_t i = 0; i < n; i++) {
 		unsigned long vendor, cls;
 		snprintf(path, sizeof path, "%s/%s/vendor", dir, names[i]);
-		if (!read_line(path, text, sizeof text) || (vendor = strtoul(text, NULL, 16)) != 0x10de)
+		if (!discover_read_line(path, text, sizeof text) ||
+		    (vendor = strtoul(text, NULL, 16)) != 0x10de)
 			continue;
 		snprintf(path, sizeof path, "%s/%s/class", dir, names[i]);
-		if (!read_line(path, text, sizeof text) || ((cls = strtoul(text, NULL, 16)) >> 16) != 0x03)
+		if (!discover_read_line(path, text, sizeof text) ||
+		    ((cls = strtoul(text, NULL, 16)) >> 16) != 0x03)
 			continue;
 		struct topo_gpu *grown = realloc(type->gpus, (type->ngpus + 1) * sizeof *grown);
 		if (!grown) {
@@ -202,7 +205,7 @@ static void read_port(const char *dir, unsigned port, struct topo_port *p)
 	p->port = port;
 	snprintf(p->state, sizeof p->state, "UNKNOWN");
 	snprintf(path, sizeof path, "%s/state", dir);
-	if (read_line(path, text, sizeof text)) {
+	if (discover_read_line(path, text, sizeof text)) {
 		const char *colon = strchr(text, ':');
 		const char *word = colon ? colon + 1 + strspn(colon + 1, " ") : text;
 		size_t k = 0;
@@ -214,17 +217,17 @@ static void read_port(const char *dir, unsigned port, struct topo_port *p)
 		}
 	}
 	snprintf(path, sizeof path, "%s/rate", dir);
-	if (read_line(path, text, sizeof text))
+	if (discover_read_line(path, text, sizeof text))
 		p->gbps = (unsigned)strtoul(text, NULL, 10);
 	snprintf(path, sizeof path, "%s/link_layer", dir);
-	if (read_line(path, text, sizeof text))
+	if (discover_read_line(path, text, sizeof text))
 		snprintf(p->link, sizeof p->link, "%s",
 			 !strcmp(text, "InfiniBand") ? "InfiniBand"
 			 : !strcmp(text, "Ethernet") ? "Ethernet"
 						     : "");
 	/* "fe80:0000:0000:0000:0c42:a103:0080:4a7e": the subnet prefix, then the port GUID; all zero: none. */
 	snprintf(path, sizeof path, "%s/gids/0", dir);
-	if (read_line(path, text, sizeof text) && strlen(text) == 39 &&
+	if (discover_read_line(path, text, sizeof text) && strlen(text) == 39 &&
 	    strcmp(text, "0000:0000:0000:0000:0000:0000:0000:0000") != 0) {
 		memcpy(p->subnet, text, TOPO_SUBNET_MAX - 1);
 		p->subnet[TOPO_SUBNET_MAX - 1] = '\0';
@@ -232,7 +235,7 @@ static void read_port(const char *dir, unsigned port, struct topo_port *p)
 			p->subnet[0] = '\0';
 	}
 	snprintf(path, sizeof path, "%s/gid_attrs/ndevs/0", dir);
-	if (read_line(path, text, sizeof text) && text[0] && strlen(text) < sizeof p->netdev)
+	if (discover_read_line(path, text, sizeof text) && text[0] && strlen(text) < sizeof p->netdev)
 		memcpy(p->netdev, text, strlen(text) + 1);
 	else {
 		snprintf(path, sizeof path, "%s/../../device/net", dir);
