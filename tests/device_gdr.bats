@@ -89,3 +89,36 @@ bench() {
 	assert_line_matches '^gdr GPU 0000:9d:00\.0 / mlx5_2: predicted .*, NCCL: Disabled for mlx5_2 \(HCA 2\) \(mismatch: llmp found a peer-memory module or dma-buf NCCL did not use\)$'
 	assert_line_matches '^gdr GPU 0000:18:00\.0 / mlx5_0: .*\(agree\)$'
 }
+
+@test "metrics: each node's first rank records the GPUDirect RDMA prediction and, from the user's INFO log, NCCL's word on it" {
+	# tests/device/dev_check --job: llmp_job_open and one final metrics line (LLMP_METRICS); the
+	# NCCL double prints its HCA lines into the user's log at the world communicator's init.
+	local dev_check="$LLMP_BUILDDIR/tests/device/dev_check" host
+	[ -x "$dev_check" ] || fail "dev_check not built"
+	host=$(hostname)
+	mkdir -p "$W/ck"
+	run env -u PMIX_RANK -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u SLURM_JOB_ID LLMP_CUDA_LIBRARY="$FAKE_CUDA" \
+		LLMP_CHECKPOINT="$W/ck" LLMP_METRICS="$W/m,every=0" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+		NCCL_DEBUG_FILE="$W/nccl.%h.%p" FAKE_NCCL_HCAS=mlx5_0=1,mlx5_1=0 timeout -k 5 120 "$dev_check" --connect --cuda --job
+	[ "$status" -eq 0 ] || fail "$output"
+	# This machine has no GPU and no HCA (as above): nothing predicted, both HCAs NCCL named are llmp's misses.
+	python3 - "$W/m/rank-00000.jsonl" "$host" <<'PY' || fail "$(cat "$W/m/rank-00000.jsonl")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+g = lines[-1]["gdr"]
+assert g["predicted"] == sys.argv[2].split(".")[0] + ": no GPU with a usable HCA" or g["predicted"] == sys.argv[2] + ": no GPU with a usable HCA", g
+assert g["nccl"] == "0 GPU/HCA pairs compared, 2 differ: gdr NCCL: Enabled for mlx5_0 (HCA 0), not an HCA of this node as llmp discovered it (mismatch)", g
+PY
+	# Without the user's INFO log there is nothing of NCCL's to read: said so.
+	run env -u PMIX_RANK -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u SLURM_JOB_ID LLMP_CUDA_LIBRARY="$FAKE_CUDA" \
+		LLMP_CHECKPOINT="$W/ck" LLMP_METRICS="$W/m2,every=0" FAKE_NCCL_HCAS=mlx5_0=1 timeout -k 5 120 "$dev_check" --connect --cuda --job
+	[ "$status" -eq 0 ] || fail "$output"
+	python3 -c '
+import json, sys
+g = [json.loads(l) for l in open(sys.argv[1])][-1]["gdr"]
+assert g["nccl"].startswith("not checked: NCCL logs its GPUDirect RDMA lines with NCCL_DEBUG=INFO"), g
+' "$W/m2/rank-00000.jsonl" || fail "$(cat "$W/m2/rank-00000.jsonl")"
+	# llmp top reads such a file (the new field is no obstacle).
+	run "$LLMP" top "$W/m"
+	[ "$status" -eq 0 ] || fail "$output"
+}

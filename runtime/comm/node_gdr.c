@@ -4,13 +4,16 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <llmp/llmp_env.h>
 #include "topology/discover/discover.h"
 #include "topology/discover/gdr_read.h"
 #include "common/fail.h"
 #include "topology/gdr.h"
+#include "topology/nccl_log.h"
 #include "wireup.h"
 
 #define KEY_GDR "llmp.gdr"
@@ -64,18 +67,108 @@ static void judge_node(const struct topo *t, char *line, size_t len)
 			 used, pairs, first);
 }
 
+void rt_gdr_node_line(char *line, size_t len)
+{
+	struct topo t;
+	char why[LLMP_MSG_MAX];
+	if (topo_discover("/", NULL, NULL, false, &t, why, sizeof why) == LLMP_OK) {
+		judge_node(&t, line, len);
+		topo_free(&t);
+	} else {
+		snprintf(line, len, "a node: GPUDirect RDMA not judged: %s", why);
+	}
+}
+
+/* The first max bytes of a file, NUL-terminated (malloc'd); NULL when it cannot be read. *whole: all of it. */
+static char *read_head(const char *path, size_t max, size_t *len, bool *whole)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	char *buf = malloc(max + 1);
+	*len = buf ? fread(buf, 1, max, f) : 0;
+	*whole = buf && fgetc(f) == EOF;
+	bool ok = buf && !ferror(f);
+	fclose(f);
+	if (!ok) {
+		free(buf);
+		return NULL;
+	}
+	buf[*len] = '\0';
+	return buf;
+}
+
+bool rt_gdr_nccl_line(char *line, size_t len)
+{
+	const char *level = getenv("NCCL_DEBUG"), *file = getenv("NCCL_DEBUG_FILE"),
+		   *subsys = getenv("NCCL_DEBUG_SUBSYS");
+	bool info = level && (strcasecmp(level, "INFO") == 0 || strcasecmp(level, "TRACE") == 0);
+	/* NET must be among the subsystems; NCCL's default (INIT,BOOTSTRAP,ENV) leaves it out. */
+	bool net = subsys && (strcasestr(subsys, "NET") || strcasestr(subsys, "ALL")) && subsys[0] != '^';
+	if (!info || !file || !*file || !net) {
+		snprintf(line, len,
+			 "not checked: NCCL logs its GPUDirect RDMA lines with NCCL_DEBUG=INFO, "
+			 "NCCL_DEBUG_SUBSYS=INIT,NET and NCCL_DEBUG_FILE");
+		return true;
+	}
+	char host[256] = "", path[4096];
+	gethostname(host, sizeof host - 1);
+	if (!nccl_log_file_name(file, host, (long)getpid(), path, sizeof path)) {
+		snprintf(line, len, "not checked: NCCL_DEBUG_FILE too long");
+		return true;
+	}
+	/* NCCL prints the HCA lines at its first communicator's init, near the log's start. */
+	size_t n = 0;
+	bool whole = false;
+	char *text = read_head(path, 4u << 20, &n, &whole);
+	struct nccl_log_hca hcas[64];
+	unsigned nhcas = text ? nccl_log_gdr_hcas(text, n, hcas, 64) : 0;
+	bool read = text != NULL;
+	free(text);
+	if (!nhcas && read && !whole) {
+		snprintf(line, len, "not checked: no GPUDirect RDMA line in the first 4 MiB of %.200s", path);
+		return true;
+	}
+	if (!nhcas)
+		return false; /* not written yet: ask again at the next record */
+	struct topo t;
+	char why[LLMP_MSG_MAX];
+	if (topo_discover("/", NULL, NULL, false, &t, why, sizeof why) != LLMP_OK) {
+		snprintf(line, len, "not checked: this node not discovered: %s", why);
+		return true;
+	}
+	enum topo_path lv = TOPO_GDR_LEVEL_DEFAULT;
+	const char *env = getenv("NCCL_NET_GDR_LEVEL");
+	if (env && *env && !topo_path_parse_level(env, &lv))
+		lv = TOPO_GDR_LEVEL_DEFAULT;
+	struct gdr_node facts;
+	if (gdr_read_node("/", &t.types[0], &facts, why, sizeof why) != LLMP_OK) {
+		snprintf(line, len, "not checked: %s", why);
+		topo_free(&t);
+		return true;
+	}
+	char report[2048];
+	unsigned pairs = 0, differ = 0;
+	nccl_log_compare(hcas, nhcas, &t.types[0], &facts, lv, report, sizeof report, &pairs, &differ);
+	/* The first line that disagrees, when one does: the rest are in the log for whoever looks. */
+	const char *bad = strstr(report, "mismatch");
+	const char *start = bad;
+	while (start && start > report && start[-1] != '\n')
+		start--;
+	const char *end = bad ? strchr(bad, '\n') : NULL;
+	snprintf(line, len, "%u GPU/HCA pairs compared, %u differ%s%.*s", pairs, differ, bad ? ": " : "",
+		 bad ? (int)(end ? end - start : (long)strlen(start)) : 0, bad ? start : "");
+	gdr_node_free(&facts);
+	topo_free(&t);
+	return true;
+}
+
 llmp_status rt_gdr_publish(llmp_ctx *ctx)
 {
 	if (!asked() || ctx->local_rank != 0)
 		return LLMP_OK;
-	struct topo t;
-	char line[2 * LLMP_MSG_MAX], why[LLMP_MSG_MAX];
-	if (topo_discover("/", NULL, NULL, false, &t, why, sizeof why) == LLMP_OK) {
-		judge_node(&t, line, sizeof line);
-		topo_free(&t);
-	} else {
-		snprintf(line, sizeof line, "a node: GPUDirect RDMA not judged: %s", why);
-	}
+	char line[2 * LLMP_MSG_MAX];
+	rt_gdr_node_line(line, sizeof line);
 	pmix_value_t value = { .type = PMIX_STRING };
 	value.data.string = line;
 	return rt_wireup_put(ctx, KEY_GDR, &value);

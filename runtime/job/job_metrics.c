@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/json_writer.h"
+#include "runtime/comm/node_gdr.h"
 #include "metrics_file.h"
 
 /* Members named per communicator in a line: those waited for longest. */
@@ -35,6 +36,10 @@ struct job_metrics {
 	double stall_s; /* checkpoints: time the steps were held */
 	uint64_t stalls;
 	char host[64];
+	/* Local rank 0's record: this node's GPUDirect RDMA line, judged once, and NCCL's own
+	 * word on it, looked for in the user's NCCL log until it is there (node_gdr.h). */
+	char gdr_predicted[2 * LLMP_MSG_MAX], gdr_nccl[512];
+	bool gdr_predicted_done, gdr_nccl_done;
 };
 
 llmp_status job_metrics_start(llmp_job *job)
@@ -109,6 +114,25 @@ static void write_comm(FILE *f, const llmp_comm *comm, bool first)
 	fputc('}', f);
 }
 
+/* ,"gdr":{"predicted":TEXT,"nccl":TEXT|null}: judged at the first record, NCCL's lines once logged. */
+static void write_gdr(FILE *f, struct job_metrics *m)
+{
+	if (!m->gdr_predicted_done) {
+		rt_gdr_node_line(m->gdr_predicted, sizeof m->gdr_predicted);
+		m->gdr_predicted_done = true;
+	}
+	if (!m->gdr_nccl_done)
+		m->gdr_nccl_done = rt_gdr_nccl_line(m->gdr_nccl, sizeof m->gdr_nccl);
+	fputs(",\"gdr\":{\"predicted\":", f);
+	json_write_escaped(f, m->gdr_predicted);
+	fputs(",\"nccl\":", f);
+	if (m->gdr_nccl_done)
+		json_write_escaped(f, m->gdr_nccl);
+	else
+		fputs("null", f);
+	fputc('}', f);
+}
+
 /* One record, newline included, in a buffer the caller frees. */
 static char *format_line(const llmp_job *job, bool final, size_t *len)
 {
@@ -148,7 +172,10 @@ static char *format_line(const llmp_job *job, bool final, size_t *len)
 			first = false;
 		}
 	}
-	fputs("]}\n", f);
+	fputc(']', f);
+	if (ctx->local_rank == 0)
+		write_gdr(f, job->metrics);
+	fputs("}\n", f);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
