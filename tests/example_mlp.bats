@@ -379,6 +379,7 @@ close() { # A B RTOL
 @test "mlp (mpirun): a tp=2 x dp=2 checkpoint resumes in a world of one, resharded" {
 	need_mpirun
 	mpi 4 tp=2 ck-whole --steps 16
+	show
 	[ "$status" -eq 0 ]
 	local whole
 	whole=$(trace)
