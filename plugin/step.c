@@ -396,7 +396,7 @@ static bool read_peaks(spank_t sp)
  * In the task (the user's process, before exec): the GPU it will use,
  * through NVML, against the one the estimate assumed for its pipeline
  * stage (gpu_check.h). Local task 0 names a different GPU once per node;
- * a GPU smaller than the stage's peak fails the task. No NVML (no driver,
+ * a GPU smaller than the stage's peak fails the task (local task 0 says why). No NVML (no driver,
  * or no GPU NVML and CUDA_VISIBLE_DEVICES agree on): nothing is said.
  */
 static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32_t entry, const char *bound)
@@ -417,11 +417,13 @@ static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32
 	const struct topo_nvml_device *d = plugin_task_device(devs, (unsigned)n, list, entry);
 	if (!d)
 		return 0;
-	gethostname(host, sizeof host - 1);
+	if (!step_env(sp, "SLURMD_NODENAME", host, sizeof host)) /* Slurm's name for the node */
+		gethostname(host, sizeof host - 1);
 	uint32_t stage = coords[LLMP_AXIS_PP];
 	if (plugin_gpu_check(&c->peaks[stage], stage, d, host, mismatch, sizeof mismatch, fail, sizeof fail) <
 	    0) {
-		plugin_task_message("%s", fail);
+		if (local_rank == 0) /* once per node is enough to read; every task fails */
+			plugin_task_message("%s", fail);
 		return -1;
 	}
 	if (local_rank == 0 && mismatch[0])
