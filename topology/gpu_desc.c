@@ -56,9 +56,11 @@ const char *gpu_desc_names(void)
  *     3520df2ebf8872e5ee4818367e3a4122;
  *   "NVIDIA A100-PCIE-40GB": huggingface.co/PrunaAI/mattshumer-Llama-3-
  *     8B-16K-HQQ-4bit-smashed, results.json ("base_current_gpu_type");
- *   "NVIDIA A100-SXM4-40GB", "NVIDIA H100 PCIe", "NVIDIA H200": nvidia-smi
- *     listings quoted in public test fixtures and benchmark reports (the
- *     H200's in both its SXM and NVL forms).
+ *   "NVIDIA H200": `nvidia-smi --query-gpu=name,memory.total` on an H200
+ *     of this project's device machine (2026-11-27): "NVIDIA H200, 143771
+ *     MiB"; PyTorch reports the SXM and NVL boards alike by this name;
+ *   "NVIDIA A100-SXM4-40GB", "NVIDIA H100 PCIe": nvidia-smi listings
+ *     quoted in public test fixtures and benchmark reports.
  * Matched whole, without regard to case. A name not here is reported as
  * NVML gives it and never mapped by a guess (B200, L4, ... until a log
  * is cited).
