@@ -162,10 +162,30 @@ static void describe_peak(const struct step_layout *l, const struct step_estimat
  * msg on failure. On machines, l is placed there and, on mixed GPUs, its
  * layers split: l->stage_layers then points at *split, the caller's to free.
  */
+/* "h100:61234,..." for LLMP_MODEL_PEAKS: each stage's GPU and its total, MiB rounded up; "" too long. */
+static void peaks_text(const struct step_stage *stages, const struct gpu_desc *gpus, unsigned pp, char *buf,
+		       size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (unsigned k = 0; k < pp; k++) {
+		double exact = stages[k].total / (1024.0 * 1024.0);
+		unsigned long long mib = exact > 0 && exact < 1e9 ? (unsigned long long)exact : 0;
+		if ((double)mib < exact || mib == 0)
+			mib++; /* rounded up: the check must never pass a GPU the estimate would refuse */
+		int n = snprintf(buf + used, len - used, "%s%s:%llu", k ? "," : "", gpus[k].name, mib);
+		if (n < 0 || (size_t)n >= len - used) {
+			buf[0] = '\0';
+			return;
+		}
+		used += (size_t)n;
+	}
+}
+
 static int estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 		    const struct auto_machines *on, struct step_layout *l, unsigned **split,
 		    struct step_estimate *e, struct step_stage *peak, struct gpu_desc *peak_gpu, char *msg,
-		    size_t msglen)
+		    size_t msglen, char *peaks, size_t peaks_len)
 {
 	struct step_stage *stages = calloc(l->pp, sizeof *stages);
 	struct gpu_desc *gpus = calloc(l->pp, sizeof *gpus);
@@ -188,6 +208,8 @@ static int estimate(const struct model_desc *m, const struct gpu_desc *g, uint32
 	int rc = st == LLMP_OK ? 0 : -1;
 	if (rc == 0)
 		*peak = stages[e->peak_stage], *peak_gpu = gpus[e->peak_stage];
+	if (rc == 0 && peaks)
+		peaks_text(stages, gpus, l->pp, peaks, peaks_len);
 	else if (st == LLMP_ERR_NOMEM)
 		refuse(msg, msglen, "out of memory");
 	else
@@ -210,7 +232,7 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 		struct gpu_desc peak_gpu;
 		unsigned *split = NULL;
 		int rc = estimate(m, g, rq->world, on, &r.all[0].layout, &split, &r.all[0].est, &peak,
-				  &peak_gpu, msg, msglen);
+				  &peak_gpu, msg, msglen, NULL, 0);
 		if (rc == 0) {
 			describe_peak(&r.all[0].layout, &r.all[0].est, &peak, layout, sizeof layout);
 			refuse(msg, msglen,
@@ -240,6 +262,17 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 	}
 	const struct auto_candidate *c = &r.all[i];
 	megatron_flags(m, &c->layout, a);
+	{ /* the chosen layout's stages again, for the tasks' check of their GPU */
+		struct step_layout again = c->layout;
+		struct step_estimate e;
+		struct step_stage peak;
+		struct gpu_desc peak_gpu;
+		unsigned *split = NULL;
+		if (estimate(m, g, rq->world, on, &again, &split, &e, &peak, &peak_gpu, why, sizeof why,
+			     a->peaks, sizeof a->peaks) < 0)
+			a->peaks[0] = '\0';
+		free(split);
+	}
 	step_layout_format(&c->layout, layout, sizeof layout);
 	int n = snprintf(
 		a->note, sizeof a->note,
@@ -275,7 +308,8 @@ static int guard(const struct model_desc *m, const struct gpu_desc *g, const str
 	if (step_layout_check(m, rq->world, &l, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "--llm-parallel for %s on %u tasks: %s (Megatron would refuse it)",
 			      m->name, rq->world, why);
-	if (estimate(m, g, rq->world, on, &l, &split, &e, &peak, &peak_gpu, msg, msglen) < 0)
+	if (estimate(m, g, rq->world, on, &l, &split, &e, &peak, &peak_gpu, msg, msglen, a->peaks,
+		     sizeof a->peaks) < 0)
 		goto out;
 	if (!e.fits && automatic_recompute) {
 		struct step_layout full = l;
@@ -284,10 +318,14 @@ static int guard(const struct model_desc *m, const struct gpu_desc *g, const str
 		struct gpu_desc gf;
 		full.recompute = MODEL_RECOMPUTE_FULL;
 		full.stage_layers = NULL;
-		if (estimate(m, g, rq->world, on, &full, &split_full, &ef, &pf, &gf, msg, msglen) < 0)
+		char peaks_full[PLUGIN_PEAKS_MAX];
+		if (estimate(m, g, rq->world, on, &full, &split_full, &ef, &pf, &gf, msg, msglen, peaks_full,
+			     sizeof peaks_full) < 0)
 			goto out;
-		if (ef.fits)
+		if (ef.fits) {
 			l = full, e = ef, peak = pf, peak_gpu = gf;
+			memcpy(a->peaks, peaks_full, sizeof a->peaks);
+		}
 	}
 	describe_peak(&l, &e, &peak, text, sizeof text);
 	if (!e.fits) {
@@ -342,7 +380,8 @@ static int guard_any_size(const struct model_desc *m, const struct gpu_desc *g,
 	struct gpu_desc peak_gpu;
 	unsigned *split = NULL; /* stays NULL: no machines */
 	if (step_layout_check(m, world, &l, NULL, 0) != LLMP_OK ||
-	    estimate(m, g, world, NULL, &l, &split, &e, &peak, &peak_gpu, text, sizeof text) < 0 || e.fits)
+	    estimate(m, g, world, NULL, &l, &split, &e, &peak, &peak_gpu, text, sizeof text, NULL, 0) < 0 ||
+	    e.fits)
 		return 0; /* srun decides on the step's real size */
 	describe_peak(&l, &e, &peak, text, sizeof text);
 	return refuse(

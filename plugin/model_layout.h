@@ -25,6 +25,7 @@
 #include "site.h"
 
 #define PLUGIN_MODEL_ARGS_MAX 256 /* LLMP_MODEL_ARGS, bytes with the NUL */
+#define PLUGIN_PEAKS_MAX 6144     /* LLMP_MODEL_PEAKS, bytes with the NUL: 128 stages of "name:MiB," */
 
 struct plugin_model_request {
 	const char *model;        /* --llm-model or LLMP_MODEL; NULL: none given */
@@ -54,6 +55,9 @@ struct plugin_model_answer {
 	 * is not even, for LLMP_STAGE_LAYERS; "" otherwise */
 	char stage_layers[PLUGIN_MODEL_ARGS_MAX];
 	bool flags_say_stages; /* Megatron's first/last stage flags in megatron say them */
+	/* Each stage's GPU and peak MiB per rank, "h100:61234,h100:58000", for
+	 * LLMP_MODEL_PEAKS (plugin/gpu_check.h); "" when not decided or too long */
+	char peaks[PLUGIN_PEAKS_MAX];
 };
 
 /*

@@ -18,6 +18,7 @@
 #include <llmp/llmp_ckpt_spec.h>
 #include <llmp/llmp_plan.h>
 #include "bounded.h"
+#include "gpu_check.h"
 #include "job_place.h"
 #include "model_layout.h"
 #include "node_place.h"
@@ -47,6 +48,9 @@ struct plugin_ctx {
 	char stage_text[PLUGIN_MODEL_ARGS_MAX];   /* LLMP_STAGE_LAYERS from srun; "" for none */
 	uint32_t stage_layers[PLUGIN_STAGES_MAX]; /* its counts, checked against the plan's pp */
 	bool has_stage_layers;
+	char peaks_text[PLUGIN_PEAKS_MAX];                 /* LLMP_MODEL_PEAKS from srun; "" for none */
+	struct plugin_stage_peak peaks[PLUGIN_STAGES_MAX]; /* checked against the plan's pp */
+	bool has_peaks;
 	bool failed;              /* task_init must fail every task */
 	char error[LLMP_MSG_MAX]; /* why, for the job's output */
 	llmp_plan *plan;

@@ -192,6 +192,12 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 			return fail_step(LLMP_ENV_STAGE_LAYERS "=%.40s: %s", c->stage_text, msg);
 		c->has_stage_layers = true;
 	}
+	if (c->peaks_text[0]) {
+		uint32_t pp = llmp_plan_size(c->plan, LLMP_AXIS_PP);
+		if (plugin_peaks_parse(c->peaks_text, pp, c->peaks, msg, sizeof msg) < 0)
+			return fail_step(LLMP_ENV_MODEL_PEAKS "=%.40s: %s", c->peaks_text, msg);
+		c->has_peaks = true;
+	}
 	if (read_owner(sp) < 0)
 		return fail_step("cannot read the job's user and groups from Slurm");
 	if (plugin_layout_file_name(layout_dir(sp, dir, sizeof dir), c->job_id, c->step_id, c->node_id,
@@ -370,6 +376,61 @@ static bool read_stage_layers(spank_t sp)
 	return false;
 }
 
+/* LLMP_MODEL_PEAKS from srun (gpu_check.h), as text; checked against the plan in plan_step. */
+static bool read_peaks(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	const char *text;
+	c->peaks_text[0] = '\0';
+	if (step_env_whole(sp, LLMP_ENV_MODEL_PEAKS, c->peaks_text, sizeof c->peaks_text, &text) == 0) {
+		if (!text)
+			c->peaks_text[0] = '\0';
+		return true;
+	}
+	c->peaks_text[0] = '\0';
+	fail_step(LLMP_ENV_MODEL_PEAKS ": longer than srun's plugin writes");
+	return false;
+}
+
+/*
+ * In the task (the user's process, before exec): the GPU it will use,
+ * through NVML, against the one the estimate assumed for its pipeline
+ * stage (gpu_check.h). Local task 0 names a different GPU once per node;
+ * a GPU smaller than the stage's peak fails the task (local task 0 says why). No NVML (no driver,
+ * or no GPU NVML and CUDA_VISIBLE_DEVICES agree on): nothing is said.
+ */
+static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32_t entry, const char *bound)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	enum { MAX_DEVICES = 64 };
+	static struct topo_nvml_device devs[MAX_DEVICES];
+	char lib[PATH_MAX], visible[4096], why[LLMP_MSG_MAX], mismatch[LLMP_MSG_MAX], fail[LLMP_MSG_MAX];
+	char host[256] = "this node";
+	uint32_t coords[LLMP_NAXES];
+	if (!c->has_peaks || llmp_plan_coords(c->plan, rank, coords) != LLMP_OK)
+		return 0;
+	const char *list = bound[0] ? bound : step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible);
+	int n = topo_nvml_devices(step_env(sp, LLMP_ENV_NVML_LIBRARY, lib, sizeof lib), devs, MAX_DEVICES,
+				  why, sizeof why);
+	if (n <= 0)
+		return 0;
+	const struct topo_nvml_device *d = plugin_task_device(devs, (unsigned)n, list, entry);
+	if (!d)
+		return 0;
+	if (!step_env(sp, "SLURMD_NODENAME", host, sizeof host)) /* Slurm's name for the node */
+		gethostname(host, sizeof host - 1);
+	uint32_t stage = coords[LLMP_AXIS_PP];
+	if (plugin_gpu_check(&c->peaks[stage], stage, d, host, mismatch, sizeof mismatch, fail, sizeof fail) <
+	    0) {
+		if (local_rank == 0) /* once per node is enough to read; every task fails */
+			plugin_task_message("%s", fail);
+		return -1;
+	}
+	if (local_rank == 0 && mismatch[0])
+		plugin_task_message("%s", mismatch);
+	return 0;
+}
+
 /*
  * Resolve the checkpoint spec and the layout, read the restart count and plan
  * the step. Any failure is kept for task_init (fail_step).
@@ -409,7 +470,7 @@ static int prepare_normal_step(spank_t sp)
 	c->active = true;
 	if (read_restart_count(sp, &c->restart_count, msg, sizeof msg) < 0)
 		return fail_step("%s", msg);
-	if (!read_model_args(sp) || !read_stage_layers(sp))
+	if (!read_model_args(sp) || !read_stage_layers(sp) || !read_peaks(sp))
 		return 0;
 	return plan_step(sp, &spec);
 }
@@ -830,6 +891,8 @@ int plugin_step_task(spank_t sp)
 		plugin_task_message("cannot set CUDA_VISIBLE_DEVICES");
 		return -1;
 	}
+	if (check_task_gpu(sp, rank, (uint32_t)local_rank, torch_local, gpu) < 0)
+		return -1;
 	/* Placed on the topology, its advice has the cost; in block order without one, the plan's. */
 	if (rank == 0 && c->job_placed && c->job.advice[0])
 		plugin_task_message("warning: %s", c->job.advice);

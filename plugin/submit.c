@@ -12,7 +12,8 @@
  * memory (model_layout.h): sbatch refuses one that fits at no job size,
  * srun decides for its task count and, with --llm-parallel=auto, chooses.
  * srun hands its decision to the step in its own environment, which the
- * step starts from (LLMP_AUTO_LAYOUT, LLMP_MODEL_ARGS, LLMP_STAGE_LAYERS).
+ * step starts from (LLMP_AUTO_LAYOUT, LLMP_MODEL_ARGS, LLMP_STAGE_LAYERS,
+ * LLMP_MODEL_PEAKS).
  */
 #include "plugin.h"
 
@@ -208,6 +209,8 @@ static int hand_to_step(const struct plugin_model_answer *a, bool automatic)
 	rc |= a->decided ? setenv(LLMP_ENV_MODEL_ARGS, a->megatron, 1) : unsetenv(LLMP_ENV_MODEL_ARGS);
 	rc |= a->decided && a->stage_layers[0] ? setenv(LLMP_ENV_STAGE_LAYERS, a->stage_layers, 1)
 					       : unsetenv(LLMP_ENV_STAGE_LAYERS);
+	rc |= a->decided && a->peaks[0] ? setenv(LLMP_ENV_MODEL_PEAKS, a->peaks, 1)
+					: unsetenv(LLMP_ENV_MODEL_PEAKS);
 	if (rc)
 		plugin_user_message("cannot hand the model's layout to the step: setenv failed");
 	return rc ? -1 : 0;

@@ -672,6 +672,54 @@ write_mixed_topology() { # OUT
 
 # ---------------------------------------------------------------- checkpoints
 
+# The NVML double (tests/topology/fake_nvml.c) beside its table of GPUs:
+# four alike on every node, NAME and MiB as NVML would report them.
+fake_nvml() { # NAME MIB
+	cp "$LLMP_BUILDDIR/tests/topology/.libs/fake_nvml.so" "$WORK/nvml.so"
+	local bus
+	: >"$WORK/nvml.so.tsv"
+	for bus in 1B 3D 9A BC; do
+		printf '00000000:%s:00.0\t%s\tGPU-%s\t%032d\t0\t-\t%s\n' "$bus" "$1" "$bus" 0 "$2" >>"$WORK/nvml.so.tsv"
+	done
+	chmod 644 "$WORK/nvml.so" "$WORK/nvml.so.tsv"
+}
+
+@test "the task's GPU from NVML: a 16 GiB card fails a layout fitting an h100; another name is said once per node" {
+	# BIG_MODEL at tp=1 keeps every parameter on each rank: 8 layers of
+	# 4 h^2 + 2 h ffn (201.3M) and 2 h V (262.1M), 1872.8M parameters at 18
+	# bytes, 31.4 GiB before activations: more than 16, less than an h100's 79.6.
+	fake_nvml 'Tesla T4' 16384
+	LLMP_NVML_LIBRARY=$WORK/nvml.so LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
+		--llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -ne 0 ] || { echo "$output"; false; }
+	! grep -q '^task ' <<<"$output" || { echo "$output"; false; }
+	local line peak
+	line=$(grep -m1 '^llm_parallel: Tesla T4 on node[12] has 16.0 GiB but pipeline stage 0 needs ' <<<"$output") ||
+		{ echo "$output"; false; }
+	grep -q 'GiB per GPU (estimated for h100)' <<<"$line" || { echo "$line"; false; }
+	peak=$(sed 's/.* needs \([0-9.]*\) GiB.*/\1/' <<<"$line")
+	python3 -c "import sys; p = float(sys.argv[1]); assert 31.4 <= p <= 79.6, p" "$peak" || { echo "$line"; false; }
+	# The same layout on H200s: it runs, and each node says once which GPU it found.
+	fake_nvml 'NVIDIA H200' 143771
+	LLMP_NVML_LIBRARY=$WORK/nvml.so LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
+		--llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^task [0-7] SLURMD_NODENAME=' <<<"$output")" -eq 8 ] || { echo "$output"; false; }
+	local said='^llm_parallel: warning: node[12] has NVIDIA H200 (h200, 140.4 GiB) but the layout was estimated for h100 '
+	[ "$(grep -c "$said" <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	[ "$(grep -c '^llm_parallel: warning: node1 has' <<<"$output")" -eq 1 ] || { echo "$output"; false; }
+	# The GPU assumed: silence. No NVML (no driver): silence too.
+	fake_nvml 'NVIDIA H100 80GB HBM3' 81559
+	LLMP_NVML_LIBRARY=$WORK/nvml.so LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
+		--llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	! grep -q 'llm_parallel: warning: node' <<<"$output" || { echo "$output"; false; }
+	LLMP_NVML_LIBRARY=$WORK/none.so LLMP_GPU=mem=8,tflops=100 run srun -N2 -n8 --llm-parallel=tp=2 \
+		--llm-model=${BIG_MODEL/layers=8/layers=1} "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_cluster_idle
+}
+
 @test "--llm-checkpoint=help prints its grammar and submits nothing; --help lists it" {
 	for how in srun sbatch salloc; do
 		run submit "$how" --llm-checkpoint=help

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/fail.h"
 
@@ -43,6 +44,41 @@ static const struct gpu_desc gpus[] = {
 const char *gpu_desc_names(void)
 {
 	return "a100-40gb, a100 (a100-80gb), h100, h100-pcie, h800, h200, b200, gb200, l4, a10, rtx4090, mi300x";
+}
+
+/*
+ * NVML's names, as nvmlDeviceGetName returns them (`nvidia-smi -L` and
+ * torch.cuda.get_device_name print the same string), each seen in a
+ * published log:
+ *   "NVIDIA H100 80GB HBM3": a Slurm job's nvidia-smi --query-gpu=name,
+ *     huggingface.co/datasets/blorg469/deepfaketar, slurm-1181.out;
+ *   "NVIDIA A100-SXM4-80GB": CUDA deviceQuery, gist.github.com/gengwg/
+ *     3520df2ebf8872e5ee4818367e3a4122;
+ *   "NVIDIA A100-PCIE-40GB": huggingface.co/PrunaAI/mattshumer-Llama-3-
+ *     8B-16K-HQQ-4bit-smashed, results.json ("base_current_gpu_type");
+ *   "NVIDIA H200": `nvidia-smi --query-gpu=name,memory.total` on an H200
+ *     of this project's device machine (2026-11-27): "NVIDIA H200, 143771
+ *     MiB"; PyTorch reports the SXM and NVL boards alike by this name;
+ *   "NVIDIA A100-SXM4-40GB", "NVIDIA H100 PCIe": nvidia-smi listings
+ *     quoted in public test fixtures and benchmark reports.
+ * Matched whole, without regard to case. A name not here is reported as
+ * NVML gives it and never mapped by a guess (B200, L4, ... until a log
+ * is cited).
+ */
+static const struct {
+	const char *nvml, *llmp;
+} nvml_names[] = {
+	{ "NVIDIA A100-SXM4-40GB", "a100-40gb" }, { "NVIDIA A100-PCIE-40GB", "a100-40gb" },
+	{ "NVIDIA A100-SXM4-80GB", "a100" },      { "NVIDIA H100 80GB HBM3", "h100" },
+	{ "NVIDIA H100 PCIe", "h100-pcie" },      { "NVIDIA H200", "h200" },
+};
+
+const char *gpu_desc_of_nvml(const char *nvml_name)
+{
+	for (size_t i = 0; nvml_name && i < sizeof nvml_names / sizeof nvml_names[0]; i++)
+		if (!strcasecmp(nvml_names[i].nvml, nvml_name))
+			return nvml_names[i].llmp;
+	return NULL;
 }
 
 static bool parse_real(const char *v, double lo, double hi, double *out)

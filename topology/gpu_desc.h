@@ -30,4 +30,11 @@ struct gpu_desc {
 llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size_t len);
 const char *gpu_desc_names(void);
 
+/*
+ * llmp's name for the GPU NVML calls nvml_name (nvmlDeviceGetName, what
+ * `nvidia-smi -L` prints: "NVIDIA H100 80GB HBM3" -> "h100"); NULL when
+ * the table does not know it.
+ */
+const char *gpu_desc_of_nvml(const char *nvml_name);
+
 #endif /* LLMP_GPU_DESC_H */

@@ -33,6 +33,10 @@
  * pipeline stage ("10,12,12,6") when a pipeline over GPUs of different
  * kinds splits them unevenly; the layout file's "stage_layers". */
 #define LLMP_ENV_STAGE_LAYERS "LLMP_STAGE_LAYERS"
+/* srun's plugin -> the step: with --llm-model, each pipeline stage's GPU as
+ * the estimate assumed it and its peak MiB per rank ("h100:61234,h100:58000");
+ * each task compares them with the GPU NVML shows it. */
+#define LLMP_ENV_MODEL_PEAKS "LLMP_MODEL_PEAKS"
 /* LLMP_<DIM>_SIZE and LLMP_<DIM>_RANK for each dimension: plugin/task_env.c. */
 #define LLMP_ENV_PREFIX "LLMP_"
 

@@ -4,14 +4,19 @@
  * topology/discover/nvml.c makes, answering from the file FAKE_NVML_FILE
  * that tests/topology/fake_sysfs.py writes (one GPU per line, tab-separated):
  *
- *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS
+ *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS  [MEM]
  *
  * BUS in NVML's form ("00000000:1B:00.0"), CLUSTER 32 hex digits (zeros:
  * none), TARGETS the bus ids its active links reach, comma-separated, or
- * "-". The GPUs are listed in an order of their own, not by bus: NVML's
- * index is not CUDA's. Loaded by `llmp topo` through LLMP_NVML_LIBRARY.
+ * "-", MEM the total memory in MiB (none: nvmlDeviceGetMemoryInfo is not
+ * supported). The GPUs are listed in an order of their own, not by bus:
+ * NVML's index is not CUDA's. Loaded by `llmp topo` and by the plugin's
+ * tasks through LLMP_NVML_LIBRARY. Without FAKE_NVML_FILE (a task's
+ * environment is not yet its process's in task_init) the file is the
+ * library's own path with ".tsv" added.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +45,11 @@ struct gpu {
 	unsigned clique;
 	char targets[MAX_LINKS][32];
 	unsigned ntargets;
+	unsigned long long mem_mib; /* 0: not supported */
+};
+
+struct memory {
+	unsigned long long total, free, used;
 };
 
 /* The calls, as libnvidia-ml.so.1 exports them (the device handle is a struct gpu here). */
@@ -52,6 +62,7 @@ int nvmlDeviceGetUUID(struct gpu *dev, char *uuid, unsigned len);
 int nvmlDeviceGetNvLinkState(struct gpu *dev, unsigned link, int *active);
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(struct gpu *dev, unsigned link, struct pci_info *pci);
 int nvmlDeviceGetGpuFabricInfoV(struct gpu *dev, struct fabric_info_v2 *info);
+int nvmlDeviceGetMemoryInfo(struct gpu *dev, struct memory *mem);
 
 static struct gpu gpus[MAX_GPUS];
 static unsigned ngpus;
@@ -59,6 +70,11 @@ static unsigned ngpus;
 int nvmlInit_v2(void)
 {
 	const char *path = getenv("FAKE_NVML_FILE");
+	char beside[4096];
+	Dl_info self;
+	if (!path && dladdr((void *)nvmlInit_v2, &self) && self.dli_fname &&
+	    (size_t)snprintf(beside, sizeof beside, "%s.tsv", self.dli_fname) < sizeof beside)
+		path = beside;
 	FILE *f = path ? fopen(path, "r") : NULL;
 	char line[4096];
 	if (!f)
@@ -66,12 +82,12 @@ int nvmlInit_v2(void)
 	ngpus = 0;
 	while (ngpus < MAX_GPUS && fgets(line, sizeof line, f)) {
 		struct gpu *g = &gpus[ngpus];
-		char *save = NULL, *field[6];
+		char *save = NULL, *field[7];
 		int n = 0;
 		line[strcspn(line, "\n")] = '\0';
-		for (char *p = strtok_r(line, "\t", &save); p && n < 6; p = strtok_r(NULL, "\t", &save))
+		for (char *p = strtok_r(line, "\t", &save); p && n < 7; p = strtok_r(NULL, "\t", &save))
 			field[n++] = p;
-		if (n != 6)
+		if (n != 6 && n != 7)
 			continue;
 		memset(g, 0, sizeof *g);
 		snprintf(g->bus, sizeof g->bus, "%s", field[0]);
@@ -80,6 +96,7 @@ int nvmlInit_v2(void)
 		for (int i = 0; i < 16; i++)
 			sscanf(field[3] + 2 * i, "%2hhx", &g->cluster[i]);
 		g->clique = (unsigned)strtoul(field[4], NULL, 10);
+		g->mem_mib = n == 7 ? strtoull(field[6], NULL, 10) : 0;
 		if (strcmp(field[5], "-") != 0)
 			for (char *p = strtok_r(field[5], ",", &save); p && g->ntargets < MAX_LINKS;
 			     p = strtok_r(NULL, ",", &save))
@@ -148,5 +165,15 @@ int nvmlDeviceGetGpuFabricInfoV(struct gpu *dev, struct fabric_info_v2 *info)
 	info->status = 0;
 	info->clique_id = dev->clique;
 	info->state = 3; /* completed */
+	return 0;
+}
+
+int nvmlDeviceGetMemoryInfo(struct gpu *dev, struct memory *mem)
+{
+	if (!dev->mem_mib)
+		return 3; /* NVML_ERROR_NOT_SUPPORTED */
+	mem->total = dev->mem_mib << 20;
+	mem->used = 0;
+	mem->free = mem->total;
 	return 0;
 }

@@ -37,6 +37,20 @@ llmp_status topo_discover_sysfs(const char *sysfs_root, struct topo_type *type, 
  */
 void topo_discover_nvml(struct topo_type *type, char *why, size_t len);
 
+/* One GPU as NVML shows it to a task. */
+struct topo_nvml_device {
+	char name[96];                /* nvmlDeviceGetName, printable ASCII; "" unknown */
+	char uuid[96];                /* "GPU-..."; "" unknown */
+	char bus[TOPO_BUS_MAX];       /* "0000:1b:00.0" */
+	unsigned long long mem_bytes; /* nvmlDeviceGetMemoryInfo's total; 0 unknown */
+};
+
+/*
+ * The GPUs NVML lists, at most max of them, in NVML's order; library NULL
+ * or "": libnvidia-ml.so.1. Returns how many, or -1 with why (no driver).
+ */
+int topo_nvml_devices(const char *library, struct topo_nvml_device *out, unsigned max, char *why, size_t len);
+
 /*
  * slurm_addr.c: the switches above host from a tree address ("s0.s4.tux1"
  * with pattern "switch.switch.node"), appended to t, host's leaf set.

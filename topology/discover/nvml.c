@@ -13,6 +13,9 @@
  * CUDA's (shared/reference/topology.md §4). The library is never closed:
  * NVML does not promise that unloading is safe. LLMP_NVML_LIBRARY names
  * another library (a site's path, or the tests' fake).
+ *
+ * topo_nvml_devices: each GPU's name, UUID, bus and total memory, for a
+ * task checking the GPU it will use (plugin/gpu_check.h).
  */
 #define _GNU_SOURCE
 #include "discover.h"
@@ -45,6 +48,11 @@ struct nvml_fabric_info_v2 {
 	unsigned health_mask;
 };
 
+/* nvmlMemory_t (version 1): bytes */
+struct nvml_memory {
+	unsigned long long total, free, used;
+};
+
 struct nvml {
 	nvml_return (*init)(void);
 	nvml_return (*count)(unsigned *);
@@ -55,6 +63,7 @@ struct nvml {
 	nvml_return (*link_state)(nvml_device, unsigned, int *);
 	nvml_return (*link_remote)(nvml_device, unsigned, struct nvml_pci_info *);
 	nvml_return (*fabric)(nvml_device, struct nvml_fabric_info_v2 *);
+	nvml_return (*memory)(nvml_device, struct nvml_memory *);
 };
 
 /* "00000000:1B:00.0" (NVML) as "0000:1b:00.0" (sysfs); false when it is not one. */
@@ -77,9 +86,8 @@ static void printable(char *s)
 			*s = '?';
 }
 
-static bool load(struct nvml *n, char *why, size_t len)
+static bool load(struct nvml *n, const char *path, char *why, size_t len)
 {
-	const char *path = getenv(LLMP_ENV_NVML_LIBRARY);
 	if (!path || !*path)
 		path = "libnvidia-ml.so.1";
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -96,6 +104,7 @@ static bool load(struct nvml *n, char *why, size_t len)
 	*(void **)&n->link_state = dlsym(lib, "nvmlDeviceGetNvLinkState");
 	*(void **)&n->link_remote = dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
 	*(void **)&n->fabric = dlsym(lib, "nvmlDeviceGetGpuFabricInfoV");
+	*(void **)&n->memory = dlsym(lib, "nvmlDeviceGetMemoryInfo");
 	if (!n->init || !n->count || !n->handle || !n->pci) {
 		snprintf(why, len, "%s lacks nvmlInit_v2 or the device calls", path);
 		return false;
@@ -178,7 +187,7 @@ void topo_discover_nvml(struct topo_type *type, char *why, size_t len)
 	why[0] = '\0';
 	if (type->ngpus == 0)
 		return;
-	if (!load(&n, why, len))
+	if (!load(&n, getenv(LLMP_ENV_NVML_LIBRARY), why, len))
 		return;
 	if (n.count(&count) != 0) {
 		snprintf(why, len, "nvmlDeviceGetCount_v2 failed");
@@ -204,4 +213,36 @@ void topo_discover_nvml(struct topo_type *type, char *why, size_t len)
 	}
 	if (matched < type->ngpus)
 		snprintf(why, len, "NVML showed %u of the %u GPUs sysfs shows", matched, type->ngpus);
+}
+
+int topo_nvml_devices(const char *library, struct topo_nvml_device *out, unsigned max, char *why, size_t len)
+{
+	struct nvml n = { 0 };
+	unsigned count = 0, found = 0;
+	why[0] = '\0';
+	if (!load(&n, library, why, len))
+		return -1;
+	if (n.count(&count) != 0) {
+		snprintf(why, len, "nvmlDeviceGetCount_v2 failed");
+		return -1;
+	}
+	for (unsigned i = 0; i < count && found < max; i++) {
+		nvml_device dev;
+		struct nvml_pci_info pci = { 0 };
+		struct nvml_memory mem = { 0 };
+		struct topo_nvml_device *d = &out[found];
+		memset(d, 0, sizeof *d);
+		if (n.handle(i, &dev) != 0 || n.pci(dev, &pci) != 0 || !normal_bus(pci.bus_id, d->bus))
+			continue;
+		if (n.name && n.name(dev, d->name, sizeof d->name) == 0)
+			printable(d->name);
+		else
+			d->name[0] = '\0';
+		if (!n.uuid || n.uuid(dev, d->uuid, sizeof d->uuid) != 0 || !topo_name_ok(d->uuid))
+			d->uuid[0] = '\0';
+		if (n.memory && n.memory(dev, &mem) == 0 && mem.total > 0)
+			d->mem_bytes = mem.total;
+		found++;
+	}
+	return (int)found;
 }

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpu_check.c - the task's GPU against the estimate's (gpu_check.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "gpu_check.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology/gpu_desc.h"
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static int refuse(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int refuse(char *msg, size_t msglen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, msglen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int plugin_peaks_parse(const char *text, uint32_t pp, struct plugin_stage_peak *peaks, char *msg,
+		       size_t msglen)
+{
+	const char *p = text;
+	uint32_t k = 0;
+	if (pp == 0 || pp > PLUGIN_STAGES_MAX)
+		return refuse(msg, msglen, "%u pipeline stages: at most %u can be listed", pp,
+			      PLUGIN_STAGES_MAX);
+	while (k < pp) {
+		size_t n = 0;
+		while (n < sizeof peaks[k].gpu - 1 &&
+		       ((p[n] >= 'a' && p[n] <= 'z') || (p[n] >= '0' && p[n] <= '9') || p[n] == '-'))
+			n++;
+		if (n == 0 || p[n] != ':')
+			return refuse(msg, msglen,
+				      "stage %u: expected a GPU name of 1 to %zu of [a-z0-9-] and ':'", k,
+				      sizeof peaks[k].gpu - 1);
+		memcpy(peaks[k].gpu, p, n);
+		peaks[k].gpu[n] = '\0';
+		p += n + 1;
+		unsigned long long v = 0;
+		const char *start = p;
+		while (*p >= '0' && *p <= '9' && p - start < 10)
+			v = v * 10 + (unsigned long long)(*p++ - '0');
+		if (p == start || v == 0 || v > PLUGIN_PEAK_MIB_MAX)
+			return refuse(msg, msglen, "stage %u: expected a peak of 1 to %u MiB", k,
+				      PLUGIN_PEAK_MIB_MAX);
+		peaks[k++].mib = (uint32_t)v;
+		if (*p != ',' || k == pp)
+			break;
+		p++;
+	}
+	if (k != pp || *p)
+		return refuse(msg, msglen, "not %u stages NAME:MIB separated by commas", pp);
+	return 0;
+}
+
+static int by_bus(const void *a, const void *b)
+{
+	return strcmp((*(const struct topo_nvml_device *const *)a)->bus,
+		      (*(const struct topo_nvml_device *const *)b)->bus);
+}
+
+/* Entry k of a comma-separated list into buf; false when there is none. */
+static bool list_entry(const char *list, uint32_t k, char *buf, size_t len)
+{
+	const char *p = list;
+	for (uint32_t i = 0; i < k; i++) {
+		p = strchr(p, ',');
+		if (!p)
+			return false;
+		p++;
+	}
+	size_t n = strcspn(p, ",");
+	if (n == 0 || n >= len)
+		return false;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return true;
+}
+
+static const struct topo_nvml_device *named(const struct topo_nvml_device *devs, unsigned n,
+					    const char *visible, uint32_t entry)
+{
+	char item[128];
+	if (!visible || !*visible) {
+		if (entry >= n || entry >= 64)
+			return NULL;
+		snprintf(item, sizeof item, "%u", entry);
+	} else if (!list_entry(visible, entry, item, sizeof item)) {
+		return NULL;
+	}
+	if (!strncmp(item, "GPU-", 4) || !strncmp(item, "MIG-", 4)) {
+		const struct topo_nvml_device *hit = NULL;
+		for (unsigned i = 0; i < n; i++) {
+			if (!devs[i].uuid[0] || strncmp(devs[i].uuid, item, strlen(item)) != 0)
+				continue;
+			if (hit)
+				return NULL; /* an ambiguous prefix */
+			hit = &devs[i];
+		}
+		return hit;
+	}
+	char *end = NULL;
+	unsigned long idx = strtoul(item, &end, 10);
+	if (*end || item[0] < '0' || item[0] > '9' || idx >= n || n > 64)
+		return NULL;
+	const struct topo_nvml_device *sorted[64];
+	for (unsigned i = 0; i < n; i++)
+		sorted[i] = &devs[i];
+	qsort(sorted, n, sizeof sorted[0], by_bus);
+	return sorted[idx];
+}
+
+const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device *devs, unsigned n,
+						  const char *visible, uint32_t entry)
+{
+	if (n == 0)
+		return NULL;
+	const struct topo_nvml_device *d = named(devs, n, visible, entry);
+	if (d)
+		return d;
+	for (unsigned i = 1; i < n; i++)
+		if (strcmp(devs[i].name, devs[0].name) != 0 || devs[i].mem_bytes != devs[0].mem_bytes)
+			return NULL;
+	return &devs[0];
+}
+
+int plugin_gpu_check(const struct plugin_stage_peak *peak, uint32_t stage, const struct topo_nvml_device *d,
+		     const char *host, char *mismatch, size_t mlen, char *fail, size_t flen)
+{
+	const char *ours = gpu_desc_of_nvml(d->name);
+	const char *shown = d->name[0] ? d->name : "a GPU NVML does not name";
+	mismatch[0] = '\0';
+	fail[0] = '\0';
+	if (strcmp(peak->gpu, "custom") != 0 && (!ours || strcmp(ours, peak->gpu) != 0))
+		snprintf(
+			mismatch, mlen,
+			"warning: %s has %s (%s%s%.1f GiB) but the layout was estimated for %s (LLMP_GPU, the "
+			"site's gpu= or the topology file's node type)",
+			host, shown, ours ? ours : "not in llmp's table", ", ", d->mem_bytes / GIB,
+			peak->gpu);
+	if (d->mem_bytes && (double)d->mem_bytes < peak->mib * MIB)
+		return refuse(
+			fail, flen,
+			"%s on %s has %.1f GiB but pipeline stage %u needs %.1f GiB per GPU (estimated for "
+			"%s): the step would run out of GPU memory; set LLMP_GPU to this node's GPU and "
+			"choose again (--llm-parallel=auto), or use more GPUs",
+			shown, host, d->mem_bytes / GIB, stage, peak->mib * MIB / GIB, peak->gpu);
+	return 0;
+}
