@@ -7,7 +7,7 @@
 #   scripts/gpu-kit.sh BUILD_DIR KIT_DIR [NCCL_TESTS_SRC]
 #
 # KIT_DIR/bin: llmp, bench/llmp-bench (where llmp looks beside itself),
-# dev_check, dev_ckpt, gpu_kernels; KIT_DIR/lib: libllmp.so.0 and every
+# dev_check, dev_ckpt, gpu_kernels, nvml_probe; KIT_DIR/lib: libllmp.so.0 and every
 # library they load that is not glibc's (ldd), UCX's transport modules and
 # PMIx's components (found again through UCX_MODULE_DIR and
 # PMIX_MCA_mca_base_component_path); KIT_DIR/nccl-tests: its sources, to be
@@ -19,9 +19,9 @@ tests_src=${3:-}
 rm -rf "$kit"
 mkdir -p "$kit/bin/bench" "$kit/lib/ucx" "$kit/lib/pmix"
 make -C "$build" -s cli/llmp cli/bench/llmp-bench tests/device/dev_check tests/device/dev_ckpt \
-	tests/gpu/gpu_kernels runtime/libllmp.la >/dev/null
+	tests/gpu/gpu_kernels tests/gpu/nvml_probe runtime/libllmp.la >/dev/null
 cp "$build/cli/llmp" "$build/tests/device/dev_check" "$build/tests/device/dev_ckpt" \
-	"$build/tests/gpu/gpu_kernels" "$kit/bin/"
+	"$build/tests/gpu/gpu_kernels" "$build/tests/gpu/nvml_probe" "$kit/bin/"
 cp "$build/cli/bench/llmp-bench" "$kit/bin/bench/"
 cp -L "$build/runtime/.libs/libllmp.so.0" "$kit/lib/"
 # Every shared library of those, but the C library's own (the machine has a newer one).

@@ -14,7 +14,8 @@
 #            device checkpoints (tests/device_ckpt.bats' sequences) on the real driver
 #   torch    torch's own CUDA tensors through llmp.checkpoint (tests/gpu/torch_ckpt.py)
 #   topo     llmp topo, --gdr, --gdr --nccl-dump of NCCL's own dump, the
-#            driver's GPUDirect RDMA and dma-buf attributes (tests/gpu/cuda_attrs.py)
+#            driver's GPUDirect RDMA and dma-buf attributes (tests/gpu/cuda_attrs.py),
+#            NVML's GPUs as the plugin's task check reads them (tests/gpu/nvml_probe)
 # NCCL is PyTorch's (python3 -c 'import nvidia.nccl') unless LLMP_NCCL_LIBRARY is set.
 set -uo pipefail
 kit=$(cd "${1:?usage: gpu-run.sh KIT_DIR OUT_DIR}" && pwd)
@@ -116,6 +117,14 @@ dev=$out/device.log
 echo "== dev_check --connect" >>"$dev"
 timeout 120 "$kit/bin/dev_check" --connect >>"$dev" 2>&1
 step "device (dev_check --connect, real NCCL)" $?
+echo "== dev_check --connect --job: the metrics line's gdr, NCCL's own INFO log read back" >>"$dev"
+mkdir -p "$tmp/ckj"
+LLMP_CHECKPOINT=$tmp/ckj LLMP_METRICS=$tmp/m,every=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+	NCCL_DEBUG_FILE=$tmp/nccl-job.%h.%p timeout 120 "$kit/bin/dev_check" --connect --job >>"$dev" 2>&1
+rc=$?
+python3 -c 'import json, sys; print("gdr:", json.loads(open(sys.argv[1]).read().splitlines()[-1]).get("gdr"))' \
+	"$tmp/m/rank-00000.jsonl" >>"$dev" 2>&1 || rc=1
+step "device (metrics gdr from NCCL's log)" $rc
 ck=$tmp/ckpt
 rc=0
 dev_ckpt() {
@@ -151,6 +160,8 @@ topo=$out/topo.log
 {
 	echo "== nvidia-smi topo -m"
 	nvidia-smi topo -m 2>&1
+	echo "== nvml_probe (what the plugin's task check reads)"
+	"$kit/bin/nvml_probe" 2>&1
 	echo "== cuda_attrs.py"
 	python3 "$src/tests/gpu/cuda_attrs.py" 2>&1
 	echo "== llmp topo"

@@ -52,3 +52,7 @@ EXTRA_DIST += tests/cli.bats tests/lib/helpers.bash tests/cluster.bats tests/sec
 	tests/unit/README.md tests/lib/README.md bench/README.md
 EXTRA_DIST += tests/layers.bats
 
+# What the plugin's task check reads through NVML, printed (scripts/gpu-run.sh runs it on a GPU).
+check_PROGRAMS += tests/gpu/nvml_probe
+tests_gpu_nvml_probe_SOURCES = tests/gpu/nvml_probe.c
+tests_gpu_nvml_probe_LDADD = topology/discover/libdiscover.la $(LLMP_PLANNER_LIBS)

@@ -789,3 +789,23 @@ PY
 	[ "$status" -eq 2 ] || fail "$output"
 	assert_contains "$output" '"subnet" must be a GID prefix such as "fe80:0000:0000:0000"'
 }
+
+@test "nvml_probe: the GPUs NVML lists to a task, with their memory and llmp's name for each" {
+	# The NVML double answers from a file: one H200 (143771 MiB, as nvidia-smi says on the lent
+	# machine), one card llmp's table lacks, one whose memory NVML does not give.
+	local nvml="$LLMP_BUILDDIR/tests/topology/.libs/fake_nvml.so" probe="$LLMP_BUILDDIR/tests/gpu/nvml_probe"
+	[ -f "$nvml" ] && [ -x "$probe" ] || fail "fake_nvml.so or nvml_probe not built"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		00000000:00:06.0 "NVIDIA H200" GPU-1 00000000000000000000000000000000 0 - 143771 \
+		00000000:1B:00.0 "Tesla T4" GPU-2 00000000000000000000000000000000 0 - 15360 >"$W/nvml.tsv"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' \
+		00000000:9D:00.0 "NVIDIA H100 80GB HBM3" GPU-3 00000000000000000000000000000000 0 - >>"$W/nvml.tsv"
+	FAKE_NVML_FILE=$W/nvml.tsv run "$probe" "$nvml"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "gpu 0 0000:00:06.0 143771 MiB 'NVIDIA H200' -> h200" \
+		"gpu 1 0000:1b:00.0 15360 MiB 'Tesla T4' -> (not in llmp's table)" \
+		"gpu 2 0000:9d:00.0 0 MiB 'NVIDIA H100 80GB HBM3' -> h100"
+	run "$probe" "$W/no-such-libnvidia-ml.so"
+	[ "$status" -eq 1 ] || fail "$output"
+	assert_contains "$output" "nvml_probe: "
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nvml_probe.c - what the plugin's task check reads of this node's GPUs
+ * through NVML (topology/discover/nvml.c: topo_nvml_devices), and the GPU
+ * name llmp gives each (topology/gpu_desc.c: gpu_desc_of_nvml), for a real
+ * driver (scripts/gpu-run.sh): one line per GPU, "gpu N BUS MEM_MIB NAME ->
+ * LLMP_NAME". Exit 0 when NVML answered, 1 with its reason when not.
+ *
+ *   nvml_probe [LIBRARY]
+ */
+#include <stdio.h>
+
+#include "topology/discover/discover.h"
+#include "topology/gpu_desc.h"
+
+int main(int argc, char **argv)
+{
+	struct topo_nvml_device gpus[64];
+	char why[256] = "";
+	int n = topo_nvml_devices(argc > 1 ? argv[1] : NULL, gpus, 64, why, sizeof why);
+	if (n < 0) {
+		printf("nvml_probe: %s\n", why);
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *ours = gpu_desc_of_nvml(gpus[i].name);
+		printf("gpu %d %s %llu MiB '%s' -> %s\n", i, gpus[i].bus, gpus[i].mem_bytes >> 20,
+		       gpus[i].name, ours ? ours : "(not in llmp's table)");
+	}
+	return 0;
+}
