@@ -208,12 +208,14 @@ static int estimate(const struct model_desc *m, const struct gpu_desc *g, uint32
 	int rc = st == LLMP_OK ? 0 : -1;
 	if (rc == 0)
 		*peak = stages[e->peak_stage], *peak_gpu = gpus[e->peak_stage];
-	if (rc == 0 && peaks)
-		peaks_text(stages, gpus, l->pp, peaks, peaks_len);
-	else if (st == LLMP_ERR_NOMEM)
+	if (rc == 0) {
+		if (peaks)
+			peaks_text(stages, gpus, l->pp, peaks, peaks_len);
+	} else if (st == LLMP_ERR_NOMEM) {
 		refuse(msg, msglen, "out of memory");
-	else
+	} else {
 		refuse(msg, msglen, "the step model: %s", why);
+	}
 	free(stages);
 	free(gpus);
 	return rc;
