@@ -3,45 +3,38 @@
 #define _POSIX_C_SOURCE 200809L
 #include "gpu_check.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fail.h"
 #include "topology/gpu_desc.h"
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * 1024.0 * 1024.0)
-
-static int refuse(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int refuse(char *msg, size_t msglen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, msglen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 int plugin_peaks_parse(const char *text, uint32_t pp, struct plugin_stage_peak *peaks, char *msg,
 		       size_t msglen)
 {
 	const char *p = text;
 	uint32_t k = 0;
-	if (pp == 0 || pp > PLUGIN_STAGES_MAX)
-		return refuse(msg, msglen, "%u pipeline stages: at most %u can be listed", pp,
-			      PLUGIN_STAGES_MAX);
+	if (pp == 0 || pp > PLUGIN_STAGES_MAX) {
+		llmp_fail(LLMP_ERR_ARG, msg, msglen, "%u pipeline stages: at most %u can be listed", pp,
+			  PLUGIN_STAGES_MAX);
+		return -1;
+	}
 	while (k < pp) {
 		size_t n = 0;
 		while (n < sizeof peaks[k].gpu - 1 &&
 		       ((p[n] >= 'a' && p[n] <= 'z') || (p[n] >= '0' && p[n] <= '9') || p[n] == '-'))
 			n++;
-		if (n == 0 || p[n] != ':')
-			return refuse(msg, msglen,
-				      "stage %u: expected a GPU name of 1 to %zu of [a-z0-9-] and ':'", k,
-				      sizeof peaks[k].gpu - 1);
+		if (n == 0 || p[n] != ':') {
+			llmp_fail(LLMP_ERR_ARG, msg, msglen,
+				  "stage %u: expected a GPU name of 1 to %zu of [a-z0-9-] and ':'", k,
+				  sizeof peaks[k].gpu - 1);
+			return -1;
+		}
 		memcpy(peaks[k].gpu, p, n);
 		peaks[k].gpu[n] = '\0';
 		p += n + 1;
@@ -49,16 +42,20 @@ int plugin_peaks_parse(const char *text, uint32_t pp, struct plugin_stage_peak *
 		const char *start = p;
 		while (*p >= '0' && *p <= '9' && p - start < 10)
 			v = v * 10 + (unsigned long long)(*p++ - '0');
-		if (p == start || v == 0 || v > PLUGIN_PEAK_MIB_MAX)
-			return refuse(msg, msglen, "stage %u: expected a peak of 1 to %u MiB", k,
-				      PLUGIN_PEAK_MIB_MAX);
+		if (p == start || v == 0 || v > PLUGIN_PEAK_MIB_MAX) {
+			llmp_fail(LLMP_ERR_ARG, msg, msglen, "stage %u: expected a peak of 1 to %u MiB", k,
+				  PLUGIN_PEAK_MIB_MAX);
+			return -1;
+		}
 		peaks[k++].mib = (uint32_t)v;
 		if (*p != ',' || k == pp)
 			break;
 		p++;
 	}
-	if (k != pp || *p)
-		return refuse(msg, msglen, "not %u stages NAME:MIB separated by commas", pp);
+	if (k != pp || *p) {
+		llmp_fail(LLMP_ERR_ARG, msg, msglen, "not %u stages NAME:MIB separated by commas", pp);
+		return -1;
+	}
 	return 0;
 }
 
@@ -147,12 +144,13 @@ int plugin_gpu_check(const struct plugin_stage_peak *peak, uint32_t stage, const
 			"site's gpu= or the topology file's node type)",
 			host, shown, ours ? ours : "not in llmp's table", ", ", d->mem_bytes / GIB,
 			peak->gpu);
-	if (d->mem_bytes && (double)d->mem_bytes < peak->mib * MIB)
-		return refuse(
-			fail, flen,
-			"%s on %s has %.1f GiB but pipeline stage %u needs %.1f GiB per GPU (estimated for "
-			"%s): the step would run out of GPU memory; set LLMP_GPU to this node's GPU and "
-			"choose again (--llm-parallel=auto), or use more GPUs",
-			shown, host, d->mem_bytes / GIB, stage, peak->mib * MIB / GIB, peak->gpu);
+	if (d->mem_bytes && (double)d->mem_bytes < peak->mib * MIB) {
+		llmp_fail(LLMP_ERR_ARG, fail, flen,
+			  "%s on %s has %.1f GiB but pipeline stage %u needs %.1f GiB per GPU (estimated for "
+			  "%s): the step would run out of GPU memory; set LLMP_GPU to this node's GPU and "
+			  "choose again (--llm-parallel=auto), or use more GPUs",
+			  shown, host, d->mem_bytes / GIB, stage, peak->mib * MIB / GIB, peak->gpu);
+		return -1;
+	}
 	return 0;
 }
