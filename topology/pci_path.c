@@ -94,6 +94,14 @@ bool topo_path_parse_level(const char *text, enum topo_path *level)
 	return true;
 }
 
+enum topo_path topo_gdr_level_of(const char *text)
+{
+	enum topo_path level = TOPO_GDR_LEVEL_DEFAULT;
+	if (text && *text && !topo_path_parse_level(text, &level))
+		level = TOPO_GDR_LEVEL_DEFAULT; /* NCCL ignores it too */
+	return level;
+}
+
 int topo_nccl_nearest_hca(const struct topo_type *ty, unsigned g, bool usable_only)
 {
 	int best = -1, best_common = -1;

@@ -70,4 +70,10 @@ const char *topo_path_name(enum topo_path p);
  */
 bool topo_path_parse_level(const char *text, enum topo_path *level);
 
+/*
+ * The level NCCL uses for NCCL_NET_GDR_LEVEL=text (NULL or "": unset): its
+ * default, text's level, or the default again where NCCL would ignore text.
+ */
+enum topo_path topo_gdr_level_of(const char *text);
+
 #endif /* LLMP_PCI_PATH_H */

@@ -75,10 +75,7 @@ static void compare(const struct bench_gdr *g, FILE *out)
 	}
 	const struct topo_type *ty = &t.types[t.nodes[0].type];
 	struct gdr_node n;
-	enum topo_path level = TOPO_GDR_LEVEL_DEFAULT;
-	const char *env = getenv("NCCL_NET_GDR_LEVEL");
-	if (env && *env && !topo_path_parse_level(env, &level))
-		level = TOPO_GDR_LEVEL_DEFAULT; /* NCCL ignores it too */
+	enum topo_path level = topo_gdr_level_of(getenv("NCCL_NET_GDR_LEVEL"));
 	if (cli_gdr_facts(ty, "/", &n, probed, sizeof probed, msg, sizeof msg) != 0) {
 		fprintf(out, "# gdr: not checked: %s\n", msg);
 		topo_free(&t);

@@ -24,24 +24,28 @@ static bool asked(void)
 	return v && strcmp(v, "1") == 0;
 }
 
+/* This node's GPUDirect RDMA facts as this process sees them (its locked-memory limit included). */
+static llmp_status node_facts(const struct topo_type *ty, struct gdr_node *facts, char *why, size_t len)
+{
+	llmp_status st = gdr_read_node("/", ty, facts, why, len);
+	struct rlimit lim;
+	if (st == LLMP_OK && getrlimit(RLIMIT_MEMLOCK, &lim) == 0)
+		facts->memlock = lim.rlim_cur == RLIM_INFINITY ? GDR_MEMLOCK_UNLIMITED
+							       : (unsigned long long)lim.rlim_cur;
+	return st;
+}
+
 /* "HOST: GPUDirect RDMA on U of P GPU/HCA pairs[; GPU B / HCA: why]". */
 static void judge_node(const struct topo *t, char *line, size_t len)
 {
 	const struct topo_type *ty = &t->types[0];
 	struct gdr_node facts;
 	char why[LLMP_MSG_MAX];
-	enum topo_path level = TOPO_GDR_LEVEL_DEFAULT;
-	const char *env = getenv("NCCL_NET_GDR_LEVEL");
-	if (env && *env && !topo_path_parse_level(env, &level))
-		level = TOPO_GDR_LEVEL_DEFAULT; /* NCCL ignores it too */
-	if (gdr_read_node("/", ty, &facts, why, sizeof why) != LLMP_OK) {
+	enum topo_path level = topo_gdr_level_of(getenv("NCCL_NET_GDR_LEVEL"));
+	if (node_facts(ty, &facts, why, sizeof why) != LLMP_OK) {
 		snprintf(line, len, "%s: GPUDirect RDMA not judged: %s", t->nodes[0].host, why);
 		return;
 	}
-	struct rlimit lim;
-	if (getrlimit(RLIMIT_MEMLOCK, &lim) == 0)
-		facts.memlock = lim.rlim_cur == RLIM_INFINITY ? GDR_MEMLOCK_UNLIMITED
-							      : (unsigned long long)lim.rlim_cur;
 	unsigned pairs = 0, used = 0;
 	char first[LLMP_MSG_MAX] = "";
 	for (unsigned g = 0; g < ty->ngpus; g++) {
@@ -137,12 +141,9 @@ bool rt_gdr_nccl_line(char *line, size_t len)
 		snprintf(line, len, "not checked: this node not discovered: %s", why);
 		return true;
 	}
-	enum topo_path lv = TOPO_GDR_LEVEL_DEFAULT;
-	const char *env = getenv("NCCL_NET_GDR_LEVEL");
-	if (env && *env && !topo_path_parse_level(env, &lv))
-		lv = TOPO_GDR_LEVEL_DEFAULT;
+	enum topo_path lv = topo_gdr_level_of(getenv("NCCL_NET_GDR_LEVEL"));
 	struct gdr_node facts;
-	if (gdr_read_node("/", &t.types[0], &facts, why, sizeof why) != LLMP_OK) {
+	if (node_facts(&t.types[0], &facts, why, sizeof why) != LLMP_OK) {
 		snprintf(line, len, "not checked: %s", why);
 		topo_free(&t);
 		return true;

@@ -313,6 +313,12 @@ static void test_gdr_level(void **state)
 	assert_false(topo_path_parse_level("NET", &l));
 	assert_false(topo_path_parse_level("", &l));
 	assert_int_equal(TOPO_GDR_LEVEL_DEFAULT, 5);
+	/* The level NCCL then uses: unset or a value it ignores keep its default PXB (5). */
+	assert_int_equal(topo_gdr_level_of(NULL), 5);
+	assert_int_equal(topo_gdr_level_of(""), 5);
+	assert_int_equal(topo_gdr_level_of("pxb"), 5);
+	assert_int_equal(topo_gdr_level_of("SYS"), 9);
+	assert_int_equal(topo_gdr_level_of("1"), 4);
 }
 
 int main(void)
