@@ -61,10 +61,10 @@ static void help(void)
 	       "                           mixtral-8x7b, deepseek-v3), a Hugging Face config.json, or keys\n"
 	       "                           layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,\n"
 	       "                           moe-ffn=,shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=,\n"
-	       "                           distopt=,sp=,flash=,grad=,overhead=,recompute=]; keys after a\n"
+	       "                           distopt=,sp=,flash=,engine=,grad=,overhead=,recompute=]; keys after a\n"
 	       "                           preset or file override it\n"
 	       "  -G, --gpu GPU            a100-40gb, a100, h100, h100-pcie, h800, h200, b200, gb200, l4, a10,\n"
-	       "                           rtx4090, mi300x, or mem=GiB,tflops=N[,eff=,nvlink=,net=,domain=]:\n"
+	       "                           rtx4090, mi300x, or mem=GiB,tflops=N[,eff=,hbm=,nvlink=,net=,domain=]:\n"
 	       "                           memory per stage and step time of the layout (doc/step-model.md);\n"
 	       "                           with --parallel auto, the fastest layout that fits\n"
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");

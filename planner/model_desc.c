@@ -266,6 +266,9 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		ok = parse_bool(v, &m->sp);
 	} else if (!strcmp(item, "flash")) {
 		ok = parse_bool(v, &m->flash);
+	} else if (!strcmp(item, "engine")) {
+		ok = !strcmp(v, "megatron") || !strcmp(v, "deepspeed");
+		m->engine = !strcmp(v, "deepspeed") ? MODEL_ENGINE_DEEPSPEED : MODEL_ENGINE_MEGATRON;
 	} else if (!strcmp(item, "overhead")) {
 		char *end = NULL;
 		m->overhead = strtod(v, &end);
@@ -285,7 +288,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			LLMP_ERR_ARG, msg, len,
 			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
-			"distopt, sp, flash, grad, overhead, recompute; or a preset: %s)",
+			"distopt, sp, flash, engine, grad, overhead, recompute; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
 	if (!ok)
@@ -467,11 +470,18 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 	return LLMP_OK;
 }
 
+/* What every description starts from: Megatron-Core's defaults (doc/step-model.md). */
+static void training_defaults(struct model_desc *m)
+{
+	m->dist_opt = m->sp = m->flash = true, m->engine = MODEL_ENGINE_MEGATRON;
+	m->grad_bytes = 4, m->overhead = MODEL_OVERHEAD_DEFAULT;
+}
+
 llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len)
 {
 	char buf[1024], shown[LLMP_SHOW_MAX];
 	memset(m, 0, sizeof *m);
-	m->dist_opt = m->sp = m->flash = true, m->grad_bytes = 4, m->overhead = MODEL_OVERHEAD_DEFAULT;
+	training_defaults(m);
 	if (!text || !*text)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: empty");
 	if (strlen(text) >= sizeof buf)
@@ -490,12 +500,10 @@ llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, 
 			i++;
 		if (i < NPRESETS) {
 			*m = presets[i];
-			m->dist_opt = m->sp = m->flash = true, m->grad_bytes = 4,
-			m->overhead = MODEL_OVERHEAD_DEFAULT;
+			training_defaults(m);
 		} else if (strchr(first, '/') || strstr(first, ".json")) {
 			st = read_hf_config(first, m, msg, len);
-			m->dist_opt = m->sp = m->flash = true, m->grad_bytes = 4,
-			m->overhead = MODEL_OVERHEAD_DEFAULT;
+			training_defaults(m);
 			m->mbs = 1;
 		} else {
 			return llmp_fail(

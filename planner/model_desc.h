@@ -29,6 +29,12 @@ enum model_recompute {
 	MODEL_RECOMPUTE_FULL
 };
 
+/* The pipeline engine that trains the model. */
+enum model_engine {
+	MODEL_ENGINE_MEGATRON,  /* Megatron-Core: interleaving, dp overlapped with compute */
+	MODEL_ENGINE_DEEPSPEED, /* DeepSpeed's PipelineEngine: 1F1B only, dp after the last micro-batch */
+};
+
 struct model_desc {
 	char name[48];
 	double layers, hidden, ffn, heads, kv_heads, vocab, seq;
@@ -45,6 +51,7 @@ struct model_desc {
 	double grad_bytes; /* gradient buffers a parameter: 4 (fp32, Megatron's default), 2 (bf16), 6 (both) */
 	double overhead;   /* allocator and temporaries, a share of the modelled bytes (0.05) */
 	enum model_recompute recompute; /* AUTO: the chooser tries selective, then full */
+	enum model_engine engine;
 };
 
 /*
@@ -52,7 +59,7 @@ struct model_desc {
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
  * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1,
- * sp=0|1,flash=0|1,grad=2|4|6,overhead=F,recompute=none|selective|full]. A preset or a file may be followed by
+ * sp=0|1,flash=0|1,engine=megatron|deepspeed,grad=2|4|6,overhead=F,recompute=none|selective|full]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */
 llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len);

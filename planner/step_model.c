@@ -113,11 +113,23 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 	 * first and last stages (Megatron's pipeline layout) only the middle ones must. */
 	unsigned first, middle;
 	step_stage_layers(m, l, l->pp > 2 ? 1 : 0, &first, &middle);
+	if (l->vpp > 1 && m->engine == MODEL_ENGINE_DEEPSPEED)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "vpp=%u: DeepSpeed's pipeline engine runs 1F1B without interleaving "
+				 "(the model says engine=deepspeed)",
+				 l->vpp);
 	if (l->vpp > 1 && (l->pp < 2 || (!l->stage_layers && middle % l->vpp)))
 		return llmp_fail(
 			LLMP_ERR_LAYOUT, msg, len,
 			"vpp=%u needs pp > 1 and vpp dividing the %u layers of a stage (layers=%llu, pp=%u)",
 			l->vpp, middle, u(m->layers), l->pp);
+	/* Transformer Engine's context parallelism merges its blocks by the flash kernels'
+	 * log-sum-exp (context_parallel.py; shared/reference/gpu.md): no cp without them. */
+	if (l->cp > 1 && !m->flash)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "cp=%u needs flash attention (Transformer Engine's context parallelism); "
+				 "the model says flash=0",
+				 l->cp);
 	if (l->cp > 1 && u(m->seq) % (2ULL * l->cp))
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "2*cp = %u does not divide seq=%llu", 2 * l->cp,
 				 u(m->seq));
@@ -150,6 +162,7 @@ struct layer_shape {
 	double act_scores;                                   /* without flash attention: 5 a s^2 b / t */
 	double act_embedding;                                /* the embedding's output */
 	double flops_dense, flops_moe, flops_attn_core;      /* forward, per micro-batch, whole layer */
+	double elem_dense[2], elem_moe[2], elem_scores[2];   /* elementwise bytes per rank: fwd, bwd */
 };
 
 static void layer_shape(const struct model_desc *m, const struct step_layout *l, struct layer_shape *x)
@@ -179,6 +192,27 @@ static void layer_shape(const struct model_desc *m, const struct step_layout *l,
 	x->flops_moe = tokens * (proj + 2 * (m->topk * mats * h * m->moe_ffn + mats * h * m->shared_ffn +
 					     h * m->experts)) +
 		       x->flops_attn_core;
+	/*
+	 * The elementwise kernels' device-memory traffic in a layer, bytes of 16-bit values
+	 * (1-byte dropout masks) read and written, forward / backward:
+	 *   two LayerNorms, x in and y out, 4 s b h / dy, x in and dx out, 6 s b h;
+	 *   two fused bias-dropout-adds, x and the residual in, the sum and its mask out,
+	 *   7 s b h / dy and the mask in, dx out, the residual's gradient added, 7 s b h;
+	 * whole on every tp rank without sequence parallelism, as Korthikanti's 10 s b h are;
+	 *   the activation function, split by tp: GeLU 4 / 6 s b ffn, SwiGLU (two inputs)
+	 *   6 / 10 s b ffn;
+	 *   without flash attention, the scaled masked softmax (4 / 6 bytes a score) and the
+	 *   dropout of its probabilities (5 / 5): a s^2 b / t scores.
+	 */
+	double whole_norms = s * b * h / (m->sp ? t : 1), ffn_dense = s * b * m->ffn / t,
+	       ffn_moe = s * b * (m->topk * m->moe_ffn + m->shared_ffn) / t;
+	double act_fwd = mats == 3 ? 6 : 4, act_bwd = mats == 3 ? 10 : 6;
+	x->elem_dense[0] = 22 * whole_norms + act_fwd * ffn_dense;
+	x->elem_dense[1] = 26 * whole_norms + act_bwd * ffn_dense;
+	x->elem_moe[0] = 22 * whole_norms + act_fwd * ffn_moe;
+	x->elem_moe[1] = 26 * whole_norms + act_bwd * ffn_moe;
+	double scores = m->flash ? 0 : m->heads * s * s * b / t;
+	x->elem_scores[0] = 9 * scores, x->elem_scores[1] = 11 * scores;
 }
 
 /* Micro-batch layer-activations alive on stage k at the peak of its schedule. */
@@ -339,6 +373,44 @@ static double rank_rate(const struct model_desc *m, const struct gpu_desc *g, co
 }
 
 /*
+ * Seconds of stage k's elementwise kernels for one micro-batch on a rank, at
+ * STEP_HBM_EFFICIENCY of g's memory bandwidth: the forward's traffic and the
+ * backward's, the forward's again under full recompute (the softmax's under
+ * selective recompute without flash attention); on the last stage the logits,
+ * STEP_LOGIT_BYTES each through the vocabulary-parallel cross entropy.
+ */
+static double elementwise_seconds(const struct model_desc *m, const struct gpu_desc *g,
+				  const struct step_layout *l, const struct layer_shape *x, unsigned k,
+				  const struct step_stage *st)
+{
+	double dense_layers = m->experts ? m->dense_layers : m->layers, fwd = 0, bwd = 0;
+	for (unsigned i = st->first_layer; i < st->first_layer + st->layers; i++) {
+		const double *e = i < dense_layers ? x->elem_dense : x->elem_moe;
+		fwd += e[0] + x->elem_scores[0];
+		bwd += e[1] + x->elem_scores[1];
+	}
+	double bytes = fwd + bwd;
+	if (l->recompute == MODEL_RECOMPUTE_FULL)
+		bytes += fwd;
+	else if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
+		bytes += st->layers * x->elem_scores[0];
+	if (k == l->pp - 1)
+		bytes += STEP_LOGIT_BYTES * m->seq / l->cp * l->mbs * m->vocab / l->tp;
+	return bytes / (g->hbm_gbps * 1e9 * STEP_HBM_EFFICIENCY);
+}
+
+/* Seconds of one micro-batch's forward and backward on a rank of stage k; *elem: the elementwise part. */
+static double stage_seconds(const struct model_desc *m, const struct gpu_desc *g, const struct step_layout *l,
+			    const struct layer_shape *x, unsigned k, const struct step_stage *st, double fwd,
+			    double *elem)
+{
+	*elem = elementwise_seconds(m, g, l, x, k, st);
+	return (3 * fwd + recompute_flops(m, l, x, k, st, fwd)) / ((double)l->tp * l->cp) /
+		       rank_rate(m, g, l) +
+	       *elem;
+}
+
+/*
  * The estimate; stage k on stage_gpus[k] when given, else on g; g's links
  * for the modelled network.
  */
@@ -352,7 +424,7 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	layer_shape(m, l, &x);
 	double micro = microbatches(m, l);
 	out->microbatches = micro;
-	double slowest = 0, attn_share = 0, peak_flops = 0;
+	double slowest = 0, slowest_elem = 0, attn_share = 0, peak_flops = 0;
 	out->fits = true;
 	for (unsigned k = 0; k < l->pp; k++) {
 		const struct gpu_desc *gk = stage_gpus ? &stage_gpus[k] : g;
@@ -373,14 +445,15 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		}
 		double fwd = stage_forward(m, l, &x, k, &st), train = 3 * fwd;
 		out->flops += train * micro * l->dp;
-		double extra = recompute_flops(m, l, &x, k, &st, fwd);
-		double seconds = (train + extra) / ((double)l->tp * l->cp) / rank_rate(m, gk, l);
+		double extra = recompute_flops(m, l, &x, k, &st, fwd), elem;
+		double seconds = stage_seconds(m, gk, l, &x, k, &st, fwd, &elem);
 		if (seconds > slowest) {
-			slowest = seconds;
+			slowest = seconds, slowest_elem = elem;
 			attn_share = fwd > 0 ? 3 * st.layers * x.flops_attn_core / (train + extra) : 0;
 		}
 	}
 	out->compute_s = micro * slowest;
+	out->elementwise_s = micro * slowest_elem;
 	out->bubble_s = (double)(l->pp - 1) / l->vpp * slowest;
 
 	double raw[5];
@@ -402,8 +475,11 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	out->net_s[2] = raw[2]; /* ep all-to-all: exposed */
 	/* dp: the reduce-scatter overlaps the last micro-batch's backward, the
 	 * all-gather the first one's forward (Megatron's overlap-grad-reduce and
-	 * overlap-param-gather): one micro-batch of cover. */
-	out->net_s[3] = raw[3] > slowest ? raw[3] - slowest : 0;
+	 * overlap-param-gather): one micro-batch of cover. None under DeepSpeed's
+	 * pipeline engine, which reduces after the last micro-batch (TrainSchedule:
+	 * ReduceTiedGrads, ReduceGrads, then OptimizerStep). */
+	double cover = m->engine == MODEL_ENGINE_MEGATRON ? slowest : 0;
+	out->net_s[3] = raw[3] > cover ? raw[3] - cover : 0;
 	out->net_s[4] = raw[4] * l->vpp; /* pp: exposed; interleaving sends at every chunk edge */
 	out->step_s = out->compute_s + out->bubble_s;
 	for (int a = 0; a < 5; a++)
@@ -425,9 +501,8 @@ void step_stage_eval(const struct model_desc *m, const struct gpu_desc *g, const
 	struct layer_shape x;
 	layer_shape(m, l, &x);
 	stage_memory(m, l, &x, k, microbatches(m, l), st);
-	double fwd = stage_forward(m, l, &x, k, st);
-	*seconds = (3 * fwd + recompute_flops(m, l, &x, k, st, fwd)) / ((double)l->tp * l->cp) /
-		   rank_rate(m, g, l);
+	double elem;
+	*seconds = stage_seconds(m, g, l, &x, k, st, stage_forward(m, l, &x, k, st), &elem);
 }
 
 llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,

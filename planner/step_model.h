@@ -21,12 +21,14 @@
  * Time: model FLOPs (Megatron's count: 6 per parameter-token plus causal
  *   attention; full recompute runs the layers' forward again, not the
  *   output layer's) at the GPU's bf16 rate times its efficiency and a
- *   penalty for small matrices (STEP_GEMM_*), on the
- *   slowest stage; the 1F1B bubble (pp - 1) / vpp
+ *   penalty for small matrices (STEP_GEMM_*), plus the elementwise
+ *   kernels' bytes (norms, dropout, activation, softmax) at its HBM
+ *   bandwidth (STEP_HBM_EFFICIENCY), on the slowest stage; the 1F1B bubble (pp - 1) / vpp
  *   micro-batch times; the network bytes of cost.c per dimension at
  *   NVLink rate inside the NVLink domain, the network's across it. tp, ep
  *   and pp traffic is exposed; cp overlaps the attention it feeds; dp's
- *   reduce-scatter and all-gather hide behind one micro-batch's compute.
+ *   reduce-scatter and all-gather hide behind one micro-batch's compute
+ *   (nothing under engine=deepspeed).
  */
 #ifndef LLMP_STEP_MODEL_H
 #define LLMP_STEP_MODEL_H
@@ -43,8 +45,10 @@
 
 #define STEP_ALLOWANCE_FIXED (3.0 * 1024 * 1024 * 1024) /* CUDA context, cuBLAS, NCCL buffers */
 
-#define STEP_GEMM_TOKENS 256.0 /* rows at which a GEMM reaches half its large-size rate */
-#define STEP_GEMM_WIDTH 64.0   /* columns (hidden / tp) likewise */
+#define STEP_GEMM_TOKENS 256.0  /* rows at which a GEMM reaches half its large-size rate */
+#define STEP_GEMM_WIDTH 64.0    /* columns (hidden / tp) likewise */
+#define STEP_HBM_EFFICIENCY 0.8 /* the share of HBM bandwidth a streaming elementwise kernel reaches */
+#define STEP_LOGIT_BYTES 20.0   /* per logit, forward and backward: bf16 out, fp32 softmax, its gradient */
 
 struct step_layout {
 	unsigned tp, pp, cp, ep, etp, dp, vpp, mbs; /* vpp 1: plain 1F1B; dp 0: derived */
@@ -71,6 +75,7 @@ struct step_estimate {
 	double microbatches;      /* per step and pipeline: gbs / (mbs x dp) */
 	double flops;             /* model FLOPs of the step, all ranks */
 	double compute_s;         /* micro-batches x the slowest stage's micro-batch */
+	double elementwise_s;     /* the part of compute_s in memory-bound elementwise kernels */
 	double bubble_s;          /* (pp - 1) / vpp slowest micro-batches */
 	double net_s[5];          /* exposed seconds: tp, cp, ep, dp, pp */
 	double step_s;            /* compute + bubble + exposed network */

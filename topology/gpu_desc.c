@@ -18,26 +18,29 @@
  * Memory as the device reports it; dense bf16 peak from the vendor's data
  * sheet; efficiency: the share of that peak the GEMMs of a large
  * transformer layer reach (not MFU: the bubble and exposed communication
- * are modelled apart). A100 0.68: fitted by bench/bench_validate.c on
- * Korthikanti et al.'s 175B run (13.75 s a step; bench/data/). The others
+ * are modelled apart); HBM: the data sheet's memory bandwidth. A100 0.73:
+ * fitted by bench/bench_validate.c on Korthikanti et al.'s 175B run (13.75 s
+ * a step; bench/data/), Megatron-LM's; the same run put 0.68 before the
+ * step model timed the elementwise kernels apart. The others
  * are stated assumptions, not fitted: H100/H200/H800 0.50 (Llama 3 reports
  * 38-43% MFU end to end), Blackwell 0.45, PCIe cards 0.45, MI300X 0.40.
  */
 static const struct gpu_desc gpus[] = {
-	/* name         memory   bf16 dense   eff   NVLink GB/s  net GB/s  domain */
-	{ "a100-40gb", 40 * GIB, 312e12, 0.68, 300, 25, 8 },  /* A100 data sheet; HDR 200 Gb/s per GPU */
-	{ "a100", 80 * GIB, 312e12, 0.68, 300, 25, 8 },       /* A100 80GB SXM */
-	{ "h100", 79.6 * GIB, 989e12, 0.50, 450, 50, 8 },     /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
-	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 48, 50, 8 }, /* H100 PCIe, Gen5 */
-	{ "h800", 79.6 * GIB, 989e12, 0.50, 200, 50,
+	/* name         memory   bf16 dense   eff   HBM GB/s  NVLink GB/s  net GB/s  domain */
+	{ "a100-40gb", 40 * GIB, 312e12, 0.73, 1555, 300, 25, 8 }, /* A100 data sheet; HDR 200 Gb/s per GPU */
+	{ "a100", 80 * GIB, 312e12, 0.73, 2039, 300, 25, 8 },      /* A100 80GB SXM */
+	{ "h100", 79.6 * GIB, 989e12, 0.50, 3350, 450, 50, 8 },    /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
+	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 2000, 48, 50, 8 }, /* H100 PCIe, Gen5 */
+	{ "h800", 79.6 * GIB, 989e12, 0.50, 3350, 200, 50,
 	  8 }, /* H800 SXM: H100 with NVLink at 400 GB/s both ways */
-	{ "h200", 140.4 * GIB, 989e12, 0.50, 450, 50, 8 },     /* H200 SXM: 141 GB */
-	{ "b200", 179.1 * GIB, 2250e12, 0.45, 900, 50, 8 },    /* DGX B200: 1440 GB / 8 */
-	{ "gb200", 184.0 * GIB, 2500e12, 0.45, 900, 100, 72 }, /* GB200 NVL72: 180 PF bf16 / 72 */
-	{ "l4", 22.5 * GIB, 121e12, 0.45, 24, 12.5, 8 },       /* L4: 242 TF with sparsity */
-	{ "a10", 22.2 * GIB, 125e12, 0.45, 24, 12.5, 8 },      /* A10 */
-	{ "rtx4090", 24 * GIB, 165e12, 0.45, 24, 12.5, 8 }, /* Ada whitepaper: 165 TF bf16, fp32 accumulate */
-	{ "mi300x", 192 * GIB, 1307e12, 0.40, 448, 50, 8 }, /* MI300X data sheet; Infinity Fabric */
+	{ "h200", 140.4 * GIB, 989e12, 0.50, 4800, 450, 50, 8 },     /* H200 SXM: 141 GB */
+	{ "b200", 179.1 * GIB, 2250e12, 0.45, 8000, 900, 50, 8 },    /* DGX B200: 1440 GB / 8 */
+	{ "gb200", 184.0 * GIB, 2500e12, 0.45, 8000, 900, 100, 72 }, /* GB200 NVL72: 180 PF bf16 / 72 */
+	{ "l4", 22.5 * GIB, 121e12, 0.45, 300, 24, 12.5, 8 },        /* L4: 242 TF with sparsity */
+	{ "a10", 22.2 * GIB, 125e12, 0.45, 600, 24, 12.5, 8 },       /* A10 */
+	{ "rtx4090", 24 * GIB, 165e12, 0.45, 1008, 24, 12.5,
+	  8 }, /* Ada whitepaper: 165 TF bf16, fp32 accumulate */
+	{ "mi300x", 192 * GIB, 1307e12, 0.40, 5300, 448, 50, 8 }, /* MI300X data sheet; Infinity Fabric */
 };
 #define NGPUS (sizeof gpus / sizeof gpus[0])
 
@@ -131,6 +134,8 @@ llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size
 			g->bf16_flops = x * 1e12;
 		} else if (!strcmp(item, "eff")) {
 			ok = parse_real(v, 0.01, 1, &g->efficiency);
+		} else if (!strcmp(item, "hbm")) {
+			ok = parse_real(v, 1, 1e6, &g->hbm_gbps);
 		} else if (!strcmp(item, "nvlink")) {
 			ok = parse_real(v, 0.1, 1e5, &g->nvlink_gbps);
 		} else if (!strcmp(item, "net")) {
@@ -139,9 +144,10 @@ llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size
 			ok = parse_real(v, 1, 1 << 20, &x) && x == (double)(unsigned)x;
 			g->domain = (unsigned)x;
 		} else {
-			return llmp_fail(LLMP_ERR_ARG, msg, len,
-					 "--gpu: unknown key '%s' (mem, tflops, eff, nvlink, net, domain)",
-					 llmp_show(shown, item, strlen(item)));
+			return llmp_fail(
+				LLMP_ERR_ARG, msg, len,
+				"--gpu: unknown key '%s' (mem, tflops, eff, hbm, nvlink, net, domain)",
+				llmp_show(shown, item, strlen(item)));
 		}
 		if (!ok)
 			return llmp_fail(LLMP_ERR_ARG, msg, len, "--gpu: %s='%s' is not a number in range",
@@ -154,6 +160,8 @@ llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size
 		snprintf(g->name, sizeof g->name, "custom");
 	if (!g->efficiency)
 		g->efficiency = 0.5;
+	if (!g->hbm_gbps) /* 200 FLOP a byte: between the A100's 153 and the H100's 295 */
+		g->hbm_gbps = g->bf16_flops / 200 / 1e9;
 	if (!g->nvlink_gbps)
 		g->nvlink_gbps = 24; /* PCIe Gen4 x16, as cost.h */
 	if (!g->net_gbps)

@@ -17,6 +17,7 @@ struct gpu_desc {
 	double mem_bytes;   /* what the device reports, e.g. 80 GiB */
 	double bf16_flops;  /* dense peak, FLOP/s */
 	double efficiency;  /* the share of the peak a large GEMM-bound layer achieves */
+	double hbm_gbps;    /* device memory bandwidth, GB/s: the elementwise kernels' rate */
 	double nvlink_gbps; /* per GPU and direction inside the NVLink domain (PCIe when none) */
 	double net_gbps;    /* per GPU and direction across nodes */
 	unsigned domain;    /* GPUs in one NVLink domain (a node, or an NVL72 rack) */
@@ -25,7 +26,7 @@ struct gpu_desc {
 /*
  * "--gpu" text: a name ("h100", "a100-40gb", ...) optionally followed by
  * keys that replace its values, or keys alone: mem=GiB,tflops=N
- * [,eff=F,nvlink=GB/s,net=GB/s,domain=N].
+ * [,eff=F,hbm=GB/s,nvlink=GB/s,net=GB/s,domain=N].
  */
 llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size_t len);
 const char *gpu_desc_names(void);

@@ -264,7 +264,8 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 	full.recompute = MODEL_RECOMPUTE_FULL;
 	struct step_estimate f = estimate(&m, &g, 1024, &full, st);
 	double Ly = 12 * s * (24 * h * h + 2 * s * h), Lg = 2 * s * h * V;
-	assert_near(f.compute_s, e.compute_s * (4 * Ly + 3 * Lg) / (3 * (Ly + Lg)), 1e-12);
+	assert_near(f.compute_s - f.elementwise_s,
+		    (e.compute_s - e.elementwise_s) * (4 * Ly + 3 * Lg) / (3 * (Ly + Lg)), 1e-12);
 	/* ... and that forward's tensor-parallel collectives: 2 forward + 2 backward + 2 again,
 	 * 6/4 of the tp seconds the placement gives. */
 	struct step_estimate fp;
@@ -276,6 +277,80 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 	struct step_estimate h16;
 	assert_int_equal(step_estimate_placed(&m2, &g, 1024, &l, given, st, &h16, msg, sizeof msg), LLMP_OK);
 	assert_near(h16.net_s[3], given[3] * 4 / 6 - e.compute_s / 96, 1e-9);
+}
+
+/*
+ * The elementwise kernels' bytes, counted by hand for GPT-3 175B on 8 stages of 12 layers
+ * (s 2048, b 1, h 12288, ffn 49152, 96 heads, vocab 51200, tp 8) at 0.8 of the A100's
+ * 2039 GB/s. Per layer, forward / backward: two LayerNorms 4 / 6 s b h, two bias-dropout-
+ * adds 7 / 7 s b h (over t with sequence parallelism, whole without), GeLU 4 / 6 s b ffn / t,
+ * and without flash attention softmax + dropout 9 / 11 bytes of each of a s^2 b / t scores.
+ * The last stage (the slowest: it has the logits) adds 20 bytes a logit, s b V / t.
+ */
+static void elementwise_bytes_at_hbm_bandwidth(void **state)
+{
+	(void)state;
+	double s = 2048, h = 12288, ffn = 49152, a = 96, V = 51200, t = 8, layers = 12, micro = 96;
+	double rate = 2039e9 * 0.8, logits = 20 * s * V / t;
+	struct gpu_desc g = gpu_of("a100");
+	struct step_stage st[8];
+
+	/* sequence parallelism, flash attention, selective recompute: forward and backward once */
+	struct model_desc m = model_of("gpt3-175b,gbs=1536");
+	struct step_layout l = {
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	struct step_estimate e = estimate(&m, &g, 1024, &l, st);
+	double fwd = 22 * s * h / t + 4 * s * ffn / t, bwd = 26 * s * h / t + 6 * s * ffn / t;
+	assert_near(e.elementwise_s, micro * (layers * (fwd + bwd) + logits) / rate, 1e-12);
+
+	/* no sequence parallelism, no flash attention, full recompute: the forward twice */
+	m = model_of("gpt3-175b,gbs=1536,sp=0,flash=0");
+	l.recompute = MODEL_RECOMPUTE_FULL, l.dp = 0;
+	e = estimate(&m, &g, 1024, &l, st);
+	double scores = a * s * s / t;
+	fwd = 22 * s * h + 4 * s * ffn / t + 9 * scores, bwd = 26 * s * h + 6 * s * ffn / t + 11 * scores;
+	assert_near(e.elementwise_s, micro * (layers * (2 * fwd + bwd) + logits) / rate, 1e-12);
+
+	/* selective recompute without flash attention runs the softmax and its dropout again */
+	l.recompute = MODEL_RECOMPUTE_SELECTIVE, l.dp = 0;
+	e = estimate(&m, &g, 1024, &l, st);
+	assert_near(e.elementwise_s, micro * (layers * (fwd + bwd + 9 * scores) + logits) / rate, 1e-12);
+
+	/* hbm= replaces the data sheet's bandwidth; the part is in compute_s */
+	struct gpu_desc slow = gpu_of("a100,hbm=1019.5");
+	struct step_estimate half = estimate(&m, &slow, 1024, &l, st);
+	assert_near(half.elementwise_s, 2 * e.elementwise_s, 1e-12);
+	assert_near(half.compute_s - e.compute_s, e.elementwise_s, 1e-9);
+}
+
+/*
+ * engine=deepspeed: dp's collectives after the last micro-batch (DeepSpeed's TrainSchedule),
+ * none of them hidden; Megatron's hide one micro-batch's worth. And no interleaving.
+ */
+static void deepspeed_engine_exposes_dp_and_never_interleaves(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("a100");
+	struct step_stage st[8];
+	struct model_desc m = model_of("gpt3-175b,gbs=1536"),
+			  off = model_of("gpt3-175b,gbs=1536,engine=deepspeed");
+	struct step_layout l = { .tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1 };
+	struct step_estimate e = estimate(&m, &g, 1024, &l, st);
+	const double given[5] = { 0, 0, 0, e.compute_s / 96 + 2, 0 };
+	char msg[LLMP_MSG_MAX];
+	struct step_estimate on, exposed;
+	assert_int_equal(step_estimate_placed(&m, &g, 1024, &l, given, st, &on, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(step_estimate_placed(&off, &g, 1024, &l, given, st, &exposed, msg, sizeof msg),
+			 LLMP_OK);
+	assert_near(on.net_s[3], 2, 1e-9);
+	assert_near(exposed.net_s[3], given[3], 1e-12);
+	assert_near(exposed.step_s - on.step_s, e.compute_s / 96, 1e-9);
+	struct step_layout v = { .tp = 8, .pp = 8, .cp = 1, .ep = 1, .vpp = 2, .mbs = 1 };
+	assert_int_equal(step_layout_check(&m, 1024, &v, msg, sizeof msg), LLMP_OK);
+	v.dp = 0;
+	assert_int_equal(step_layout_check(&off, 1024, &v, msg, sizeof msg), LLMP_ERR_LAYOUT);
+	assert_non_null(strstr(msg, "vpp=2: DeepSpeed's pipeline engine runs 1F1B"));
 }
 
 /* Llama 3 405B: 126 layers on 16 stages, Megatron's uneven ends: 7 + 14 x 8 + 7. */
@@ -323,9 +398,14 @@ static void layouts_break_megatrons_rules_with_a_reason(void **state)
 		  8,
 		  "mbs*dp = 3*8 does not divide gbs=512" },
 		{ { .tp = 8, .pp = 81, .cp = 1, .ep = 1, .mbs = 1 }, 648, "pp=81 is more than layers=80" },
+		{ { .tp = 8, .pp = 1, .cp = 2, .ep = 1, .mbs = 1 }, 64, "" }, /* with flash=0 below */
 	};
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		assert_int_equal(step_layout_check(&m, cases[i].world, &cases[i].l, msg, sizeof msg),
+	struct model_desc plain = model_of("llama3-70b,flash=0");
+	size_t ncases = sizeof cases / sizeof cases[0];
+	cases[ncases - 1].says = "cp=2 needs flash attention";
+	for (size_t i = 0; i < ncases; i++) {
+		struct model_desc *mi = i == ncases - 1 ? &plain : &m;
+		assert_int_equal(step_layout_check(mi, cases[i].world, &cases[i].l, msg, sizeof msg),
 				 LLMP_ERR_LAYOUT);
 		if (!strstr(msg, cases[i].says))
 			fail_msg("case %zu: '%s' does not say '%s'", i, msg, cases[i].says);
@@ -454,8 +534,10 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 	assert_near(g.mem_bytes, 80.0 * 1024 * 1024 * 1024, 1e-12);
 	g = gpu_of("h100,net=25");
 	assert_near(g.net_gbps, 25, 1e-12);
+	assert_near(g.hbm_gbps, 3350, 1e-12);
 	g = gpu_of("mem=24,tflops=165");
 	assert_near(g.mem_bytes, 24.0 * 1024 * 1024 * 1024, 1e-12);
+	assert_near(g.hbm_gbps, 165e12 / 200 / 1e9, 1e-12); /* unset: 200 FLOP a byte */
 	struct gpu_desc y;
 	assert_int_equal(gpu_desc_parse("h900", &y, msg, sizeof msg), LLMP_ERR_ARG);
 	assert_non_null(strstr(msg, "unknown GPU 'h900'"));
@@ -463,6 +545,8 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 	assert_non_null(strstr(msg, "tflops= is missing"));
 	assert_int_equal(gpu_desc_parse("mem=-1,tflops=3", &y, msg, sizeof msg), LLMP_ERR_ARG);
 	assert_non_null(strstr(msg, "mem='-1'"));
+	assert_int_equal(gpu_desc_parse("h100,hbm=0", &y, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "hbm='0'"));
 }
 
 /* A Hugging Face config.json, as Mixtral's is written, through the project's JSON reader. */
@@ -513,6 +597,8 @@ int main(void)
 		cmocka_unit_test(weights_and_optimizer_are_megatrons_bytes_per_parameter),
 		cmocka_unit_test(activations_are_korthikantis_34sbh_over_t),
 		cmocka_unit_test(flops_are_narayanans_count_with_causal_attention),
+		cmocka_unit_test(elementwise_bytes_at_hbm_bandwidth),
+		cmocka_unit_test(deepspeed_engine_exposes_dp_and_never_interleaves),
 		cmocka_unit_test(uneven_first_and_last_stages),
 		cmocka_unit_test(layouts_break_megatrons_rules_with_a_reason),
 		cmocka_unit_test(experts_shard_over_ep_and_etp),
