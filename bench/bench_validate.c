@@ -227,28 +227,26 @@ static int fit_memory(const struct row *r)
 	return 0;
 }
 
-/* Fit the efficiency so that the modelled step of a `fit` row equals its measured one (bisection). */
+/* Fit the efficiency so that the modelled step of a `fit` row equals its measured one. */
 static int fit_row(const struct row *r)
 {
 	struct model_desc m;
 	struct gpu_desc g;
 	struct outcome o;
+	char why[LLMP_MSG_MAX];
+	double fitted;
 	if (model_of(r, &m) || gpu_of(r, &g))
 		return -1;
-	double lo = 0.05, hi = 1.0;
-	for (int i = 0; i < 60; i++) {
-		g.efficiency = (lo + hi) / 2;
-		evaluate(r, &m, &g, &o);
-		if (!o.valid || !o.measured) {
-			fprintf(stderr, "%s: cannot fit: %s\n", r->id, o.valid ? "no step time" : o.why);
-			return -1;
-		}
-		if (o.est.step_s > o.measured)
-			lo = g.efficiency;
-		else
-			hi = g.efficiency;
+	evaluate(r, &m, &g, &o);
+	if (!o.valid || !o.measured) {
+		fprintf(stderr, "%s: cannot fit: %s\n", r->id, o.valid ? "no step time" : o.why);
+		return -1;
 	}
-	double fitted = g.efficiency;
+	if (step_fit_efficiency(&m, &g, r->gpus, &o.layout, o.measured, &fitted, why, sizeof why) !=
+	    LLMP_OK) {
+		fprintf(stderr, "%s: cannot fit: %s\n", r->id, why);
+		return -1;
+	}
 	if (nfits < MAX_FITS) {
 		snprintf(fits[nfits].gpu, sizeof fits[nfits].gpu, "%s", r->gpu);
 		fits[nfits++].efficiency = fitted;

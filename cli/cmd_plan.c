@@ -21,6 +21,7 @@
 struct plan_args {
 	const char *spec, *topology, *hosts, *model, *svg, *gpu;
 	bool renumber, explain, automatic;
+	double measured_step; /* --measured-step: seconds, 0 when not given */
 	uint32_t world, nodes, tasks_per_node;
 	int64_t rank; /* -1 for all ranks */
 	int json;
@@ -67,6 +68,9 @@ static void help(void)
 	       "                           rtx4090, mi300x, or mem=GiB,tflops=N[,eff=,hbm=,nvlink=,net=,domain=]:\n"
 	       "                           memory per stage and step time of the layout (doc/step-model.md);\n"
 	       "                           with --parallel auto, the fastest layout that fits\n"
+	       "  -m, --measured-step S    with --gpu and a given layout: the seconds one step of it\n"
+	       "                           took on the site; the efficiency that reproduces them is\n"
+	       "                           used and printed (then --gpu GPU,eff=E scores any layout)\n"
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
 }
 
@@ -86,6 +90,18 @@ static int usage_message(const char *prefix, const char *msg)
 	return CLI_EXIT_USAGE;
 }
 
+/* Seconds: a finite number above 0, nothing after it. */
+static int parse_seconds(const char *text, double *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double x = strtod(text, &end);
+	if (errno || end == text || *end || !(x > 0) || x > 1e9)
+		return -1;
+	*out = x;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct plan_args *a)
 {
 	static const struct option options[] = {
@@ -102,6 +118,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		{ "svg", required_argument, NULL, 'S' },
 		{ "explain", no_argument, NULL, 'E' },
 		{ "gpu", required_argument, NULL, 'G' },
+		{ "measured-step", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -112,7 +129,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	a->rank = -1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:G:Eh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:G:m:Eh", options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			if (cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
@@ -131,6 +148,11 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			break;
 		case 'p': a->spec = optarg; break;
 		case 'G': a->gpu = optarg; break;
+		case 'm':
+			if (parse_seconds(optarg, &a->measured_step))
+				return usage_error("--measured-step '%s': expected seconds, a number above 0",
+						   optarg);
+			break;
 		case 'T': a->topology = optarg; break;
 		case 'H': a->hosts = optarg; break;
 		case 'M': a->model = optarg; break;
@@ -175,6 +197,10 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if ((a->hosts || a->renumber || (a->model && !a->gpu) || a->svg) && !a->topology)
 		return usage_message("", "--hosts, --placement, --model and --svg need --topology "
 					 "(--model also works with --gpu instead)");
+	if (a->measured_step && (!a->gpu || !a->spec || a->automatic || a->topology))
+		return usage_message("", "--measured-step calibrates the step model on the layout that ran: "
+					 "give --model, --gpu and that layout as --parallel (not auto, "
+					 "not with --topology)");
 	if (a->explain && !a->model)
 		return usage_message("", "--explain explains the cost of --model: give --model too");
 	if (a->topology && a->nodes)
@@ -260,6 +286,7 @@ int cli_plan(int argc, char **argv)
 					      .gpu = a.gpu,
 					      .spec = &spec,
 					      .automatic = a.automatic,
+					      .measured_step = a.measured_step,
 					      .world = a.world,
 					      .json = a.json != 0 };
 		return cli_plan_step(&step);

@@ -70,6 +70,7 @@ struct cli_plan_step {
 	const char *model, *gpu;
 	const llmp_spec *spec; /* the layout; unused when automatic */
 	bool automatic;        /* --parallel auto */
+	double measured_step;  /* --measured-step: calibrate g's efficiency on it; 0: no */
 	uint32_t world;
 	bool json;
 	const struct gpu_desc

@@ -408,6 +408,12 @@ int cli_plan_step(const struct cli_plan_step *a)
 		if (a->norders > 1 && best_order(a, &m, &g, &l, &r, order_est, &best) != CLI_EXIT_OK)
 			return CLI_EXIT_USAGE;
 	}
+	double stated = g.efficiency;
+	if (a->measured_step && step_fit_efficiency(&m, &g, a->world, &l, a->measured_step, &g.efficiency,
+						    msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": --measured-step: %s\n", msg);
+		return CLI_EXIT_USAGE;
+	}
 	const struct auto_machines *on = a->on ? &a->on[best] : NULL;
 	struct step_stage *stages = calloc(l.pp, sizeof *stages);
 	struct gpu_desc *gpus = calloc(l.pp, sizeof *gpus);
@@ -457,6 +463,10 @@ int cli_plan_step(const struct cli_plan_step *a)
 		json_begin(&w, out);
 		json_object(&w, NULL);
 		json_head(&w, &m, &g, a->world);
+		if (a->measured_step) {
+			json_double(&w, "measured_step_seconds", a->measured_step);
+			json_double(&w, "calibrated_efficiency", g.efficiency);
+		}
 		json_estimate(&w, &l, stages, &e, gpus);
 		if (pipe.mixed)
 			json_pipeline(&w, &pipe, &l);
@@ -484,6 +494,11 @@ int cli_plan_step(const struct cli_plan_step *a)
 		wrc = json_end(&w) ? 0 : -1;
 	} else {
 		text_model(&m, &g, a->machine_gpu != NULL, a->world, out);
+		if (a->measured_step)
+			fprintf(out,
+				"calibrated: efficiency %.3f (stated %.3f) gives the measured %.4g s; score other "
+				"layouts with --gpu %s,eff=%.3f\n",
+				g.efficiency, stated, a->measured_step, a->gpu, g.efficiency);
 		if (a->automatic && r.fitting)
 			fprintf(out,
 				"chosen:   the fastest of %zu layouts that fit (%zu valid for %u ranks)\n",

@@ -527,6 +527,43 @@ llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_de
 	return estimate(m, &links, stage_gpus, world, l, network_s, stages, out, msg, len);
 }
 
+llmp_status step_fit_efficiency(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				const struct step_layout *l, double measured_s, double *efficiency, char *msg,
+				size_t len)
+{
+	struct gpu_desc t = *g;
+	struct step_estimate e;
+	double bound[2] = { STEP_EFF_MIN, 1.0 }, step[2];
+	for (int i = 0; i < 2; i++) {
+		t.efficiency = bound[i];
+		llmp_status st = step_estimate(m, &t, world, l, NULL, &e, msg, len);
+		if (st != LLMP_OK)
+			return st;
+		step[i] = e.step_s;
+	}
+	if (!(measured_s > 0) || measured_s < step[1] || measured_s > step[0])
+		return llmp_fail(
+			LLMP_ERR_ARG, msg, len,
+			"a measured step of %.4g s is outside what %s can give this layout: %.4g s at "
+			"its whole peak, %.4g s at %.0f%% of it (the network, bubble and elementwise "
+			"terms do not depend on the efficiency: check the layout, the model and the "
+			"GPU's links)",
+			measured_s, g->name, step[1], step[0], 100 * STEP_EFF_MIN);
+	double lo = bound[0], hi = bound[1];
+	for (int i = 0; i < 60; i++) {
+		t.efficiency = (lo + hi) / 2;
+		llmp_status st = step_estimate(m, &t, world, l, NULL, &e, msg, len);
+		if (st != LLMP_OK)
+			return st;
+		if (e.step_s > measured_s)
+			lo = t.efficiency;
+		else
+			hi = t.efficiency;
+	}
+	*efficiency = (lo + hi) / 2;
+	return LLMP_OK;
+}
+
 struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_desc *m)
 {
 	return (struct step_layout){ .tp = s->size[LLMP_DIM_TP],

@@ -114,6 +114,18 @@ llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_de
  * its time is at its own GPU's rate; without network_s, each dimension's
  * network at the slowest links among the stages' GPUs.
  */
+/*
+ * The efficiency at which g makes the modelled step of the checked layout l
+ * equal measured_s: a site's own stack, calibrated on one measured step
+ * (`llmp plan --measured-step`). The step falls as the efficiency rises;
+ * an error names the step at the bounds (STEP_EFF_MIN and 1) when the
+ * measured one lies outside them.
+ */
+#define STEP_EFF_MIN 0.01
+llmp_status step_fit_efficiency(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				const struct step_layout *l, double measured_s, double *efficiency, char *msg,
+				size_t len);
+
 llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus,
 				 uint32_t world, const struct step_layout *l, const double network_s[5],
 				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len);

@@ -415,6 +415,37 @@ EOF
 	assert_line_matches '^gpu: +custom: 80.0 GiB, 989 TFLOP/s'
 }
 
+@test "step model: --measured-step calibrates the efficiency, and eff= reproduces the step" {
+	need_python
+	# BigScience's 181B on tp 4, pp 6, mbs 2 took 111.71 s a step (bench/data/published_layouts.tsv).
+	model=layers=72,hidden=14336,heads=64,seq=2048,vocab=250880,tied=1,sp=0,flash=0,engine=deepspeed,gbs=2048,grad=2,recompute=full,mbs=2
+	llmp plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu a100,net=6.25 --measured-step 111.71 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/cal.json"
+	eff=$(python3 - "$BATS_TEST_TMPDIR/cal.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["measured_step_seconds"] == 111.71, d
+assert abs(d["step_seconds"] - 111.71) < 1e-6, d["step_seconds"]
+assert d["gpu"]["efficiency"] == d["calibrated_efficiency"] and 0.3 < d["calibrated_efficiency"] < 1, d["gpu"]
+print("%.12f" % d["calibrated_efficiency"])
+EOF
+) || fail "calibration check failed"
+	# The printed efficiency, given back with --gpu, scores the same layout at the measured step.
+	llmp plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu "a100,net=6.25,eff=$eff" --format json
+	assert_status 0
+	printf '%s\n' "$output" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert abs(d["step_seconds"] - 111.71) < 1e-6, d["step_seconds"]' ||
+		fail "eff= does not reproduce the measured step"
+	llmp plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu a100,net=6.25 --measured-step 111.71
+	assert_status 0
+	assert_line_matches '^calibrated: efficiency 0\.[0-9]{3} \(stated 0\.730\) gives the measured 111\.7 s; score other layouts with --gpu a100,net=6\.25,eff=0\.[0-9]{3}$'
+	# A step no efficiency can give, and the option where it has no layout to calibrate on.
+	expect_usage_error "a measured step of 5 s is outside what a100 can give this layout" plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu a100,net=6.25 --measured-step 5
+	expect_usage_error "--measured-step '0': expected seconds" plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu a100 --measured-step 0
+	expect_usage_error "--measured-step calibrates the step model on the layout that ran" plan --world 384 --parallel auto --model "$model" --gpu a100 --measured-step 100
+	expect_usage_error "--measured-step calibrates the step model on the layout that ran" plan --world 384 --model "$model" --gpu a100 --measured-step 100
+}
+
 @test "step model: bad --model, --gpu and layouts name their culprit" {
 	expect_usage_error "unknown GPU 'h900'" plan --world 8 --model llama3-8b --gpu h900
 	expect_usage_error "'llama9' is neither a preset" plan --world 8 --model llama9 --gpu h100

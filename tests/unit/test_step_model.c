@@ -353,6 +353,32 @@ static void deepspeed_engine_exposes_dp_and_never_interleaves(void **state)
 	assert_non_null(strstr(msg, "vpp=2: DeepSpeed's pipeline engine runs 1F1B"));
 }
 
+/* The efficiency a measured step calls for: the one that made that step, found again. */
+static void a_measured_step_gives_back_its_efficiency(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("a100,eff=0.4321");
+	struct model_desc m = model_of("gpt3-175b,gbs=1536,sp=0,flash=0,engine=deepspeed");
+	struct step_layout l = {
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 2, .recompute = MODEL_RECOMPUTE_FULL
+	};
+	struct step_stage st[8];
+	struct step_estimate e = estimate(&m, &g, 1024, &l, st);
+	struct gpu_desc stated = gpu_of("a100");
+	char msg[LLMP_MSG_MAX];
+	double eff = 0;
+	assert_int_equal(step_fit_efficiency(&m, &stated, 1024, &l, e.step_s, &eff, msg, sizeof msg),
+			 LLMP_OK);
+	assert_near(eff, 0.4321, 1e-9);
+	/* Faster than the whole peak allows, or slower than 1% of it: the bounds are named. */
+	assert_int_equal(step_fit_efficiency(&m, &stated, 1024, &l, e.step_s / 10, &eff, msg, sizeof msg),
+			 LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "is outside what a100 can give this layout"));
+	assert_int_equal(step_fit_efficiency(&m, &stated, 1024, &l, e.step_s * 1000, &eff, msg, sizeof msg),
+			 LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "at 1% of it"));
+}
+
 /* Llama 3 405B: 126 layers on 16 stages, Megatron's uneven ends: 7 + 14 x 8 + 7. */
 static void uneven_first_and_last_stages(void **state)
 {
@@ -599,6 +625,7 @@ int main(void)
 		cmocka_unit_test(flops_are_narayanans_count_with_causal_attention),
 		cmocka_unit_test(elementwise_bytes_at_hbm_bandwidth),
 		cmocka_unit_test(deepspeed_engine_exposes_dp_and_never_interleaves),
+		cmocka_unit_test(a_measured_step_gives_back_its_efficiency),
 		cmocka_unit_test(uneven_first_and_last_stages),
 		cmocka_unit_test(layouts_break_megatrons_rules_with_a_reason),
 		cmocka_unit_test(experts_shard_over_ep_and_etp),
