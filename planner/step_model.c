@@ -424,7 +424,7 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	layer_shape(m, l, &x);
 	double micro = microbatches(m, l);
 	out->microbatches = micro;
-	double slowest = 0, slowest_elem = 0, attn_share = 0, peak_flops = 0;
+	double slowest = 0, slowest_elem = 0, all_stages = 0, attn_share = 0, peak_flops = 0;
 	out->fits = true;
 	for (unsigned k = 0; k < l->pp; k++) {
 		const struct gpu_desc *gk = stage_gpus ? &stage_gpus[k] : g;
@@ -447,6 +447,7 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		out->flops += train * micro * l->dp;
 		double extra = recompute_flops(m, l, &x, k, &st, fwd), elem;
 		double seconds = stage_seconds(m, gk, l, &x, k, &st, fwd, &elem);
+		all_stages += seconds;
 		if (seconds > slowest) {
 			slowest = seconds, slowest_elem = elem;
 			attn_share = fwd > 0 ? 3 * st.layers * x.flops_attn_core / (train + extra) : 0;
@@ -454,7 +455,10 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	}
 	out->compute_s = micro * slowest;
 	out->elementwise_s = micro * slowest_elem;
-	out->bubble_s = (double)(l->pp - 1) / l->vpp * slowest;
+	/* 1F1B's fill and drain: a micro-batch through every stage but the slowest, at each
+	 * stage's own pace; (pp - 1) slowest micro-batches when the stages are even, Narayanan
+	 * et al.'s (pp - 1)/vpp with interleaving. */
+	out->bubble_s = (all_stages - slowest) / l->vpp;
 
 	double raw[5];
 	llmp_status st = network_s ? LLMP_OK : network(m, g, world, l, micro, raw, msg, len);

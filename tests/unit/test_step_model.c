@@ -238,8 +238,18 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 	double B = 1536, s = 2048, L = 96, h = 12288, V = 51200;
 	assert_near(e.microbatches, 96, 1e-15);
 	assert_near(e.flops, 72 * B * s * L * h * h * (1 + s / (12 * h) + V / (12 * L * h)), 1e-12);
-	/* 1F1B: the bubble is pp - 1 micro-batches of the slowest stage, compute 96 of them. */
-	assert_near(e.bubble_s / e.compute_s, 7.0 / 96, 1e-12);
+	/* 1F1B: compute is 96 micro-batches of the slowest stage, the last (it has the logits);
+	 * the bubble one micro-batch through each of the seven others, at their own pace. */
+	double t[8], others = 0;
+	for (unsigned k = 0; k < 8; k++) {
+		struct step_stage one;
+		step_stage_eval(&m, &g, &l, k, &t[k], &one);
+		others += k < 7 ? t[k] : 0;
+	}
+	assert_true(t[0] < t[7]);
+	assert_near(e.compute_s, 96 * t[7], 1e-12);
+	assert_near(e.bubble_s, others, 1e-12);
+	assert_near(others, 7 * t[0], 1e-12); /* the seven are alike: 12 layers each */
 	double sum = e.compute_s + e.bubble_s;
 	for (int a = 0; a < 5; a++)
 		sum += e.net_s[a];
