@@ -5,8 +5,10 @@
  *
  * Figures, not a test. The efficiency is fitted on the rows marked `fit`
  * (one per GPU text: a GPU kind, or a cluster and its software stack such
- * as "a100,net=6.25"), the framework allowance on the row marked `fitmem`
- * (`fit+mem`: both), and those rows are left out of the figures.
+ * as "a100,net=6.25"), the per-layer overhead of a GPU text on its two
+ * `fitmb` rows (one layout at two micro-batch sizes), the framework
+ * allowance on the row marked `fitmem` (`fit+mem`: efficiency and
+ * allowance), and those rows are left out of the figures and the grids.
  * Printed: how many layouts that ran the guard accepts, how many known
  * out-of-memory layouts it refuses, the error against measured memories, how
  * often --parallel auto picks the published layout, how far the published
@@ -41,6 +43,7 @@ struct row {
 struct fit {
 	char gpu[32];
 	double efficiency;
+	double layer_overhead_s; /* fitted on a `fitmb` pair of this gpu text; 0 without one */
 };
 
 static struct fit fits[MAX_FITS];
@@ -126,7 +129,23 @@ static int gpu_of(const struct row *r, struct gpu_desc *g)
 			best = &fits[i];
 	if (best)
 		g->efficiency = best->efficiency;
+	if (best && strcmp(best->gpu, r->gpu) == 0)
+		g->layer_overhead_s = best->layer_overhead_s;
 	return 0;
+}
+
+/* The fit of this very gpu text, made when there is none. */
+static struct fit *fit_of(const char *gpu)
+{
+	for (size_t i = 0; i < nfits; i++)
+		if (strcmp(fits[i].gpu, gpu) == 0)
+			return &fits[i];
+	if (nfits == MAX_FITS)
+		return NULL;
+	struct fit *f = &fits[nfits++];
+	memset(f, 0, sizeof *f);
+	snprintf(f->gpu, sizeof f->gpu, "%s", gpu);
+	return f;
 }
 
 struct outcome {
@@ -228,7 +247,7 @@ static int fit_memory(const struct row *r)
 }
 
 /* Fit the efficiency so that the modelled step of a `fit` row equals its measured one. */
-static int fit_row(const struct row *r)
+static int fit_row(const struct row *r, bool quiet)
 {
 	struct model_desc m;
 	struct gpu_desc g;
@@ -247,13 +266,56 @@ static int fit_row(const struct row *r)
 		fprintf(stderr, "%s: cannot fit: %s\n", r->id, why);
 		return -1;
 	}
-	if (nfits < MAX_FITS) {
-		snprintf(fits[nfits].gpu, sizeof fits[nfits].gpu, "%s", r->gpu);
-		fits[nfits++].efficiency = fitted;
-	}
+	struct fit *f = fit_of(r->gpu);
+	if (f)
+		f->efficiency = fitted;
 	gpu_desc_parse(r->gpu, &g, NULL, 0);
-	printf("fitted on %-14s %-6s efficiency %.3f (stated default %.2f)\n", r->id, r->gpu, fitted,
-	       g.efficiency);
+	if (!quiet)
+		printf("fitted on %-14s %-6s efficiency %.3f (stated default %.2f)\n", r->id, r->gpu, fitted,
+		       g.efficiency);
+	return 0;
+}
+
+/*
+ * Fit the per-layer overhead of a `fitmb` pair: one layout of one gpu text at two
+ * micro-batch sizes, a the smaller. The efficiency scales both steps alike; the
+ * overhead adds to the one with more micro-batches, so their ratio sizes it.
+ */
+static int fit_pair(const struct row *a, const struct row *b, bool quiet)
+{
+	struct model_desc ma, mb;
+	struct gpu_desc g, gb;
+	struct outcome oa, ob;
+	if (model_of(a, &ma) || model_of(b, &mb) || gpu_of(a, &g) || gpu_of(b, &gb))
+		return -1;
+	evaluate(a, &ma, &g, &oa);
+	evaluate(b, &mb, &gb, &ob);
+	if (!oa.valid || !ob.valid || !oa.measured || !ob.measured || a->mbs >= b->mbs ||
+	    strcmp(a->gpu, b->gpu) != 0) {
+		fprintf(stderr,
+			"%s, %s: a fitmb pair needs one gpu text, two measured steps, the first at the "
+			"smaller mbs\n",
+			a->id, b->id);
+		return -1;
+	}
+	double want = oa.measured / ob.measured, lo = 0, hi = 0.1;
+	for (int i = 0; i < 60; i++) {
+		g.layer_overhead_s = (lo + hi) / 2;
+		struct step_estimate ea, eb;
+		if (step_estimate(&ma, &g, a->gpus, &oa.layout, NULL, &ea, NULL, 0) != LLMP_OK ||
+		    step_estimate(&mb, &g, b->gpus, &ob.layout, NULL, &eb, NULL, 0) != LLMP_OK)
+			return -1;
+		if (ea.step_s / eb.step_s < want)
+			lo = g.layer_overhead_s;
+		else
+			hi = g.layer_overhead_s;
+	}
+	struct fit *f = fit_of(a->gpu);
+	if (f)
+		f->layer_overhead_s = (lo + hi) / 2;
+	if (!quiet)
+		printf("fitted on %s and %s %s: %.2f ms a layer and micro-batch (their steps' ratio %.3f)\n",
+		       a->id, b->id, a->gpu, 1e3 * (lo + hi) / 2, want);
 	return 0;
 }
 
@@ -284,10 +346,23 @@ int main(int argc, char **argv)
 	if (read_rows(path, rows, &n))
 		return 1;
 	printf("validation set: %s, %zu rows\n", path, n);
-	for (size_t i = 0; i < n; i++) {
-		bool both = strcmp(rows[i].role, "fit+mem") == 0;
-		if (((both || strcmp(rows[i].role, "fit") == 0) && fit_row(&rows[i])) ||
-		    ((both || strcmp(rows[i].role, "fitmem") == 0) && fit_memory(&rows[i])))
+	for (size_t i = 0; i < n; i++)
+		if ((strcmp(rows[i].role, "fit+mem") == 0 || strcmp(rows[i].role, "fitmem") == 0) &&
+		    fit_memory(&rows[i]))
+			return 1;
+	/* The efficiency and the per-layer overhead of a gpu text depend on each other: each
+	 * fitted with the other's last value, until neither moves (ten rounds are plenty). */
+	const struct row *pair[2] = { NULL, NULL };
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(rows[i].role, "fitmb") == 0 && !pair[pair[0] ? 1 : 0])
+			pair[pair[0] ? 1 : 0] = &rows[i];
+	for (int round = 0; round < 10; round++) {
+		bool last = round == 9;
+		for (size_t i = 0; i < n; i++)
+			if ((strcmp(rows[i].role, "fit") == 0 || strcmp(rows[i].role, "fit+mem") == 0) &&
+			    fit_row(&rows[i], !last))
+				return 1;
+		if (pair[1] && fit_pair(pair[0], pair[1], !last))
 			return 1;
 	}
 
@@ -400,8 +475,9 @@ int main(int argc, char **argv)
 			struct model_desc m;
 			struct gpu_desc g;
 			struct outcome o;
-			if (strcmp(rows[j].grid, rows[i].grid) != 0 || model_of(&rows[j], &m) ||
-			    gpu_of(&rows[j], &g))
+			/* a row a constant was fitted on is no candidate: it would judge its own fit */
+			if (strcmp(rows[j].grid, rows[i].grid) != 0 || strcmp(rows[j].role, "eval") != 0 ||
+			    model_of(&rows[j], &m) || gpu_of(&rows[j], &g))
 				continue;
 			evaluate(&rows[j], &m, &g, &o);
 			if (!o.valid || !o.measured)

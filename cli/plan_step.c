@@ -41,12 +41,13 @@ static void text_model(const struct model_desc *m, const struct gpu_desc *g, boo
 	if (m->gbs)
 		fprintf(out, ", gbs %.0f", m->gbs);
 	fprintf(out, "\n");
-	fprintf(out,
-		"gpu:      %s%s: %.1f GiB, %.0f TFLOP/s bf16 at %.0f%%, HBM %.0f GB/s, NVLink %.0f GB/s in domains "
-		"of %u, network %.1f GB/s; %u ranks\n",
+	fprintf(out, "gpu:      %s%s: %.1f GiB, %.0f TFLOP/s bf16 at %.0f%%, HBM %.0f GB/s, ",
 		machines ? "the weakest of the topology's: " : "", g->name, g->mem_bytes / GIB,
-		g->bf16_flops / 1e12, 100 * g->efficiency, g->hbm_gbps, g->nvlink_gbps, g->domain,
-		g->net_gbps, world);
+		g->bf16_flops / 1e12, 100 * g->efficiency, g->hbm_gbps);
+	if (g->layer_overhead_s)
+		fprintf(out, "%.3g ms a layer and micro-batch, ", 1e3 * g->layer_overhead_s);
+	fprintf(out, "NVLink %.0f GB/s in domains of %u, network %.1f GB/s; %u ranks\n", g->nvlink_gbps,
+		g->domain, g->net_gbps, world);
 }
 
 static enum step_term largest_term(const struct step_stage *s)
@@ -81,11 +82,14 @@ static void text_estimate(const struct gpu_desc *gpus, const struct step_layout 
 			s->allowance / GIB, s->total / GIB, gpus[k].name,
 			s->total > gpus[k].mem_bytes ? " (over)" : "");
 	}
+	char overhead[48] = "";
+	if (e->overhead_s)
+		snprintf(overhead, sizeof overhead, ", per-layer overhead %.3f", e->overhead_s);
 	fprintf(out,
-		"time:     step %.3f s = compute %.3f (elementwise %.3f) + bubble %.3f + exposed network tp %.3f "
-		"cp %.3f ep %.3f dp %.3f pp %.3f; %.0f micro-batches; MFU %.1f%%\n",
-		e->step_s, e->compute_s, e->elementwise_s, e->bubble_s, e->net_s[0], e->net_s[1], e->net_s[2],
-		e->net_s[3], e->net_s[4], e->microbatches, 100 * e->mfu);
+		"time:     step %.3f s = compute %.3f (elementwise %.3f%s) + bubble %.3f + exposed network tp "
+		"%.3f cp %.3f ep %.3f dp %.3f pp %.3f; %.0f micro-batches; MFU %.1f%%\n",
+		e->step_s, e->compute_s, e->elementwise_s, overhead, e->bubble_s, e->net_s[0], e->net_s[1],
+		e->net_s[2], e->net_s[3], e->net_s[4], e->microbatches, 100 * e->mfu);
 }
 
 /* ----------------------------------------------------------------- JSON */
@@ -140,6 +144,7 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 	json_double(w, "bf16_flops", g->bf16_flops);
 	json_double(w, "efficiency", g->efficiency);
 	json_double(w, "hbm_gbps", g->hbm_gbps);
+	json_double(w, "layer_overhead_seconds", g->layer_overhead_s);
 	json_double(w, "nvlink_gbps", g->nvlink_gbps);
 	json_double(w, "network_gbps", g->net_gbps);
 	json_uint(w, "nvlink_domain", g->domain);
@@ -180,6 +185,7 @@ static void json_estimate(struct json_writer *w, const struct step_layout *l, co
 	json_object(w, "time");
 	json_double(w, "compute_seconds", e->compute_s);
 	json_double(w, "elementwise_seconds", e->elementwise_s);
+	json_double(w, "overhead_seconds", e->overhead_s);
 	json_double(w, "bubble_seconds", e->bubble_s);
 	static const char *const net[5] = { "tp_seconds", "cp_seconds", "ep_seconds", "dp_seconds",
 					    "pp_seconds" };

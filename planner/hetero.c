@@ -24,6 +24,8 @@ void hetero_weakest(struct gpu_desc *acc, const struct gpu_desc *g)
 		acc->mem_bytes = g->mem_bytes;
 	if (g->hbm_gbps < acc->hbm_gbps)
 		acc->hbm_gbps = g->hbm_gbps;
+	if (g->layer_overhead_s > acc->layer_overhead_s)
+		acc->layer_overhead_s = g->layer_overhead_s;
 	if (g->nvlink_gbps < acc->nvlink_gbps)
 		acc->nvlink_gbps = g->nvlink_gbps;
 	if (g->net_gbps < acc->net_gbps)

@@ -399,15 +399,22 @@ static double elementwise_seconds(const struct model_desc *m, const struct gpu_d
 	return bytes / (g->hbm_gbps * 1e9 * STEP_HBM_EFFICIENCY);
 }
 
-/* Seconds of one micro-batch's forward and backward on a rank of stage k; *elem: the elementwise part. */
+/* The parts of a stage's micro-batch that are not GEMMs. */
+struct stage_parts {
+	double elementwise; /* memory-bound kernels */
+	double overhead;    /* the framework's own time: g's per-layer overhead */
+};
+
+/* Seconds of one micro-batch's forward and backward on a rank of stage k. */
 static double stage_seconds(const struct model_desc *m, const struct gpu_desc *g, const struct step_layout *l,
 			    const struct layer_shape *x, unsigned k, const struct step_stage *st, double fwd,
-			    double *elem)
+			    struct stage_parts *parts)
 {
-	*elem = elementwise_seconds(m, g, l, x, k, st);
+	parts->elementwise = elementwise_seconds(m, g, l, x, k, st);
+	parts->overhead = st->layers * g->layer_overhead_s;
 	return (3 * fwd + recompute_flops(m, l, x, k, st, fwd)) / ((double)l->tp * l->cp) /
 		       rank_rate(m, g, l) +
-	       *elem;
+	       parts->elementwise + parts->overhead;
 }
 
 /*
@@ -424,7 +431,8 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	layer_shape(m, l, &x);
 	double micro = microbatches(m, l);
 	out->microbatches = micro;
-	double slowest = 0, slowest_elem = 0, all_stages = 0, attn_share = 0, peak_flops = 0;
+	double slowest = 0, all_stages = 0, attn_share = 0, peak_flops = 0;
+	struct stage_parts slowest_parts = { 0, 0 };
 	out->fits = true;
 	for (unsigned k = 0; k < l->pp; k++) {
 		const struct gpu_desc *gk = stage_gpus ? &stage_gpus[k] : g;
@@ -445,16 +453,18 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		}
 		double fwd = stage_forward(m, l, &x, k, &st), train = 3 * fwd;
 		out->flops += train * micro * l->dp;
-		double extra = recompute_flops(m, l, &x, k, &st, fwd), elem;
-		double seconds = stage_seconds(m, gk, l, &x, k, &st, fwd, &elem);
+		double extra = recompute_flops(m, l, &x, k, &st, fwd);
+		struct stage_parts parts;
+		double seconds = stage_seconds(m, gk, l, &x, k, &st, fwd, &parts);
 		all_stages += seconds;
 		if (seconds > slowest) {
-			slowest = seconds, slowest_elem = elem;
+			slowest = seconds, slowest_parts = parts;
 			attn_share = fwd > 0 ? 3 * st.layers * x.flops_attn_core / (train + extra) : 0;
 		}
 	}
 	out->compute_s = micro * slowest;
-	out->elementwise_s = micro * slowest_elem;
+	out->elementwise_s = micro * slowest_parts.elementwise;
+	out->overhead_s = micro * slowest_parts.overhead;
 	/* 1F1B's fill and drain: a micro-batch through every stage but the slowest, at each
 	 * stage's own pace; (pp - 1) slowest micro-batches when the stages are even, Narayanan
 	 * et al.'s (pp - 1)/vpp with interleaving. */
@@ -505,8 +515,8 @@ void step_stage_eval(const struct model_desc *m, const struct gpu_desc *g, const
 	struct layer_shape x;
 	layer_shape(m, l, &x);
 	stage_memory(m, l, &x, k, microbatches(m, l), st);
-	double elem;
-	*seconds = stage_seconds(m, g, l, &x, k, st, stage_forward(m, l, &x, k, st), &elem);
+	struct stage_parts parts;
+	*seconds = stage_seconds(m, g, l, &x, k, st, stage_forward(m, l, &x, k, st), &parts);
 }
 
 llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,

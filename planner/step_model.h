@@ -23,7 +23,9 @@
  *   output layer's) at the GPU's bf16 rate times its efficiency and a
  *   penalty for small matrices (STEP_GEMM_*), plus the elementwise
  *   kernels' bytes (norms, dropout, activation, softmax) at its HBM
- *   bandwidth (STEP_HBM_EFFICIENCY), on the slowest stage; the 1F1B bubble (pp - 1) / vpp
+ *   bandwidth (STEP_HBM_EFFICIENCY), and the framework's time per layer
+ *   and micro-batch (the GPU text's layer-ms=, 0 unless given), on the
+ *   slowest stage; the 1F1B bubble (pp - 1) / vpp
  *   micro-batch times; the network bytes of cost.c per dimension at
  *   NVLink rate inside the NVLink domain, the network's across it. tp, ep
  *   and pp traffic is exposed; cp overlaps the attention it feeds; dp's
@@ -76,6 +78,7 @@ struct step_estimate {
 	double flops;             /* model FLOPs of the step, all ranks */
 	double compute_s;         /* micro-batches x the slowest stage's micro-batch */
 	double elementwise_s;     /* the part of compute_s in memory-bound elementwise kernels */
+	double overhead_s;        /* the part of compute_s that is the GPU's per-layer overhead */
 	double bubble_s;          /* (pp - 1) / vpp slowest micro-batches */
 	double net_s[5];          /* exposed seconds: tp, cp, ep, dp, pp */
 	double step_s;            /* compute + bubble + exposed network */

@@ -26,21 +26,22 @@
  * 38-43% MFU end to end), Blackwell 0.45, PCIe cards 0.45, MI300X 0.40.
  */
 static const struct gpu_desc gpus[] = {
-	/* name         memory   bf16 dense   eff   HBM GB/s  NVLink GB/s  net GB/s  domain */
-	{ "a100-40gb", 40 * GIB, 312e12, 0.73, 1555, 300, 25, 8 }, /* A100 data sheet; HDR 200 Gb/s per GPU */
-	{ "a100", 80 * GIB, 312e12, 0.73, 2039, 300, 25, 8 },      /* A100 80GB SXM */
-	{ "h100", 79.6 * GIB, 989e12, 0.50, 3350, 450, 50, 8 },    /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
-	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 2000, 48, 50, 8 }, /* H100 PCIe, Gen5 */
-	{ "h800", 79.6 * GIB, 989e12, 0.50, 3350, 200, 50,
-	  8 }, /* H800 SXM: H100 with NVLink at 400 GB/s both ways */
-	{ "h200", 140.4 * GIB, 989e12, 0.50, 4800, 450, 50, 8 },     /* H200 SXM: 141 GB */
-	{ "b200", 179.1 * GIB, 2250e12, 0.45, 8000, 900, 50, 8 },    /* DGX B200: 1440 GB / 8 */
-	{ "gb200", 184.0 * GIB, 2500e12, 0.45, 8000, 900, 100, 72 }, /* GB200 NVL72: 180 PF bf16 / 72 */
-	{ "l4", 22.5 * GIB, 121e12, 0.45, 300, 24, 12.5, 8 },        /* L4: 242 TF with sparsity */
-	{ "a10", 22.2 * GIB, 125e12, 0.45, 600, 24, 12.5, 8 },       /* A10 */
-	{ "rtx4090", 24 * GIB, 165e12, 0.45, 1008, 24, 12.5,
-	  8 }, /* Ada whitepaper: 165 TF bf16, fp32 accumulate */
-	{ "mi300x", 192 * GIB, 1307e12, 0.40, 5300, 448, 50, 8 }, /* MI300X data sheet; Infinity Fabric */
+	/* name     memory   bf16 dense   eff   HBM GB/s  NVLink GB/s  net GB/s  domain  layer s */
+	{ "a100-40gb", 40 * GIB, 312e12, 0.73, 1555, 300, 25, 8,
+	  0 },                                                     /* A100 data sheet; HDR 200 Gb/s per GPU */
+	{ "a100", 80 * GIB, 312e12, 0.73, 2039, 300, 25, 8, 0 },   /* A100 80GB SXM */
+	{ "h100", 79.6 * GIB, 989e12, 0.50, 3350, 450, 50, 8, 0 }, /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
+	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 2000, 48, 50, 8, 0 }, /* H100 PCIe, Gen5 */
+	{ "h800", 79.6 * GIB, 989e12, 0.50, 3350, 200, 50, 8,
+	  0 }, /* H800 SXM: H100 with NVLink at 400 GB/s both ways */
+	{ "h200", 140.4 * GIB, 989e12, 0.50, 4800, 450, 50, 8, 0 },     /* H200 SXM: 141 GB */
+	{ "b200", 179.1 * GIB, 2250e12, 0.45, 8000, 900, 50, 8, 0 },    /* DGX B200: 1440 GB / 8 */
+	{ "gb200", 184.0 * GIB, 2500e12, 0.45, 8000, 900, 100, 72, 0 }, /* GB200 NVL72: 180 PF bf16 / 72 */
+	{ "l4", 22.5 * GIB, 121e12, 0.45, 300, 24, 12.5, 8, 0 },        /* L4: 242 TF with sparsity */
+	{ "a10", 22.2 * GIB, 125e12, 0.45, 600, 24, 12.5, 8, 0 },       /* A10 */
+	{ "rtx4090", 24 * GIB, 165e12, 0.45, 1008, 24, 12.5, 8,
+	  0 }, /* Ada whitepaper: 165 TF bf16, fp32 accumulate */
+	{ "mi300x", 192 * GIB, 1307e12, 0.40, 5300, 448, 50, 8, 0 }, /* MI300X data sheet; Infinity Fabric */
 };
 #define NGPUS (sizeof gpus / sizeof gpus[0])
 
@@ -136,6 +137,9 @@ llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size
 			ok = parse_real(v, 0.01, 1, &g->efficiency);
 		} else if (!strcmp(item, "hbm")) {
 			ok = parse_real(v, 1, 1e6, &g->hbm_gbps);
+		} else if (!strcmp(item, "layer-ms")) {
+			ok = parse_real(v, 0, 1000, &x);
+			g->layer_overhead_s = x / 1e3;
 		} else if (!strcmp(item, "nvlink")) {
 			ok = parse_real(v, 0.1, 1e5, &g->nvlink_gbps);
 		} else if (!strcmp(item, "net")) {
@@ -146,7 +150,7 @@ llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size
 		} else {
 			return llmp_fail(
 				LLMP_ERR_ARG, msg, len,
-				"--gpu: unknown key '%s' (mem, tflops, eff, hbm, nvlink, net, domain)",
+				"--gpu: unknown key '%s' (mem, tflops, eff, hbm, layer-ms, nvlink, net, domain)",
 				llmp_show(shown, item, strlen(item)));
 		}
 		if (!ok)

@@ -21,12 +21,15 @@ struct gpu_desc {
 	double nvlink_gbps; /* per GPU and direction inside the NVLink domain (PCIe when none) */
 	double net_gbps;    /* per GPU and direction across nodes */
 	unsigned domain;    /* GPUs in one NVLink domain (a node, or an NVL72 rack) */
+	/* The training framework's own time a layer and micro-batch, forward and backward
+	 * (kernel launches, Python): a software stack's, 0 unless layer-ms= says it. */
+	double layer_overhead_s;
 };
 
 /*
  * "--gpu" text: a name ("h100", "a100-40gb", ...) optionally followed by
  * keys that replace its values, or keys alone: mem=GiB,tflops=N
- * [,eff=F,hbm=GB/s,nvlink=GB/s,net=GB/s,domain=N].
+ * [,eff=F,hbm=GB/s,layer-ms=MS,nvlink=GB/s,net=GB/s,domain=N].
  */
 llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size_t len);
 const char *gpu_desc_names(void);

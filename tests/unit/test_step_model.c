@@ -297,7 +297,7 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
  * and without flash attention softmax + dropout 9 / 11 bytes of each of a s^2 b / t scores.
  * The last stage (the slowest: it has the logits) adds 20 bytes a logit, s b V / t.
  */
-static void elementwise_bytes_at_hbm_bandwidth(void **state)
+static void elementwise_bytes_and_per_layer_overhead(void **state)
 {
 	(void)state;
 	double s = 2048, h = 12288, ffn = 49152, a = 96, V = 51200, t = 8, layers = 12, micro = 96;
@@ -326,6 +326,16 @@ static void elementwise_bytes_at_hbm_bandwidth(void **state)
 	l.recompute = MODEL_RECOMPUTE_SELECTIVE, l.dp = 0;
 	e = estimate(&m, &g, 1024, &l, st);
 	assert_near(e.elementwise_s, micro * (layers * (fwd + bwd + 9 * scores) + logits) / rate, 1e-12);
+
+	/* layer-ms=: the framework's time a layer and micro-batch, 12 layers a stage, 96 micro-batches;
+	 * on every stage alike, so the bubble takes it 7 times too */
+	struct gpu_desc slowed = gpu_of("a100,layer-ms=2.5");
+	assert_near(slowed.layer_overhead_s, 2.5e-3, 1e-12);
+	struct step_estimate o = estimate(&m, &slowed, 1024, &l, st);
+	assert_near(o.overhead_s, 96 * 12 * 2.5e-3, 1e-12);
+	assert_near(o.compute_s - e.compute_s, 96 * 12 * 2.5e-3, 1e-9);
+	assert_near(o.bubble_s - e.bubble_s, 7 * 12 * 2.5e-3, 1e-9);
+	assert_near(e.overhead_s, 0, 0);
 
 	/* hbm= replaces the data sheet's bandwidth; the part is in compute_s */
 	struct gpu_desc slow = gpu_of("a100,hbm=1019.5");
@@ -583,6 +593,8 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 	assert_non_null(strstr(msg, "mem='-1'"));
 	assert_int_equal(gpu_desc_parse("h100,hbm=0", &y, msg, sizeof msg), LLMP_ERR_ARG);
 	assert_non_null(strstr(msg, "hbm='0'"));
+	assert_int_equal(gpu_desc_parse("h100,layer-ms=-1", &y, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "layer-ms='-1'"));
 }
 
 /* A Hugging Face config.json, as Mixtral's is written, through the project's JSON reader. */
@@ -633,7 +645,7 @@ int main(void)
 		cmocka_unit_test(weights_and_optimizer_are_megatrons_bytes_per_parameter),
 		cmocka_unit_test(activations_are_korthikantis_34sbh_over_t),
 		cmocka_unit_test(flops_are_narayanans_count_with_causal_attention),
-		cmocka_unit_test(elementwise_bytes_at_hbm_bandwidth),
+		cmocka_unit_test(elementwise_bytes_and_per_layer_overhead),
 		cmocka_unit_test(deepspeed_engine_exposes_dp_and_never_interleaves),
 		cmocka_unit_test(a_measured_step_gives_back_its_efficiency),
 		cmocka_unit_test(uneven_first_and_last_stages),
