@@ -559,9 +559,9 @@ llmp_status step_fit_efficiency(const struct model_desc *m, const struct gpu_des
 		return llmp_fail(
 			LLMP_ERR_ARG, msg, len,
 			"a measured step of %.4g s is outside what %s can give this layout: %.4g s at "
-			"its whole peak, %.4g s at %.0f%% of it (the network, bubble and elementwise "
-			"terms do not depend on the efficiency: check the layout, the model and the "
-			"GPU's links)",
+			"its whole peak, %.4g s at %.0f%% of it (the network, bubble, elementwise and "
+			"per-layer terms do not depend on the efficiency: check the layout, the model "
+			"and the GPU's links)",
 			measured_s, g->name, step[1], step[0], 100 * STEP_EFF_MIN);
 	double lo = bound[0], hi = bound[1];
 	for (int i = 0; i < 60; i++) {

@@ -45,28 +45,46 @@ static void flag(struct plugin_model_answer *a, const char *fmt, ...)
 }
 
 /*
+ * Megatron-DeepSpeed's spelling (microsoft/Megatron-DeepSpeed megatron/arguments.py:
+ * --zero-stage, --checkpoint-activations; no sequence-parallel, distributed-optimizer,
+ * recompute-granularity or first/last-stage flags: DeepSpeed's PipelineModule splits
+ * the layers itself).
+ */
+static void deepspeed_flags(const struct model_desc *m, const struct step_layout *l,
+			    struct plugin_model_answer *a)
+{
+	flag(a, "--zero-stage %d", m->dist_opt ? 1 : 0);
+	if (l->recompute == MODEL_RECOMPUTE_FULL)
+		flag(a, "--checkpoint-activations");
+}
+
+/*
  * The flags Megatron-LM needs to run what the estimate assumed. Sizes are
  * in LLMP_MEGATRON_ARGS already; these are the model's side.
  */
 static void megatron_flags(const struct model_desc *m, const struct step_layout *l,
 			   struct plugin_model_answer *a)
 {
+	bool megatron = m->engine == MODEL_ENGINE_MEGATRON;
 	a->megatron[0] = '\0';
 	flag(a, "--micro-batch-size %u", l->mbs);
 	if (m->gbs)
 		flag(a, "--global-batch-size %.0f", m->gbs);
-	if (l->tp > 1 && m->sp)
+	if (!megatron)
+		deepspeed_flags(m, l, a);
+	if (megatron && l->tp > 1 && m->sp)
 		flag(a, "--sequence-parallel");
-	if (m->dist_opt)
+	if (megatron && m->dist_opt)
 		flag(a, "--use-distributed-optimizer");
-	if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
+	if (megatron && l->recompute == MODEL_RECOMPUTE_SELECTIVE)
 		flag(a, "--recompute-granularity selective");
-	else if (l->recompute == MODEL_RECOMPUTE_FULL)
+	else if (megatron && l->recompute == MODEL_RECOMPUTE_FULL)
 		flag(a, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
 	if (l->stage_layers) { /* mixed GPUs: hetero_split's layers */
 		char uneven[PLUGIN_MODEL_ARGS_MAX];
-		a->flags_say_stages = hetero_megatron_args(l->stage_layers, l->pp, uneven, sizeof uneven);
-		if (!uneven[0])
+		a->flags_say_stages = megatron &&
+				      hetero_megatron_args(l->stage_layers, l->pp, uneven, sizeof uneven);
+		if (megatron && !uneven[0])
 			return; /* even after all */
 		if (a->flags_say_stages)
 			flag(a, "%s", uneven);
@@ -82,7 +100,7 @@ static void megatron_flags(const struct model_desc *m, const struct step_layout 
 			}
 			used += (size_t)n;
 		}
-	} else if (l->pp > 1 && (unsigned long long)m->layers % l->pp) {
+	} else if (megatron && l->pp > 1 && (unsigned long long)m->layers % l->pp) {
 		unsigned first, head, tail;
 		step_stage_layers(m, l, 0, &first, &head);
 		step_stage_layers(m, l, l->pp - 1, &first, &tail);

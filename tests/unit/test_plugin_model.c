@@ -139,6 +139,18 @@ static void megatron_flags_state_what_was_assumed(void **state)
 		"--decoder-last-pipeline-num-layers 7");
 	assert_true(plugin_model_args_valid(a.megatron));
 	assert_non_null(strstr(a.note, "about"));
+
+	/* Megatron-DeepSpeed spells ZeRO-1 and full recompute its own way, and splits the
+	 * stages itself: none of Megatron-LM's flags it would refuse. */
+	assert_int_equal(decide(&site,
+				"layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,"
+				"recompute=full,engine=deepspeed",
+				"h100", &spec, 16, &a, msg, sizeof msg),
+			 0);
+	assert_string_equal(
+		a.megatron,
+		"--micro-batch-size 2 --global-batch-size 64 --zero-stage 1 --checkpoint-activations");
+	assert_true(plugin_model_args_valid(a.megatron));
 }
 
 /* A layout Megatron refuses for the model is refused with Megatron's rule. */
