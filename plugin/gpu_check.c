@@ -83,6 +83,12 @@ static bool list_entry(const char *list, uint32_t k, char *buf, size_t len)
 	return true;
 }
 
+/*
+ * Entry `entry` of CUDA_VISIBLE_DEVICES: a UUID (or its prefix) names a GPU or a MIG
+ * instance; an index counts the GPUs alone, in bus order as CUDA does by default. A GPU in
+ * MIG mode named by index answers nothing: which of its instances the task has is unknown,
+ * and its memory is not the task's.
+ */
 static const struct topo_nvml_device *named(const struct topo_nvml_device *devs, unsigned n,
 					    const char *visible, uint32_t entry)
 {
@@ -103,17 +109,19 @@ static const struct topo_nvml_device *named(const struct topo_nvml_device *devs,
 				return NULL; /* an ambiguous prefix */
 			hit = &devs[i];
 		}
-		return hit;
+		return hit && !hit->mig_enabled ? hit : NULL;
 	}
 	char *end = NULL;
 	unsigned long idx = strtoul(item, &end, 10);
-	if (*end || item[0] < '0' || item[0] > '9' || idx >= n || n > 64)
-		return NULL;
 	const struct topo_nvml_device *sorted[64];
-	for (unsigned i = 0; i < n; i++)
-		sorted[i] = &devs[i];
-	qsort(sorted, n, sizeof sorted[0], by_bus);
-	return sorted[idx];
+	unsigned gpus = 0;
+	for (unsigned i = 0; i < n && gpus < 64; i++)
+		if (!devs[i].mig)
+			sorted[gpus++] = &devs[i];
+	if (*end || item[0] < '0' || item[0] > '9' || idx >= gpus || n > 64)
+		return NULL;
+	qsort(sorted, gpus, sizeof sorted[0], by_bus);
+	return sorted[idx]->mig_enabled ? NULL : sorted[idx];
 }
 
 const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device *devs, unsigned n,
@@ -124,8 +132,10 @@ const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device 
 	const struct topo_nvml_device *d = named(devs, n, visible, entry);
 	if (d)
 		return d;
-	for (unsigned i = 1; i < n; i++)
-		if (strcmp(devs[i].name, devs[0].name) != 0 || devs[i].mem_bytes != devs[0].mem_bytes)
+	/* a node whose GPUs are all alike, none in MIG mode: any of them answers */
+	for (unsigned i = 0; i < n; i++)
+		if (devs[i].mig || devs[i].mig_enabled || strcmp(devs[i].name, devs[0].name) != 0 ||
+		    devs[i].mem_bytes != devs[0].mem_bytes)
 			return NULL;
 	return &devs[0];
 }

@@ -790,7 +790,7 @@ PY
 	assert_contains "$output" '"subnet" must be a GID prefix such as "fe80:0000:0000:0000"'
 }
 
-@test "nvml_probe: the GPUs NVML lists to a task, with their memory and llmp's name for each" {
+@test "nvml_probe: the GPUs and MIG instances NVML lists to a task, with their memory and llmp's name" {
 	# The NVML double answers from a file: one H200 (143771 MiB, as nvidia-smi says on the lent
 	# machine), one card llmp's table lacks, one whose memory NVML does not give.
 	local nvml="$LLMP_BUILDDIR/tests/topology/.libs/fake_nvml.so" probe="$LLMP_BUILDDIR/tests/gpu/nvml_probe"
@@ -808,4 +808,14 @@ PY
 	run "$probe" "$W/no-such-libnvidia-ml.so"
 	[ "$status" -eq 1 ] || fail "$output"
 	assert_contains "$output" "nvml_probe: "
+	# A GPU in MIG mode: its two instances follow it, each with its own memory and UUID (the
+	# double leaves the first of its slots empty, as a destroyed instance does).
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+		00000000:1B:00.0 "NVIDIA A100-SXM4-40GB" GPU-4 00000000000000000000000000000000 0 - 40960 \
+		MIG-a1:3g.20gb:19968,MIG-a2:2g.10gb:9856 >"$W/mig.tsv"
+	FAKE_NVML_FILE=$W/mig.tsv run "$probe" "$nvml"
+	[ "$status" -eq 0 ] || fail "$output"
+	assert_contains "$output" "gpu 0 0000:1b:00.0 40960 MiB 'NVIDIA A100-SXM4-40GB' -> a100-40gb (MIG mode)" \
+		"mig 1 0000:1b:00.0 19968 MiB 'NVIDIA A100-SXM4-40GB MIG 3g.20gb' -> (not in llmp's table)" \
+		"mig 2 0000:1b:00.0 9856 MiB 'NVIDIA A100-SXM4-40GB MIG 2g.10gb' -> (not in llmp's table)"
 }

@@ -4,7 +4,8 @@
  * through NVML (topology/discover/nvml.c: topo_nvml_devices), and the GPU
  * name llmp gives each (topology/gpu_desc.c: gpu_desc_of_nvml), for a real
  * driver (scripts/gpu-run.sh): one line per GPU, "gpu N BUS MEM_MIB NAME ->
- * LLMP_NAME". Exit 0 when NVML answered, 1 with its reason when not.
+ * LLMP_NAME" (" (MIG mode)" after a GPU in MIG mode), and one per MIG
+ * instance, "mig N ...". Exit 0 when NVML answered, 1 with its reason when not.
  *
  *   nvml_probe [LIBRARY]
  */
@@ -24,8 +25,9 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < n; i++) {
 		const char *ours = gpu_desc_of_nvml(gpus[i].name);
-		printf("gpu %d %s %llu MiB '%s' -> %s\n", i, gpus[i].bus, gpus[i].mem_bytes >> 20,
-		       gpus[i].name, ours ? ours : "(not in llmp's table)");
+		printf("%s %d %s %llu MiB '%s' -> %s%s\n", gpus[i].mig ? "mig" : "gpu", i, gpus[i].bus,
+		       gpus[i].mem_bytes >> 20, gpus[i].name, ours ? ours : "(not in llmp's table)",
+		       gpus[i].mig_enabled ? " (MIG mode)" : "");
 	}
 	return 0;
 }

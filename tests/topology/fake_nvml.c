@@ -4,12 +4,15 @@
  * topology/discover/nvml.c makes, answering from the file FAKE_NVML_FILE
  * that tests/topology/fake_sysfs.py writes (one GPU per line, tab-separated):
  *
- *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS  [MEM]
+ *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS  [MEM  [MIG]]
  *
  * BUS in NVML's form ("00000000:1B:00.0"), CLUSTER 32 hex digits (zeros:
  * none), TARGETS the bus ids its active links reach, comma-separated, or
  * "-", MEM the total memory in MiB (none: nvmlDeviceGetMemoryInfo is not
- * supported). The GPUs are listed in an order of their own, not by bus:
+ * supported), MIG "-" or the GPU in MIG mode with its instances, comma-
+ * separated UUID:PROFILE:MIB ("MIG-a1:3g.20gb:19968"), each named as NVML
+ * names one ("NAME MIG PROFILE"); slot 0 of its MIG slots is left empty,
+ * as a destroyed instance leaves one. The GPUs are listed in an order of their own, not by bus:
  * NVML's index is not CUDA's. Loaded by `llmp topo` and by the plugin's
  * tasks through LLMP_NVML_LIBRARY. Without FAKE_NVML_FILE (a task's
  * environment is not yet its process's in task_init) the file is the
@@ -46,6 +49,8 @@ struct gpu {
 	char targets[MAX_LINKS][32];
 	unsigned ntargets;
 	unsigned long long mem_mib; /* 0: not supported */
+	int mig_mode;               /* 1: MIG enabled; -1: this is a MIG instance */
+	unsigned mig_first, nmig;   /* its instances in migs[] */
 };
 
 struct memory {
@@ -63,9 +68,34 @@ int nvmlDeviceGetNvLinkState(struct gpu *dev, unsigned link, int *active);
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(struct gpu *dev, unsigned link, struct pci_info *pci);
 int nvmlDeviceGetGpuFabricInfoV(struct gpu *dev, struct fabric_info_v2 *info);
 int nvmlDeviceGetMemoryInfo(struct gpu *dev, struct memory *mem);
+int nvmlDeviceGetMigMode(struct gpu *dev, unsigned *current, unsigned *pending);
+int nvmlDeviceGetMaxMigDeviceCount(struct gpu *dev, unsigned *count);
+int nvmlDeviceGetMigDeviceHandleByIndex(struct gpu *dev, unsigned i, struct gpu **mig);
 
-static struct gpu gpus[MAX_GPUS];
-static unsigned ngpus;
+static struct gpu gpus[MAX_GPUS], migs[MAX_GPUS];
+static unsigned ngpus, nmigs;
+
+/* "UUID:PROFILE:MIB,..." into migs[], after parent g. */
+static void read_migs(struct gpu *g, char *list)
+{
+	char *save = NULL;
+	g->mig_mode = 1;
+	g->mig_first = nmigs;
+	for (char *p = strtok_r(list, ",", &save); p && nmigs < MAX_GPUS; p = strtok_r(NULL, ",", &save)) {
+		char *profile = strchr(p, ':'), *mib = profile ? strchr(profile + 1, ':') : NULL;
+		if (!mib)
+			continue;
+		*profile++ = '\0', *mib++ = '\0';
+		struct gpu *m = &migs[nmigs++];
+		memset(m, 0, sizeof *m);
+		snprintf(m->bus, sizeof m->bus, "%s", g->bus);
+		snprintf(m->name, sizeof m->name, "%.60s MIG %.20s", g->name, profile);
+		snprintf(m->uuid, sizeof m->uuid, "%s", p);
+		m->mem_mib = strtoull(mib, NULL, 10);
+		m->mig_mode = -1;
+		g->nmig++;
+	}
+}
 
 int nvmlInit_v2(void)
 {
@@ -79,15 +109,15 @@ int nvmlInit_v2(void)
 	char line[4096];
 	if (!f)
 		return 9; /* NVML_ERROR_DRIVER_NOT_LOADED */
-	ngpus = 0;
+	ngpus = nmigs = 0;
 	while (ngpus < MAX_GPUS && fgets(line, sizeof line, f)) {
 		struct gpu *g = &gpus[ngpus];
-		char *save = NULL, *field[7];
+		char *save = NULL, *field[8];
 		int n = 0;
 		line[strcspn(line, "\n")] = '\0';
-		for (char *p = strtok_r(line, "\t", &save); p && n < 7; p = strtok_r(NULL, "\t", &save))
+		for (char *p = strtok_r(line, "\t", &save); p && n < 8; p = strtok_r(NULL, "\t", &save))
 			field[n++] = p;
-		if (n != 6 && n != 7)
+		if (n < 6)
 			continue;
 		memset(g, 0, sizeof *g);
 		snprintf(g->bus, sizeof g->bus, "%s", field[0]);
@@ -96,7 +126,9 @@ int nvmlInit_v2(void)
 		for (int i = 0; i < 16; i++)
 			sscanf(field[3] + 2 * i, "%2hhx", &g->cluster[i]);
 		g->clique = (unsigned)strtoul(field[4], NULL, 10);
-		g->mem_mib = n == 7 ? strtoull(field[6], NULL, 10) : 0;
+		g->mem_mib = n >= 7 ? strtoull(field[6], NULL, 10) : 0;
+		if (n == 8 && strcmp(field[7], "-") != 0)
+			read_migs(g, field[7]);
 		if (strcmp(field[5], "-") != 0)
 			for (char *p = strtok_r(field[5], ",", &save); p && g->ntargets < MAX_LINKS;
 			     p = strtok_r(NULL, ",", &save))
@@ -175,5 +207,29 @@ int nvmlDeviceGetMemoryInfo(struct gpu *dev, struct memory *mem)
 	mem->total = dev->mem_mib << 20;
 	mem->used = 0;
 	mem->free = mem->total;
+	return 0;
+}
+
+int nvmlDeviceGetMigMode(struct gpu *dev, unsigned *current, unsigned *pending)
+{
+	if (dev->mig_mode < 0)
+		return 3; /* NVML_ERROR_NOT_SUPPORTED: an instance has no mode of its own */
+	*current = *pending = (unsigned)dev->mig_mode;
+	return 0;
+}
+
+int nvmlDeviceGetMaxMigDeviceCount(struct gpu *dev, unsigned *count)
+{
+	*count = dev->mig_mode == 1 ? dev->nmig + 1 : 0;
+	return 0;
+}
+
+int nvmlDeviceGetMigDeviceHandleByIndex(struct gpu *dev, unsigned i, struct gpu **mig)
+{
+	if (dev->mig_mode != 1 || i > dev->nmig)
+		return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+	if (i == 0)
+		return 6; /* NVML_ERROR_NOT_FOUND: the empty slot */
+	*mig = &migs[dev->mig_first + i - 1];
 	return 0;
 }

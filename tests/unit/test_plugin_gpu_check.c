@@ -92,9 +92,9 @@ static void nvml_names_map_to_ours(void **state)
 
 /* NVML's order is not the bus order: index 0 of CUDA_VISIBLE_DEVICES is bus 1b, NVML's third. */
 static const struct topo_nvml_device node[] = {
-	{ "NVIDIA H100 80GB HBM3", "GPU-cc", "0000:9a:00.0", 80 * GIB },
-	{ "NVIDIA H100 80GB HBM3", "GPU-bb", "0000:3d:00.0", 80 * GIB },
-	{ "NVIDIA A100-SXM4-40GB", "GPU-aa", "0000:1b:00.0", 40 * GIB },
+	{ "NVIDIA H100 80GB HBM3", "GPU-cc", "0000:9a:00.0", 80 * GIB, false, false },
+	{ "NVIDIA H100 80GB HBM3", "GPU-bb", "0000:3d:00.0", 80 * GIB, false, false },
+	{ "NVIDIA A100-SXM4-40GB", "GPU-aa", "0000:1b:00.0", 40 * GIB, false, false },
 };
 
 static void the_task_s_gpu_is_found(void **state)
@@ -117,12 +117,45 @@ static void the_task_s_gpu_is_found(void **state)
 	assert_ptr_equal(plugin_task_device(node, 2, "7", 0), &node[0]);
 }
 
+/*
+ * A GPU in MIG mode, followed by its instances as topo_nvml_devices lists them: a task
+ * named by its instance's UUID gets the instance (its 19.5 GiB, not the GPU's 40); an
+ * index cannot say which instance, so the GPU in MIG mode answers nothing.
+ */
+static const struct topo_nvml_device mig_node[] = {
+	{ "NVIDIA A100-SXM4-40GB", "GPU-aa", "0000:1b:00.0", 40 * GIB, true, false },
+	{ "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "MIG-a1", "0000:1b:00.0", 19968ull << 20, false, true },
+	{ "NVIDIA A100-SXM4-40GB MIG 2g.10gb", "MIG-a2", "0000:1b:00.0", 9856ull << 20, false, true },
+	{ "NVIDIA A100-SXM4-40GB", "GPU-bb", "0000:3d:00.0", 40 * GIB, false, false },
+};
+
+static void a_mig_instance_is_found_by_its_uuid(void **state)
+{
+	(void)state;
+	assert_ptr_equal(plugin_task_device(mig_node, 4, "MIG-a2", 0), &mig_node[2]);
+	assert_ptr_equal(plugin_task_device(mig_node, 4, "MIG-a1,MIG-a2", 0), &mig_node[1]);
+	/* indexes count the GPUs only, in bus order: 1 is bus 3d, not an instance */
+	assert_ptr_equal(plugin_task_device(mig_node, 4, "1", 0), &mig_node[3]);
+	/* index 0 is the GPU in MIG mode: which instance is unknown, so no answer */
+	assert_null(plugin_task_device(mig_node, 4, "0", 0));
+	assert_null(plugin_task_device(mig_node, 4, NULL, 0));
+	/* the fallback "all alike" does not answer with a GPU in MIG mode either */
+	assert_null(plugin_task_device(mig_node, 1, "5", 0));
+	/* the instance's memory is the one checked */
+	char mismatch[512], fail[512];
+	struct plugin_stage_peak a100 = { "a100-40gb", 15360 }; /* 15 GiB */
+	assert_int_equal(
+		plugin_gpu_check(&a100, 0, &mig_node[2], "n", mismatch, sizeof mismatch, fail, sizeof fail),
+		-1);
+	assert_non_null(strstr(fail, "NVIDIA A100-SXM4-40GB MIG 2g.10gb on n has 9.6 GiB"));
+}
+
 static void verdict_names_both_and_fails_on_memory(void **state)
 {
 	(void)state;
 	char mismatch[512], fail[512];
 	struct plugin_stage_peak h100 = { "h100", 61440 }; /* 60 GiB */
-	struct topo_nvml_device small = { "NVIDIA T4", "GPU-1", "0000:1b:00.0", 16 * GIB };
+	struct topo_nvml_device small = { "NVIDIA T4", "GPU-1", "0000:1b:00.0", 16 * GIB, false, false };
 	assert_int_equal(
 		plugin_gpu_check(&h100, 1, &small, "node7", mismatch, sizeof mismatch, fail, sizeof fail),
 		-1);
@@ -131,13 +164,16 @@ static void verdict_names_both_and_fails_on_memory(void **state)
 	assert_non_null(strstr(mismatch, "node7 has NVIDIA T4 (not in llmp's table, 16.0 GiB)"));
 	assert_non_null(strstr(mismatch, "estimated for h100"));
 	/* an H200 where an H100 was assumed: a line, no failure */
-	struct topo_nvml_device big = { "NVIDIA H200", "GPU-2", "0000:1b:00.0", 143771ull << 20 };
+	struct topo_nvml_device big = {
+		"NVIDIA H200", "GPU-2", "0000:1b:00.0", 143771ull << 20, false, false
+	};
 	assert_int_equal(plugin_gpu_check(&h100, 0, &big, "n", mismatch, sizeof mismatch, fail, sizeof fail),
 			 0);
 	assert_non_null(strstr(mismatch, "n has NVIDIA H200 (h200, 140.4 GiB)"));
 	assert_string_equal(fail, "");
 	/* the same GPU: silence; exactly the peak still fits */
-	struct topo_nvml_device same = { "NVIDIA H100 80GB HBM3", "GPU-3", "0000:1b:00.0", 61440ull << 20 };
+	struct topo_nvml_device same = { "NVIDIA H100 80GB HBM3", "GPU-3", "0000:1b:00.0",
+					 61440ull << 20,          false,   false };
 	assert_int_equal(plugin_gpu_check(&h100, 0, &same, "n", mismatch, sizeof mismatch, fail, sizeof fail),
 			 0);
 	assert_string_equal(mismatch, "");
@@ -202,6 +238,7 @@ int main(void)
 		cmocka_unit_test(peaks_are_parsed),
 		cmocka_unit_test(nvml_names_map_to_ours),
 		cmocka_unit_test(the_task_s_gpu_is_found),
+		cmocka_unit_test(a_mig_instance_is_found_by_its_uuid),
 		cmocka_unit_test(verdict_names_both_and_fails_on_memory),
 		cmocka_unit_test(srun_hands_each_stage_s_peak),
 	};

@@ -9,6 +9,7 @@
 #ifndef LLMP_DISCOVER_H
 #define LLMP_DISCOVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <llmp/llmp_status.h>
@@ -43,11 +44,14 @@ struct topo_nvml_device {
 	char uuid[96];                /* "GPU-..."; "" unknown */
 	char bus[TOPO_BUS_MAX];       /* "0000:1b:00.0" */
 	unsigned long long mem_bytes; /* nvmlDeviceGetMemoryInfo's total; 0 unknown */
+	bool mig_enabled;             /* a GPU in MIG mode: its memory is its instances' to share */
+	bool mig;                     /* a MIG instance: its "MIG-" UUID, name and memory; its GPU's bus */
 };
 
 /*
- * The GPUs NVML lists, at most max of them, in NVML's order; library NULL
- * or "": libnvidia-ml.so.1. Returns how many, or -1 with why (no driver).
+ * The GPUs NVML lists, at most max of them, in NVML's order, each GPU in
+ * MIG mode followed by its MIG instances (mig set); library NULL or "":
+ * libnvidia-ml.so.1. Returns how many, or -1 with why (no driver).
  */
 int topo_nvml_devices(const char *library, struct topo_nvml_device *out, unsigned max, char *why, size_t len);
 

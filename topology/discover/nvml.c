@@ -15,7 +15,10 @@
  * another library (a site's path, or the tests' fake).
  *
  * topo_nvml_devices: each GPU's name, UUID, bus and total memory, for a
- * task checking the GPU it will use (plugin/gpu_check.h).
+ * task checking the GPU it will use (plugin/gpu_check.h); a GPU in MIG mode
+ * is followed by its MIG instances (nvmlDeviceGetMigDeviceHandleByIndex
+ * over nvmlDeviceGetMaxMigDeviceCount's slots), whose "MIG-" UUIDs are what
+ * CUDA_VISIBLE_DEVICES names and whose memory is the task's.
  */
 #define _GNU_SOURCE
 #include "discover.h"
@@ -64,7 +67,13 @@ struct nvml {
 	nvml_return (*link_remote)(nvml_device, unsigned, struct nvml_pci_info *);
 	nvml_return (*fabric)(nvml_device, struct nvml_fabric_info_v2 *);
 	nvml_return (*memory)(nvml_device, struct nvml_memory *);
+	/* MIG (R470 and later; absent: no GPU is taken to be in MIG mode) */
+	nvml_return (*mig_mode)(nvml_device, unsigned *, unsigned *);
+	nvml_return (*mig_count)(nvml_device, unsigned *);
+	nvml_return (*mig_handle)(nvml_device, unsigned, nvml_device *);
 };
+
+#define NVML_DEVICE_MIG_ENABLE 1
 
 /* "00000000:1B:00.0" (NVML) as "0000:1b:00.0" (sysfs); false when it is not one. */
 static bool normal_bus(const char *nvml, char out[TOPO_BUS_MAX])
@@ -105,6 +114,9 @@ static bool load(struct nvml *n, const char *path, char *why, size_t len)
 	*(void **)&n->link_remote = dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
 	*(void **)&n->fabric = dlsym(lib, "nvmlDeviceGetGpuFabricInfoV");
 	*(void **)&n->memory = dlsym(lib, "nvmlDeviceGetMemoryInfo");
+	*(void **)&n->mig_mode = dlsym(lib, "nvmlDeviceGetMigMode");
+	*(void **)&n->mig_count = dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
+	*(void **)&n->mig_handle = dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
 	if (!n->init || !n->count || !n->handle || !n->pci) {
 		snprintf(why, len, "%s lacks nvmlInit_v2 or the device calls", path);
 		return false;
@@ -215,6 +227,40 @@ void topo_discover_nvml(struct topo_type *type, char *why, size_t len)
 		snprintf(why, len, "NVML showed %u of the %u GPUs sysfs shows", matched, type->ngpus);
 }
 
+/* The name, UUID and memory NVML gives for a GPU or a MIG instance, into d. */
+static void describe(const struct nvml *n, nvml_device dev, struct topo_nvml_device *d)
+{
+	struct nvml_memory mem = { 0 };
+	if (n->name && n->name(dev, d->name, sizeof d->name) == 0)
+		printable(d->name);
+	else
+		d->name[0] = '\0';
+	if (!n->uuid || n->uuid(dev, d->uuid, sizeof d->uuid) != 0 || !topo_name_ok(d->uuid))
+		d->uuid[0] = '\0';
+	if (n->memory && n->memory(dev, &mem) == 0 && mem.total > 0)
+		d->mem_bytes = mem.total;
+}
+
+/* The MIG instances of gpu (in MIG mode), after it in out[*found..max): each with its own memory. */
+static void mig_instances(const struct nvml *n, nvml_device dev, const struct topo_nvml_device *gpu,
+			  struct topo_nvml_device *out, unsigned max, unsigned *found)
+{
+	unsigned slots = 0;
+	if (!n->mig_count || !n->mig_handle || n->mig_count(dev, &slots) != 0)
+		return;
+	for (unsigned s = 0; s < slots && *found < max; s++) {
+		nvml_device mig;
+		if (n->mig_handle(dev, s, &mig) != 0)
+			continue; /* an empty slot: NVML_ERROR_NOT_FOUND */
+		struct topo_nvml_device *d = &out[*found];
+		memset(d, 0, sizeof *d);
+		memcpy(d->bus, gpu->bus, sizeof d->bus);
+		d->mig = true;
+		describe(n, mig, d);
+		(*found)++;
+	}
+}
+
 int topo_nvml_devices(const char *library, struct topo_nvml_device *out, unsigned max, char *why, size_t len)
 {
 	struct nvml n = { 0 };
@@ -229,20 +275,17 @@ int topo_nvml_devices(const char *library, struct topo_nvml_device *out, unsigne
 	for (unsigned i = 0; i < count && found < max; i++) {
 		nvml_device dev;
 		struct nvml_pci_info pci = { 0 };
-		struct nvml_memory mem = { 0 };
 		struct topo_nvml_device *d = &out[found];
+		unsigned mode = 0, pending = 0;
 		memset(d, 0, sizeof *d);
 		if (n.handle(i, &dev) != 0 || n.pci(dev, &pci) != 0 || !normal_bus(pci.bus_id, d->bus))
 			continue;
-		if (n.name && n.name(dev, d->name, sizeof d->name) == 0)
-			printable(d->name);
-		else
-			d->name[0] = '\0';
-		if (!n.uuid || n.uuid(dev, d->uuid, sizeof d->uuid) != 0 || !topo_name_ok(d->uuid))
-			d->uuid[0] = '\0';
-		if (n.memory && n.memory(dev, &mem) == 0 && mem.total > 0)
-			d->mem_bytes = mem.total;
+		describe(&n, dev, d);
+		d->mig_enabled = n.mig_mode && n.mig_mode(dev, &mode, &pending) == 0 &&
+				 mode == NVML_DEVICE_MIG_ENABLE;
 		found++;
+		if (d->mig_enabled)
+			mig_instances(&n, dev, d, out, max, &found);
 	}
 	return (int)found;
 }
