@@ -229,15 +229,19 @@ static double in_flight(const struct step_layout *l, unsigned k, double layers, 
 	return chunks * layers / l->vpp;
 }
 
+/* How many of the n layers from first have a dense MLP: an MoE model's first dense_layers, a dense model's all. */
+static double dense_among(const struct model_desc *m, unsigned first, unsigned n)
+{
+	double before = (m->experts ? m->dense_layers : m->layers) - first;
+	return before <= 0 ? 0 : before < n ? before : n;
+}
+
 static void stage_memory(const struct model_desc *m, const struct step_layout *l, const struct layer_shape *x,
 			 unsigned k, double micro, struct step_stage *st)
 {
 	unsigned first, n;
 	step_stage_layers(m, l, k, &first, &n);
-	double dense_layers = m->experts ? m->dense_layers : m->layers;
-	double nd = 0; /* dense-MLP layers of this stage */
-	for (unsigned i = first; i < first + n; i++)
-		nd += i < dense_layers;
+	double nd = dense_among(m, first, n); /* dense-MLP layers of this stage */
 	double nm = n - nd, h = m->hidden, t = l->tp;
 	double dense = (n * x->attn + nd * x->dense_mlp + nm * (m->gated ? 3 : 2) * h * m->shared_ffn) / t +
 		       nm * x->moe_replicated;
@@ -342,10 +346,8 @@ static double output_forward(const struct model_desc *m, const struct step_layou
 static double stage_forward(const struct model_desc *m, const struct step_layout *l,
 			    const struct layer_shape *x, unsigned k, const struct step_stage *st)
 {
-	double fwd = 0, dense_layers = m->experts ? m->dense_layers : m->layers;
-	for (unsigned i = st->first_layer; i < st->first_layer + st->layers; i++)
-		fwd += i < dense_layers ? x->flops_dense : x->flops_moe;
-	return fwd + output_forward(m, l, k);
+	double nd = dense_among(m, st->first_layer, st->layers), nm = st->layers - nd;
+	return nd * x->flops_dense + nm * x->flops_moe + output_forward(m, l, k);
 }
 
 /*
@@ -383,12 +385,9 @@ static double elementwise_seconds(const struct model_desc *m, const struct gpu_d
 				  const struct step_layout *l, const struct layer_shape *x, unsigned k,
 				  const struct step_stage *st)
 {
-	double dense_layers = m->experts ? m->dense_layers : m->layers, fwd = 0, bwd = 0;
-	for (unsigned i = st->first_layer; i < st->first_layer + st->layers; i++) {
-		const double *e = i < dense_layers ? x->elem_dense : x->elem_moe;
-		fwd += e[0] + x->elem_scores[0];
-		bwd += e[1] + x->elem_scores[1];
-	}
+	double nd = dense_among(m, st->first_layer, st->layers), nm = st->layers - nd;
+	double fwd = nd * x->elem_dense[0] + nm * x->elem_moe[0] + st->layers * x->elem_scores[0];
+	double bwd = nd * x->elem_dense[1] + nm * x->elem_moe[1] + st->layers * x->elem_scores[1];
 	double bytes = fwd + bwd;
 	if (l->recompute == MODEL_RECOMPUTE_FULL)
 		bytes += fwd;
@@ -399,10 +398,11 @@ static double elementwise_seconds(const struct model_desc *m, const struct gpu_d
 	return bytes / (g->hbm_gbps * 1e9 * STEP_HBM_EFFICIENCY);
 }
 
-/* The parts of a stage's micro-batch that are not GEMMs. */
+/* What a stage's micro-batch is made of, besides its seconds. */
 struct stage_parts {
-	double elementwise; /* memory-bound kernels */
-	double overhead;    /* the framework's own time: g's per-layer overhead */
+	double flops;       /* forward, backward and recompute, whole (all tp x cp ranks) */
+	double elementwise; /* seconds of memory-bound kernels */
+	double overhead;    /* seconds of the framework's own time: g's per-layer overhead */
 };
 
 /* Seconds of one micro-batch's forward and backward on a rank of stage k. */
@@ -410,11 +410,11 @@ static double stage_seconds(const struct model_desc *m, const struct gpu_desc *g
 			    const struct layer_shape *x, unsigned k, const struct step_stage *st, double fwd,
 			    struct stage_parts *parts)
 {
+	parts->flops = 3 * fwd + recompute_flops(m, l, x, k, st, fwd);
 	parts->elementwise = elementwise_seconds(m, g, l, x, k, st);
 	parts->overhead = st->layers * g->layer_overhead_s;
-	return (3 * fwd + recompute_flops(m, l, x, k, st, fwd)) / ((double)l->tp * l->cp) /
-		       rank_rate(m, g, l) +
-	       parts->elementwise + parts->overhead;
+	return parts->flops / ((double)l->tp * l->cp) / rank_rate(m, g, l) + parts->elementwise +
+	       parts->overhead;
 }
 
 /*
@@ -432,7 +432,7 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	double micro = microbatches(m, l);
 	out->microbatches = micro;
 	double slowest = 0, all_stages = 0, attn_share = 0, peak_flops = 0;
-	struct stage_parts slowest_parts = { 0, 0 };
+	struct stage_parts slowest_parts = { 0, 0, 0 };
 	out->fits = true;
 	for (unsigned k = 0; k < l->pp; k++) {
 		const struct gpu_desc *gk = stage_gpus ? &stage_gpus[k] : g;
@@ -451,15 +451,14 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 				if (terms[i] > terms[out->peak_term])
 					out->peak_term = (enum step_term)i;
 		}
-		double fwd = stage_forward(m, l, &x, k, &st), train = 3 * fwd;
-		out->flops += train * micro * l->dp;
-		double extra = recompute_flops(m, l, &x, k, &st, fwd);
+		double fwd = stage_forward(m, l, &x, k, &st);
+		out->flops += 3 * fwd * micro * l->dp;
 		struct stage_parts parts;
 		double seconds = stage_seconds(m, gk, l, &x, k, &st, fwd, &parts);
 		all_stages += seconds;
 		if (seconds > slowest) {
 			slowest = seconds, slowest_parts = parts;
-			attn_share = fwd > 0 ? 3 * st.layers * x.flops_attn_core / (train + extra) : 0;
+			attn_share = fwd > 0 ? 3 * st.layers * x.flops_attn_core / parts.flops : 0;
 		}
 	}
 	out->compute_s = micro * slowest;
