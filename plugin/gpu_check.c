@@ -115,10 +115,12 @@ static const struct topo_nvml_device *named(const struct topo_nvml_device *devs,
 	unsigned long idx = strtoul(item, &end, 10);
 	const struct topo_nvml_device *sorted[64];
 	unsigned gpus = 0;
-	for (unsigned i = 0; i < n && gpus < 64; i++)
+	if (*end || item[0] < '0' || item[0] > '9' || n > 64)
+		return NULL;
+	for (unsigned i = 0; i < n; i++)
 		if (!devs[i].mig)
 			sorted[gpus++] = &devs[i];
-	if (*end || item[0] < '0' || item[0] > '9' || idx >= gpus || n > 64)
+	if (idx >= gpus)
 		return NULL;
 	qsort(sorted, gpus, sizeof sorted[0], by_bus);
 	return sorted[idx]->mig_enabled ? NULL : sorted[idx];

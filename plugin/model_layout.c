@@ -58,6 +58,20 @@ static void deepspeed_flags(const struct model_desc *m, const struct step_layout
 		flag(a, "--checkpoint-activations");
 }
 
+/* Megatron-LM's spelling of the same assumptions (its first/last-stage flags come after). */
+static void megatron_lm_flags(const struct model_desc *m, const struct step_layout *l,
+			      struct plugin_model_answer *a)
+{
+	if (l->tp > 1 && m->sp)
+		flag(a, "--sequence-parallel");
+	if (m->dist_opt)
+		flag(a, "--use-distributed-optimizer");
+	if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
+		flag(a, "--recompute-granularity selective");
+	else if (l->recompute == MODEL_RECOMPUTE_FULL)
+		flag(a, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+}
+
 /*
  * The flags Megatron-LM needs to run what the estimate assumed. Sizes are
  * in LLMP_MEGATRON_ARGS already; these are the model's side.
@@ -70,16 +84,10 @@ static void megatron_flags(const struct model_desc *m, const struct step_layout 
 	flag(a, "--micro-batch-size %u", l->mbs);
 	if (m->gbs)
 		flag(a, "--global-batch-size %.0f", m->gbs);
-	if (!megatron)
+	if (megatron)
+		megatron_lm_flags(m, l, a);
+	else
 		deepspeed_flags(m, l, a);
-	if (megatron && l->tp > 1 && m->sp)
-		flag(a, "--sequence-parallel");
-	if (megatron && m->dist_opt)
-		flag(a, "--use-distributed-optimizer");
-	if (megatron && l->recompute == MODEL_RECOMPUTE_SELECTIVE)
-		flag(a, "--recompute-granularity selective");
-	else if (megatron && l->recompute == MODEL_RECOMPUTE_FULL)
-		flag(a, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
 	if (l->stage_layers) { /* mixed GPUs: hetero_split's layers */
 		char uneven[PLUGIN_MODEL_ARGS_MAX];
 		a->flags_say_stages = megatron &&
