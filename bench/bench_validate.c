@@ -470,6 +470,7 @@ int main(int argc, char **argv)
 		if (!first)
 			continue;
 		double model[MAX_ROWS], measured[MAX_ROWS];
+		unsigned pp[MAX_ROWS];
 		size_t k = 0, pick = 0, best = 0;
 		for (size_t j = i; j < n; j++) {
 			struct model_desc m;
@@ -482,11 +483,16 @@ int main(int argc, char **argv)
 			evaluate(&rows[j], &m, &g, &o);
 			if (!o.valid || !o.measured)
 				continue;
-			model[k] = o.est.step_s, measured[k] = o.measured;
+			model[k] = o.est.step_s, measured[k] = o.measured, pp[k] = rows[j].pp;
 			pick = model[k] < model[pick] ? k : pick;
 			best = measured[k] < measured[best] ? k : best;
 			k++;
 		}
+		/* the chooser's rule (auto_layout.h): within the band, the fewest stages */
+		for (size_t c = 0, fastest = pick; c < k; c++)
+			if (model[c] <= model[fastest] * (1 + AUTO_TIE_BAND) &&
+			    (pp[c] < pp[pick] || (pp[c] == pp[pick] && model[c] < model[pick])))
+				pick = c;
 		printf("\ngrid %s: %zu measured candidates; rank correlation %.2f; the modelled pick measured %.1f%% "
 		       "above the measured best\n",
 		       rows[i].grid, k, spearman(model, measured, k),

@@ -507,8 +507,9 @@ int cli_plan_step(const struct cli_plan_step *a)
 				g.efficiency, stated, a->measured_step, a->gpu, g.efficiency);
 		if (a->automatic && r.fitting)
 			fprintf(out,
-				"chosen:   the fastest of %zu layouts that fit (%zu valid for %u ranks)\n",
-				r.fitting, r.n, a->world);
+				"chosen:   the fastest of %zu layouts that fit, the fewest pipeline stages among "
+				"those within %.0f%% of it (%zu valid for %u ranks)\n",
+				r.fitting, 100 * AUTO_TIE_BAND, r.n, a->world);
 		else if (a->automatic)
 			fprintf(out,
 				"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",

@@ -93,6 +93,25 @@ static int by_merit(const void *pa, const void *pb)
 	return a->layout.mbs < b->layout.mbs ? -1 : a->layout.mbs > b->layout.mbs;
 }
 
+/*
+ * The choice among near-ties: of the fitting layouts within AUTO_TIE_BAND of
+ * the fastest, the fastest of those with the fewest pipeline stages moves to
+ * the front; the rest keep their order.
+ */
+static void prefer_fewer_stages(struct auto_result *r)
+{
+	size_t pick = 0;
+	for (size_t i = 1;
+	     i < r->fitting && r->all[i].est.step_s <= r->all[0].est.step_s * (1 + AUTO_TIE_BAND); i++)
+		if (r->all[i].layout.pp < r->all[pick].layout.pp)
+			pick = i;
+	if (!pick)
+		return;
+	struct auto_candidate c = r->all[pick];
+	memmove(r->all + 1, r->all, pick * sizeof *r->all);
+	r->all[0] = c;
+}
+
 llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 			struct auto_result *r, char *msg, size_t len)
 {
@@ -179,6 +198,7 @@ llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g,
 	qsort(r->all, r->n, sizeof *r->all, by_merit);
 	while (r->fitting < r->n && r->all[r->fitting].est.fits)
 		r->fitting++;
+	prefer_fewer_stages(r);
 	return LLMP_OK;
 }
 
@@ -206,6 +226,14 @@ void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *
 	}
 	if (c == best || !best) {
 		snprintf(buf, len, "chosen");
+		return;
+	}
+	if (c->est.step_s < best->est.step_s) { /* within the band: prefer_fewer_stages */
+		snprintf(buf, len,
+			 "%.1f%% faster (%.3f s), within the %.0f%% the model does not tell apart; the "
+			 "choice has fewer pipeline stages (pp %u, not %u)",
+			 100 * (1 - c->est.step_s / best->est.step_s), c->est.step_s, 100 * AUTO_TIE_BAND,
+			 best->layout.pp, c->layout.pp);
 		return;
 	}
 	if (c->est.step_s <= best->est.step_s * 1.0005) {

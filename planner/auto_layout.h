@@ -9,6 +9,14 @@
  * divisible by 2 cp; ep dividing experts with etp 1 or tp; vpp dividing
  * layers / pp; mbs 1, 2, 4, 8 dividing gbs / dp; selective and full
  * recompute unless the model names one. dp is what is left.
+ *
+ * The choice is the fastest that fits, except among near-ties: of the
+ * layouts within AUTO_TIE_BAND of the fastest, the one with the fewest
+ * pipeline stages (then the fastest of those). The band is below what a
+ * measurement resolves (one BigScience layout measured twice, 110.48 and
+ * 113.54 s: 2.8% apart) and far below the model's own error; a deeper
+ * pipeline adds a fill and drain, a stage boundary's p2p hops and a stage
+ * whose load can drift, which the model prices at their ideal.
  */
 #ifndef LLMP_AUTO_LAYOUT_H
 #define LLMP_AUTO_LAYOUT_H
@@ -18,6 +26,8 @@
 
 #include "step_model.h"
 
+#define AUTO_TIE_BAND 0.01 /* 1%: near-ties, see above */
+
 struct auto_candidate {
 	struct step_layout layout;
 	struct step_estimate est;
@@ -25,7 +35,8 @@ struct auto_candidate {
 };
 
 struct auto_result {
-	struct auto_candidate *all; /* sorted: fitting ones by step time, then the rest by memory */
+	/* the choice first when one fits, then the other fitting ones by step time, then the rest by memory */
+	struct auto_candidate *all;
 	size_t n;
 	size_t fitting; /* the first `fitting` of all fit; all[0] is the choice when fitting > 0 */
 };

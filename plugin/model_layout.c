@@ -272,7 +272,7 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 		auto_result_free(&r);
 		return -1;
 	}
-	/* The fastest that fits and that the site allows (max_tp=, ...). */
+	/* The choice (auto_layout.h), else the next that fits and that the site allows (max_tp=, ...). */
 	size_t i = 0;
 	for (; i < r.fitting; i++) {
 		to_spec(site, &r.all[i].layout, &a->layout);
