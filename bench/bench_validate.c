@@ -5,10 +5,13 @@
  *
  * Figures, not a test. The efficiency is fitted on the rows marked `fit`
  * (one per GPU text: a GPU kind, or a cluster and its software stack such
- * as "a100,net=6.25"), the per-layer overhead of a GPU text on its two
- * `fitmb` rows (one layout at two micro-batch sizes), the framework
- * allowance on the row marked `fitmem` (`fit+mem`: efficiency and
- * allowance), and those rows are left out of the figures and the grids.
+ * as "a100,net=6.25") or `fitgrid` (for the rows of its grid alone: one
+ * stack on one cluster whose GPU the source does not say), the per-layer
+ * overhead of a GPU text on its two `fitmb` rows (one layout at two
+ * micro-batch sizes), the framework allowance on the row marked `fitmem`
+ * (`fit+mem`: efficiency and allowance). Those rows are left out of the
+ * time figures and the grids; the guard and memory figures count the rows
+ * of the time constants (which do not touch memory), not the allowance's.
  * Printed: how many layouts that ran the guard accepts, how many known
  * out-of-memory layouts it refuses, the error against measured memories, how
  * often --parallel auto picks the published layout, how far the published
@@ -42,6 +45,7 @@ struct row {
 
 struct fit {
 	char gpu[32];
+	char grid[24]; /* a `fitgrid` row's grid: the fit is that grid's alone; "" for a gpu text's */
 	double efficiency;
 	double layer_overhead_s; /* fitted on a `fitmb` pair of this gpu text; 0 without one */
 };
@@ -75,6 +79,19 @@ static int read_rows(const char *path, struct row *rows, size_t *n)
 			field[k++] = t;
 		if (k != 18) {
 			fprintf(stderr, "%s: a row of %zu fields, not 18: %s\n", path, k, line);
+			fclose(f);
+			return -1;
+		}
+		static const char *const roles[] = { "eval",    "guard", "fit",    "fitmem",
+						     "fit+mem", "fitmb", "fitgrid" };
+		size_t known = 0;
+		while (known < sizeof roles / sizeof *roles && strcmp(field[0], roles[known]) != 0)
+			known++;
+		if (known == sizeof roles / sizeof *roles) {
+			fprintf(stderr,
+				"%s: %s: role '%s' is none of eval, guard, fit, fitmem, fit+mem, fitmb, "
+				"fitgrid\n",
+				path, field[1], field[0]);
 			fclose(f);
 			return -1;
 		}
@@ -122,10 +139,15 @@ static int gpu_of(const struct row *r, struct gpu_desc *g)
 	snprintf(kind, sizeof kind, "%.*s", (int)strcspn(r->gpu, ","), r->gpu);
 	if (strcmp(kind, "h800") == 0)
 		snprintf(kind, sizeof kind, "h100");
-	/* A fit on this very GPU column (a cluster and its software stack) wins over its kind's. */
+	/* A fit on the row's own grid (one stack on one cluster) first; then one on this very GPU
+	 * column (a cluster and its software stack); then its kind's. */
 	const struct fit *best = NULL;
-	for (size_t i = 0; i < nfits; i++)
-		if (strcmp(fits[i].gpu, r->gpu) == 0 || (!best && strcmp(fits[i].gpu, kind) == 0))
+	for (size_t i = 0; i < nfits && !best; i++)
+		if (fits[i].grid[0] && strcmp(fits[i].grid, r->grid) == 0 && strcmp(fits[i].gpu, r->gpu) == 0)
+			best = &fits[i];
+	for (size_t i = 0; i < nfits && !(best && best->grid[0]); i++)
+		if (!fits[i].grid[0] &&
+		    (strcmp(fits[i].gpu, r->gpu) == 0 || (!best && strcmp(fits[i].gpu, kind) == 0)))
 			best = &fits[i];
 	if (best)
 		g->efficiency = best->efficiency;
@@ -134,17 +156,18 @@ static int gpu_of(const struct row *r, struct gpu_desc *g)
 	return 0;
 }
 
-/* The fit of this very gpu text, made when there is none. */
-static struct fit *fit_of(const char *gpu)
+/* The fit of this very gpu text (of one grid, or "" for every row of the text), made when there is none. */
+static struct fit *fit_of(const char *gpu, const char *grid)
 {
 	for (size_t i = 0; i < nfits; i++)
-		if (strcmp(fits[i].gpu, gpu) == 0)
+		if (strcmp(fits[i].gpu, gpu) == 0 && strcmp(fits[i].grid, grid) == 0)
 			return &fits[i];
 	if (nfits == MAX_FITS)
 		return NULL;
 	struct fit *f = &fits[nfits++];
 	memset(f, 0, sizeof *f);
 	snprintf(f->gpu, sizeof f->gpu, "%s", gpu);
+	snprintf(f->grid, sizeof f->grid, "%s", grid);
 	return f;
 }
 
@@ -266,13 +289,14 @@ static int fit_row(const struct row *r, bool quiet)
 		fprintf(stderr, "%s: cannot fit: %s\n", r->id, why);
 		return -1;
 	}
-	struct fit *f = fit_of(r->gpu);
+	bool grid = strcmp(r->role, "fitgrid") == 0;
+	struct fit *f = fit_of(r->gpu, grid ? r->grid : "");
 	if (f)
 		f->efficiency = fitted;
 	gpu_desc_parse(r->gpu, &g, NULL, 0);
 	if (!quiet)
-		printf("fitted on %-14s %-6s efficiency %.3f (stated default %.2f)\n", r->id, r->gpu, fitted,
-		       g.efficiency);
+		printf("fitted on %-14s %-6s efficiency %.3f (stated default %.2f)%s%s\n", r->id, r->gpu,
+		       fitted, g.efficiency, grid ? ", for grid " : "", grid ? r->grid : "");
 	return 0;
 }
 
@@ -310,7 +334,7 @@ static int fit_pair(const struct row *a, const struct row *b, bool quiet)
 		else
 			hi = g.layer_overhead_s;
 	}
-	struct fit *f = fit_of(a->gpu);
+	struct fit *f = fit_of(a->gpu, "");
 	if (f)
 		f->layer_overhead_s = (lo + hi) / 2;
 	if (!quiet)
@@ -359,7 +383,8 @@ int main(int argc, char **argv)
 	for (int round = 0; round < 10; round++) {
 		bool last = round == 9;
 		for (size_t i = 0; i < n; i++)
-			if ((strcmp(rows[i].role, "fit") == 0 || strcmp(rows[i].role, "fit+mem") == 0) &&
+			if ((strcmp(rows[i].role, "fit") == 0 || strcmp(rows[i].role, "fit+mem") == 0 ||
+			     strcmp(rows[i].role, "fitgrid") == 0) &&
 			    fit_row(&rows[i], !last))
 				return 1;
 		if (pair[1] && fit_pair(pair[0], pair[1], !last))
@@ -374,8 +399,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 		/* guard: a run whose memory the model covers but whose time it does not (fp8): the
-		 * guard's figures only. */
-		bool guard_only = strcmp(r->role, "guard") == 0;
+		 * guard's figures only. A row a time constant was fitted on (fit, fitmb, fitgrid) is
+		 * judged on memory too, which no such constant touches; one the allowance was fitted
+		 * on (fitmem, fit+mem) is not. */
+		bool time_fitted = strcmp(r->role, "fit") == 0 || strcmp(r->role, "fitmb") == 0 ||
+				   strcmp(r->role, "fitgrid") == 0;
+		bool guard_only = strcmp(r->role, "guard") == 0 || time_fitted;
 		if (strcmp(r->role, "eval") != 0 && !guard_only)
 			continue;
 		struct model_desc m;
@@ -407,7 +436,9 @@ int main(int argc, char **argv)
 				mem_err_max = e < 0 ? -e : e;
 		}
 		char pick[LLMP_MSG_MAX + 8] = "(grid row)", ratio[48] = "";
-		if (guard_only) /* with '?', which recompute made it fit */
+		if (time_fitted)
+			snprintf(pick, sizeof pick, "(fit row: memory only)");
+		else if (guard_only) /* with '?', which recompute made it fit */
 			snprintf(pick, sizeof pick, "(guard row, %s)",
 				 o.layout.recompute == MODEL_RECOMPUTE_FULL ? "full recompute" : "selective");
 		else if (strcmp(r->grid, "-") == 0) {
@@ -500,8 +531,8 @@ int main(int argc, char **argv)
 	}
 
 	qsort(errors, timed, sizeof *errors, by_value);
-	printf("\nfigures (rows marked fit left out):\n");
-	printf("  guard: accepts %zu of %zu layouts that ran (%.0f%%; goal 97%%)\n", accepted, ran,
+	printf("\nfigures (a fitted constant's rows left out of what it fits):\n");
+	printf("  guard: accepts %zu of %zu layouts that ran (%.1f%%; goal 97%%)\n", accepted, ran,
 	       ran ? 100.0 * accepted / ran : 0);
 	if (oom)
 		printf("  guard: refuses %zu of %zu known out-of-memory layouts (goal: all)\n", refused, oom);
