@@ -402,19 +402,20 @@ static bool read_peaks(spank_t sp)
 static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32_t entry, const char *bound)
 {
 	struct plugin_ctx *c = plugin_ctx();
-	enum { MAX_DEVICES = 64 };
-	static struct topo_nvml_device devs[MAX_DEVICES];
+	static struct topo_nvml_device devs[TOPO_NVML_DEVICES_MAX];
 	char lib[PATH_MAX], visible[4096], why[LLMP_MSG_MAX], mismatch[LLMP_MSG_MAX], fail[LLMP_MSG_MAX];
 	char host[256] = "this node";
 	uint32_t coords[LLMP_NAXES];
 	if (!c->has_peaks || llmp_plan_coords(c->plan, rank, coords) != LLMP_OK)
 		return 0;
 	const char *list = bound[0] ? bound : step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible);
-	int n = topo_nvml_devices(step_env(sp, LLMP_ENV_NVML_LIBRARY, lib, sizeof lib), devs, MAX_DEVICES,
-				  why, sizeof why);
+	int n = topo_nvml_devices(step_env(sp, LLMP_ENV_NVML_LIBRARY, lib, sizeof lib), devs,
+				  TOPO_NVML_DEVICES_MAX, why, sizeof why);
 	if (n <= 0)
 		return 0;
 	const struct topo_nvml_device *d = plugin_task_device(devs, (unsigned)n, list, entry);
+	if (!d && why[0] && local_rank == 0) /* a list cut short: said, not taken for no GPU */
+		plugin_task_message("this task's GPU was not checked against the estimate: %s", why);
 	if (!d)
 		return 0;
 	if (!step_env(sp, "SLURMD_NODENAME", host, sizeof host)) /* Slurm's name for the node */

@@ -818,4 +818,32 @@ PY
 	assert_contains "$output" "gpu 0 0000:1b:00.0 40960 MiB 'NVIDIA A100-SXM4-40GB' -> a100-40gb (MIG mode)" \
 		"mig 1 0000:1b:00.0 19968 MiB 'NVIDIA A100-SXM4-40GB MIG 3g.20gb' -> (not in llmp's table)" \
 		"mig 2 0000:1b:00.0 9856 MiB 'NVIDIA A100-SXM4-40GB MIG 2g.10gb' -> (not in llmp's table)"
+	# Nine GPUs of seven instances each are 72 entries, all listed (the plugin once kept 64);
+	# 33 such GPUs (264) are more than the 256 kept: the first 256, and the reason.
+	local g i migs
+	mig_node() { # GPUS
+		for ((g = 0; g < $1; g++)); do
+			migs=
+			for ((i = 0; i < 7; i++)); do migs+="${migs:+,}MIG-$g-$i:1g.10gb:9856"; done
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "00000000:$(printf %02X $((g + 1))):00.0" \
+				"NVIDIA A100-SXM4-80GB" "GPU-$g" 00000000000000000000000000000000 0 - 81920 "$migs"
+		done
+	}
+	mig_node 9 >"$W/nine.tsv"
+	FAKE_NVML_FILE=$W/nine.tsv run "$probe" "$nvml"
+	[ "$status" -eq 0 ] || fail "$output"
+	[ "$(grep -c '^gpu ' <<<"$output")" -eq 9 ] && [ "$(grep -c '^mig ' <<<"$output")" -eq 63 ] ||
+		fail "72 entries expected: $output"
+	assert_contains "$output" "mig 71 0000:09:00.0 9856 MiB"
+	[[ "$output" != *"not read"* ]] || fail "a whole list said to be cut: $output"
+	mig_node 32 >"$W/full.tsv" # exactly 256: whole, and not said to be cut
+	FAKE_NVML_FILE=$W/full.tsv run "$probe" "$nvml"
+	[ "$status" -eq 0 ] && [ "$(grep -c '^\(gpu\|mig\) ' <<<"$output")" -eq 256 ] || fail "$output"
+	[[ "$output" != *"not read"* ]] || fail "a whole list said to be cut: $output"
+	mig_node 33 >"$W/many.tsv"
+	FAKE_NVML_FILE=$W/many.tsv run "$probe" "$nvml"
+	[ "$status" -eq 0 ] || fail "$output"
+	[ "$(grep -c '^\(gpu\|mig\) ' <<<"$output")" -eq 256 ] || fail "256 entries expected: $output"
+	# 32 GPUs of 8 entries fill the 256: the 33rd GPU is the first left out
+	assert_contains "$output" "nvml_probe: NVML lists more than 256 GPUs and MIG instances: GPU 32's and later ones not read"
 }

@@ -5,7 +5,8 @@
  * name llmp gives each (topology/gpu_desc.c: gpu_desc_of_nvml), for a real
  * driver (scripts/gpu-run.sh): one line per GPU, "gpu N BUS MEM_MIB NAME ->
  * LLMP_NAME" (" (MIG mode)" after a GPU in MIG mode), and one per MIG
- * instance, "mig N ...". Exit 0 when NVML answered, 1 with its reason when not.
+ * instance, "mig N ...", then "nvml_probe: WHY" when the list was cut short.
+ * Exit 0 when NVML answered, 1 with its reason when not.
  *
  *   nvml_probe [LIBRARY]
  */
@@ -16,9 +17,9 @@
 
 int main(int argc, char **argv)
 {
-	struct topo_nvml_device gpus[64];
+	static struct topo_nvml_device gpus[TOPO_NVML_DEVICES_MAX];
 	char why[256] = "";
-	int n = topo_nvml_devices(argc > 1 ? argv[1] : NULL, gpus, 64, why, sizeof why);
+	int n = topo_nvml_devices(argc > 1 ? argv[1] : NULL, gpus, TOPO_NVML_DEVICES_MAX, why, sizeof why);
 	if (n < 0) {
 		printf("nvml_probe: %s\n", why);
 		return 1;
@@ -29,5 +30,7 @@ int main(int argc, char **argv)
 		       gpus[i].mem_bytes >> 20, gpus[i].name, ours ? ours : "(not in llmp's table)",
 		       gpus[i].mig_enabled ? " (MIG mode)" : "");
 	}
+	if (why[0])
+		printf("nvml_probe: %s\n", why);
 	return 0;
 }

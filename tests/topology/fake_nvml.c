@@ -72,7 +72,8 @@ int nvmlDeviceGetMigMode(struct gpu *dev, unsigned *current, unsigned *pending);
 int nvmlDeviceGetMaxMigDeviceCount(struct gpu *dev, unsigned *count);
 int nvmlDeviceGetMigDeviceHandleByIndex(struct gpu *dev, unsigned i, struct gpu **mig);
 
-static struct gpu gpus[MAX_GPUS], migs[MAX_GPUS];
+#define MAX_MIGS (7 * MAX_GPUS)
+static struct gpu gpus[MAX_GPUS], migs[MAX_MIGS];
 static unsigned ngpus, nmigs;
 
 /* "UUID:PROFILE:MIB,..." into migs[], after parent g. */
@@ -81,7 +82,7 @@ static void read_migs(struct gpu *g, char *list)
 	char *save = NULL;
 	g->mig_mode = 1;
 	g->mig_first = nmigs;
-	for (char *p = strtok_r(list, ",", &save); p && nmigs < MAX_GPUS; p = strtok_r(NULL, ",", &save)) {
+	for (char *p = strtok_r(list, ",", &save); p && nmigs < MAX_MIGS; p = strtok_r(NULL, ",", &save)) {
 		char *profile = strchr(p, ':'), *mib = profile ? strchr(profile + 1, ':') : NULL;
 		if (!mib)
 			continue;

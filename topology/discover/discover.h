@@ -49,9 +49,16 @@ struct topo_nvml_device {
 };
 
 /*
+ * Room for one node's list: 32 GPUs, each with up to 7 MIG instances
+ * (the most NVML gives an A100, H100 or B200), and its own entry.
+ */
+#define TOPO_NVML_DEVICES_MAX 256
+
+/*
  * The GPUs NVML lists, at most max of them, in NVML's order, each GPU in
  * MIG mode followed by its MIG instances (mig set); library NULL or "":
- * libnvidia-ml.so.1. Returns how many, or -1 with why (no driver).
+ * libnvidia-ml.so.1. Returns how many, or -1 with why (no driver). When
+ * NVML lists more than max, the first max are returned and why says so.
  */
 int topo_nvml_devices(const char *library, struct topo_nvml_device *out, unsigned max, char *why, size_t len);
 

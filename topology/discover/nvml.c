@@ -241,17 +241,22 @@ static void describe(const struct nvml *n, nvml_device dev, struct topo_nvml_dev
 		d->mem_bytes = mem.total;
 }
 
-/* The MIG instances of gpu (in MIG mode), after it in out[*found..max): each with its own memory. */
-static void mig_instances(const struct nvml *n, nvml_device dev, const struct topo_nvml_device *gpu,
+/*
+ * The MIG instances of gpu (in MIG mode), after it in out[*found..max): each
+ * with its own memory. False when an instance found no room.
+ */
+static bool mig_instances(const struct nvml *n, nvml_device dev, const struct topo_nvml_device *gpu,
 			  struct topo_nvml_device *out, unsigned max, unsigned *found)
 {
 	unsigned slots = 0;
 	if (!n->mig_count || !n->mig_handle || n->mig_count(dev, &slots) != 0)
-		return;
-	for (unsigned s = 0; s < slots && *found < max; s++) {
+		return true;
+	for (unsigned s = 0; s < slots; s++) {
 		nvml_device mig;
 		if (n->mig_handle(dev, s, &mig) != 0)
 			continue; /* an empty slot: NVML_ERROR_NOT_FOUND */
+		if (*found == max)
+			return false;
 		struct topo_nvml_device *d = &out[*found];
 		memset(d, 0, sizeof *d);
 		memcpy(d->bus, gpu->bus, sizeof d->bus);
@@ -259,6 +264,15 @@ static void mig_instances(const struct nvml *n, nvml_device dev, const struct to
 		describe(n, mig, d);
 		(*found)++;
 	}
+	return true;
+}
+
+/* The list is full at max entries with GPU i's (or an instance of it) left out: say so. */
+static int cut(char *why, size_t len, unsigned max, unsigned i)
+{
+	snprintf(why, len, "NVML lists more than %u GPUs and MIG instances: GPU %u's and later ones not read",
+		 max, i);
+	return (int)max;
 }
 
 int topo_nvml_devices(const char *library, struct topo_nvml_device *out, unsigned max, char *why, size_t len)
@@ -272,20 +286,24 @@ int topo_nvml_devices(const char *library, struct topo_nvml_device *out, unsigne
 		snprintf(why, len, "nvmlDeviceGetCount_v2 failed");
 		return -1;
 	}
-	for (unsigned i = 0; i < count && found < max; i++) {
+	for (unsigned i = 0; i < count; i++) {
 		nvml_device dev;
 		struct nvml_pci_info pci = { 0 };
-		struct topo_nvml_device *d = &out[found];
+		char bus[TOPO_BUS_MAX];
 		unsigned mode = 0, pending = 0;
-		memset(d, 0, sizeof *d);
-		if (n.handle(i, &dev) != 0 || n.pci(dev, &pci) != 0 || !normal_bus(pci.bus_id, d->bus))
+		if (n.handle(i, &dev) != 0 || n.pci(dev, &pci) != 0 || !normal_bus(pci.bus_id, bus))
 			continue;
+		if (found == max)
+			return cut(why, len, max, i);
+		struct topo_nvml_device *d = &out[found];
+		memset(d, 0, sizeof *d);
+		memcpy(d->bus, bus, sizeof d->bus);
 		describe(&n, dev, d);
 		d->mig_enabled = n.mig_mode && n.mig_mode(dev, &mode, &pending) == 0 &&
 				 mode == NVML_DEVICE_MIG_ENABLE;
 		found++;
-		if (d->mig_enabled)
-			mig_instances(&n, dev, d, out, max, &found);
+		if (d->mig_enabled && !mig_instances(&n, dev, d, out, max, &found))
+			return cut(why, len, max, i);
 	}
 	return (int)found;
 }
