@@ -322,24 +322,21 @@ static int fit_pair(const struct row *a, const struct row *b, bool quiet)
 			a->id, b->id);
 		return -1;
 	}
-	double want = oa.measured / ob.measured, lo = 0, hi = 0.1;
-	for (int i = 0; i < 60; i++) {
-		g.layer_overhead_s = (lo + hi) / 2;
-		struct step_estimate ea, eb;
-		if (step_estimate(&ma, &g, a->gpus, &oa.layout, NULL, &ea, NULL, 0) != LLMP_OK ||
-		    step_estimate(&mb, &g, b->gpus, &ob.layout, NULL, &eb, NULL, 0) != LLMP_OK)
-			return -1;
-		if (ea.step_s / eb.step_s < want)
-			lo = g.layer_overhead_s;
-		else
-			hi = g.layer_overhead_s;
+	char why[LLMP_MSG_MAX];
+	double overhead;
+	if (strcmp(a->model, b->model) != 0 ||
+	    step_fit_layer_overhead(&ma, &g, a->gpus, &oa.layout, oa.measured, &ob.layout, ob.measured,
+				    &overhead, why, sizeof why) != LLMP_OK) {
+		fprintf(stderr, "%s, %s: cannot fit: %s\n", a->id, b->id,
+			strcmp(a->model, b->model) ? "a fitmb pair needs one model text" : why);
+		return -1;
 	}
 	struct fit *f = fit_of(a->gpu, "");
 	if (f)
-		f->layer_overhead_s = (lo + hi) / 2;
+		f->layer_overhead_s = overhead;
 	if (!quiet)
 		printf("fitted on %s and %s %s: %.2f ms a layer and micro-batch (their steps' ratio %.3f)\n",
-		       a->id, b->id, a->gpu, 1e3 * (lo + hi) / 2, want);
+		       a->id, b->id, a->gpu, 1e3 * overhead, oa.measured / ob.measured);
 	return 0;
 }
 

@@ -21,7 +21,9 @@
 struct plan_args {
 	const char *spec, *topology, *hosts, *model, *svg, *gpu;
 	bool renumber, explain, automatic;
-	double measured_step; /* --measured-step: seconds, 0 when not given */
+	double measured_step;   /* --measured-step: seconds, 0 when not given */
+	double measured_step2;  /* --measured-step-mbs M=S: S, 0 when not given */
+	unsigned measured_mbs2; /* and M */
 	uint32_t world, nodes, tasks_per_node;
 	int64_t rank; /* -1 for all ranks */
 	int json;
@@ -72,6 +74,10 @@ static void help(void)
 	       "  -m, --measured-step S    with --gpu and a given layout: the seconds one step of it\n"
 	       "                           took on the site; the efficiency that reproduces them is\n"
 	       "                           used and printed (then --gpu GPU,eff=E scores any layout)\n"
+	       "  -B, --measured-step-mbs M=S\n"
+	       "                           with --measured-step: the same layout's step at micro-batch\n"
+	       "                           size M (another than the model's mbs=): the per-layer\n"
+	       "                           overhead is fitted too (then --gpu GPU,eff=E,layer-ms=X)\n"
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
 }
 
@@ -103,6 +109,23 @@ static int parse_seconds(const char *text, double *out)
 	return 0;
 }
 
+/* The digits from text up to end: a micro-batch size, 1 to 1024. */
+static int parse_micro_batch(const char *text, const char *end, unsigned *out)
+{
+	unsigned long v = 0;
+	if (text == end || end - text > 4)
+		return -1;
+	for (const char *p = text; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = 10 * v + (unsigned long)(*p - '0');
+	}
+	if (v < 1 || v > 1024)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct plan_args *a)
 {
 	static const struct option options[] = {
@@ -120,6 +143,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		{ "explain", no_argument, NULL, 'E' },
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "measured-step", required_argument, NULL, 'm' },
+		{ "measured-step-mbs", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -130,7 +154,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	a->rank = -1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:G:m:Eh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:G:m:B:Eh", options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			if (cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
@@ -154,6 +178,16 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 				return usage_error("--measured-step '%s': expected seconds, a number above 0",
 						   optarg);
 			break;
+		case 'B': {
+			const char *eq = strchr(optarg, '=');
+			if (!eq || parse_micro_batch(optarg, eq, &a->measured_mbs2) ||
+			    parse_seconds(eq + 1, &a->measured_step2))
+				return usage_error(
+					"--measured-step-mbs '%s': expected M=S, a micro-batch size "
+					"(1 to 1024) and the seconds of a step at it",
+					optarg);
+			break;
+		}
 		case 'T': a->topology = optarg; break;
 		case 'H': a->hosts = optarg; break;
 		case 'M': a->model = optarg; break;
@@ -202,6 +236,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		return usage_message("", "--measured-step calibrates the step model on the layout that ran: "
 					 "give --model, --gpu and that layout as --parallel (not auto, "
 					 "not with --topology)");
+	if (a->measured_step2 && !a->measured_step)
+		return usage_message("", "--measured-step-mbs fits the per-layer overhead beside "
+					 "--measured-step: give both");
 	if (a->explain && !a->model)
 		return usage_message("", "--explain explains the cost of --model: give --model too");
 	if (a->topology && a->nodes)
@@ -288,6 +325,8 @@ int cli_plan(int argc, char **argv)
 					      .spec = &spec,
 					      .automatic = a.automatic,
 					      .measured_step = a.measured_step,
+					      .measured_step2 = a.measured_step2,
+					      .measured_mbs2 = a.measured_mbs2,
 					      .world = a.world,
 					      .json = a.json != 0 };
 		return cli_plan_step(&step);

@@ -71,6 +71,8 @@ struct cli_plan_step {
 	const llmp_spec *spec; /* the layout; unused when automatic */
 	bool automatic;        /* --parallel auto */
 	double measured_step;  /* --measured-step: calibrate g's efficiency on it; 0: no */
+	double measured_step2; /* --measured-step-mbs M=S: and its per-layer overhead; 0: no */
+	unsigned measured_mbs2;
 	uint32_t world;
 	bool json;
 	const struct gpu_desc

@@ -337,6 +337,22 @@ static llmp_status score_on(const struct model_desc *m, uint32_t world, const st
 	return st;
 }
 
+/* The --gpu text without the keys a calibration replaces: eff=, and layer-ms= when it was fitted too. */
+static void gpu_text_uncalibrated(const char *gpu, bool overhead, char *out, size_t len)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (const char *p = gpu; *p;) {
+		size_t k = strcspn(p, ",");
+		bool drop = (k >= 4 && strncmp(p, "eff=", 4) == 0) ||
+			    (overhead && k >= 9 && strncmp(p, "layer-ms=", 9) == 0);
+		if (!drop && n + k + 2 < len) {
+			n += (size_t)snprintf(out + n, len - n, "%s%.*s", n ? "," : "", (int)k, p);
+		}
+		p += k + (p[k] == ',');
+	}
+}
+
 /* Whether x beats y: fitting first, then faster. */
 static bool better(const struct step_estimate *x, const struct step_estimate *y)
 {
@@ -414,10 +430,25 @@ int cli_plan_step(const struct cli_plan_step *a)
 		if (a->norders > 1 && best_order(a, &m, &g, &l, &r, order_est, &best) != CLI_EXIT_OK)
 			return CLI_EXIT_USAGE;
 	}
-	double stated = g.efficiency;
-	if (a->measured_step && step_fit_efficiency(&m, &g, a->world, &l, a->measured_step, &g.efficiency,
-						    msg, sizeof msg) != LLMP_OK) {
-		fprintf(stderr, PROG ": --measured-step: %s\n", msg);
+	double stated = g.efficiency, stated_overhead = g.layer_overhead_s;
+	if (a->measured_step2 && a->measured_mbs2 == l.mbs) {
+		fprintf(stderr,
+			PROG ": --measured-step-mbs: mbs %u is the model's own (mbs=%u): the second step "
+			     "needs another micro-batch size\n",
+			a->measured_mbs2, l.mbs);
+		return CLI_EXIT_USAGE;
+	}
+	llmp_status fitted = !a->measured_step ? LLMP_OK
+			     : a->measured_step2
+				     ? step_fit_efficiency_overhead(&m, &g, a->world, &l, a->measured_step,
+								    a->measured_mbs2, a->measured_step2,
+								    &g.efficiency, &g.layer_overhead_s, msg,
+								    sizeof msg)
+				     : step_fit_efficiency(&m, &g, a->world, &l, a->measured_step,
+							   &g.efficiency, msg, sizeof msg);
+	if (fitted != LLMP_OK) {
+		fprintf(stderr, PROG ": %s: %s\n",
+			a->measured_step2 ? "--measured-step-mbs" : "--measured-step", msg);
 		return CLI_EXIT_USAGE;
 	}
 	const struct auto_machines *on = a->on ? &a->on[best] : NULL;
@@ -473,6 +504,11 @@ int cli_plan_step(const struct cli_plan_step *a)
 			json_double(&w, "measured_step_seconds", a->measured_step);
 			json_double(&w, "calibrated_efficiency", g.efficiency);
 		}
+		if (a->measured_step2) {
+			json_uint(&w, "measured_step_mbs", a->measured_mbs2);
+			json_double(&w, "measured_step_mbs_seconds", a->measured_step2);
+			json_double(&w, "calibrated_layer_overhead_seconds", g.layer_overhead_s);
+		}
 		json_estimate(&w, &l, stages, &e, gpus);
 		if (pipe.mixed)
 			json_pipeline(&w, &pipe, &l);
@@ -500,11 +536,22 @@ int cli_plan_step(const struct cli_plan_step *a)
 		wrc = json_end(&w) ? 0 : -1;
 	} else {
 		text_model(&m, &g, a->machine_gpu != NULL, a->world, out);
-		if (a->measured_step)
+		char base[256] = "";
+		if (a->measured_step) /* only with --gpu (cmd_plan.c) */
+			gpu_text_uncalibrated(a->gpu, a->measured_step2 > 0, base, sizeof base);
+		if (a->measured_step2)
+			fprintf(out,
+				"calibrated: efficiency %.3f (stated %.3f) and %.2f ms a layer and micro-batch "
+				"(stated %.2f) give the measured %.4g s at mbs %u and %.4g s at mbs %u; score "
+				"other layouts with --gpu %s,eff=%.3f,layer-ms=%.2f\n",
+				g.efficiency, stated, 1e3 * g.layer_overhead_s, 1e3 * stated_overhead,
+				a->measured_step, l.mbs, a->measured_step2, a->measured_mbs2, base,
+				g.efficiency, 1e3 * g.layer_overhead_s);
+		else if (a->measured_step)
 			fprintf(out,
 				"calibrated: efficiency %.3f (stated %.3f) gives the measured %.4g s; score other "
 				"layouts with --gpu %s,eff=%.3f\n",
-				g.efficiency, stated, a->measured_step, a->gpu, g.efficiency);
+				g.efficiency, stated, a->measured_step, base, g.efficiency);
 		if (a->automatic && r.fitting)
 			fprintf(out,
 				"chosen:   the fastest of %zu layouts that fit, the fewest pipeline stages among "

@@ -577,6 +577,82 @@ llmp_status step_fit_efficiency(const struct model_desc *m, const struct gpu_des
 	return LLMP_OK;
 }
 
+llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				    const struct step_layout *a, double a_s, const struct step_layout *b,
+				    double b_s, double *overhead_s, char *msg, size_t len)
+{
+	struct gpu_desc t = *g;
+	double bound[2] = { 0, STEP_LAYER_OVERHEAD_MAX }, ratio[2];
+	for (int i = 0; i < 2; i++) {
+		struct step_estimate ea, eb;
+		t.layer_overhead_s = bound[i];
+		llmp_status st = step_estimate(m, &t, world, a, NULL, &ea, msg, len);
+		if (st == LLMP_OK)
+			st = step_estimate(m, &t, world, b, NULL, &eb, msg, len);
+		if (st != LLMP_OK)
+			return st;
+		ratio[i] = ea.step_s / eb.step_s;
+	}
+	double want = a_s / b_s;
+	if (!(a_s > 0 && b_s > 0) || a->mbs >= b->mbs || want < ratio[0] || want > ratio[1])
+		return llmp_fail(
+			LLMP_ERR_ARG, msg, len,
+			"steps of %.4g s at mbs %u and %.4g s at mbs %u (ratio %.3f) are outside what a "
+			"per-layer overhead of 0 to %.0f ms gives this layout: %.3f to %.3f",
+			a_s, a->mbs, b_s, b->mbs, want, 1e3 * STEP_LAYER_OVERHEAD_MAX, ratio[0], ratio[1]);
+	double lo = bound[0], hi = bound[1];
+	for (int i = 0; i < 60; i++) {
+		struct step_estimate ea, eb;
+		t.layer_overhead_s = (lo + hi) / 2;
+		llmp_status st = step_estimate(m, &t, world, a, NULL, &ea, msg, len);
+		if (st == LLMP_OK)
+			st = step_estimate(m, &t, world, b, NULL, &eb, msg, len);
+		if (st != LLMP_OK)
+			return st;
+		if (ea.step_s / eb.step_s < want)
+			lo = t.layer_overhead_s;
+		else
+			hi = t.layer_overhead_s;
+	}
+	*overhead_s = (lo + hi) / 2;
+	return LLMP_OK;
+}
+
+#define STEP_FIT_ROUNDS 2000 /* each round moves both by a share of what is left: hundreds at most */
+
+llmp_status step_fit_efficiency_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+					 const struct step_layout *l, double step_s, unsigned mbs2,
+					 double step2_s, double *efficiency, double *overhead_s, char *msg,
+					 size_t len)
+{
+	struct step_layout other = *l;
+	other.mbs = mbs2;
+	llmp_status st = step_layout_check(m, world, &other, msg, len);
+	if (st != LLMP_OK)
+		return st;
+	bool first_small = l->mbs < mbs2;
+	const struct step_layout *a = first_small ? l : &other, *b = first_small ? &other : l;
+	double a_s = first_small ? step_s : step2_s, b_s = first_small ? step2_s : step_s;
+	struct gpu_desc t = *g;
+	for (int round = 0; round < STEP_FIT_ROUNDS; round++) {
+		double eff = t.efficiency, over = t.layer_overhead_s;
+		st = step_fit_layer_overhead(m, &t, world, a, a_s, b, b_s, &t.layer_overhead_s, msg, len);
+		if (st == LLMP_OK)
+			st = step_fit_efficiency(m, &t, world, l, step_s, &t.efficiency, msg, len);
+		if (st != LLMP_OK)
+			return st;
+		double de = t.efficiency - eff, dover = t.layer_overhead_s - over;
+		if (de * de < 1e-18 && dover * dover < 1e-24) { /* neither moved */
+			*efficiency = t.efficiency, *overhead_s = t.layer_overhead_s;
+			return LLMP_OK;
+		}
+	}
+	return llmp_fail(LLMP_ERR_ARG, msg, len,
+			 "the efficiency and the per-layer overhead did not settle in %d rounds (last %.4f "
+			 "and %.3f ms): the two steps may not be of one layout and stack",
+			 STEP_FIT_ROUNDS, t.efficiency, 1e3 * t.layer_overhead_s);
+}
+
 struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_desc *m)
 {
 	return (struct step_layout){ .tp = s->size[LLMP_DIM_TP],

@@ -117,6 +117,10 @@ llmp_status step_estimate_placed(const struct model_desc *m, const struct gpu_de
  * its time is at its own GPU's rate; without network_s, each dimension's
  * network at the slowest links among the stages' GPUs.
  */
+llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus,
+				 uint32_t world, const struct step_layout *l, const double network_s[5],
+				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len);
+
 /*
  * The efficiency at which g makes the modelled step of the checked layout l
  * equal measured_s: a site's own stack, calibrated on one measured step
@@ -129,9 +133,30 @@ llmp_status step_fit_efficiency(const struct model_desc *m, const struct gpu_des
 				const struct step_layout *l, double measured_s, double *efficiency, char *msg,
 				size_t len);
 
-llmp_status step_estimate_stages(const struct model_desc *m, const struct gpu_desc *stage_gpus,
-				 uint32_t world, const struct step_layout *l, const double network_s[5],
-				 struct step_stage *stages, struct step_estimate *out, char *msg, size_t len);
+/*
+ * The per-layer overhead (gpu_desc.layer_overhead_s) at which g, at its
+ * efficiency, gives the checked layouts a and b (one layout at two
+ * micro-batch sizes, a's the smaller) the ratio of their measured steps
+ * a_s / b_s. The overhead is paid once a layer and micro-batch, so it
+ * weighs on a, with more micro-batches; the efficiency scales both steps
+ * alike. An error names the ratios at 0 and STEP_LAYER_OVERHEAD_MAX when
+ * the measured one lies outside them.
+ */
+#define STEP_LAYER_OVERHEAD_MAX 0.1 /* seconds: 100 ms a layer and micro-batch */
+llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				    const struct step_layout *a, double a_s, const struct step_layout *b,
+				    double b_s, double *overhead_s, char *msg, size_t len);
+
+/*
+ * Both at once from two measured steps of layout l, at l->mbs and at mbs2
+ * (`llmp plan --measured-step S --measured-step-mbs M=S2`): the overhead
+ * from their ratio, the efficiency from the first, each fitted with the
+ * other's last value until neither moves.
+ */
+llmp_status step_fit_efficiency_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+					 const struct step_layout *l, double step_s, unsigned mbs2,
+					 double step2_s, double *efficiency, double *overhead_s, char *msg,
+					 size_t len);
 
 /*
  * One stage alone, for a chooser of stage_layers (hetero.c): the seconds of

@@ -443,11 +443,52 @@ EOF
 	llmp plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu a100,net=6.25 --measured-step 111.71
 	assert_status 0
 	assert_line_matches '^calibrated: efficiency 0\.[0-9]{3} \(stated 0\.730\) gives the measured 111\.7 s; score other layouts with --gpu a100,net=6\.25,eff=0\.[0-9]{3}$'
+	# A stated eff= gives way to the calibrated one; a stated layer-ms=, not calibrated by one step, stays.
+	llmp plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu a100,eff=0.5,net=6.25,layer-ms=7 --measured-step 111.71
+	assert_status 0
+	assert_line_matches '^calibrated: efficiency 0\.680 \(stated 0\.500\) .* --gpu a100,net=6\.25,layer-ms=7,eff=0\.680$'
 	# A step no efficiency can give, and the option where it has no layout to calibrate on.
 	expect_usage_error "a measured step of 5 s is outside what a100 can give this layout" plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu a100,net=6.25 --measured-step 5
 	expect_usage_error "--measured-step '0': expected seconds" plan --world 384 --parallel tp=4,pp=6 --model "$model" --gpu a100 --measured-step 0
 	expect_usage_error "--measured-step calibrates the step model on the layout that ran" plan --world 384 --parallel auto --model "$model" --gpu a100 --measured-step 100
 	expect_usage_error "--measured-step calibrates the step model on the layout that ran" plan --world 384 --model "$model" --gpu a100 --measured-step 100
+}
+
+@test "step model: --measured-step-mbs calibrates the per-layer overhead too, and both reproduce both steps" {
+	need_python
+	# BigScience's 181B on tp 8, pp 12: 143.31 s at mbs 1, 123.69 s at mbs 4 (the bench's fitmb pair).
+	model=layers=72,hidden=14336,heads=64,seq=2048,vocab=250880,tied=1,sp=0,flash=0,engine=deepspeed,gbs=2048,grad=2,recompute=full
+	llmp plan --world 384 --parallel tp=8,pp=12 --model "$model,mbs=1" --gpu a100,net=6.25,eff=0.9 \
+		--measured-step 143.31 --measured-step-mbs 4=123.69 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/cal2.json"
+	keys=$(python3 - "$BATS_TEST_TMPDIR/cal2.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["measured_step_mbs"] == 4 and d["measured_step_mbs_seconds"] == 123.69, d
+assert abs(d["step_seconds"] - 143.31) < 1e-6, d["step_seconds"]
+eff, over = d["calibrated_efficiency"], d["calibrated_layer_overhead_seconds"]
+assert 0.3 < eff < 1 and 0 < over < 0.1, (eff, over)
+print("eff=%.12f,layer-ms=%.12f" % (eff, 1e3 * over))
+EOF
+) || fail "calibration check failed"
+	# Given back with --gpu, the pair scores each micro-batch size at its measured step.
+	for pair in 1=143.31 4=123.69; do
+		llmp plan --world 384 --parallel tp=8,pp=12 --model "$model,mbs=${pair%=*}" --gpu "a100,net=6.25,$keys" --format json
+		assert_status 0
+		printf '%s\n' "$output" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert abs(d["step_seconds"] - float(sys.argv[1])) < 1e-4, d["step_seconds"]' "${pair#*=}" ||
+			fail "eff= and layer-ms= do not reproduce the step at mbs ${pair%=*}"
+	done
+	# The printed line drops the stated eff= for the calibrated one.
+	llmp plan --world 384 --parallel tp=8,pp=12 --model "$model,mbs=1" --gpu a100,net=6.25,eff=0.9 --measured-step 143.31 --measured-step-mbs 4=123.69
+	assert_status 0
+	assert_line_matches '^calibrated: efficiency 0\.[0-9]{3} \(stated 0\.900\) and [0-9.]+ ms a layer and micro-batch \(stated 0\.00\) give the measured 143\.3 s at mbs 1 and 123\.7 s at mbs 4; score other layouts with --gpu a100,net=6\.25,eff=0\.[0-9]{3},layer-ms=[0-9.]+$'
+	# Bad pairs name their culprit.
+	expect_usage_error "--measured-step-mbs fits the per-layer overhead beside --measured-step" plan --world 384 --parallel tp=8,pp=12 --model "$model" --gpu a100 --measured-step-mbs 4=123.69
+	expect_usage_error "--measured-step-mbs '4:123': expected M=S" plan --world 384 --parallel tp=8,pp=12 --model "$model" --gpu a100 --measured-step 143 --measured-step-mbs 4:123
+	expect_usage_error "--measured-step-mbs '0=123': expected M=S" plan --world 384 --parallel tp=8,pp=12 --model "$model" --gpu a100 --measured-step 143 --measured-step-mbs 0=123
+	expect_usage_error "mbs 1 is the model's own" plan --world 384 --parallel tp=8,pp=12 --model "$model,mbs=1" --gpu a100 --measured-step 143 --measured-step-mbs 1=123
+	expect_usage_error "are outside what a per-layer overhead of 0 to 100 ms gives this layout" plan --world 384 --parallel tp=8,pp=12 --model "$model,mbs=1" --gpu a100,net=6.25 --measured-step 143.31 --measured-step-mbs 4=300
 }
 
 @test "step model: bad --model, --gpu and layouts name their culprit" {

@@ -399,6 +399,51 @@ static void a_measured_step_gives_back_its_efficiency(void **state)
 	assert_non_null(strstr(msg, "at 1% of it"));
 }
 
+/*
+ * Two measured steps of one layout at mbs 1 and 4 give back both the
+ * efficiency and the per-layer overhead they were made with, from stated
+ * values far from them; steps whose ratio no overhead gives are refused
+ * with the bounds.
+ */
+static void two_measured_steps_give_back_the_overhead(void **state)
+{
+	(void)state;
+	struct gpu_desc made = gpu_of("a100,eff=0.5678,layer-ms=4.321,net=6.25");
+	struct model_desc m = model_of("gpt3-175b,gbs=1536,sp=0,flash=0,engine=deepspeed");
+	struct step_layout l1 = {
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_FULL
+	};
+	struct step_layout l4 = l1;
+	l4.mbs = 4;
+	struct step_stage st[8];
+	double s1 = estimate(&m, &made, 1024, &l1, st).step_s, s4 = estimate(&m, &made, 1024, &l4, st).step_s;
+	assert_true(s1 > s4); /* the overhead is paid per micro-batch: four times as often at mbs 1 */
+	struct gpu_desc stated = gpu_of("a100,eff=0.2,layer-ms=40,net=6.25");
+	char msg[LLMP_MSG_MAX];
+	double eff = 0, over = 0;
+	assert_int_equal(
+		step_fit_efficiency_overhead(&m, &stated, 1024, &l1, s1, 4, s4, &eff, &over, msg, sizeof msg),
+		LLMP_OK);
+	assert_near(eff, 0.5678, 1e-6);
+	assert_near(over, 4.321e-3, 1e-8);
+	/* The same from the mbs-4 side. */
+	assert_int_equal(
+		step_fit_efficiency_overhead(&m, &stated, 1024, &l4, s4, 1, s1, &eff, &over, msg, sizeof msg),
+		LLMP_OK);
+	assert_near(eff, 0.5678, 1e-6);
+	assert_near(over, 4.321e-3, 1e-8);
+	/* mbs 1 at half the time of mbs 4: no overhead makes four times the micro-batches faster. */
+	assert_int_equal(
+		step_fit_layer_overhead(&m, &made, 1024, &l1, s4 / 2, &l4, s4, &over, msg, sizeof msg),
+		LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "outside what a per-layer overhead of 0 to 100 ms gives"));
+	/* A second micro-batch size the layout cannot take is named. */
+	assert_int_equal(
+		step_fit_efficiency_overhead(&m, &stated, 1024, &l1, s1, 5, s4, &eff, &over, msg, sizeof msg),
+		LLMP_ERR_LAYOUT);
+	assert_non_null(strstr(msg, "mbs*dp"));
+}
+
 /* Llama 3 405B: 126 layers on 16 stages, Megatron's uneven ends: 7 + 14 x 8 + 7. */
 static void uneven_first_and_last_stages(void **state)
 {
@@ -687,6 +732,7 @@ int main(void)
 		cmocka_unit_test(elementwise_bytes_and_per_layer_overhead),
 		cmocka_unit_test(deepspeed_engine_exposes_dp_and_never_interleaves),
 		cmocka_unit_test(a_measured_step_gives_back_its_efficiency),
+		cmocka_unit_test(two_measured_steps_give_back_the_overhead),
 		cmocka_unit_test(uneven_first_and_last_stages),
 		cmocka_unit_test(layouts_break_megatrons_rules_with_a_reason),
 		cmocka_unit_test(experts_shard_over_ep_and_etp),
