@@ -618,7 +618,7 @@ llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu
 	return LLMP_OK;
 }
 
-#define STEP_FIT_ROUNDS 2000 /* each round moves both by a share of what is left: hundreds at most */
+#define STEP_FIT_ROUNDS 2000 /* each round moves both by a share of what is left: tens suffice */
 
 llmp_status step_fit_efficiency_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 					 const struct step_layout *l, double step_s, unsigned mbs2,
