@@ -208,6 +208,7 @@ static const struct key model_keys[] = {
 	{ "mbs", offsetof(struct model_desc, mbs) },
 };
 #define NMODEL_KEYS (sizeof model_keys / sizeof model_keys[0])
+#define SEEN_ZERO (1u << NMODEL_KEYS) /* distopt= or zero= given: one setting, said once */
 
 /* A whole number in 0..2^40 (zero only where allow_zero). */
 static bool parse_count(const char *v, bool allow_zero, double *out)
@@ -260,8 +261,17 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		m->gated = !strcmp(v, "swiglu");
 	} else if (!strcmp(item, "tied")) {
 		ok = parse_bool(v, &m->tied);
-	} else if (!strcmp(item, "distopt")) {
-		ok = parse_bool(v, &m->dist_opt);
+	} else if (!strcmp(item, "distopt") || !strcmp(item, "zero")) {
+		/* one setting, two spellings: distopt=1 is zero=1 */
+		if (*seen & SEEN_ZERO)
+			return llmp_fail(
+				LLMP_ERR_ARG, msg, len,
+				"--model: distopt= and zero= set one thing (distopt=1 is zero=1): give "
+				"it once");
+		*seen |= SEEN_ZERO;
+		bool on = false;
+		ok = !strcmp(item, "zero") ? v[0] >= '0' && v[0] <= '3' && !v[1] : parse_bool(v, &on);
+		m->zero = !strcmp(item, "zero") ? (unsigned)(v[0] - '0') : on;
 	} else if (!strcmp(item, "sp")) {
 		ok = parse_bool(v, &m->sp);
 	} else if (!strcmp(item, "flash")) {
@@ -288,7 +298,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			LLMP_ERR_ARG, msg, len,
 			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
-			"distopt, sp, flash, engine, grad, overhead, recompute; or a preset: %s)",
+			"distopt, zero, sp, flash, engine, grad, overhead, recompute; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
 	if (!ok)
@@ -297,6 +307,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 				 !strcmp(item, "mlp")         ? "gelu, swiglu"
 				 : !strcmp(item, "recompute") ? "auto, none, selective, full"
 				 : !strcmp(item, "grad")      ? "2, 4, 6"
+				 : !strcmp(item, "zero")      ? "0, 1, 2, 3"
 				 : !strcmp(item, "overhead")  ? "a number from 0 to 1"
 							      : "0, 1");
 	return LLMP_OK;
@@ -467,13 +478,20 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 	if (m->gbs && m->gbs < m->mbs)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: gbs=%.0f is less than mbs=%.0f", m->gbs,
 				 m->mbs);
+	m->dist_opt = m->zero >= 1;
+	if (m->zero >= 2 && m->grad_bytes == 6)
+		return llmp_fail(
+			LLMP_ERR_ARG, msg, len,
+			"--model: grad=6 (16-bit gradients and an fp32 accumulation copy, DeepSpeed's "
+			"BF16 optimizer) with zero=%u: sharded gradients keep one buffer, grad=2 or 4",
+			m->zero);
 	return LLMP_OK;
 }
 
 /* What every description starts from: Megatron-Core's defaults (doc/step-model.md). */
 static void training_defaults(struct model_desc *m)
 {
-	m->dist_opt = m->sp = m->flash = true, m->engine = MODEL_ENGINE_MEGATRON;
+	m->dist_opt = m->sp = m->flash = true, m->zero = 1, m->engine = MODEL_ENGINE_MEGATRON;
 	m->grad_bytes = 4, m->overhead = MODEL_OVERHEAD_DEFAULT;
 }
 

@@ -45,9 +45,13 @@ struct model_desc {
 	double gbs, mbs;      /* sequences; gbs 0: not given */
 	bool gated;           /* SwiGLU (three matrices) rather than GeLU (two) */
 	bool tied;            /* output layer shares the embedding */
-	bool dist_opt;        /* optimizer states sharded over dp x cp (ZeRO-1) */
-	bool sp;              /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
-	bool flash;           /* flash attention: no s x s scores kept */
+	bool dist_opt;        /* optimizer states sharded over dp x cp (ZeRO-1): zero >= 1 */
+	/* What dp x cp shards: 0 nothing, 1 optimizer states (Megatron's distributed optimizer),
+	 * 2 and gradients, 3 and parameters (Megatron-FSDP's optim_grads / optim_grads_params,
+	 * DeepSpeed's ZeRO stages) */
+	unsigned zero;
+	bool sp;           /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
+	bool flash;        /* flash attention: no s x s scores kept */
 	double grad_bytes; /* gradient buffers a parameter: 4 (fp32, Megatron's default), 2 (bf16), 6 (both) */
 	double overhead;   /* allocator and temporaries, a share of the modelled bytes (0.05) */
 	enum model_recompute recompute; /* AUTO: the chooser tries selective, then full */
@@ -58,7 +62,7 @@ struct model_desc {
  * "--model" text: a preset name ("llama3-70b"), a path to a Hugging Face
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
- * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1,
+ * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1 or zero=0-3,
  * sp=0|1,flash=0|1,engine=megatron|deepspeed,grad=2|4|6,overhead=F,recompute=none|selective|full]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */

@@ -12,6 +12,15 @@
 
 #define BYTES_WEIGHT 2.0     /* bf16 */
 #define BYTES_OPTIMIZER 12.0 /* fp32 master weights, Adam's m and v */
+/*
+ * zero=2 and 3: how many elements of whole (unsharded) buckets may be alive
+ * beside the shards. Megatron-FSDP sizes its communication unit at no less
+ * than 1e9 elements and prefetches half of it (megatron_fsdp.py:
+ * max(1_000_000_000, ...), suggested_AG_prefetch_size = unit // 2);
+ * DeepSpeed ZeRO-3's stage3_max_live_parameters is 1e9.
+ */
+#define ZERO_LIVE_GRAD_ELEMENTS 1e9
+#define ZERO_LIVE_PARAM_ELEMENTS 5e8
 
 const char *step_term_name(enum step_term t)
 {
@@ -113,6 +122,11 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 	 * first and last stages (Megatron's pipeline layout) only the middle ones must. */
 	unsigned first, middle;
 	step_stage_layers(m, l, l->pp > 2 ? 1 : 0, &first, &middle);
+	if (l->pp > 1 && m->zero >= 2 && m->engine == MODEL_ENGINE_DEEPSPEED)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "pp=%u with zero=%u: DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 "
+				 "(deepspeed/runtime/pipe/engine.py); zero=0 or 1, or pp=1",
+				 l->pp, m->zero);
 	if (l->vpp > 1 && m->engine == MODEL_ENGINE_DEEPSPEED)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
 				 "vpp=%u: DeepSpeed's pipeline engine runs 1F1B without interleaving "
@@ -246,21 +260,38 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	double dense = (n * x->attn + nd * x->dense_mlp + nm * (m->gated ? 3 : 2) * h * m->shared_ffn) / t +
 		       nm * x->moe_replicated;
 	double expert = nm * x->moe_sharded / ((double)l->ep * l->etp);
+	double layers_only = dense + expert, outside = 0; /* the embedding and the output layer */
 	if (k == 0)
-		dense += m->vocab * h / t;
+		outside += m->vocab * h / t;
 	/* The output layer, or the tied copy Megatron keeps on the last stage. */
 	if (k == l->pp - 1 && (!m->tied || l->pp > 1))
-		dense += m->vocab * h / t;
+		outside += m->vocab * h / t;
+	dense += outside;
 	double edp = (double)l->tp * l->cp * l->dp / ((double)l->ep * l->etp);
 	double ddp = (double)l->dp * l->cp;
+	double shard = dense / ddp + expert / edp; /* this rank's share of the stage's parameters */
 	st->first_layer = first, st->layers = n;
 	st->weights = (dense + expert) * BYTES_WEIGHT;
 	st->grads = (dense + expert) * m->grad_bytes; /* 4: Megatron's default grad_reduce_in_fp32 */
+	if (m->zero >= 2) /* the shard, and whole buckets on their way to the reduce-scatter */
+		st->grads = (shard + (layers_only + outside < ZERO_LIVE_GRAD_ELEMENTS
+					      ? layers_only + outside
+					      : ZERO_LIVE_GRAD_ELEMENTS)) *
+			    m->grad_bytes;
+	if (m->zero >= 3) {
+		/* The layers' shard, the layers gathered for compute and prefetch (one layer beyond
+		 * the prefetch window), and the embedding and output layer, which Megatron-FSDP
+		 * keeps gathered (they are no FSDP unit). */
+		double one = n ? layers_only / n : 0, live = ZERO_LIVE_PARAM_ELEMENTS + one;
+		st->weights = (dense / ddp - outside / ddp + expert / edp + outside +
+			       (layers_only < live ? layers_only : live)) *
+			      BYTES_WEIGHT;
+	}
 	/* With 16-bit gradient buffers (grad=2) the optimizer steps its shard from an fp32 copy of
 	 * the shard's gradients: DeepSpeed's ZeRO-1/2 step flattens them .to(fp32), Megatron's
 	 * fp16/bf16 optimizers make main_grad.float(). 4 bytes more per optimizer parameter. */
 	double opt_bytes = BYTES_OPTIMIZER + (m->grad_bytes < 4 ? 4.0 : 0.0);
-	st->optimizer = m->dist_opt ? (dense / ddp + expert / edp) * opt_bytes : (dense + expert) * opt_bytes;
+	st->optimizer = m->zero >= 1 ? shard * opt_bytes : (dense + expert) * opt_bytes;
 
 	double per_layer = n ? (nd * x->act_dense + nm * x->act_moe) / n : 0;
 	if (l->recompute == MODEL_RECOMPUTE_NONE)
@@ -493,6 +524,22 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	 * ReduceTiedGrads, ReduceGrads, then OptimizerStep). */
 	double cover = m->engine == MODEL_ENGINE_MEGATRON ? slowest : 0;
 	out->net_s[3] = raw[3] > cover ? raw[3] - cover : 0;
+	if (m->zero >= 2) {
+		/* Sharded gradients are reduce-scattered after every micro-batch's backward
+		 * (Megatron-FSDP's optim_grads*, DeepSpeed's ZeRO-2 and 3), sharded parameters
+		 * gathered before its forward and again before its backward (optim_grads_params,
+		 * ZeRO-3): each micro-batch's traffic behind its own compute under Megatron-FSDP,
+		 * which forces both overlaps on; exposed under DeepSpeed, whose ZeRO-2 reduces
+		 * each bucket by an all-reduce (allreduce_and_scatter): twice the bytes. */
+		double gb = m->grad_bytes < 4 ? 2.0 : 4.0; /* as raw[3] was scaled above */
+		double rs = raw[3] * gb / (gb + 2), ag = raw[3] * 2 / (gb + 2);
+		if (m->engine == MODEL_ENGINE_DEEPSPEED && m->zero == 2)
+			rs *= 2;
+		double each = rs + (m->zero >= 3 ? 2 * ag : 0);
+		out->net_s[3] = micro * (each > cover ? each - cover : 0);
+		if (m->zero == 2) /* the updated parameters gathered once, behind the first forward */
+			out->net_s[3] += ag > cover ? ag - cover : 0;
+	}
 	out->net_s[4] = raw[4] * l->vpp; /* pp: exposed; interleaving sends at every chunk edge */
 	out->step_s = out->compute_s + out->bubble_s;
 	for (int a = 0; a < 5; a++)

@@ -40,8 +40,10 @@ static void flag(struct plugin_model_answer *a, const char *fmt, ...)
 		a->megatron[n++] = ' ', a->megatron[n] = '\0';
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(a->megatron + n, sizeof a->megatron - n, fmt, ap);
+	int w = vsnprintf(a->megatron + n, sizeof a->megatron - n, fmt, ap);
 	va_end(ap);
+	if (w < 0 || (size_t)w >= sizeof a->megatron - n)
+		a->megatron_cut = true;
 }
 
 /*
@@ -53,7 +55,7 @@ static void flag(struct plugin_model_answer *a, const char *fmt, ...)
 static void deepspeed_flags(const struct model_desc *m, const struct step_layout *l,
 			    struct plugin_model_answer *a)
 {
-	flag(a, "--zero-stage %d", m->dist_opt ? 1 : 0);
+	flag(a, "--zero-stage %u", m->zero);
 	if (l->recompute == MODEL_RECOMPUTE_FULL)
 		flag(a, "--checkpoint-activations");
 }
@@ -64,8 +66,16 @@ static void megatron_lm_flags(const struct model_desc *m, const struct step_layo
 {
 	if (l->tp > 1 && m->sp)
 		flag(a, "--sequence-parallel");
-	if (m->dist_opt)
+	if (m->zero >= 1)
 		flag(a, "--use-distributed-optimizer");
+	/* zero=2, 3: Megatron-FSDP (megatron/training/arguments.py: it forces the distributed
+	 * optimizer and asserts the fsdp_dtensor checkpoint format); its main gradients are the
+	 * parameters' dtype unless told, so grad=4's fp32 is said. */
+	if (m->zero >= 2)
+		flag(a, "--use-megatron-fsdp --data-parallel-sharding-strategy %s --ckpt-format fsdp_dtensor",
+		     m->zero == 2 ? "optim_grads" : "optim_grads_params");
+	if (m->zero >= 2 && m->grad_bytes == 4)
+		flag(a, "--megatron-fsdp-main-grads-dtype fp32");
 	if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
 		flag(a, "--recompute-granularity selective");
 	else if (l->recompute == MODEL_RECOMPUTE_FULL)
@@ -76,11 +86,14 @@ static void megatron_lm_flags(const struct model_desc *m, const struct step_layo
  * The flags Megatron-LM needs to run what the estimate assumed. Sizes are
  * in LLMP_MEGATRON_ARGS already; these are the model's side.
  */
+static const char flags_too_long[] = "the Megatron flags for this layout are longer than " LLMP_ENV_MODEL_ARGS
+				     " holds (511 bytes): nothing is handed on cut short";
+
 static void megatron_flags(const struct model_desc *m, const struct step_layout *l,
 			   struct plugin_model_answer *a)
 {
 	bool megatron = m->engine == MODEL_ENGINE_MEGATRON;
-	a->megatron[0] = '\0';
+	a->megatron[0] = '\0', a->megatron_cut = false;
 	flag(a, "--micro-batch-size %u", l->mbs);
 	if (m->gbs)
 		flag(a, "--global-batch-size %.0f", m->gbs);
@@ -149,7 +162,7 @@ bool plugin_model_args_valid(const char *text)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = text[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == ' '))
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == ' '))
 			return false;
 	}
 	return true;
@@ -290,6 +303,10 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 	}
 	const struct auto_candidate *c = &r.all[i];
 	megatron_flags(m, &c->layout, a);
+	if (a->megatron_cut) {
+		auto_result_free(&r);
+		return refuse(msg, msglen, "--llm-parallel=auto: %s", flags_too_long);
+	}
 	{ /* the chosen layout's stages again, for the tasks' check of their GPU */
 		struct step_layout again = c->layout;
 		struct step_estimate e;
@@ -364,6 +381,10 @@ static int guard(const struct model_desc *m, const struct gpu_desc *g, const str
 		goto out;
 	}
 	megatron_flags(m, &l, a);
+	if (a->megatron_cut) {
+		refuse(msg, msglen, "%s", flags_too_long);
+		goto out;
+	}
 	int n = snprintf(a->note, sizeof a->note, "%s on %u GPUs (%s%s): %s of %.1f, about %.2f s a step%s",
 			 m->name, rq->world, on ? "placed on the topology, the weakest " : "", g->name, text,
 			 peak_gpu.mem_bytes / GIB, e.step_s,

@@ -24,7 +24,7 @@
 #include "model_machines.h"
 #include "site.h"
 
-#define PLUGIN_MODEL_ARGS_MAX 256 /* LLMP_MODEL_ARGS, bytes with the NUL */
+#define PLUGIN_MODEL_ARGS_MAX 512 /* LLMP_MODEL_ARGS, bytes with the NUL */
 #define PLUGIN_PEAKS_MAX 6144     /* LLMP_MODEL_PEAKS, bytes with the NUL: 128 stages of "name:MiB," */
 
 struct plugin_model_request {
@@ -49,6 +49,7 @@ struct plugin_model_answer {
 	 * recompute, uneven first/last stages, sequence parallelism, distributed
 	 * optimizer), for LLMP_MODEL_ARGS; "" when not decided */
 	char megatron[PLUGIN_MODEL_ARGS_MAX];
+	bool megatron_cut; /* the flags did not fit megatron: refused, never handed on cut */
 	char note[768];    /* one line for the user: the choice or the estimate; "" for none */
 	char warning[640]; /* one line before it: the topology named and not used; "" for none */
 	/* On mixed GPUs, the layers of each stage ("10,12,12,6") when the split
@@ -81,7 +82,7 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
  */
 int plugin_stage_layers_parse(const char *text, uint32_t pp, uint32_t *layers, char *msg, size_t msglen);
 
-/* Is text a valid LLMP_MODEL_ARGS value (what plugin_model_decide writes)? */
+/* Is text a valid LLMP_MODEL_ARGS value (what plugin_model_decide writes: [a-z0-9_ -])? */
 bool plugin_model_args_valid(const char *text);
 
 #endif /* LLMP_PLUGIN_MODEL_LAYOUT_H */

@@ -419,6 +419,31 @@ EOF
 	assert_line_matches '^gpu: +custom: 80.0 GiB, 989 TFLOP/s'
 }
 
+@test "step model: zero=2 and 3 shard gradients and parameters; DeepSpeed's pipeline refuses them" {
+	need_python
+	for z in 1 2 3; do
+		llmp plan --world 128 --parallel tp=1,pp=1 --model "llama3-8b,gbs=1024,zero=$z" --gpu h100 --format json
+		assert_status 0
+		printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/z$z.json"
+	done
+	python3 - "$BATS_TEST_TMPDIR" <<'EOF' || fail "zero check failed"
+import json, sys
+d = {z: json.load(open("%s/z%d.json" % (sys.argv[1], z))) for z in (1, 2, 3)}
+st = {z: d[z]["memory"]["by_stage"][0] for z in d}
+assert [d[z]["model"]["zero"] for z in (1, 2, 3)] == [1, 2, 3]
+p = d[1]["model"]["parameters"]  # tp 1, pp 1: every parameter on every rank
+assert st[1]["gradients_bytes"] == 4 * p, st[1]
+# the shard over dp 128, and whole buckets up to 1e9 elements (8 B parameters > 1e9)
+assert abs(st[2]["gradients_bytes"] - 4 * (p / 128 + 1e9)) < 1e-6 * p, st[2]
+assert st[2]["weights_bytes"] == st[1]["weights_bytes"] == 2 * p
+assert st[3]["weights_bytes"] < st[2]["weights_bytes"] / 3, st[3]
+assert st[1]["optimizer_bytes"] == st[2]["optimizer_bytes"] == st[3]["optimizer_bytes"]
+assert d[3]["memory"]["peak_bytes"] < d[2]["memory"]["peak_bytes"] < d[1]["memory"]["peak_bytes"]
+EOF
+	expect_usage_error "DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3" plan --world 128 --parallel tp=1,pp=2 --model llama3-8b,gbs=1024,zero=2,engine=deepspeed --gpu h100
+	expect_usage_error "distopt= and zero= set one thing" plan --world 128 --model llama3-8b,distopt=1,zero=3 --gpu h100
+}
+
 @test "step model: --measured-step calibrates the efficiency, and eff= reproduces the step" {
 	need_python
 	# BigScience's 181B on tp 4, pp 6, mbs 2 took 111.71 s a step (bench/data/published_layouts.tsv).

@@ -618,6 +618,69 @@ static void auto_says_when_nothing_fits(void **state)
 	auto_result_free(&r);
 }
 
+/*
+ * zero=2 and 3 (Megatron-FSDP's optim_grads and optim_grads_params): from
+ * zero=1's bytes of the same layout, the gradients become the shard and
+ * whole buckets up to 1e9 elements; the parameters (zero=3) the layers'
+ * shard, the embedding and output layer whole, and the layers gathered up
+ * to 5e8 elements and one layer. On a slow network the dp traffic goes
+ * once a micro-batch, each behind that micro-batch's compute.
+ */
+static void zero_shards_gradients_and_parameters(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("h100");
+	struct step_layout l = {
+		.tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_FULL
+	};
+	struct step_stage s1[1], s2[1], s3[1];
+	const char *base = "llama3-8b,gbs=1024";
+	char text[128];
+	struct model_desc m1 = model_of(base);
+	snprintf(text, sizeof text, "%s,zero=2", base);
+	struct model_desc m2 = model_of(text);
+	snprintf(text, sizeof text, "%s,zero=3", base);
+	struct model_desc m3 = model_of(text);
+	struct step_layout l1 = l, l2 = l, l3 = l;
+	estimate(&m1, &g, 128, &l1, s1);
+	estimate(&m2, &g, 128, &l2, s2);
+	estimate(&m3, &g, 128, &l3, s3);
+	double p = s1[0].weights / 2; /* bf16: this rank's parameters, all of them */
+	double outside = 2 * 128256.0 * 4096, layers = p - outside; /* untied embedding and output */
+	assert_near(p, model_desc_params(&m1), 1e-9);               /* tp 1, pp 1: the whole model */
+	assert_near(s1[0].grads, 4 * p, 1e-12);
+	assert_near(s2[0].grads, 4 * (p / 128 + 1e9), 1e-12); /* 8 B > 1e9: the live buckets' bound */
+	assert_near(s2[0].weights, s1[0].weights, 1e-12);
+	assert_near(s3[0].weights, 2 * (layers / 128 + outside + 5e8 + layers / 32), 1e-12);
+	assert_near(s3[0].grads, s2[0].grads, 1e-12);
+	assert_near(s2[0].optimizer, s1[0].optimizer, 1e-12); /* sharded from zero=1 on */
+	assert_true(m2.dist_opt && m3.dist_opt);
+
+	/* A small model: the buckets are the whole model, gathered whole. */
+	struct model_desc t1 = model_of("layers=4,hidden=1024,heads=8,seq=1024,vocab=32000,gbs=64");
+	struct model_desc t3 = model_of("layers=4,hidden=1024,heads=8,seq=1024,vocab=32000,gbs=64,zero=3");
+	struct step_layout a = l, b = l;
+	estimate(&t1, &g, 8, &a, s1);
+	estimate(&t3, &g, 8, &b, s3);
+	p = s1[0].weights / 2, outside = 2 * 32000.0 * 1024, layers = p - outside;
+	assert_near(s3[0].grads, 4 * (p / 8 + p), 1e-12);
+	assert_near(s3[0].weights, 2 * (layers / 8 + outside + layers), 1e-12);
+
+	/* Time, on a network slow enough that dp shows: zero=1 exposes raw - one micro-batch;
+	 * zero=2 a reduce-scatter (4 of raw's 6 bytes) a micro-batch and the gather once; zero=3
+	 * a reduce-scatter and two gathers a micro-batch. */
+	g = gpu_of("h100,net=2");
+	struct step_estimate e1 = estimate(&m1, &g, 128, &l1, NULL), e2 = estimate(&m2, &g, 128, &l2, NULL),
+			     e3 = estimate(&m3, &g, 128, &l3, NULL);
+	double micro = 1024 / 128, cover = e1.compute_s / micro, raw = e1.net_s[3] + cover;
+	double rs = raw * 4 / 6, ag = raw * 2 / 6;
+	assert_true(rs > cover);
+	assert_near(e2.net_s[3], micro * (rs - cover) + (ag > cover ? ag - cover : 0), 1e-9);
+	assert_near(e3.net_s[3], micro * (rs + 2 * ag - cover), 1e-9);
+	assert_true(e1.step_s < e2.step_s && e2.step_s < e3.step_s);
+	assert_near(e3.compute_s, e1.compute_s, 1e-12); /* sharding moves bytes, not FLOPs */
+}
+
 static void descriptions_parse_and_name_the_culprit(void **state)
 {
 	(void)state;
@@ -649,6 +712,9 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,mlp=relu", "mlp='relu' is not one of gelu, swiglu" },
 		{ "layers=2,hidden=512,seq=8,x\033[31m=1", "unknown key 'x?[31m'" },
 		{ "/nonexistent/config.json", "/nonexistent/config.json: No such file" },
+		{ "layers=2,hidden=512,seq=8,zero=4", "zero='4' is not one of 0, 1, 2, 3" },
+		{ "layers=2,hidden=512,seq=8,distopt=1,zero=2", "distopt= and zero= set one thing" },
+		{ "layers=2,hidden=512,seq=8,zero=2,grad=6", "grad=6 (16-bit gradients and an fp32" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct model_desc x;
@@ -739,6 +805,7 @@ int main(void)
 		cmocka_unit_test(auto_enumerates_every_valid_layout),
 		cmocka_unit_test(auto_prefers_fewer_stages_on_a_tie),
 		cmocka_unit_test(auto_says_when_nothing_fits),
+		cmocka_unit_test(zero_shards_gradients_and_parameters),
 		cmocka_unit_test(descriptions_parse_and_name_the_culprit),
 		cmocka_unit_test(reads_a_hugging_face_config),
 	};
