@@ -112,6 +112,16 @@ static void sbatch_refuses_only_what_no_size_fits(void **state)
 			    "--recompute-granularity selective");
 }
 
+/* The 30-layer model of the test below, with more keys after it, decided on spec. */
+static int decide_30(const struct plugin_site *site, const char *keys, const llmp_spec *spec,
+		     struct plugin_model_answer *a, char *msg, size_t len)
+{
+	char model[256];
+	snprintf(model, sizeof model,
+		 "layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,%s", keys);
+	return decide(site, model, "h100", spec, 16, a, msg, len);
+}
+
 /*
  * The flags follow the model: sequence parallelism with tp, full
  * recompute when asked, and Megatron's uneven first and last stages for 30
@@ -126,11 +136,7 @@ static void megatron_flags_state_what_was_assumed(void **state)
 	(void)state;
 	no_site(&site);
 
-	assert_int_equal(decide(&site,
-				"layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,"
-				"recompute=full",
-				"h100", &spec, 16, &a, msg, sizeof msg),
-			 0);
+	assert_int_equal(decide_30(&site, "recompute=full", &spec, &a, msg, sizeof msg), 0);
 	assert_string_equal(
 		a.megatron,
 		"--micro-batch-size 2 --global-batch-size 64 --sequence-parallel "
@@ -142,11 +148,7 @@ static void megatron_flags_state_what_was_assumed(void **state)
 
 	/* Megatron-DeepSpeed spells ZeRO-1 and full recompute its own way, and splits the
 	 * stages itself: none of Megatron-LM's flags it would refuse. */
-	assert_int_equal(decide(&site,
-				"layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,"
-				"recompute=full,engine=deepspeed",
-				"h100", &spec, 16, &a, msg, sizeof msg),
-			 0);
+	assert_int_equal(decide_30(&site, "recompute=full,engine=deepspeed", &spec, &a, msg, sizeof msg), 0);
 	assert_string_equal(
 		a.megatron,
 		"--micro-batch-size 2 --global-batch-size 64 --zero-stage 1 --checkpoint-activations");
@@ -154,37 +156,24 @@ static void megatron_flags_state_what_was_assumed(void **state)
 
 	/* zero=2 and 3 are Megatron-FSDP's optim_grads and optim_grads_params; fp32 gradients
 	 * (grad=4, the default) are said, as Megatron-FSDP's own default is the parameters' bf16. */
-	assert_int_equal(decide(&site,
-				"layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,"
-				"recompute=selective,zero=3",
-				"h100", &spec, 16, &a, msg, sizeof msg),
-			 0);
+	assert_int_equal(decide_30(&site, "recompute=selective,zero=3", &spec, &a, msg, sizeof msg), 0);
 	assert_non_null(strstr(a.megatron,
 			       "--use-distributed-optimizer --use-megatron-fsdp "
 			       "--data-parallel-sharding-strategy optim_grads_params "
 			       "--ckpt-format fsdp_dtensor --megatron-fsdp-main-grads-dtype fp32"));
 	assert_true(plugin_model_args_valid(a.megatron));
-	assert_int_equal(decide(&site,
-				"layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,"
-				"recompute=selective,zero=2,grad=2",
-				"h100", &spec, 16, &a, msg, sizeof msg),
+	assert_int_equal(decide_30(&site, "recompute=selective,zero=2,grad=2", &spec, &a, msg, sizeof msg),
 			 0);
 	assert_non_null(strstr(a.megatron, "--data-parallel-sharding-strategy optim_grads "));
 	assert_null(strstr(a.megatron, "main-grads-dtype"));
 
 	/* DeepSpeed's pipeline engine refuses ZeRO-2 and 3 with pp > 1; at pp 1 the stage is said. */
-	assert_int_equal(decide(&site,
-				"layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,"
-				"recompute=full,engine=deepspeed,zero=2",
-				"h100", &spec, 16, &a, msg, sizeof msg),
-			 -1);
+	assert_int_equal(
+		decide_30(&site, "recompute=full,engine=deepspeed,zero=2", &spec, &a, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3"));
 	llmp_spec flat = layout("tp=2");
-	assert_int_equal(decide(&site,
-				"layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2,"
-				"recompute=full,engine=deepspeed,zero=3",
-				"h100", &flat, 16, &a, msg, sizeof msg),
-			 0);
+	assert_int_equal(
+		decide_30(&site, "recompute=full,engine=deepspeed,zero=3", &flat, &a, msg, sizeof msg), 0);
 	assert_string_equal(
 		a.megatron,
 		"--micro-batch-size 2 --global-batch-size 64 --zero-stage 3 --checkpoint-activations");
