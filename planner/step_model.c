@@ -260,38 +260,34 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	double dense = (n * x->attn + nd * x->dense_mlp + nm * (m->gated ? 3 : 2) * h * m->shared_ffn) / t +
 		       nm * x->moe_replicated;
 	double expert = nm * x->moe_sharded / ((double)l->ep * l->etp);
-	double layers_only = dense + expert, outside = 0; /* the embedding and the output layer */
+	double outside = 0; /* the embedding and the output layer: no transformer layer's */
 	if (k == 0)
 		outside += m->vocab * h / t;
 	/* The output layer, or the tied copy Megatron keeps on the last stage. */
 	if (k == l->pp - 1 && (!m->tied || l->pp > 1))
 		outside += m->vocab * h / t;
-	dense += outside;
 	double edp = (double)l->tp * l->cp * l->dp / ((double)l->ep * l->etp);
 	double ddp = (double)l->dp * l->cp;
-	double shard = dense / ddp + expert / edp; /* this rank's share of the stage's parameters */
+	double layers = dense + expert, all = layers + outside; /* this rank's parameters */
+	double layers_shard = dense / ddp + expert / edp, shard = layers_shard + outside / ddp;
 	st->first_layer = first, st->layers = n;
-	st->weights = (dense + expert) * BYTES_WEIGHT;
-	st->grads = (dense + expert) * m->grad_bytes; /* 4: Megatron's default grad_reduce_in_fp32 */
-	if (m->zero >= 2) /* the shard, and whole buckets on their way to the reduce-scatter */
-		st->grads = (shard + (layers_only + outside < ZERO_LIVE_GRAD_ELEMENTS
-					      ? layers_only + outside
-					      : ZERO_LIVE_GRAD_ELEMENTS)) *
+	st->weights = all * BYTES_WEIGHT;
+	st->grads = all * m->grad_bytes; /* 4: Megatron's default grad_reduce_in_fp32 */
+	if (m->zero >= 2)                /* the shard, and whole buckets on their way to the reduce-scatter */
+		st->grads = (shard + (all < ZERO_LIVE_GRAD_ELEMENTS ? all : ZERO_LIVE_GRAD_ELEMENTS)) *
 			    m->grad_bytes;
 	if (m->zero >= 3) {
 		/* The layers' shard, the layers gathered for compute and prefetch (one layer beyond
 		 * the prefetch window), and the embedding and output layer, which Megatron-FSDP
 		 * keeps gathered (they are no FSDP unit). */
-		double one = n ? layers_only / n : 0, live = ZERO_LIVE_PARAM_ELEMENTS + one;
-		st->weights = (dense / ddp - outside / ddp + expert / edp + outside +
-			       (layers_only < live ? layers_only : live)) *
-			      BYTES_WEIGHT;
+		double live = ZERO_LIVE_PARAM_ELEMENTS + (n ? layers / n : 0);
+		st->weights = (layers_shard + outside + (layers < live ? layers : live)) * BYTES_WEIGHT;
 	}
 	/* With 16-bit gradient buffers (grad=2) the optimizer steps its shard from an fp32 copy of
 	 * the shard's gradients: DeepSpeed's ZeRO-1/2 step flattens them .to(fp32), Megatron's
 	 * fp16/bf16 optimizers make main_grad.float(). 4 bytes more per optimizer parameter. */
 	double opt_bytes = BYTES_OPTIMIZER + (m->grad_bytes < 4 ? 4.0 : 0.0);
-	st->optimizer = m->zero >= 1 ? shard * opt_bytes : (dense + expert) * opt_bytes;
+	st->optimizer = (m->zero >= 1 ? shard : all) * opt_bytes;
 
 	double per_layer = n ? (nd * x->act_dense + nm * x->act_moe) / n : 0;
 	if (l->recompute == MODEL_RECOMPUTE_NONE)
@@ -624,6 +620,20 @@ llmp_status step_fit_efficiency(const struct model_desc *m, const struct gpu_des
 	return LLMP_OK;
 }
 
+/* The modelled steps' ratio of a over b on t. */
+static llmp_status steps_ratio(const struct model_desc *m, const struct gpu_desc *t, uint32_t world,
+			       const struct step_layout *a, const struct step_layout *b, double *ratio,
+			       char *msg, size_t len)
+{
+	struct step_estimate ea, eb;
+	llmp_status st = step_estimate(m, t, world, a, NULL, &ea, msg, len);
+	if (st == LLMP_OK)
+		st = step_estimate(m, t, world, b, NULL, &eb, msg, len);
+	if (st == LLMP_OK)
+		*ratio = ea.step_s / eb.step_s;
+	return st;
+}
+
 llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 				    const struct step_layout *a, double a_s, const struct step_layout *b,
 				    double b_s, double *overhead_s, char *msg, size_t len)
@@ -631,14 +641,10 @@ llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu
 	struct gpu_desc t = *g;
 	double bound[2] = { 0, STEP_LAYER_OVERHEAD_MAX }, ratio[2];
 	for (int i = 0; i < 2; i++) {
-		struct step_estimate ea, eb;
 		t.layer_overhead_s = bound[i];
-		llmp_status st = step_estimate(m, &t, world, a, NULL, &ea, msg, len);
-		if (st == LLMP_OK)
-			st = step_estimate(m, &t, world, b, NULL, &eb, msg, len);
+		llmp_status st = steps_ratio(m, &t, world, a, b, &ratio[i], msg, len);
 		if (st != LLMP_OK)
 			return st;
-		ratio[i] = ea.step_s / eb.step_s;
 	}
 	double want = a_s / b_s;
 	if (!(a_s > 0 && b_s > 0) || a->mbs >= b->mbs || want < ratio[0] || want > ratio[1])
@@ -649,14 +655,12 @@ llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu
 			a_s, a->mbs, b_s, b->mbs, want, 1e3 * STEP_LAYER_OVERHEAD_MAX, ratio[0], ratio[1]);
 	double lo = bound[0], hi = bound[1];
 	for (int i = 0; i < 60; i++) {
-		struct step_estimate ea, eb;
+		double r;
 		t.layer_overhead_s = (lo + hi) / 2;
-		llmp_status st = step_estimate(m, &t, world, a, NULL, &ea, msg, len);
-		if (st == LLMP_OK)
-			st = step_estimate(m, &t, world, b, NULL, &eb, msg, len);
+		llmp_status st = steps_ratio(m, &t, world, a, b, &r, msg, len);
 		if (st != LLMP_OK)
 			return st;
-		if (ea.step_s / eb.step_s < want)
+		if (r < want)
 			lo = t.layer_overhead_s;
 		else
 			hi = t.layer_overhead_s;
