@@ -518,8 +518,7 @@ int main(int argc, char **argv)
 		}
 		/* the chooser's rule (auto_layout.h): within the band, the fewest stages */
 		for (size_t c = 0, fastest = pick; c < k; c++)
-			if (model[c] <= model[fastest] * (1 + AUTO_TIE_BAND) &&
-			    (pp[c] < pp[pick] || (pp[c] == pp[pick] && model[c] < model[pick])))
+			if (auto_tie_prefers(model[c], pp[c], model[pick], pp[pick], model[fastest]))
 				pick = c;
 		printf("\ngrid %s: %zu measured candidates; rank correlation %.2f; the modelled pick measured %.1f%% "
 		       "above the measured best\n",

@@ -98,12 +98,18 @@ static int by_merit(const void *pa, const void *pb)
  * the fastest, the fastest of those with the fewest pipeline stages moves to
  * the front; the rest keep their order.
  */
+bool auto_tie_prefers(double step, unsigned pp, double pick_step, unsigned pick_pp, double fastest)
+{
+	return step <= fastest * (1 + AUTO_TIE_BAND) && (pp < pick_pp || (pp == pick_pp && step < pick_step));
+}
+
 static void prefer_fewer_stages(struct auto_result *r)
 {
 	size_t pick = 0;
-	for (size_t i = 1;
-	     i < r->fitting && r->all[i].est.step_s <= r->all[0].est.step_s * (1 + AUTO_TIE_BAND); i++)
-		if (r->all[i].layout.pp < r->all[pick].layout.pp)
+	double fastest = r->fitting ? r->all[0].est.step_s : 0;
+	for (size_t i = 1; i < r->fitting && r->all[i].est.step_s <= fastest * (1 + AUTO_TIE_BAND); i++)
+		if (auto_tie_prefers(r->all[i].est.step_s, r->all[i].layout.pp, r->all[pick].est.step_s,
+				     r->all[pick].layout.pp, fastest))
 			pick = i;
 	if (!pick)
 		return;

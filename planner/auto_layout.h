@@ -68,6 +68,13 @@ struct auto_machines {
 llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 			   const struct auto_machines *on, struct auto_result *r, char *msg, size_t len);
 
+/*
+ * The near-tie rule, for a list in any order: whether a layout of step
+ * seconds and pp stages beats the pick so far, with fastest the list's
+ * fastest step: within AUTO_TIE_BAND of it, fewer stages, then faster.
+ */
+bool auto_tie_prefers(double step, unsigned pp, double pick_step, unsigned pick_pp, double fastest);
+
 /* Why c lost to best, in a short sentence: memory over the GPU's, or the term that costs it the most time. */
 void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,
 		   const struct gpu_desc *g, char *buf, size_t len);
