@@ -133,7 +133,7 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 	json_uint(w, "gbs", (uint64_t)m->gbs);
 	json_bool(w, "swiglu", m->gated);
 	json_bool(w, "tied", m->tied);
-	json_bool(w, "distributed_optimizer", m->dist_opt);
+	json_bool(w, "distributed_optimizer", m->zero >= 1);
 	json_uint(w, "zero", m->zero);
 	json_bool(w, "sequence_parallel", m->sp);
 	json_bool(w, "flash_attention", m->flash);

@@ -478,7 +478,6 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 	if (m->gbs && m->gbs < m->mbs)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: gbs=%.0f is less than mbs=%.0f", m->gbs,
 				 m->mbs);
-	m->dist_opt = m->zero >= 1;
 	if (m->zero >= 2 && m->grad_bytes == 6)
 		return llmp_fail(
 			LLMP_ERR_ARG, msg, len,
@@ -491,7 +490,7 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 /* What every description starts from: Megatron-Core's defaults (doc/step-model.md). */
 static void training_defaults(struct model_desc *m)
 {
-	m->dist_opt = m->sp = m->flash = true, m->zero = 1, m->engine = MODEL_ENGINE_MEGATRON;
+	m->sp = m->flash = true, m->zero = 1, m->engine = MODEL_ENGINE_MEGATRON;
 	m->grad_bytes = 4, m->overhead = MODEL_OVERHEAD_DEFAULT;
 }
 

@@ -45,7 +45,6 @@ struct model_desc {
 	double gbs, mbs;      /* sequences; gbs 0: not given */
 	bool gated;           /* SwiGLU (three matrices) rather than GeLU (two) */
 	bool tied;            /* output layer shares the embedding */
-	bool dist_opt;        /* optimizer states sharded over dp x cp (ZeRO-1): zero >= 1 */
 	/* What dp x cp shards: 0 nothing, 1 optimizer states (Megatron's distributed optimizer),
 	 * 2 and gradients, 3 and parameters (Megatron-FSDP's optim_grads / optim_grads_params,
 	 * DeepSpeed's ZeRO stages) */
