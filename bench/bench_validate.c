@@ -8,7 +8,8 @@
  * as "a100,net=6.25") or `fitgrid` (for the rows of its grid alone: one
  * stack on one cluster whose GPU the source does not say), the per-layer
  * overhead of a GPU text on its two `fitmb` rows (one layout at two
- * micro-batch sizes), the framework allowance on the row marked `fitmem`
+ * micro-batch sizes; `fitmbgrid`: a pair for the rows of its grid alone),
+ * the framework allowance on the row marked `fitmem`
  * (`fit+mem`: efficiency and allowance). Those rows are left out of the
  * time figures and the grids; the guard and memory figures count the rows
  * of the time constants (which do not touch memory), not the allowance's.
@@ -36,7 +37,7 @@
 #define MAX_FITS 8
 
 struct row {
-	char role[8], id[40], gpu[32], recompute[16], ran[8], mem[16], step[24], grid[24], model[256],
+	char role[12], id[40], gpu[32], recompute[16], ran[8], mem[16], step[24], grid[24], model[256],
 		source[128];
 	unsigned gpus, tp, pp, cp, ep, etp, vpp, mbs;
 	bool vpp_unsaid, mbs_unsaid; /* '-' in the file: the published step may take the best of them */
@@ -45,9 +46,10 @@ struct row {
 
 struct fit {
 	char gpu[32];
-	char grid[24]; /* a `fitgrid` row's grid: the fit is that grid's alone; "" for a gpu text's */
-	double efficiency;
-	double layer_overhead_s; /* fitted on a `fitmb` pair of this gpu text; 0 without one */
+	char grid
+		[24]; /* a `fitgrid` or `fitmbgrid` row's grid: the fit is that grid's alone; "" for a gpu text's */
+	double efficiency; /* 0 until fitted */
+	double layer_overhead_s; /* fitted on a `fitmb` pair of this gpu text (`fitmbgrid`: of this grid); 0 without one */
 };
 
 static struct fit fits[MAX_FITS];
@@ -82,15 +84,15 @@ static int read_rows(const char *path, struct row *rows, size_t *n)
 			fclose(f);
 			return -1;
 		}
-		static const char *const roles[] = { "eval",    "guard", "fit",    "fitmem",
-						     "fit+mem", "fitmb", "fitgrid" };
+		static const char *const roles[] = { "eval",    "guard", "fit",     "fitmem",
+						     "fit+mem", "fitmb", "fitgrid", "fitmbgrid" };
 		size_t known = 0;
 		while (known < sizeof roles / sizeof *roles && strcmp(field[0], roles[known]) != 0)
 			known++;
 		if (known == sizeof roles / sizeof *roles) {
 			fprintf(stderr,
 				"%s: %s: role '%s' is none of eval, guard, fit, fitmem, fit+mem, fitmb, "
-				"fitgrid\n",
+				"fitgrid, fitmbgrid\n",
 				path, field[1], field[0]);
 			fclose(f);
 			return -1;
@@ -140,19 +142,26 @@ static int gpu_of(const struct row *r, struct gpu_desc *g)
 	if (strcmp(kind, "h800") == 0)
 		snprintf(kind, sizeof kind, "h100");
 	/* A fit on the row's own grid (one stack on one cluster) first; then one on this very GPU
-	 * column (a cluster and its software stack); then its kind's. */
-	const struct fit *best = NULL;
-	for (size_t i = 0; i < nfits && !best; i++)
-		if (fits[i].grid[0] && strcmp(fits[i].grid, r->grid) == 0 && strcmp(fits[i].gpu, r->gpu) == 0)
-			best = &fits[i];
-	for (size_t i = 0; i < nfits && !(best && best->grid[0]); i++)
-		if (!fits[i].grid[0] &&
-		    (strcmp(fits[i].gpu, r->gpu) == 0 || (!best && strcmp(fits[i].gpu, kind) == 0)))
-			best = &fits[i];
-	if (best)
-		g->efficiency = best->efficiency;
-	if (best && strcmp(best->gpu, r->gpu) == 0)
-		g->layer_overhead_s = best->layer_overhead_s;
+	 * column (a cluster and its software stack); then its kind's. A grid's framework time is
+	 * its own: with a fit of the grid, the gpu text's per-layer overhead does not apply. */
+	const struct fit *grid = NULL, *text = NULL, *of_kind = NULL;
+	for (size_t i = 0; i < nfits; i++) {
+		const struct fit *f = &fits[i];
+		if (f->grid[0])
+			grid = strcmp(f->grid, r->grid) == 0 && strcmp(f->gpu, r->gpu) == 0 ? f : grid;
+		else if (strcmp(f->gpu, r->gpu) == 0)
+			text = f;
+		else if (strcmp(f->gpu, kind) == 0)
+			of_kind = f;
+	}
+	const struct fit *eff = grid && grid->efficiency > 0   ? grid
+				: text && text->efficiency > 0 ? text
+							       : of_kind;
+	if (eff && eff->efficiency > 0)
+		g->efficiency = eff->efficiency;
+	const struct fit *overhead = grid ? grid : text;
+	if (overhead)
+		g->layer_overhead_s = overhead->layer_overhead_s;
 	return 0;
 }
 
@@ -301,12 +310,14 @@ static int fit_row(const struct row *r, bool quiet)
 }
 
 /*
- * Fit the per-layer overhead of a `fitmb` pair: one layout of one gpu text at two
- * micro-batch sizes, a the smaller. The efficiency scales both steps alike; the
- * overhead adds to the one with more micro-batches, so their ratio sizes it.
+ * Fit the per-layer overhead of a `fitmb` pair (`fitmbgrid`: for its grid alone): one
+ * layout of one gpu text at two micro-batch sizes, a the smaller. The efficiency scales
+ * both steps alike; the overhead adds to the one with more micro-batches, so their
+ * ratio sizes it.
  */
 static int fit_pair(const struct row *a, const struct row *b, bool quiet)
 {
+	bool grid = strcmp(a->role, "fitmbgrid") == 0;
 	struct model_desc ma, mb;
 	struct gpu_desc g, gb;
 	struct outcome oa, ob;
@@ -331,12 +342,49 @@ static int fit_pair(const struct row *a, const struct row *b, bool quiet)
 			strcmp(a->model, b->model) ? "a fitmb pair needs one model text" : why);
 		return -1;
 	}
-	struct fit *f = fit_of(a->gpu, "");
+	struct fit *f = fit_of(a->gpu, grid ? a->grid : "");
 	if (f)
 		f->layer_overhead_s = overhead;
 	if (!quiet)
-		printf("fitted on %s and %s %s: %.2f ms a layer and micro-batch (their steps' ratio %.3f)\n",
-		       a->id, b->id, a->gpu, 1e3 * overhead, oa.measured / ob.measured);
+		printf("fitted on %s and %s %s: %.2f ms a layer and micro-batch (their steps' ratio %.3f)%s%s\n",
+		       a->id, b->id, a->gpu, 1e3 * overhead, oa.measured / ob.measured,
+		       grid ? ", for grid " : "", grid ? a->grid : "");
+	return 0;
+}
+
+/*
+ * The `fitmb` and `fitmbgrid` rows in pairs: two rows of one role, gpu text and grid,
+ * the smaller mbs first.
+ */
+static int pair_rows(const struct row *rows, size_t n, const struct row *pairs[][2], size_t *npairs)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		if (strcmp(r->role, "fitmb") != 0 && strcmp(r->role, "fitmbgrid") != 0)
+			continue;
+		size_t p = 0;
+		while (p < *npairs &&
+		       (pairs[p][1] || strcmp(pairs[p][0]->role, r->role) != 0 ||
+			strcmp(pairs[p][0]->gpu, r->gpu) != 0 || strcmp(pairs[p][0]->grid, r->grid) != 0))
+			p++;
+		if (p == *npairs) {
+			if (*npairs == MAX_FITS) {
+				fprintf(stderr, "%s: more than %d fitmb pairs\n", r->id, MAX_FITS);
+				return -1;
+			}
+			pairs[(*npairs)++][0] = r, pairs[p][1] = NULL;
+		} else if (pairs[p][0]->mbs > r->mbs) {
+			pairs[p][1] = pairs[p][0], pairs[p][0] = r;
+		} else {
+			pairs[p][1] = r;
+		}
+	}
+	for (size_t p = 0; p < *npairs; p++)
+		if (!pairs[p][1]) {
+			fprintf(stderr, "%s: a %s row without its pair (same gpu text and grid)\n",
+				pairs[p][0]->id, pairs[p][0]->role);
+			return -1;
+		}
 	return 0;
 }
 
@@ -373,10 +421,10 @@ int main(int argc, char **argv)
 			return 1;
 	/* The efficiency and the per-layer overhead of a gpu text depend on each other: each
 	 * fitted with the other's last value, until neither moves (ten rounds are plenty). */
-	const struct row *pair[2] = { NULL, NULL };
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(rows[i].role, "fitmb") == 0 && !pair[pair[0] ? 1 : 0])
-			pair[pair[0] ? 1 : 0] = &rows[i];
+	const struct row *pairs[MAX_FITS][2];
+	size_t npairs = 0;
+	if (pair_rows(rows, n, pairs, &npairs))
+		return 1;
 	for (int round = 0; round < 10; round++) {
 		bool last = round == 9;
 		for (size_t i = 0; i < n; i++)
@@ -384,8 +432,9 @@ int main(int argc, char **argv)
 			     strcmp(rows[i].role, "fitgrid") == 0) &&
 			    fit_row(&rows[i], !last))
 				return 1;
-		if (pair[1] && fit_pair(pair[0], pair[1], !last))
-			return 1;
+		for (size_t p = 0; p < npairs; p++)
+			if (fit_pair(pairs[p][0], pairs[p][1], !last))
+				return 1;
 	}
 
 	size_t ran = 0, accepted = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
@@ -396,11 +445,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 		/* guard: a run whose memory the model covers but whose time it does not (fp8): the
-		 * guard's figures only. A row a time constant was fitted on (fit, fitmb, fitgrid) is
+		 * guard's figures only. A row a time constant was fitted on (fit, fitmb, fitgrid, fitmbgrid) is
 		 * judged on memory too, which no such constant touches; one the allowance was fitted
 		 * on (fitmem, fit+mem) is not. */
 		bool time_fitted = strcmp(r->role, "fit") == 0 || strcmp(r->role, "fitmb") == 0 ||
-				   strcmp(r->role, "fitgrid") == 0;
+				   strcmp(r->role, "fitgrid") == 0 || strcmp(r->role, "fitmbgrid") == 0;
 		bool guard_only = strcmp(r->role, "guard") == 0 || time_fitted;
 		if (strcmp(r->role, "eval") != 0 && !guard_only)
 			continue;
