@@ -137,7 +137,7 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 	json_uint(w, "zero", m->zero);
 	json_bool(w, "sequence_parallel", m->sp);
 	json_bool(w, "flash_attention", m->flash);
-	json_string(w, "engine", m->engine == MODEL_ENGINE_DEEPSPEED ? "deepspeed" : "megatron");
+	json_string(w, "engine", model_engine_name(m->engine));
 	json_object_end(w);
 	json_object(w, "gpu");
 	json_string(w, "name", g->name);

@@ -172,6 +172,11 @@ const char *model_desc_preset_names(void)
 	       "nemotron4-340b, mixtral-8x7b, deepseek-v3";
 }
 
+const char *model_engine_name(enum model_engine e)
+{
+	return e == MODEL_ENGINE_DEEPSPEED ? "deepspeed" : e == MODEL_ENGINE_TORCH ? "torch" : "megatron";
+}
+
 double model_desc_params(const struct model_desc *m)
 {
 	double h = m->hidden, kv = m->heads ? h * m->kv_heads / m->heads : h;
@@ -277,8 +282,10 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 	} else if (!strcmp(item, "flash")) {
 		ok = parse_bool(v, &m->flash);
 	} else if (!strcmp(item, "engine")) {
-		ok = !strcmp(v, "megatron") || !strcmp(v, "deepspeed");
-		m->engine = !strcmp(v, "deepspeed") ? MODEL_ENGINE_DEEPSPEED : MODEL_ENGINE_MEGATRON;
+		ok = false;
+		for (enum model_engine e = MODEL_ENGINE_MEGATRON; e <= MODEL_ENGINE_TORCH && !ok; e++)
+			if (!strcmp(v, model_engine_name(e)))
+				m->engine = e, ok = true;
 	} else if (!strcmp(item, "overhead")) {
 		char *end = NULL;
 		m->overhead = strtod(v, &end);
@@ -309,6 +316,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 				 : !strcmp(item, "grad")      ? "2, 4, 6"
 				 : !strcmp(item, "zero")      ? "0, 1, 2, 3"
 				 : !strcmp(item, "overhead")  ? "a number from 0 to 1"
+				 : !strcmp(item, "engine")    ? "megatron, deepspeed, torch"
 							      : "0, 1");
 	return LLMP_OK;
 }

@@ -33,7 +33,13 @@ enum model_recompute {
 enum model_engine {
 	MODEL_ENGINE_MEGATRON,  /* Megatron-Core: interleaving, dp overlapped with compute */
 	MODEL_ENGINE_DEEPSPEED, /* DeepSpeed's PipelineEngine: 1F1B only, dp after the last micro-batch */
+	MODEL_ENGINE_TORCH,     /* a PyTorch-native stack (FSDP2 with torch.distributed.pipelining, as
+				 * TorchTitan; Meta's for Llama 3): timed as Megatron-Core, FSDP with
+				 * pp allowed, no Megatron flags */
 };
+
+/* The engine's name in the --model text ("megatron", "deepspeed", "torch"). */
+const char *model_engine_name(enum model_engine e);
 
 struct model_desc {
 	char name[48];
@@ -62,7 +68,7 @@ struct model_desc {
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
  * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1 or zero=0-3,
- * sp=0|1,flash=0|1,engine=megatron|deepspeed,grad=2|4|6,overhead=F,recompute=none|selective|full]. A preset or a file may be followed by
+ * sp=0|1,flash=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */
 llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len);

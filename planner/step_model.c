@@ -127,6 +127,17 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 				 "pp=%u with zero=%u: DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 "
 				 "(deepspeed/runtime/pipe/engine.py); zero=0 or 1, or pp=1",
 				 l->pp, m->zero);
+	/* Megatron-FSDP lays its device mesh over the whole world as (dp x cp, ep, tp)
+	 * (megatron/core/distributed/fsdp/mcore_fsdp_adapter.py, _get_dp_tp_mesh, called for
+	 * every module by _init_dist_index; Megatron-LM d98e8a6): with pp > 1 the world is
+	 * larger than that mesh, and the wrapper stops before the first step. */
+	if (l->pp > 1 && m->zero >= 2 && m->engine == MODEL_ENGINE_MEGATRON)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "pp=%u with zero=%u: Megatron-FSDP builds its mesh from dp, cp and tp "
+				 "alone and does not start with pp > 1 (Megatron-LM's "
+				 "mcore_fsdp_adapter.py); zero=0 or 1, or pp=1 (engine=torch for a "
+				 "PyTorch FSDP stack with pipelining)",
+				 l->pp, m->zero);
 	if (l->vpp > 1 && m->engine == MODEL_ENGINE_DEEPSPEED)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
 				 "vpp=%u: DeepSpeed's pipeline engine runs 1F1B without interleaving "
@@ -518,14 +529,14 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	 * overlap-param-gather): one micro-batch of cover. None under DeepSpeed's
 	 * pipeline engine, which reduces after the last micro-batch (TrainSchedule:
 	 * ReduceTiedGrads, ReduceGrads, then OptimizerStep). */
-	double cover = m->engine == MODEL_ENGINE_MEGATRON ? slowest : 0;
+	double cover = m->engine != MODEL_ENGINE_DEEPSPEED ? slowest : 0;
 	out->net_s[3] = raw[3] > cover ? raw[3] - cover : 0;
 	if (m->zero >= 2) {
 		/* Sharded gradients are reduce-scattered after every micro-batch's backward
 		 * (Megatron-FSDP's optim_grads*, DeepSpeed's ZeRO-2 and 3), sharded parameters
 		 * gathered before its forward and again before its backward (optim_grads_params,
 		 * ZeRO-3): each micro-batch's traffic behind its own compute under Megatron-FSDP,
-		 * which forces both overlaps on; exposed under DeepSpeed, whose ZeRO-2 reduces
+		 * which forces both overlaps on, and under FSDP2 (engine=torch), which overlaps them; exposed under DeepSpeed, whose ZeRO-2 reduces
 		 * each bucket by an all-reduce (allreduce_and_scatter): twice the bytes. */
 		double gb = m->grad_bytes < 4 ? 2.0 : 4.0; /* as raw[3] was scaled above */
 		double rs = raw[3] * gb / (gb + 2), ag = raw[3] * 2 / (gb + 2);

@@ -84,7 +84,8 @@ static void megatron_lm_flags(const struct model_desc *m, const struct step_layo
 
 /*
  * The flags Megatron-LM needs to run what the estimate assumed. Sizes are
- * in LLMP_MEGATRON_ARGS already; these are the model's side.
+ * in LLMP_MEGATRON_ARGS already; these are the model's side. A PyTorch-native
+ * stack (engine=torch) has no such flags: its script reads the layout.
  */
 static const char flags_too_long[] = "the Megatron flags for this layout are longer than " LLMP_ENV_MODEL_ARGS
 				     " holds (511 bytes): nothing is handed on cut short";
@@ -94,13 +95,15 @@ static void megatron_flags(const struct model_desc *m, const struct step_layout 
 {
 	bool megatron = m->engine == MODEL_ENGINE_MEGATRON;
 	a->megatron[0] = '\0', a->megatron_cut = false;
-	flag(a, "--micro-batch-size %u", l->mbs);
-	if (m->gbs)
-		flag(a, "--global-batch-size %.0f", m->gbs);
-	if (megatron)
-		megatron_lm_flags(m, l, a);
-	else
-		deepspeed_flags(m, l, a);
+	if (m->engine != MODEL_ENGINE_TORCH) {
+		flag(a, "--micro-batch-size %u", l->mbs);
+		if (m->gbs)
+			flag(a, "--global-batch-size %.0f", m->gbs);
+		if (megatron)
+			megatron_lm_flags(m, l, a);
+		else
+			deepspeed_flags(m, l, a);
+	}
 	if (l->stage_layers) { /* mixed GPUs: hetero_split's layers */
 		char uneven[PLUGIN_MODEL_ARGS_MAX];
 		a->flags_say_stages = megatron &&

@@ -419,7 +419,7 @@ EOF
 	assert_line_matches '^gpu: +custom: 80.0 GiB, 989 TFLOP/s'
 }
 
-@test "step model: zero=2 and 3 shard gradients and parameters; DeepSpeed's pipeline refuses them" {
+@test "step model: zero=2 and 3 shard gradients and parameters; pipelines refuse them but torch's" {
 	need_python
 	for z in 1 2 3; do
 		llmp plan --world 128 --parallel tp=1,pp=1 --model "llama3-8b,gbs=1024,zero=$z" --gpu h100 --format json
@@ -441,6 +441,10 @@ assert st[1]["optimizer_bytes"] == st[2]["optimizer_bytes"] == st[3]["optimizer_
 assert d[3]["memory"]["peak_bytes"] < d[2]["memory"]["peak_bytes"] < d[1]["memory"]["peak_bytes"]
 EOF
 	expect_usage_error "DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3" plan --world 128 --parallel tp=1,pp=2 --model llama3-8b,gbs=1024,zero=2,engine=deepspeed --gpu h100
+	expect_usage_error "pp=2 with zero=3: Megatron-FSDP builds its mesh from dp, cp and tp alone" plan --world 128 --parallel tp=1,pp=2 --model llama3-8b,gbs=1024,zero=3 --gpu h100
+	llmp plan --world 128 --parallel tp=1,pp=2 --model llama3-8b,gbs=1024,zero=3,engine=torch --gpu h100 --format json
+	assert_status 0
+	grep -q '"engine": *"torch"' <<<"$output" || fail "engine torch not in the JSON: $output"
 	expect_usage_error "distopt= and zero= set one thing" plan --world 128 --model llama3-8b,distopt=1,zero=3 --gpu h100
 }
 

@@ -155,14 +155,18 @@ static void megatron_flags_state_what_was_assumed(void **state)
 	assert_true(plugin_model_args_valid(a.megatron));
 
 	/* zero=2 and 3 are Megatron-FSDP's optim_grads and optim_grads_params; fp32 gradients
-	 * (grad=4, the default) are said, as Megatron-FSDP's own default is the parameters' bf16. */
-	assert_int_equal(decide_30(&site, "recompute=selective,zero=3", &spec, &a, msg, sizeof msg), 0);
+	 * (grad=4, the default) are said, as Megatron-FSDP's own default is the parameters' bf16.
+	 * Its mesh is dp x cp x tp: with pp > 1 it would not start, so the step is refused. */
+	assert_int_equal(decide_30(&site, "recompute=selective,zero=3", &spec, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "pp=4 with zero=3: Megatron-FSDP builds its mesh from dp, cp and tp"));
+	llmp_spec flat = layout("tp=2");
+	assert_int_equal(decide_30(&site, "recompute=selective,zero=3", &flat, &a, msg, sizeof msg), 0);
 	assert_non_null(strstr(a.megatron,
 			       "--use-distributed-optimizer --use-megatron-fsdp "
 			       "--data-parallel-sharding-strategy optim_grads_params "
 			       "--ckpt-format fsdp_dtensor --megatron-fsdp-main-grads-dtype fp32"));
 	assert_true(plugin_model_args_valid(a.megatron));
-	assert_int_equal(decide_30(&site, "recompute=selective,zero=2,grad=2", &spec, &a, msg, sizeof msg),
+	assert_int_equal(decide_30(&site, "recompute=selective,zero=2,grad=2", &flat, &a, msg, sizeof msg),
 			 0);
 	assert_non_null(strstr(a.megatron, "--data-parallel-sharding-strategy optim_grads "));
 	assert_null(strstr(a.megatron, "main-grads-dtype"));
@@ -171,12 +175,17 @@ static void megatron_flags_state_what_was_assumed(void **state)
 	assert_int_equal(
 		decide_30(&site, "recompute=full,engine=deepspeed,zero=2", &spec, &a, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3"));
-	llmp_spec flat = layout("tp=2");
 	assert_int_equal(
 		decide_30(&site, "recompute=full,engine=deepspeed,zero=3", &flat, &a, msg, sizeof msg), 0);
 	assert_string_equal(
 		a.megatron,
 		"--micro-batch-size 2 --global-batch-size 64 --zero-stage 3 --checkpoint-activations");
+
+	/* A PyTorch-native stack pipelines under FSDP, and takes no Megatron flags: its
+	 * script reads the layout; the uneven stages still reach the tasks' layout. */
+	assert_int_equal(decide_30(&site, "recompute=full,engine=torch,zero=2", &spec, &a, msg, sizeof msg),
+			 0);
+	assert_string_equal(a.megatron, "");
 }
 
 /* A layout Megatron refuses for the model is refused with Megatron's rule. */

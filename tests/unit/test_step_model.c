@@ -505,6 +505,19 @@ static void layouts_break_megatrons_rules_with_a_reason(void **state)
 	struct step_layout l = { .tp = 1, .pp = 1, .cp = 1, .ep = 3, .mbs = 1 };
 	assert_int_equal(step_layout_check(&moe, 24, &l, msg, sizeof msg), LLMP_ERR_LAYOUT);
 	assert_non_null(strstr(msg, "ep=3 does not divide experts=8"));
+
+	/* Megatron-FSDP (zero=2, 3 under Megatron) starts with pp=1 only; a PyTorch-native
+	 * stack pipelines under FSDP, and the zero=1 distributed optimizer with any pp. */
+	struct step_layout p2 = { .tp = 8, .pp = 2, .cp = 1, .ep = 1, .mbs = 1 };
+	struct step_layout p1 = { .tp = 8, .pp = 1, .cp = 1, .ep = 1, .mbs = 1 };
+	struct model_desc fsdp = model_of("llama3-70b,zero=2"),
+			  torch = model_of("llama3-70b,zero=3,engine=torch");
+	assert_int_equal(step_layout_check(&fsdp, 64, &p2, msg, sizeof msg), LLMP_ERR_LAYOUT);
+	assert_non_null(strstr(msg, "pp=2 with zero=2: Megatron-FSDP builds its mesh from dp, cp and tp"));
+	assert_int_equal(step_layout_check(&fsdp, 64, &p1, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(step_layout_check(&torch, 64, &p2, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(step_layout_check(&m, 64, &p2, msg, sizeof msg), LLMP_OK);
+	assert_string_equal(model_engine_name(torch.engine), "torch");
 }
 
 /* MoE: 8 experts of 3 x 4096 x 14336 parameters a layer, over ep x etp ranks. */
@@ -715,6 +728,8 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,zero=4", "zero='4' is not one of 0, 1, 2, 3" },
 		{ "layers=2,hidden=512,seq=8,distopt=1,zero=2", "distopt= and zero= set one thing" },
 		{ "layers=2,hidden=512,seq=8,zero=2,grad=6", "grad=6 (16-bit gradients and an fp32" },
+		{ "layers=2,hidden=512,seq=8,engine=fsdp",
+		  "engine='fsdp' is not one of megatron, deepspeed, torch" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct model_desc x;
