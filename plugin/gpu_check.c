@@ -59,12 +59,6 @@ int plugin_peaks_parse(const char *text, uint32_t pp, struct plugin_stage_peak *
 	return 0;
 }
 
-static int by_bus(const void *a, const void *b)
-{
-	return strcmp((*(const struct topo_nvml_device *const *)a)->bus,
-		      (*(const struct topo_nvml_device *const *)b)->bus);
-}
-
 /* Entry k of a comma-separated list into buf; false when there is none. */
 static bool list_entry(const char *list, uint32_t k, char *buf, size_t len)
 {
@@ -94,7 +88,7 @@ static const struct topo_nvml_device *named(const struct topo_nvml_device *devs,
 {
 	char item[128];
 	if (!visible || !*visible) {
-		if (entry >= n || entry >= 64)
+		if (entry >= n)
 			return NULL;
 		snprintf(item, sizeof item, "%u", entry);
 	} else if (!list_entry(visible, entry, item, sizeof item)) {
@@ -113,17 +107,19 @@ static const struct topo_nvml_device *named(const struct topo_nvml_device *devs,
 	}
 	char *end = NULL;
 	unsigned long idx = strtoul(item, &end, 10);
-	const struct topo_nvml_device *sorted[64];
-	unsigned gpus = 0;
-	if (*end || item[0] < '0' || item[0] > '9' || n > 64)
+	if (*end || item[0] < '0' || item[0] > '9')
 		return NULL;
-	for (unsigned i = 0; i < n; i++)
-		if (!devs[i].mig)
-			sorted[gpus++] = &devs[i];
-	if (idx >= gpus)
-		return NULL;
-	qsort(sorted, gpus, sizeof sorted[0], by_bus);
-	return sorted[idx]->mig_enabled ? NULL : sorted[idx];
+	/* the GPU with idx GPUs before it in bus order (MIG instances are no GPU of their own) */
+	for (unsigned i = 0; i < n; i++) {
+		if (devs[i].mig)
+			continue;
+		unsigned long before = 0;
+		for (unsigned j = 0; j < n; j++)
+			before += !devs[j].mig && strcmp(devs[j].bus, devs[i].bus) < 0;
+		if (before == idx)
+			return devs[i].mig_enabled ? NULL : &devs[i];
+	}
+	return NULL;
 }
 
 const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device *devs, unsigned n,

@@ -141,6 +141,30 @@ static void a_mig_instance_is_found_by_its_uuid(void **state)
 	assert_null(plugin_task_device(mig_node, 4, NULL, 0));
 	/* the fallback "all alike" does not answer with a GPU in MIG mode either */
 	assert_null(plugin_task_device(mig_node, 1, "5", 0));
+	/* Nine A100s in MIG mode with seven instances each, then an H100: 73 entries (more than
+	 * the 64 this once read). Index 9 is the H100, by bus; index 3 a GPU in MIG mode. */
+	struct topo_nvml_device big[73];
+	for (unsigned g = 0; g < 9; g++) {
+		big[8 * g] = (struct topo_nvml_device){
+			"NVIDIA A100-SXM4-80GB", "", "", 80 * GIB, true, false
+		};
+		snprintf(big[8 * g].uuid, sizeof big[8 * g].uuid, "GPU-%u", g);
+		snprintf(big[8 * g].bus, sizeof big[8 * g].bus, "0000:%02x:00.0", 0x10 + g);
+		for (unsigned k = 1; k < 8; k++) {
+			big[8 * g + k] = big[8 * g];
+			big[8 * g + k].mig_enabled = false, big[8 * g + k].mig = true;
+			big[8 * g + k].mem_bytes = 9856ull << 20;
+			snprintf(big[8 * g + k].uuid, sizeof big[8 * g + k].uuid, "MIG-%u-%u", g, k);
+		}
+	}
+	big[72] = (struct topo_nvml_device){
+		"NVIDIA H100 80GB HBM3", "GPU-h", "0000:f0:00.0", 80 * GIB, false, false
+	};
+	assert_ptr_equal(plugin_task_device(big, 73, "9", 0), &big[72]);
+	assert_ptr_equal(plugin_task_device(big, 73, "0,9", 1), &big[72]);
+	assert_null(plugin_task_device(big, 73, "3", 0));
+	assert_ptr_equal(plugin_task_device(big, 73, "MIG-8-7", 0), &big[71]);
+	assert_null(plugin_task_device(big, 73, "10", 0));
 	/* the instance's memory is the one checked */
 	char mismatch[512], fail[512];
 	struct plugin_stage_peak a100 = { "a100-40gb", 15360 }; /* 15 GiB */
