@@ -115,8 +115,9 @@ static void json_layout(struct json_writer *w, const char *key, const struct ste
 	json_object_end(w);
 }
 
+/* zero_auto: the model said zero=auto and m->zero is the choice's. */
 static void json_head(struct json_writer *w, const struct model_desc *m, const struct gpu_desc *g,
-		      uint32_t world)
+		      uint32_t world, bool zero_auto)
 {
 	json_object(w, "model");
 	json_string(w, "name", m->name);
@@ -135,6 +136,7 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 	json_bool(w, "tied", m->tied);
 	json_bool(w, "distributed_optimizer", m->zero >= 1);
 	json_uint(w, "zero", m->zero);
+	json_bool(w, "zero_auto", zero_auto);
 	json_bool(w, "sequence_parallel", m->sp);
 	json_bool(w, "flash_attention", m->flash);
 	json_string(w, "engine", model_engine_name(m->engine));
@@ -416,12 +418,15 @@ int cli_plan_step(const struct cli_plan_step *a)
 		g = *a->machine_gpu;
 	struct step_layout l;
 	struct step_estimate e, order_est[CLI_ORDERS_MAX];
+	bool zero_auto = m.zero == MODEL_ZERO_AUTO;
 	struct auto_result r = { 0 };
 	size_t best = 0;
 	if (a->automatic) {
 		if (best_order(a, &m, &g, NULL, &r, order_est, &best) != CLI_EXIT_OK)
 			return CLI_EXIT_USAGE;
 		l = r.all[0].layout;
+		if (zero_auto) /* from here on the model is the choice's */
+			m.zero = r.all[0].zero;
 	} else {
 		l = step_layout_of_spec(a->spec, &m);
 		if (step_layout_check(&m, a->world, &l, msg, sizeof msg) != LLMP_OK) {
@@ -500,7 +505,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 		struct json_writer w;
 		json_begin(&w, out);
 		json_object(&w, NULL);
-		json_head(&w, &m, &g, a->world);
+		json_head(&w, &m, &g, a->world, zero_auto);
 		if (a->measured_step) {
 			json_double(&w, "measured_step_seconds", a->measured_step);
 			json_double(&w, "calibrated_efficiency", g.efficiency);
@@ -524,6 +529,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 				const struct auto_candidate *c = &r.all[i];
 				json_object(&w, NULL);
 				json_layout(&w, "layout", &c->layout);
+				json_uint(&w, "zero", c->zero);
 				json_bool(&w, "fits", c->est.fits);
 				json_bytes(&w, "peak_bytes", c->est.peak_bytes);
 				json_double(&w, "step_seconds", c->est.step_s);
@@ -558,6 +564,8 @@ int cli_plan_step(const struct cli_plan_step *a)
 				"chosen:   the fastest of %zu layouts that fit, the fewest pipeline stages among "
 				"those within %.0f%% of it (%zu valid for %u ranks)\n",
 				r.fitting, 100 * AUTO_TIE_BAND, r.n, a->world);
+		if (a->automatic && zero_auto)
+			fprintf(out, "sharding: zero=%u, tried with zero=1, 2 and 3 (zero=auto)\n", m.zero);
 		else if (a->automatic)
 			fprintf(out,
 				"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",
@@ -579,6 +587,10 @@ int cli_plan_step(const struct cli_plan_step *a)
 		for (size_t i = 1; i <= shown; i++) {
 			const struct auto_candidate *c = &r.all[i];
 			step_layout_format(&c->layout, buf, sizeof buf);
+			if (zero_auto) {
+				size_t used = strlen(buf);
+				snprintf(buf + used, sizeof buf - used, ",zero=%u", c->zero);
+			}
 			auto_why_lost(c, &r.all[0], &g, why, sizeof why);
 			fprintf(out, "  %-62s %7.3f s %6.1f GiB  %s\n", buf, c->est.step_s,
 				c->est.peak_bytes / GIB, why);

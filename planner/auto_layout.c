@@ -58,7 +58,7 @@ static llmp_status consider(struct search *s, struct step_layout l)
 {
 	if (step_layout_check(s->m, s->world, &l, NULL, 0) != LLMP_OK)
 		return LLMP_OK;
-	struct auto_candidate c = { .layout = l };
+	struct auto_candidate c = { .layout = l, .zero = s->m->zero };
 	llmp_status st = s->on ? on_machines(s, &c)
 			       : step_estimate(s->m, s->g, s->world, &l, NULL, &c.est, NULL, 0);
 	if (st != LLMP_OK)
@@ -90,7 +90,9 @@ static int by_merit(const void *pa, const void *pb)
 		 mb = b->layout.tp * b->layout.pp * b->layout.cp;
 	if (ma != mb)
 		return ma < mb ? -1 : 1;
-	return a->layout.mbs < b->layout.mbs ? -1 : a->layout.mbs > b->layout.mbs;
+	if (a->layout.mbs != b->layout.mbs)
+		return a->layout.mbs < b->layout.mbs ? -1 : 1;
+	return a->zero < b->zero ? -1 : a->zero > b->zero; /* zero=auto: the less sharding */
 }
 
 /*
@@ -124,23 +126,18 @@ llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, ui
 	return auto_layout_on(m, g, world, NULL, r, msg, len);
 }
 
-llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-			   const struct auto_machines *on, struct auto_result *r, char *msg, size_t len)
+/* Every layout of s->m's: tp, pp, cp, ep, etp, vpp, mbs and recompute. */
+static llmp_status enumerate(struct search *s)
 {
-	memset(r, 0, sizeof *r);
-	if (!m->gbs)
-		return llmp_fail(LLMP_ERR_ARG, msg, len,
-				 "--parallel auto needs the global batch: add gbs= (sequences) to --model");
-	struct search s = { .m = m, .g = g, .world = world, .r = r, .on = on, .msg = msg, .len = len };
-	if (on && !(s.stage_gpus = calloc(world, sizeof *s.stage_gpus)))
-		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "--parallel auto: out of memory");
+	const struct model_desc *m = s->m;
+	uint32_t world = s->world;
 	enum model_recompute recomputes[2] = { m->recompute, m->recompute };
 	unsigned nrecompute = 1;
 	if (m->recompute == MODEL_RECOMPUTE_AUTO)
 		recomputes[0] = MODEL_RECOMPUTE_SELECTIVE, recomputes[1] = MODEL_RECOMPUTE_FULL,
 		nrecompute = 2;
 	llmp_status st = LLMP_OK;
-	for (unsigned tp = 1; tp <= world && tp <= g->domain && st == LLMP_OK; tp++) {
+	for (unsigned tp = 1; tp <= world && tp <= s->g->domain && st == LLMP_OK; tp++) {
 		if (world % tp || (unsigned long long)m->heads % tp)
 			continue;
 		for (unsigned pp = 1; pp <= world / tp && pp <= m->layers && st == LLMP_OK; pp++) {
@@ -170,7 +167,7 @@ llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g,
 								for (unsigned rc = 0;
 								     rc < nrecompute && st == LLMP_OK; rc++)
 									st = consider(
-										&s,
+										s,
 										(struct step_layout){
 											.tp = tp,
 											.pp = pp,
@@ -188,6 +185,32 @@ llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g,
 			}
 		}
 	}
+	return st;
+}
+
+llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			   const struct auto_machines *on, struct auto_result *r, char *msg, size_t len)
+{
+	memset(r, 0, sizeof *r);
+	if (!m->gbs)
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "--parallel auto needs the global batch: add gbs= (sequences) to --model");
+	struct search s = { .m = m, .g = g, .world = world, .r = r, .on = on, .msg = msg, .len = len };
+	if (on && !(s.stage_gpus = calloc(world, sizeof *s.stage_gpus)))
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "--parallel auto: out of memory");
+	/* zero=auto: the distributed optimizer, then sharded gradients, then sharded parameters,
+	 * each over every layout (grad=6 keeps two gradient buffers: no sharded ones). */
+	llmp_status st = LLMP_OK;
+	unsigned zero = m->zero, last = m->zero;
+	if (m->zero == MODEL_ZERO_AUTO)
+		zero = 1, last = m->grad_bytes == 6 ? 1 : 3;
+	for (; zero <= last && st == LLMP_OK; zero++) {
+		struct model_desc mz = *m;
+		mz.zero = zero;
+		s.m = &mz;
+		st = enumerate(&s);
+	}
+	s.m = m;
 	free(s.stage_gpus);
 	if (st != LLMP_OK) {
 		auto_result_free(r);
@@ -250,9 +273,12 @@ void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *
 				buf, len,
 				"ties on time (%.3f s); the choice splits the model less (tp*pp*cp %u, not %u)",
 				c->est.step_s, mb, mc);
-		else
+		else if (c->layout.mbs != best->layout.mbs)
 			snprintf(buf, len, "ties on time (%.3f s); the choice has the smaller micro-batch",
 				 c->est.step_s);
+		else
+			snprintf(buf, len, "ties on time (%.3f s); the choice shards less (zero=%u, not %u)",
+				 c->est.step_s, best->zero, c->zero);
 		return;
 	}
 	static const char *const names[] = { "compute",    "pipeline bubble", "tp traffic", "cp traffic",

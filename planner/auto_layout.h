@@ -32,6 +32,7 @@ struct auto_candidate {
 	struct step_layout layout;
 	struct step_estimate est;
 	unsigned *stage_layers; /* on mixed GPUs: hetero_split's layers (layout.stage_layers); NULL: even */
+	unsigned zero; /* what dp x cp shards here: the model's zero, or under zero=auto the one tried */
 };
 
 struct auto_result {

@@ -275,8 +275,10 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 				"it once");
 		*seen |= SEEN_ZERO;
 		bool on = false;
-		ok = !strcmp(item, "zero") ? v[0] >= '0' && v[0] <= '3' && !v[1] : parse_bool(v, &on);
-		m->zero = !strcmp(item, "zero") ? (unsigned)(v[0] - '0') : on;
+		bool any = !strcmp(item, "zero") && !strcmp(v, "auto");
+		ok = any ||
+		     (!strcmp(item, "zero") ? v[0] >= '0' && v[0] <= '3' && !v[1] : parse_bool(v, &on));
+		m->zero = any ? MODEL_ZERO_AUTO : !strcmp(item, "zero") ? (unsigned)(v[0] - '0') : on;
 	} else if (!strcmp(item, "sp")) {
 		ok = parse_bool(v, &m->sp);
 	} else if (!strcmp(item, "flash")) {
@@ -314,7 +316,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 				 !strcmp(item, "mlp")         ? "gelu, swiglu"
 				 : !strcmp(item, "recompute") ? "auto, none, selective, full"
 				 : !strcmp(item, "grad")      ? "2, 4, 6"
-				 : !strcmp(item, "zero")      ? "0, 1, 2, 3"
+				 : !strcmp(item, "zero")      ? "0, 1, 2, 3, auto"
 				 : !strcmp(item, "overhead")  ? "a number from 0 to 1"
 				 : !strcmp(item, "engine")    ? "megatron, deepspeed, torch"
 							      : "0, 1");
@@ -486,7 +488,7 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 	if (m->gbs && m->gbs < m->mbs)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: gbs=%.0f is less than mbs=%.0f", m->gbs,
 				 m->mbs);
-	if (m->zero >= 2 && m->grad_bytes == 6)
+	if (m->zero >= 2 && m->zero != MODEL_ZERO_AUTO && m->grad_bytes == 6)
 		return llmp_fail(
 			LLMP_ERR_ARG, msg, len,
 			"--model: grad=6 (16-bit gradients and an fp32 accumulation copy, DeepSpeed's "

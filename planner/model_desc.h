@@ -29,6 +29,9 @@ enum model_recompute {
 	MODEL_RECOMPUTE_FULL
 };
 
+/* zero=auto: --parallel auto tries 1, 2 and 3 (2 and 3 where the engine allows them). */
+#define MODEL_ZERO_AUTO 4u
+
 /* The pipeline engine that trains the model. */
 enum model_engine {
 	MODEL_ENGINE_MEGATRON,  /* Megatron-Core: interleaving, dp overlapped with compute */
@@ -53,7 +56,7 @@ struct model_desc {
 	bool tied;            /* output layer shares the embedding */
 	/* What dp x cp shards: 0 nothing, 1 optimizer states (Megatron's distributed optimizer),
 	 * 2 and gradients, 3 and parameters (Megatron-FSDP's optim_grads / optim_grads_params,
-	 * DeepSpeed's ZeRO stages) */
+	 * DeepSpeed's ZeRO stages); MODEL_ZERO_AUTO: the chooser's to pick (auto_layout.h) */
 	unsigned zero;
 	bool sp;           /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
 	bool flash;        /* flash attention: no s x s scores kept */
@@ -67,7 +70,7 @@ struct model_desc {
  * "--model" text: a preset name ("llama3-70b"), a path to a Hugging Face
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
- * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1 or zero=0-3,
+ * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1 or zero=0-3|auto,
  * sp=0|1,flash=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */

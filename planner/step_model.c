@@ -122,6 +122,10 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 	 * first and last stages (Megatron's pipeline layout) only the middle ones must. */
 	unsigned first, middle;
 	step_stage_layers(m, l, l->pp > 2 ? 1 : 0, &first, &middle);
+	if (m->zero == MODEL_ZERO_AUTO)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "zero=auto: llmp chooses the sharding with the layout (--parallel auto); "
+				 "a written layout says zero=0, 1, 2 or 3");
 	if (l->pp > 1 && m->zero >= 2 && m->engine == MODEL_ENGINE_DEEPSPEED)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
 				 "pp=%u with zero=%u: DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 "

@@ -271,11 +271,14 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 	char why[LLMP_MSG_MAX], layout[PEAK_TEXT];
 	if (auto_layout_on(m, g, rq->world, on, &r, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "--llm-parallel=auto: %s", why);
+	bool zero_auto = m->zero == MODEL_ZERO_AUTO;
+	struct model_desc chosen = *m; /* with zero=auto, the sharding the candidate was scored with */
 	if (!r.fitting) {
 		struct step_stage peak;
 		struct gpu_desc peak_gpu;
 		unsigned *split = NULL;
-		int rc = estimate(m, g, rq->world, on, &r.all[0].layout, &split, &r.all[0].est, &peak,
+		chosen.zero = r.all[0].zero;
+		int rc = estimate(&chosen, g, rq->world, on, &r.all[0].layout, &split, &r.all[0].est, &peak,
 				  &peak_gpu, msg, msglen, NULL, 0);
 		if (rc == 0) {
 			describe_peak(&r.all[0].layout, &r.all[0].est, &peak, layout, sizeof layout);
@@ -305,6 +308,8 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 		return -1;
 	}
 	const struct auto_candidate *c = &r.all[i];
+	chosen.zero = c->zero;
+	m = &chosen;
 	megatron_flags(m, &c->layout, a);
 	if (a->megatron_cut) {
 		auto_result_free(&r);
@@ -322,6 +327,10 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 		free(split);
 	}
 	step_layout_format(&c->layout, layout, sizeof layout);
+	if (zero_auto) {
+		size_t used = strlen(layout);
+		snprintf(layout + used, sizeof layout - used, ",zero=%u", c->zero);
+	}
 	int n = snprintf(
 		a->note, sizeof a->note,
 		"--llm-parallel=auto chose %s for %s on %u GPUs (%s%s): %.1f of %.1f GiB, about %.2f s a step; "
@@ -486,6 +495,11 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 	if (rq->automatic && !m.gbs)
 		return refuse(msg, msglen,
 			      "--llm-parallel=auto needs the global batch: add gbs= (sequences) to %s",
+			      rq->model_source);
+	if (!rq->automatic && m.zero == MODEL_ZERO_AUTO)
+		return refuse(msg, msglen,
+			      "%s: zero=auto: llmp chooses the sharding with the layout "
+			      "(--llm-parallel=auto); a written layout says zero=0, 1, 2 or 3",
 			      rq->model_source);
 	/* On the topology, the node types' GPUs; the named one for types without. */
 	struct plugin_machines *pm = open_machines(rq, &m, rq->gpu ? &given : NULL, &g, a);

@@ -419,6 +419,35 @@ EOF
 	assert_line_matches '^gpu: +custom: 80.0 GiB, 989 TFLOP/s'
 }
 
+@test "step model: zero=auto lets --parallel auto choose the sharding" {
+	need_python
+	local model=layers=1,hidden=16384,heads=128,seq=1024,vocab=32000,gbs=64,recompute=full
+	for z in 1 2 3 auto; do
+		llmp plan --world 16 --parallel auto --model "$model,zero=$z" --gpu h100,domain=1,mem=28 --format json
+		assert_status 0
+		printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/z$z.json"
+	done
+	python3 - "$BATS_TEST_TMPDIR" <<'EOF' || fail "zero=auto check failed"
+import json, sys
+d = {z: json.load(open("%s/z%s.json" % (sys.argv[1], z))) for z in ("1", "2", "3", "auto")}
+a = d["auto"]
+# every candidate of the three searches, the choice the fastest of those that fit
+assert a["considered"] == sum(d[z]["considered"] for z in "123"), a["considered"]
+assert a["fitting"] == sum(d[z]["fitting"] for z in "123")
+fits = {z: d[z]["fitting"] > 0 for z in "123"}
+assert not fits["1"] and fits["2"] and fits["3"], fits
+best = min((d[z]["step_seconds"], int(z)) for z in "23")
+assert a["model"]["zero_auto"] is True and a["model"]["zero"] == best[1], (a["model"], best)
+assert a["step_seconds"] == best[0] and a["layout"] == d[str(best[1])]["layout"]
+assert {c["zero"] for c in a["candidates"]} <= {1, 2, 3}
+assert d["2"]["model"]["zero_auto"] is False
+EOF
+	llmp plan --world 16 --parallel auto --model "$model,zero=auto" --gpu h100,domain=1,mem=28
+	assert_status 0
+	grep -q '^sharding: zero=2, tried with zero=1, 2 and 3' <<<"$output" || fail "no sharding line: $output"
+	expect_usage_error "zero=auto: llmp chooses the sharding with the layout" plan --world 16 --parallel tp=1 --model "$model,zero=auto" --gpu h100
+}
+
 @test "step model: zero=2 and 3 shard gradients and parameters; pipelines refuse them but torch's" {
 	need_python
 	for z in 1 2 3; do

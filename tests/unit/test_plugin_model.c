@@ -258,6 +258,42 @@ static void auto_picks_data_parallel_for_a_small_model(void **state)
 }
 
 /*
+ * zero=auto: the chooser's sharding reaches the flags and the note. Two 3.2 B-parameter
+ * layers on 64 GPUs without NVLink (tp 1) in 22 GiB: the step model puts the least memory
+ * of a zero=1 layout at 28.6 GiB, of zero=2 at 25.4 and of zero=3 at 19.8
+ * (test_step_model's auto_chooses_the_sharding finds the same order), so only
+ * Megatron-FSDP's optim_grads_params fits. A written layout cannot leave it to llmp.
+ */
+static void auto_chooses_the_sharding_and_says_it(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	const char *model =
+		"layers=2,hidden=16384,heads=128,seq=1024,vocab=32000,gbs=64,recompute=full,zero=auto";
+	(void)state;
+	no_site(&site);
+	assert_int_equal(decide(&site, model, "h100,domain=1,mem=22", NULL, 64, &a, msg, sizeof msg), 0);
+	assert_true(a.decided);
+	assert_int_equal(a.layout.size[LLMP_DIM_PP], 1);
+	assert_non_null(strstr(a.megatron,
+			       "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params"));
+	assert_non_null(strstr(a.note, ",zero=3 for"));
+	assert_true(a.peaks[0]); /* the tasks' check gets the chosen stages' peaks */
+	/* One such layer on 16 GPUs in 28 GiB: zero=1 needs 33.9 GiB, zero=2 and 3 fit, and
+	 * zero=2, with less traffic, is chosen: optim_grads, not optim_grads_params. */
+	const char *one =
+		"layers=1,hidden=16384,heads=128,seq=1024,vocab=32000,gbs=64,recompute=full,zero=auto";
+	assert_int_equal(decide(&site, one, "h100,domain=1,mem=28", NULL, 16, &a, msg, sizeof msg), 0);
+	assert_non_null(strstr(a.megatron, "--data-parallel-sharding-strategy optim_grads --ckpt-format"));
+	assert_non_null(strstr(a.note, ",zero=2 for"));
+	llmp_spec spec = layout("tp=1");
+	assert_int_equal(decide(&site, model, "h100,domain=1,mem=22", &spec, 64, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "--llm-model: zero=auto: llmp chooses the sharding with the layout"));
+	assert_int_equal(decide(&site, model, "h100,domain=1,mem=22", &spec, 0, &a, msg, sizeof msg), -1);
+}
+
+/*
  * 8 layers, 32 heads, 16 GiB, 8 GPUs without the distributed optimizer:
  * 18 bytes x 2.0e9 parameters needs the model cut in 4 or more, so the
  * unconstrained choice has tp x pp >= 4; with max_tp=1 it is pp alone.
@@ -521,6 +557,7 @@ int main(void)
 		cmocka_unit_test(gpu_is_needed_by_auto_only),
 		cmocka_unit_test(auto_picks_data_parallel_for_a_small_model),
 		cmocka_unit_test(auto_stays_within_the_site_limits),
+		cmocka_unit_test(auto_chooses_the_sharding_and_says_it),
 		cmocka_unit_test(model_args_are_flags_only),
 		cmocka_unit_test(auto_is_asked_by_the_option_first),
 		cmocka_unit_test(site_gpu_is_checked),

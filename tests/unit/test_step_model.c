@@ -632,6 +632,73 @@ static void auto_says_when_nothing_fits(void **state)
 }
 
 /*
+ * zero=auto: the candidates of three searches, one for each of zero=1, 2 and 3 (2 and 3
+ * at pp 1 only, under Megatron), each keeping its own estimate. Two 3.2 B-parameter
+ * layers on GPUs without NVLink (tp 1), so that sharding beats the stages pp can add:
+ * on a GPU between the least memory a zero=3 layout needs and the least any zero=1 or 2
+ * layout needs, only zero=3 fits, and a zero=3 layout is chosen.
+ */
+static void auto_chooses_the_sharding(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX], text[128];
+	struct gpu_desc g = gpu_of("h100,domain=1");
+	const char *base = "layers=2,hidden=16384,heads=128,seq=1024,vocab=32000,gbs=64,recompute=full";
+	double least[4] = { 0 };
+	size_t n[4] = { 0 };
+	struct auto_result one[4];
+	for (unsigned z = 1; z <= 3; z++) {
+		snprintf(text, sizeof text, "%s,zero=%u", base, z);
+		struct model_desc m = model_of(text);
+		assert_int_equal(auto_layout(&m, &g, 64, &one[z], msg, sizeof msg), LLMP_OK);
+		n[z] = one[z].n;
+		least[z] = one[z].all[0].est.peak_bytes;
+		for (size_t i = 0; i < one[z].n; i++) {
+			assert_int_equal(one[z].all[i].zero, z);
+			if (one[z].all[i].est.peak_bytes < least[z])
+				least[z] = one[z].all[i].est.peak_bytes;
+			if (z >= 2)
+				assert_int_equal(one[z].all[i].layout.pp, 1);
+		}
+	}
+	assert_true(n[1] > n[2] && n[2] == n[3] && n[3] > 0);
+	assert_true(least[3] < least[2] && least[2] < least[1]);
+
+	snprintf(text, sizeof text, "%s,zero=auto", base);
+	struct model_desc m = model_of(text);
+	assert_int_equal(m.zero, MODEL_ZERO_AUTO);
+	struct auto_result r;
+	assert_int_equal(auto_layout(&m, &g, 64, &r, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(r.n, n[1] + n[2] + n[3]);
+	for (size_t i = 0; i < r.n; i++) { /* each candidate as its own search scored it */
+		const struct auto_candidate *c = &r.all[i];
+		bool found = false;
+		for (size_t j = 0; j < one[c->zero].n && !found; j++) {
+			const struct auto_candidate *d = &one[c->zero].all[j];
+			found = !memcmp(&c->layout, &d->layout, sizeof c->layout) &&
+				c->est.step_s == d->est.step_s && c->est.peak_bytes == d->est.peak_bytes;
+		}
+		if (!found)
+			fail_msg("candidate %zu (zero=%u) is in no search of its zero", i, c->zero);
+	}
+	auto_result_free(&r);
+
+	g.mem_bytes = (least[3] + least[2]) / 2;
+	assert_int_equal(auto_layout(&m, &g, 64, &r, msg, sizeof msg), LLMP_OK);
+	assert_true(r.fitting > 0);
+	for (size_t i = 0; i < r.fitting; i++)
+		assert_int_equal(r.all[i].zero, 3);
+	auto_result_free(&r);
+	for (unsigned z = 1; z <= 3; z++)
+		auto_result_free(&one[z]);
+
+	/* a written layout cannot say zero=auto: the sharding is chosen with the layout */
+	struct step_layout l = { .tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1 };
+	assert_int_equal(step_layout_check(&m, 64, &l, msg, sizeof msg), LLMP_ERR_LAYOUT);
+	assert_non_null(strstr(msg, "zero=auto: llmp chooses the sharding with the layout"));
+}
+
+/*
  * zero=2 and 3 (Megatron-FSDP's optim_grads and optim_grads_params): from
  * zero=1's bytes of the same layout, the gradients become the shard and
  * whole buckets up to 1e9 elements; the parameters (zero=3) the layers'
@@ -725,7 +792,8 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,mlp=relu", "mlp='relu' is not one of gelu, swiglu" },
 		{ "layers=2,hidden=512,seq=8,x\033[31m=1", "unknown key 'x?[31m'" },
 		{ "/nonexistent/config.json", "/nonexistent/config.json: No such file" },
-		{ "layers=2,hidden=512,seq=8,zero=4", "zero='4' is not one of 0, 1, 2, 3" },
+		{ "layers=2,hidden=512,seq=8,zero=4", "zero='4' is not one of 0, 1, 2, 3, auto" },
+		{ "layers=2,hidden=512,seq=8,distopt=auto", "distopt='auto' is not one of 0, 1" },
 		{ "layers=2,hidden=512,seq=8,distopt=1,zero=2", "distopt= and zero= set one thing" },
 		{ "layers=2,hidden=512,seq=8,zero=2,grad=6", "grad=6 (16-bit gradients and an fp32" },
 		{ "layers=2,hidden=512,seq=8,engine=fsdp",
@@ -821,6 +889,7 @@ int main(void)
 		cmocka_unit_test(auto_prefers_fewer_stages_on_a_tie),
 		cmocka_unit_test(auto_says_when_nothing_fits),
 		cmocka_unit_test(zero_shards_gradients_and_parameters),
+		cmocka_unit_test(auto_chooses_the_sharding),
 		cmocka_unit_test(descriptions_parse_and_name_the_culprit),
 		cmocka_unit_test(reads_a_hugging_face_config),
 	};
