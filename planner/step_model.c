@@ -519,9 +519,11 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		memcpy(raw, network_s, sizeof raw);
 	/* cost.c counts dp as a reduce-scatter of fp32 gradients and an all-gather of bf16
 	 * parameters, 4 + 2 bytes; 16-bit gradient buffers (grad=2: grad_reduce_in_fp32=False,
-	 * DeepSpeed's fp16/bf16 ZeRO-1) reduce in 16 bits: 2 + 2. */
-	if (m->grad_bytes < 4)
-		raw[3] *= (2.0 + 2.0) / (4.0 + 2.0);
+	 * DeepSpeed's fp16/bf16 ZeRO-1) reduce in 16 bits: 2 + 2. Without the distributed
+	 * optimizer (zero=0) every rank steps all parameters and nothing is gathered: the
+	 * gradient buffer is all-reduced, a reduce-scatter and an all-gather of it, 4 + 4. */
+	double reduced = m->grad_bytes < 4 ? 2.0 : 4.0;
+	raw[3] *= (m->zero == 0 ? 2 * reduced : reduced + 2.0) / (4.0 + 2.0);
 	/* tp: on the critical path. Full recompute runs each layer's forward again, its two
 	 * all-reduces (or all-gather + reduce-scatter) with it: 6 collectives a layer, not 4. */
 	out->net_s[0] = raw[0] * (l->recompute == MODEL_RECOMPUTE_FULL ? 1.5 : 1.0);
@@ -532,24 +534,28 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	 * all-gather the first one's forward (Megatron's overlap-grad-reduce and
 	 * overlap-param-gather): one micro-batch of cover. None under DeepSpeed's
 	 * pipeline engine, which reduces after the last micro-batch (TrainSchedule:
-	 * ReduceTiedGrads, ReduceGrads, then OptimizerStep). */
-	double cover = m->engine != MODEL_ENGINE_DEEPSPEED ? slowest : 0;
+	 * ReduceTiedGrads, ReduceGrads, then OptimizerStep), nor with overlap-grad=0:
+	 * Megatron-LM before --overlap-grad-reduce (2023-08) reduced after its
+	 * forward_backward_func returned (training.py train_step). Sharded gradients
+	 * (zero=2, 3) keep their own overlap below: Megatron-FSDP forces it on. */
+	double fsdp_cover = m->engine != MODEL_ENGINE_DEEPSPEED ? slowest : 0;
+	double cover = m->overlap_grad ? fsdp_cover : 0;
 	out->net_s[3] = raw[3] > cover ? raw[3] - cover : 0;
 	if (m->zero >= 2) {
 		/* Sharded gradients are reduce-scattered after every micro-batch's backward
 		 * (Megatron-FSDP's optim_grads*, DeepSpeed's ZeRO-2 and 3), sharded parameters
 		 * gathered before its forward and again before its backward (optim_grads_params,
 		 * ZeRO-3): each micro-batch's traffic behind its own compute under Megatron-FSDP,
-		 * which forces both overlaps on, and under FSDP2 (engine=torch), which overlaps them; exposed under DeepSpeed, whose ZeRO-2 reduces
-		 * each bucket by an all-reduce (allreduce_and_scatter): twice the bytes. */
-		double gb = m->grad_bytes < 4 ? 2.0 : 4.0; /* as raw[3] was scaled above */
-		double rs = raw[3] * gb / (gb + 2), ag = raw[3] * 2 / (gb + 2);
+		 * which forces both overlaps on, and under FSDP2 (engine=torch), which overlaps
+		 * them; exposed under DeepSpeed, whose ZeRO-2 reduces each bucket by an
+		 * all-reduce (allreduce_and_scatter): twice the bytes. */
+		double rs = raw[3] * reduced / (reduced + 2), ag = raw[3] * 2 / (reduced + 2);
 		if (m->engine == MODEL_ENGINE_DEEPSPEED && m->zero == 2)
 			rs *= 2;
 		double each = rs + (m->zero >= 3 ? 2 * ag : 0);
-		out->net_s[3] = micro * (each > cover ? each - cover : 0);
+		out->net_s[3] = micro * (each > fsdp_cover ? each - fsdp_cover : 0);
 		if (m->zero == 2) /* the updated parameters gathered once, behind the first forward */
-			out->net_s[3] += ag > cover ? ag - cover : 0;
+			out->net_s[3] += ag > fsdp_cover ? ag - fsdp_cover : 0;
 	}
 	out->net_s[4] = raw[4] * l->vpp; /* pp: exposed; interleaving sends at every chunk edge */
 	out->step_s = out->compute_s + out->bubble_s;

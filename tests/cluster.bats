@@ -497,11 +497,15 @@ planned() { # MODEL GPU WORLD
 planned_by() { # llmp plan's arguments but --parallel and --format
 	python3 - "$("$LLMP" plan "$@" --parallel auto --format json)" <<-'PY'
 		import json, sys
-		l = json.loads(sys.argv[1])["layout"]
+		plan = json.loads(sys.argv[1])
+		l, m = plan["layout"], plan["model"]
 		spec = ",".join(f"{k}={l[k]}" for k in ("tp", "pp", "cp", "ep", "etp", "dp"))
 		spec += f",vpp={l['vpp']}" if l["vpp"] > 1 else ""
 		flags = f"--micro-batch-size {l['mbs']} --global-batch-size 64"
 		flags += " --sequence-parallel" if l["tp"] > 1 else ""
+		flags += " --use-distributed-optimizer" if m["zero"] >= 1 else ""
+		if m["overlap_grad_reduce"] and m["zero"] <= 1:  # the dp overlap the estimate assumed
+		    flags += " --overlap-grad-reduce" + (" --overlap-param-gather" if m["zero"] == 1 else "")
 		flags += {"none": "", "selective": " --recompute-granularity selective",
 		          "full": " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"}[l["recompute"]]
 		print(spec)

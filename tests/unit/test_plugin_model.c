@@ -109,7 +109,7 @@ static void sbatch_refuses_only_what_no_size_fits(void **state)
 	assert_true(a.decided);
 	assert_string_equal(a.megatron,
 			    "--micro-batch-size 1 --global-batch-size 1024 --use-distributed-optimizer "
-			    "--recompute-granularity selective");
+			    "--overlap-grad-reduce --overlap-param-gather --recompute-granularity selective");
 }
 
 /* The 30-layer model of the test below, with more keys after it, decided on spec. */
@@ -137,13 +137,22 @@ static void megatron_flags_state_what_was_assumed(void **state)
 	no_site(&site);
 
 	assert_int_equal(decide_30(&site, "recompute=full", &spec, &a, msg, sizeof msg), 0);
-	assert_string_equal(
-		a.megatron,
-		"--micro-batch-size 2 --global-batch-size 64 --sequence-parallel "
-		"--use-distributed-optimizer --recompute-granularity full --recompute-method uniform "
-		"--recompute-num-layers 1 --decoder-first-pipeline-num-layers 7 "
-		"--decoder-last-pipeline-num-layers 7");
+	assert_string_equal(a.megatron,
+			    "--micro-batch-size 2 --global-batch-size 64 --sequence-parallel "
+			    "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather "
+			    "--recompute-granularity full --recompute-method uniform "
+			    "--recompute-num-layers 1 --decoder-first-pipeline-num-layers 7 "
+			    "--decoder-last-pipeline-num-layers 7");
 	assert_true(plugin_model_args_valid(a.megatron));
+
+	/* The estimate hides dp behind the backward only as Megatron-LM is told to: without the
+	 * distributed optimizer there is no gather to overlap; overlap-grad=0 (Megatron-LM before
+	 * 2023, or a run without the flags) says neither and the estimate exposes dp. */
+	assert_int_equal(decide_30(&site, "recompute=full,distopt=0", &spec, &a, msg, sizeof msg), 0);
+	assert_non_null(
+		strstr(a.megatron, "--sequence-parallel --overlap-grad-reduce --recompute-granularity"));
+	assert_int_equal(decide_30(&site, "recompute=full,overlap-grad=0", &spec, &a, msg, sizeof msg), 0);
+	assert_null(strstr(a.megatron, "overlap"));
 	assert_non_null(strstr(a.note, "about"));
 
 	/* Megatron-DeepSpeed spells ZeRO-1 and full recompute its own way, and splits the

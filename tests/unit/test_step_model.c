@@ -632,6 +632,40 @@ static void auto_says_when_nothing_fits(void **state)
 }
 
 /*
+ * dp's traffic: one micro-batch hides it with overlap-grad=1 (Megatron-LM's
+ * --overlap-grad-reduce), none with 0; without the distributed optimizer the
+ * gradient buffer is all-reduced (4 + 4 bytes a parameter with fp32
+ * gradients, 2 + 2 with bf16) where the distributed optimizer reduce-scatters
+ * it and gathers bf16 parameters (4 + 2, 2 + 2).
+ */
+static void dp_overlap_and_the_plain_all_reduce(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("h100,net=2");
+	struct step_layout l = {
+		.tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_FULL
+	};
+	struct model_desc on = model_of("llama3-8b,gbs=1024"),
+			  off = model_of("llama3-8b,gbs=1024,overlap-grad=0");
+	struct model_desc plain = model_of("llama3-8b,gbs=1024,overlap-grad=0,zero=0");
+	struct model_desc off2 = model_of("llama3-8b,gbs=1024,overlap-grad=0,grad=2");
+	struct model_desc plain2 = model_of("llama3-8b,gbs=1024,overlap-grad=0,zero=0,grad=2");
+	assert_true(on.overlap_grad && !off.overlap_grad);
+	struct step_layout a = l, b = l, c = l, d = l, e = l;
+	struct step_estimate eon = estimate(&on, &g, 128, &a, NULL), eoff = estimate(&off, &g, 128, &b, NULL),
+			     eplain = estimate(&plain, &g, 128, &c, NULL),
+			     eoff2 = estimate(&off2, &g, 128, &d, NULL),
+			     eplain2 = estimate(&plain2, &g, 128, &e, NULL);
+	double micro = 1024 / 128, cover = eon.compute_s / micro;
+	assert_true(eoff.net_s[3] > cover);
+	assert_near(eoff.net_s[3] - eon.net_s[3], cover, 1e-9);
+	assert_near(eplain.net_s[3] / eoff.net_s[3], (4.0 + 4.0) / (4.0 + 2.0), 1e-12);
+	assert_near(eplain2.net_s[3] / eoff2.net_s[3], 1.0, 1e-12);
+	assert_near(eoff2.net_s[3] / eoff.net_s[3], (2.0 + 2.0) / (4.0 + 2.0), 1e-12);
+	assert_near(eoff.compute_s, eon.compute_s, 1e-12);
+}
+
+/*
  * zero=auto: the candidates of three searches, one for each of zero=1, 2 and 3 (2 and 3
  * at pp 1 only, under Megatron), each keeping its own estimate. Two 3.2 B-parameter
  * layers on GPUs without NVLink (tp 1), so that sharding beats the stages pp can add:
@@ -890,6 +924,7 @@ int main(void)
 		cmocka_unit_test(auto_says_when_nothing_fits),
 		cmocka_unit_test(zero_shards_gradients_and_parameters),
 		cmocka_unit_test(auto_chooses_the_sharding),
+		cmocka_unit_test(dp_overlap_and_the_plain_all_reduce),
 		cmocka_unit_test(descriptions_parse_and_name_the_culprit),
 		cmocka_unit_test(reads_a_hugging_face_config),
 	};
