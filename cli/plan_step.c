@@ -565,12 +565,12 @@ int cli_plan_step(const struct cli_plan_step *a)
 				"chosen:   the fastest of %zu layouts that fit, the fewest pipeline stages among "
 				"those within %.0f%% of it (%zu valid for %u ranks)\n",
 				r.fitting, 100 * AUTO_TIE_BAND, r.n, a->world);
-		if (a->automatic && zero_auto)
-			fprintf(out, "sharding: zero=%u, tried with zero=1, 2 and 3 (zero=auto)\n", m.zero);
 		else if (a->automatic)
 			fprintf(out,
 				"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",
 				r.n, a->world);
+		if (a->automatic && zero_auto)
+			fprintf(out, "sharding: zero=%u, tried with zero=1, 2 and 3 (zero=auto)\n", m.zero);
 		if (on)
 			fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
 				a->placement);

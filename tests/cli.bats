@@ -388,6 +388,7 @@ EOF
 	llmp plan --world 1024 --parallel auto --model llama3-70b --gpu h100
 	assert_status 0
 	assert_line_matches '^chosen: +the fastest of [0-9]+ layouts that fit, the fewest pipeline stages among those within 1% of it'
+	[ "$(grep -c '^chosen:' <<<"$output")" -eq 1 ] || fail "one chosen line, not: $output"
 	assert_line_matches '^next:'
 }
 
