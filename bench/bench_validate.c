@@ -46,10 +46,11 @@ struct row {
 
 struct fit {
 	char gpu[32];
-	char grid
-		[24]; /* a `fitgrid` or `fitmbgrid` row's grid: the fit is that grid's alone; "" for a gpu text's */
+	/* a `fitgrid` or `fitmbgrid` row's grid: the fit is that grid's alone; "" for a gpu text's */
+	char grid[24];
 	double efficiency; /* 0 until fitted */
-	double layer_overhead_s; /* fitted on a `fitmb` pair of this gpu text (`fitmbgrid`: of this grid); 0 without one */
+	/* fitted on a `fitmb` pair of this gpu text (`fitmbgrid`: of this grid); 0 without one */
+	double layer_overhead_s;
 };
 
 static struct fit fits[MAX_FITS];

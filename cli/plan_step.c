@@ -587,11 +587,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 			fprintf(out, "next:\n  %-62s %9s %10s  why it lost\n", "layout", "step", "peak");
 		for (size_t i = 1; i <= shown; i++) {
 			const struct auto_candidate *c = &r.all[i];
-			step_layout_format(&c->layout, buf, sizeof buf);
-			if (zero_auto) {
-				size_t used = strlen(buf);
-				snprintf(buf + used, sizeof buf - used, ",zero=%u", c->zero);
-			}
+			auto_candidate_format(c, zero_auto, buf, sizeof buf);
 			auto_why_lost(c, &r.all[0], &g, why, sizeof why);
 			fprintf(out, "  %-62s %7.3f s %6.1f GiB  %s\n", buf, c->est.step_s,
 				c->est.peak_bytes / GIB, why);

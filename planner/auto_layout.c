@@ -239,6 +239,14 @@ void auto_result_free(struct auto_result *r)
 	memset(r, 0, sizeof *r);
 }
 
+void auto_candidate_format(const struct auto_candidate *c, bool zero_auto, char *buf, size_t len)
+{
+	step_layout_format(&c->layout, buf, len);
+	size_t used = strlen(buf);
+	if (zero_auto && used < len)
+		snprintf(buf + used, len - used, ",zero=%u", c->zero);
+}
+
 void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,
 		   const struct gpu_desc *g, char *buf, size_t len)
 {

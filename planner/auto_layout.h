@@ -76,6 +76,9 @@ llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g,
  */
 bool auto_tie_prefers(double step, unsigned pp, double pick_step, unsigned pick_pp, double fastest);
 
+/* c's layout as step_layout_format writes it, and ",zero=N" when the chooser picked the sharding. */
+void auto_candidate_format(const struct auto_candidate *c, bool zero_auto, char *buf, size_t len);
+
 /* Why c lost to best, in a short sentence: memory over the GPU's, or the term that costs it the most time. */
 void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,
 		   const struct gpu_desc *g, char *buf, size_t len);

@@ -275,10 +275,12 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 				"it once");
 		*seen |= SEEN_ZERO;
 		bool on = false;
-		bool any = !strcmp(item, "zero") && !strcmp(v, "auto");
-		ok = any ||
-		     (!strcmp(item, "zero") ? v[0] >= '0' && v[0] <= '3' && !v[1] : parse_bool(v, &on));
-		m->zero = any ? MODEL_ZERO_AUTO : !strcmp(item, "zero") ? (unsigned)(v[0] - '0') : on;
+		if (!strcmp(item, "distopt"))
+			ok = parse_bool(v, &on), m->zero = on;
+		else if (!strcmp(v, "auto"))
+			m->zero = MODEL_ZERO_AUTO;
+		else
+			ok = v[0] >= '0' && v[0] <= '3' && !v[1], m->zero = (unsigned)(v[0] - '0');
 	} else if (!strcmp(item, "sp")) {
 		ok = parse_bool(v, &m->sp);
 	} else if (!strcmp(item, "flash")) {

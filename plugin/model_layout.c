@@ -331,11 +331,7 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 			a->peaks[0] = '\0';
 		free(split);
 	}
-	step_layout_format(&c->layout, layout, sizeof layout);
-	if (zero_auto) {
-		size_t used = strlen(layout);
-		snprintf(layout + used, sizeof layout - used, ",zero=%u", c->zero);
-	}
+	auto_candidate_format(c, zero_auto, layout, sizeof layout);
 	int n = snprintf(
 		a->note, sizeof a->note,
 		"--llm-parallel=auto chose %s for %s on %u GPUs (%s%s): %.1f of %.1f GiB, about %.2f s a step; "
