@@ -189,7 +189,10 @@ struct outcome {
 	double measured; /* seconds, 0 when not published */
 };
 
-/* The published layout under the model: with '?' recompute, the faster of selective and full that fits. */
+/*
+ * The published layout under the model: with '?' recompute, the faster of selective and
+ * full that fits, full with the fewest layers of a chunk that fit (Megatron's block method).
+ */
 static void evaluate(const struct row *r, const struct model_desc *m, const struct gpu_desc *g,
 		     struct outcome *o)
 {
@@ -217,8 +220,11 @@ static void evaluate(const struct row *r, const struct model_desc *m, const stru
 											    : tries[t] };
 			struct step_estimate e;
 			char why[LLMP_MSG_MAX];
+			bool fewest = given == MODEL_RECOMPUTE_AUTO && l.recompute == MODEL_RECOMPUTE_FULL;
 			if (step_layout_check(m, r->gpus, &l, why, sizeof why) != LLMP_OK ||
-			    step_estimate(m, g, r->gpus, &l, NULL, &e, why, sizeof why) != LLMP_OK) {
+			    (fewest ? step_fewest_recompute(m, g, r->gpus, &l, &e, why, sizeof why)
+				    : step_estimate(m, g, r->gpus, &l, NULL, &e, why, sizeof why)) !=
+				    LLMP_OK) {
 				if (!o->valid) /* the first reason, kept while nothing was valid */
 					snprintf(o->why, sizeof o->why, "%s", why);
 				if (r->interleaved)

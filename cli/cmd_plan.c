@@ -65,7 +65,7 @@ static void help(void)
 	       "                           layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,\n"
 	       "                           moe-ffn=,shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=,\n"
 	       "                           distopt=|zero=,sp=,flash=,overlap-grad=,engine=,grad=,overhead=,\n"
-	       "                           recompute=];\n"
+	       "                           recompute=,recompute-layers=];\n"
 	       "                           keys after a preset or file override it\n"
 	       "  -G, --gpu GPU            a100-40gb, a100, h100, h100-pcie, h800, h200, b200, gb200, l4, a10,\n"
 	       "                           rtx4090, mi300x, or mem=GiB,tflops=N[,eff=,hbm=,layer-ms=,nvlink=,net=,\n"

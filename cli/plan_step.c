@@ -112,6 +112,7 @@ static void json_layout(struct json_writer *w, const char *key, const struct ste
 	json_uint(w, "vpp", l->vpp);
 	json_uint(w, "mbs", l->mbs);
 	json_string(w, "recompute", recompute_name(l->recompute));
+	json_uint(w, "recompute_layers", l->recompute == MODEL_RECOMPUTE_FULL ? l->recompute_layers : 0);
 	json_object_end(w);
 }
 

@@ -23,6 +23,7 @@ struct search {
 	const struct auto_machines *on;
 	struct gpu_desc *stage_gpus; /* room for the largest pp */
 	llmp_status placed;          /* the first failure of on->place */
+	bool fitted;                 /* whether the last layout considered fits */
 	char *msg;
 	size_t len;
 };
@@ -54,15 +55,34 @@ static llmp_status on_machines(struct search *s, struct auto_candidate *c)
 	return st;
 }
 
-static llmp_status consider(struct search *s, struct step_layout l)
+/* c's estimate, on the machines or on s->g. */
+static llmp_status score(struct search *s, struct auto_candidate *c)
 {
-	if (step_layout_check(s->m, s->world, &l, NULL, 0) != LLMP_OK)
-		return LLMP_OK;
-	struct auto_candidate c = { .layout = l, .zero = s->m->zero };
-	llmp_status st = s->on ? on_machines(s, &c)
-			       : step_estimate(s->m, s->g, s->world, &l, NULL, &c.est, NULL, 0);
-	if (st != LLMP_OK)
-		return st == LLMP_ERR_NOMEM ? st : LLMP_OK;
+	return s->on ? on_machines(s, c)
+		     : step_estimate(s->m, s->g, s->world, &c->layout, NULL, &c->est, NULL, 0);
+}
+
+/* Halving over recompute_layers (step_fewest_layers): whether a chunk's n recomputed layers fit. */
+struct block_try {
+	struct search *s;
+	struct step_layout l;
+	llmp_status st; /* LLMP_ERR_NOMEM stops the search */
+};
+
+static bool block_fits(void *ctx, unsigned n)
+{
+	struct block_try *b = ctx;
+	struct auto_candidate c = { .layout = b->l, .zero = b->s->m->zero };
+	c.layout.recompute_layers = n;
+	llmp_status st = score(b->s, &c);
+	free(c.stage_layers);
+	if (st == LLMP_ERR_NOMEM)
+		b->st = st;
+	return st == LLMP_OK && c.est.fits;
+}
+
+static llmp_status append(struct search *s, struct auto_candidate c)
+{
 	if (s->r->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 256;
 		struct auto_candidate *all = realloc(s->r->all, cap * sizeof *all);
@@ -74,6 +94,37 @@ static llmp_status consider(struct search *s, struct step_layout l)
 	}
 	s->r->all[s->r->n++] = c;
 	return LLMP_OK;
+}
+
+/*
+ * Layout l scored and kept; with block (under recompute=auto, l with full recompute
+ * where selective did not fit) also the fewest layers of a chunk recomputed that fit.
+ */
+static llmp_status consider(struct search *s, struct step_layout l, bool block)
+{
+	s->fitted = false;
+	if (step_layout_check(s->m, s->world, &l, NULL, 0) != LLMP_OK)
+		return LLMP_OK;
+	struct auto_candidate c = { .layout = l, .zero = s->m->zero };
+	llmp_status st = score(s, &c);
+	if (st != LLMP_OK)
+		return st == LLMP_ERR_NOMEM ? st : LLMP_OK;
+	bool fits = s->fitted = c.est.fits;
+	if ((st = append(s, c)) != LLMP_OK || !block || !fits)
+		return st;
+	/* Full recompute fits: Megatron's block method with the fewest layers of a chunk that
+	 * still fit is faster, and a candidate of its own. */
+	struct block_try b = { .s = s, .l = l, .st = LLMP_OK };
+	unsigned most = step_chunk_layers_max(s->m, &l);
+	unsigned n = step_fewest_layers(most, block_fits, &b);
+	if (b.st != LLMP_OK || n >= most)
+		return b.st;
+	struct auto_candidate fewer = { .layout = l, .zero = s->m->zero };
+	fewer.layout.recompute_layers = n;
+	st = score(s, &fewer);
+	if (st != LLMP_OK)
+		return st == LLMP_ERR_NOMEM ? st : LLMP_OK;
+	return append(s, fewer);
 }
 
 static int by_merit(const void *pa, const void *pb)
@@ -126,16 +177,30 @@ llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, ui
 	return auto_layout_on(m, g, world, NULL, r, msg, len);
 }
 
+/*
+ * l under the recompute the model names, or under recompute=auto with selective, then
+ * full recompute (and, where only full recompute fits, the fewest layers of a chunk).
+ */
+static llmp_status consider_recomputes(struct search *s, struct step_layout l)
+{
+	if (s->m->recompute != MODEL_RECOMPUTE_AUTO) {
+		l.recompute = s->m->recompute, l.recompute_layers = s->m->recompute_layers;
+		return consider(s, l, false);
+	}
+	l.recompute = MODEL_RECOMPUTE_SELECTIVE;
+	llmp_status st = consider(s, l, false);
+	if (st != LLMP_OK)
+		return st;
+	bool selective_fits = s->fitted;
+	l.recompute = MODEL_RECOMPUTE_FULL;
+	return consider(s, l, !selective_fits);
+}
+
 /* Every layout of s->m's: tp, pp, cp, ep, etp, vpp, mbs and recompute. */
 static llmp_status enumerate(struct search *s)
 {
 	const struct model_desc *m = s->m;
 	uint32_t world = s->world;
-	enum model_recompute recomputes[2] = { m->recompute, m->recompute };
-	unsigned nrecompute = 1;
-	if (m->recompute == MODEL_RECOMPUTE_AUTO)
-		recomputes[0] = MODEL_RECOMPUTE_SELECTIVE, recomputes[1] = MODEL_RECOMPUTE_FULL,
-		nrecompute = 2;
 	llmp_status st = LLMP_OK;
 	for (unsigned tp = 1; tp <= world && tp <= s->g->domain && st == LLMP_OK; tp++) {
 		if (world % tp || (unsigned long long)m->heads % tp)
@@ -164,20 +229,15 @@ static llmp_status enumerate(struct search *s)
 								if ((unsigned long long)m->gbs %
 								    ((unsigned long long)mbs * dp))
 									continue;
-								for (unsigned rc = 0;
-								     rc < nrecompute && st == LLMP_OK; rc++)
-									st = consider(
-										s,
-										(struct step_layout){
-											.tp = tp,
-											.pp = pp,
-											.cp = cp,
-											.ep = ep,
-											.etp = etp,
-											.vpp = vpp,
-											.mbs = mbs,
-											.recompute = recomputes
-												[rc] });
+								st = consider_recomputes(
+									s,
+									(struct step_layout){ .tp = tp,
+											      .pp = pp,
+											      .cp = cp,
+											      .ep = ep,
+											      .etp = etp,
+											      .vpp = vpp,
+											      .mbs = mbs });
 							}
 						}
 					}

@@ -306,24 +306,30 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		for (int r = 0; r < 4; r++)
 			if (!strcmp(v, names[r]))
 				m->recompute = (enum model_recompute)r, ok = true;
+	} else if (!strcmp(item, "recompute-layers")) {
+		double n = 0;
+		ok = parse_count(v, false, &n) && n <= 1e6;
+		m->recompute_layers = (unsigned)n;
 	} else {
 		return llmp_fail(
 			LLMP_ERR_ARG, msg, len,
 			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
-			"distopt, zero, sp, flash, overlap-grad, engine, grad, overhead, recompute; or a preset: %s)",
+			"distopt, zero, sp, flash, overlap-grad, engine, grad, overhead, recompute, "
+			"recompute-layers; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
 	if (!ok)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s='%s' is not one of %s", item,
 				 llmp_show(shown, v, strlen(v)),
-				 !strcmp(item, "mlp")         ? "gelu, swiglu"
-				 : !strcmp(item, "recompute") ? "auto, none, selective, full"
-				 : !strcmp(item, "grad")      ? "2, 4, 6"
-				 : !strcmp(item, "zero")      ? "0, 1, 2, 3, auto"
-				 : !strcmp(item, "overhead")  ? "a number from 0 to 1"
-				 : !strcmp(item, "engine")    ? "megatron, deepspeed, torch"
-							      : "0, 1");
+				 !strcmp(item, "mlp")                ? "gelu, swiglu"
+				 : !strcmp(item, "recompute")        ? "auto, none, selective, full"
+				 : !strcmp(item, "grad")             ? "2, 4, 6"
+				 : !strcmp(item, "zero")             ? "0, 1, 2, 3, auto"
+				 : !strcmp(item, "overhead")         ? "a number from 0 to 1"
+				 : !strcmp(item, "recompute-layers") ? "a whole number of layers, 1 or more"
+				 : !strcmp(item, "engine")           ? "megatron, deepspeed, torch"
+								     : "0, 1");
 	return LLMP_OK;
 }
 

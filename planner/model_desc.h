@@ -65,6 +65,9 @@ struct model_desc {
 	double grad_bytes; /* gradient buffers a parameter: 4 (fp32, Megatron's default), 2 (bf16), 6 (both) */
 	double overhead;   /* allocator and temporaries, a share of the modelled bytes (0.05) */
 	enum model_recompute recompute; /* AUTO: the chooser tries selective, then full */
+	/* With FULL: the layers of each model chunk recomputed, the first ones (Megatron's
+	 * --recompute-method block); 0: every layer (--recompute-method uniform) */
+	unsigned recompute_layers;
 	enum model_engine engine;
 };
 
@@ -73,7 +76,8 @@ struct model_desc {
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
  * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1 or zero=0-3|auto,
- * sp=0|1,flash=0|1,overlap-grad=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full]. A preset or a file may be followed by
+ * sp=0|1,flash=0|1,overlap-grad=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full,
+ * recompute-layers=N]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */
 llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len);

@@ -32,8 +32,10 @@ const char *step_term_name(enum step_term t)
 void step_layout_format(const struct step_layout *l, char *buf, size_t len)
 {
 	static const char *const rc[] = { "auto", "none", "selective", "full" };
-	snprintf(buf, len, "tp=%u,pp=%u,cp=%u,ep=%u,etp=%u,dp=%u,vpp=%u,mbs=%u,recompute=%s", l->tp, l->pp,
-		 l->cp, l->ep, l->etp, l->dp, l->vpp, l->mbs, rc[l->recompute & 3]);
+	int n = snprintf(buf, len, "tp=%u,pp=%u,cp=%u,ep=%u,etp=%u,dp=%u,vpp=%u,mbs=%u,recompute=%s", l->tp,
+			 l->pp, l->cp, l->ep, l->etp, l->dp, l->vpp, l->mbs, rc[l->recompute & 3]);
+	if (l->recompute == MODEL_RECOMPUTE_FULL && l->recompute_layers && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ",recompute-layers=%u", l->recompute_layers);
 }
 
 void step_stage_layers(const struct model_desc *m, const struct step_layout *l, unsigned k, unsigned *first,
@@ -178,6 +180,17 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 	if (m->gbs && u(m->gbs) % ((unsigned long long)l->mbs * dp))
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, len, "mbs*dp = %u*%u does not divide gbs=%llu", l->mbs,
 				 dp, u(m->gbs));
+	if (l->recompute_layers && l->recompute != MODEL_RECOMPUTE_FULL)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "recompute-layers=%u recomputes that many layers of each chunk in full: it "
+				 "needs recompute=full",
+				 l->recompute_layers);
+	if (l->recompute_layers && m->engine == MODEL_ENGINE_DEEPSPEED)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "recompute-layers=%u: Megatron-DeepSpeed checkpoints every layer (its "
+				 "--checkpoint-num-layers groups them) and has no block method; the model "
+				 "says engine=deepspeed",
+				 l->recompute_layers);
 	if (l->recompute == MODEL_RECOMPUTE_AUTO)
 		l->recompute = MODEL_RECOMPUTE_SELECTIVE;
 	return LLMP_OK;
@@ -308,10 +321,12 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	if (l->recompute == MODEL_RECOMPUTE_NONE)
 		per_layer += x->act_scores; /* selective recompute drops them */
 	double s = m->seq / l->cp, b = l->mbs;
-	double act;
+	double act, share = step_recompute_share(m, l, k);
 	if (l->recompute == MODEL_RECOMPUTE_FULL)
-		/* each layer's input kept; one layer rebuilt whole during its backward */
-		act = in_flight(l, k, n, micro) * x->act_full +
+		/* a recomputed layer's input kept, the others' every activation (with the scores:
+		 * full granularity drops no selective part); one layer rebuilt whole during its backward */
+		act = in_flight(l, k, n, micro) *
+			      (share * x->act_full + (1 - share) * (per_layer + x->act_scores)) +
 		      (x->act_moe > x->act_dense && nm ? x->act_moe : x->act_dense) + x->act_scores;
 	else
 		act = in_flight(l, k, n, micro) * per_layer;
@@ -395,14 +410,15 @@ static double stage_forward(const struct model_desc *m, const struct step_layout
 /*
  * Full recompute runs the transformer layers' forward again, not the output layer's
  * (Megatron checkpoints the layers; Narayanan et al.'s 96 B s l h^2 (1 + s/(6h) + V/(16lh))
- * counts the layers 4 times, the logits' 2 B s h V 3 times); selective recompute
- * without flash attention, the attention core's.
+ * counts the layers 4 times, the logits' 2 B s h V 3 times), on its share of them;
+ * selective recompute without flash attention, the attention core's.
  */
 static double recompute_flops(const struct model_desc *m, const struct step_layout *l,
 			      const struct layer_shape *x, unsigned k, const struct step_stage *st,
 			      double fwd)
 {
-	return l->recompute == MODEL_RECOMPUTE_FULL                     ? fwd - output_forward(m, l, k)
+	return l->recompute == MODEL_RECOMPUTE_FULL
+		       ? step_recompute_share(m, l, k) * (fwd - output_forward(m, l, k))
 	       : l->recompute == MODEL_RECOMPUTE_SELECTIVE && !m->flash ? st->layers * x->flops_attn_core
 									: 0;
 }
@@ -432,7 +448,7 @@ static double elementwise_seconds(const struct model_desc *m, const struct gpu_d
 	double bwd = nd * x->elem_dense[1] + nm * x->elem_moe[1] + st->layers * x->elem_scores[1];
 	double bytes = fwd + bwd;
 	if (l->recompute == MODEL_RECOMPUTE_FULL)
-		bytes += fwd;
+		bytes += step_recompute_share(m, l, k) * fwd;
 	else if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
 		bytes += st->layers * x->elem_scores[0];
 	if (k == l->pp - 1)
@@ -473,7 +489,7 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	layer_shape(m, l, &x);
 	double micro = microbatches(m, l);
 	out->microbatches = micro;
-	double slowest = 0, all_stages = 0, attn_share = 0, peak_flops = 0;
+	double slowest = 0, all_stages = 0, attn_share = 0, peak_flops = 0, slowest_recompute = 0;
 	struct stage_parts slowest_parts = { 0, 0, 0 };
 	out->fits = true;
 	for (unsigned k = 0; k < l->pp; k++) {
@@ -500,6 +516,7 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 		all_stages += seconds;
 		if (seconds > slowest) {
 			slowest = seconds, slowest_parts = parts;
+			slowest_recompute = step_recompute_share(m, l, k);
 			attn_share = fwd > 0 ? 3 * st.layers * x.flops_attn_core / parts.flops : 0;
 		}
 	}
@@ -525,8 +542,9 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	double reduced = m->grad_bytes < 4 ? 2.0 : 4.0;
 	raw[3] *= (m->zero == 0 ? 2 * reduced : reduced + 2.0) / (4.0 + 2.0);
 	/* tp: on the critical path. Full recompute runs each layer's forward again, its two
-	 * all-reduces (or all-gather + reduce-scatter) with it: 6 collectives a layer, not 4. */
-	out->net_s[0] = raw[0] * (l->recompute == MODEL_RECOMPUTE_FULL ? 1.5 : 1.0);
+	 * all-reduces (or all-gather + reduce-scatter) with it: 6 collectives a layer, not 4
+	 * (on the recomputed share of the slowest stage's layers). */
+	out->net_s[0] = raw[0] * (1.0 + 0.5 * slowest_recompute);
 	double cp_hidden = attn_share * out->compute_s; /* ring exchange behind attention */
 	out->net_s[1] = raw[1] > cp_hidden ? raw[1] - cp_hidden : 0;
 	out->net_s[2] = raw[2]; /* ep all-to-all: exposed */
@@ -725,6 +743,72 @@ llmp_status step_fit_efficiency_overhead(const struct model_desc *m, const struc
 			 STEP_FIT_ROUNDS, t.efficiency, 1e3 * t.layer_overhead_s);
 }
 
+double step_recompute_share(const struct model_desc *m, const struct step_layout *l, unsigned k)
+{
+	if (l->recompute != MODEL_RECOMPUTE_FULL)
+		return 0;
+	unsigned first, n;
+	step_stage_layers(m, l, k, &first, &n);
+	double chunk = (double)n / l->vpp;
+	return !l->recompute_layers || l->recompute_layers >= chunk ? 1 : l->recompute_layers / chunk;
+}
+
+unsigned step_chunk_layers_max(const struct model_desc *m, const struct step_layout *l)
+{
+	unsigned most = 0;
+	for (unsigned k = 0; k < l->pp; k++) {
+		unsigned first, n;
+		step_stage_layers(m, l, k, &first, &n);
+		unsigned chunk = (n + l->vpp - 1) / l->vpp;
+		most = chunk > most ? chunk : most;
+	}
+	return most;
+}
+
+unsigned step_fewest_layers(unsigned most, bool (*fits)(void *ctx, unsigned n), void *ctx)
+{
+	unsigned lo = 1, hi = most;
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (fits(ctx, mid))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+struct fewest_ctx {
+	const struct model_desc *m;
+	const struct gpu_desc *g;
+	uint32_t world;
+	struct step_layout l;
+};
+
+static bool fits_recomputing(void *ctx, unsigned n)
+{
+	struct fewest_ctx *c = ctx;
+	struct step_estimate e;
+	c->l.recompute_layers = n;
+	return step_estimate(c->m, c->g, c->world, &c->l, NULL, &e, NULL, 0) == LLMP_OK && e.fits;
+}
+
+llmp_status step_fewest_recompute(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				  struct step_layout *l, struct step_estimate *out, char *msg, size_t len)
+{
+	l->recompute_layers = 0;
+	llmp_status st = step_estimate(m, g, world, l, NULL, out, msg, len);
+	if (st != LLMP_OK || !out->fits)
+		return st;
+	struct fewest_ctx c = { .m = m, .g = g, .world = world, .l = *l };
+	unsigned most = step_chunk_layers_max(m, l);
+	unsigned n = step_fewest_layers(most, fits_recomputing, &c);
+	if (n >= most)
+		return LLMP_OK;
+	l->recompute_layers = n;
+	return step_estimate(m, g, world, l, NULL, out, msg, len);
+}
+
 struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_desc *m)
 {
 	return (struct step_layout){ .tp = s->size[LLMP_DIM_TP],
@@ -735,7 +819,8 @@ struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_de
 				     .dp = s->size[LLMP_DIM_DP],
 				     .vpp = s->vpp ? s->vpp : 1,
 				     .mbs = (unsigned)m->mbs,
-				     .recompute = m->recompute };
+				     .recompute = m->recompute,
+				     .recompute_layers = m->recompute_layers };
 }
 
 struct topo_model step_topo_model(const struct model_desc *m, double mbs)

@@ -11,7 +11,8 @@
  *   activations per layer after Korthikanti et al. 2022 with sequence
  *   parallelism and flash attention: s b (14h + 4 h_kv + c ffn) / t bytes
  *   with s = seq / cp (c = 4 for GeLU, 6 for SwiGLU: 34 s b h / t for a
- *   GPT layer), 2 s b h / t with full recompute; times the micro-batches
+ *   GPT layer), 2 s b h / t with full recompute (on a share of the
+ *   layers with recompute_layers); times the micro-batches
  *   in flight on that stage (1F1B: pp - stage; interleaved: Megatron's
  *   warm-up count of chunks); the embedding on the first stage, the output
  *   layer and its fp32 logits on the last;
@@ -55,6 +56,10 @@
 struct step_layout {
 	unsigned tp, pp, cp, ep, etp, dp, vpp, mbs; /* vpp 1: plain 1F1B; dp 0: derived */
 	enum model_recompute recompute;             /* NONE, SELECTIVE or FULL */
+	/* With FULL: the first layers of each model chunk recomputed (Megatron's
+	 * --recompute-method block --recompute-num-layers N), the others keeping
+	 * all their activations; 0: every layer */
+	unsigned recompute_layers;
 	/* The layers of each of the pp stages, borrowed (hetero.h chooses them on
 	 * mixed GPUs); NULL: even, with Megatron's uneven first and last stages
 	 * when pp does not divide the layers. */
@@ -176,7 +181,35 @@ void step_stage_layers(const struct model_desc *m, const struct step_layout *l, 
  */
 struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_desc *m);
 
-/* Format "tp=8,pp=4,cp=1,ep=1,etp=8,dp=2,vpp=1,mbs=1,recompute=selective". */
+/*
+ * The share of stage k's layers that full recompute runs again: all of
+ * them, or recompute_layers of each of its vpp chunks (the first ones,
+ * as Megatron's block method takes them); 0 without full recompute.
+ */
+double step_recompute_share(const struct model_desc *m, const struct step_layout *l, unsigned k);
+
+/*
+ * The fewest layers a chunk of checked l (with FULL) may recompute and
+ * still fit on g, found by halving: l->recompute_layers is set to it, 0
+ * (every layer) when only that fits, and out is its estimate. Megatron's
+ * block method keeps the other layers' activations, so fewer recomputed
+ * layers are faster, and more of them fit in less memory.
+ */
+llmp_status step_fewest_recompute(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+				  struct step_layout *l, struct step_estimate *out, char *msg, size_t len);
+
+/*
+ * The halving itself, for a caller that scores layouts its own way: the
+ * smallest n in 1..most - 1 for which fits(ctx, n) holds, fits being false
+ * below some n and true from it on; most when no smaller one fits.
+ */
+unsigned step_fewest_layers(unsigned most, bool (*fits)(void *ctx, unsigned n), void *ctx);
+
+/* The layers of the largest chunk of l: a stage's layers / vpp, the largest stage's. */
+unsigned step_chunk_layers_max(const struct model_desc *m, const struct step_layout *l);
+
+/* Format "tp=8,pp=4,cp=1,ep=1,etp=8,dp=2,vpp=1,mbs=1,recompute=selective"
+ * (",recompute-layers=N" after recompute=full when N layers of a chunk are). */
 void step_layout_format(const struct step_layout *l, char *buf, size_t len);
 
 /* The network cost model's view of m (planner/cost.h) at micro-batch mbs. */

@@ -83,6 +83,9 @@ static void megatron_lm_flags(const struct model_desc *m, const struct step_layo
 		flag(a, "--megatron-fsdp-main-grads-dtype fp32");
 	if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
 		flag(a, "--recompute-granularity selective");
+	else if (l->recompute == MODEL_RECOMPUTE_FULL && l->recompute_layers)
+		flag(a, "--recompute-granularity full --recompute-method block --recompute-num-layers %u",
+		     l->recompute_layers);
 	else if (l->recompute == MODEL_RECOMPUTE_FULL)
 		flag(a, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
 }
@@ -348,62 +351,122 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 	return 0;
 }
 
+/* Halving over recompute_layers (step_fewest_layers) with the guard's estimate. */
+struct block_try {
+	const struct model_desc *m;
+	const struct gpu_desc *g;
+	uint32_t world;
+	const struct auto_machines *on;
+	struct step_layout l;
+};
+
+static bool block_fits(void *ctx, unsigned n)
+{
+	struct block_try *t = ctx;
+	struct step_layout l = t->l;
+	l.recompute_layers = n, l.stage_layers = NULL;
+	unsigned *split = NULL;
+	struct step_estimate e;
+	struct step_stage peak;
+	struct gpu_desc peak_gpu;
+	char why[LLMP_MSG_MAX];
+	int rc = estimate(t->m, t->g, t->world, t->on, &l, &split, &e, &peak, &peak_gpu, why, sizeof why,
+			  NULL, 0);
+	free(split);
+	return rc == 0 && e.fits;
+}
+
+/* One layout the guard estimated, with what it owns. */
+struct guarded {
+	struct step_layout l;
+	struct step_estimate e;
+	struct step_stage peak;
+	struct gpu_desc peak_gpu;
+	unsigned *split; /* on mixed GPUs, hetero_split's layers (l.stage_layers) */
+	char peaks[PLUGIN_PEAKS_MAX];
+};
+
+static int guarded_estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			    const struct auto_machines *on, struct guarded *t, char *msg, size_t msglen)
+{
+	t->l.stage_layers = NULL;
+	return estimate(m, g, world, on, &t->l, &t->split, &t->e, &t->peak, &t->peak_gpu, msg, msglen,
+			t->peaks, sizeof t->peaks);
+}
+
+/*
+ * best (selective recompute, left to llmp) does not fit: full recompute,
+ * on the fewest layers of each chunk that fit (Megatron's block method),
+ * replaces it where it fits.
+ */
+static int recompute_to_fit(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			    const struct auto_machines *on, struct guarded *best, char *msg, size_t msglen)
+{
+	struct guarded full = { .l = best->l }, block = { .l = best->l };
+	full.l.recompute = block.l.recompute = MODEL_RECOMPUTE_FULL;
+	int rc = guarded_estimate(m, g, world, on, &full, msg, msglen);
+	struct guarded *pick = rc == 0 && full.e.fits ? &full : NULL;
+	if (pick) {
+		struct block_try t = { .m = m, .g = g, .world = world, .on = on, .l = full.l };
+		unsigned most = step_chunk_layers_max(m, &full.l);
+		block.l.recompute_layers = step_fewest_layers(most, block_fits, &t);
+		if (block.l.recompute_layers < most)
+			rc = guarded_estimate(m, g, world, on, &block, msg, msglen);
+		if (rc == 0 && block.l.recompute_layers < most && block.e.fits)
+			pick = &block;
+	}
+	if (rc == 0 && pick) {
+		free(best->split);
+		*best = *pick;
+		pick->split = NULL;
+	}
+	free(full.split);
+	free(block.split);
+	return rc;
+}
+
 /*
  * A written layout on a known world: Megatron's rules, then memory. With
- * recompute left to llmp, selective first, full when only that fits.
+ * recompute left to llmp, selective first, full when only that fits, on
+ * the fewest layers of each chunk that fit (Megatron's block method).
  */
 static int guard(const struct model_desc *m, const struct gpu_desc *g, const struct plugin_model_request *rq,
 		 const struct auto_machines *on, struct plugin_model_answer *a, char *msg, size_t msglen)
 {
-	struct step_layout l = step_layout_of_spec(rq->spec, m);
-	struct step_estimate e;
-	struct step_stage peak;
-	struct gpu_desc peak_gpu;
-	unsigned *split = NULL, *split_full = NULL;
+	struct guarded b = { .l = step_layout_of_spec(rq->spec, m) };
 	char why[LLMP_MSG_MAX], text[PEAK_TEXT];
-	bool automatic_recompute = l.recompute == MODEL_RECOMPUTE_AUTO;
+	bool automatic_recompute = b.l.recompute == MODEL_RECOMPUTE_AUTO;
 	int rc = -1;
-	if (step_layout_check(m, rq->world, &l, why, sizeof why) != LLMP_OK)
+	if (step_layout_check(m, rq->world, &b.l, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "--llm-parallel for %s on %u tasks: %s (Megatron would refuse it)",
 			      m->name, rq->world, why);
-	if (estimate(m, g, rq->world, on, &l, &split, &e, &peak, &peak_gpu, msg, msglen, a->peaks,
-		     sizeof a->peaks) < 0)
+	if (guarded_estimate(m, g, rq->world, on, &b, msg, msglen) < 0)
 		goto out;
-	if (!e.fits && automatic_recompute) {
-		struct step_layout full = l;
-		struct step_estimate ef;
-		struct step_stage pf;
-		struct gpu_desc gf;
-		full.recompute = MODEL_RECOMPUTE_FULL;
-		full.stage_layers = NULL;
-		char peaks_full[PLUGIN_PEAKS_MAX];
-		if (estimate(m, g, rq->world, on, &full, &split_full, &ef, &pf, &gf, msg, msglen, peaks_full,
-			     sizeof peaks_full) < 0)
-			goto out;
-		if (ef.fits) {
-			l = full, e = ef, peak = pf, peak_gpu = gf;
-			memcpy(a->peaks, peaks_full, sizeof a->peaks);
-		}
-	}
-	describe_peak(&l, &e, &peak, text, sizeof text);
-	if (!e.fits) {
+	if (!b.e.fits && automatic_recompute && recompute_to_fit(m, g, rq->world, on, &b, msg, msglen) < 0)
+		goto out;
+	memcpy(a->peaks, b.peaks, sizeof a->peaks);
+	describe_peak(&b.l, &b.e, &b.peak, text, sizeof text);
+	if (!b.e.fits) {
 		refuse(msg, msglen,
 		       "%s does not fit: %s, more than the %s's %.1f GiB (llmp plan --model ... "
 		       "--parallel auto finds one that fits)",
-		       m->name, text, peak_gpu.name, peak_gpu.mem_bytes / GIB);
+		       m->name, text, b.peak_gpu.name, b.peak_gpu.mem_bytes / GIB);
 		goto out;
 	}
-	megatron_flags(m, &l, a);
+	megatron_flags(m, &b.l, a);
 	if (a->megatron_cut) {
 		refuse(msg, msglen, "%s", flags_too_long);
 		goto out;
 	}
+	char how[80] = "";
+	if (automatic_recompute && b.l.recompute_layers)
+		snprintf(how, sizeof how, "; it fits only with full recompute of %u layers of each chunk",
+			 b.l.recompute_layers);
+	else if (automatic_recompute && b.l.recompute == MODEL_RECOMPUTE_FULL)
+		snprintf(how, sizeof how, "; it fits only with full recompute");
 	int n = snprintf(a->note, sizeof a->note, "%s on %u GPUs (%s%s): %s of %.1f, about %.2f s a step%s",
 			 m->name, rq->world, on ? "placed on the topology, the weakest " : "", g->name, text,
-			 peak_gpu.mem_bytes / GIB, e.step_s,
-			 automatic_recompute && l.recompute == MODEL_RECOMPUTE_FULL
-				 ? "; it fits only with full recompute"
-				 : "");
+			 b.peak_gpu.mem_bytes / GIB, b.e.step_s, how);
 	if (a->stage_layers[0] && !a->flags_say_stages && n > 0 && (size_t)n < sizeof a->note)
 		snprintf(a->note + n, sizeof a->note - (size_t)n,
 			 "; layers per stage %s (" LLMP_ENV_STAGE_LAYERS
@@ -412,8 +475,7 @@ static int guard(const struct model_desc *m, const struct gpu_desc *g, const str
 	a->decided = true;
 	rc = 0;
 out:
-	free(split);
-	free(split_full);
+	free(b.split);
 	return rc;
 }
 

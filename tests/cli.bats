@@ -358,6 +358,32 @@ assert "candidates" not in d
 EOF
 }
 
+@test "step model: recompute-layers= is Megatron's block method, in text and JSON" {
+	need_python
+	local model=gpt3-175b,gbs=64,recompute=full,recompute-layers=3
+	llmp plan --world 64 --parallel tp=8,pp=8 --model "$model" --gpu a100
+	assert_status 0
+	assert_line_matches '^layout: +tp=8,pp=8,cp=1,ep=1,etp=8,dp=1,vpp=1,mbs=1,recompute=full,recompute-layers=3$'
+	llmp plan --world 64 --parallel tp=8,pp=8 --model "$model" --gpu a100 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/block.json"
+	python3 - "$BATS_TEST_TMPDIR/block.json" <<'EOF' || fail "block recompute check failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+h, s, t = 12288, 2048, 8
+assert d["layout"]["recompute"] == "full" and d["layout"]["recompute_layers"] == 3, d["layout"]
+# Stage 3 holds 5 micro-batches: 3 of its 12 layers keep their input (2 s b h / t),
+# 9 all of theirs (34 s b h / t), and one layer is rebuilt whole.
+a = 5 * (3 * 2 + 9 * 34) * s * h / t + 34 * s * h / t
+got = d["memory"]["by_stage"][3]["activations_bytes"]
+assert abs(got - a) < 1e-9 * a, (got, a)
+EOF
+	llmp plan --world 64 --parallel tp=8,pp=8 --model gpt3-175b,gbs=64,recompute-layers=3 --gpu a100
+	assert_status 2
+	[[ $stderr == *"recompute-layers=3 recomputes that many layers of each chunk in full: it needs recompute=full"* ]] ||
+		fail "stderr: $stderr"
+}
+
 @test "step model: --parallel auto picks the fastest layout that fits and says why the others lost" {
 	need_python
 	llmp plan --world 1024 --parallel auto --model llama3-70b --gpu h100 --format json

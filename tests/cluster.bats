@@ -508,6 +508,8 @@ planned_by() { # llmp plan's arguments but --parallel and --format
 		    flags += " --overlap-grad-reduce" + (" --overlap-param-gather" if m["zero"] == 1 else "")
 		flags += {"none": "", "selective": " --recompute-granularity selective",
 		          "full": " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"}[l["recompute"]]
+		if l["recompute"] == "full" and l["recompute_layers"]:  # Megatron's block method: the first N of a chunk
+		    flags = flags.replace("uniform --recompute-num-layers 1", f"block --recompute-num-layers {l['recompute_layers']}")
 		print(spec)
 		print(flags)
 	PY

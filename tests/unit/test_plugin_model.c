@@ -197,6 +197,47 @@ static void megatron_flags_state_what_was_assumed(void **state)
 	assert_string_equal(a.megatron, "");
 }
 
+/*
+ * Megatron's block method: recompute-layers=N recomputes the first N layers of
+ * each chunk and keeps the others' activations. Left to llmp (no recompute=),
+ * a 20 GiB GPU holds the 30-layer model on tp=2,pp=4 with neither selective
+ * recompute nor one layer of a chunk, but with two (llmp plan: 21.5, 20.7 and
+ * 19.5 GiB); the guard takes the fewest that fit.
+ */
+static void block_recompute_is_said_and_chosen(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	llmp_spec spec = layout("tp=2,pp=4");
+	(void)state;
+	no_site(&site);
+
+	assert_int_equal(decide_30(&site, "recompute=full,recompute-layers=3", &spec, &a, msg, sizeof msg),
+			 0);
+	assert_non_null(strstr(a.megatron, "--recompute-granularity full --recompute-method block "
+					   "--recompute-num-layers 3 --decoder-first-pipeline-num-layers 7"));
+	assert_true(plugin_model_args_valid(a.megatron));
+	assert_int_equal(decide_30(&site, "recompute=full,recompute-layers=3,engine=deepspeed", &spec, &a,
+				   msg, sizeof msg),
+			 -1);
+	assert_non_null(strstr(msg, "recompute-layers=3: Megatron-DeepSpeed checkpoints every layer"));
+	assert_int_equal(
+		decide_30(&site, "recompute=selective,recompute-layers=3", &spec, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "it needs recompute=full"));
+
+	const char *model = "layers=30,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384,gbs=64,mbs=2";
+	assert_int_equal(decide(&site, model, "mem=20,tflops=989", &spec, 16, &a, msg, sizeof msg), 0);
+	assert_true(a.decided);
+	assert_non_null(strstr(a.megatron, "--recompute-method block --recompute-num-layers 2 "));
+	assert_non_null(strstr(a.note, "it fits only with full recompute of 2 layers of each chunk"));
+	/* 14.5 GiB: seven of a middle stage's eight layers do not fit (14.9 GiB), all of them do (14.1) */
+	assert_int_equal(decide(&site, model, "mem=14.5,tflops=989", &spec, 16, &a, msg, sizeof msg), 0);
+	assert_non_null(strstr(a.megatron, "--recompute-method uniform --recompute-num-layers 1 "));
+	assert_non_null(strstr(a.note, "it fits only with full recompute"));
+	assert_null(strstr(a.note, "layers of each chunk"));
+}
+
 /* A layout Megatron refuses for the model is refused with Megatron's rule. */
 static void megatron_rule_is_named(void **state)
 {
@@ -562,6 +603,7 @@ int main(void)
 		cmocka_unit_test(layout_that_cannot_fit_is_refused),
 		cmocka_unit_test(sbatch_refuses_only_what_no_size_fits),
 		cmocka_unit_test(megatron_flags_state_what_was_assumed),
+		cmocka_unit_test(block_recompute_is_said_and_chosen),
 		cmocka_unit_test(megatron_rule_is_named),
 		cmocka_unit_test(gpu_is_needed_by_auto_only),
 		cmocka_unit_test(auto_picks_data_parallel_for_a_small_model),

@@ -613,6 +613,111 @@ static void auto_prefers_fewer_stages_on_a_tie(void **state)
 	auto_result_free(&r);
 }
 
+/*
+ * Megatron's block method (--recompute-method block --recompute-num-layers N):
+ * the first N layers of each model chunk keep only their input, 2 s b h / t,
+ * the others all of theirs, 34 s b h / t. GPT-3 175B on tp 8, pp 8 (12 layers
+ * a stage), stage 3 holds 5 micro-batches: with N = 3 of 12, 5 x (3 x 2 + 9 x
+ * 34) s b h / t and the one layer rebuilt; with vpp 2 (chunks of 6, N = 3:
+ * half) 17 chunks of 6 layers in flight (2 (8 - 3 - 1) + 8 + 1). The time
+ * runs the forward again on N / 12 of the layers: the last stage's
+ * micro-batch is 3 (Ly + Lg) + Ly / 4, its tp traffic 1 + 1/8 of the plain.
+ */
+static void block_recompute_keeps_the_other_layers(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX];
+	struct gpu_desc g = gpu_of("a100");
+	struct model_desc m = model_of("gpt3-175b");
+	double s = 2048, h = 12288, V = 51200, layer = 34 * s * h / 8, input = 2 * s * h / 8;
+	struct step_stage st[8];
+	struct step_layout sel = {
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	struct step_estimate e = estimate(&m, &g, 1024, &sel, st);
+	struct step_layout b = sel;
+	b.recompute = MODEL_RECOMPUTE_FULL, b.recompute_layers = 3;
+	struct step_estimate f = estimate(&m, &g, 1024, &b, st);
+	assert_near(st[3].activations, 5 * (3 * input + 9 * layer) + layer, 1e-12);
+	double Ly = 12 * s * (24 * h * h + 2 * s * h), Lg = 2 * s * h * V;
+	assert_near(f.compute_s - f.elementwise_s,
+		    (e.compute_s - e.elementwise_s) * (3 * (Ly + Lg) + Ly / 4) / (3 * (Ly + Lg)), 1e-12);
+	const double given[5] = { 1.5, 0, 0, 0, 0 };
+	struct step_estimate fp;
+	assert_int_equal(step_estimate_placed(&m, &g, 1024, &b, given, st, &fp, msg, sizeof msg), LLMP_OK);
+	assert_near(fp.net_s[0], 1.5 * (1 + 0.5 * 3 / 12), 1e-15);
+	char text[160];
+	step_layout_format(&b, text, sizeof text);
+	assert_non_null(strstr(text, ",recompute=full,recompute-layers=3"));
+
+	b.vpp = 2;
+	estimate(&m, &g, 1024, &b, st);
+	assert_near(st[3].activations, 17 * 6 * (input + layer) / 2 + layer, 1e-12);
+	/* N at least a chunk's layers is every layer: plain full recompute. */
+	b.recompute_layers = 6;
+	struct step_estimate six = estimate(&m, &g, 1024, &b, st);
+	b.recompute_layers = 0;
+	struct step_estimate all = estimate(&m, &g, 1024, &b, st);
+	assert_near(six.peak_bytes, all.peak_bytes, 1e-15);
+	assert_near(six.step_s, all.step_s, 1e-15);
+
+	/* The fewest that fit, against every N tried in turn: on a GPU between the peaks of
+	 * N = 2 and N = 1 of vpp 1's 12 layers, 2. */
+	b.vpp = 1, b.recompute_layers = 1;
+	double one = estimate(&m, &g, 1024, &b, st).peak_bytes;
+	b.recompute_layers = 2;
+	double two = estimate(&m, &g, 1024, &b, st).peak_bytes;
+	assert_true(two < one);
+	struct gpu_desc tight = g;
+	tight.mem_bytes = (one + two) / 2;
+	struct step_layout l = b;
+	assert_int_equal(step_fewest_recompute(&m, &tight, 1024, &l, &f, msg, sizeof msg), LLMP_OK);
+	unsigned first_fit = 0;
+	for (unsigned n = 1; n <= 12 && !first_fit; n++) {
+		struct step_layout t = b;
+		t.recompute_layers = n;
+		struct step_estimate te;
+		assert_int_equal(step_estimate(&m, &tight, 1024, &t, NULL, &te, msg, sizeof msg), LLMP_OK);
+		first_fit = te.fits ? n : 0;
+	}
+	assert_int_equal(first_fit, 2);
+	assert_int_equal(l.recompute_layers, 2);
+	assert_true(f.fits);
+	/* Only every layer fits: 0; nothing fits: the full estimate, not fitting. */
+	b.recompute_layers = 11;
+	tight.mem_bytes = (estimate(&m, &g, 1024, &b, st).peak_bytes + all.peak_bytes) / 2;
+	b.vpp = 1, l = b;
+	assert_int_equal(step_fewest_recompute(&m, &tight, 1024, &l, &f, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(l.recompute_layers, 0);
+	assert_true(f.fits);
+	tight.mem_bytes = all.peak_bytes / 2;
+	assert_int_equal(step_fewest_recompute(&m, &tight, 1024, &l, &f, msg, sizeof msg), LLMP_OK);
+	assert_false(f.fits);
+
+	/* The chooser, left the recompute, keeps the fewest layers that fit beside full recompute
+	 * where selective does not fit: on that GPU some candidate has recompute-layers=2. */
+	m = model_of("gpt3-175b,gbs=1536");
+	tight.mem_bytes = (one + two) / 2;
+	struct auto_result r;
+	assert_int_equal(auto_layout(&m, &tight, 1024, &r, msg, sizeof msg), LLMP_OK);
+	bool seen = false;
+	for (size_t i = 0; i < r.n; i++) {
+		const struct step_layout *c = &r.all[i].layout;
+		if (c->tp == 8 && c->pp == 8 && c->cp == 1 && c->vpp == 1 && c->mbs == 1 &&
+		    c->recompute_layers == 2)
+			seen = true;
+		assert_true(c->recompute_layers == 0 || c->recompute == MODEL_RECOMPUTE_FULL);
+	}
+	assert_true(seen);
+	auto_result_free(&r);
+
+	/* What Megatron cannot run is refused with its reason. */
+	struct step_layout bad = sel;
+	bad.recompute_layers = 2;
+	assert_int_equal(step_layout_check(&m, 1024, &bad, msg, sizeof msg), LLMP_ERR_LAYOUT);
+	assert_non_null(strstr(msg, "it needs recompute=full"));
+}
+
 /* Llama 3 405B cannot fit 8 A100s of 40 GiB: 406e9 x 2 bytes of weights alone is 95 GiB a GPU. */
 static void auto_says_when_nothing_fits(void **state)
 {
@@ -827,6 +932,10 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,x\033[31m=1", "unknown key 'x?[31m'" },
 		{ "/nonexistent/config.json", "/nonexistent/config.json: No such file" },
 		{ "layers=2,hidden=512,seq=8,zero=4", "zero='4' is not one of 0, 1, 2, 3, auto" },
+		{ "layers=2,hidden=512,seq=8,recompute-layers=0",
+		  "recompute-layers='0' is not one of a whole number of layers, 1 or more" },
+		{ "layers=2,hidden=512,seq=8,recompute-layers=2x",
+		  "recompute-layers='2x' is not one of a whole number of layers, 1 or more" },
 		{ "layers=2,hidden=512,seq=8,distopt=auto", "distopt='auto' is not one of 0, 1" },
 		{ "layers=2,hidden=512,seq=8,distopt=1,zero=2", "distopt= and zero= set one thing" },
 		{ "layers=2,hidden=512,seq=8,zero=2,grad=6", "grad=6 (16-bit gradients and an fp32" },
@@ -922,6 +1031,7 @@ int main(void)
 		cmocka_unit_test(auto_enumerates_every_valid_layout),
 		cmocka_unit_test(auto_prefers_fewer_stages_on_a_tie),
 		cmocka_unit_test(auto_says_when_nothing_fits),
+		cmocka_unit_test(block_recompute_keeps_the_other_layers),
 		cmocka_unit_test(zero_shards_gradients_and_parameters),
 		cmocka_unit_test(auto_chooses_the_sharding),
 		cmocka_unit_test(dp_overlap_and_the_plain_all_reduce),
