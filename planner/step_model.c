@@ -288,12 +288,11 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	double dense = (n * x->attn + nd * x->dense_mlp + nm * (m->gated ? 3 : 2) * h * m->shared_ffn) / t +
 		       nm * x->moe_replicated;
 	double expert = nm * x->moe_sharded / ((double)l->ep * l->etp);
-	double outside = 0; /* the embedding and the output layer: no transformer layer's */
-	if (k == 0)
-		outside += m->vocab * h / t;
-	/* The output layer, or the tied copy Megatron keeps on the last stage. */
-	if (k == l->pp - 1 && (!m->tied || l->pp > 1))
-		outside += m->vocab * h / t;
+	/* The embedding and the output layer: no transformer layer's. The output layer, or
+	 * the tied copy Megatron keeps on the last stage. */
+	double embedding = k == 0 ? m->vocab * h / t : 0;
+	double output = k == l->pp - 1 && (!m->tied || l->pp > 1) ? m->vocab * h / t : 0;
+	double outside = embedding + output;
 	double edp = (double)l->tp * l->cp * l->dp / ((double)l->ep * l->etp);
 	double ddp = (double)l->dp * l->cp;
 	double layers = dense + expert, all = layers + outside; /* this rank's parameters */
@@ -301,15 +300,31 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 	st->first_layer = first, st->layers = n;
 	st->weights = all * BYTES_WEIGHT;
 	st->grads = all * m->grad_bytes; /* 4: Megatron's default grad_reduce_in_fp32 */
-	if (m->zero >= 2)                /* the shard, and whole buckets on their way to the reduce-scatter */
-		st->grads = (shard + (all < ZERO_LIVE_GRAD_ELEMENTS ? all : ZERO_LIVE_GRAD_ELEMENTS)) *
-			    m->grad_bytes;
-	if (m->zero >= 3) {
+	/*
+	 * PyTorch's FSDP2 (engine=torch) makes each transformer layer a unit of its own
+	 * (TorchTitan's apply_fsdp): beside the shards it holds the unit computing and the
+	 * next one, whose all-gather is prefetched behind it, and in the backward the unit's
+	 * unsharded gradients and the previous unit's in their reduce-scatter
+	 * (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py): two layers of each.
+	 */
+	bool fsdp2 = m->engine == MODEL_ENGINE_TORCH;
+	double unit = n ? layers / n : 0;
+	double live_grads = fsdp2 ? 2 * unit : ZERO_LIVE_GRAD_ELEMENTS;
+	if (m->zero >= 2) /* the shard, and whole buckets on their way to the reduce-scatter */
+		st->grads = (shard + (all < live_grads ? all : live_grads)) * m->grad_bytes;
+	if (m->zero >= 3 && !fsdp2) {
 		/* The layers' shard, the layers gathered for compute and prefetch (one layer beyond
 		 * the prefetch window), and the embedding and output layer, which Megatron-FSDP
 		 * keeps gathered (they are no FSDP unit). */
-		double live = ZERO_LIVE_PARAM_ELEMENTS + (n ? layers / n : 0);
+		double live = ZERO_LIVE_PARAM_ELEMENTS + unit;
 		st->weights = (layers_shard + outside + (layers < live ? layers : live)) * BYTES_WEIGHT;
+	} else if (m->zero >= 3) {
+		/* FSDP2 keeps no 16-bit shard: its sharded parameters are the fp32 master copy (the
+		 * optimizer's 4 bytes), cast to bf16 by the all-gather. The embedding is a unit
+		 * resharded after its forward; the norm and output layer stay gathered (TorchTitan
+		 * reshards them only under its "always" policy), the embedding too when tied to it. */
+		double kept = output + (m->tied && l->pp == 1 ? embedding : 0);
+		st->weights = (kept + (layers < 2 * unit ? layers : 2 * unit)) * BYTES_WEIGHT;
 	}
 	/* With 16-bit gradient buffers (grad=2) the optimizer steps its shard from an fp32 copy of
 	 * the shard's gradients: DeepSpeed's ZeRO-1/2 step flattens them .to(fp32), Megatron's

@@ -875,6 +875,25 @@ static void zero_shards_gradients_and_parameters(void **state)
 	assert_near(s2[0].optimizer, s1[0].optimizer, 1e-12); /* sharded from zero=1 on */
 	assert_true(m2.zero >= 1 && m3.zero >= 1);            /* the distributed optimizer with them */
 
+	/* PyTorch's FSDP2 (engine=torch): a unit a layer, two of them live (the one computing
+	 * and the one prefetched, or reduce-scattering), not 1e9-element buckets; no bf16 shard
+	 * under zero=3 (its shard is the fp32 master, the optimizer's), the embedding resharded,
+	 * the output layer kept gathered. Llama 3 8B's layer: 218 M parameters. */
+	snprintf(text, sizeof text, "%s,zero=2,engine=torch", base);
+	struct model_desc f2 = model_of(text);
+	snprintf(text, sizeof text, "%s,zero=3,engine=torch", base);
+	struct model_desc f3 = model_of(text);
+	struct step_layout lf2 = l, lf3 = l;
+	estimate(&f2, &g, 128, &lf2, s2);
+	estimate(&f3, &g, 128, &lf3, s3);
+	double unit = layers / 32;
+	assert_near(unit, 2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 + 2 * 4096, 1e-12);
+	assert_near(s2[0].grads, 4 * (p / 128 + 2 * unit), 1e-12);
+	assert_near(s2[0].weights, s1[0].weights, 1e-12);
+	assert_near(s3[0].weights, 2 * (outside / 2 + 2 * unit), 1e-12);
+	assert_near(s3[0].grads, s2[0].grads, 1e-12);
+	assert_near(s3[0].optimizer, s1[0].optimizer, 1e-12);
+
 	/* A small model: the buckets are the whole model, gathered whole. */
 	struct model_desc t1 = model_of("layers=4,hidden=1024,heads=8,seq=1024,vocab=32000,gbs=64");
 	struct model_desc t3 = model_of("layers=4,hidden=1024,heads=8,seq=1024,vocab=32000,gbs=64,zero=3");
