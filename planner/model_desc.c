@@ -287,6 +287,8 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		ok = parse_bool(v, &m->flash);
 	} else if (!strcmp(item, "overlap-grad")) {
 		ok = parse_bool(v, &m->overlap_grad);
+	} else if (!strcmp(item, "overlap-param")) {
+		ok = parse_bool(v, &m->overlap_param);
 	} else if (!strcmp(item, "engine")) {
 		ok = false;
 		for (enum model_engine e = MODEL_ENGINE_MEGATRON; e <= MODEL_ENGINE_TORCH && !ok; e++)
@@ -315,7 +317,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			LLMP_ERR_ARG, msg, len,
 			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
-			"distopt, zero, sp, flash, overlap-grad, engine, grad, overhead, recompute, "
+			"distopt, zero, sp, flash, overlap-grad, overlap-param, engine, grad, overhead, recompute, "
 			"recompute-layers; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
@@ -510,7 +512,8 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 /* What every description starts from: Megatron-Core's defaults (doc/step-model.md). */
 static void training_defaults(struct model_desc *m)
 {
-	m->sp = m->flash = m->overlap_grad = true, m->zero = 1, m->engine = MODEL_ENGINE_MEGATRON;
+	m->sp = m->flash = m->overlap_grad = m->overlap_param = true, m->zero = 1,
+	m->engine = MODEL_ENGINE_MEGATRON;
 	m->grad_bytes = 4, m->overhead = MODEL_OVERHEAD_DEFAULT;
 }
 

@@ -58,10 +58,12 @@ struct model_desc {
 	 * 2 and gradients, 3 and parameters (Megatron-FSDP's optim_grads / optim_grads_params,
 	 * DeepSpeed's ZeRO stages); MODEL_ZERO_AUTO: the chooser's to pick (auto_layout.h) */
 	unsigned zero;
-	bool sp;           /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
-	bool flash;        /* flash attention: no s x s scores kept */
-	bool overlap_grad; /* dp's reduction behind the backward (Megatron-LM's --overlap-grad-reduce,
+	bool sp;            /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
+	bool flash;         /* flash attention: no s x s scores kept */
+	bool overlap_grad;  /* dp's reduction behind the backward (Megatron-LM's --overlap-grad-reduce,
 			    * 2023 on; with the distributed optimizer --overlap-param-gather too) */
+	bool overlap_param; /* with overlap_grad and zero=1: the parameters' all-gather behind the
+			     * forward too (--overlap-param-gather); 0: after the optimizer step */
 	double grad_bytes; /* gradient buffers a parameter: 4 (fp32, Megatron's default), 2 (bf16), 6 (both) */
 	double overhead;   /* allocator and temporaries, a share of the modelled bytes (0.05) */
 	enum model_recompute recompute; /* AUTO: the chooser tries selective, then full */
@@ -76,7 +78,7 @@ struct model_desc {
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
  * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1 or zero=0-3|auto,
- * sp=0|1,flash=0|1,overlap-grad=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full,
+ * sp=0|1,flash=0|1,overlap-grad=0|1,overlap-param=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full,
  * recompute-layers=N]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */

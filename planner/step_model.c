@@ -574,6 +574,12 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	double fsdp_cover = m->engine != MODEL_ENGINE_DEEPSPEED ? slowest : 0;
 	double cover = m->overlap_grad ? fsdp_cover : 0;
 	out->net_s[3] = raw[3] > cover ? raw[3] - cover : 0;
+	if (m->zero == 1 && m->overlap_grad && !m->overlap_param) {
+		/* --overlap-grad-reduce without --overlap-param-gather: the reduce-scatter
+		 * behind the backward, the all-gather after the optimizer step, exposed. */
+		double rs = raw[3] * reduced / (reduced + 2), ag = raw[3] * 2 / (reduced + 2);
+		out->net_s[3] = (rs > cover ? rs - cover : 0) + ag;
+	}
 	if (m->zero >= 2) {
 		/* Sharded gradients are reduce-scattered after every micro-batch's backward
 		 * (Megatron-FSDP's optim_grads*, DeepSpeed's ZeRO-2 and 3), sharded parameters

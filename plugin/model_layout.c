@@ -72,7 +72,8 @@ static void megatron_lm_flags(const struct model_desc *m, const struct step_layo
 	 * Megatron-FSDP forces both on); the parameters' all-gather exists only with the
 	 * distributed optimizer. */
 	if (m->overlap_grad && m->zero <= 1)
-		flag(a, "--overlap-grad-reduce%s", m->zero == 1 ? " --overlap-param-gather" : "");
+		flag(a, "--overlap-grad-reduce%s",
+		     m->zero == 1 && m->overlap_param ? " --overlap-param-gather" : "");
 	/* zero=2, 3: Megatron-FSDP (megatron/training/arguments.py: it forces the distributed
 	 * optimizer and asserts the fsdp_dtensor checkpoint format); its main gradients are the
 	 * parameters' dtype unless told, so grad=4's fp32 is said. */

@@ -505,7 +505,7 @@ planned_by() { # llmp plan's arguments but --parallel and --format
 		flags += " --sequence-parallel" if l["tp"] > 1 else ""
 		flags += " --use-distributed-optimizer" if m["zero"] >= 1 else ""
 		if m["overlap_grad_reduce"] and m["zero"] <= 1:  # the dp overlap the estimate assumed
-		    flags += " --overlap-grad-reduce" + (" --overlap-param-gather" if m["zero"] == 1 else "")
+		    flags += " --overlap-grad-reduce" + (" --overlap-param-gather" if m["overlap_param_gather"] else "")
 		flags += {"none": "", "selective": " --recompute-granularity selective",
 		          "full": " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"}[l["recompute"]]
 		if l["recompute"] == "full" and l["recompute_layers"]:  # Megatron's block method: the first N of a chunk

@@ -151,6 +151,9 @@ static void megatron_flags_state_what_was_assumed(void **state)
 	assert_int_equal(decide_30(&site, "recompute=full,distopt=0", &spec, &a, msg, sizeof msg), 0);
 	assert_non_null(
 		strstr(a.megatron, "--sequence-parallel --overlap-grad-reduce --recompute-granularity"));
+	assert_int_equal(decide_30(&site, "recompute=full,overlap-param=0", &spec, &a, msg, sizeof msg), 0);
+	assert_non_null(strstr(a.megatron,
+			       "--use-distributed-optimizer --overlap-grad-reduce --recompute-granularity"));
 	assert_int_equal(decide_30(&site, "recompute=full,overlap-grad=0", &spec, &a, msg, sizeof msg), 0);
 	assert_null(strstr(a.megatron, "overlap"));
 	assert_non_null(strstr(a.note, "about"));

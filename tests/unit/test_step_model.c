@@ -768,6 +768,21 @@ static void dp_overlap_and_the_plain_all_reduce(void **state)
 	assert_near(eplain2.net_s[3] / eoff2.net_s[3], 1.0, 1e-12);
 	assert_near(eoff2.net_s[3] / eoff.net_s[3], (2.0 + 2.0) / (4.0 + 2.0), 1e-12);
 	assert_near(eoff.compute_s, eon.compute_s, 1e-12);
+
+	/* overlap-param=0 (--overlap-grad-reduce without --overlap-param-gather): the fp32
+	 * reduce-scatter, 4 of the 6 bytes, behind one micro-batch, the bf16 gather exposed. */
+	struct model_desc rs_only = model_of("llama3-8b,gbs=1024,overlap-param=0");
+	struct step_layout f = l;
+	struct step_estimate ers = estimate(&rs_only, &g, 128, &f, NULL);
+	double raw = eoff.net_s[3];
+	assert_true(raw * 4 / 6 > cover);
+	assert_near(ers.net_s[3], raw * 4 / 6 - cover + raw * 2 / 6, 1e-9);
+	/* the gather alone depends on it: without the distributed optimizer there is none */
+	struct model_desc plain_rs = model_of("llama3-8b,gbs=1024,overlap-param=0,zero=0");
+	struct model_desc plain_on = model_of("llama3-8b,gbs=1024,zero=0");
+	struct step_layout p1 = l, p2 = l;
+	assert_near(estimate(&plain_rs, &g, 128, &p1, NULL).net_s[3],
+		    estimate(&plain_on, &g, 128, &p2, NULL).net_s[3], 1e-15);
 }
 
 /*
