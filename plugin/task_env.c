@@ -68,7 +68,9 @@ static int megatron_args(const llmp_plan *plan, const char *model_args, char *ou
 		n += snprintf(out + n, len - (size_t)n, " --expert-tensor-parallel-size %u", etp);
 	if (vpp)
 		n += snprintf(out + n, len - (size_t)n, " --num-virtual-stages-per-pipeline-rank %u", vpp);
-	if (tp_pp_dp)
+	/* With pp or dp 1 both orders make the same groups: the flag is left out, as a key at
+	 * its default is (Megatron-Bridge refuses it with Megatron-FSDP, which needs pp 1). */
+	if (tp_pp_dp && llmp_plan_size(plan, LLMP_AXIS_PP) > 1 && llmp_plan_size(plan, LLMP_AXIS_DP) > 1)
 		n += snprintf(out + n, len - (size_t)n, " --use-tp-pp-dp-mapping");
 	if (model_args && *model_args && (size_t)n < len)
 		n += snprintf(out + n, len - (size_t)n, " %s", model_args);

@@ -117,7 +117,7 @@ def main():
             megatron += f" --expert-tensor-parallel-size {size['etp']}"
         if vpp:
             megatron += f" --num-virtual-stages-per-pipeline-rank {vpp}"
-        if order[3] == "pp":
+        if order[3] == "pp" and size["pp"] > 1 and dp > 1:  # else the same groups
             megatron += " --use-tp-pp-dp-mapping"
         if model_args:
             megatron += " " + model_args

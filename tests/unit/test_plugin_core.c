@@ -546,6 +546,11 @@ static void megatron_arguments(void **state)
 	assert_string_equal(megatron_of("tp=2,pp=2,order=tp-cp-ep-pp-dp", 8, &env),
 			    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
 			    "--use-tp-pp-dp-mapping");
+	/* ... where it changes the groups: with pp or dp 1 the two orders are one. */
+	assert_string_equal(megatron_of("tp=2,order=tp-cp-ep-pp-dp", 8, &env),
+			    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 1");
+	assert_string_equal(megatron_of("tp=2,pp=4,order=tp-cp-ep-pp-dp", 8, &env),
+			    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4");
 	assert_null(megatron_of("tp=2,pp=2,order=pp-tp-cp-ep-dp", 8, &env));
 	assert_null(megatron_of("tp=2,cp=2,order=cp-tp-ep-dp-pp", 8, &env));
 }
