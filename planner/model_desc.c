@@ -481,6 +481,11 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 				 m->kv_heads, m->heads);
 	if (m->topk && !m->experts)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: topk= needs experts=");
+	if (m->recompute_layers && m->recompute != MODEL_RECOMPUTE_FULL)
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "--model: recompute-layers=%u recomputes that many layers of each chunk in "
+				 "full: it needs recompute=full",
+				 m->recompute_layers);
 	if (m->experts) {
 		if (!m->topk)
 			m->topk = 2;

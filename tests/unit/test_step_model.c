@@ -968,6 +968,8 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,zero=4", "zero='4' is not one of 0, 1, 2, 3, auto" },
 		{ "layers=2,hidden=512,seq=8,recompute-layers=0",
 		  "recompute-layers='0' is not one of a whole number of layers, 1 or more" },
+		{ "layers=2,hidden=512,seq=8,recompute-layers=2,recompute=selective",
+		  "recompute-layers=2 recomputes that many layers of each chunk in full: it needs recompute=full" },
 		{ "layers=2,hidden=512,seq=8,recompute-layers=2x",
 		  "recompute-layers='2x' is not one of a whole number of layers, 1 or more" },
 		{ "layers=2,hidden=512,seq=8,distopt=auto", "distopt='auto' is not one of 0, 1" },
