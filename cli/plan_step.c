@@ -585,13 +585,19 @@ int cli_plan_step(const struct cli_plan_step *a)
 		text_estimate(gpus, &l, stages, &e, out);
 		if (pipe.mixed)
 			text_pipeline(&pipe, &l, &e, out);
+		int width = 62; /* the layout column: as wide as its widest entry */
+		for (size_t i = 1; i <= shown; i++) {
+			auto_candidate_format(&r.all[i], zero_auto, buf, sizeof buf);
+			width = (int)strlen(buf) > width ? (int)strlen(buf) : width;
+		}
 		if (shown)
-			fprintf(out, "next:\n  %-62s %9s %10s  why it lost\n", "layout", "step", "peak");
+			fprintf(out, "next:\n  %-*s %9s %10s  why it lost\n", width, "layout", "step",
+				"peak");
 		for (size_t i = 1; i <= shown; i++) {
 			const struct auto_candidate *c = &r.all[i];
 			auto_candidate_format(c, zero_auto, buf, sizeof buf);
 			auto_why_lost(c, &r.all[0], &g, why, sizeof why);
-			fprintf(out, "  %-62s %7.3f s %6.1f GiB  %s\n", buf, c->est.step_s,
+			fprintf(out, "  %-*s %7.3f s %6.1f GiB  %s\n", width, buf, c->est.step_s,
 				c->est.peak_bytes / GIB, why);
 		}
 	}
