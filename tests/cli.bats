@@ -384,6 +384,42 @@ EOF
 		fail "stderr: $stderr"
 }
 
+@test "step model: --parallel auto recomputes the fewest layers that fit where selective does not" {
+	need_python
+	local model=llama3-405b,gbs=256
+	llmp plan --world 256 --parallel auto --model "$model" --gpu h100 --format json
+	assert_status 0
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/auto.json"
+	llmp plan --world 256 --parallel auto --model "$model,recompute=selective" --gpu h100 --format json
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/selective.json"
+	read -r spec n < <(python3 - "$BATS_TEST_TMPDIR" <<'EOF'
+import json, sys
+a = json.load(open(sys.argv[1] + "/auto.json"))
+s = json.load(open(sys.argv[1] + "/selective.json"))
+assert s["fitting"] == 0, s["fitting"]  # nothing fits with selective recompute
+l = a["layout"]
+assert a["fits"] and l["recompute"] == "full" and l["recompute_layers"] >= 1, l
+print(",".join(f"{k}={l[k]}" for k in ("tp", "pp", "cp", "vpp", "mbs")), l["recompute_layers"])
+EOF
+	)
+	[ -n "$n" ] || fail "no block layout chosen"
+	# The choice against the same layout written out: N fits, N - 1 does not.
+	fit_with() { # N
+		llmp plan --world 256 --parallel "${spec/,mbs=*/}" \
+			--model "$model,mbs=${spec##*mbs=},recompute=full$1" --gpu h100
+	}
+	fit_with ",recompute-layers=$n"
+	assert_line_matches '^memory: .*: fits$'
+	if [ "$n" -gt 1 ]; then
+		fit_with ",recompute-layers=$((n - 1))"
+		assert_line_matches '^memory: .*: DOES NOT FIT$'
+	else
+		llmp plan --world 256 --parallel "${spec/,mbs=*/}" \
+			--model "$model,mbs=${spec##*mbs=},recompute=selective" --gpu h100
+		assert_line_matches '^memory: .*: DOES NOT FIT$'
+	fi
+}
+
 @test "step model: --parallel auto picks the fastest layout that fits and says why the others lost" {
 	need_python
 	llmp plan --world 1024 --parallel auto --model llama3-70b --gpu h100 --format json
