@@ -352,31 +352,6 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 	return 0;
 }
 
-/* Halving over recompute_layers (step_fewest_layers) with the guard's estimate. */
-struct block_try {
-	const struct model_desc *m;
-	const struct gpu_desc *g;
-	uint32_t world;
-	const struct auto_machines *on;
-	struct step_layout l;
-};
-
-static bool block_fits(void *ctx, unsigned n)
-{
-	struct block_try *t = ctx;
-	struct step_layout l = t->l;
-	l.recompute_layers = n, l.stage_layers = NULL;
-	unsigned *split = NULL;
-	struct step_estimate e;
-	struct step_stage peak;
-	struct gpu_desc peak_gpu;
-	char why[LLMP_MSG_MAX];
-	int rc = estimate(t->m, t->g, t->world, t->on, &l, &split, &e, &peak, &peak_gpu, why, sizeof why,
-			  NULL, 0);
-	free(split);
-	return rc == 0 && e.fits;
-}
-
 /* One layout the guard estimated, with what it owns. */
 struct guarded {
 	struct step_layout l;
@@ -393,6 +368,26 @@ static int guarded_estimate(const struct model_desc *m, const struct gpu_desc *g
 	t->l.stage_layers = NULL;
 	return estimate(m, g, world, on, &t->l, &t->split, &t->e, &t->peak, &t->peak_gpu, msg, msglen,
 			t->peaks, sizeof t->peaks);
+}
+
+/* Halving over recompute_layers (step_fewest_layers) with the guard's estimate. */
+struct block_try {
+	const struct model_desc *m;
+	const struct gpu_desc *g;
+	uint32_t world;
+	const struct auto_machines *on;
+	struct step_layout l;
+};
+
+static bool block_fits(void *ctx, unsigned n)
+{
+	struct block_try *t = ctx;
+	struct guarded b = { .l = t->l };
+	char why[LLMP_MSG_MAX];
+	b.l.recompute_layers = n;
+	int rc = guarded_estimate(t->m, t->g, t->world, t->on, &b, why, sizeof why);
+	free(b.split);
+	return rc == 0 && b.e.fits;
 }
 
 /*
