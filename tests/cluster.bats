@@ -555,6 +555,20 @@ planned_by() { # llmp plan's arguments but --parallel and --format
 	assert_cluster_idle
 }
 
+@test "--llm-parallel=auto: where only full recompute fits, the block method's flags reach the step" {
+	# At seq 16384 on 12 GiB GPUs no layout of 8 fits with selective recompute
+	# (llmp plan: 285 valid, 17 fit, all with full recompute).
+	local model=${BIG_MODEL/seq=2048/seq=16384} gpu=mem=12,tflops=100 want spec flags
+	want=$(planned "$model" "$gpu" 8)
+	spec=$(sed -n 1p <<<"$want") flags=$(sed -n 2p <<<"$want")
+	[[ $flags == *"--recompute-method block --recompute-num-layers "* ]] || { echo "no block: $flags"; false; }
+	LLMP_GPU=$gpu run srun -N2 -n8 --llm-parallel=auto --llm-model=$model "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	grep -q "^llm_parallel: --llm-parallel=auto chose ${spec//,/,.*}" <<<"$output" || { echo "want $spec: $output"; false; }
+	check_tasks "$spec" 8 --model-args "$flags"
+	assert_cluster_idle
+}
+
 # The test nodes as PCIe boxes (pcie-4gpu.json) whose type says its GPU, under
 # two leaves (HOSTS node[1-3]), or some of them without the tree: srun places
 # auto's layouts there.
