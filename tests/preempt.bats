@@ -77,10 +77,15 @@ preempt_node1() { # OUT
 	wait_job_gone "$JOB"
 	grep -qx 'high ran on node1' "$WORK/high.out" || { cat "$WORK/high.out"; false; }
 	# Nothing but slurmctld signalled the job: it stopped, was requeued, and only then
-	# did the high job start on node1 (slurmctld logs no "preempt" at info level).
+	# did the high job start on node1 (slurmctld logs no "preempt" at info level). A
+	# start is logged by whichever scheduler made it: the backfill's "Started JobId=N
+	# in PART on NODES", the main one's "sched: Allocate JobId=N NodeList=... Partition=
+	# PART" (Slurm 22.05 backfill.c, job_scheduler.c).
 	local log="$CLUSTER_STATE/log/slurmctld.log" order
-	order=$(grep -o "Requeuing JobId=$JOB\|Started JobId=$HIGH in high\|Started JobId=$JOB in low" "$log" | tr '\n' ,)
-	[ "$order" = "Started JobId=$JOB in low,Requeuing JobId=$JOB,Started JobId=$HIGH in high,Started JobId=$JOB in low," ] ||
+	order=$(sed -nE -e "s/.*Requeuing JobId=($JOB)( .*)?$/requeue \1/p" \
+		-e "s/.*Started JobId=($JOB|$HIGH) in ([a-z]+) .*/start \1 \2/p" \
+		-e "s/.*Allocate JobId=($JOB|$HIGH) .*Partition=([a-z]+).*/start \1 \2/p" "$log" | tr '\n' ,)
+	[ "$order" = "start $JOB low,requeue $JOB,start $HIGH high,start $JOB low," ] ||
 		{ echo "order: $order"; cat "$out"; false; }
 	run python3 "$COMPARE" "$REF" "$out" --no-redo
 	echo "$output"
