@@ -470,6 +470,23 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 		m->vocab = 32000;
 	if (!m->mbs)
 		m->mbs = 1;
+	/* Counts a layout iterates over or holds in an unsigned: bounded, so that no
+	 * loop runs for hours and no conversion overflows. */
+	static const struct {
+		const char *key;
+		size_t offset;
+	} counted[] = {
+		{ "layers", offsetof(struct model_desc, layers) },
+		{ "experts", offsetof(struct model_desc, experts) },
+		{ "mbs", offsetof(struct model_desc, mbs) },
+	};
+	for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
+		double v = *(const double *)((const char *)m + counted[i].offset);
+		if (v > MODEL_COUNT_MAX)
+			return llmp_fail(LLMP_ERR_ARG, msg, len,
+					 "--model: %s=%.0f is more than llmp models (%u)", counted[i].key, v,
+					 MODEL_COUNT_MAX);
+	}
 	if ((unsigned long long)m->hidden % (unsigned long long)m->heads)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: heads=%.0f does not divide hidden=%.0f",
 				 m->heads, m->hidden);

@@ -22,6 +22,9 @@
  */
 #define MODEL_OVERHEAD_DEFAULT 0.15
 
+/* The most layers, experts or micro-batch sequences a description may give. */
+#define MODEL_COUNT_MAX 65536u
+
 enum model_recompute {
 	MODEL_RECOMPUTE_AUTO,
 	MODEL_RECOMPUTE_NONE,

@@ -174,10 +174,10 @@ stage_check() {
 stage_asan() {
 	echo "== unit, CLI, topology, singleton runtime example, llmp ckpt, damaged-checkpoint and job-end tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	local asan=$src/build-asan
-	local san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
+	local san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all"
 	rm -f "$asan/test-suite.log"
 	if LLMP_BUILD_DIR=$asan scripts/build.sh --disable-cluster-tests \
-		CFLAGS="$san" LDFLAGS="-fsanitize=address,undefined"; then
+		CFLAGS="$san" LDFLAGS="-fsanitize=address,undefined,float-cast-overflow"; then
 		ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 			make -C "$asan" check TESTS="$quick_tests"
 	fi

@@ -125,7 +125,7 @@ llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size
 		}
 		*eq = '\0';
 		const char *v = eq + 1;
-		double x;
+		double x = 0; /* each key's value, 0 when parse_real refuses it */
 		bool ok;
 		if (!strcmp(item, "mem")) {
 			ok = parse_real(v, 0.5, 65536, &x);

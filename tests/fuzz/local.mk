@@ -3,8 +3,9 @@
 # (included by Makefile.am; paths are from the top of the tree).
 
 # `make fuzz` builds the libFuzzer targets (the layout grammar; the JSON and
-# topology reader a user's file goes through) with clang and runs each for
-# FUZZ_SECONDS; a crash, leak or UB report fails the target.
+# topology reader a user's file goes through; the model, config.json and GPU
+# descriptions with the step model and chooser that read them) with clang and
+# runs each for FUZZ_SECONDS; a crash, leak or UB report fails the target.
 FUZZ_SECONDS = 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 fuzz:
@@ -25,4 +26,11 @@ fuzz:
 	cp $(top_srcdir)/tests/fuzz/corpus-topo/* tests/fuzz/work-topo/
 	tests/fuzz/topo_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 		-dict=$(top_srcdir)/tests/fuzz/topo.dict tests/fuzz/work-topo
-
+	$(CLANG) $(FUZZ_FLAGS) -std=c11 -I$(top_srcdir) -I$(top_srcdir)/include \
+		$(top_srcdir)/tests/fuzz/fuzz_model.c \
+		$(filter %.c,$(addprefix $(top_srcdir)/,$(common_sources) $(topology_sources) $(planner_sources))) \
+		-lm -o tests/fuzz/model_fuzzer
+	$(MKDIR_P) tests/fuzz/work-model
+	cp $(top_srcdir)/tests/fuzz/corpus-model/* tests/fuzz/work-model/
+	tests/fuzz/model_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=1024 \
+		-dict=$(top_srcdir)/tests/fuzz/model.dict tests/fuzz/work-model

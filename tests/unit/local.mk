@@ -9,7 +9,7 @@ if HAVE_CMOCKA
 unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan \
 	tests/unit/test_plan_megatron tests/unit/test_json tests/unit/test_plugin_core tests/unit/test_plugin_paths \
 	tests/unit/test_plugin_model tests/unit/test_plugin_gpu_check tests/unit/test_task_map \
-	tests/fuzz/fuzz_replay tests/fuzz/fuzz_replay_topo tests/unit/test_kernels tests/unit/test_crc32c \
+	tests/fuzz/fuzz_replay tests/fuzz/fuzz_replay_topo tests/fuzz/fuzz_replay_model tests/unit/test_kernels tests/unit/test_crc32c \
 	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
 	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_hetero \
 	tests/unit/test_gdr tests/unit/test_nccl_topo tests/unit/test_nccl_log
@@ -73,6 +73,9 @@ tests_fuzz_fuzz_replay_LDADD = $(test_ldadd)
 tests_fuzz_fuzz_replay_topo_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_topo.c tests/fuzz/fuzz_check.h
 tests_fuzz_fuzz_replay_topo_CFLAGS = $(test_cflags) -DLLMP_FUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus-topo"'
 tests_fuzz_fuzz_replay_topo_LDADD = $(test_ldadd)
+tests_fuzz_fuzz_replay_model_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_model.c tests/fuzz/fuzz_check.h
+tests_fuzz_fuzz_replay_model_CFLAGS = $(test_cflags) -DLLMP_FUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus-model"'
+tests_fuzz_fuzz_replay_model_LDADD = $(test_ldadd)
 tests_unit_test_kernels_CFLAGS = $(test_cflags)
 tests_unit_test_kernels_LDADD = kernels/libkernels.la $(test_ldadd)
 tests_unit_test_crc32c_CFLAGS = $(test_cflags)

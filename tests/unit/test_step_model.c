@@ -950,6 +950,8 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 	m = model_of("layers=2,hidden=512,seq=128");
 	assert_int_equal((int)m.heads, 4); /* hidden / 128 */
 	assert_int_equal((int)m.ffn, 2048);
+	m = model_of("layers=65536,hidden=512,seq=8,experts=65536,mbs=65536"); /* MODEL_COUNT_MAX itself */
+	assert_int_equal((int)m.layers, 65536);
 
 	struct {
 		const char *text, *says;
@@ -977,6 +979,10 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,zero=2,grad=6", "grad=6 (16-bit gradients and an fp32" },
 		{ "layers=2,hidden=512,seq=8,engine=fsdp",
 		  "engine='fsdp' is not one of megatron, deepspeed, torch" },
+		/* counts past what a layout holds (found by tests/fuzz/fuzz_model.c) */
+		{ "layers=65537,hidden=512,seq=8", "layers=65537 is more than llmp models (65536)" },
+		{ "layers=2,hidden=512,seq=8,experts=1099511627776", "experts=1099511627776 is more than" },
+		{ "layers=2,hidden=512,seq=8,mbs=70000", "mbs=70000 is more than llmp models (65536)" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct model_desc x;
