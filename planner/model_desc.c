@@ -17,7 +17,10 @@
 
 /*
  * Each row cites where its numbers come from. gbs and seq are the training
- * run's where the source gives them; override them with keys.
+ * run's where the source gives them; override them with keys. dropout: the
+ * Llama, Mixtral and DeepSeek-V3 config.json files say attention_dropout 0.0
+ * and their architectures have no other; Nemotron-4 340B's report (section
+ * 2.1) says a dropout rate of zero; the GPT rows ran Megatron's default 0.1.
  */
 static const struct model_desc presets[] = {
 	/* Meta-Llama-3-8B config.json (huggingface.co/meta-llama); gbs 512 x 8192 as NeMo's llama3_8b recipe. */
@@ -31,7 +34,8 @@ static const struct model_desc presets[] = {
 	  .seq = 8192,
 	  .gbs = 512,
 	  .mbs = 1,
-	  .gated = true },
+	  .gated = true,
+	  .dropout = false },
 	/* Meta-Llama-3-70B config.json; gbs 512 as NeMo's llama3_70b recipe. */
 	{ .name = "llama3-70b",
 	  .layers = 80,
@@ -43,7 +47,8 @@ static const struct model_desc presets[] = {
 	  .seq = 8192,
 	  .gbs = 512,
 	  .mbs = 1,
-	  .gated = true },
+	  .gated = true,
+	  .dropout = false },
 	/* Llama 3 paper (arXiv 2407.21783) Table 3 and Meta-Llama-3.1-405B config.json; Table 4: 16M tokens = 2048 x 8192. */
 	{ .name = "llama3-405b",
 	  .layers = 126,
@@ -55,7 +60,8 @@ static const struct model_desc presets[] = {
 	  .seq = 8192,
 	  .gbs = 2048,
 	  .mbs = 1,
-	  .gated = true },
+	  .gated = true,
+	  .dropout = false },
 	/* Llama 2 paper (arXiv 2307.09288) and Llama-2-7b config.json; 4M tokens = 1024 x 4096. */
 	{ .name = "llama2-7b",
 	  .layers = 32,
@@ -67,7 +73,8 @@ static const struct model_desc presets[] = {
 	  .seq = 4096,
 	  .gbs = 1024,
 	  .mbs = 1,
-	  .gated = true },
+	  .gated = true,
+	  .dropout = false },
 	/* GPT-3 paper (arXiv 2005.14165) Table 2.1; Narayanan et al. 2021 (arXiv 2104.04473) Table 1: batch 1536, vocab 51200. */
 	{ .name = "gpt3-175b",
 	  .layers = 96,
@@ -79,7 +86,8 @@ static const struct model_desc presets[] = {
 	  .seq = 2048,
 	  .gbs = 1536,
 	  .mbs = 1,
-	  .tied = true },
+	  .tied = true,
+	  .dropout = true },
 	/* Korthikanti et al. 2022 (arXiv 2205.05198) Table 3: 22B, 530B (MT-NLG) and 1T, GPT-style. */
 	{ .name = "gpt-22b",
 	  .layers = 48,
@@ -91,7 +99,8 @@ static const struct model_desc presets[] = {
 	  .seq = 2048,
 	  .gbs = 4,
 	  .mbs = 1,
-	  .tied = true },
+	  .tied = true,
+	  .dropout = true },
 	{ .name = "mt-nlg-530b",
 	  .layers = 105,
 	  .hidden = 20480,
@@ -102,7 +111,8 @@ static const struct model_desc presets[] = {
 	  .seq = 2048,
 	  .gbs = 280,
 	  .mbs = 1,
-	  .tied = true },
+	  .tied = true,
+	  .dropout = true },
 	{ .name = "gpt-1t",
 	  .layers = 128,
 	  .hidden = 25600,
@@ -113,7 +123,8 @@ static const struct model_desc presets[] = {
 	  .seq = 2048,
 	  .gbs = 512,
 	  .mbs = 1,
-	  .tied = true },
+	  .tied = true,
+	  .dropout = true },
 	/* Nemotron-4 340B technical report (arXiv 2406.11704) Table 1 and section 2.2: squared ReLU, untied, gbs 2304. */
 	{ .name = "nemotron4-340b",
 	  .layers = 96,
@@ -124,7 +135,8 @@ static const struct model_desc presets[] = {
 	  .vocab = 256000,
 	  .seq = 4096,
 	  .gbs = 2304,
-	  .mbs = 1 },
+	  .mbs = 1,
+	  .dropout = false },
 	/* Mixtral-8x7B-v0.1 config.json (mistralai); seq 4096 and gbs 256 as NeMo's mixtral_8x7b recipe. */
 	{ .name = "mixtral-8x7b",
 	  .layers = 32,
@@ -139,7 +151,8 @@ static const struct model_desc presets[] = {
 	  .moe_ffn = 14336,
 	  .gbs = 256,
 	  .mbs = 1,
-	  .gated = true },
+	  .gated = true,
+	  .dropout = false },
 	/*
 	 * DeepSeek-V3 technical report (arXiv 2412.19437) section 4.2 and its config.json: 61 layers,
 	 * the first 3 dense, 256 routed experts of 2048 + 1 shared, top 8, batch 15360 x 4096. Its
@@ -161,7 +174,8 @@ static const struct model_desc presets[] = {
 	  .dense_layers = 3,
 	  .gbs = 15360,
 	  .mbs = 1,
-	  .gated = true },
+	  .gated = true,
+	  .dropout = false },
 };
 
 #define NPRESETS (sizeof presets / sizeof presets[0])
@@ -285,6 +299,8 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		ok = parse_bool(v, &m->sp);
 	} else if (!strcmp(item, "flash")) {
 		ok = parse_bool(v, &m->flash);
+	} else if (!strcmp(item, "dropout")) {
+		ok = parse_bool(v, &m->dropout);
 	} else if (!strcmp(item, "overlap-grad")) {
 		ok = parse_bool(v, &m->overlap_grad);
 	} else if (!strcmp(item, "overlap-param")) {
@@ -317,7 +333,8 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			LLMP_ERR_ARG, msg, len,
 			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
-			"distopt, zero, sp, flash, overlap-grad, overlap-param, engine, grad, overhead, recompute, "
+			"distopt, zero, sp, flash, dropout, overlap-grad, overlap-param, engine, grad, overhead, "
+			"recompute, "
 			"recompute-layers; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
@@ -428,6 +445,18 @@ static llmp_status read_hf_config(const char *path, struct model_desc *m, char *
 		act = json_get(&root, "activation_function");
 	m->gated = act && act->kind == JSON_STRING &&
 		   (!strcmp(act->string, "silu") || !strcmp(act->string, "swiglu"));
+	/* Dropout: any probability above 0 among the names Llama-style and GPT-2-style
+	 * configs give it; none given keeps Megatron's default (on). */
+	static const char *const drops[] = { "attention_dropout", "hidden_dropout", "resid_pdrop",
+					     "attn_pdrop", "embd_pdrop" };
+	bool said = false, drop = false;
+	for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
+		const struct json_value *d = json_get(&root, drops[i]);
+		if (d && d->kind == JSON_NUMBER)
+			said = true, drop = drop || d->number > 0;
+	}
+	if (said)
+		m->dropout = drop;
 	const struct json_value *tie = json_get(&root, "tie_word_embeddings");
 	/* Hugging Face's default is tied; Llama-style configs say false. */
 	m->tied = !tie || (tie->kind == JSON_BOOL && tie->boolean);
@@ -534,7 +563,7 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 /* What every description starts from: Megatron-Core's defaults (doc/step-model.md). */
 static void training_defaults(struct model_desc *m)
 {
-	m->sp = m->flash = m->overlap_grad = m->overlap_param = true, m->zero = 1,
+	m->sp = m->flash = m->dropout = m->overlap_grad = m->overlap_param = true, m->zero = 1,
 	m->engine = MODEL_ENGINE_MEGATRON;
 	m->grad_bytes = 4, m->overhead = MODEL_OVERHEAD_DEFAULT;
 }
@@ -563,9 +592,10 @@ llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, 
 		if (i < NPRESETS) {
 			*m = presets[i];
 			training_defaults(m);
+			m->dropout = presets[i].dropout; /* the architecture's, not a training default */
 		} else if (strchr(first, '/') || strstr(first, ".json")) {
+			/* over the defaults set above, which the file's dropout may replace */
 			st = read_hf_config(first, m, msg, len);
-			training_defaults(m);
 			m->mbs = 1;
 		} else {
 			return llmp_fail(

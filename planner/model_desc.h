@@ -63,6 +63,8 @@ struct model_desc {
 	unsigned zero;
 	bool sp;            /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
 	bool flash;         /* flash attention: no s x s scores kept */
+	bool dropout;       /* the layers drop out (Megatron's --hidden-dropout and --attention-dropout
+			     * above 0, its default 0.1): 1-byte masks kept; Llama-style models have none */
 	bool overlap_grad;  /* dp's reduction behind the backward (Megatron-LM's --overlap-grad-reduce,
 			    * 2023 on; with the distributed optimizer --overlap-param-gather too) */
 	bool overlap_param; /* with overlap_grad and zero=1: the parameters' all-gather behind the
@@ -81,7 +83,7 @@ struct model_desc {
  * config.json (anything containing '/' or ending in .json), or keys
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
  * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1 or zero=0-3|auto,
- * sp=0|1,flash=0|1,overlap-grad=0|1,overlap-param=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full,
+ * sp=0|1,flash=0|1,dropout=0|1,overlap-grad=0|1,overlap-param=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full,
  * recompute-layers=N]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */

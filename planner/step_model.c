@@ -216,17 +216,22 @@ static void layer_shape(const struct model_desc *m, const struct step_layout *l,
 	x->moe_sharded = m->experts * mats * h * m->moe_ffn;
 	x->moe_replicated = m->experts * h; /* the router */
 	/* Korthikanti: 34 s b h for a GPT layer = attention 14h + 4h_kv (K, V kept
-	 * smaller under GQA) + the MLP's 4 ffn (6 ffn with SwiGLU's two inputs). */
-	double common = s * b * (14 * h + 4 * kv);
+	 * smaller under GQA) + the MLP's 4 ffn (6 ffn with SwiGLU's two inputs).
+	 * Of the 14h, 2h are the two 1-byte dropout masks after the attention and
+	 * the MLP, which a model without dropout does not keep (PyTorch's dropout
+	 * at p = 0 returns its input). */
+	double masks = m->dropout ? 2 : 0;
+	double common = s * b * (12 * h + masks * h + 4 * kv);
 	/* Without sequence parallelism Korthikanti's 10 s b h (norms, dropout masks,
 	 * the inputs of the first matrices) stay whole on every tp rank. */
-	double whole = l->tp > 1 && !m->sp ? 10 * s * b * h : 0;
+	double whole = l->tp > 1 && !m->sp ? (8 + masks) * s * b * h : 0;
 	x->act_dense = whole + (common + s * b * c * m->ffn - whole) / t;
 	x->act_moe = whole +
 		     (common + s * b * (m->topk * (c * m->moe_ffn + 2 * h) + c * m->shared_ffn) - whole) / t;
 	x->act_full = 2 * s * b * h / (m->sp ? t : 1);
 	x->act_embedding = 2 * s * b * h / (m->sp ? t : 1);
-	x->act_scores = m->flash ? 0 : 5 * m->heads * s * s * b / t;
+	/* The softmax's output (2 bytes a score), and with dropout its mask and output (1 + 2). */
+	x->act_scores = m->flash ? 0 : (m->dropout ? 5 : 2) * m->heads * s * s * b / t;
 	double tokens = m->seq * b;
 	x->flops_attn_core = tokens * 2 * m->seq * h; /* QK^T and AV, causal: half of 4 s h */
 	double proj = 2 * (2 * h * h + 2 * h * kv);
@@ -239,22 +244,24 @@ static void layer_shape(const struct model_desc *m, const struct step_layout *l,
 	 * (1-byte dropout masks) read and written, forward / backward:
 	 *   two LayerNorms, x in and y out, 4 s b h / dy, x in and dx out, 6 s b h;
 	 *   two fused bias-dropout-adds, x and the residual in, the sum and its mask out,
-	 *   7 s b h / dy and the mask in, dx out, the residual's gradient added, 7 s b h;
+	 *   7 s b h / dy and the mask in, dx out, the residual's gradient added, 7 s b h
+	 *   (6 / 6 without dropout: no mask);
 	 * whole on every tp rank without sequence parallelism, as Korthikanti's 10 s b h are;
 	 *   the activation function, split by tp: GeLU 4 / 6 s b ffn, SwiGLU (two inputs)
 	 *   6 / 10 s b ffn;
 	 *   without flash attention, the scaled masked softmax (4 / 6 bytes a score) and the
-	 *   dropout of its probabilities (5 / 5): a s^2 b / t scores.
+	 *   dropout of its probabilities (5 / 5, none without dropout): a s^2 b / t scores.
 	 */
 	double whole_norms = s * b * h / (m->sp ? t : 1), ffn_dense = s * b * m->ffn / t,
 	       ffn_moe = s * b * (m->topk * m->moe_ffn + m->shared_ffn) / t;
 	double act_fwd = mats == 3 ? 6 : 4, act_bwd = mats == 3 ? 10 : 6;
-	x->elem_dense[0] = 22 * whole_norms + act_fwd * ffn_dense;
-	x->elem_dense[1] = 26 * whole_norms + act_bwd * ffn_dense;
-	x->elem_moe[0] = 22 * whole_norms + act_fwd * ffn_moe;
-	x->elem_moe[1] = 26 * whole_norms + act_bwd * ffn_moe;
-	double scores = m->flash ? 0 : m->heads * s * s * b / t;
-	x->elem_scores[0] = 9 * scores, x->elem_scores[1] = 11 * scores;
+	double fwd = 20 + masks, bwd = 24 + masks;
+	x->elem_dense[0] = fwd * whole_norms + act_fwd * ffn_dense;
+	x->elem_dense[1] = bwd * whole_norms + act_bwd * ffn_dense;
+	x->elem_moe[0] = fwd * whole_norms + act_fwd * ffn_moe;
+	x->elem_moe[1] = bwd * whole_norms + act_bwd * ffn_moe;
+	double scores = m->flash ? 0 : m->heads * s * s * b / t, drop = m->dropout ? 5 : 0;
+	x->elem_scores[0] = (4 + drop) * scores, x->elem_scores[1] = (6 + drop) * scores;
 }
 
 /* Micro-batch layer-activations alive on stage k at the peak of its schedule. */

@@ -11,9 +11,9 @@
  *   activations per layer after Korthikanti et al. 2022 with sequence
  *   parallelism and flash attention: s b (14h + 4 h_kv + c ffn) / t bytes
  *   with s = seq / cp (c = 4 for GeLU, 6 for SwiGLU: 34 s b h / t for a
- *   GPT layer), 2 s b h / t with full recompute (on a share of the
- *   layers with recompute_layers); times the micro-batches
- *   in flight on that stage (1F1B: pp - stage; interleaved: Megatron's
+ *   GPT layer; 12h without dropout's masks), 2 s b h / t with full
+ *   recompute (on a share of the layers with recompute_layers); times the
+ *   micro-batches in flight on that stage (1F1B: pp - stage; interleaved: Megatron's
  *   warm-up count of chunks); the embedding on the first stage, the output
  *   layer and its fp32 logits on the last;
  *   an allowance for the CUDA context, NCCL buffers and the allocator:

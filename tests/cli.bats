@@ -358,6 +358,31 @@ assert "candidates" not in d
 EOF
 }
 
+@test "step model: a model without dropout keeps no masks (Llama), dropout=1 puts them back" {
+	need_python
+	local run
+	for run in 0 1; do
+		local extra=
+		[[ $run == 1 ]] && extra=,dropout=1
+		llmp plan --world 8 --parallel tp=2,pp=2 --model "llama3-8b,gbs=64,recompute=none$extra" --gpu h200 --format json
+		assert_status 0
+		printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/drop$run.json"
+	done
+	python3 - "$BATS_TEST_TMPDIR/drop0.json" "$BATS_TEST_TMPDIR/drop1.json" <<'EOF' || fail "dropout check failed"
+import json, sys
+off, on = (json.load(open(p)) for p in sys.argv[1:3])
+assert off["model"]["dropout"] is False and on["model"]["dropout"] is True
+# Llama 3 8B (h 4096, seq 8192), tp 2 with sequence parallelism, 16 layers a stage; 1F1B:
+# stage 0 holds 2 micro-batches, stage 1 one. Each layer-activation keeps two 1-byte
+# masks of s b h / t more with dropout.
+h, s, t = 4096, 8192, 2
+for k, micro in ((0, 2), (1, 1)):
+    more = on["memory"]["by_stage"][k]["activations_bytes"] - off["memory"]["by_stage"][k]["activations_bytes"]
+    want = micro * 16 * 2 * s * h / t
+    assert abs(more - want) < 1e-9 * want, (k, more, want)
+EOF
+}
+
 @test "step model: recompute-layers= is Megatron's block method, in text and JSON" {
 	need_python
 	local model=gpt3-175b,gbs=64,recompute=full,recompute-layers=3
@@ -386,7 +411,7 @@ EOF
 
 @test "step model: --parallel auto recomputes the fewest layers that fit where selective does not" {
 	need_python
-	local model=llama3-405b,gbs=256
+	local model=llama3-405b,gbs=256,seq=16384
 	llmp plan --world 256 --parallel auto --model "$model" --gpu h100 --format json
 	assert_status 0
 	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/auto.json"

@@ -210,14 +210,29 @@ static void activations_are_korthikantis_34sbh_over_t(void **state)
 	assert_near((st[0].activations - 31.0 / 3 * 2 * s * h) / gib, 66.84375, 1e-6);
 
 	/* Grouped-query attention and SwiGLU: s b (14h + 4 h_kv + 6 ffn) / t. Llama 3 70B,
-	 * h 8192, h_kv 1024, ffn 28672, tp 8, pp 4 (20 layers a stage); stage 2 holds 2. */
+	 * h 8192, h_kv 1024, ffn 28672, tp 8, pp 4 (20 layers a stage); stage 2 holds 2.
+	 * Llama has no dropout: the two 1-byte masks of the 14h are not kept (12h). */
 	m = model_of("llama3-70b,gbs=64");
+	assert_false(m.dropout);
 	l = (struct step_layout){
 		.tp = 8, .pp = 4, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
 	};
 	struct step_stage st4[4];
 	estimate(&m, &g, 32, &l, st4);
+	assert_near(st4[2].activations, 2 * 20 * 8192.0 * (12 * 8192 + 4 * 1024 + 6 * 28672) / 8, 1e-12);
+	m = model_of("llama3-70b,gbs=64,dropout=1");
+	estimate(&m, &g, 32, &l, st4);
 	assert_near(st4[2].activations, 2 * 20 * 8192.0 * (14 * 8192 + 4 * 1024 + 6 * 28672) / 8, 1e-12);
+
+	/* GPT-3 without dropout, sp, flash or recompute: Korthikanti's 34 s b h + 5 a s^2 b less
+	 * the masks, (8 + 24/t) s b h whole and split and 2 a s^2 b / t of softmax output kept:
+	 * 11 s b h + 2 x 96 x 2048 / 8 s b = 11 + 4 = 15 s b h at t = 8, h = 12288. */
+	m = model_of("gpt3-175b,gbs=64,sp=0,flash=0,dropout=0");
+	l = (struct step_layout){
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_NONE
+	};
+	estimate(&m, &g, 64, &l, st);
+	assert_near(st[3].activations, 5 * 12 * (11 + 2.0 * 96 * 2048 / (8 * 12288)) * s * h, 1e-12);
 }
 
 /*
@@ -326,6 +341,14 @@ static void elementwise_bytes_and_per_layer_overhead(void **state)
 	l.recompute = MODEL_RECOMPUTE_SELECTIVE, l.dp = 0;
 	e = estimate(&m, &g, 1024, &l, st);
 	assert_near(e.elementwise_s, micro * (layers * (fwd + bwd + 9 * scores) + logits) / rate, 1e-12);
+
+	/* without dropout: no masks (6 / 6 s b h a bias-add instead of 7 / 7), the softmax alone
+	 * (4 / 6 bytes a score instead of 9 / 11) */
+	struct model_desc nodrop = model_of("gpt3-175b,gbs=1536,sp=0,flash=0,dropout=0");
+	struct step_estimate d = estimate(&nodrop, &g, 1024, &l, st);
+	double dfwd = 20 * s * h + 4 * s * ffn / t + 4 * scores,
+	       dbwd = 24 * s * h + 6 * s * ffn / t + 6 * scores;
+	assert_near(d.elementwise_s, micro * (layers * (dfwd + dbwd + 4 * scores) + logits) / rate, 1e-12);
 
 	/* layer-ms=: the framework's time a layer and micro-batch, 12 layers a stage, 96 micro-batches;
 	 * on every stage alike, so the bubble takes it 7 times too */
@@ -1028,7 +1051,8 @@ static void reads_a_hugging_face_config(void **state)
 		" \"max_position_embeddings\": 32768,\n \"num_attention_heads\": 32,\n"
 		" \"num_experts_per_tok\": 2,\n \"num_hidden_layers\": 32,\n"
 		" \"num_key_value_heads\": 8,\n \"num_local_experts\": 8,\n"
-		" \"rms_norm_eps\": 1e-05,\n \"tie_word_embeddings\": false,\n \"vocab_size\": 32000\n}\n";
+		" \"rms_norm_eps\": 1e-05,\n \"tie_word_embeddings\": false,\n \"vocab_size\": 32000,\n"
+		" \"attention_dropout\": 0.0\n}\n";
 	assert_int_equal(write(fd, json, strlen(json)), (ssize_t)strlen(json));
 	close(fd);
 	char text[128];
@@ -1041,6 +1065,8 @@ static void reads_a_hugging_face_config(void **state)
 	assert_int_equal((int)f.seq, 8192); /* 32768 capped: seq= says otherwise */
 	assert_true(f.gated);
 	assert_false(f.tied);
+	assert_false(f.dropout); /* attention_dropout 0.0, as the preset */
+	assert_false(p.dropout);
 	/* The same parameters as the preset that cites that file: 46.7 B. */
 	assert_near(model_desc_params(&f), model_desc_params(&p), 1e-12);
 	assert_near(model_desc_params(&p), 46.7e9, 0.002);
@@ -1055,6 +1081,30 @@ static void reads_a_hugging_face_config(void **state)
 	assert_int_equal(model_desc_parse(path2, &x, msg, sizeof msg), LLMP_ERR_ARG);
 	unlink(path2);
 	assert_non_null(strstr(msg, "line 2: num_hidden_layers is not a whole number"));
+
+	/* Dropout: GPT-2's names, above 0 in any; no name at all keeps Megatron's default, on. */
+	static const struct {
+		const char *json;
+		bool dropout;
+	} drops[] = {
+		{ "{\"n_layer\": 12, \"n_embd\": 768, \"n_head\": 12, \"resid_pdrop\": 0.0, \"attn_pdrop\": 0.1}",
+		  true },
+		{ "{\"n_layer\": 12, \"n_embd\": 768, \"n_head\": 12, \"resid_pdrop\": 0, \"embd_pdrop\": 0.0}",
+		  false },
+		{ "{\"n_layer\": 12, \"n_embd\": 768, \"n_head\": 12}", true },
+	};
+	for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
+		char path3[] = "/tmp/llmp-test-config-XXXXXX";
+		fd = mkstemp(path3);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, drops[i].json, strlen(drops[i].json)),
+				 (ssize_t)strlen(drops[i].json));
+		close(fd);
+		struct model_desc d = model_of(path3);
+		unlink(path3);
+		if (d.dropout != drops[i].dropout)
+			fail_msg("%s: dropout %d, want %d", drops[i].json, d.dropout, drops[i].dropout);
+	}
 }
 
 int main(void)
