@@ -190,13 +190,17 @@ struct outcome {
 };
 
 /*
- * The published layout under the model: with '?' recompute, the faster of selective and
- * full that fits, full with the fewest layers of a chunk that fit (Megatron's block method).
+ * The published layout under the model: with '?' recompute, the fastest that fits of
+ * selective, selective with the experts' activation recomputed (an MoE model under
+ * Megatron: --recompute-modules moe_act) and full, full with the fewest layers of a chunk
+ * that fit (Megatron's block method).
  */
 static void evaluate(const struct row *r, const struct model_desc *m, const struct gpu_desc *g,
 		     struct outcome *o)
 {
-	static const enum model_recompute tries[2] = { MODEL_RECOMPUTE_SELECTIVE, MODEL_RECOMPUTE_FULL };
+	static const enum model_recompute tries[3] = { MODEL_RECOMPUTE_SELECTIVE, MODEL_RECOMPUTE_SELECTIVE,
+						       MODEL_RECOMPUTE_FULL };
+	bool moe_act_applies = m->experts && m->engine == MODEL_ENGINE_MEGATRON;
 	enum model_recompute given = strcmp(r->recompute, "full") == 0        ? MODEL_RECOMPUTE_FULL
 				     : strcmp(r->recompute, "none") == 0      ? MODEL_RECOMPUTE_NONE
 				     : strcmp(r->recompute, "selective") == 0 ? MODEL_RECOMPUTE_SELECTIVE
@@ -206,18 +210,22 @@ static void evaluate(const struct row *r, const struct model_desc *m, const stru
 	 * layers), the fastest that fits; vpp 1 is not tried, the source says interleaved. */
 	unsigned v_lo = r->interleaved ? 2 : r->vpp, v_hi = r->interleaved ? (unsigned)m->layers : r->vpp;
 	for (unsigned v = v_lo; v <= v_hi; v++)
-		for (int t = 0; t < 2; t++) {
+		for (int t = 0; t < 3; t++) {
 			if (given != MODEL_RECOMPUTE_AUTO && t > 0)
 				break;
-			struct step_layout l = { .tp = r->tp,
-						 .pp = r->pp,
-						 .cp = r->cp,
-						 .ep = r->ep,
-						 .etp = r->etp,
-						 .vpp = v,
-						 .mbs = r->mbs,
-						 .recompute = given != MODEL_RECOMPUTE_AUTO ? given
-											    : tries[t] };
+			if (t == 1 && !moe_act_applies)
+				continue;
+			struct step_layout l = {
+				.tp = r->tp,
+				.pp = r->pp,
+				.cp = r->cp,
+				.ep = r->ep,
+				.etp = r->etp,
+				.vpp = v,
+				.mbs = r->mbs,
+				.recompute = given != MODEL_RECOMPUTE_AUTO ? given : tries[t],
+				.moe_act = given != MODEL_RECOMPUTE_AUTO ? m->recompute_moe_act : t == 1
+			};
 			struct step_estimate e;
 			char why[LLMP_MSG_MAX];
 			bool fewest = given == MODEL_RECOMPUTE_AUTO && l.recompute == MODEL_RECOMPUTE_FULL;
@@ -493,7 +501,9 @@ int main(int argc, char **argv)
 			snprintf(pick, sizeof pick, "(fit row: memory only)");
 		else if (guard_only) /* with '?', which recompute made it fit */
 			snprintf(pick, sizeof pick, "(guard row, %s)",
-				 o.layout.recompute == MODEL_RECOMPUTE_FULL ? "full recompute" : "selective");
+				 o.layout.recompute == MODEL_RECOMPUTE_FULL ? "full recompute"
+				 : o.layout.moe_act                         ? "selective, moe_act"
+									    : "selective");
 		else if (strcmp(r->grid, "-") == 0) {
 			struct auto_result a;
 			char msg[LLMP_MSG_MAX];

@@ -113,6 +113,7 @@ static void json_layout(struct json_writer *w, const char *key, const struct ste
 	json_uint(w, "mbs", l->mbs);
 	json_string(w, "recompute", recompute_name(l->recompute));
 	json_uint(w, "recompute_layers", l->recompute == MODEL_RECOMPUTE_FULL ? l->recompute_layers : 0);
+	json_bool(w, "recompute_moe_act", l->recompute == MODEL_RECOMPUTE_SELECTIVE && l->moe_act);
 	json_object_end(w);
 }
 

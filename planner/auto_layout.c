@@ -179,12 +179,15 @@ llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, ui
 
 /*
  * l under the recompute the model names, or under recompute=auto with selective, then
- * full recompute (and, where only full recompute fits, the fewest layers of a chunk).
+ * (on an MoE model under Megatron, where selective does not fit) selective with the
+ * experts' activation recomputed too, then full recompute (and, where only full
+ * recompute fits, the fewest layers of a chunk).
  */
 static llmp_status consider_recomputes(struct search *s, struct step_layout l)
 {
 	if (s->m->recompute != MODEL_RECOMPUTE_AUTO) {
 		l.recompute = s->m->recompute, l.recompute_layers = s->m->recompute_layers;
+		l.moe_act = s->m->recompute_moe_act;
 		return consider(s, l, false);
 	}
 	l.recompute = MODEL_RECOMPUTE_SELECTIVE;
@@ -192,6 +195,13 @@ static llmp_status consider_recomputes(struct search *s, struct step_layout l)
 	if (st != LLMP_OK)
 		return st;
 	bool selective_fits = s->fitted;
+	if (!selective_fits && s->m->experts && s->m->engine == MODEL_ENGINE_MEGATRON) {
+		l.moe_act = true;
+		if ((st = consider(s, l, false)) != LLMP_OK)
+			return st;
+		selective_fits = s->fitted;
+		l.moe_act = false;
+	}
 	l.recompute = MODEL_RECOMPUTE_FULL;
 	return consider(s, l, !selective_fits);
 }
@@ -362,5 +372,7 @@ void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *
 	double slower = best->est.step_s > 0 ? 100 * (c->est.step_s / best->est.step_s - 1) : 0;
 	snprintf(buf, len, "%.1f%% slower (%.3f s): %s +%.3f s%s", slower, c->est.step_s, names[worst],
 		 mine[worst] - theirs[worst],
-		 worst == 0 && c->layout.recompute == MODEL_RECOMPUTE_FULL ? " (full recompute)" : "");
+		 worst == 0 && c->layout.recompute == MODEL_RECOMPUTE_FULL ? " (full recompute)"
+		 : worst == 0 && c->layout.moe_act ? " (experts' activation recomputed)"
+						   : "");
 }

@@ -324,6 +324,8 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		for (int r = 0; r < 4; r++)
 			if (!strcmp(v, names[r]))
 				m->recompute = (enum model_recompute)r, ok = true;
+	} else if (!strcmp(item, "recompute-moe-act")) {
+		ok = parse_bool(v, &m->recompute_moe_act);
 	} else if (!strcmp(item, "recompute-layers")) {
 		double n = 0;
 		ok = parse_count(v, false, &n) && n <= 1e6;
@@ -335,7 +337,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
 			"distopt, zero, sp, flash, dropout, overlap-grad, overlap-param, engine, grad, overhead, "
 			"recompute, "
-			"recompute-layers; or a preset: %s)",
+			"recompute-layers, recompute-moe-act; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
 	if (!ok)
@@ -527,6 +529,12 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 				 m->kv_heads, m->heads);
 	if (m->topk && !m->experts)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: topk= needs experts=");
+	if (m->recompute_moe_act &&
+	    (!m->experts || m->recompute != MODEL_RECOMPUTE_SELECTIVE || m->engine != MODEL_ENGINE_MEGATRON))
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "--model: recompute-moe-act=1 recomputes the routed experts' activation "
+				 "(Megatron-Core's --recompute-modules moe_act): it needs experts=, "
+				 "recompute=selective and engine=megatron");
 	if (m->recompute_layers && m->recompute != MODEL_RECOMPUTE_FULL)
 		return llmp_fail(LLMP_ERR_ARG, msg, len,
 				 "--model: recompute-layers=%u recomputes that many layers of each chunk in "

@@ -36,6 +36,8 @@ void step_layout_format(const struct step_layout *l, char *buf, size_t len)
 			 l->pp, l->cp, l->ep, l->etp, l->dp, l->vpp, l->mbs, rc[l->recompute & 3]);
 	if (l->recompute == MODEL_RECOMPUTE_FULL && l->recompute_layers && n >= 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, ",recompute-layers=%u", l->recompute_layers);
+	else if (l->recompute == MODEL_RECOMPUTE_SELECTIVE && l->moe_act && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ",recompute-moe-act=1");
 }
 
 void step_stage_layers(const struct model_desc *m, const struct step_layout *l, unsigned k, unsigned *first,
@@ -193,6 +195,11 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 				 l->recompute_layers);
 	if (l->recompute == MODEL_RECOMPUTE_AUTO)
 		l->recompute = MODEL_RECOMPUTE_SELECTIVE;
+	if (l->moe_act &&
+	    (!m->experts || l->recompute != MODEL_RECOMPUTE_SELECTIVE || m->engine != MODEL_ENGINE_MEGATRON))
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "recompute-moe-act=1 is Megatron-Core's --recompute-modules moe_act: it "
+				 "needs experts, recompute=selective and engine=megatron");
 	return LLMP_OK;
 }
 
@@ -210,6 +217,8 @@ struct layer_shape {
 static void layer_shape(const struct model_desc *m, const struct step_layout *l, struct layer_shape *x)
 {
 	double h = m->hidden, kv = h * m->kv_heads / m->heads, mats = m->gated ? 3 : 2, c = m->gated ? 6 : 4;
+	/* Recomputing the routed experts' activation keeps its input, not its output (2 ffn). */
+	double c_routed = c - (l->moe_act ? 2 : 0);
 	double t = l->tp, s = m->seq / l->cp, b = l->mbs;
 	x->attn = 2 * h * h + 2 * h * kv + 2 * h;
 	x->dense_mlp = mats * h * m->ffn;
@@ -227,7 +236,9 @@ static void layer_shape(const struct model_desc *m, const struct step_layout *l,
 	double whole = l->tp > 1 && !m->sp ? (8 + masks) * s * b * h : 0;
 	x->act_dense = whole + (common + s * b * c * m->ffn - whole) / t;
 	x->act_moe = whole +
-		     (common + s * b * (m->topk * (c * m->moe_ffn + 2 * h) + c * m->shared_ffn) - whole) / t;
+		     (common + s * b * (m->topk * (c_routed * m->moe_ffn + 2 * h) + c * m->shared_ffn) -
+		      whole) /
+			     t;
 	x->act_full = 2 * s * b * h / (m->sp ? t : 1);
 	x->act_embedding = 2 * s * b * h / (m->sp ? t : 1);
 	/* The softmax's output (2 bytes a score), and with dropout its mask and output (1 + 2). */
@@ -260,6 +271,8 @@ static void layer_shape(const struct model_desc *m, const struct step_layout *l,
 	x->elem_dense[1] = bwd * whole_norms + act_bwd * ffn_dense;
 	x->elem_moe[0] = fwd * whole_norms + act_fwd * ffn_moe;
 	x->elem_moe[1] = bwd * whole_norms + act_bwd * ffn_moe;
+	if (l->moe_act) /* the routed experts' activation forward again, in the backward */
+		x->elem_moe[1] += act_fwd * s * b * m->topk * m->moe_ffn / t;
 	double scores = m->flash ? 0 : m->heads * s * s * b / t, drop = m->dropout ? 5 : 0;
 	x->elem_scores[0] = (4 + drop) * scores, x->elem_scores[1] = (6 + drop) * scores;
 }
@@ -848,7 +861,8 @@ struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_de
 				     .vpp = s->vpp ? s->vpp : 1,
 				     .mbs = (unsigned)m->mbs,
 				     .recompute = m->recompute,
-				     .recompute_layers = m->recompute_layers };
+				     .recompute_layers = m->recompute_layers,
+				     .moe_act = m->recompute_moe_act };
 }
 
 struct topo_model step_topo_model(const struct model_desc *m, double mbs)

@@ -60,6 +60,9 @@ struct step_layout {
 	 * --recompute-method block --recompute-num-layers N), the others keeping
 	 * all their activations; 0: every layer */
 	unsigned recompute_layers;
+	/* With SELECTIVE on an MoE model: the routed experts' activation function recomputed
+	 * in the backward, its output not kept (Megatron's --recompute-modules moe_act) */
+	bool moe_act;
 	/* The layers of each of the pp stages, borrowed (hetero.h chooses them on
 	 * mixed GPUs); NULL: even, with Megatron's uneven first and last stages
 	 * when pp does not divide the layers. */
@@ -209,7 +212,8 @@ unsigned step_fewest_layers(unsigned most, bool (*fits)(void *ctx, unsigned n), 
 unsigned step_chunk_layers_max(const struct model_desc *m, const struct step_layout *l);
 
 /* Format "tp=8,pp=4,cp=1,ep=1,etp=8,dp=2,vpp=1,mbs=1,recompute=selective"
- * (",recompute-layers=N" after recompute=full when N layers of a chunk are). */
+ * (",recompute-layers=N" after recompute=full when N layers of a chunk are,
+ * ",recompute-moe-act=1" after recompute=selective with moe_act). */
 void step_layout_format(const struct step_layout *l, char *buf, size_t len);
 
 /* The network cost model's view of m (planner/cost.h) at micro-batch mbs. */

@@ -82,7 +82,12 @@ static void megatron_lm_flags(const struct model_desc *m, const struct step_layo
 		     m->zero == 2 ? "optim_grads" : "optim_grads_params");
 	if (m->zero >= 2 && m->grad_bytes == 4)
 		flag(a, "--megatron-fsdp-main-grads-dtype fp32");
-	if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
+	/* moe_act replaces Megatron's default module list, core_attn, which only matters
+	 * without flash attention; Megatron-Core refuses moe_act without grouped GEMMs. */
+	if (l->recompute == MODEL_RECOMPUTE_SELECTIVE && l->moe_act)
+		flag(a, "--recompute-granularity selective --recompute-modules %smoe_act --moe-grouped-gemm",
+		     m->flash ? "" : "core_attn ");
+	else if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
 		flag(a, "--recompute-granularity selective");
 	else if (l->recompute == MODEL_RECOMPUTE_FULL && l->recompute_layers)
 		flag(a, "--recompute-granularity full --recompute-method block --recompute-num-layers %u",
@@ -391,18 +396,28 @@ static bool block_fits(void *ctx, unsigned n)
 }
 
 /*
- * best (selective recompute, left to llmp) does not fit: full recompute,
- * on the fewest layers of each chunk that fit (Megatron's block method),
- * replaces it where it fits.
+ * best (selective recompute, left to llmp) does not fit: on an MoE model
+ * under Megatron, the experts' activation recomputed too (--recompute-modules
+ * moe_act); else full recompute, on the fewest layers of each chunk that fit
+ * (Megatron's block method), replaces it where it fits.
  */
 static int recompute_to_fit(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 			    const struct auto_machines *on, struct guarded *best, char *msg, size_t msglen)
 {
-	struct guarded full = { .l = best->l }, block = { .l = best->l };
+	struct guarded act = { .l = best->l }, full = { .l = best->l }, block = { .l = best->l };
+	int rc = 0;
+	struct guarded *pick = NULL;
+	if (m->experts && m->engine == MODEL_ENGINE_MEGATRON) {
+		act.l.moe_act = true;
+		rc = guarded_estimate(m, g, world, on, &act, msg, msglen);
+		pick = rc == 0 && act.e.fits ? &act : NULL;
+	}
 	full.l.recompute = block.l.recompute = MODEL_RECOMPUTE_FULL;
-	int rc = guarded_estimate(m, g, world, on, &full, msg, msglen);
-	struct guarded *pick = rc == 0 && full.e.fits ? &full : NULL;
-	if (pick) {
+	if (rc == 0 && !pick) {
+		rc = guarded_estimate(m, g, world, on, &full, msg, msglen);
+		pick = rc == 0 && full.e.fits ? &full : NULL;
+	}
+	if (pick == &full) {
 		struct block_try t = { .m = m, .g = g, .world = world, .on = on, .l = full.l };
 		unsigned most = step_chunk_layers_max(m, &full.l);
 		block.l.recompute_layers = step_fewest_layers(most, block_fits, &t);
@@ -416,6 +431,7 @@ static int recompute_to_fit(const struct model_desc *m, const struct gpu_desc *g
 		*best = *pick;
 		pick->split = NULL;
 	}
+	free(act.split);
 	free(full.split);
 	free(block.split);
 	return rc;
@@ -423,8 +439,9 @@ static int recompute_to_fit(const struct model_desc *m, const struct gpu_desc *g
 
 /*
  * A written layout on a known world: Megatron's rules, then memory. With
- * recompute left to llmp, selective first, full when only that fits, on
- * the fewest layers of each chunk that fit (Megatron's block method).
+ * recompute left to llmp, selective first, then on an MoE model the experts'
+ * activation recomputed too, full when only that fits, on the fewest layers
+ * of each chunk that fit (Megatron's block method).
  */
 static int guard(const struct model_desc *m, const struct gpu_desc *g, const struct plugin_model_request *rq,
 		 const struct auto_machines *on, struct plugin_model_answer *a, char *msg, size_t msglen)
@@ -455,7 +472,9 @@ static int guard(const struct model_desc *m, const struct gpu_desc *g, const str
 		goto out;
 	}
 	char how[80] = "";
-	if (automatic_recompute && b.l.recompute_layers)
+	if (automatic_recompute && b.l.moe_act)
+		snprintf(how, sizeof how, "; it fits only with the experts' activation recomputed");
+	else if (automatic_recompute && b.l.recompute_layers)
 		snprintf(how, sizeof how, "; it fits only with full recompute of %u layers of each chunk",
 			 b.l.recompute_layers);
 	else if (automatic_recompute && b.l.recompute == MODEL_RECOMPUTE_FULL)

@@ -383,6 +383,31 @@ for k, micro in ((0, 2), (1, 1)):
 EOF
 }
 
+@test "step model: recompute-moe-act=1 drops the experts' activation output, in text and JSON" {
+	need_python
+	local moe=layers=8,hidden=2048,heads=16,seq=4096,vocab=32000,experts=8,topk=2,moe-ffn=4096,mlp=swiglu,gbs=64,mbs=2
+	local run
+	for run in 0 1; do
+		llmp plan --world 8 --parallel tp=1,pp=2,ep=4 --model "$moe,recompute=selective,recompute-moe-act=$run" \
+			--gpu h100 --format json
+		assert_status 0
+		printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/act$run.json"
+	done
+	llmp plan --world 8 --parallel tp=1,pp=2,ep=4 --model "$moe,recompute=selective,recompute-moe-act=1" --gpu h100
+	assert_line_matches '^layout: +tp=1,pp=2,cp=1,ep=4,etp=1,dp=4,vpp=1,mbs=2,recompute=selective,recompute-moe-act=1$'
+	python3 - "$BATS_TEST_TMPDIR/act0.json" "$BATS_TEST_TMPDIR/act1.json" <<'EOF' || fail "moe_act check failed"
+import json, sys
+off, on = (json.load(open(p)) for p in sys.argv[1:3])
+assert off["layout"]["recompute_moe_act"] is False and on["layout"]["recompute_moe_act"] is True
+# 4 layers a stage, mbs 2, seq 4096, top-2 of 4096-wide experts, no tp: each layer-activation
+# keeps 2 x 2 x 4096 bytes a token less; stage 0 of 2 holds 2 micro-batches, stage 1 one.
+for k, micro in ((0, 2), (1, 1)):
+    less = off["memory"]["by_stage"][k]["activations_bytes"] - on["memory"]["by_stage"][k]["activations_bytes"]
+    want = micro * 4 * 2 * 4096 * 2 * 2 * 4096
+    assert abs(less - want) < 1e-9 * want, (k, less, want)
+EOF
+}
+
 @test "step model: recompute-layers= is Megatron's block method, in text and JSON" {
 	need_python
 	local model=gpt3-175b,gbs=64,recompute=full,recompute-layers=3

@@ -510,6 +510,8 @@ planned_by() { # llmp plan's arguments but --parallel and --format
 		          "full": " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"}[l["recompute"]]
 		if l["recompute"] == "full" and l["recompute_layers"]:  # Megatron's block method: the first N of a chunk
 		    flags = flags.replace("uniform --recompute-num-layers 1", f"block --recompute-num-layers {l['recompute_layers']}")
+		if l["recompute_moe_act"]:  # an MoE model's experts' activation, with flash attention
+		    flags += " --recompute-modules moe_act --moe-grouped-gemm"
 		print(spec)
 		print(flags)
 	PY

@@ -241,6 +241,43 @@ static void block_recompute_is_said_and_chosen(void **state)
 	assert_null(strstr(a.note, "layers of each chunk"));
 }
 
+/*
+ * An MoE model's experts' activation recomputed (Megatron-Core's --recompute-modules
+ * moe_act, which needs grouped GEMMs): left to llmp, a 14 GiB GPU holds this model on
+ * tp=1,pp=2,ep=4 with it but not with selective recompute alone (llmp plan: 13.7 and
+ * 14.8 GiB), and before full recompute is tried; said by the model, it is handed on.
+ */
+static void moe_act_recompute_is_said_and_chosen(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	llmp_spec spec = layout("tp=1,pp=2,ep=4");
+	const char *moe = "layers=8,hidden=2048,heads=16,seq=4096,vocab=32000,experts=8,topk=2,moe-ffn=4096,"
+			  "mlp=swiglu,gbs=64,mbs=2";
+	char model[256];
+	(void)state;
+	no_site(&site);
+
+	assert_int_equal(decide(&site, moe, "mem=14,tflops=989", &spec, 8, &a, msg, sizeof msg), 0);
+	assert_non_null(strstr(a.megatron, "--recompute-granularity selective --recompute-modules moe_act "
+					   "--moe-grouped-gemm"));
+	assert_true(plugin_model_args_valid(a.megatron));
+	assert_non_null(strstr(a.note, "it fits only with the experts' activation recomputed"));
+	/* 13 GiB: neither, nor one layer of a chunk in full (14.1 GiB): full recompute */
+	assert_int_equal(decide(&site, moe, "mem=13,tflops=989", &spec, 8, &a, msg, sizeof msg), 0);
+	assert_null(strstr(a.megatron, "moe_act"));
+	assert_non_null(strstr(a.megatron, "--recompute-granularity full"));
+
+	/* Said by the model; without flash attention Megatron's default module, core_attn, is kept */
+	snprintf(model, sizeof model, "%s,recompute=selective,recompute-moe-act=1,flash=0", moe);
+	assert_int_equal(decide(&site, model, "h100", &spec, 8, &a, msg, sizeof msg), 0);
+	assert_non_null(strstr(a.megatron, "--recompute-modules core_attn moe_act --moe-grouped-gemm"));
+	snprintf(model, sizeof model, "%s,recompute=selective,recompute-moe-act=1,engine=deepspeed", moe);
+	assert_int_equal(decide(&site, model, "h100", &spec, 8, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "recompute-moe-act=1 recomputes the routed experts' activation"));
+}
+
 /* A layout Megatron refuses for the model is refused with Megatron's rule. */
 static void megatron_rule_is_named(void **state)
 {
@@ -607,6 +644,7 @@ int main(void)
 		cmocka_unit_test(sbatch_refuses_only_what_no_size_fits),
 		cmocka_unit_test(megatron_flags_state_what_was_assumed),
 		cmocka_unit_test(block_recompute_is_said_and_chosen),
+		cmocka_unit_test(moe_act_recompute_is_said_and_chosen),
 		cmocka_unit_test(megatron_rule_is_named),
 		cmocka_unit_test(gpu_is_needed_by_auto_only),
 		cmocka_unit_test(auto_picks_data_parallel_for_a_small_model),

@@ -646,6 +646,72 @@ static void auto_prefers_fewer_stages_on_a_tie(void **state)
  * runs the forward again on N / 12 of the layers: the last stage's
  * micro-batch is 3 (Ly + Lg) + Ly / 4, its tp traffic 1 + 1/8 of the plain.
  */
+/*
+ * Megatron-Core's --recompute-modules moe_act: the routed experts' SwiGLU output (the
+ * second expert matrix's input, 2 bytes x moe_ffn a routed token) is dropped after the
+ * forward and rebuilt from the first matrix's output in the backward.
+ */
+static void moe_act_recompute_drops_the_experts_activation_output(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX];
+	struct gpu_desc g = gpu_of("h100");
+	struct model_desc m = model_of("layers=4,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,topk=2,"
+				       "moe-ffn=512,mlp=swiglu,gbs=16");
+	double s = 2048, t = 2, topk = 2, ffn = 512, micro = 4; /* dp 4: 16 / 4 micro-batches */
+	struct step_layout l = {
+		.tp = 2, .pp = 1, .cp = 1, .ep = 2, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	struct step_stage st[1], act_st[1];
+	struct step_estimate e = estimate(&m, &g, 8, &l, st);
+	struct step_layout a = l;
+	a.moe_act = true;
+	struct step_estimate f = estimate(&m, &g, 8, &a, act_st);
+	/* pp 1: one micro-batch in flight; 4 MoE layers, 2 bytes x moe_ffn x topk tokens a layer */
+	assert_near(st[0].activations - act_st[0].activations, 4 * topk * 2 * ffn * s / t, 1e-12);
+	/* the activation's forward again: SwiGLU reads two inputs and writes one, 6 bytes an element */
+	assert_near(f.elementwise_s - e.elementwise_s, micro * 4 * 6 * s * topk * ffn / t / (3350e9 * 0.8),
+		    1e-9);
+	assert_near(f.compute_s - e.compute_s, f.elementwise_s - e.elementwise_s, 1e-9);
+	char text[160];
+	step_layout_format(&a, text, sizeof text);
+	assert_non_null(strstr(text, ",recompute=selective,recompute-moe-act=1"));
+
+	/* Megatron's rules: experts, selective granularity, Megatron-Core */
+	a.recompute = MODEL_RECOMPUTE_FULL;
+	assert_int_equal(step_layout_check(&m, 8, &a, msg, sizeof msg), LLMP_ERR_LAYOUT);
+	assert_non_null(strstr(msg, "needs experts, recompute=selective and engine=megatron"));
+	struct model_desc dense = model_of("layers=4,hidden=1024,heads=8,seq=2048,gbs=16");
+	struct step_layout d = { .tp = 2, .pp = 1, .cp = 1, .ep = 1, .mbs = 1, .moe_act = true };
+	assert_int_equal(step_layout_check(&dense, 8, &d, msg, sizeof msg), LLMP_ERR_LAYOUT);
+
+	/* The chooser, where selective alone does not fit and with the activation it does: on one
+	 * GPU (one layout a micro-batch size) between the two peaks of mbs 1 */
+	struct model_desc one = model_of("layers=4,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,topk=2,"
+					 "moe-ffn=512,mlp=swiglu,gbs=1");
+	struct step_layout o = {
+		.tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
+	};
+	double plain = estimate(&one, &g, 1, &o, NULL).peak_bytes;
+	o.moe_act = true;
+	double with_act = estimate(&one, &g, 1, &o, NULL).peak_bytes;
+	assert_true(with_act < plain);
+	struct gpu_desc tight = g;
+	tight.mem_bytes = (plain + with_act) / 2;
+	struct auto_result r;
+	assert_int_equal(auto_layout(&one, &tight, 1, &r, msg, sizeof msg), LLMP_OK);
+	assert_true(r.fitting >= 1);
+	assert_int_equal(r.all[0].layout.recompute, MODEL_RECOMPUTE_SELECTIVE);
+	assert_true(r.all[0].layout.moe_act);
+	auto_result_free(&r);
+	/* recompute=selective said: the chooser keeps to it, and nothing fits */
+	one = model_of("layers=4,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,topk=2,moe-ffn=512,"
+		       "mlp=swiglu,gbs=1,recompute=selective");
+	assert_int_equal(auto_layout(&one, &tight, 1, &r, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(r.fitting, 0);
+	auto_result_free(&r);
+}
+
 static void block_recompute_keeps_the_other_layers(void **state)
 {
 	(void)state;
@@ -1002,6 +1068,10 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,zero=2,grad=6", "grad=6 (16-bit gradients and an fp32" },
 		{ "layers=2,hidden=512,seq=8,engine=fsdp",
 		  "engine='fsdp' is not one of megatron, deepspeed, torch" },
+		{ "layers=2,hidden=512,seq=8,recompute=selective,recompute-moe-act=1",
+		  "recompute-moe-act=1 recomputes the routed experts' activation" },
+		{ "layers=2,hidden=512,seq=8,experts=4,recompute-moe-act=1",
+		  "it needs experts=, recompute=selective" },
 		/* counts past what a layout holds (found by tests/fuzz/fuzz_model.c) */
 		{ "layers=65537,hidden=512,seq=8", "layers=65537 is more than llmp models (65536)" },
 		{ "layers=2,hidden=512,seq=8,experts=1099511627776", "experts=1099511627776 is more than" },
@@ -1124,6 +1194,7 @@ int main(void)
 		cmocka_unit_test(auto_prefers_fewer_stages_on_a_tie),
 		cmocka_unit_test(auto_says_when_nothing_fits),
 		cmocka_unit_test(block_recompute_keeps_the_other_layers),
+		cmocka_unit_test(moe_act_recompute_drops_the_experts_activation_output),
 		cmocka_unit_test(zero_shards_gradients_and_parameters),
 		cmocka_unit_test(auto_chooses_the_sharding),
 		cmocka_unit_test(dp_overlap_and_the_plain_all_reduce),
