@@ -15,9 +15,13 @@
  * the largest stage's, fits says peak <= memory, the step holds its
  * compute); the chooser's fitting candidates fit, its choice is within the
  * tie band of the fastest, and estimating the choice again as a written
- * layout gives its figures. Built with clang -fsanitize=fuzzer by `make
- * fuzz`, and replayed over the stored corpus by tests/fuzz/fuzz_replay_model
- * in `make check`.
+ * layout gives its figures. The same texts then go through the plugin's
+ * decision as sbatch and srun make it (plugin_model_decide, no topology):
+ * a refusal says why; a decision's Megatron flags are whole and pass the
+ * check the task environment makes, and an automatic choice is a layout
+ * Megatron's grammar accepts for the world. Built with clang
+ * -fsanitize=fuzzer by `make fuzz`, and replayed over the stored corpus by
+ * tests/fuzz/fuzz_replay_model in `make check`.
  */
 #define _DEFAULT_SOURCE /* mkstemp */
 
@@ -33,6 +37,7 @@
 #include "planner/auto_layout.h"
 #include "planner/model_desc.h"
 #include "planner/step_model.h"
+#include "plugin/model_layout.h"
 #include "topology/gpu_desc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -153,6 +158,47 @@ static void check_auto(const struct model_desc *m, const struct gpu_desc *g, uin
 	auto_result_free(&r);
 }
 
+/* The plugin's decision for the same texts, at submission (world 0) and in a step. */
+static void check_plugin(const char *model, const char *gpu, uint32_t world, const char *layout)
+{
+	struct plugin_site site;
+	memset(&site, 0, sizeof site);
+	llmp_spec_init(&site.defaults);
+	llmp_spec spec;
+	char msg[LLMP_MSG_MAX];
+	bool automatic = !strcmp(layout, "auto");
+	if (!automatic && (llmp_spec_parse(layout, &spec, msg, sizeof msg) != LLMP_OK || spec.help ||
+			   llmp_spec_check(&spec, msg, sizeof msg) != LLMP_OK))
+		return;
+	for (int at = 0; at < 2; at++) {
+		struct plugin_model_request rq = { .model = model,
+						   .model_source = "--llm-model",
+						   .gpu = gpu,
+						   .gpu_source = "LLMP_GPU",
+						   .automatic = automatic,
+						   .spec = automatic ? NULL : &spec,
+						   .world = at ? world : 0 };
+		struct plugin_model_answer *a = malloc(sizeof *a);
+		CHECK(a != NULL);
+		msg[0] = '\0';
+		int rc = plugin_model_decide(&site, &rq, a, msg, sizeof msg);
+		CHECK(rc == 0 || rc == -1);
+		CHECK(rc == 0 || msg[0]);
+		if (rc == 0 && a->decided) {
+			CHECK(!a->megatron_cut && plugin_model_args_valid(a->megatron));
+			if (automatic) {
+				CHECK(llmp_spec_check(&a->layout, msg, sizeof msg) == LLMP_OK);
+				/* ep divides the ranks of dp x cp x tp; it is not a factor of the world */
+				const uint32_t *n = a->layout.size;
+				CHECK((uint64_t)n[LLMP_DIM_TP] * n[LLMP_DIM_CP] * n[LLMP_DIM_DP] *
+					      n[LLMP_DIM_PP] ==
+				      world);
+			}
+		}
+		free(a);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char msg[LLMP_MSG_MAX], model_text[1200];
@@ -203,6 +249,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_auto(&m, &g, (uint32_t)world);
 	else
 		check_written(&m, &g, (uint32_t)world, after);
+	check_plugin(model_text, gpu && *gpu ? gpu : NULL, (uint32_t)world, after);
 out:
 	free(text);
 	return 0;

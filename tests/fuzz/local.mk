@@ -4,7 +4,8 @@
 
 # `make fuzz` builds the libFuzzer targets (the layout grammar; the JSON and
 # topology reader a user's file goes through; the model, config.json and GPU
-# descriptions with the step model and chooser that read them) with clang and
+# descriptions with the step model, the chooser and the plugin's decision that
+# read them) with clang and
 # runs each for FUZZ_SECONDS; a crash, leak or UB report fails the target.
 FUZZ_SECONDS = 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
@@ -29,7 +30,8 @@ fuzz:
 	$(CLANG) $(FUZZ_FLAGS) -std=c11 -I$(top_srcdir) -I$(top_srcdir)/include \
 		$(top_srcdir)/tests/fuzz/fuzz_model.c \
 		$(filter %.c,$(addprefix $(top_srcdir)/,$(common_sources) $(topology_sources) $(planner_sources))) \
-		-lm -o tests/fuzz/model_fuzzer
+		$(addprefix $(top_srcdir)/plugin/,model_layout.c model_machines.c slurm_env.c site.c gpu_bind.c) \
+		-D_GNU_SOURCE -lm -o tests/fuzz/model_fuzzer
 	$(MKDIR_P) tests/fuzz/work-model
 	cp $(top_srcdir)/tests/fuzz/corpus-model/* tests/fuzz/work-model/
 	tests/fuzz/model_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=1024 \

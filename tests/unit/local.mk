@@ -75,7 +75,7 @@ tests_fuzz_fuzz_replay_topo_CFLAGS = $(test_cflags) -DLLMP_FUZZ_CORPUS='"$(abs_t
 tests_fuzz_fuzz_replay_topo_LDADD = $(test_ldadd)
 tests_fuzz_fuzz_replay_model_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_model.c tests/fuzz/fuzz_check.h
 tests_fuzz_fuzz_replay_model_CFLAGS = $(test_cflags) -DLLMP_FUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus-model"'
-tests_fuzz_fuzz_replay_model_LDADD = $(test_ldadd)
+tests_fuzz_fuzz_replay_model_LDADD = plugin/libplugin_core.la $(test_ldadd)
 tests_unit_test_kernels_CFLAGS = $(test_cflags)
 tests_unit_test_kernels_LDADD = kernels/libkernels.la $(test_ldadd)
 tests_unit_test_crc32c_CFLAGS = $(test_cflags)
