@@ -14,6 +14,7 @@
 #include "llmp_cli.h"
 #include "planner/auto_layout.h"
 #include "planner/hetero.h"
+#include "planner/megatron_args.h"
 
 #define PROG "llmp plan"
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -409,6 +410,38 @@ static int best_order(const struct cli_plan_step *a, const struct model_desc *m,
 	return CLI_EXIT_USAGE;
 }
 
+/*
+ * Megatron-LM's flags for the layout l and what its estimate assumed, as
+ * the plugin hands them to a step (LLMP_MEGATRON_ARGS): "" under
+ * engine=torch, whose script reads the layout, and where Megatron cannot
+ * state the rank order given.
+ */
+static void megatron_flags(const llmp_spec *given, const struct model_desc *m, const struct step_layout *l,
+			   uint32_t world, char *out, size_t len)
+{
+	llmp_spec s;
+	llmp_plan *plan = NULL;
+	char model[512];
+	out[0] = '\0';
+	if (m->engine == MODEL_ENGINE_TORCH)
+		return;
+	if (given)
+		s = *given;
+	else
+		llmp_spec_init(&s);
+	s.size[LLMP_DIM_TP] = l->tp, s.size[LLMP_DIM_PP] = l->pp, s.size[LLMP_DIM_CP] = l->cp;
+	s.size[LLMP_DIM_EP] = l->ep, s.size[LLMP_DIM_DP] = l->dp, s.etp = l->etp;
+	s.vpp = l->vpp > 1 ? l->vpp : 0;
+	if (llmp_plan_create(&s, world, 0, &plan, NULL, 0) != LLMP_OK)
+		return;
+	int rc = megatron_layout_args(plan, out, len);
+	llmp_plan_destroy(plan);
+	size_t n = rc == 0 ? strlen(out) : 0;
+	if (rc != 0 || !megatron_model_args(m, l, model, sizeof model, NULL) ||
+	    (model[0] && (size_t)snprintf(out + n, len - n, " %s", model) >= len - n))
+		out[0] = '\0';
+}
+
 int cli_plan_step(const struct cli_plan_step *a)
 {
 	char msg[LLMP_MSG_MAX];
@@ -500,6 +533,8 @@ int cli_plan_step(const struct cli_plan_step *a)
 		return rc;
 	}
 
+	char megatron[1024];
+	megatron_flags(a->automatic ? NULL : a->spec, &m, &l, a->world, megatron, sizeof megatron);
 	FILE *out = stdout;
 	size_t shown = r.n > 1 ? r.n - 1 : 0;
 	if (shown > SHOWN_CANDIDATES)
@@ -524,6 +559,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 		if (pipe.mixed)
 			json_pipeline(&w, &pipe, &l);
 		json_string(&w, "network_from", on ? a->placement : "nvlink-domain");
+		json_string(&w, "megatron_args", megatron);
 		if (a->norders > 1)
 			json_orders(&w, a, order_est, best);
 		if (a->automatic) {
@@ -587,6 +623,8 @@ int cli_plan_step(const struct cli_plan_step *a)
 		text_estimate(gpus, &l, stages, &e, out);
 		if (pipe.mixed)
 			text_pipeline(&pipe, &l, &e, out);
+		if (megatron[0])
+			fprintf(out, "megatron: %s\n", megatron);
 		int width = 62; /* the layout column: as wide as its widest entry */
 		for (size_t i = 1; i <= shown; i++) {
 			auto_candidate_format(&r.all[i], zero_auto, buf, sizeof buf);

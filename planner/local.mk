@@ -14,7 +14,8 @@ planner_sources = \
 	planner/model_desc.h planner/model_desc.c \
 	planner/step_model.h planner/step_model.c \
 	planner/auto_layout.h planner/auto_layout.c \
-	planner/hetero.h planner/hetero.c
+	planner/hetero.h planner/hetero.c \
+	planner/megatron_args.h planner/megatron_args.c
 noinst_LTLIBRARIES += planner/libplanner.la
 planner_libplanner_la_SOURCES = $(planner_sources)
 

@@ -13,6 +13,7 @@
 
 #include "planner/auto_layout.h"
 #include "planner/hetero.h"
+#include "planner/megatron_args.h"
 #include <llmp/llmp_env.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -30,72 +31,6 @@ static int refuse(char *msg, size_t msglen, const char *fmt, ...)
 	return -1;
 }
 
-/* Append " flag" to a->megatron; the buffer is sized for every flag at its widest. */
-static void flag(struct plugin_model_answer *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void flag(struct plugin_model_answer *a, const char *fmt, ...)
-{
-	size_t n = strlen(a->megatron);
-	if (n && n + 1 < sizeof a->megatron)
-		a->megatron[n++] = ' ', a->megatron[n] = '\0';
-	va_list ap;
-	va_start(ap, fmt);
-	int w = vsnprintf(a->megatron + n, sizeof a->megatron - n, fmt, ap);
-	va_end(ap);
-	if (w < 0 || (size_t)w >= sizeof a->megatron - n)
-		a->megatron_cut = true;
-}
-
-/*
- * Megatron-DeepSpeed's spelling (microsoft/Megatron-DeepSpeed megatron/arguments.py:
- * --zero-stage, --checkpoint-activations; no sequence-parallel, distributed-optimizer,
- * recompute-granularity or first/last-stage flags: DeepSpeed's PipelineModule splits
- * the layers itself).
- */
-static void deepspeed_flags(const struct model_desc *m, const struct step_layout *l,
-			    struct plugin_model_answer *a)
-{
-	flag(a, "--zero-stage %u", m->zero);
-	if (l->recompute == MODEL_RECOMPUTE_FULL)
-		flag(a, "--checkpoint-activations");
-}
-
-/* Megatron-LM's spelling of the same assumptions (its first/last-stage flags come after). */
-static void megatron_lm_flags(const struct model_desc *m, const struct step_layout *l,
-			      struct plugin_model_answer *a)
-{
-	if (l->tp > 1 && m->sp)
-		flag(a, "--sequence-parallel");
-	if (m->zero >= 1)
-		flag(a, "--use-distributed-optimizer");
-	/* dp behind the backward, as the estimate assumed (Megatron-LM's default is off;
-	 * Megatron-FSDP forces both on); the parameters' all-gather exists only with the
-	 * distributed optimizer. */
-	if (m->overlap_grad && m->zero <= 1)
-		flag(a, "--overlap-grad-reduce%s",
-		     m->zero == 1 && m->overlap_param ? " --overlap-param-gather" : "");
-	/* zero=2, 3: Megatron-FSDP (megatron/training/arguments.py: it forces the distributed
-	 * optimizer and asserts the fsdp_dtensor checkpoint format); its main gradients are the
-	 * parameters' dtype unless told, so grad=4's fp32 is said. */
-	if (m->zero >= 2)
-		flag(a, "--use-megatron-fsdp --data-parallel-sharding-strategy %s --ckpt-format fsdp_dtensor",
-		     m->zero == 2 ? "optim_grads" : "optim_grads_params");
-	if (m->zero >= 2 && m->grad_bytes == 4)
-		flag(a, "--megatron-fsdp-main-grads-dtype fp32");
-	/* moe_act replaces Megatron's default module list, core_attn, which only matters
-	 * without flash attention; Megatron-Core refuses moe_act without grouped GEMMs. */
-	if (l->recompute == MODEL_RECOMPUTE_SELECTIVE && l->moe_act)
-		flag(a, "--recompute-granularity selective --recompute-modules %smoe_act --moe-grouped-gemm",
-		     m->flash ? "" : "core_attn ");
-	else if (l->recompute == MODEL_RECOMPUTE_SELECTIVE)
-		flag(a, "--recompute-granularity selective");
-	else if (l->recompute == MODEL_RECOMPUTE_FULL && l->recompute_layers)
-		flag(a, "--recompute-granularity full --recompute-method block --recompute-num-layers %u",
-		     l->recompute_layers);
-	else if (l->recompute == MODEL_RECOMPUTE_FULL)
-		flag(a, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
-}
-
 /*
  * The flags Megatron-LM needs to run what the estimate assumed. Sizes are
  * in LLMP_MEGATRON_ARGS already; these are the model's side. A PyTorch-native
@@ -107,43 +42,25 @@ static const char flags_too_long[] = "the Megatron flags for this layout are lon
 static void megatron_flags(const struct model_desc *m, const struct step_layout *l,
 			   struct plugin_model_answer *a)
 {
-	bool megatron = m->engine == MODEL_ENGINE_MEGATRON;
-	a->megatron[0] = '\0', a->megatron_cut = false;
-	if (m->engine != MODEL_ENGINE_TORCH) {
-		flag(a, "--micro-batch-size %u", l->mbs);
-		if (m->gbs)
-			flag(a, "--global-batch-size %.0f", m->gbs);
-		if (megatron)
-			megatron_lm_flags(m, l, a);
-		else
-			deepspeed_flags(m, l, a);
-	}
-	if (l->stage_layers) { /* mixed GPUs: hetero_split's layers */
-		char uneven[PLUGIN_MODEL_ARGS_MAX];
-		a->flags_say_stages = megatron &&
-				      hetero_megatron_args(l->stage_layers, l->pp, uneven, sizeof uneven);
-		if (megatron && !uneven[0])
-			return; /* even after all */
-		if (a->flags_say_stages)
-			flag(a, "%s", uneven);
-		/* the list, for the step's layout file and the tasks (LLMP_STAGE_LAYERS) */
-		size_t used = 0;
-		a->stage_layers[0] = '\0';
-		for (unsigned k = 0; k < l->pp && used < sizeof a->stage_layers; k++) {
-			int n = snprintf(a->stage_layers + used, sizeof a->stage_layers - used, "%s%u",
-					 k ? "," : "", l->stage_layers[k]);
-			if (n < 0 || (size_t)n >= sizeof a->stage_layers - used) {
-				a->stage_layers[0] = '\0'; /* too many stages to say: the note names none */
-				break;
-			}
-			used += (size_t)n;
+	a->megatron_cut = !megatron_model_args(m, l, a->megatron, sizeof a->megatron, &a->flags_say_stages);
+	if (!l->stage_layers)
+		return;
+	/* mixed GPUs: hetero_split's layers, unless even after all */
+	char uneven[PLUGIN_MODEL_ARGS_MAX];
+	if (m->engine == MODEL_ENGINE_MEGATRON &&
+	    hetero_megatron_args(l->stage_layers, l->pp, uneven, sizeof uneven) && !uneven[0])
+		return;
+	/* the list, for the step's layout file and the tasks (LLMP_STAGE_LAYERS) */
+	size_t used = 0;
+	a->stage_layers[0] = '\0';
+	for (unsigned k = 0; k < l->pp && used < sizeof a->stage_layers; k++) {
+		int n = snprintf(a->stage_layers + used, sizeof a->stage_layers - used, "%s%u", k ? "," : "",
+				 l->stage_layers[k]);
+		if (n < 0 || (size_t)n >= sizeof a->stage_layers - used) {
+			a->stage_layers[0] = '\0'; /* too many stages to say: the note names none */
+			break;
 		}
-	} else if (megatron && l->pp > 1 && (unsigned long long)m->layers % l->pp) {
-		unsigned first, head, tail;
-		step_stage_layers(m, l, 0, &first, &head);
-		step_stage_layers(m, l, l->pp - 1, &first, &tail);
-		flag(a, "--decoder-first-pipeline-num-layers %u --decoder-last-pipeline-num-layers %u", head,
-		     tail);
+		used += (size_t)n;
 	}
 }
 

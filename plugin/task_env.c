@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <llmp/llmp_env.h>
+#include "planner/megatron_args.h"
 
 static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -42,39 +43,18 @@ static void axis_var(char *out, size_t outlen, enum llmp_axis axis, const char *
 }
 
 /*
- * Megatron-LM's arguments for the layout, or -1 where Megatron cannot state
- * its order: it knows tp-cp-ep-dp-pp (its default) and, with
- * --use-tp-pp-dp-mapping, tp-cp-ep-pp-dp. Keys at their default are left
- * out, so older Megatron versions accept what they do not know of. The
- * model's flags (model_layout.h: micro-batch, recompute, uneven stages),
- * when --llm-model gave them, follow.
+ * Megatron-LM's arguments for the layout (planner/megatron_args.h), or -1
+ * where Megatron cannot state its order. The model's flags (model_layout.h:
+ * micro-batch, recompute, uneven stages), when --llm-model gave them, follow.
  */
 static int megatron_args(const llmp_plan *plan, const char *model_args, char *out, size_t len)
 {
-	const char *order = llmp_plan_order(plan);
-	bool tp_pp_dp = strcmp(order, "tp-cp-ep-pp-dp") == 0;
-	if (!tp_pp_dp && strcmp(order, "tp-cp-ep-dp-pp") != 0)
+	if (megatron_layout_args(plan, out, len) != 0)
 		return -1;
-	uint32_t tp = llmp_plan_size(plan, LLMP_AXIS_TP), cp = llmp_plan_size(plan, LLMP_AXIS_CP),
-		 ep = llmp_plan_size(plan, LLMP_AXIS_EP), etp = llmp_plan_size(plan, LLMP_AXIS_ETP),
-		 vpp = llmp_plan_vpp(plan);
-	int n = snprintf(out, len, "--tensor-model-parallel-size %u --pipeline-model-parallel-size %u", tp,
-			 llmp_plan_size(plan, LLMP_AXIS_PP));
-	if (cp > 1)
-		n += snprintf(out + n, len - (size_t)n, " --context-parallel-size %u", cp);
-	if (ep > 1)
-		n += snprintf(out + n, len - (size_t)n, " --expert-model-parallel-size %u", ep);
-	if (etp != tp)
-		n += snprintf(out + n, len - (size_t)n, " --expert-tensor-parallel-size %u", etp);
-	if (vpp)
-		n += snprintf(out + n, len - (size_t)n, " --num-virtual-stages-per-pipeline-rank %u", vpp);
-	/* With pp or dp 1 both orders make the same groups: the flag is left out, as a key at
-	 * its default is (Megatron-Bridge refuses it with Megatron-FSDP, which needs pp 1). */
-	if (tp_pp_dp && llmp_plan_size(plan, LLMP_AXIS_PP) > 1 && llmp_plan_size(plan, LLMP_AXIS_DP) > 1)
-		n += snprintf(out + n, len - (size_t)n, " --use-tp-pp-dp-mapping");
-	if (model_args && *model_args && (size_t)n < len)
-		n += snprintf(out + n, len - (size_t)n, " %s", model_args);
-	return (size_t)n < len ? 0 : -1;
+	size_t n = strlen(out);
+	if (model_args && *model_args)
+		n += (size_t)snprintf(out + n, len - n, " %s", model_args);
+	return n < len ? 0 : -1;
 }
 
 int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t, struct llmp_env *env)

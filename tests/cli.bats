@@ -408,6 +408,30 @@ for k, micro in ((0, 2), (1, 1)):
 EOF
 }
 
+@test "step model: the Megatron flags the estimate assumed, as a step gets them, in text and JSON" {
+	need_python
+	# Written out here from Megatron-LM's flag names: the layout's sizes (pp 4 with dp 2 and
+	# the tp-cp-ep-pp-dp order: --use-tp-pp-dp-mapping), then the model's assumptions.
+	local want="--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4"
+	want+=" --num-virtual-stages-per-pipeline-rank 2 --use-tp-pp-dp-mapping"
+	want+=" --micro-batch-size 1 --global-batch-size 64 --sequence-parallel --use-distributed-optimizer"
+	want+=" --overlap-grad-reduce --overlap-param-gather --recompute-granularity full"
+	want+=" --recompute-method block --recompute-num-layers 1"
+	local args=(--world 16 --parallel tp=2,pp=4,vpp=2,order=tp-cp-ep-pp-dp
+		--model llama3-8b,gbs=64,recompute=full,recompute-layers=1 --gpu h100)
+	llmp plan "${args[@]}"
+	assert_status 0
+	assert_line_matches "^megatron: $want\$"
+	llmp plan "${args[@]}" --format json
+	assert_status 0
+	python3 -c 'import json, sys; d = json.loads(sys.argv[1]); assert d["megatron_args"] == sys.argv[2], d["megatron_args"]' \
+		"$output" "$want" || fail "JSON megatron_args"
+	# A PyTorch-native stack takes no Megatron flags: no line, and "" in JSON
+	llmp plan --world 16 --parallel tp=2,pp=4 --model llama3-8b,gbs=64,engine=torch,zero=2 --gpu h100
+	assert_status 0
+	[[ $output != *"megatron:"* ]] || fail "a megatron: line under engine=torch"
+}
+
 @test "step model: recompute-layers= is Megatron's block method, in text and JSON" {
 	need_python
 	local model=gpt3-175b,gbs=64,recompute=full,recompute-layers=3
