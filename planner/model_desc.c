@@ -4,9 +4,12 @@
 #include "model_desc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fail.h"
 #include "common/json_read.h"
@@ -375,9 +378,20 @@ static llmp_status read_hf_config(const char *path, struct model_desc *m, char *
 {
 	char shown[LLMP_SHOW_MAX];
 	const char *p = llmp_show(shown, path, strlen(path));
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	/* Not blocking on a FIFO or a device: only a regular file is read. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: %s", p, strerror(errno));
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: not a regular file", p);
+	}
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		return llmp_fail(LLMP_ERR_NOMEM, msg, len, "--model %s: %s", p, strerror(errno));
+	}
 	size_t cap = 1 << 16, n = 0;
 	char *text = malloc(cap);
 	while (text) {

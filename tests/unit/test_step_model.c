@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1056,6 +1057,7 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		{ "layers=2,hidden=512,seq=8,mlp=relu", "mlp='relu' is not one of gelu, swiglu" },
 		{ "layers=2,hidden=512,seq=8,x\033[31m=1", "unknown key 'x?[31m'" },
 		{ "/nonexistent/config.json", "/nonexistent/config.json: No such file" },
+		{ "/tmp/", "--model /tmp/: not a regular file" },
 		{ "layers=2,hidden=512,seq=8,zero=4", "zero='4' is not one of 0, 1, 2, 3, auto" },
 		{ "layers=2,hidden=512,seq=8,recompute-layers=0",
 		  "recompute-layers='0' is not one of a whole number of layers, 1 or more" },
@@ -1151,6 +1153,17 @@ static void reads_a_hugging_face_config(void **state)
 	assert_int_equal(model_desc_parse(path2, &x, msg, sizeof msg), LLMP_ERR_ARG);
 	unlink(path2);
 	assert_non_null(strstr(msg, "line 2: num_hidden_layers is not a whole number"));
+
+	/* A FIFO is refused, not waited on (a reader would block until a writer came). */
+	char fifo[] = "/tmp/llmp-test-fifo-XXXXXX";
+	fd = mkstemp(fifo);
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(model_desc_parse(fifo, &x, msg, sizeof msg), LLMP_ERR_ARG);
+	unlink(fifo);
+	assert_non_null(strstr(msg, "not a regular file"));
 
 	/* Dropout: GPT-2's names, above 0 in any; no name at all keeps Megatron's default, on. */
 	static const struct {
