@@ -571,6 +571,21 @@ planned_by() { # llmp plan's arguments but --parallel and --format
 	assert_cluster_idle
 }
 
+@test "--llm-parallel=auto: an MoE model's experts' activation recomputed, its flags reach the step" {
+	# On 10 GiB GPUs the fastest layout of 8 for this MoE model fits only with the routed
+	# experts' activation recomputed (llmp plan: recompute=selective,recompute-moe-act=1).
+	local model=layers=8,hidden=2048,heads=16,seq=4096,vocab=32000,experts=8,topk=2,moe-ffn=4096,mlp=swiglu,gbs=64
+	local gpu=mem=10,tflops=100 want spec flags
+	want=$(planned "$model" "$gpu" 8)
+	spec=$(sed -n 1p <<<"$want") flags=$(sed -n 2p <<<"$want")
+	[[ $flags == *"--recompute-modules moe_act --moe-grouped-gemm"* ]] || { echo "no moe_act: $flags"; false; }
+	LLMP_GPU=$gpu run srun -N2 -n8 --llm-parallel=auto --llm-model=$model "$TASK_ENV"
+	[ "$status" -eq 0 ]
+	grep -q "^llm_parallel: --llm-parallel=auto chose ${spec//,/,.*}" <<<"$output" || { echo "want $spec: $output"; false; }
+	check_tasks "$spec" 8 --model-args "$flags"
+	assert_cluster_idle
+}
+
 # The test nodes as PCIe boxes (pcie-4gpu.json) whose type says its GPU, under
 # two leaves (HOSTS node[1-3]), or some of them without the tree: srun places
 # auto's layouts there.
