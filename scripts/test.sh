@@ -6,9 +6,11 @@
 #   python     a virtual environment with PyTorch for the Python tests (scripts/python-env.sh)
 #   check      build, then `make check`: unit, CLI, Python and local Slurm cluster tests
 #   asan       the unit, CLI, singleton runtime, example, llmp ckpt (damaged checkpoints
-#              included) and job-end tests again, built with ASan + UBSan
+#              included) and job-end tests again, built with ASan + UBSan (and GCC's
+#              float-cast-overflow, which -fsanitize=undefined leaves out)
 #   valgrind   the unit tests under valgrind
-#   fuzz       short libFuzzer runs of the layout parser and the topology file reader
+#   fuzz       short libFuzzer runs of the layout parser, the topology file reader and
+#              the model descriptions through the chooser and the plugin's decision
 #              (FUZZ_SECONDS each, default 60)
 #   format     the C sources as .clang-format writes them (scripts/format.sh --check),
 #              and which runtime folder may include which (scripts/check-layers.sh)
@@ -196,7 +198,7 @@ stage_valgrind() {
 }
 
 stage_fuzz() {
-	echo "== fuzzing the layout parser, then the topology file reader, for ${FUZZ_SECONDS:-60} s each"
+	echo "== fuzzing the layout parser, the topology file reader, then the model descriptions, for ${FUZZ_SECONDS:-60} s each"
 	count_step "fuzz" quietly "$build/fuzz.log" make -C "$build" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 	grep '^Done' "$build/fuzz.log" || true
 }
