@@ -211,23 +211,26 @@ double model_desc_params(const struct model_desc *m)
 struct key {
 	const char *name;
 	size_t offset;
+	/* A count a layout holds in an unsigned or the chooser loops over: at most
+	 * MODEL_COUNT_MAX, so that no conversion overflows and no loop runs for hours. */
+	bool counted;
 };
 
 static const struct key model_keys[] = {
-	{ "layers", offsetof(struct model_desc, layers) },
-	{ "hidden", offsetof(struct model_desc, hidden) },
-	{ "ffn", offsetof(struct model_desc, ffn) },
-	{ "heads", offsetof(struct model_desc, heads) },
-	{ "kv-heads", offsetof(struct model_desc, kv_heads) },
-	{ "vocab", offsetof(struct model_desc, vocab) },
-	{ "seq", offsetof(struct model_desc, seq) },
-	{ "experts", offsetof(struct model_desc, experts) },
-	{ "topk", offsetof(struct model_desc, topk) },
-	{ "moe-ffn", offsetof(struct model_desc, moe_ffn) },
-	{ "shared-ffn", offsetof(struct model_desc, shared_ffn) },
-	{ "dense-layers", offsetof(struct model_desc, dense_layers) },
-	{ "gbs", offsetof(struct model_desc, gbs) },
-	{ "mbs", offsetof(struct model_desc, mbs) },
+	{ "layers", offsetof(struct model_desc, layers), true },
+	{ "hidden", offsetof(struct model_desc, hidden), false },
+	{ "ffn", offsetof(struct model_desc, ffn), false },
+	{ "heads", offsetof(struct model_desc, heads), false },
+	{ "kv-heads", offsetof(struct model_desc, kv_heads), false },
+	{ "vocab", offsetof(struct model_desc, vocab), false },
+	{ "seq", offsetof(struct model_desc, seq), false },
+	{ "experts", offsetof(struct model_desc, experts), true },
+	{ "topk", offsetof(struct model_desc, topk), false },
+	{ "moe-ffn", offsetof(struct model_desc, moe_ffn), false },
+	{ "shared-ffn", offsetof(struct model_desc, shared_ffn), false },
+	{ "dense-layers", offsetof(struct model_desc, dense_layers), false },
+	{ "gbs", offsetof(struct model_desc, gbs), false },
+	{ "mbs", offsetof(struct model_desc, mbs), true },
 };
 #define NMODEL_KEYS (sizeof model_keys / sizeof model_keys[0])
 #define SEEN_ZERO (1u << NMODEL_KEYS) /* distopt= or zero= given: one setting, said once */
@@ -515,22 +518,12 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 		m->vocab = 32000;
 	if (!m->mbs)
 		m->mbs = 1;
-	/* Counts a layout iterates over or holds in an unsigned: bounded, so that no
-	 * loop runs for hours and no conversion overflows. */
-	static const struct {
-		const char *key;
-		size_t offset;
-	} counted[] = {
-		{ "layers", offsetof(struct model_desc, layers) },
-		{ "experts", offsetof(struct model_desc, experts) },
-		{ "mbs", offsetof(struct model_desc, mbs) },
-	};
-	for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
-		double v = *(const double *)((const char *)m + counted[i].offset);
-		if (v > MODEL_COUNT_MAX)
+	for (size_t k = 0; k < NMODEL_KEYS; k++) {
+		double v = *(const double *)((const char *)m + model_keys[k].offset);
+		if (model_keys[k].counted && v > MODEL_COUNT_MAX)
 			return llmp_fail(LLMP_ERR_ARG, msg, len,
-					 "--model: %s=%.0f is more than llmp models (%u)", counted[i].key, v,
-					 MODEL_COUNT_MAX);
+					 "--model: %s=%.0f is more than llmp models (%u)", model_keys[k].name,
+					 v, MODEL_COUNT_MAX);
 	}
 	if ((unsigned long long)m->hidden % (unsigned long long)m->heads)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: heads=%.0f does not divide hidden=%.0f",
