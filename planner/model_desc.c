@@ -4,15 +4,14 @@
 #include "model_desc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fail.h"
 #include "common/json_read.h"
+#include "common/open_regular.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -381,15 +380,12 @@ static llmp_status read_hf_config(const char *path, struct model_desc *m, char *
 {
 	char shown[LLMP_SHOW_MAX];
 	const char *p = llmp_show(shown, path, strlen(path));
-	/* Not blocking on a FIFO or a device: only a regular file is read. */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat sb;
+	int fd = llmp_open_regular(path, &sb);
+	if (fd == LLMP_NOT_REGULAR)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: not a regular file", p);
 	if (fd < 0)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: %s", p, strerror(errno));
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model %s: not a regular file", p);
-	}
 	FILE *f = fdopen(fd, "rb");
 	if (!f) {
 		close(fd);

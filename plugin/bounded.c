@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/fail.h"
+#include "common/open_regular.h"
 
 static uint64_t now_ms(void)
 {
@@ -225,14 +226,11 @@ int plugin_read_file_work(void *arg, char **out, size_t *outlen, char *msg, size
 	char shown[PLUGIN_SHOWN];
 	struct stat sb;
 	const char *path = plugin_show_path(shown, r->path);
-	/* Non-blocking: a FIFO would hold open(2) until a writer came; O_NOCTTY: a terminal stays free. */
-	int fd = open(r->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd = llmp_open_regular(r->path, &sb);
+	if (fd == LLMP_NOT_REGULAR)
+		return snprintf(msg, msglen, "%s: not a regular file", path), -1;
 	if (fd < 0)
 		return snprintf(msg, msglen, "%s: %s", path, strerror(errno)), -1;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return snprintf(msg, msglen, "%s: not a regular file", path), -1;
-	}
 	if (sb.st_uid != getuid() && sb.st_uid != 0) {
 		close(fd);
 		return snprintf(msg, msglen, "%s: owned by uid %u, neither the job's user nor root", path,

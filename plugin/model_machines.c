@@ -9,7 +9,6 @@
 #include "model_machines.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "common/fail.h"
 #include "planner/hetero.h"
 #include "common/hostlist.h"
+#include "common/open_regular.h"
 #include "planner/placement.h"
 
 struct plugin_machines {
@@ -48,17 +48,18 @@ struct plugin_machines {
 /* The file's bytes: a regular file, at most PLUGIN_TOPOLOGY_FILE_MAX; never waits on a FIFO. */
 static int read_topology(const char *file, char **text, size_t *n, char *msg, size_t len)
 {
-	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
+	int fd = llmp_open_regular(file, &st);
 	*text = NULL;
-	if (fd < 0) {
+	if (fd == -1) {
 		snprintf(msg, len, "%s: %s", file, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)PLUGIN_TOPOLOGY_FILE_MAX) {
+	if (fd == LLMP_NOT_REGULAR || st.st_size > (off_t)PLUGIN_TOPOLOGY_FILE_MAX) {
 		snprintf(msg, len, "%s: not a regular file of at most %u MiB", file,
 			 PLUGIN_TOPOLOGY_FILE_MAX >> 20);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	*text = malloc((size_t)st.st_size + 1);

@@ -13,7 +13,6 @@
 #include "topo.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "common/fail.h"
 #include "common/hostlist.h"
 #include "common/json_read.h"
+#include "common/open_regular.h"
 #include "topology/gpu_desc.h"
 
 struct checker {
@@ -647,14 +647,11 @@ llmp_status topo_read_file(const char *path, struct topo *t, char *msg, size_t l
 {
 	struct stat sb;
 	memset(t, 0, sizeof *t);
-	/* Non-blocking: a FIFO (or a device) would hold open(2) until a writer came. */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd = llmp_open_regular(path, &sb);
+	if (fd == LLMP_NOT_REGULAR)
+		return llmp_fail(LLMP_ERR_ARG, msg, len, "%s: not a regular file", path);
 	if (fd < 0)
 		return llmp_fail(LLMP_ERR_IO, msg, len, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return llmp_fail(LLMP_ERR_ARG, msg, len, "%s: not a regular file", path);
-	}
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
