@@ -557,33 +557,33 @@ planned_by() { # llmp plan's arguments but --parallel and --format
 	assert_cluster_idle
 }
 
-@test "--llm-parallel=auto: where only full recompute fits, the block method's flags reach the step" {
-	# At seq 16384 on 12 GiB GPUs no layout of 8 fits with selective recompute
-	# (llmp plan: 285 valid, 17 fit, all with full recompute).
-	local model=${BIG_MODEL/seq=2048/seq=16384} gpu=mem=12,tflops=100 want spec flags
-	want=$(planned "$model" "$gpu" 8)
+# srun -n8 --llm-parallel=auto for MODEL on GPU chooses llmp plan's layout, whose
+# Megatron flags hold WANT, and every task gets those flags.
+auto_recompute_reaches_step() { # MODEL GPU WANT
+	local want spec flags
+	want=$(planned "$1" "$2" 8)
 	spec=$(sed -n 1p <<<"$want") flags=$(sed -n 2p <<<"$want")
-	[[ $flags == *"--recompute-method block --recompute-num-layers "* ]] || { echo "no block: $flags"; false; }
-	LLMP_GPU=$gpu run srun -N2 -n8 --llm-parallel=auto --llm-model=$model "$TASK_ENV"
+	[[ $flags == *"$3"* ]] || { echo "no '$3': $flags"; false; }
+	LLMP_GPU=$2 run srun -N2 -n8 --llm-parallel=auto --llm-model=$1 "$TASK_ENV"
 	[ "$status" -eq 0 ]
 	grep -q "^llm_parallel: --llm-parallel=auto chose ${spec//,/,.*}" <<<"$output" || { echo "want $spec: $output"; false; }
 	check_tasks "$spec" 8 --model-args "$flags"
 	assert_cluster_idle
 }
 
+@test "--llm-parallel=auto: where only full recompute fits, the block method's flags reach the step" {
+	# At seq 16384 on 12 GiB GPUs no layout of 8 fits with selective recompute
+	# (llmp plan: 285 valid, 17 fit, all with full recompute).
+	auto_recompute_reaches_step "${BIG_MODEL/seq=2048/seq=16384}" mem=12,tflops=100 \
+		"--recompute-method block --recompute-num-layers "
+}
+
 @test "--llm-parallel=auto: an MoE model's experts' activation recomputed, its flags reach the step" {
 	# On 10 GiB GPUs the fastest layout of 8 for this MoE model fits only with the routed
 	# experts' activation recomputed (llmp plan: recompute=selective,recompute-moe-act=1).
-	local model=layers=8,hidden=2048,heads=16,seq=4096,vocab=32000,experts=8,topk=2,moe-ffn=4096,mlp=swiglu,gbs=64
-	local gpu=mem=10,tflops=100 want spec flags
-	want=$(planned "$model" "$gpu" 8)
-	spec=$(sed -n 1p <<<"$want") flags=$(sed -n 2p <<<"$want")
-	[[ $flags == *"--recompute-modules moe_act --moe-grouped-gemm"* ]] || { echo "no moe_act: $flags"; false; }
-	LLMP_GPU=$gpu run srun -N2 -n8 --llm-parallel=auto --llm-model=$model "$TASK_ENV"
-	[ "$status" -eq 0 ]
-	grep -q "^llm_parallel: --llm-parallel=auto chose ${spec//,/,.*}" <<<"$output" || { echo "want $spec: $output"; false; }
-	check_tasks "$spec" 8 --model-args "$flags"
-	assert_cluster_idle
+	auto_recompute_reaches_step \
+		layers=8,hidden=2048,heads=16,seq=4096,vocab=32000,experts=8,topk=2,moe-ffn=4096,mlp=swiglu,gbs=64 \
+		mem=10,tflops=100 "--recompute-modules moe_act --moe-grouped-gemm"
 }
 
 # The test nodes as PCIe boxes (pcie-4gpu.json) whose type says its GPU, under
