@@ -9,6 +9,8 @@
  * stack on one cluster whose GPU the source does not say), the per-layer
  * overhead of a GPU text on its two `fitmb` rows (one layout at two
  * micro-batch sizes; `fitmbgrid`: a pair for the rows of its grid alone),
+ * the link rate inside the NVLink domain on a `fittp` row (the `fit` row's
+ * layout at another tp; `fittpgrid`: the `fitgrid` row's, for its grid),
  * the framework allowance on the row marked `fitmem`
  * (`fit+mem`: efficiency and allowance). Those rows are left out of the
  * time figures and the grids; the guard and memory figures count the rows
@@ -51,6 +53,7 @@ struct fit {
 	double efficiency; /* 0 until fitted */
 	/* fitted on a `fitmb` pair of this gpu text (`fitmbgrid`: of this grid); 0 without one */
 	double layer_overhead_s;
+	double link_gbps; /* fitted on a `fittp` row (`fittpgrid`: of this grid); 0 without one */
 };
 
 static struct fit fits[MAX_FITS];
@@ -85,15 +88,15 @@ static int read_rows(const char *path, struct row *rows, size_t *n)
 			fclose(f);
 			return -1;
 		}
-		static const char *const roles[] = { "eval",    "guard", "fit",     "fitmem",
-						     "fit+mem", "fitmb", "fitgrid", "fitmbgrid" };
+		static const char *const roles[] = { "eval",  "guard",   "fit",       "fitmem", "fit+mem",
+						     "fitmb", "fitgrid", "fitmbgrid", "fittp",  "fittpgrid" };
 		size_t known = 0;
 		while (known < sizeof roles / sizeof *roles && strcmp(field[0], roles[known]) != 0)
 			known++;
 		if (known == sizeof roles / sizeof *roles) {
 			fprintf(stderr,
 				"%s: %s: role '%s' is none of eval, guard, fit, fitmem, fit+mem, fitmb, "
-				"fitgrid, fitmbgrid\n",
+				"fitgrid, fitmbgrid, fittp, fittpgrid\n",
 				path, field[1], field[0]);
 			fclose(f);
 			return -1;
@@ -160,9 +163,11 @@ static int gpu_of(const struct row *r, struct gpu_desc *g)
 							       : of_kind;
 	if (eff && eff->efficiency > 0)
 		g->efficiency = eff->efficiency;
-	const struct fit *overhead = grid ? grid : text;
-	if (overhead)
-		g->layer_overhead_s = overhead->layer_overhead_s;
+	const struct fit *own = grid ? grid : text; /* the overhead and the link: the text's own */
+	if (own)
+		g->layer_overhead_s = own->layer_overhead_s;
+	if (own && own->link_gbps > 0)
+		g->nvlink_gbps = own->link_gbps;
 	return 0;
 }
 
@@ -368,6 +373,60 @@ static int fit_pair(const struct row *a, const struct row *b, bool quiet)
 }
 
 /*
+ * Fit the link rate inside the NVLink domain on a `fittp` row: the layout of its gpu
+ * text's `fit` (or `fit+mem`) row at another tp; `fittpgrid`: of its grid's `fitgrid`
+ * row. The efficiency scales both steps alike; the tp collectives, exposed, weigh on
+ * the larger tp's: their ratio sizes the link.
+ */
+static int fit_tp(const struct row *r, const struct row *rows, size_t n, bool quiet)
+{
+	bool grid = strcmp(r->role, "fittpgrid") == 0;
+	const struct row *base = NULL;
+	for (size_t i = 0; i < n && !base; i++) {
+		const struct row *b = &rows[i];
+		bool role = grid ? strcmp(b->role, "fitgrid") == 0 && strcmp(b->grid, r->grid) == 0
+				 : strcmp(b->role, "fit") == 0 || strcmp(b->role, "fit+mem") == 0;
+		if (role && strcmp(b->gpu, r->gpu) == 0)
+			base = b;
+	}
+	struct model_desc mr, mb;
+	struct gpu_desc g;
+	struct outcome orow, obase;
+	if (!base || strcmp(base->model, r->model) != 0 || base->gpus != r->gpus) {
+		fprintf(stderr, "%s: a %s row needs a %s row of its gpu text%s, model and world\n", r->id,
+			r->role, grid ? "fitgrid" : "fit", grid ? " and grid" : "");
+		return -1;
+	}
+	if (model_of(r, &mr) || model_of(base, &mb) || gpu_of(r, &g))
+		return -1;
+	evaluate(r, &mr, &g, &orow);
+	evaluate(base, &mb, &g, &obase);
+	if (!orow.valid || !obase.valid || !orow.measured || !obase.measured) {
+		fprintf(stderr, "%s, %s: a fittp pair needs two valid layouts with measured steps\n",
+			base->id, r->id);
+		return -1;
+	}
+	bool row_first = r->tp < base->tp;
+	const struct outcome *a = row_first ? &orow : &obase, *b = row_first ? &obase : &orow;
+	char why[LLMP_MSG_MAX];
+	double gbps;
+	if (step_fit_link(&mr, &g, r->gpus, &a->layout, a->measured, &b->layout, b->measured, &gbps, why,
+			  sizeof why) != LLMP_OK) {
+		fprintf(stderr, "%s, %s: cannot fit: %s\n", base->id, r->id, why);
+		return -1;
+	}
+	struct fit *f = fit_of(r->gpu, grid ? r->grid : "");
+	if (f)
+		f->link_gbps = gbps;
+	if (!quiet)
+		printf("fitted on %s and %s %s: a link of %.0f GB/s inside the NVLink domain (their steps' "
+		       "ratio %.3f)%s%s\n",
+		       base->id, r->id, r->gpu, gbps, b->measured / a->measured, grid ? ", for grid " : "",
+		       grid ? r->grid : "");
+	return 0;
+}
+
+/*
  * The `fitmb` and `fitmbgrid` rows in pairs: two rows of one role, gpu text and grid,
  * the smaller mbs first.
  */
@@ -403,6 +462,15 @@ static int pair_rows(const struct row *rows, size_t n, const struct row *pairs[]
 	return 0;
 }
 
+#define FIT_ROUNDS_MAX 1000
+
+/* Two fitted values alike to a part in 10^12 (or both 0: not fitted). */
+static bool near(double a, double b)
+{
+	double d = a - b, scale = a < 0 ? -a : a;
+	return (d < 0 ? -d : d) <= 1e-12 * scale;
+}
+
 static int by_value(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -434,22 +502,37 @@ int main(int argc, char **argv)
 		if ((strcmp(rows[i].role, "fit+mem") == 0 || strcmp(rows[i].role, "fitmem") == 0) &&
 		    fit_memory(&rows[i]))
 			return 1;
-	/* The efficiency and the per-layer overhead of a gpu text depend on each other: each
-	 * fitted with the other's last value, until neither moves (ten rounds are plenty). */
+	/* The efficiency, the per-layer overhead and the link rate of a gpu text depend on each
+	 * other: each fitted with the others' last values until none moves, then once more, printed. */
 	const struct row *pairs[MAX_FITS][2];
 	size_t npairs = 0;
 	if (pair_rows(rows, n, pairs, &npairs))
 		return 1;
-	for (int round = 0; round < 10; round++) {
-		bool last = round == 9;
+	for (int round = 0, settled = 0; settled < 2; round++) {
+		struct fit was[MAX_FITS];
+		memcpy(was, fits, sizeof was);
+		bool quiet = settled == 0;
 		for (size_t i = 0; i < n; i++)
 			if ((strcmp(rows[i].role, "fit") == 0 || strcmp(rows[i].role, "fit+mem") == 0 ||
 			     strcmp(rows[i].role, "fitgrid") == 0) &&
-			    fit_row(&rows[i], !last))
+			    fit_row(&rows[i], quiet))
 				return 1;
 		for (size_t p = 0; p < npairs; p++)
-			if (fit_pair(pairs[p][0], pairs[p][1], !last))
+			if (fit_pair(pairs[p][0], pairs[p][1], quiet))
 				return 1;
+		for (size_t i = 0; i < n; i++)
+			if (strncmp(rows[i].role, "fittp", 5) == 0 && fit_tp(&rows[i], rows, n, quiet))
+				return 1;
+		bool moved = false;
+		for (size_t f = 0; f < nfits; f++)
+			moved = moved || !near(was[f].efficiency, fits[f].efficiency) ||
+				!near(was[f].layer_overhead_s, fits[f].layer_overhead_s) ||
+				!near(was[f].link_gbps, fits[f].link_gbps);
+		settled += settled || !moved;
+		if (round == FIT_ROUNDS_MAX) {
+			fprintf(stderr, "the fitted constants did not settle in %d rounds\n", FIT_ROUNDS_MAX);
+			return 1;
+		}
 	}
 
 	size_t ran = 0, accepted = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
@@ -460,11 +543,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 		/* guard: a run whose memory the model covers but whose time it does not (fp8): the
-		 * guard's figures only. A row a time constant was fitted on (fit, fitmb, fitgrid, fitmbgrid) is
+		 * guard's figures only. A row a time constant was fitted on (fit, fitmb, fitgrid, fitmbgrid,
+		 * fittp, fittpgrid) is
 		 * judged on memory too, which no such constant touches; one the allowance was fitted
 		 * on (fitmem, fit+mem) is not. */
-		bool time_fitted = strcmp(r->role, "fit") == 0 || strcmp(r->role, "fitmb") == 0 ||
-				   strcmp(r->role, "fitgrid") == 0 || strcmp(r->role, "fitmbgrid") == 0;
+		bool time_fitted = strcmp(r->role, "fit") == 0 || strncmp(r->role, "fitmb", 5) == 0 ||
+				   strcmp(r->role, "fitgrid") == 0 || strncmp(r->role, "fittp", 5) == 0;
 		bool guard_only = strcmp(r->role, "guard") == 0 || time_fitted;
 		if (strcmp(r->role, "eval") != 0 && !guard_only)
 			continue;

@@ -482,14 +482,11 @@ int cli_plan_step(const struct cli_plan_step *a)
 			a->measured_mbs2, l.mbs);
 		return CLI_EXIT_USAGE;
 	}
+	struct step_measured measured = { .step_s = a->measured_step,
+					  .mbs2 = a->measured_step2 ? a->measured_mbs2 : 0,
+					  .mbs2_s = a->measured_step2 };
 	llmp_status fitted = !a->measured_step ? LLMP_OK
-			     : a->measured_step2
-				     ? step_fit_efficiency_overhead(&m, &g, a->world, &l, a->measured_step,
-								    a->measured_mbs2, a->measured_step2,
-								    &g.efficiency, &g.layer_overhead_s, msg,
-								    sizeof msg)
-				     : step_fit_efficiency(&m, &g, a->world, &l, a->measured_step,
-							   &g.efficiency, msg, sizeof msg);
+						: step_calibrate(&m, &g, a->world, &l, &measured, &g, msg, sizeof msg);
 	if (fitted != LLMP_OK) {
 		fprintf(stderr, PROG ": %s: %s\n",
 			a->measured_step2 ? "--measured-step-mbs" : "--measured-step", msg);

@@ -749,39 +749,121 @@ llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu
 	return LLMP_OK;
 }
 
-#define STEP_FIT_ROUNDS 2000 /* each round moves both by a share of what is left: tens suffice */
-
-llmp_status step_fit_efficiency_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-					 const struct step_layout *l, double step_s, unsigned mbs2,
-					 double step2_s, double *efficiency, double *overhead_s, char *msg,
-					 size_t len)
+static bool same_but_tp(const struct step_layout *a, const struct step_layout *b)
 {
-	struct step_layout other = *l;
-	other.mbs = mbs2;
-	llmp_status st = step_layout_check(m, world, &other, msg, len);
-	if (st != LLMP_OK)
-		return st;
-	bool first_small = l->mbs < mbs2;
-	const struct step_layout *a = first_small ? l : &other, *b = first_small ? &other : l;
-	double a_s = first_small ? step_s : step2_s, b_s = first_small ? step2_s : step_s;
+	return a->pp == b->pp && a->cp == b->cp && a->ep == b->ep && a->vpp == b->vpp && a->mbs == b->mbs &&
+	       a->recompute == b->recompute && a->recompute_layers == b->recompute_layers &&
+	       a->moe_act == b->moe_act && a->stage_layers == b->stage_layers;
+}
+
+llmp_status step_fit_link(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			  const struct step_layout *a, double a_s, const struct step_layout *b, double b_s,
+			  double *gbps, char *msg, size_t len)
+{
+	if (a->tp >= b->tp || !same_but_tp(a, b))
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "the link rate is fitted on one layout at two tensor-parallel sizes, the "
+				 "smaller first: tp=%u and tp=%u differ in more than tp, or not in it",
+				 a->tp, b->tp);
+	unsigned domain = g->domain < world ? g->domain : world;
+	if (b->tp > domain)
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "tp=%u is wider than %s's NVLink domain of %u GPUs: its groups cross the "
+				 "network (net=), not the link fitted here",
+				 b->tp, g->name, domain);
 	struct gpu_desc t = *g;
-	for (int round = 0; round < STEP_FIT_ROUNDS; round++) {
-		double eff = t.efficiency, over = t.layer_overhead_s;
-		st = step_fit_layer_overhead(m, &t, world, a, a_s, b, b_s, &t.layer_overhead_s, msg, len);
-		if (st == LLMP_OK)
-			st = step_fit_efficiency(m, &t, world, l, step_s, &t.efficiency, msg, len);
+	double bound[2] = { STEP_LINK_MIN_GBPS, STEP_LINK_MAX_GBPS }, ratio[2];
+	for (int i = 0; i < 2; i++) {
+		t.nvlink_gbps = bound[i];
+		llmp_status st = steps_ratio(m, &t, world, b, a, &ratio[i], msg, len);
 		if (st != LLMP_OK)
 			return st;
-		double de = t.efficiency - eff, dover = t.layer_overhead_s - over;
-		if (de * de < 1e-18 && dover * dover < 1e-24) { /* neither moved */
-			*efficiency = t.efficiency, *overhead_s = t.layer_overhead_s;
+	}
+	double want = b_s / a_s;
+	if (!(a_s > 0 && b_s > 0) || want > ratio[0] || want < ratio[1])
+		return llmp_fail(
+			LLMP_ERR_ARG, msg, len,
+			"steps of %.4g s at tp %u and %.4g s at tp %u (ratio %.3f) are outside what a "
+			"link of %.0f to %.0f GB/s gives this layout: %.3f to %.3f",
+			a_s, a->tp, b_s, b->tp, want, bound[0], bound[1], ratio[0], ratio[1]);
+	/* The larger tp's exposed collectives shrink as the link quickens: the ratio falls with
+	 * the rate. */
+	double lo = bound[0], hi = bound[1];
+	for (int i = 0; i < 60; i++) {
+		double r;
+		t.nvlink_gbps = (lo + hi) / 2;
+		llmp_status st = steps_ratio(m, &t, world, b, a, &r, msg, len);
+		if (st != LLMP_OK)
+			return st;
+		if (r > want)
+			lo = t.nvlink_gbps;
+		else
+			hi = t.nvlink_gbps;
+	}
+	*gbps = (lo + hi) / 2;
+	return LLMP_OK;
+}
+
+#define STEP_FIT_ROUNDS 2000 /* each round moves each by a share of what is left: tens suffice */
+
+/* l at another micro-batch size or tensor-parallel size (0: l's own), checked. */
+static llmp_status other_layout(const struct model_desc *m, uint32_t world, const struct step_layout *l,
+				unsigned mbs, unsigned tp, struct step_layout *out, char *msg, size_t len)
+{
+	*out = *l;
+	if (mbs)
+		out->mbs = mbs;
+	if (tp) {
+		out->etp = l->etp == l->tp ? tp : l->etp;
+		out->tp = tp, out->dp = 0;
+	}
+	return step_layout_check(m, world, out, msg, len);
+}
+
+llmp_status step_calibrate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			   const struct step_layout *l, const struct step_measured *s, struct gpu_desc *out,
+			   char *msg, size_t len)
+{
+	struct step_layout by_mbs, by_tp;
+	llmp_status st = LLMP_OK;
+	if (s->mbs2)
+		st = other_layout(m, world, l, s->mbs2, 0, &by_mbs, msg, len);
+	if (st == LLMP_OK && s->tp2)
+		st = other_layout(m, world, l, 0, s->tp2, &by_tp, msg, len);
+	if (st != LLMP_OK)
+		return st;
+	/* Each pair's smaller micro-batch (tensor-parallel size) first. */
+	bool mbs_first = l->mbs < s->mbs2, tp_first = l->tp < s->tp2;
+	const struct step_layout *ma = mbs_first ? l : &by_mbs, *mb = mbs_first ? &by_mbs : l;
+	double ma_s = mbs_first ? s->step_s : s->mbs2_s, mb_s = mbs_first ? s->mbs2_s : s->step_s;
+	const struct step_layout *ta = tp_first ? l : &by_tp, *tb = tp_first ? &by_tp : l;
+	double ta_s = tp_first ? s->step_s : s->tp2_s, tb_s = tp_first ? s->tp2_s : s->step_s;
+	struct gpu_desc t = *g;
+	for (int round = 0; round < STEP_FIT_ROUNDS; round++) {
+		struct gpu_desc was = t;
+		if (s->mbs2)
+			st = step_fit_layer_overhead(m, &t, world, ma, ma_s, mb, mb_s, &t.layer_overhead_s,
+						     msg, len);
+		if (st == LLMP_OK && s->tp2)
+			st = step_fit_link(m, &t, world, ta, ta_s, tb, tb_s, &t.nvlink_gbps, msg, len);
+		if (st == LLMP_OK)
+			st = step_fit_efficiency(m, &t, world, l, s->step_s, &t.efficiency, msg, len);
+		if (st != LLMP_OK)
+			return st;
+		double de = t.efficiency - was.efficiency, dover = t.layer_overhead_s - was.layer_overhead_s;
+		double dlink = t.nvlink_gbps / was.nvlink_gbps - 1;
+		bool settled = de * de < 1e-18 && dover * dover < 1e-24 && dlink * dlink < 1e-18;
+		if (settled || (!s->mbs2 && !s->tp2)) { /* none moved, or one step: one bisection */
+			*out = t;
 			return LLMP_OK;
 		}
 	}
-	return llmp_fail(LLMP_ERR_ARG, msg, len,
-			 "the efficiency and the per-layer overhead did not settle in %d rounds (last %.4f "
-			 "and %.3f ms): the two steps may not be of one layout and stack",
-			 STEP_FIT_ROUNDS, t.efficiency, 1e3 * t.layer_overhead_s);
+	return llmp_fail(
+		LLMP_ERR_ARG, msg, len,
+		"the efficiency%s%s did not settle in %d rounds (last %.4f, %.3f ms, %.1f GB/s): the "
+		"steps may not be of one layout and stack",
+		s->mbs2 ? ", the per-layer overhead" : "", s->tp2 ? ", the link rate" : "", STEP_FIT_ROUNDS,
+		t.efficiency, 1e3 * t.layer_overhead_s, t.nvlink_gbps);
 }
 
 double step_recompute_share(const struct model_desc *m, const struct step_layout *l, unsigned k)

@@ -156,15 +156,37 @@ llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu
 				    double b_s, double *overhead_s, char *msg, size_t len);
 
 /*
- * Both at once from two measured steps of layout l, at l->mbs and at mbs2
- * (`llmp plan --measured-step S --measured-step-mbs M=S2`): the overhead
- * from their ratio, the efficiency from the first, each fitted with the
- * other's last value until neither moves.
+ * The in-domain link rate (gpu_desc.nvlink_gbps) at which g gives the
+ * checked layouts a and b (one layout at two tensor-parallel sizes, a's the
+ * smaller, b's groups inside g's NVLink domain) the ratio of their measured
+ * steps b_s / a_s. The tensor-parallel collectives are exposed, so a slower
+ * link weighs on b, with more of them; the efficiency scales both alike.
+ * An error names the ratios at the bounds when the measured one lies
+ * outside them.
  */
-llmp_status step_fit_efficiency_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-					 const struct step_layout *l, double step_s, unsigned mbs2,
-					 double step2_s, double *efficiency, double *overhead_s, char *msg,
-					 size_t len);
+#define STEP_LINK_MIN_GBPS 1.0
+#define STEP_LINK_MAX_GBPS 10000.0
+llmp_status step_fit_link(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			  const struct step_layout *a, double a_s, const struct step_layout *b, double b_s,
+			  double *gbps, char *msg, size_t len);
+
+/* What a site measured of one layout, to calibrate its GPU text on. */
+struct step_measured {
+	double step_s;        /* the layout's step */
+	unsigned mbs2, tp2;   /* the same layout at another micro-batch size, tp size; 0: none */
+	double mbs2_s, tp2_s; /* their steps */
+};
+
+/*
+ * g calibrated on s (`llmp plan --measured-step S [--measured-step-mbs M=S2]
+ * [--measured-step-tp T=S3]`): the per-layer overhead from the micro-batch
+ * pair's ratio, the link rate from the tensor-parallel pair's, the
+ * efficiency from the step, each fitted with the others' last values until
+ * none moves. A second layout the model cannot take is named.
+ */
+llmp_status step_calibrate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			   const struct step_layout *l, const struct step_measured *s, struct gpu_desc *out,
+			   char *msg, size_t len);
 
 /*
  * One stage alone, for a chooser of stage_layers (hetero.c): the seconds of

@@ -442,30 +442,87 @@ static void two_measured_steps_give_back_the_overhead(void **state)
 	struct step_stage st[8];
 	double s1 = estimate(&m, &made, 1024, &l1, st).step_s, s4 = estimate(&m, &made, 1024, &l4, st).step_s;
 	assert_true(s1 > s4); /* the overhead is paid per micro-batch: four times as often at mbs 1 */
-	struct gpu_desc stated = gpu_of("a100,eff=0.2,layer-ms=40,net=6.25");
+	struct gpu_desc stated = gpu_of("a100,eff=0.2,layer-ms=40,net=6.25"), fitted;
 	char msg[LLMP_MSG_MAX];
-	double eff = 0, over = 0;
-	assert_int_equal(
-		step_fit_efficiency_overhead(&m, &stated, 1024, &l1, s1, 4, s4, &eff, &over, msg, sizeof msg),
-		LLMP_OK);
-	assert_near(eff, 0.5678, 1e-6);
-	assert_near(over, 4.321e-3, 1e-8);
+	double over = 0;
+	struct step_measured at1 = { .step_s = s1, .mbs2 = 4, .mbs2_s = s4 };
+	assert_int_equal(step_calibrate(&m, &stated, 1024, &l1, &at1, &fitted, msg, sizeof msg), LLMP_OK);
+	assert_near(fitted.efficiency, 0.5678, 1e-6);
+	assert_near(fitted.layer_overhead_s, 4.321e-3, 1e-8);
+	assert_near(fitted.nvlink_gbps, stated.nvlink_gbps, 0); /* no tp pair: the link as stated */
 	/* The same from the mbs-4 side. */
-	assert_int_equal(
-		step_fit_efficiency_overhead(&m, &stated, 1024, &l4, s4, 1, s1, &eff, &over, msg, sizeof msg),
-		LLMP_OK);
-	assert_near(eff, 0.5678, 1e-6);
-	assert_near(over, 4.321e-3, 1e-8);
+	struct step_measured at4 = { .step_s = s4, .mbs2 = 1, .mbs2_s = s1 };
+	assert_int_equal(step_calibrate(&m, &stated, 1024, &l4, &at4, &fitted, msg, sizeof msg), LLMP_OK);
+	assert_near(fitted.efficiency, 0.5678, 1e-6);
+	assert_near(fitted.layer_overhead_s, 4.321e-3, 1e-8);
 	/* mbs 1 at half the time of mbs 4: no overhead makes four times the micro-batches faster. */
 	assert_int_equal(
 		step_fit_layer_overhead(&m, &made, 1024, &l1, s4 / 2, &l4, s4, &over, msg, sizeof msg),
 		LLMP_ERR_ARG);
 	assert_non_null(strstr(msg, "outside what a per-layer overhead of 0 to 100 ms gives"));
 	/* A second micro-batch size the layout cannot take is named. */
-	assert_int_equal(
-		step_fit_efficiency_overhead(&m, &stated, 1024, &l1, s1, 5, s4, &eff, &over, msg, sizeof msg),
-		LLMP_ERR_LAYOUT);
+	struct step_measured at5 = { .step_s = s1, .mbs2 = 5, .mbs2_s = s4 };
+	assert_int_equal(step_calibrate(&m, &stated, 1024, &l1, &at5, &fitted, msg, sizeof msg),
+			 LLMP_ERR_LAYOUT);
 	assert_non_null(strstr(msg, "mbs*dp"));
+}
+
+/*
+ * Three measured steps of one layout, at mbs 1 and 2 and at tp 1 and 2, give
+ * back the efficiency, the per-layer overhead and the link rate they were made
+ * with, from stated values far from all three; a tp pair the link cannot
+ * explain, or one crossing the NVLink domain, is refused with its reason.
+ */
+static void three_measured_steps_give_back_the_link(void **state)
+{
+	(void)state;
+	struct gpu_desc made = gpu_of("h100,eff=0.4321,layer-ms=2.5,nvlink=123.4");
+	struct model_desc m = model_of("llama3-8b,gbs=1024,overlap-grad=0,recompute=none");
+	struct step_layout t1 = {
+		.tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_NONE
+	};
+	struct step_layout t1m2 = t1, t2 = t1;
+	t1m2.mbs = 2, t2.tp = t2.etp = 2;
+	struct step_stage st[1];
+	double s1 = estimate(&m, &made, 128, &t1, st).step_s,
+	       s1m2 = estimate(&m, &made, 128, &t1m2, st).step_s;
+	double s2 = estimate(&m, &made, 128, &t2, st).step_s;
+	struct gpu_desc fast = made;
+	fast.nvlink_gbps = 450;
+	/* The slower link shows in tp 2's step only: tp 1 has no tensor-parallel collective. */
+	assert_true(s2 > estimate(&m, &fast, 128, &t2, st).step_s);
+	assert_near(s1, estimate(&m, &fast, 128, &t1, st).step_s, 1e-9 * s1);
+	struct gpu_desc stated = gpu_of("h100,eff=0.3,layer-ms=10"), fitted;
+	char msg[LLMP_MSG_MAX];
+	struct step_measured at1 = { .step_s = s1, .mbs2 = 2, .mbs2_s = s1m2, .tp2 = 2, .tp2_s = s2 };
+	assert_int_equal(step_calibrate(&m, &stated, 128, &t1, &at1, &fitted, msg, sizeof msg), LLMP_OK);
+	assert_near(fitted.efficiency, 0.4321, 1e-6);
+	assert_near(fitted.layer_overhead_s, 2.5e-3, 1e-8);
+	assert_near(fitted.nvlink_gbps, 123.4, 1e-4);
+	/* From the tp-2 side, the link alone beside the efficiency. */
+	struct gpu_desc stated_overhead = gpu_of("h100,eff=0.3,layer-ms=2.5");
+	struct step_measured at2 = { .step_s = s2, .tp2 = 1, .tp2_s = s1 };
+	assert_int_equal(step_calibrate(&m, &stated_overhead, 128, &t2, &at2, &fitted, msg, sizeof msg),
+			 LLMP_OK);
+	assert_near(fitted.efficiency, 0.4321, 1e-6);
+	assert_near(fitted.nvlink_gbps, 123.4, 1e-4);
+	/* tp 2 faster than tp 1 by a tenth: no link rate gives that. */
+	double gbps = 0;
+	assert_int_equal(step_fit_link(&m, &made, 128, &t1, s1, &t2, s1 * 0.9, &gbps, msg, sizeof msg),
+			 LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "outside what a link of 1 to 10000 GB/s gives"));
+	/* tp 16 spans two nodes of 8: its link is the network's. */
+	struct step_layout t16 = t1;
+	t16.tp = t16.etp = 16;
+	assert_int_equal(step_fit_link(&m, &made, 128, &t1, s1, &t16, 2 * s1, &gbps, msg, sizeof msg),
+			 LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "wider than h100's NVLink domain of 8 GPUs"));
+	/* Two layouts that differ beyond tp are no pair. */
+	struct step_layout t2m2 = t2;
+	t2m2.mbs = 2;
+	assert_int_equal(step_fit_link(&m, &made, 128, &t1, s1, &t2m2, s2, &gbps, msg, sizeof msg),
+			 LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "differ in more than tp"));
 }
 
 /* Llama 3 405B: 126 layers on 16 stages, Megatron's uneven ends: 7 + 14 x 8 + 7. */
@@ -1200,6 +1257,7 @@ int main(void)
 		cmocka_unit_test(deepspeed_engine_exposes_dp_and_never_interleaves),
 		cmocka_unit_test(a_measured_step_gives_back_its_efficiency),
 		cmocka_unit_test(two_measured_steps_give_back_the_overhead),
+		cmocka_unit_test(three_measured_steps_give_back_the_link),
 		cmocka_unit_test(uneven_first_and_last_stages),
 		cmocka_unit_test(layouts_break_megatrons_rules_with_a_reason),
 		cmocka_unit_test(experts_shard_over_ep_and_etp),
