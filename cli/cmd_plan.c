@@ -21,9 +21,11 @@
 struct plan_args {
 	const char *spec, *topology, *hosts, *model, *svg, *gpu;
 	bool renumber, explain, automatic;
-	double measured_step;   /* --measured-step: seconds, 0 when not given */
-	double measured_step2;  /* --measured-step-mbs M=S: S, 0 when not given */
-	unsigned measured_mbs2; /* and M */
+	double measured_step;    /* --measured-step: seconds, 0 when not given */
+	double measured_step2;   /* --measured-step-mbs M=S: S, 0 when not given */
+	unsigned measured_mbs2;  /* and M */
+	double measured_step_tp; /* --measured-step-tp T=S: S, 0 when not given */
+	unsigned measured_tp2;   /* and T */
 	uint32_t world, nodes, tasks_per_node;
 	int64_t rank; /* -1 for all ranks */
 	int json;
@@ -80,6 +82,10 @@ static void help(void)
 	       "                           with --measured-step: the same layout's step at micro-batch\n"
 	       "                           size M (another than the model's mbs=): the per-layer\n"
 	       "                           overhead is fitted too (then --gpu GPU,eff=E,layer-ms=X)\n"
+	       "  -L, --measured-step-tp T=S\n"
+	       "                           with --measured-step: the same layout's step at tensor-parallel\n"
+	       "                           size T (another than the layout's tp, both inside the NVLink\n"
+	       "                           domain): the link rate is fitted too (then --gpu GPU,eff=E,nvlink=N)\n"
 	       "Exit status: 0 success, 2 bad input, 1 output error.\n");
 }
 
@@ -111,21 +117,30 @@ static int parse_seconds(const char *text, double *out)
 	return 0;
 }
 
-/* The digits from text up to end: a micro-batch size, 1 to 1024. */
-static int parse_micro_batch(const char *text, const char *end, unsigned *out)
+/* The digits from text up to end: a whole number from 1 to max. */
+static int parse_whole(const char *text, const char *end, unsigned max, unsigned *out)
 {
 	unsigned long v = 0;
-	if (text == end || end - text > 4)
+	if (text == end)
 		return -1;
 	for (const char *p = text; p < end; p++) {
 		if (*p < '0' || *p > '9')
 			return -1;
 		v = 10 * v + (unsigned long)(*p - '0');
+		if (v > max)
+			return -1;
 	}
-	if (v < 1 || v > 1024)
+	if (v < 1)
 		return -1;
 	*out = (unsigned)v;
 	return 0;
+}
+
+/* N=S: a size from 1 to max, and the seconds of a step at it. */
+static int parse_step_at(const char *text, unsigned max, unsigned *size, double *seconds)
+{
+	const char *eq = strchr(text, '=');
+	return !eq || parse_whole(text, eq, max, size) || parse_seconds(eq + 1, seconds) ? -1 : 0;
 }
 
 static int parse_args(int argc, char **argv, struct plan_args *a)
@@ -146,6 +161,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		{ "gpu", required_argument, NULL, 'G' },
 		{ "measured-step", required_argument, NULL, 'm' },
 		{ "measured-step-mbs", required_argument, NULL, 'B' },
+		{ "measured-step-tp", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -156,7 +172,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	a->rank = -1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:G:m:B:Eh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":w:N:t:p:r:f:T:H:P:M:S:G:m:B:L:Eh", options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			if (cli_parse_count(PROG, "--world", optarg, 1, LLMP_WORLD_MAX, &v))
@@ -180,16 +196,20 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 				return usage_error("--measured-step '%s': expected seconds, a number above 0",
 						   optarg);
 			break;
-		case 'B': {
-			const char *eq = strchr(optarg, '=');
-			if (!eq || parse_micro_batch(optarg, eq, &a->measured_mbs2) ||
-			    parse_seconds(eq + 1, &a->measured_step2))
+		case 'B':
+			if (parse_step_at(optarg, 1024, &a->measured_mbs2, &a->measured_step2))
 				return usage_error(
 					"--measured-step-mbs '%s': expected M=S, a micro-batch size "
 					"(1 to 1024) and the seconds of a step at it",
 					optarg);
 			break;
-		}
+		case 'L':
+			if (parse_step_at(optarg, LLMP_SIZE_MAX, &a->measured_tp2, &a->measured_step_tp))
+				return usage_error(
+					"--measured-step-tp '%s': expected T=S, a tensor-parallel size "
+					"and the seconds of a step at it",
+					optarg);
+			break;
 		case 'T': a->topology = optarg; break;
 		case 'H': a->hosts = optarg; break;
 		case 'M': a->model = optarg; break;
@@ -241,6 +261,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (a->measured_step2 && !a->measured_step)
 		return usage_message("", "--measured-step-mbs fits the per-layer overhead beside "
 					 "--measured-step: give both");
+	if (a->measured_step_tp && !a->measured_step)
+		return usage_message("", "--measured-step-tp fits the link rate beside --measured-step: "
+					 "give both");
 	if (a->explain && !a->model)
 		return usage_message("", "--explain explains the cost of --model: give --model too");
 	if (a->topology && a->nodes)
@@ -329,6 +352,8 @@ int cli_plan(int argc, char **argv)
 					      .measured_step = a.measured_step,
 					      .measured_step2 = a.measured_step2,
 					      .measured_mbs2 = a.measured_mbs2,
+					      .measured_step_tp = a.measured_step_tp,
+					      .measured_tp2 = a.measured_tp2,
 					      .world = a.world,
 					      .json = a.json != 0 };
 		return cli_plan_step(&step);

@@ -73,6 +73,8 @@ struct cli_plan_step {
 	double measured_step;  /* --measured-step: calibrate g's efficiency on it; 0: no */
 	double measured_step2; /* --measured-step-mbs M=S: and its per-layer overhead; 0: no */
 	unsigned measured_mbs2;
+	double measured_step_tp; /* --measured-step-tp T=S: and the link rate (nvlink=); 0: no */
+	unsigned measured_tp2;
 	uint32_t world;
 	bool json;
 	const struct gpu_desc

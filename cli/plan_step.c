@@ -346,20 +346,61 @@ static llmp_status score_on(const struct model_desc *m, uint32_t world, const st
 	return st;
 }
 
-/* The --gpu text without the keys a calibration replaces: eff=, and layer-ms= when it was fitted too. */
-static void gpu_text_uncalibrated(const char *gpu, bool overhead, char *out, size_t len)
+/*
+ * The --gpu text without the keys a calibration replaces: eff=, layer-ms=
+ * when the overhead was fitted too, and nvlink= when the link was.
+ */
+static void gpu_text_uncalibrated(const char *gpu, bool overhead, bool link, char *out, size_t len)
 {
 	size_t n = 0;
 	out[0] = '\0';
 	for (const char *p = gpu; *p;) {
 		size_t k = strcspn(p, ",");
 		bool drop = (k >= 4 && strncmp(p, "eff=", 4) == 0) ||
-			    (overhead && k >= 9 && strncmp(p, "layer-ms=", 9) == 0);
+			    (overhead && k >= 9 && strncmp(p, "layer-ms=", 9) == 0) ||
+			    (link && k >= 7 && strncmp(p, "nvlink=", 7) == 0);
 		if (!drop && n + k + 2 < len) {
 			n += (size_t)snprintf(out + n, len - n, "%s%.*s", n ? "," : "", (int)k, p);
 		}
 		p += k + (p[k] == ',');
 	}
+}
+
+/*
+ * The "calibrated:" line: what g was fitted to from what it stated, on
+ * which measured steps of l, and the --gpu text that scores on it.
+ */
+static void text_calibrated(const struct cli_plan_step *a, const struct step_layout *l,
+			    const struct gpu_desc *stated, const struct gpu_desc *g, FILE *out)
+{
+	bool mbs = a->measured_step2 > 0, tp = a->measured_step_tp > 0;
+	char base[256];
+	gpu_text_uncalibrated(a->gpu, mbs, tp, base, sizeof base);
+	fprintf(out, "calibrated: efficiency %.3f (stated %.3f)", g->efficiency, stated->efficiency);
+	if (mbs)
+		fprintf(out, "%s%.2f ms a layer and micro-batch (stated %.2f)", tp ? ", " : " and ",
+			1e3 * g->layer_overhead_s, 1e3 * stated->layer_overhead_s);
+	if (tp)
+		fprintf(out, " and NVLink %.1f GB/s (stated %.1f)", g->nvlink_gbps, stated->nvlink_gbps);
+	if (mbs && tp)
+		fprintf(out,
+			" give the measured %.4g s at mbs %u and tp %u, %.4g s at mbs %u and %.4g s at tp %u",
+			a->measured_step, l->mbs, l->tp, a->measured_step2, a->measured_mbs2,
+			a->measured_step_tp, a->measured_tp2);
+	else if (mbs)
+		fprintf(out, " give the measured %.4g s at mbs %u and %.4g s at mbs %u", a->measured_step,
+			l->mbs, a->measured_step2, a->measured_mbs2);
+	else if (tp)
+		fprintf(out, " give the measured %.4g s at tp %u and %.4g s at tp %u", a->measured_step,
+			l->tp, a->measured_step_tp, a->measured_tp2);
+	else
+		fprintf(out, " gives the measured %.4g s", a->measured_step);
+	fprintf(out, "; score other layouts with --gpu %s,eff=%.3f", base, g->efficiency);
+	if (mbs)
+		fprintf(out, ",layer-ms=%.2f", 1e3 * g->layer_overhead_s);
+	if (tp)
+		fprintf(out, ",nvlink=%.1f", g->nvlink_gbps);
+	fputc('\n', out);
 }
 
 /* Whether x beats y: fitting first, then faster. */
@@ -474,7 +515,7 @@ int cli_plan_step(const struct cli_plan_step *a)
 		if (a->norders > 1 && best_order(a, &m, &g, &l, &r, order_est, &best) != CLI_EXIT_OK)
 			return CLI_EXIT_USAGE;
 	}
-	double stated = g.efficiency, stated_overhead = g.layer_overhead_s;
+	struct gpu_desc stated = g;
 	if (a->measured_step2 && a->measured_mbs2 == l.mbs) {
 		fprintf(stderr,
 			PROG ": --measured-step-mbs: mbs %u is the model's own (mbs=%u): the second step "
@@ -482,14 +523,27 @@ int cli_plan_step(const struct cli_plan_step *a)
 			a->measured_mbs2, l.mbs);
 		return CLI_EXIT_USAGE;
 	}
+	if (a->measured_step_tp && a->measured_tp2 == l.tp) {
+		fprintf(stderr,
+			PROG ": --measured-step-tp: tp %u is the layout's own (tp=%u): the second step "
+			     "needs another tensor-parallel size\n",
+			a->measured_tp2, l.tp);
+		return CLI_EXIT_USAGE;
+	}
 	struct step_measured measured = { .step_s = a->measured_step,
 					  .mbs2 = a->measured_step2 ? a->measured_mbs2 : 0,
-					  .mbs2_s = a->measured_step2 };
-	llmp_status fitted = !a->measured_step ? LLMP_OK
-						: step_calibrate(&m, &g, a->world, &l, &measured, &g, msg, sizeof msg);
+					  .tp2 = a->measured_step_tp ? a->measured_tp2 : 0,
+					  .mbs2_s = a->measured_step2,
+					  .tp2_s = a->measured_step_tp };
+	llmp_status fitted = !a->measured_step
+				     ? LLMP_OK
+				     : step_calibrate(&m, &g, a->world, &l, &measured, &g, msg, sizeof msg);
 	if (fitted != LLMP_OK) {
-		fprintf(stderr, PROG ": %s: %s\n",
-			a->measured_step2 ? "--measured-step-mbs" : "--measured-step", msg);
+		/* The pair's option when one was given; with both, the message says which. */
+		const char *culprit = !a->measured_step2 == !a->measured_step_tp ? "--measured-step"
+				      : a->measured_step2                        ? "--measured-step-mbs"
+										 : "--measured-step-tp";
+		fprintf(stderr, PROG ": %s: %s\n", culprit, msg);
 		return CLI_EXIT_USAGE;
 	}
 	const struct auto_machines *on = a->on ? &a->on[best] : NULL;
@@ -552,6 +606,11 @@ int cli_plan_step(const struct cli_plan_step *a)
 			json_double(&w, "measured_step_mbs_seconds", a->measured_step2);
 			json_double(&w, "calibrated_layer_overhead_seconds", g.layer_overhead_s);
 		}
+		if (a->measured_step_tp) {
+			json_uint(&w, "measured_step_tp", a->measured_tp2);
+			json_double(&w, "measured_step_tp_seconds", a->measured_step_tp);
+			json_double(&w, "calibrated_nvlink_gbps", g.nvlink_gbps);
+		}
 		json_estimate(&w, &l, stages, &e, gpus);
 		if (pipe.mixed)
 			json_pipeline(&w, &pipe, &l);
@@ -581,22 +640,8 @@ int cli_plan_step(const struct cli_plan_step *a)
 		wrc = json_end(&w) ? 0 : -1;
 	} else {
 		text_model(&m, &g, a->machine_gpu != NULL, a->world, out);
-		char base[256] = "";
 		if (a->measured_step) /* only with --gpu (cmd_plan.c) */
-			gpu_text_uncalibrated(a->gpu, a->measured_step2 > 0, base, sizeof base);
-		if (a->measured_step2)
-			fprintf(out,
-				"calibrated: efficiency %.3f (stated %.3f) and %.2f ms a layer and micro-batch "
-				"(stated %.2f) give the measured %.4g s at mbs %u and %.4g s at mbs %u; score "
-				"other layouts with --gpu %s,eff=%.3f,layer-ms=%.2f\n",
-				g.efficiency, stated, 1e3 * g.layer_overhead_s, 1e3 * stated_overhead,
-				a->measured_step, l.mbs, a->measured_step2, a->measured_mbs2, base,
-				g.efficiency, 1e3 * g.layer_overhead_s);
-		else if (a->measured_step)
-			fprintf(out,
-				"calibrated: efficiency %.3f (stated %.3f) gives the measured %.4g s; score other "
-				"layouts with --gpu %s,eff=%.3f\n",
-				g.efficiency, stated, a->measured_step, base, g.efficiency);
+			text_calibrated(a, &l, &stated, &g, out);
 		if (a->automatic && r.fitting)
 			fprintf(out,
 				"chosen:   the fastest of %zu layouts that fit, the fewest pipeline stages among "

@@ -686,6 +686,71 @@ EOF
 	expect_usage_error "are outside what a per-layer overhead of 0 to 100 ms gives this layout" plan --world 384 --parallel tp=8,pp=12 --model "$model,mbs=1" --gpu a100,net=6.25 --measured-step 143.31 --measured-step-mbs 4=300
 }
 
+@test "step model: --measured-step-tp calibrates the link rate too, and finds the one that made the steps" {
+	need_python
+	# Steps made by a known GPU text, fitted back from the stated h100's: the efficiency and the
+	# link rate that made them, whichever of the two tensor-parallel sizes is the layout.
+	model=llama3-8b,gbs=1024,overlap-grad=0
+	truth=h100,net=25,eff=0.4321,nvlink=123.4
+	step_of() { # TP [MBS] [GPU]: the modelled step of the layout at tp TP
+		llmp plan --world 128 --parallel "tp=$1" --model "$model,mbs=${2:-1}" --gpu "${3:-$truth}" --format json
+		assert_status 0
+		printf '%s\n' "$output" | python3 -c 'import json,sys; print("%.9g" % json.load(sys.stdin)["step_seconds"])'
+	}
+	s2=$(step_of 2) && s4=$(step_of 4) || fail "no steps"
+	check() { # TP STEP TP2 STEP2: the calibration of the layout at tp TP finds the truth
+		llmp plan --world 128 --parallel "tp=$1" --model "$model,mbs=1" --gpu h100,net=25 \
+			--measured-step "$2" --measured-step-tp "$3=$4" --format json
+		assert_status 0
+		printf '%s\n' "$output" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+tp2, s2 = int(sys.argv[1]), float(sys.argv[2])
+assert d["measured_step_tp"] == tp2 and d["measured_step_tp_seconds"] == s2, d
+assert abs(d["calibrated_efficiency"] - 0.4321) < 1e-5, d["calibrated_efficiency"]
+assert abs(d["calibrated_nvlink_gbps"] / 123.4 - 1) < 1e-4, d["calibrated_nvlink_gbps"]
+assert d["gpu"]["nvlink_gbps"] == d["calibrated_nvlink_gbps"], d["gpu"]
+assert "calibrated_layer_overhead_seconds" not in d, d
+' "$3" "$4" || fail "tp=$1 with $3=$4 did not find eff=0.4321,nvlink=123.4"
+	}
+	check 2 "$s2" 4 "$s4"
+	check 4 "$s4" 2 "$s2"
+	# The line drops the stated nvlink= for the fitted one.
+	llmp plan --world 128 --parallel tp=2 --model "$model,mbs=1" --gpu h100,nvlink=300,net=25 \
+		--measured-step "$s2" --measured-step-tp "4=$s4"
+	assert_status 0
+	assert_line_matches '^calibrated: efficiency 0\.432 \(stated 0\.500\) and NVLink 123\.4 GB/s \(stated 300\.0\) give the measured [0-9.]+ s at tp 2 and [0-9.]+ s at tp 4; score other layouts with --gpu h100,net=25,eff=0\.432,nvlink=123\.4$'
+	# With --measured-step-mbs too: the per-layer overhead, the link rate and the efficiency.
+	truth=$truth,layer-ms=3.21
+	s2=$(step_of 2) && s2m2=$(step_of 2 2) && s4=$(step_of 4) || fail "no steps"
+	llmp plan --world 128 --parallel tp=2 --model "$model,mbs=1" --gpu h100,net=25 --measured-step "$s2" \
+		--measured-step-mbs "2=$s2m2" --measured-step-tp "4=$s4" --format json
+	assert_status 0
+	printf '%s\n' "$output" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert abs(d["calibrated_efficiency"] - 0.4321) < 1e-5, d["calibrated_efficiency"]
+assert abs(d["calibrated_layer_overhead_seconds"] / 3.21e-3 - 1) < 1e-4, d["calibrated_layer_overhead_seconds"]
+assert abs(d["calibrated_nvlink_gbps"] / 123.4 - 1) < 1e-4, d["calibrated_nvlink_gbps"]
+' || fail "the three steps did not find eff=0.4321,layer-ms=3.21,nvlink=123.4"
+	llmp plan --world 128 --parallel tp=2 --model "$model,mbs=1" --gpu h100,net=25,layer-ms=1 --measured-step "$s2" \
+		--measured-step-mbs "2=$s2m2" --measured-step-tp "4=$s4"
+	assert_status 0
+	assert_line_matches '^calibrated: efficiency 0\.432 \(stated 0\.500\), 3\.21 ms a layer and micro-batch \(stated 1\.00\) and NVLink 123\.4 GB/s \(stated 450\.0\) give the measured [0-9.]+ s at mbs 1 and tp 2, [0-9.]+ s at mbs 2 and [0-9.]+ s at tp 4; score other layouts with --gpu h100,net=25,eff=0\.432,layer-ms=3\.21,nvlink=123\.4$'
+	# Bad pairs name their culprit.
+	expect_usage_error "--measured-step-tp fits the link rate beside --measured-step" plan --world 128 --parallel tp=2 --model "$model" --gpu h100 --measured-step-tp "4=$s4"
+	expect_usage_error "--measured-step-tp: tp 2 is the layout's own (tp=2): the second step needs another tensor-parallel size" plan --world 128 --parallel tp=2 --model "$model" --gpu h100 --measured-step "$s2" --measured-step-tp "2=$s4"
+	local bad
+	for bad in 2= x=3 0=3 4 4=0; do
+		expect_usage_error "--measured-step-tp '$bad': expected T=S" plan --world 128 --parallel tp=2 --model "$model" --gpu h100 --measured-step "$s2" --measured-step-tp "$bad"
+	done
+	expect_usage_error "--measured-step-tp: tp*pp*cp = 3 does not divide 128 ranks" plan --world 128 --parallel tp=2 --model "$model" --gpu h100 --measured-step "$s2" --measured-step-tp 3=20
+	expect_usage_error "--measured-step-tp: steps of|are outside what a link of 1 to 10000 GB/s gives this layout" plan --world 128 --parallel tp=2 --model "$model" --gpu h100 --measured-step "$s2" --measured-step-tp 4=1
+	expect_usage_error "--measured-step-tp: tp=16 is wider than h100's NVLink domain of 8 GPUs" plan --world 128 --parallel tp=8,pp=8 --model gpt3-175b,gbs=1024 --gpu h100 --measured-step 20 --measured-step-tp 16=25
+	# With both pairs the message says which failed.
+	expect_usage_error "--measured-step: tp=16 is wider than" plan --world 128 --parallel tp=8,pp=8 --model gpt3-175b,gbs=1024 --gpu h100 --measured-step 20 --measured-step-mbs 2=19 --measured-step-tp 16=25
+}
+
 @test "step model: bad --model, --gpu and layouts name their culprit" {
 	expect_usage_error "unknown GPU 'h900'" plan --world 8 --model llama3-8b --gpu h900
 	expect_usage_error "'llama9' is neither a preset" plan --world 8 --model llama9 --gpu h100
