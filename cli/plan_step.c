@@ -403,6 +403,17 @@ static void text_calibrated(const struct cli_plan_step *a, const struct step_lay
 	fputc('\n', out);
 }
 
+/* Whether a second measured step is at the layout's own size (said on stderr): it says nothing new. */
+static bool same_size(const char *option, const char *key, const char *whose, const char *what,
+		      unsigned given, unsigned own)
+{
+	if (given != own)
+		return false;
+	fprintf(stderr, PROG ": %s: %s %u is the %s own (%s=%u): the second step needs another %s\n", option,
+		key, given, whose, key, own, what);
+	return true;
+}
+
 /* Whether x beats y: fitting first, then faster. */
 static bool better(const struct step_estimate *x, const struct step_estimate *y)
 {
@@ -516,20 +527,11 @@ int cli_plan_step(const struct cli_plan_step *a)
 			return CLI_EXIT_USAGE;
 	}
 	struct gpu_desc stated = g;
-	if (a->measured_step2 && a->measured_mbs2 == l.mbs) {
-		fprintf(stderr,
-			PROG ": --measured-step-mbs: mbs %u is the model's own (mbs=%u): the second step "
-			     "needs another micro-batch size\n",
-			a->measured_mbs2, l.mbs);
+	if ((a->measured_step2 && same_size("--measured-step-mbs", "mbs", "model's", "micro-batch size",
+					    a->measured_mbs2, l.mbs)) ||
+	    (a->measured_step_tp && same_size("--measured-step-tp", "tp", "layout's", "tensor-parallel size",
+					      a->measured_tp2, l.tp)))
 		return CLI_EXIT_USAGE;
-	}
-	if (a->measured_step_tp && a->measured_tp2 == l.tp) {
-		fprintf(stderr,
-			PROG ": --measured-step-tp: tp %u is the layout's own (tp=%u): the second step "
-			     "needs another tensor-parallel size\n",
-			a->measured_tp2, l.tp);
-		return CLI_EXIT_USAGE;
-	}
 	struct step_measured measured = { .step_s = a->measured_step,
 					  .mbs2 = a->measured_step2 ? a->measured_mbs2 : 0,
 					  .tp2 = a->measured_step_tp ? a->measured_tp2 : 0,

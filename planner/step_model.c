@@ -714,18 +714,51 @@ static llmp_status steps_ratio(const struct model_desc *m, const struct gpu_desc
 	return st;
 }
 
+/* The ratio of a's modelled step over b's with *x, a field of t, at each of bound[]. */
+static llmp_status ratio_bounds(const struct model_desc *m, struct gpu_desc *t, double *x, uint32_t world,
+				const struct step_layout *a, const struct step_layout *b,
+				const double bound[2], double ratio[2], char *msg, size_t len)
+{
+	llmp_status st = LLMP_OK;
+	for (int i = 0; i < 2 && st == LLMP_OK; i++) {
+		*x = bound[i];
+		st = steps_ratio(m, t, world, a, b, &ratio[i], msg, len);
+	}
+	return st;
+}
+
+/* *x, a field of t, between bound[], at which a's modelled step over b's is want; the ratio
+ * rises with *x where ratio[1] > ratio[0] (ratio_bounds), else falls. */
+static llmp_status bisect_ratio(const struct model_desc *m, struct gpu_desc *t, double *x, uint32_t world,
+				const struct step_layout *a, const struct step_layout *b, double want,
+				const double bound[2], const double ratio[2], char *msg, size_t len)
+{
+	bool rising = ratio[1] > ratio[0];
+	double lo = bound[0], hi = bound[1];
+	for (int i = 0; i < 60; i++) {
+		double r;
+		*x = (lo + hi) / 2;
+		llmp_status st = steps_ratio(m, t, world, a, b, &r, msg, len);
+		if (st != LLMP_OK)
+			return st;
+		if ((r < want) == rising)
+			lo = *x;
+		else
+			hi = *x;
+	}
+	*x = (lo + hi) / 2;
+	return LLMP_OK;
+}
+
 llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
 				    const struct step_layout *a, double a_s, const struct step_layout *b,
 				    double b_s, double *overhead_s, char *msg, size_t len)
 {
 	struct gpu_desc t = *g;
 	double bound[2] = { 0, STEP_LAYER_OVERHEAD_MAX }, ratio[2];
-	for (int i = 0; i < 2; i++) {
-		t.layer_overhead_s = bound[i];
-		llmp_status st = steps_ratio(m, &t, world, a, b, &ratio[i], msg, len);
-		if (st != LLMP_OK)
-			return st;
-	}
+	llmp_status st = ratio_bounds(m, &t, &t.layer_overhead_s, world, a, b, bound, ratio, msg, len);
+	if (st != LLMP_OK)
+		return st;
 	double want = a_s / b_s;
 	if (!(a_s > 0 && b_s > 0) || a->mbs >= b->mbs || want < ratio[0] || want > ratio[1])
 		return llmp_fail(
@@ -733,20 +766,10 @@ llmp_status step_fit_layer_overhead(const struct model_desc *m, const struct gpu
 			"steps of %.4g s at mbs %u and %.4g s at mbs %u (ratio %.3f) are outside what a "
 			"per-layer overhead of 0 to %.0f ms gives this layout: %.3f to %.3f",
 			a_s, a->mbs, b_s, b->mbs, want, 1e3 * STEP_LAYER_OVERHEAD_MAX, ratio[0], ratio[1]);
-	double lo = bound[0], hi = bound[1];
-	for (int i = 0; i < 60; i++) {
-		double r;
-		t.layer_overhead_s = (lo + hi) / 2;
-		llmp_status st = steps_ratio(m, &t, world, a, b, &r, msg, len);
-		if (st != LLMP_OK)
-			return st;
-		if (r < want)
-			lo = t.layer_overhead_s;
-		else
-			hi = t.layer_overhead_s;
-	}
-	*overhead_s = (lo + hi) / 2;
-	return LLMP_OK;
+	st = bisect_ratio(m, &t, &t.layer_overhead_s, world, a, b, want, bound, ratio, msg, len);
+	if (st == LLMP_OK)
+		*overhead_s = t.layer_overhead_s;
+	return st;
 }
 
 static bool same_but_tp(const struct step_layout *a, const struct step_layout *b)
@@ -771,14 +794,13 @@ llmp_status step_fit_link(const struct model_desc *m, const struct gpu_desc *g, 
 				 "tp=%u is wider than %s's NVLink domain of %u GPUs: its groups cross the "
 				 "network (net=), not the link fitted here",
 				 b->tp, g->name, domain);
+	/* The larger tp's exposed collectives shrink as the link quickens: b's step over a's
+	 * falls with the rate. */
 	struct gpu_desc t = *g;
 	double bound[2] = { STEP_LINK_MIN_GBPS, STEP_LINK_MAX_GBPS }, ratio[2];
-	for (int i = 0; i < 2; i++) {
-		t.nvlink_gbps = bound[i];
-		llmp_status st = steps_ratio(m, &t, world, b, a, &ratio[i], msg, len);
-		if (st != LLMP_OK)
-			return st;
-	}
+	llmp_status st = ratio_bounds(m, &t, &t.nvlink_gbps, world, b, a, bound, ratio, msg, len);
+	if (st != LLMP_OK)
+		return st;
 	double want = b_s / a_s;
 	if (!(a_s > 0 && b_s > 0) || want > ratio[0] || want < ratio[1])
 		return llmp_fail(
@@ -786,22 +808,10 @@ llmp_status step_fit_link(const struct model_desc *m, const struct gpu_desc *g, 
 			"steps of %.4g s at tp %u and %.4g s at tp %u (ratio %.3f) are outside what a "
 			"link of %.0f to %.0f GB/s gives this layout: %.3f to %.3f",
 			a_s, a->tp, b_s, b->tp, want, bound[0], bound[1], ratio[0], ratio[1]);
-	/* The larger tp's exposed collectives shrink as the link quickens: the ratio falls with
-	 * the rate. */
-	double lo = bound[0], hi = bound[1];
-	for (int i = 0; i < 60; i++) {
-		double r;
-		t.nvlink_gbps = (lo + hi) / 2;
-		llmp_status st = steps_ratio(m, &t, world, b, a, &r, msg, len);
-		if (st != LLMP_OK)
-			return st;
-		if (r > want)
-			lo = t.nvlink_gbps;
-		else
-			hi = t.nvlink_gbps;
-	}
-	*gbps = (lo + hi) / 2;
-	return LLMP_OK;
+	st = bisect_ratio(m, &t, &t.nvlink_gbps, world, b, a, want, bound, ratio, msg, len);
+	if (st == LLMP_OK)
+		*gbps = t.nvlink_gbps;
+	return st;
 }
 
 #define STEP_FIT_ROUNDS 2000 /* each round moves each by a share of what is left: tens suffice */
