@@ -13,6 +13,9 @@
 #   device   dev_check --connect on the real driver and NCCL; dev_ckpt's
 #            device checkpoints (tests/device_ckpt.bats' sequences) on the real driver
 #   torch    torch's own CUDA tensors through llmp.checkpoint (tests/gpu/torch_ckpt.py)
+#   layers   tests/gpu/layer_probe.py: a Megatron-like layer's kept bytes and time at five
+#            shapes, JSON lines in layers.jsonl (the fixture tests/gpu/layer-probe-h200.jsonl
+#            came from here; cli.bats checks the step model's activations against it)
 #   topo     llmp topo, --gdr, --gdr --nccl-dump of NCCL's own dump, the
 #            driver's GPUDirect RDMA and dma-buf attributes (tests/gpu/cuda_attrs.py),
 #            NVML's GPUs as the plugin's task check reads them (tests/gpu/nvml_probe)
@@ -155,6 +158,17 @@ step "device (dev_ckpt on the real driver)" $rc
 timeout 180 python3 "$src/tests/gpu/torch_ckpt.py" "$tmp/torch-ckpt" >"$out/torch.log" 2>&1
 step "torch (CUDA tensors through llmp.checkpoint)" $?
 
+# ----------------------------------------------------------------- layers
+timeout 240 python3 "$src/tests/gpu/layer_probe.py" --iters 10 \
+	gpt-4k:hidden=4096,heads=32,ffn=16384,seq=4096,mbs=1,dropout=1,layers=2 \
+	l3-8b:hidden=4096,heads=32,kv=8,ffn=14336,mlp=swiglu,seq=8192,dropout=0,layers=2 \
+	l3-8b-m2:hidden=4096,heads=32,kv=8,ffn=14336,mlp=swiglu,seq=8192,mbs=2,dropout=0,layers=2 \
+	l3-70b:hidden=8192,heads=64,kv=8,ffn=28672,mlp=swiglu,seq=8192,dropout=0,layers=1 \
+	gpt3-175b:hidden=12288,heads=96,ffn=49152,seq=2048,dropout=1,layers=1 >"$out/layers.jsonl" 2>&1
+rc=$?
+grep -q '"error"' "$out/layers.jsonl" && rc=1
+step "layers (kept bytes and time of five layer shapes)" $rc
+
 # ------------------------------------------------------------------- topo
 topo=$out/topo.log
 {
@@ -171,7 +185,7 @@ topo=$out/topo.log
 } >"$topo"
 NCCL_TOPO_DUMP_FILE=$out/nccl-topo.xml NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,NET,ENV \
 	NCCL_DEBUG_FILE=$tmp/nccl-info.%p timeout 60 "$llmp" bench --memory device -b 8 -e 8 -n 1 -w 0 >/dev/null 2>&1
-cat "$tmp"/nccl-info.* >"$out/nccl-info.log" 2>/dev/null
+cat "$tmp"/nccl-info.* >"$tmp/nccl-info-all.log" 2>/dev/null
 {
 	echo "== llmp topo --gdr"
 	"$llmp" topo --gdr 2>&1
@@ -184,8 +198,10 @@ cat "$tmp"/nccl-info.* >"$out/nccl-info.log" 2>/dev/null
 		echo "NCCL wrote no topology dump"
 	fi
 	echo "== llmp topo --gdr --nccl-log (NCCL's INFO lines)"
-	"$llmp" topo --gdr --nccl-log "$out/nccl-info.log" 2>&1
+	"$llmp" topo --gdr --nccl-log "$tmp/nccl-info-all.log" 2>&1
 	echo "(exit $?)"
+	echo "== NCCL's INFO lines"
+	cat "$tmp/nccl-info-all.log"
 	echo "== llmp topo --gdr --format json"
 	"$llmp" topo --gdr --format json 2>&1
 } >>"$topo"

@@ -614,6 +614,40 @@ EOF
 	expect_usage_error "distopt= and zero= set one thing" plan --world 128 --model llama3-8b,distopt=1,zero=3 --gpu h100
 }
 
+@test "step model: a layer's activations as an H200 kept them (tests/gpu/layer-probe-h200.jsonl)" {
+	need_python
+	# tests/gpu/layer_probe.py ran a Megatron-like layer (flash attention, fused GeLU or
+	# SwiGLU, 1-byte dropout masks) on one H200 and counted the bytes autograd kept per
+	# layer: the difference of L and 2L layers over L. The model's figure is taken the same
+	# way, from its activations at L and 2L layers. What the model leaves out is a few fp32
+	# values per token (the norms' statistics, flash attention's log-sum-exp): 0.1%.
+	local fixture=$LLMP_SRCDIR/tests/gpu/layer-probe-h200.jsonl n=0 line name layers spec k
+	while IFS= read -r line; do
+		read -r name layers spec < <(python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])["config"]
+print(c["name"], c["layers"], "hidden=%d,heads=%d,kv-heads=%d,ffn=%d,mlp=%s,seq=%d,mbs=%d,gbs=%d,dropout=%d,flash=1,vocab=32000"
+      % (c["hidden"], c["heads"], c["kv"], c["ffn"], c["mlp"], c["seq"], c["mbs"], c["mbs"], c["dropout"]))' "$line")
+		for k in 1 2; do
+			llmp plan --world 1 --parallel tp=1 --model "layers=$((k * layers)),$spec" --gpu h200 --format json
+			assert_status 0
+			printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/$name.$k.json"
+		done
+		python3 - "$line" "$BATS_TEST_TMPDIR/$name.1.json" "$BATS_TEST_TMPDIR/$name.2.json" <<'PY' ||
+import json, sys
+probe = json.loads(sys.argv[1])
+act = [json.load(open(f))["memory"]["by_stage"][0]["activations_bytes"] for f in sys.argv[2:]]
+model = (act[1] - act[0]) / probe["config"]["layers"]
+measured = probe["per_layer"]["saved_bytes"]
+assert probe["device"] == "NVIDIA H200", probe["device"]
+assert 0 <= measured / model - 1 < 0.005, (probe["config"]["name"], measured, model)
+PY
+			fail "$name: the model's activations per layer are not the measured ones"
+		n=$((n + 1))
+	done <"$fixture"
+	[ "$n" -eq 5 ] || fail "$fixture: $n probes, 5 expected"
+}
+
 @test "step model: --measured-step calibrates the efficiency, and eff= reproduces the step" {
 	need_python
 	# BigScience's 181B on tp 4, pp 6, mbs 2 took 111.71 s a step (bench/data/published_layouts.tsv).
