@@ -103,7 +103,10 @@ def scenario_groups(kinds):
 
 def scenario_naive(kinds):
     timeout = datetime.timedelta(seconds=float(os.environ.get("LLMP_TEST_GROUP_TIMEOUT", "10")))
-    dist.init_process_group("gloo", init_method="env://", timeout=timeout)
+    # The short timeout is for the groups alone. Rank 0's TCPStore waits for every rank
+    # to connect within init's timeout, and 12 ranks importing torch on two cores can
+    # arrive more than 10 s apart: the rendezvous, not the hazard, would time out.
+    dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=120))
     lay = llmp.layout()
     out = {"rank": dist.get_rank(), "joined": [], "error": None}
     try:
