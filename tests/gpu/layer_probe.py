@@ -29,6 +29,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -160,6 +161,19 @@ def layer_flops(c):
     return tokens * (2 * (h * (h + 2 * kvw) + h * h + mats * h * c["ffn"]) + 2 * s * h)
 
 
+def stamp(cuda):
+    """A point in time: a CUDA event recorded on the stream, or the host's clock."""
+    if not cuda:
+        return time.perf_counter()
+    e = torch.cuda.Event(enable_timing=True)
+    e.record()
+    return e
+
+
+def elapsed_ms(cuda, a, b):
+    return a.elapsed_time(b) if cuda else (b - a) * 1e3
+
+
 def measure(c, layers, device, iters):
     gen = torch.Generator().manual_seed(1234)
     stack = [make_layer(c, device, gen) for _ in range(layers)]
@@ -209,28 +223,17 @@ def measure(c, layers, device, iters):
             for t in w.values():
                 t.grad = None
         x.grad = None
+        marks = [stamp(cuda)]
+        y = forward()
+        marks.append(stamp(cuda))
+        y.backward(dy)
+        marks.append(stamp(cuda))
         if cuda:
-            e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
-            e[0].record()
-            y = forward()
-            e[1].record()
-            y.backward(dy)
-            e[2].record()
             torch.cuda.synchronize()
-            times = (e[0].elapsed_time(e[1]), e[1].elapsed_time(e[2]))
-        else:
-            import time
-
-            t0 = time.perf_counter()
-            y = forward()
-            t1 = time.perf_counter()
-            y.backward(dy)
-            t2 = time.perf_counter()
-            times = ((t1 - t0) * 1e3, (t2 - t1) * 1e3)
         del y
         if i >= 3:
-            fwd.append(times[0])
-            bwd.append(times[1])
+            fwd.append(elapsed_ms(cuda, marks[0], marks[1]))
+            bwd.append(elapsed_ms(cuda, marks[1], marks[2]))
     out["forward_ms"] = statistics.median(fwd)
     out["backward_ms"] = statistics.median(bwd)
     del stack, x, dy
