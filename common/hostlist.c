@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hostlist.c - Slurm host lists expanded (hostlist.h). */
+/* hostlist.c - Slurm host lists expanded and written (hostlist.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "hostlist.h"
 
@@ -187,4 +187,65 @@ void hostlist_free(char **names, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+/* ----------------------------------------------------------- writing */
+
+/* Length of name without its number at the end: 1 to 9 digits, as number() reads. */
+static size_t stem(const char *name, size_t *digits)
+{
+	size_t n = strlen(name), d = 0;
+	while (d < n && name[n - 1 - d] >= '0' && name[n - 1 - d] <= '9')
+		d++;
+	*digits = d <= 9 ? d : 0;
+	return n - *digits;
+}
+
+/* Whether a and b have the same stem and each a number to count with. */
+static bool same_stem(const char *a, const char *b)
+{
+	size_t da, db, sa = stem(a, &da), sb = stem(b, &db);
+	return da && db && sa == sb && memcmp(a, b, sa) == 0;
+}
+
+/*
+ * Whether name is what a range starting at first writes after prev: the
+ * next number, as wide as first's digits when they start with a zero (the
+ * width expand_item gives a range), plainly otherwise.
+ */
+static bool follows(const char *first, const char *prev, const char *name)
+{
+	size_t d, s = stem(first, &d);
+	unsigned long v;
+	char want[16];
+	if (!number(prev + s, strlen(prev) - s, &v))
+		return false;
+	snprintf(want, sizeof want, "%0*lu", first[s] == '0' ? (int)d : 1, v + 1);
+	return strcmp(name + s, want) == 0;
+}
+
+int hostlist_write(FILE *out, const char *const *names, size_t n)
+{
+	for (size_t i = 0, end; i < n; i = end) {
+		for (end = i + 1; end < n && same_stem(names[i], names[end]); end++)
+			;
+		if (i)
+			fputc(',', out);
+		if (end - i == 1) {
+			fputs(names[i], out);
+			continue;
+		}
+		size_t d, s = stem(names[i], &d);
+		fprintf(out, "%.*s[", (int)s, names[i]);
+		for (size_t r = i, last; r < end; r = last + 1) {
+			for (last = r; last + 1 < end && follows(names[r], names[last], names[last + 1]);
+			     last++)
+				;
+			fprintf(out, "%s%s", r > i ? "," : "", names[r] + s);
+			if (last > r)
+				fprintf(out, "-%s", names[last] + s);
+		}
+		fputc(']', out);
+	}
+	return ferror(out) ? -1 : 0;
 }

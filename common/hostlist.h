@@ -9,6 +9,7 @@
 #define LLMP_HOSTLIST_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include <llmp/llmp_status.h>
 
@@ -21,5 +22,14 @@
  */
 llmp_status hostlist_expand(const char *list, size_t max, char ***names, size_t *n, char *msg, size_t len);
 void hostlist_free(char **names, size_t n);
+
+/*
+ * names[0..n) written to out as one host list that hostlist_expand reads
+ * back as the same names in the same order: neighbours that differ only
+ * in a counting number at the end share a bracket ("n[001-128,131]").
+ * Names are written as they are, so each must be a valid host name.
+ * Returns 0, or -1 when out failed.
+ */
+int hostlist_write(FILE *out, const char *const *names, size_t n);
 
 #endif /* LLMP_HOSTLIST_H */

@@ -32,6 +32,31 @@ setup() {
 	done
 }
 
+@test "a large cluster: host lists of any length read, written back as ranges" {
+	# 2048 counted hosts under 128 leaves, and 1000 named hosts spelled out
+	# one by one (a list of 5890 bytes) under one leaf.
+	python3 - "$W/big.json" <<'EOF'
+import json, sys
+named = [f"n{i}x" for i in range(1000)]
+leaves = [{"name": f"leaf{k}", "nodes": f"gpu[{16 * k:04d}-{16 * k + 15:04d}]"} for k in range(128)]
+leaves.append({"name": "leafn", "nodes": ",".join(named)})
+doc = {"llmp_topology": 1, "node_types": {"a": {"numa_nodes": 1}},
+       "nodes": [{"hosts": "gpu[0000-2047]", "type": "a"}, {"hosts": ",".join(named), "type": "a"}],
+       "switches": leaves + [{"name": "spine", "switches": ",".join(l["name"] for l in leaves)}]}
+json.dump(doc, open(sys.argv[1], "w"))
+EOF
+	run "$LLMP" topo --file "$W/big.json" --format json
+	[ "$status" -eq 0 ] || fail "$output"
+	printf '%s\n' "$output" >"$W/out.json"
+	run python3 "$MODEL" same "$W/big.json" "$W/out.json"
+	[ "$status" -eq 0 ] || fail "written back differs: $output"
+	"$LLMP" topo --file "$W/out.json" --format json >"$W/again.json"
+	cmp "$W/out.json" "$W/again.json" || fail "a second round trip changed the file"
+	grep -q '"hosts": "gpu\[0000-2047\],n0x,n1x,n2x,' "$W/out.json" || fail "the hosts' list"
+	grep -q '"name": "leaf127", "nodes": "gpu\[2032-2047\]"' "$W/out.json" || fail "a leaf's list"
+	grep -q '"name": "spine", "switches": "leaf\[0-127\],leafn"' "$W/out.json" || fail "the spine's list"
+}
+
 @test "text: hosts, GPUs with their nearest HCA, the switch tree" {
 	run "$LLMP" topo --file "$FIXTURES/fat-tree.json"
 	[ "$status" -eq 0 ] || fail "$output"

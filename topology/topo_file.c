@@ -98,11 +98,12 @@ static bool get_int(struct checker *c, const struct json_value *obj, const char 
 }
 
 /*
- * Key of obj as a string of 1..cap-1 bytes; with charset, only those
- * characters (NULL: any printable ASCII).
+ * Key of obj as a string of 1..max bytes, pointed to in *out (absent: *out
+ * untouched, false if required); with charset, only those characters
+ * (NULL: any printable ASCII).
  */
-static bool get_string(struct checker *c, const struct json_value *obj, const char *key, const char *where,
-		       bool required, const char *charset, char *out, size_t cap)
+static bool get_text(struct checker *c, const struct json_value *obj, const char *key, const char *where,
+		     bool required, const char *charset, size_t max, const char **out)
 {
 	char shown[LLMP_SHOW_MAX];
 	const struct json_value *v = json_get(obj, key);
@@ -111,8 +112,8 @@ static bool get_string(struct checker *c, const struct json_value *obj, const ch
 	if (!is_kind(c, v, JSON_STRING, where, key))
 		return false;
 	size_t n = strlen(v->string);
-	if (n == 0 || n >= cap)
-		return bad(c, v->line, "%s: \"%s\" must have 1 to %zu bytes", where, key, cap - 1);
+	if (n == 0 || n > max)
+		return bad(c, v->line, "%s: \"%s\" must have 1 to %zu bytes", where, key, max);
 	for (size_t i = 0; i < n; i++) {
 		char ch = v->string[i];
 		bool ok = charset ? strchr(charset, ch) != NULL : ch >= 0x20 && ch < 0x7f;
@@ -120,11 +121,30 @@ static bool get_string(struct checker *c, const struct json_value *obj, const ch
 			return bad(c, v->line, "%s: \"%s\" = \"%s\": '%c' is not allowed there", where, key,
 				   llmp_show(shown, v->string, n), ch >= 0x20 && ch < 0x7f ? ch : '?');
 	}
-	memcpy(out, v->string, n + 1);
+	*out = v->string;
+	return true;
+}
+
+/* get_text copied into out[cap]. */
+static bool get_string(struct checker *c, const struct json_value *obj, const char *key, const char *where,
+		       bool required, const char *charset, char *out, size_t cap)
+{
+	const char *s = NULL;
+	if (!get_text(c, obj, key, where, required, charset, cap - 1, &s))
+		return false;
+	if (s)
+		memcpy(out, s, strlen(s) + 1);
 	return true;
 }
 
 #define NAME_CHARS TOPO_NAME_CHARS
+
+/*
+ * A host list is bounded by the file alone: what topo_write_json writes for
+ * a cluster whose names do not count (login1,gw,...) grows with its hosts.
+ */
+#define LIST_CHARS NAME_CHARS "[],"
+#define LIST_MAX TOPO_FILE_MAX
 
 bool topo_name_ok(const char *s)
 {
@@ -420,12 +440,13 @@ static bool read_nodes(struct checker *c, const struct json_value *nodes, struct
 	size_t cap = 0;
 	for (size_t i = 0; i < nodes->n; i++) {
 		const struct json_value *v = &nodes->items[i];
-		char where[48], hosts[4096], type[TOPO_NAME_MAX], domain[TOPO_NAME_MAX] = "";
+		char where[48], type[TOPO_NAME_MAX], domain[TOPO_NAME_MAX] = "";
+		const char *hosts = NULL;
 		snprintf(where, sizeof where, "nodes item %zu", i);
 		if (v->kind != JSON_OBJECT)
 			return bad(c, v->line, "%s must be an object", where);
 		if (!known_keys(c, v, where, keys) ||
-		    !get_string(c, v, "hosts", where, true, NAME_CHARS "[],", hosts, sizeof hosts) ||
+		    !get_text(c, v, "hosts", where, true, LIST_CHARS, LIST_MAX, &hosts) ||
 		    !get_string(c, v, "type", where, true, NAME_CHARS, type, sizeof type) ||
 		    !get_string(c, v, "domain", where, false, NAME_CHARS, domain, sizeof domain))
 			return false;
@@ -540,10 +561,11 @@ static bool read_switches(struct checker *c, const struct json_value *sw, struct
 		const struct json_value *v = &sw->items[i];
 		struct topo_switch *s = &t->switches[i];
 		const char *key = s->leaf ? "nodes" : "switches";
-		char list[4096], where[TOPO_NAME_MAX + 16], **members, why[LLMP_MSG_MAX];
+		char where[TOPO_NAME_MAX + 16], **members, why[LLMP_MSG_MAX];
+		const char *list = NULL;
 		size_t n;
 		snprintf(where, sizeof where, "switch %s", s->name);
-		if (!get_string(c, v, key, where, true, NAME_CHARS "[],", list, sizeof list)) {
+		if (!get_text(c, v, key, where, true, LIST_CHARS, LIST_MAX, &list)) {
 			ok = false;
 			break;
 		}

@@ -9,9 +9,11 @@
 
 #include "pci_path.h"
 
+#include "common/hostlist.h"
 #include "common/json_writer.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* --------------------------------------------------------- PCIe distance */
@@ -127,29 +129,30 @@ static void put_hca(FILE *out, const struct topo_hca *h)
 	fputs("]}", out);
 }
 
-/* The hosts (or child switches) as a list "a,b,c": a valid Slurm host list. */
-static void put_members(FILE *out, const struct topo *t, size_t sw)
+/* The hosts (or child switches) of switch sw as a quoted Slurm host list; list holds as many names. */
+static void put_members(FILE *out, const struct topo *t, size_t sw, const char **list)
 {
-	bool first = true;
-	fputc('"', out);
+	size_t n = 0;
 	if (t->switches[sw].leaf) {
 		for (size_t i = 0; i < t->nnodes; i++)
-			if (t->nodes[i].leaf == (long)sw) {
-				fprintf(out, "%s%s", first ? "" : ",", t->nodes[i].host);
-				first = false;
-			}
+			if (t->nodes[i].leaf == (long)sw)
+				list[n++] = t->nodes[i].host;
 	} else {
 		for (size_t i = 0; i < t->nswitches; i++)
-			if (t->switches[i].parent == (long)sw) {
-				fprintf(out, "%s%s", first ? "" : ",", t->switches[i].name);
-				first = false;
-			}
+			if (t->switches[i].parent == (long)sw)
+				list[n++] = t->switches[i].name;
 	}
+	fputc('"', out);
+	hostlist_write(out, list, n);
 	fputc('"', out);
 }
 
 int topo_write_json(const struct topo *t, FILE *out)
 {
+	size_t most = t->nnodes > t->nswitches ? t->nnodes : t->nswitches;
+	const char **list = malloc((most ? most : 1) * sizeof *list);
+	if (!list)
+		return -1;
 	fprintf(out, "{\n  \"llmp_topology\": %d,\n", TOPO_VERSION);
 	if (t->source) {
 		fputs("  \"source\": ", out);
@@ -182,11 +185,12 @@ int topo_write_json(const struct topo *t, FILE *out)
 	/* Consecutive hosts of one type and domain share an entry. */
 	for (size_t i = 0, first = 0; i < t->nnodes; i = first) {
 		const struct topo_node *n = &t->nodes[i];
-		fprintf(out, "%s\n    {\"hosts\": \"", i ? "," : "");
 		for (first = i; first < t->nnodes && t->nodes[first].type == n->type &&
 				strcmp(t->nodes[first].domain, n->domain) == 0;
 		     first++)
-			fprintf(out, "%s%s", first > i ? "," : "", t->nodes[first].host);
+			list[first - i] = t->nodes[first].host;
+		fprintf(out, "%s\n    {\"hosts\": \"", i ? "," : "");
+		hostlist_write(out, list, first - i);
 		fprintf(out, "\", \"type\": \"%s\"", t->types[n->type].name);
 		if (n->domain[0])
 			fprintf(out, ", \"domain\": \"%s\"", n->domain);
@@ -196,10 +200,11 @@ int topo_write_json(const struct topo *t, FILE *out)
 	for (size_t i = 0; i < t->nswitches; i++) {
 		fprintf(out, "%s\n    {\"name\": \"%s\", \"%s\": ", i ? "," : "", t->switches[i].name,
 			t->switches[i].leaf ? "nodes" : "switches");
-		put_members(out, t, i);
+		put_members(out, t, i, list);
 		fputc('}', out);
 	}
 	fputs("\n  ]\n}\n", out);
+	free(list);
 	return ferror(out) ? -1 : 0;
 }
 

@@ -6,7 +6,7 @@
  * For any bytes: no crash, leak or undefined behaviour; a topology that is
  * accepted writes out as JSON that reads back and writes out the same
  * (doc/topology-json.md); a host list that expands names no more hosts
- * than it was allowed. The plugin reads these files for a user's job, so
+ * than it was allowed, and its names written as a list expand to the same. The plugin reads these files for a user's job, so
  * a bug here is a bug a user can aim at (shared/reference/security.md H4).
  * Built with clang -fsanitize=fuzzer by `make fuzz`; its corpus
  * (tests/fuzz/corpus-topo, quadratic cases of the old reader among them)
@@ -24,6 +24,23 @@
 #include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* names written as one host list expand to the same names, in order. */
+static void check_written_list(char **names, size_t count)
+{
+	char *buf = NULL, **back, msg[LLMP_MSG_MAX];
+	size_t n, got;
+	FILE *f = open_memstream(&buf, &n);
+	CHECK(f != NULL);
+	CHECK(hostlist_write(f, (const char *const *)names, count) == 0);
+	CHECK(fclose(f) == 0);
+	CHECK(hostlist_expand(buf, count, &back, &got, msg, sizeof msg) == LLMP_OK);
+	CHECK(got == count);
+	for (size_t i = 0; i < count; i++)
+		CHECK(strcmp(back[i], names[i]) == 0);
+	hostlist_free(back, got);
+	free(buf);
+}
 
 /* t written as JSON into a fresh buffer (the caller frees it). */
 static char *written(const struct topo *t, size_t *n)
@@ -70,6 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(count >= 1 && count <= 4096);
 		for (size_t i = 0; i < count; i++)
 			CHECK(names[i] && names[i][0]);
+		check_written_list(names, count);
 		hostlist_free(names, count);
 	}
 	free(list);

@@ -7,11 +7,13 @@
  * by NUMA node). Expected values are written out by hand here.
  * tests/topo.bats tests the whole files and discovery.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -143,6 +145,52 @@ static void test_hostlist(void **state)
 	expand_bad("d[]", 100, "an empty range"); /* the topology fuzzer found it accepted, as no host */
 	expand_bad("a b", 100, "' ' in a host name");
 	expand_bad("n[1-5]", 4, "more than 4 hosts");
+}
+
+/* names (space-separated) written as a host list must be want, and expand to names again. */
+static void write_is(const char *names, const char *want)
+{
+	char copy[1024], *v[64], *save = NULL, *buf = NULL, **back, msg[256];
+	size_t n = 0, len = 0, m;
+	snprintf(copy, sizeof copy, "%s", names);
+	for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
+		v[n++] = w;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(hostlist_write(f, (const char *const *)v, n), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_string_equal(buf, want);
+	if (n == 0) { /* no list at all, which hostlist_expand refuses */
+		free(buf);
+		return;
+	}
+	if (hostlist_expand(buf, 1000, &back, &m, msg, sizeof msg) != LLMP_OK)
+		fail_msg("'%s': %s", buf, msg);
+	assert_int_equal(m, n);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(back[i], v[i]);
+	hostlist_free(back, m);
+	free(buf);
+}
+
+static void test_hostlist_write(void **state)
+{
+	(void)state;
+	write_is("", "");
+	write_is("login1", "login1");
+	write_is("n1 n2 n3 n5", "n[1-3,5]");
+	write_is("dgx001 dgx002 dgx003 dgx007 login1", "dgx[001-003,007],login1");
+	write_is("n8 n9 n10 n11", "n[8-11]");
+	write_is("n098 n099 n100 n101", "n[098-101]");
+	write_is("n08 n9", "n[08,9]");          /* 9 is not as wide as 08 */
+	write_is("n0 n00 n000", "n[0,00,000]"); /* three names, none counting on */
+	write_is("n3 n2 n1", "n[3,2,1]");       /* the order is kept */
+	write_is("a b a1", "a,b,a1");
+	write_is("r1-gpu r2-gpu", "r1-gpu,r2-gpu"); /* no number at the end */
+	write_is("7 8 9", "[7-9]");
+	write_is("n1 m1 n2", "n1,m1,n2");
+	write_is("n999999998 n999999999 n1000000000", "n[999999998-999999999],n1000000000");
+	write_is("x12345678901 x12345678902", "x12345678901,x12345678902"); /* more digits than a range */
 }
 
 static struct topo_pci pci(int numa, const char *a, const char *b)
@@ -324,10 +372,10 @@ static void test_gdr_level(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_values),    cmocka_unit_test(test_json_errors),
-		cmocka_unit_test(test_hostlist),       cmocka_unit_test(test_distance),
-		cmocka_unit_test(test_nccl_path),      cmocka_unit_test(test_gdr_level),
-		cmocka_unit_test(test_bcm_flattening),
+		cmocka_unit_test(test_json_values), cmocka_unit_test(test_json_errors),
+		cmocka_unit_test(test_hostlist),    cmocka_unit_test(test_hostlist_write),
+		cmocka_unit_test(test_distance),    cmocka_unit_test(test_nccl_path),
+		cmocka_unit_test(test_gdr_level),   cmocka_unit_test(test_bcm_flattening),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
