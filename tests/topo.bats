@@ -19,16 +19,21 @@ setup() {
 	W=$BATS_TEST_TMPDIR
 }
 
+# File read, checked, and written back to $W/out.json as the same cluster
+# (topo_model.py); what it wrote reads back to the same bytes.
+round_trip() {
+	run "$LLMP" topo --file "$1" --format json
+	[ "$status" -eq 0 ] || fail "$1: $output"
+	printf '%s\n' "$output" >"$W/out.json"
+	run python3 "$MODEL" same "$1" "$W/out.json"
+	[ "$status" -eq 0 ] || fail "$1 written back differs: $output"
+	"$LLMP" topo --file "$W/out.json" --format json >"$W/again.json"
+	cmp "$W/out.json" "$W/again.json" || fail "$1: a second round trip changed the file"
+}
+
 @test "every fixture is read, checked, and written back as the same cluster" {
 	for f in "$FIXTURES"/*.json; do
-		run "$LLMP" topo --file "$f" --format json
-		[ "$status" -eq 0 ] || fail "$f: $output"
-		printf '%s\n' "$output" >"$W/out.json"
-		run python3 "$MODEL" same "$f" "$W/out.json"
-		[ "$status" -eq 0 ] || fail "$f written back differs: $output"
-		# And what it wrote reads back to the same bytes.
-		"$LLMP" topo --file "$W/out.json" --format json >"$W/again.json"
-		cmp "$W/out.json" "$W/again.json" || fail "$f: a second round trip changed the file"
+		round_trip "$f"
 	done
 }
 
@@ -45,13 +50,7 @@ doc = {"llmp_topology": 1, "node_types": {"a": {"numa_nodes": 1}},
        "switches": leaves + [{"name": "spine", "switches": ",".join(l["name"] for l in leaves)}]}
 json.dump(doc, open(sys.argv[1], "w"))
 EOF
-	run "$LLMP" topo --file "$W/big.json" --format json
-	[ "$status" -eq 0 ] || fail "$output"
-	printf '%s\n' "$output" >"$W/out.json"
-	run python3 "$MODEL" same "$W/big.json" "$W/out.json"
-	[ "$status" -eq 0 ] || fail "written back differs: $output"
-	"$LLMP" topo --file "$W/out.json" --format json >"$W/again.json"
-	cmp "$W/out.json" "$W/again.json" || fail "a second round trip changed the file"
+	round_trip "$W/big.json"
 	grep -q '"hosts": "gpu\[0000-2047\],n0x,n1x,n2x,' "$W/out.json" || fail "the hosts' list"
 	grep -q '"name": "leaf127", "nodes": "gpu\[2032-2047\]"' "$W/out.json" || fail "a leaf's list"
 	grep -q '"name": "spine", "switches": "leaf\[0-127\],leafn"' "$W/out.json" || fail "the spine's list"
