@@ -61,6 +61,12 @@ static bool number(const char *s, size_t n, unsigned long *out)
 	return true;
 }
 
+/* The width a range starting with the digits lo[0..n) gives its names: all of them when lo is zero-padded. */
+static int range_width(const char *lo, size_t n)
+{
+	return lo[0] == '0' ? (int)n : 1;
+}
+
 /* One item: prefix, optionally [ranges] and suffix. */
 static llmp_status expand_item(const char *item, size_t n, struct names *out, const char *list, char *msg,
 			       size_t len)
@@ -110,7 +116,7 @@ static llmp_status expand_item(const char *item, size_t n, struct names *out, co
 				LLMP_ERR_ARG, msg, len,
 				"host list '%s': inside [...], numbers or ranges LOW-HIGH with LOW <= HIGH",
 				llmp_show(shown, list, strlen(list)));
-		int width = r[0] == '0' ? (int)(dash ? dash - r : stop - r) : 1;
+		int width = range_width(r, (size_t)((dash ? dash : stop) - r));
 		if (out->count_only && hi - lo >= out->max - out->n)
 			return llmp_fail(LLMP_ERR_ARG, msg, len, "host list '%s': more than %zu hosts",
 					 llmp_show(shown, list, strlen(list)), out->max);
@@ -208,20 +214,15 @@ static bool same_stem(const char *a, const char *b)
 	return da && db && sa == sb && memcmp(a, b, sa) == 0;
 }
 
-/*
- * Whether name is what a range starting at first writes after prev: the
- * next number, as wide as first's digits when they start with a zero (the
- * width expand_item gives a range), plainly otherwise.
- */
-static bool follows(const char *first, const char *prev, const char *name)
+/* Whether the digits next are what a range starting at the digits first writes after the digits prev. */
+static bool follows(const char *first, const char *prev, const char *next)
 {
-	size_t d, s = stem(first, &d);
 	unsigned long v;
 	char want[16];
-	if (!number(prev + s, strlen(prev) - s, &v))
+	if (!number(prev, strlen(prev), &v))
 		return false;
-	snprintf(want, sizeof want, "%0*lu", first[s] == '0' ? (int)d : 1, v + 1);
-	return strcmp(name + s, want) == 0;
+	snprintf(want, sizeof want, "%0*lu", range_width(first, strlen(first)), v + 1);
+	return strcmp(next, want) == 0;
 }
 
 int hostlist_write(FILE *out, const char *const *names, size_t n)
@@ -238,7 +239,8 @@ int hostlist_write(FILE *out, const char *const *names, size_t n)
 		size_t d, s = stem(names[i], &d);
 		fprintf(out, "%.*s[", (int)s, names[i]);
 		for (size_t r = i, last; r < end; r = last + 1) {
-			for (last = r; last + 1 < end && follows(names[r], names[last], names[last + 1]);
+			for (last = r;
+			     last + 1 < end && follows(names[r] + s, names[last] + s, names[last + 1] + s);
 			     last++)
 				;
 			fprintf(out, "%s%s", r > i ? "," : "", names[r] + s);
