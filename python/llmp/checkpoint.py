@@ -302,6 +302,19 @@ class Checkpoint:
 
     def load(self, step=None):
         """Fill every tensor from checkpoint `step` (None: the newest complete one); (step, meta)."""
+        loaded, meta, metalen = self._load_head(step)
+        if len(meta) < metalen:  # more than the buffer: meta.bin itself, its CRC checked by the load
+            path = os.path.join(self.root, "step-%d" % loaded, "meta.bin")
+            with open(path, "rb") as f:
+                meta = f.read()
+            if len(meta) != metalen:
+                raise CheckpointError("llmp.checkpoint: %s holds %d bytes, the load saw %d"
+                                      % (path, len(meta), metalen))
+        return loaded, meta
+
+    def _load_head(self, step=None):
+        """load, but meta.bin is not read past what libllmp returned: (step, the metadata's first
+        bytes (all of it up to 1 MiB), its full size). For a caller that reads meta.bin itself."""
         handle = self._handle()
         for e in self.entries:
             e._check_memory()
@@ -312,18 +325,9 @@ class Checkpoint:
         what = "load of %s from %s" % ("the newest step" if step is None else "step %d" % step, self.root)
         self.context.check(self._lib.llmp_ckpt_load(handle, want, ctypes.byref(loaded), buf, _META_CAP,
                                                      ctypes.byref(metalen)), what)
-        if metalen.value <= _META_CAP:
-            meta = buf.raw[:metalen.value]
-        else:  # more than the buffer: meta.bin itself, which the load has checked against its CRC
-            path = os.path.join(self.root, "step-%d" % loaded.value, "meta.bin")
-            with open(path, "rb") as f:
-                meta = f.read()
-            if len(meta) != metalen.value:
-                raise CheckpointError("llmp.checkpoint: %s holds %d bytes, the load saw %d"
-                                      % (path, len(meta), metalen.value))
         for e in self.entries:
             e.after_load()
-        return loaded.value, meta
+        return loaded.value, buf.raw[:min(metalen.value, _META_CAP)], metalen.value
 
     def stats(self):
         """What the last save cost this rank: a dict of llmp_ckpt_stats' fields."""

@@ -43,11 +43,13 @@ there makes every rank raise, and nothing is committed.
 
 import ctypes
 import dataclasses
+import errno
 import hashlib
 import io
 import os
 import pickle
 import re
+import stat
 from collections import ChainMap
 
 import torch
@@ -67,18 +69,161 @@ _LLMP_INT64, _LLMP_MAX = _c.DTYPE["LLMP_INT64"], _c.OP["LLMP_MAX"]  # llmp_dtype
 _STEP_DIR = re.compile(r"^step-[0-9]+$")
 
 
-def check_own(path):
-    """Raise PermissionError unless path belongs to this user and nobody else may write to it
-    (group or world write only with the sticky bit, as on /tmp): the rule of llmp's
-    own_dir.h, for what a load unpickles."""
-    st = os.stat(path)
-    if st.st_uid != os.geteuid():
+# ------------------------------------------------------- whose bytes are unpickled
+#
+# Unpickling runs code, so a load unpickles only what nobody but this user
+# (or root) could have put there, by the rule of llmp's common/own_dir.h:
+# every directory from / down to the checkpoint's must belong to root or this
+# user and let nobody else write unless it has the sticky bit (another owner,
+# or another writer, could rename what is under it away and put their own in
+# its place; a group-shared project directory, root:proj 2770, is refused so);
+# the root and the step directory must be this user's; a symbolic link on the
+# way is followed only when root or this user made it. A path that passes
+# cannot be made to lead elsewhere by another user afterwards. meta.bin is
+# opened without following a link from the checked step directory's
+# descriptor, checked on that descriptor, and read from it: nothing is read
+# before its checks.
+
+_MAX_LINKS = 40  # the kernel's own bound on the links of one path
+_PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_REMEDY = "its metadata is not unpickled (use a directory under one only you or root can write to)"
+
+
+def _shown(path):
+    """path for a message: at most 200 bytes, each byte that is not printable ASCII as '?'."""
+    raw = os.fsencode(path)
+    text = "".join(chr(b) if 32 <= b < 127 else "?" for b in raw[:200])
+    return text + "..." if len(raw) > 200 else text
+
+
+def _writable_by_others(mode):
+    return bool(mode & 0o022) and not mode & stat.S_ISVTX
+
+
+def _check_on_the_way(fd, at, given, uid):
+    """at (fd), a directory the walk is about to look in: root's or the user's, nobody else's to write."""
+    st = os.fstat(fd)
+    where = "%s, on the path to %s," % (_shown(at or "/"), _shown(given))
+    mode = st.st_mode & 0o7777
+    if st.st_uid not in (0, uid):
+        why = ("belongs to uid %d, neither root nor this user (%d): its owner could rename what is under "
+               "it away and put another in its place" % (st.st_uid, uid))
+    elif not _writable_by_others(st.st_mode):
+        return
+    elif st.st_mode & 0o002:
+        why = ("is writable by everyone (mode %04o, no sticky bit): anyone could rename what is under it "
+               "away and put another in its place" % mode)
+    else:
+        why = ("is writable by its group (mode %04o, no sticky bit): another member of its group could "
+               "rename what is under it away and put another in its place" % mode)
+    raise PermissionError("llmp.dcp: %s %s; %s" % (where, why, _REMEDY))
+
+
+def _check_last(fd, given, uid):
+    """The directory named: the user's, nobody else's to write in."""
+    st = os.fstat(fd)
+    if st.st_uid != uid:
         raise PermissionError("llmp.dcp: %s belongs to uid %d, not to this user (%d): its metadata "
                               "is not unpickled (another user could have written it)"
-                              % (path, st.st_uid, os.geteuid()))
-    if st.st_mode & 0o022 and not st.st_mode & 0o1000:
+                              % (_shown(given), st.st_uid, uid))
+    if _writable_by_others(st.st_mode):
         raise PermissionError("llmp.dcp: %s is writable by others (mode %04o): its metadata is not "
-                              "unpickled (chmod go-w it)" % (path, st.st_mode & 0o7777))
+                              "unpickled (chmod go-w it)" % (_shown(given), st.st_mode & 0o7777))
+
+
+def _lstat(fd, at, name):
+    """lstat of name in at (fd); an error names the whole path."""
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError as e:
+        raise type(e)(e.errno, "llmp.dcp: %s" % e.strerror, _shown(at + "/" + name)) from None
+
+
+def _link_target(fd, at, name, st, given, uid, links):
+    """What link `name` (lstat st) in at (fd) holds, once it is root's or the user's and one of at most 40."""
+    link = "%s/%s" % (at, name)
+    if st.st_uid not in (0, uid):
+        raise PermissionError("llmp.dcp: %s is a symbolic link of uid %d, neither root nor this user (%d): "
+                              "it is not followed, as its owner chose where it leads; %s"
+                              % (_shown(link), st.st_uid, uid, _REMEDY))
+    if links > _MAX_LINKS:
+        raise PermissionError("llmp.dcp: %s: more than %d symbolic links on the path to %s (%s)"
+                              % (_shown(link), _MAX_LINKS, _shown(given), os.strerror(errno.ELOOP)))
+    return os.readlink(name, dir_fd=fd)
+
+
+def open_own_dir(path):
+    """An O_PATH descriptor of directory `path` (the caller closes it), once every directory and
+    link on the way passed the rule above; else PermissionError naming the one refused and why.
+
+    Walked one name at a time from a descriptor of the directory above it, from / (a relative
+    path through the working directory os.getcwd() gives). "." is where the walk is, ".." the
+    parent on disk: after a followed link, the parent of its target, as the kernel has it."""
+    uid, given = os.geteuid(), os.fsdecode(os.fspath(path))
+    whole = given if given.startswith("/") else os.getcwd() + "/" + given
+    todo = [n for n in reversed(whole.split("/")) if n]
+    fd, at, links = os.open("/", _PATH_FLAGS), "", 0
+    try:
+        while todo:
+            name, up = todo.pop(), None
+            if name == "..":
+                up = os.open("..", _PATH_FLAGS, dir_fd=fd) if at else None
+                at = at.rpartition("/")[0]
+            elif name != ".":
+                _check_on_the_way(fd, at, given, uid)
+                st = _lstat(fd, at, name)
+                if stat.S_ISLNK(st.st_mode):
+                    links += 1
+                    target = _link_target(fd, at, name, st, given, uid, links)
+                    todo.extend(n for n in reversed(target.split("/")) if n)
+                    if target.startswith("/"):
+                        up, at = os.open("/", _PATH_FLAGS), ""
+                elif not stat.S_ISDIR(st.st_mode):
+                    raise NotADirectoryError("llmp.dcp: %s is not a directory" % _shown(at + "/" + name))
+                else:
+                    # O_NOFOLLOW: should it have become a link since, this fails rather than follows.
+                    up = os.open(name, _PATH_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                    at += "/" + name
+            if up is not None:
+                os.close(fd)
+                fd = up
+        _check_last(fd, given, uid)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_own(path):
+    """Raise PermissionError unless `path` and every directory and link on the way pass the
+    rule above (open_own_dir)."""
+    os.close(open_own_dir(path))
+
+
+def read_own_file(dir_fd, name, where):
+    """The bytes of file `name` in the checked directory dir_fd (shown as `where`): opened without
+    following a link and without waiting (a FIFO), then checked on that descriptor, before any
+    byte is read, to be a regular file of this user that nobody else may write."""
+    path = _shown(os.path.join(where, name))
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise PermissionError("llmp.dcp: %s is a symbolic link: it is not followed, its metadata is "
+                                  "not unpickled" % path) from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PermissionError("llmp.dcp: %s is not a regular file: its metadata is not unpickled" % path)
+        if st.st_uid != os.geteuid():
+            raise PermissionError("llmp.dcp: %s belongs to uid %d, not to this user (%d): its metadata "
+                                  "is not unpickled (another user could have written it)"
+                                  % (path, st.st_uid, os.geteuid()))
+        if st.st_mode & 0o022:
+            raise PermissionError("llmp.dcp: %s is writable by others (mode %04o): its metadata is not "
+                                  "unpickled (chmod go-w it)" % (path, st.st_mode & 0o7777))
+        return f.read()
 
 
 def dataset_name(fqn):
@@ -287,15 +432,18 @@ class DcpWriter(StorageWriter):
                              % (self.step, written, planned))
 
 
-def manifest_shapes(path):
-    """{tensor name: global shape} from a MANIFEST's slice lines (doc/checkpoint.md)."""
+def manifest_shapes(manifest):
+    """{tensor name: global shape} from a MANIFEST's slice lines (doc/checkpoint.md): its path, or
+    a file object of its text."""
+    if isinstance(manifest, (str, bytes, os.PathLike)):
+        with open(manifest) as f:
+            return manifest_shapes(f)
     shapes = {}
-    with open(path) as f:
-        for line in f:
-            words = line.split()
-            if words and words[0] == "slice":
-                ndim = int(words[3])
-                shapes[words[1]] = tuple(int(x) for x in words[4:4 + ndim])
+    for line in manifest:
+        words = line.split()
+        if words and words[0] == "slice":
+            ndim = int(words[3])
+            shapes[words[1]] = tuple(int(x) for x in words[4:4 + ndim])
     return shapes
 
 
@@ -305,6 +453,13 @@ class DcpReader(StorageReader):
     step: the step to load (None: the newest complete one; libllmp passes
     over a damaged one to the one before it). A checkpoint_id given to
     dcp.load replaces root.
+
+    The metadata is unpickled, which runs code: a root, step directory or
+    meta.bin that another user could have written or redirected (a
+    directory on the way root's or this user's, writable by nobody else
+    unless sticky; links followed only when root's or this user's;
+    open_own_dir) is refused with PermissionError before any byte under it
+    is read.
     """
 
     def __init__(self, root, step=None, context=None):
@@ -326,22 +481,56 @@ class DcpReader(StorageReader):
         except (OSError, TypeError):
             return False
 
-    def read_metadata(self):
-        self.ctx = self._context or _ck.init()
-        # A load with nothing registered: libllmp picks the step (the newest complete one
-        # that passes its checks) and checks its MANIFEST, shards' sizes, index and meta.bin.
-        with _ck.Checkpoint(self.root, {}, context=self.ctx, allow_empty=True) as ck:
-            self.loaded_step, meta = ck.load(self.step)
+    def _check_before_load(self):
+        """The root, and every step directory libllmp may pick, by the rule of open_own_dir."""
+        check_own(self.root)
+        if self.step is None:
+            steps = [n for n in os.listdir(self.root) if _STEP_DIR.match(n)]
+        else:
+            steps = ["step-%d" % self.step]
+        for name in steps:
+            if os.path.lexists(os.path.join(self.root, name)):  # a missing one is libllmp's to report
+                check_own(os.path.join(self.root, name))
+
+    def _read_checked(self, seen, metalen):
+        """(meta.bin, MANIFEST) of the loaded step, each checked on its descriptor, then read from it;
+        meta.bin must hold the bytes libllmp checked (seen: its first ones, metalen: its size)."""
         where = os.path.join(self.root, "step-%d" % self.loaded_step)
+        # Opened again by the walk: a step added since to a sticky root is checked too.
+        step_fd = open_own_dir(where)
+        try:
+            meta = read_own_file(step_fd, "meta.bin", where)
+            manifest = read_own_file(step_fd, "MANIFEST", where)
+        finally:
+            os.close(step_fd)
+        if len(meta) != metalen or not meta.startswith(seen):
+            raise _ck.CheckpointError("llmp.dcp: %s/meta.bin changed while it was loaded" % _shown(where))
         if not meta.startswith(MAGIC):
             raise ValueError("llmp.dcp: %s was not saved through llmp.checkpoint.DcpWriter (its "
                              "meta.bin holds no DCP Metadata): load it with llmp.checkpoint.load"
                              % where)
-        # Unpickling runs code: only bytes nobody but this user could have put there.
-        for path in (self.root, where, os.path.join(where, "meta.bin")):
-            check_own(path)
+        return meta, manifest
+
+    def read_metadata(self):
+        self.ctx = self._context or _ck.init()
+        # Unpickling runs code: nothing under a root or step directory another user could have
+        # written or redirected is read, by libllmp or here. The ranks agree first, so a refusal on
+        # one fails every rank rather than leaving the others in the collective load.
+        failure = None
+        try:
+            self._check_before_load()
+        except OSError as e:
+            failure = e
+        if _agree(self.ctx, failure is not None):
+            raise failure or _ck.CheckpointError("llmp.dcp: rank %d: another rank refused %s before "
+                                                 "loading it" % (self.ctx.rank, self.root))
+        # A load with nothing registered: libllmp picks the step (the newest complete one
+        # that passes its checks) and checks its MANIFEST, shards' sizes, index and meta.bin.
+        with _ck.Checkpoint(self.root, {}, context=self.ctx, allow_empty=True) as ck:
+            self.loaded_step, seen, metalen = ck._load_head(self.step)
+        meta, manifest = self._read_checked(seen, metalen)
         metadata = pickle.loads(meta[len(MAGIC):])
-        self.shapes = manifest_shapes(os.path.join(where, "MANIFEST"))
+        self.shapes = manifest_shapes(io.StringIO(manifest.decode()))
         return metadata
 
     def set_up_storage_reader(self, metadata, is_coordinator, *args, **kwargs):

@@ -199,6 +199,32 @@ def test_moved_memory_is_refused(ck, tmp_path):
             c.save(1)
 
 
+
+def test_a_root_others_could_redirect_is_refused_and_nothing_is_made_there(ck, tmp_path):
+    # libllmp makes a missing root one directory at a time, each only inside one that passed
+    # common/own_dir.h's rule: a refused path leaves nothing made where it leads.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with pytest.raises(ck.CheckpointError, match=r"checkpoint directory refused: %s, on the path to %s/run/ck, "
+                       r"is writable by everyone \(mode 0777, no sticky bit\)" % (shared, shared)):
+        ck.save({"w": torch.ones(2)}, shared / "run" / "ck", step=1)
+    assert os.listdir(shared) == []
+    os.chmod(shared, 0o1777)  # sticky, and ours (or root's)
+    ck.save({"w": torch.ones(2)}, shared / "run" / "ck", step=1)
+    assert sorted(os.listdir(shared / "run" / "ck")) == ["latest", "step-1"]
+    if os.geteuid() == 0:  # only root can give a link to another user
+        other_run = tmp_path / "other-run"  # one of ours, which another user's link picks
+        other_run.mkdir()
+        link = tmp_path / "link"
+        link.symlink_to(other_run)
+        os.lchown(link, 4242, 4242)
+        with pytest.raises(ck.CheckpointError, match=r"checkpoint directory refused: %s is a symbolic link of "
+                           r"uid 4242, neither root nor this job's user \(0\)" % link):
+            ck.save({"w": torch.ones(2)}, link / "new", step=1)
+        assert os.listdir(other_run) == []
+
+
 def run_python(code, **env):
     full = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, **env)
     return subprocess.run([sys.executable, "-c", code], env=full, stdout=subprocess.PIPE,

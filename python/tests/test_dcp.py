@@ -16,7 +16,10 @@ One process (a PMIx singleton, torch.distributed not initialised): every
 dtype round-trips bit for bit (those llmp stores, and others as raw bytes),
 0-d and empty tensors, non-contiguous ones, bytes items, keys that are not
 llmp names; the committed meta.bin holds the Metadata dcp.save returned;
-half-written or damaged steps are never loaded; misuse is refused by name.
+half-written or damaged steps are never loaded; misuse is refused by name;
+metadata another user could have written or redirected (a directory or link
+on the way, the step directory, meta.bin itself) is refused before a byte
+of it is read.
 """
 
 import io
@@ -300,3 +303,86 @@ def test_metadata_others_could_write_is_never_unpickled(ck, tmp_path):
             load_w(ck, tmp_path)
         os.chown(meta, 0, 0)
     assert load_w(ck, tmp_path) == (2, 2)
+
+
+def test_metadata_another_user_could_redirect_is_never_read(ck, tmp_path):
+    # Every directory from / down and every link on the way is checked before libllmp or the
+    # reader reads a byte under the root: here meta.bin is damaged, which a read would report.
+    shared = tmp_path / "shared"
+    run = shared / "run"
+    save_steps(ck, run, [2])
+    meta = run / "step-2" / "meta.bin"
+    good = meta.read_bytes()
+    meta.write_bytes(good[:-10])
+    damaged = "meta.bin is truncated or corrupted"
+    with pytest.raises(BaseException, match=damaged):
+        load_w(ck, run, step=2)
+    # A parent others may write to without the sticky bit could have run renamed away and replaced.
+    os.chmod(shared, 0o777)
+    with pytest.raises(BaseException, match=r"%s, on the path to %s, is writable by everyone \(mode 0777, no "
+                       r"sticky bit\): anyone could rename" % (shared, run)):
+        load_w(ck, run, step=2)
+    os.chmod(shared, 0o2770)  # a project directory shared through its group
+    with pytest.raises(BaseException, match=r"%s, on the path to %s, is writable by its group \(mode 2770, no "
+                       r"sticky bit\): another member of its group could rename" % (shared, run)):
+        load_w(ck, run, step=2)
+    os.chmod(shared, 0o1777)  # sticky, and ours (or root's): nobody else moves run
+    with pytest.raises(BaseException, match=damaged):
+        load_w(ck, run, step=2)
+    # A link of ours is followed.
+    os.chmod(shared, 0o755)
+    (tmp_path / "mine").symlink_to(run)
+    with pytest.raises(BaseException, match=damaged):
+        load_w(ck, tmp_path / "mine", step=2)
+    if os.geteuid() == 0:  # only root can give a file to another user
+        theirs = tmp_path / "theirs"
+        theirs.symlink_to(run)  # another user's pick of our runs
+        os.lchown(theirs, 4242, 4242)
+        with pytest.raises(BaseException, match="%s is a symbolic link of uid 4242, neither root nor this user "
+                           r"\(0\): it is not followed" % theirs):
+            load_w(ck, theirs, step=2)
+        os.chown(shared, 4242, 4242)
+        for mode in (0o755, 0o1777):  # its owner may rename what is in it, sticky or not
+            os.chmod(shared, mode)
+            with pytest.raises(BaseException, match=r"%s, on the path to %s, belongs to uid 4242, neither root "
+                               r"nor this user \(0\)" % (shared, run)):
+                load_w(ck, run, step=2)
+        os.chown(shared, 0, 0)
+        os.chmod(shared, 0o755)
+        os.chown(run / "step-2", 4242, 4242)  # in a sticky root, another user could have made it
+        with pytest.raises(BaseException, match=r"step-2 belongs to uid 4242, not to this user \(0\)"):
+            load_w(ck, run)
+        os.chown(run / "step-2", 0, 0)
+    # meta.bin a link to the same bytes: libllmp's checksum passes, the reader does not follow it.
+    (tmp_path / "elsewhere.bin").write_bytes(good)
+    meta.unlink()
+    meta.symlink_to(tmp_path / "elsewhere.bin")
+    with pytest.raises(BaseException, match="step-2/meta.bin is a symbolic link: it is not followed"):
+        load_w(ck, run)
+    meta.unlink()
+    meta.write_bytes(good)
+    assert load_w(ck, run) == (2, 2)
+
+
+def test_the_walk_resolves_links_and_dots_as_the_kernel_does(ck, tmp_path, monkeypatch):
+    from llmp.dcp import open_own_dir
+
+    def same(fd, path):
+        st, want = os.fstat(fd), os.stat(path)
+        os.close(fd)
+        return (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino)
+
+    deep = tmp_path / "deep" / "a" / "b"
+    deep.mkdir(parents=True)
+    (tmp_path / "to-b").symlink_to("deep/a/b")
+    assert same(open_own_dir(tmp_path / "to-b"), deep)
+    assert same(open_own_dir("%s/to-b/.." % tmp_path), deep.parent)  # the target's parent, not tmp_path
+    assert same(open_own_dir("%s/to-b/./../b/." % tmp_path), deep)
+    monkeypatch.chdir(tmp_path)
+    assert same(open_own_dir("to-b"), deep)
+    (tmp_path / "loop").symlink_to("loop")
+    with pytest.raises(PermissionError, match="%s/loop: more than 40 symbolic links on the path to loop" % tmp_path):
+        open_own_dir("loop")
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(NotADirectoryError, match="%s/file is not a directory" % tmp_path):
+        open_own_dir("file/x")

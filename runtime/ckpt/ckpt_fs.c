@@ -15,27 +15,22 @@
 #include "ckpt_internal.h"
 #include "common/own_dir.h"
 
+/*
+ * Each missing directory is made only in one that has passed own_dir.h's
+ * rule, so another user's link or directory on the way is refused before
+ * anything is made where it leads; what already exists must pass too (made
+ * by someone else first in a shared /tmp or scratch space, what is saved
+ * there would be theirs to replace).
+ */
 llmp_status ck_mkdirs(llmp_ctx *ctx, const char *path)
 {
-	char buf[4096];
-	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+	char why[1024];
+	if (strlen(path) >= 4096)
 		return rt_fail(ctx, LLMP_ERR_ARG, "checkpoint path too long: %.60s...", path);
-	for (char *p = buf + 1;; p++) {
-		char c = *p;
-		if (c != '/' && c != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return rt_fail(ctx, LLMP_ERR_IO, "mkdir %s: %s", buf, strerror(errno));
-		*p = c;
-		if (!c)
-			break;
-	}
-	/* Made by someone else first (a shared /tmp or scratch space): what is saved there is theirs to replace. */
-	char why[512];
-	if (llmp_dir_own(path, geteuid(), why, sizeof why) != 0)
+	int r = llmp_dir_make_own(path, geteuid(), 0755, NULL, why, sizeof why);
+	if (r == LLMP_DIR_REFUSED)
 		return rt_fail(ctx, LLMP_ERR_IO, "checkpoint directory refused: %s", why);
-	return LLMP_OK;
+	return r == 0 ? LLMP_OK : rt_fail(ctx, LLMP_ERR_IO, "%s", why);
 }
 
 llmp_status ck_remove_tree(llmp_ctx *ctx, const char *path)

@@ -3,7 +3,9 @@
  * test_plugin_paths.c - what the plugin does on paths a user names: work in
  * a child under a deadline (plugin/bounded.h), the topology file refused
  * when it is a FIFO, a device, too large or someone else's, the layout
- * file's name and mode, and the check of a held port (plugin/netif.h).
+ * file's name and mode, the check of a held port (plugin/netif.h), and the
+ * rule for a directory llmp writes in for a user (common/own_dir.h): every
+ * directory and link on its path.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -296,11 +298,171 @@ static void directories_of_the_user_alone(void **state)
 	assert_int_equal(chmod(path, 01777), 0); /* as /tmp: nobody removes another's files */
 	assert_int_equal(llmp_dir_own(path, geteuid(), msg, sizeof msg), 0);
 	assert_int_equal(llmp_dir_own(path, geteuid() + 1, msg, sizeof msg), -1);
-	snprintf(want, sizeof want, "%s belongs to uid %u, not to this job's user (%u)", path,
-		 (unsigned)geteuid(), (unsigned)geteuid() + 1);
+	if (geteuid() == 0) /* the directories above are root's: only the last one is not the user's */
+		snprintf(want, sizeof want, "%s belongs to uid %u, not to this job's user (%u)", path,
+			 (unsigned)geteuid(), (unsigned)geteuid() + 1);
+	else /* the test's own directory, above, is not that user's either */
+		snprintf(want, sizeof want,
+			 "%s, on the path to %s, belongs to uid %u, neither root nor this job's user (%u)",
+			 dir, path, (unsigned)geteuid(), (unsigned)geteuid() + 1);
 	assert_memory_equal(msg, want, strlen(want));
 	assert_int_equal(llmp_dir_own("/dev/null", geteuid(), msg, sizeof msg), -1);
 	assert_string_equal(msg, "/dev/null is not a directory");
+}
+
+/* What a refusal on the way says first: the directory, the path it is on, and the rule. */
+static void want_on_the_way(char *want, size_t len, const char *parent, const char *path, const char *rule)
+{
+	snprintf(want, len, "%s, on the path to %s, %s", parent, path, rule);
+}
+
+/* The inode of path (links followed) is the one fd is open on. */
+static void same_directory(int fd, const char *path)
+{
+	struct stat a, b;
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(stat(path, &b), 0);
+	assert_true(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+	close(fd);
+}
+
+/*
+ * Every directory and link on the way is checked, not only the last
+ * directory: a parent others may write to could have the directory renamed
+ * away and another put in its place; another user's link leads where they
+ * chose. Objects of another user are made with chown, so those cases need
+ * root (as in CI); the rest runs as anyone.
+ */
+static void directories_on_the_way_of_the_user_or_root(void **state)
+{
+	const uid_t me = geteuid(), other = 4242; /* other: only as root, who can give things away */
+	char base[256], run[300], msg[1024], want[1024], rule[256];
+	(void)state;
+	snprintf(base, sizeof base, "%s/way", dir);
+	snprintf(run, sizeof run, "%s/run", base);
+	assert_int_equal(mkdir(base, 0700), 0);
+	assert_int_equal(mkdir(run, 0700), 0);
+	assert_int_equal(llmp_dir_own(run, me, msg, sizeof msg), 0);
+
+	/* A parent anyone may write to, without the sticky bit. */
+	assert_int_equal(chmod(base, 0777), 0);
+	assert_int_equal(llmp_dir_own(run, me, msg, sizeof msg), -1);
+	want_on_the_way(
+		want, sizeof want, base, run,
+		"is writable by everyone (mode 0777, no sticky bit): anyone could rename what is under it away");
+	assert_memory_equal(msg, want, strlen(want));
+	/* A project directory shared through its group. */
+	assert_int_equal(chmod(base, 02770), 0);
+	assert_int_equal(llmp_dir_own(run, me, msg, sizeof msg), -1);
+	want_on_the_way(
+		want, sizeof want, base, run,
+		"is writable by its group (mode 2770, no sticky bit): another member of its group could rename");
+	assert_memory_equal(msg, want, strlen(want));
+	/* Sticky, as /tmp, and the user's or root's: nobody else moves what is in it. */
+	assert_int_equal(chmod(base, 01777), 0);
+	assert_int_equal(llmp_dir_own(run, me, msg, sizeof msg), 0);
+	if (me != 0)
+		return;
+	/* Sticky but another user's: its owner may still rename anything in it. */
+	snprintf(rule, sizeof rule,
+		 "belongs to uid %u, neither root nor this job's user (%u): its owner could rename",
+		 (unsigned)other, (unsigned)me);
+	want_on_the_way(want, sizeof want, base, run, rule);
+	assert_int_equal(chown(base, other, other), 0);
+	assert_int_equal(llmp_dir_own(run, me, msg, sizeof msg), -1);
+	assert_memory_equal(msg, want, strlen(want));
+	assert_int_equal(chmod(base, 0755), 0); /* another user's, not writable by anyone else */
+	assert_int_equal(llmp_dir_own(run, me, msg, sizeof msg), -1);
+	assert_memory_equal(msg, want, strlen(want));
+	assert_int_equal(chown(base, me, me), 0);
+	assert_int_equal(llmp_dir_own(run, me, msg, sizeof msg), 0);
+}
+
+static void links_followed_only_when_the_user_or_root_made_them(void **state)
+{
+	const uid_t me = geteuid();
+	char real[256], mine[256], theirs[256], path[300], msg[1024], want[1024];
+	int fd = -1, cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	(void)state;
+	assert_true(cwd >= 0);
+	snprintf(real, sizeof real, "%s/real", dir);
+	snprintf(mine, sizeof mine, "%s/mine", dir);
+	snprintf(theirs, sizeof theirs, "%s/theirs", dir);
+	assert_int_equal(mkdir(real, 0700), 0);
+	assert_int_equal(symlink("real", mine), 0);
+	assert_int_equal(llmp_dir_open_own(mine, me, &fd, msg, sizeof msg), 0);
+	same_directory(fd, real);
+	/* On the way, and as the working directory's child. */
+	snprintf(path, sizeof path, "%s/sub", real);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/sub", mine);
+	assert_int_equal(llmp_dir_own(path, me, msg, sizeof msg), 0);
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(llmp_dir_open_own("mine/sub", me, &fd, msg, sizeof msg), 0);
+	snprintf(path, sizeof path, "%s/sub", real);
+	same_directory(fd, path);
+	/* A link that leads back to itself: refused past 40 links, as the kernel does. */
+	assert_int_equal(symlink("loop", "loop"), 0);
+	assert_int_equal(llmp_dir_own("loop", me, msg, sizeof msg), -1);
+	snprintf(want, sizeof want, "%s/loop: more than 40 symbolic links on the path to loop", dir);
+	assert_memory_equal(msg, want, strlen(want));
+	assert_int_equal(fchdir(cwd), 0);
+	close(cwd);
+	if (me != 0)
+		return;
+	/* Another user's link to a directory of ours (their pick of our runs): not followed. */
+	assert_int_equal(symlink(real, theirs), 0);
+	assert_int_equal(lchown(theirs, 4242, 4242), 0);
+	snprintf(
+		want, sizeof want,
+		"%s is a symbolic link of uid 4242, neither root nor this job's user (%u): it is not followed",
+		theirs, (unsigned)me);
+	assert_int_equal(llmp_dir_own(theirs, me, msg, sizeof msg), -1);
+	assert_memory_equal(msg, want, strlen(want));
+	snprintf(path, sizeof path, "%s/sub", theirs);
+	assert_int_equal(llmp_dir_own(path, me, msg, sizeof msg), -1);
+	assert_memory_equal(msg, want, strlen(want));
+	/* Nothing is made where it leads. */
+	snprintf(path, sizeof path, "%s/new", theirs);
+	assert_int_equal(llmp_dir_make_own(path, me, 0755, NULL, msg, sizeof msg), LLMP_DIR_REFUSED);
+	assert_memory_equal(msg, want, strlen(want));
+	snprintf(path, sizeof path, "%s/new", real);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+/* ".." after a link is the parent of its target, as the kernel has it; "." is where the walk is. */
+static void dots_resolved_as_the_kernel_does(void **state)
+{
+	char deep[256], up[256], link[256], path[300], msg[1024];
+	int fd = -1;
+	(void)state;
+	snprintf(deep, sizeof deep, "%s/deep/a/b", dir);
+	snprintf(up, sizeof up, "%s/deep/a", dir);
+	snprintf(link, sizeof link, "%s/to-b", dir);
+	assert_int_equal(llmp_dir_make_own(deep, geteuid(), 0700, &fd, msg, sizeof msg), 0);
+	same_directory(fd, deep);
+	assert_int_equal(symlink("deep/a/b", link), 0);
+	snprintf(path, sizeof path, "%s/../", link); /* deep/a, not dir */
+	assert_int_equal(llmp_dir_open_own(path, geteuid(), &fd, msg, sizeof msg), 0);
+	same_directory(fd, up);
+	snprintf(path, sizeof path, "%s/./../b/.", link);
+	assert_int_equal(llmp_dir_open_own(path, geteuid(), &fd, msg, sizeof msg), 0);
+	same_directory(fd, deep);
+	assert_int_equal(llmp_dir_open_own("/..", geteuid(), &fd, msg, sizeof msg), geteuid() == 0 ? 0 : -1);
+	if (geteuid() == 0)
+		same_directory(fd, "/");
+	assert_int_equal(llmp_dir_own("", geteuid(), msg, sizeof msg), -1);
+	assert_string_equal(msg, "an empty path names no directory");
+	/* A name that cannot be shown is shown with '?' for its odd bytes. */
+	snprintf(path, sizeof path, "%s/odd\x1b[31m", dir);
+	assert_int_equal(mkdir(path, 0777), 0);
+	assert_int_equal(chmod(path, 0777), 0);
+	snprintf(path, sizeof path, "%s/odd\x1b[31m/run", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(llmp_dir_own(path, geteuid(), msg, sizeof msg), -1);
+	snprintf(path, sizeof path, "%s/odd?[31m, on the path to %s/odd?[31m/run, is writable by everyone",
+		 dir, dir);
+	assert_memory_equal(msg, path, strlen(path));
 }
 
 int main(void)
@@ -312,6 +474,9 @@ int main(void)
 		cmocka_unit_test(layout_file_ensured_where_the_task_sees_it),
 		cmocka_unit_test(held_port_is_seen),
 		cmocka_unit_test(directories_of_the_user_alone),
+		cmocka_unit_test(directories_on_the_way_of_the_user_or_root),
+		cmocka_unit_test(links_followed_only_when_the_user_or_root_made_them),
+		cmocka_unit_test(dots_resolved_as_the_kernel_does),
 	};
 	return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
