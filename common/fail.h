@@ -26,5 +26,13 @@ llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *
 const char *llmp_show(char out[LLMP_SHOW_MAX], const char *s, size_t n);
 /* The same into out of outlen (>= 4) bytes: at most outlen - 4 bytes of s, for longer text (a path). */
 const char *llmp_show_in(char *out, size_t outlen, const char *s, size_t n);
+/*
+ * A whole message made one line, in place: every control byte (newline,
+ * carriage return, escape, DEL) as '?', the same rule as llmp_show's for
+ * those bytes. The last step of every sink that hands a message to Slurm's
+ * logger or a job's output, which write it as it is: a newline in a user's
+ * value would start a line of their choosing there. Returns msg.
+ */
+char *llmp_show_line(char *msg);
 
 #endif /* LLMP_FAIL_H */

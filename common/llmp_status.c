@@ -37,6 +37,7 @@ llmp_status llmp_fail(llmp_status status, char *msg, size_t msglen, const char *
 		va_start(ap, fmt);
 		vsnprintf(msg, msglen, fmt, ap);
 		va_end(ap);
+		llmp_show_line(msg);
 	}
 	return status;
 }
@@ -58,4 +59,12 @@ const char *llmp_show_in(char *out, size_t outlen, const char *s, size_t n)
 	}
 	out[k] = '\0';
 	return out;
+}
+
+char *llmp_show_line(char *msg)
+{
+	for (unsigned char *p = (unsigned char *)msg; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return msg;
 }

@@ -18,6 +18,7 @@
 
 #include "slurm_env.h"
 #include "planner/cost.h"
+#include "common/fail.h"
 #include "common/hostlist.h"
 
 void plugin_job_place_free(struct plugin_job_place *jp)
@@ -112,8 +113,10 @@ int plugin_job_place(struct plugin_node_place *np, struct plugin_job_place *jp,
 		goto out;
 	}
 	if (plugin_tasks_per_node_list(in->tasks_per_node, tasks, nhosts) < 0) {
-		snprintf(msg, len, "SLURM_STEP_TASKS_PER_NODE=%.100s does not count %zu nodes",
-			 in->tasks_per_node, nhosts);
+		char shown[104];
+		snprintf(msg, len, "SLURM_STEP_TASKS_PER_NODE=%s does not count %zu nodes",
+			 llmp_show_in(shown, sizeof shown, in->tasks_per_node, strlen(in->tasks_per_node)),
+			 nhosts);
 		goto out;
 	}
 	if (check_block(in, tasks, msg, len) < 0)

@@ -32,7 +32,7 @@ int slurm_spank_init(spank_t sp, int argc, char **argv)
 	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE)
 		return 0;
 	if (plugin_site_parse(&plugin_ctx()->site, argc, argv, msg, sizeof msg) < 0) {
-		slurm_error(PLUGIN_NAME ": %s", msg);
+		plugin_log_error("%s", msg);
 		return -1;
 	}
 	return plugin_options_register(sp);

@@ -53,7 +53,7 @@ static void megatron_flags(const struct model_desc *m, const struct step_layout 
 	/* the list, for the step's layout file and the tasks (LLMP_STAGE_LAYERS) */
 	size_t used = 0;
 	a->stage_layers[0] = '\0';
-	for (unsigned k = 0; k < l->pp && used < sizeof a->stage_layers; k++) {
+	for (unsigned k = 0; k < l->pp && l->pp <= PLUGIN_STAGES_MAX && used < sizeof a->stage_layers; k++) {
 		int n = snprintf(a->stage_layers + used, sizeof a->stage_layers - used, "%s%u", k ? "," : "",
 				 l->stage_layers[k]);
 		if (n < 0 || (size_t)n >= sizeof a->stage_layers - used) {
@@ -135,13 +135,17 @@ static void describe_peak(const struct step_layout *l, const struct step_estimat
  * msg on failure. On machines, l is placed there and, on mixed GPUs, its
  * layers split: l->stage_layers then points at *split, the caller's to free.
  */
-/* "h100:61234,..." for LLMP_MODEL_PEAKS: each stage's GPU and its total, MiB rounded up; "" too long. */
+/*
+ * "h100:61234,..." for LLMP_MODEL_PEAKS: each stage's GPU and its total, MiB
+ * rounded up; "" when too long or past the stages the step reads (its tasks
+ * then check no GPU, rather than the step failing on a list it refuses).
+ */
 static void peaks_text(const struct step_stage *stages, const struct gpu_desc *gpus, unsigned pp, char *buf,
 		       size_t len)
 {
 	size_t used = 0;
 	buf[0] = '\0';
-	for (unsigned k = 0; k < pp; k++) {
+	for (unsigned k = 0; k < pp && pp <= PLUGIN_STAGES_MAX; k++) {
 		double exact = stages[k].total / (1024.0 * 1024.0);
 		unsigned long long mib = exact > 0 && exact < 1e9 ? (unsigned long long)exact : 0;
 		if ((double)mib < exact || mib == 0)

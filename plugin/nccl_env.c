@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/fail.h" /* llmp_show */
+
 int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *facts, const char *user_level,
 		     const char *site_level, const char *host, struct plugin_gdr *out)
 {
@@ -22,10 +24,11 @@ int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *
 	enum topo_path level = TOPO_GDR_LEVEL_DEFAULT;
 	bool user_set = user_level && *user_level;
 	if (user_set && !topo_path_parse_level(user_level, &level)) {
+		char shown[LLMP_SHOW_MAX];
 		snprintf(out->line, sizeof out->line,
-			 "warning: NCCL_NET_GDR_LEVEL=%.32s is not a level NCCL reads (LOC, PIX, PXB, PHB, "
+			 "warning: NCCL_NET_GDR_LEVEL=%s is not a level NCCL reads (LOC, PIX, PXB, PHB, "
 			 "SYS or 0-5): NCCL ignores it and uses PXB",
-			 user_level);
+			 llmp_show(shown, user_level, strlen(user_level)));
 		return -1;
 	}
 	/* The site's level, for tasks that set none (site.c accepts names only). */
@@ -84,12 +87,12 @@ bool plugin_sysfs_hides(const struct topo_type *file_type, const struct topo_typ
 	return false;
 }
 
-int plugin_nccl_topo_path(const char *layout_path, char *buf, size_t len)
+int plugin_nccl_topo_path(const char *layout_path, uint64_t token, char *buf, size_t len)
 {
 	buf[0] = '\0';
 	if (!layout_path || !layout_path[0])
 		return -1;
-	int k = snprintf(buf, len, "%s.nccl-topo.xml", layout_path);
+	int k = snprintf(buf, len, "%s.%016llx.nccl-topo.xml", layout_path, (unsigned long long)token);
 	if (k < 0 || (size_t)k >= len) {
 		buf[0] = '\0';
 		return -1;

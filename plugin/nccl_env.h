@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plugin/node_place.h"
 #include "topology/gdr.h"
@@ -42,7 +43,12 @@ int plugin_gdr_judge(const struct plugin_node_place *np, const struct gdr_node *
  */
 bool plugin_sysfs_hides(const struct topo_type *file_type, const struct topo_type *seen);
 
-/* Where the node's NCCL_TOPO_FILE goes: beside the layout file, "" when there is none. */
-int plugin_nccl_topo_path(const char *layout_path, char *buf, size_t len);
+/*
+ * Where the node's NCCL_TOPO_FILE goes: beside the layout file, with a
+ * random token of its own (user_init draws it once for the node's tasks),
+ * so that another user who sees the layout file's name cannot take this one
+ * first; "" and -1 when there is no layout file.
+ */
+int plugin_nccl_topo_path(const char *layout_path, uint64_t token, char *buf, size_t len);
 
 #endif /* LLMP_PLUGIN_NCCL_ENV_H */

@@ -54,9 +54,11 @@ struct plugin_ctx {
 	bool failed;              /* task_init must fail every task */
 	char error[LLMP_MSG_MAX]; /* why, for the job's output */
 	llmp_plan *plan;
-	char layout_path[PATH_MAX];   /* "" when no file was written */
-	struct plugin_identity owner; /* the job's user and groups, for work on their paths */
-	gid_t *owner_groups;          /* owner.groups, ours to free */
+	char layout_path[PATH_MAX];     /* "" when no file was written */
+	uint64_t nccl_topo_token;       /* the random part of NCCL_TOPO_FILE's name (nccl_env.h) */
+	char layout_note[LLMP_MSG_MAX]; /* the TMPDIR the file could not go to, for local task 0 */
+	struct plugin_identity owner;   /* the job's user and groups, for work on their paths */
+	gid_t *owner_groups;            /* owner.groups, ours to free */
 	uint32_t job_id, step_id, nnodes, node_id;
 	bool placed; /* place holds this node's tasks' GPUs and HCAs */
 	struct plugin_node_place place;
@@ -89,6 +91,8 @@ int plugin_step_finish(spank_t sp);
 /* log.c: messages for users start with the plugin's name */
 void plugin_user_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void plugin_task_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An error of slurmstepd's own (as root, outside any task): slurmd's log only. */
+void plugin_log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* step_gdr.c: NCCL_NET_GDR_LEVEL and the GPUDirect RDMA line, in task_init after placement. */
 void plugin_step_gdr(spank_t sp, uint32_t local_rank);
 /* As root, before task_init: ACS of the node's bridges, for plugin_step_gdr. */

@@ -134,6 +134,12 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 			}
 		return bad(msg, msglen, arg, "expected LOC, PIX, PXB, PHB or SYS");
 	}
+	if (is_key(arg, klen, "nvml")) {
+		if (v[0] != '/' || strlen(v) >= sizeof site->nvml)
+			return bad(msg, msglen, arg, "expected an absolute path under 1024 bytes");
+		strcpy(site->nvml, v);
+		return 0;
+	}
 	if (is_key(arg, klen, "topology")) {
 		if (v[0] != '/' || strlen(v) >= sizeof site->topology)
 			return bad(msg, msglen, arg, "expected an absolute path under 1024 bytes");
@@ -143,7 +149,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 	return bad(msg, msglen, arg,
 		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
 		   "max_etp= max_requeues= gpu_bind= placement= port_base= port_range= layout_dir= gpu= "
-		   "topology= gdr_level=)");
+		   "topology= gdr_level= nvml=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)

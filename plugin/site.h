@@ -31,6 +31,12 @@
  *   topology=FILE     the site's description of its nodes (doc/topology-json.md),
  *                     used when the job gives no LLMP_TOPOLOGY_FILE; read at each
  *                     step, a file that cannot be used is a warning there
+ *   nvml=LIB          the NVML library tasks load for --llm-model's GPU check
+ *                     (gpu_check.h; default libnvidia-ml.so.1 through the dynamic
+ *                     linker's search, with slurmd's environment). Only the site
+ *                     names it: task_init runs before exec, with slurmstepd's
+ *                     descriptors open and its limits, so a library the job named
+ *                     would be the user's code running there
  */
 #ifndef LLMP_SITE_H
 #define LLMP_SITE_H
@@ -54,6 +60,7 @@ struct plugin_site {
 	char topology[1024];   /* "" = discover each node */
 	char gpu[128];         /* "" = none: the user must set LLMP_GPU for --llm-parallel=auto */
 	char gdr_level[4];     /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
+	char nvml[1024];       /* "" = libnvidia-ml.so.1 */
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ static int fail_step(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->error, sizeof c->error, fmt, ap);
 	va_end(ap);
+	llmp_show_line(c->error); /* one line in slurmd's log whatever the user's values hold */
 	c->failed = true;
 	slurm_info(PLUGIN_NAME ": %s", c->error); /* the tasks tell the user */
 	return 0;
@@ -168,11 +170,27 @@ static const char *layout_dir(spank_t sp, char *buf, int len)
 	return tmp && tmp[0] == '/' ? tmp : "/tmp";
 }
 
+/* The node's layout file under dir, into c->layout_path; -1 with msg (if any) on failure. */
+static int write_layout_file(const char *dir, char *msg, size_t msglen)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char why[LLMP_MSG_MAX];
+	if (plugin_layout_file_name(dir, c->job_id, c->step_id, c->node_id, c->layout_path,
+				    sizeof c->layout_path, why, sizeof why) == 0 &&
+	    plugin_layout_file_write(c->plan, c->has_stage_layers ? c->stage_layers : NULL, c->layout_path,
+				     &c->owner, why, sizeof why) == 0)
+		return 0;
+	c->layout_path[0] = '\0';
+	if (msg)
+		snprintf(msg, msglen, "%s", why);
+	return -1;
+}
+
 /* Fit the layout to the step's geometry and write the node's layout file. */
 static int plan_step(spank_t sp, const llmp_spec *spec)
 {
 	struct plugin_ctx *c = plugin_ctx();
-	char msg[LLMP_MSG_MAX], dir[PATH_MAX];
+	char msg[LLMP_MSG_MAX], dir[PATH_MAX], shown[LLMP_SHOW_MAX];
 	uint32_t world = 0;
 
 	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
@@ -189,25 +207,37 @@ static int plan_step(spank_t sp, const llmp_spec *spec)
 	if (c->stage_text[0]) {
 		uint32_t pp = llmp_plan_size(c->plan, LLMP_AXIS_PP);
 		if (plugin_stage_layers_parse(c->stage_text, pp, c->stage_layers, msg, sizeof msg) < 0)
-			return fail_step(LLMP_ENV_STAGE_LAYERS "=%.40s: %s", c->stage_text, msg);
+			return fail_step(LLMP_ENV_STAGE_LAYERS "=%s: %s",
+					 llmp_show(shown, c->stage_text, strlen(c->stage_text)), msg);
 		c->has_stage_layers = true;
 	}
 	if (c->peaks_text[0]) {
 		uint32_t pp = llmp_plan_size(c->plan, LLMP_AXIS_PP);
 		if (plugin_peaks_parse(c->peaks_text, pp, c->peaks, msg, sizeof msg) < 0)
-			return fail_step(LLMP_ENV_MODEL_PEAKS "=%.40s: %s", c->peaks_text, msg);
+			return fail_step(LLMP_ENV_MODEL_PEAKS "=%s: %s",
+					 llmp_show(shown, c->peaks_text, strlen(c->peaks_text)), msg);
 		c->has_peaks = true;
 	}
 	if (read_owner(sp) < 0)
 		return fail_step("cannot read the job's user and groups from Slurm");
-	if (plugin_layout_file_name(layout_dir(sp, dir, sizeof dir), c->job_id, c->step_id, c->node_id,
-				    c->layout_path, sizeof c->layout_path, msg, sizeof msg) < 0 ||
-	    plugin_layout_file_write(c->plan, c->has_stage_layers ? c->stage_layers : NULL, c->layout_path,
-				     &c->owner, msg, sizeof msg) < 0) {
-		c->layout_path[0] = '\0';
-		return fail_step("%s", msg);
+	if (getrandom(&c->nccl_topo_token, sizeof c->nccl_topo_token, 0) !=
+	    (ssize_t)sizeof c->nccl_topo_token)
+		return fail_step("no random bytes for the NCCL topology file's name: %s", strerror(errno));
+	const char *where = layout_dir(sp, dir, sizeof dir);
+	if (write_layout_file(where, msg, sizeof msg) == 0)
+		return 0;
+	/*
+	 * A TMPDIR this node lacks (the submit host's, passed on by srun) is
+	 * not the user's error: Slurm itself gives the task /tmp then
+	 * (_make_tmpdir, after task_init), and so does the layout file.
+	 */
+	if (!c->site.layout_dir[0] && strcmp(where, "/tmp") != 0 && write_layout_file("/tmp", NULL, 0) == 0) {
+		snprintf(c->layout_note, sizeof c->layout_note,
+			 "warning: %.400s; it was written in /tmp instead", msg);
+		return 0;
 	}
-	return 0;
+	c->layout_path[0] = '\0';
+	return fail_step("%s", msg);
 }
 
 /*
@@ -335,12 +365,25 @@ static void place_node_tasks(spank_t sp)
  */
 static bool auto_layout_of_step(spank_t sp, char *buf, int len, const char **layout)
 {
+	static const char start[] = "start the step with srun, whose llm_parallel plugin chooses";
+	char why[LLMP_MSG_MAX], shown[LLMP_SHOW_MAX];
+	llmp_spec probe;
 	plugin_ctx()->active = true;
-	if (step_env_whole(sp, LLMP_ENV_AUTO_LAYOUT, buf, len, layout) == 0 && *layout)
+	if (step_env_whole(sp, LLMP_ENV_AUTO_LAYOUT, buf, len, layout) < 0)
+		fail_step("--llm-parallel=auto: " LLMP_ENV_AUTO_LAYOUT " is longer than %d bytes; %s",
+			  LLMP_SPEC_MAX_LEN, start);
+	else if (!*layout)
+		fail_step("--llm-parallel=auto: no layout was chosen for this step (" LLMP_ENV_AUTO_LAYOUT
+			  " is not set); %s",
+			  start);
+	else if (!**layout || strcmp(*layout, "auto") == 0)
+		fail_step("--llm-parallel=auto: " LLMP_ENV_AUTO_LAYOUT "='%s' names no layout; %s",
+			  llmp_show(shown, *layout, strlen(*layout)), start);
+	/* Parsed here too, so that a bad choice is named as this variable, not as LLMP_PARALLEL. */
+	else if (llmp_spec_parse_partial(*layout, &probe, why, sizeof why) != LLMP_OK)
+		fail_step(LLMP_ENV_AUTO_LAYOUT "=%s: %s", llmp_show(shown, *layout, strlen(*layout)), why);
+	else
 		return true;
-	fail_step("--llm-parallel=auto: no layout was chosen for this step (" LLMP_ENV_AUTO_LAYOUT
-		  " unset or too long): start it with srun, whose llm_parallel plugin "
-		  "chooses");
 	return false;
 }
 
@@ -393,7 +436,7 @@ static bool read_peaks(spank_t sp)
 }
 
 /*
- * In the task (the user's process, before exec): the GPU it will use,
+ * In the task (before exec: slurmstepd's child as the user): the GPU it will use,
  * through NVML, against the one the estimate assumed for its pipeline
  * stage (gpu_check.h). Local task 0 names a different GPU once per node;
  * a GPU smaller than the stage's peak fails the task (local task 0 says why). No NVML (no driver,
@@ -403,14 +446,15 @@ static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32
 {
 	struct plugin_ctx *c = plugin_ctx();
 	static struct topo_nvml_device devs[TOPO_NVML_DEVICES_MAX];
-	char lib[PATH_MAX], visible[4096], why[LLMP_MSG_MAX], mismatch[LLMP_MSG_MAX], fail[LLMP_MSG_MAX];
+	char visible[4096], why[LLMP_MSG_MAX], mismatch[LLMP_MSG_MAX], fail[LLMP_MSG_MAX];
 	char host[256] = "this node";
 	uint32_t coords[LLMP_NAXES];
 	if (!c->has_peaks || llmp_plan_coords(c->plan, rank, coords) != LLMP_OK)
 		return 0;
 	const char *list = bound[0] ? bound : step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible);
-	int n = topo_nvml_devices(step_env(sp, LLMP_ENV_NVML_LIBRARY, lib, sizeof lib), devs,
-				  TOPO_NVML_DEVICES_MAX, why, sizeof why);
+	/* The site's library only, never one the job names: this is still slurmstepd's child (site.h). */
+	int n = topo_nvml_devices(c->site.nvml[0] ? c->site.nvml : NULL, devs, TOPO_NVML_DEVICES_MAX, why,
+				  sizeof why);
 	if (n <= 0)
 		return 0;
 	const struct topo_nvml_device *d = plugin_task_device(devs, (unsigned)n, list, entry);
@@ -677,15 +721,17 @@ static int flight_recorder(spank_t sp)
 	    snprintf(prefix, sizeof prefix, "%s/rank_", frdir) >= (int)sizeof prefix)
 		return 0;
 	/*
-	 * Another user's directory (made first in a shared place) could hold
-	 * links where torch dumps: each is checked before anything is made in it.
+	 * Another user's directory (made first in a shared place, or above it)
+	 * or link could hold links where torch dumps, or lead elsewhere: the
+	 * whole path is checked, each directory made only inside a checked one.
 	 */
 	char why[512];
-	const char *const dirs[] = { dir, frdir };
+	const char *const dirs[] = { dir, frdir }; /* the user's first: the messages name it */
 	for (size_t i = 0; i < 2; i++) {
-		if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST)
+		int rc = llmp_dir_make_own(dirs[i], geteuid(), 0755, NULL, why, sizeof why);
+		if (rc == LLMP_DIR_FAILED)
 			return 0; /* torch would fail to dump there: leave the recorder as the user has it */
-		if (llmp_dir_own(dirs[i], geteuid(), why, sizeof why) != 0) {
+		if (rc != 0) {
 			plugin_task_message("%s", why);
 			return -1;
 		}
@@ -758,10 +804,17 @@ static int master_port_held(uint32_t port, const char *host)
 {
 	if (plugin_port_held(port) != 1)
 		return 0;
-	plugin_task_message("MASTER_PORT %u is held on %s by another process: rank 0 cannot listen there "
-			    "(the administrator sets the range with port_base= and port_range=, or has Slurm "
-			    "reserve ports with MpiParams=ports=)",
-			    port, host);
+	/*
+	 * Only a denial, but nothing the plugin can prevent: any process on the
+	 * node may bind any free port, Slurm's reserved ones too. Only nodes no
+	 * other user runs on rule it out; the message says so to the site.
+	 */
+	plugin_task_message(
+		"MASTER_PORT %u is held on %s by another process: rank 0 cannot listen there "
+		"(the administrator sets the range with port_base= and port_range=, or has Slurm "
+		"reserve ports with MpiParams=ports=; another user's process on a shared node can "
+		"hold any port, which only ExclusiveUser=YES on the partition rules out)",
+		port, host);
 	return -1;
 }
 
@@ -895,6 +948,8 @@ int plugin_step_task(spank_t sp)
 	if (check_task_gpu(sp, rank, (uint32_t)local_rank, torch_local, gpu) < 0)
 		return -1;
 	/* Placed on the topology, its advice has the cost; in block order without one, the plan's. */
+	if (local_rank == 0 && c->layout_note[0])
+		plugin_task_message("%s", c->layout_note);
 	if (rank == 0 && c->job_placed && c->job.advice[0])
 		plugin_task_message("warning: %s", c->job.advice);
 	for (size_t i = 0; rank == 0 && !c->job_placed && i < llmp_plan_warning_count(c->plan); i++)
@@ -911,7 +966,7 @@ int plugin_step_finish(spank_t sp)
 		return 0;
 	/* Root again here: the child takes the job owner's ids and groups (plan_step read them). */
 	if (plugin_layout_file_remove(c->layout_path, &c->owner, msg, sizeof msg) < 0)
-		slurm_error(PLUGIN_NAME ": %s", msg);
+		plugin_log_error("%s", msg);
 	plugin_step_nccl_topo_remove(); /* the tasks' NCCL_TOPO_FILE beside it (step_gdr.c) */
 	c->layout_path[0] = '\0';
 	return 0;

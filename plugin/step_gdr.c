@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin/layout_file.h"
@@ -90,9 +91,10 @@ static int write_xml(const struct topo_type *ty, const char *path, char *why, si
 		return -1;
 	}
 	nccl_xml_free(&x);
-	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	bool ok = fd >= 0 && write(fd, buf, used) == (ssize_t)used;
+	/* A fresh name each task (mkostemp: O_EXCL, random): nobody can take it first. */
+	snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	bool ok = fd >= 0 && fchmod(fd, 0644) == 0 && write(fd, buf, used) == (ssize_t)used;
 	if (fd >= 0 && close(fd) != 0)
 		ok = false;
 	if (ok && rename(tmp, path) != 0)
@@ -118,7 +120,7 @@ static void nccl_topo_file(spank_t sp, uint32_t local_rank)
 	int platform = platform_file(pwhy, sizeof pwhy);
 	if (platform == 0 || (platform == 1 && !(from_file && sysfs_hides(c->place.type))))
 		return;
-	if (plugin_nccl_topo_path(c->layout_path, path, sizeof path) < 0)
+	if (plugin_nccl_topo_path(c->layout_path, c->nccl_topo_token, path, sizeof path) < 0)
 		snprintf(why, sizeof why, "no layout file to write it beside");
 	else if (write_xml(c->place.type, path, why, sizeof why) == 0)
 		spank_setenv(sp, "NCCL_TOPO_FILE", path, 0);
@@ -145,9 +147,9 @@ void plugin_step_nccl_topo_remove(void)
 {
 	struct plugin_ctx *c = plugin_ctx();
 	char path[PATH_MAX], msg[LLMP_MSG_MAX];
-	if (plugin_nccl_topo_path(c->layout_path, path, sizeof path) == 0 &&
+	if (plugin_nccl_topo_path(c->layout_path, c->nccl_topo_token, path, sizeof path) == 0 &&
 	    plugin_layout_file_remove(path, &c->owner, msg, sizeof msg) < 0)
-		slurm_error(PLUGIN_NAME ": %s", msg);
+		plugin_log_error("%s", msg);
 }
 
 void plugin_step_gdr(spank_t sp, uint32_t local_rank)

@@ -12,9 +12,16 @@
 #include <string.h>
 
 #include "slurm_env.h"
+#include "common/fail.h"
 #include "common/hostlist.h"
 
 #define NO_NODE UINT32_MAX
+
+/* A value from the step's environment (a host, a path, a list) for a message: llmp_show_in. */
+static const char *show(char *out, size_t outlen, const char *s)
+{
+	return llmp_show_in(out, outlen, s, strlen(s));
+}
 
 /* What to do when nothing in the step says where task 0 runs. */
 #define PLUGIN_TASK_MAP_ADVICE                                                                        \
@@ -88,8 +95,9 @@ static int pmix_nodes(const char *text, uint32_t nnodes, uint32_t world, uint32_
 	}
 	return 0;
 bad:
-	snprintf(msg, len, "SLURM_PMIX_MAPPING_SERV=%.200s is not a (vector,(node,nodes,tasks),...) map",
-		 text);
+	char shown[204];
+	snprintf(msg, len, "SLURM_PMIX_MAPPING_SERV=%s is not a (vector,(node,nodes,tasks),...) map",
+		 show(shown, sizeof shown, text));
 	return -1;
 }
 
@@ -112,14 +120,14 @@ static int hostfile_nodes(const struct plugin_task_map_inputs *in, char *const *
 {
 	const char *p = in->hostfile_text, *end = p + in->hostfile_len;
 	uint32_t next = 0;
-	char line[4096], **names;
+	char line[4096], **names, file[204];
 	size_t nnames;
+	show(file, sizeof file, in->hostfile); /* for messages */
 	while (p < end && next < in->world) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		size_t n = (size_t)((eol ? eol : end) - p);
 		if (n >= sizeof line) {
-			snprintf(msg, len, "%s: a line is longer than %zu bytes", in->hostfile,
-				 sizeof line - 1);
+			snprintf(msg, len, "%s: a line is longer than %zu bytes", file, sizeof line - 1);
 			return -1;
 		}
 		memcpy(line, p, n);
@@ -132,16 +140,17 @@ static int hostfile_nodes(const struct plugin_task_map_inputs *in, char *const *
 			continue;
 		char why[256];
 		if (hostlist_expand(s, in->world, &names, &nnames, why, sizeof why) != LLMP_OK) {
-			snprintf(msg, len, "%s: %s", in->hostfile, why);
+			snprintf(msg, len, "%s: %s", file, why);
 			return -1;
 		}
 		for (size_t i = 0; i < nnames && next < in->world; i++) {
 			uint32_t node = host_index(hosts, nhosts, names[i]);
 			if (node == NO_NODE) {
-				snprintf(
-					msg, len,
-					"%s names %.64s for task %u, which is not a node of the step (%.200s)",
-					in->hostfile, names[i], next, in->nodelist);
+				char name[68], nodes[204];
+				snprintf(msg, len,
+					 "%s names %s for task %u, which is not a node of the step (%s)",
+					 file, show(name, sizeof name, names[i]), next,
+					 show(nodes, sizeof nodes, in->nodelist));
 				hostlist_free(names, nnames);
 				return -1;
 			}
@@ -150,7 +159,7 @@ static int hostfile_nodes(const struct plugin_task_map_inputs *in, char *const *
 		hostlist_free(names, nnames);
 	}
 	if (next < in->world) {
-		snprintf(msg, len, "%s names %u hosts, the step has %u tasks", in->hostfile, next, in->world);
+		snprintf(msg, len, "%s names %u hosts, the step has %u tasks", file, next, in->world);
 		return -1;
 	}
 	return 0;
@@ -218,16 +227,17 @@ static int from_node_order(const struct plugin_task_map_inputs *in, char *const 
 		expect = 0;
 	free(counts);
 	bool wrong = expect != UINT32_MAX ? lowest != expect : lowest == 0;
+	char here[68], first[68], how[36];
+	show(here, sizeof here, hosts[in->node_id]);
 	if (wrong && expect == UINT32_MAX)
-		snprintf(msg, len,
-			 "task 0 runs on %.64s (node %u of the step), not on its first node %.64s (%s)",
-			 hosts[in->node_id], in->node_id, hosts[0], PLUGIN_TASK_MAP_ADVICE);
+		snprintf(msg, len, "task 0 runs on %s (node %u of the step), not on its first node %s (%s)",
+			 here, in->node_id, show(first, sizeof first, hosts[0]), PLUGIN_TASK_MAP_ADVICE);
 	else if (wrong)
-		snprintf(
-			msg, len,
-			"task %u is the first task on %.64s (node %u of the step), where SLURM_DISTRIBUTION=%.32s "
-			"puts task %u: the tasks are not in node order (%s)",
-			lowest, hosts[in->node_id], in->node_id, dist, expect, PLUGIN_TASK_MAP_ADVICE);
+		snprintf(msg, len,
+			 "task %u is the first task on %s (node %u of the step), where SLURM_DISTRIBUTION=%s "
+			 "puts task %u: the tasks are not in node order (%s)",
+			 lowest, here, in->node_id, show(how, sizeof how, dist), expect,
+			 PLUGIN_TASK_MAP_ADVICE);
 	if (wrong)
 		return -1;
 	map->master_node = 0;
@@ -254,8 +264,9 @@ int plugin_task_map(const struct plugin_task_map_inputs *in, struct plugin_task_
 		return -1;
 	}
 	if (nhosts != in->nnodes || in->node_id >= nhosts) {
-		snprintf(msg, len, "SLURM_STEP_NODELIST=%.200s names %zu nodes, the step has %u",
-			 in->nodelist, nhosts, in->nnodes);
+		char nodes[204];
+		snprintf(msg, len, "SLURM_STEP_NODELIST=%s names %zu nodes, the step has %u",
+			 show(nodes, sizeof nodes, in->nodelist), nhosts, in->nnodes);
 		goto out;
 	}
 	bool arbitrary = dist_is(in->distribution, "arbitrary") && in->hostfile_text;
@@ -275,7 +286,9 @@ int plugin_task_map(const struct plugin_task_map_inputs *in, struct plugin_task_
 		rc = from_node_order(in, hosts, map, msg, len);
 	if (rc == 0 && snprintf(map->master, sizeof map->master, "%s", hosts[map->master_node]) >=
 			       (int)sizeof map->master) {
-		snprintf(msg, len, "host name %.64s... is too long for MASTER_ADDR", hosts[map->master_node]);
+		char name[68];
+		snprintf(msg, len, "host name %s is too long for MASTER_ADDR",
+			 show(name, sizeof name, hosts[map->master_node]));
 		rc = -1;
 	}
 out:

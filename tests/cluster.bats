@@ -726,7 +726,8 @@ fake_nvml() { # NAME MIB
 	# 4 h^2 + 2 h ffn (201.3M) and 2 h V (262.1M), 1872.8M parameters at 18
 	# bytes, 31.4 GiB before activations: more than 16, less than an h100's 79.6.
 	fake_nvml 'Tesla T4' 16384
-	LLMP_NVML_LIBRARY=$WORK/nvml.so LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
+	write_plugstack "nvml=$WORK/nvml.so" # the site names the library, never the job
+	LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
 		--llm-model=$BIG_MODEL "$TASK_ENV"
 	[ "$status" -ne 0 ] || { echo "$output"; false; }
 	! grep -q '^task ' <<<"$output" || { echo "$output"; false; }
@@ -738,7 +739,7 @@ fake_nvml() { # NAME MIB
 	python3 -c "import sys; p = float(sys.argv[1]); assert 31.4 <= p <= 79.6, p" "$peak" || { echo "$line"; false; }
 	# The same layout on H200s: it runs, and each node says once which GPU it found.
 	fake_nvml 'NVIDIA H200' 143771
-	LLMP_NVML_LIBRARY=$WORK/nvml.so LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
+	LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
 		--llm-model=$BIG_MODEL "$TASK_ENV"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ "$(grep -c '^task [0-7] SLURMD_NODENAME=' <<<"$output")" -eq 8 ] || { echo "$output"; false; }
@@ -747,11 +748,12 @@ fake_nvml() { # NAME MIB
 	[ "$(grep -c '^llm_parallel: warning: node1 has' <<<"$output")" -eq 1 ] || { echo "$output"; false; }
 	# The GPU assumed: silence. No NVML (no driver): silence too.
 	fake_nvml 'NVIDIA H100 80GB HBM3' 81559
-	LLMP_NVML_LIBRARY=$WORK/nvml.so LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
+	LLMP_GPU=h100 run srun -N2 -n8 --llm-parallel=tp=1 \
 		--llm-model=$BIG_MODEL "$TASK_ENV"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	! grep -q 'llm_parallel: warning: node' <<<"$output" || { echo "$output"; false; }
-	LLMP_NVML_LIBRARY=$WORK/none.so LLMP_GPU=mem=8,tflops=100 run srun -N2 -n8 --llm-parallel=tp=2 \
+	write_plugstack "nvml=$WORK/none.so"
+	LLMP_GPU=mem=8,tflops=100 run srun -N2 -n8 --llm-parallel=tp=2 \
 		--llm-model=${BIG_MODEL/layers=8/layers=1} "$TASK_ENV"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	assert_cluster_idle

@@ -55,7 +55,7 @@ teardown_file() {
 			esac
 		done <"$CLUSTER_STATE/made"
 	fi
-	rm -rf /tmp/llmpa-* /tmp/llmpb-* /tmp/llmp-sec-*
+	rm -rf /tmp/llmpa-* /tmp/llmpb-* /tmp/llmp-sec-* /nonexistent-llmpa
 	cluster_teardown_file
 }
 
@@ -229,16 +229,129 @@ time.sleep(30)' &
 	assert_no_drain
 }
 
-@test "L1: user text in messages cannot forge a line of slurmd's log or the job's output" {
-	run asA env "TMPDIR=/nonexistent"$'\n'"error: FORGED-BY-LLMPA" timeout 60 srun -w node1 -n1 --llm-parallel=tp=1 true
+@test "M4: a checkpoint root another user can redirect or rename away is refused, the whole path checked" {
+	local ida idb
+	ida=$(id -u "$USER_A") idb=$(id -u "$USER_B")
+	asA mkdir -m 0755 /tmp/llmpa-other
+	# B's link to A's other run: the job would have written, resumed and pruned there.
+	asB ln -s /tmp/llmpa-other /tmp/llmpb-link
+	run srunA -n1 --llm-checkpoint=/tmp/llmpb-link,every=1 --llm-parallel=tp=1 true
 	[ "$status" -ne 0 ]
-	grep -q '^llm_parallel: cannot create the layout file /nonexistent?error: FORGED-BY-LLMPA/llmp-layout' <<<"$output" ||
+	grep -q "^llm_parallel: /tmp/llmpb-link is a symbolic link of uid $idb, neither root nor this job's user ($ida): it is not followed" <<<"$output" ||
 		{ echo "$output"; false; }
+	[ ! -e /tmp/llmpa-other/fr ]
+	# A's own directory where B could rename it away: inside a directory everyone may
+	# write (root's, without the sticky bit), or inside B's own, even a sticky one.
+	install -d -m 0777 /tmp/llmp-sec-open
+	asB mkdir -m 1777 /tmp/llmpb-sticky
+	asA mkdir -m 0755 /tmp/llmp-sec-open/run /tmp/llmpb-sticky/run
+	run srunA -n1 --llm-checkpoint=/tmp/llmp-sec-open/run,every=1 --llm-parallel=tp=1 true
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: /tmp/llmp-sec-open, on the path to /tmp/llmp-sec-open/run, is writable by everyone (mode 0777, no sticky bit)' <<<"$output" ||
+		{ echo "$output"; false; }
+	run srunA -n1 --llm-checkpoint=/tmp/llmpb-sticky/run,every=1 --llm-parallel=tp=1 true
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: /tmp/llmpb-sticky, on the path to /tmp/llmpb-sticky/run, belongs to uid $idb, neither root nor this job's user ($ida)" <<<"$output" ||
+		{ echo "$output"; false; }
+	[ ! -e /tmp/llmp-sec-open/run/fr ] && [ ! -e /tmp/llmpb-sticky/run/fr ]
+	# A's own link, in root's sticky /tmp, to A's directory: followed.
+	asA ln -s /tmp/llmpa-other /tmp/llmpa-link
+	run srunA -n1 --llm-checkpoint=/tmp/llmpa-link,every=1 --llm-parallel=tp=1 sh -c 'echo "fr=$TORCH_FR_DUMP_TEMP_FILE"'
+	[ "$status" -eq 0 ] && grep -q '^fr=/tmp/llmpa-link/fr/rank_$' <<<"$output" || { echo "$output"; false; }
+	[ -d /tmp/llmpa-other/fr ]
+	assert_no_drain
+}
+
+@test "L1: user text in messages cannot forge a line of slurmd's log or the job's output" {
+	local log=$CLUSTER_STATE/log/slurmd-node1.log
 	run asA env "LLMP_TOPOLOGY_FILE=/nonexistent"$'\n'"error: FORGED2"$'\e'"[31m" timeout 60 srun -w node1 -n1 --llm-parallel=tp=1 true
 	[ "$status" -eq 0 ]
 	grep -q 'topology /nonexistent?error: FORGED2?\[31m: No such file or directory' <<<"$output" || { echo "$output"; false; }
 	! grep -q '^error: FORGED' <<<"$output"
-	! grep -q '^error: FORGED' "$CLUSTER_STATE"/log/slurmd-node1.log
+	# Each value the step reads from the environment and names in a message: all were
+	# written raw into slurmd's log by slurmstepd (user_init) or the task before.
+	local i=3 var
+	for var in LLMP_STAGE_LAYERS LLMP_MODEL_PEAKS SLURM_PMIX_MAPPING_SERV; do
+		run asA env "$var=1"$'\n'"error: FORGED$i" timeout 60 srun -w node1 -n1 --llm-parallel=tp=1 true
+		[ "$status" -ne 0 ] || { echo "$var: $output"; false; }
+		grep -q "^llm_parallel: .*$var=1?error: FORGED$i" <<<"$output" || { echo "$var: $output"; false; }
+		grep -q "llm_parallel: .*$var=1?error: FORGED$i" "$log" || { echo "$var: not in slurmd's log"; false; }
+		i=$((i + 1))
+	done
+	! grep -q '^llm_parallel: .*[[:cntrl:]]' <<<"$output"
+	! grep -q '^error: FORGED' <<<"$output"
+	! grep -q '^error: FORGED' "$CLUSTER_STATE"/log/slurmd-node*.log || { grep -B1 '^error: FORGED' "$log"; false; }
+	assert_no_drain
+}
+
+@test "L5: a library the job names is never loaded before exec; the site's is" {
+	# A library that says it was loaded, beside itself (it runs as A, before exec).
+	local d=/tmp/llmpa-nvml
+	asA mkdir -m 0755 "$d"
+	cat >"$WORK/said.c" <<-'C'
+		#define _GNU_SOURCE
+		#include <dlfcn.h>
+		#include <stdio.h>
+		static void said(void) {}
+		__attribute__((constructor)) static void loaded(void)
+		{
+			Dl_info info;
+			char path[4200];
+			if (dladdr((void *)said, &info) && info.dli_fname) {
+				snprintf(path, sizeof path, "%s.loaded", info.dli_fname);
+				FILE *f = fopen(path, "w");
+				if (f)
+					fclose(f);
+			}
+		}
+	C
+	cc -shared -fPIC -o "$WORK/said.so" "$WORK/said.c"
+	install -o "$USER_A" -m 0755 "$WORK/said.so" "$d/user.so"
+	install -o "$USER_A" -m 0755 "$WORK/said.so" "$d/site.so"
+	local model=layers=2,hidden=256,heads=4,seq=128,vocab=1000,ffn=1024,gbs=2,mbs=1
+	run asA env LLMP_NVML_LIBRARY="$d/user.so" LLMP_GPU=h100 timeout 60 srun -w node1 -n2 \
+		--llm-parallel=tp=1 --llm-model=$model sh -c 'echo "rank $RANK"'
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^rank [01]$' <<<"$output")" -eq 2 ] || { echo "$output"; false; }
+	[ ! -e "$d/user.so.loaded" ] || { echo "the job's LLMP_NVML_LIBRARY ran in task_init"; false; }
+	# The site names it: loaded in each task (the check above would have seen a load).
+	PLUGIN=$CLUSTER_STATE/plugin/llm_parallel.so write_plugstack "nvml=$d/site.so"
+	run asA env LLMP_NVML_LIBRARY="$d/user.so" LLMP_GPU=h100 timeout 60 srun -w node1 -n2 \
+		--llm-parallel=tp=1 --llm-model=$model sh -c 'echo "rank $RANK"'
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ -e "$d/site.so.loaded" ] && [ ! -e "$d/user.so.loaded" ]
+	assert_no_drain
+}
+
+@test "L6: a TMPDIR the node lacks puts the layout file in /tmp, as Slurm does TMPDIR, with a warning" {
+	run asA env TMPDIR=/nonexistent-llmpa timeout 60 srun -w node1 -n2 --llm-parallel=tp=2 \
+		sh -c 'echo "rank $RANK layout $LLMP_LAYOUT_FILE"'
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -cE '^rank [01] layout /tmp/llmp-layout\.[0-9]+\.0\.0\.[0-9a-f]{16}\.json$' <<<"$output")" -eq 2 ] ||
+		{ echo "$output"; false; }
+	[ "$(grep -c '^llm_parallel: warning: cannot create the layout file /nonexistent-llmpa/llmp-layout\..*: No such file or directory; it was written in /tmp instead$' <<<"$output")" -eq 1 ] ||
+		{ echo "$output"; false; }
+	# The site's layout_dir is the administrator's: a missing one still fails, naming it.
+	PLUGIN=$CLUSTER_STATE/plugin/llm_parallel.so write_plugstack layout_dir=/nonexistent-site
+	run srunA -w node1 -n1 --llm-parallel=tp=1 true
+	[ "$status" -ne 0 ] && grep -q '^llm_parallel: cannot create the layout file /nonexistent-site/llmp-layout' <<<"$output" ||
+		{ echo "$output"; false; }
+	assert_no_drain
+}
+
+@test "L7: an empty or bad LLMP_AUTO_LAYOUT is refused under its own name" {
+	local auto=_SLURM_SPANK_OPTION_llm_parallel_llm_parallel=auto
+	run asA env "$auto" LLMP_AUTO_LAYOUT= timeout 60 srun -w node1 -n1 true
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: --llm-parallel=auto: LLMP_AUTO_LAYOUT='' names no layout" <<<"$output" || { echo "$output"; false; }
+	run asA env "$auto" LLMP_AUTO_LAYOUT=tp=x timeout 60 srun -w node1 -n1 true
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: LLMP_AUTO_LAYOUT=tp=x: ' <<<"$output" || { echo "$output"; false; }
+	! grep -q 'LLMP_PARALLEL' <<<"$output"
+	run asA env "$auto" timeout 60 srun -w node1 -n1 true
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: --llm-parallel=auto: no layout was chosen for this step (LLMP_AUTO_LAYOUT is not set)' <<<"$output" ||
+		{ echo "$output"; false; }
 	assert_no_drain
 }
 

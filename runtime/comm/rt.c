@@ -10,12 +10,15 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "common/fail.h" /* llmp_show_line */
+
 llmp_status rt_fail(llmp_ctx *ctx, llmp_status status, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
 	va_end(ap);
+	llmp_show_line(ctx->errmsg); /* a path or name from the job's environment stays on one line */
 	return status;
 }
 

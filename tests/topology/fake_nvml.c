@@ -14,7 +14,7 @@
  * names one ("NAME MIG PROFILE"); slot 0 of its MIG slots is left empty,
  * as a destroyed instance leaves one. The GPUs are listed in an order of their own, not by bus:
  * NVML's index is not CUDA's. Loaded by `llmp topo` and by the plugin's
- * tasks through LLMP_NVML_LIBRARY. Without FAKE_NVML_FILE (a task's
+ * tasks through the site's plugstack argument nvml=. Without FAKE_NVML_FILE (a task's
  * environment is not yet its process's in task_init) the file is the
  * library's own path with ".tsv" added.
  */

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "common/fail.h"
 #include "plugin/gpu_bind.h"
 #include "plugin/job_place.h"
 #include "plugin/nccl_env.h"
@@ -178,6 +179,15 @@ static void site_arguments(void **state)
 	assert_int_equal(site.port_base, 40000);
 	assert_int_equal(site.port_range, 100);
 	assert_string_equal(site.layout_dir, "/var/tmp");
+	assert_string_equal(site.nvml, ""); /* libnvidia-ml.so.1 */
+
+	/* The NVML library tasks load: the site's, an absolute path. */
+	assert_int_equal(site_of(&site, "nvml=/opt/nvidia/lib/libnvidia-ml.so.1", msg), 0);
+	assert_string_equal(site.nvml, "/opt/nvidia/lib/libnvidia-ml.so.1");
+	assert_int_equal(site_of(&site, "nvml=libnvidia-ml.so.1", msg), -1);
+	assert_string_equal(msg,
+			    "plugstack argument 'nvml=libnvidia-ml.so.1': expected an absolute path under "
+			    "1024 bytes");
 
 	assert_int_equal(site_of(&site, "checkpoint=every=30min,keep=3,restarts=5", msg), 0);
 	assert_int_equal(site.ckpt_defaults.given,
@@ -928,14 +938,31 @@ static void gdr_per_task_pair(void **state)
 	assert_true(plugin_sysfs_hides(&ty, &host));  /* no switch node left */
 	assert_false(plugin_sysfs_hides(&vm, &host)); /* a file that says less than sysfs */
 	char path[64];
-	assert_int_equal(plugin_nccl_topo_path("/tmp/llmp-layout.Ab12", path, sizeof path), 0);
-	assert_string_equal(path, "/tmp/llmp-layout.Ab12.nccl-topo.xml");
-	assert_int_equal(plugin_nccl_topo_path("", path, sizeof path), -1);
-	assert_int_equal(plugin_nccl_topo_path("/tmp/a-very-long-directory-name/llmp-layout.xyz", path, 40),
-			 -1);
+	assert_int_equal(plugin_nccl_topo_path("/tmp/llmp-layout.Ab12", 0xc0ffee, path, sizeof path), 0);
+	assert_string_equal(path, "/tmp/llmp-layout.Ab12.0000000000c0ffee.nccl-topo.xml");
+	assert_int_equal(plugin_nccl_topo_path("", 1, path, sizeof path), -1);
+	assert_int_equal(
+		plugin_nccl_topo_path("/tmp/a-very-long-directory-name/llmp-layout.xyz", 1, path, 40), -1);
 	/* A level NCCL would ignore. */
 	assert_int_equal(plugin_gdr_judge(&np, &facts, "fast", NULL, "n1", &g), -1);
 	assert_non_null(strstr(g.line, "NCCL_NET_GDR_LEVEL=fast is not a level NCCL reads"));
+}
+
+/*
+ * Every message the plugin logs is one line: each control byte of user text
+ * becomes '?' (a newline would start a line of the user's in slurmd's log),
+ * printable bytes and UTF-8 stay; llmp_fail's messages are made so too.
+ */
+static void messages_stay_one_line(void **state)
+{
+	char msg[64] = "a\nerror: forged\r\x1b[31m\x7f\t\xc3\xa9 end";
+	char made[64];
+	(void)state;
+	assert_string_equal(llmp_show_line(msg), "a?error: forged??[31m??\xc3\xa9 end");
+	assert_int_equal(llmp_fail(LLMP_ERR_ARG, made, sizeof made, "TMPDIR=%s: no", "/x\ny"), LLMP_ERR_ARG);
+	assert_string_equal(made, "TMPDIR=/x?y: no");
+	char shown[LLMP_SHOW_MAX];
+	assert_string_equal(llmp_show(shown, "1\nerror", 7), "1?error");
 }
 
 int main(void)
@@ -961,6 +988,7 @@ int main(void)
 		cmocka_unit_test(socket_interface),
 		cmocka_unit_test(site_topology),
 		cmocka_unit_test(whole_step_placement),
+		cmocka_unit_test(messages_stay_one_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -637,6 +637,35 @@ static void stage_layers_are_checked(void **state)
 	}
 }
 
+/*
+ * More pipeline stages than the step reads (PLUGIN_STAGES_MAX, 128): srun
+ * hands no per-stage peaks rather than a list the step would refuse, which
+ * failed every such step; at 128 each stage has its item.
+ */
+static void many_stages_hand_no_peaks(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024];
+	const char *model = "layers=256,hidden=1024,heads=16,seq=1024,vocab=32000,ffn=4096,gbs=256,mbs=1";
+	(void)state;
+	no_site(&site);
+	llmp_spec spec = layout("pp=128");
+	assert_int_equal(decide(&site, model, "h100", &spec, 128, &a, msg, sizeof msg), 0);
+	assert_true(a.decided);
+	size_t items = 1;
+	for (const char *p = a.peaks; *p; p++)
+		items += *p == ',';
+	assert_true(a.peaks[0] != '\0');
+	assert_int_equal(items, 128);
+	assert_non_null(strstr(a.peaks, "h100:"));
+	spec = layout("pp=256");
+	assert_int_equal(decide(&site, model, "h100", &spec, 256, &a, msg, sizeof msg), 0);
+	assert_true(a.decided);
+	assert_string_equal(a.peaks, "");
+	assert_string_equal(a.stage_layers, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -657,6 +686,7 @@ int main(void)
 		cmocka_unit_test(mixed_kinds_split_the_layers),
 		cmocka_unit_test(unusable_topology_warns),
 		cmocka_unit_test(stage_layers_are_checked),
+		cmocka_unit_test(many_stages_hand_no_peaks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
