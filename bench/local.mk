@@ -13,6 +13,11 @@ bench_programs += bench/bench_ckpt_commit
 endif
 # The JSON reader at 10k-1M keys: linear, where a user's topology file once made it quadratic.
 bench_programs += bench/bench_json
+# A training job under node failures, simulated: requeue-only against in-allocation
+# restart with hot spares (ETTR, doc/benchmarks.md); the model is tested by tests/unit/test_goodput.
+bench_programs += bench/bench_goodput
+bench_bench_goodput_SOURCES = bench/bench_goodput.c bench/goodput_sim.c bench/goodput_sim.h
+bench_bench_goodput_LDADD = -lm
 EXTRA_PROGRAMS += $(bench_programs)
 bench_bench_plan_LDADD = $(LLMP_PLANNER_LIBS)
 bench_bench_json_CFLAGS = $(LLMP_CFLAGS)
@@ -39,6 +44,7 @@ bench: $(bench_programs)
 	bench/bench_reduce
 	bench/bench_crc32c
 	bench/bench_metrics
+	bench/bench_goodput
 if BUILD_RUNTIME
 	bench/bench_ckpt_commit --no-shards
 endif

@@ -16,6 +16,8 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node
 endif
+# The goodput simulator of bench/bench_goodput (bench/goodput_sim.c).
+unit_tests += tests/unit/test_goodput
 # The CUDA kernels' element functions, compiled by the C compiler (always)
 # and, with nvcc, by nvcc as CUDA host code; the link of the kernels'
 # archive, and its check, only with nvcc.
@@ -105,6 +107,9 @@ tests_unit_test_ckpt_node_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) $(UCX_CFLAGS)
 tests_unit_test_ckpt_node_CFLAGS = $(test_cflags)
 tests_unit_test_ckpt_node_LDADD = runtime/libllmp_core.la $(CMOCKA_LIBS)
 endif
+tests_unit_test_goodput_SOURCES = tests/unit/test_goodput.c bench/goodput_sim.c bench/goodput_sim.h
+tests_unit_test_goodput_CFLAGS = $(test_cflags)
+tests_unit_test_goodput_LDADD = $(CMOCKA_LIBS) -lm
 tests_unit_test_cuda_elem_CFLAGS = $(test_cflags)
 tests_unit_test_cuda_elem_LDADD = kernels/libkernels.la $(CMOCKA_LIBS) -lm
 if HAVE_CUDA
