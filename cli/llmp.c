@@ -19,6 +19,7 @@ static void usage(FILE *out)
 	      "       llmp bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "       llmp top DIR [--format text|json]   (a job's LLMP_METRICS files)\n"
 	      "       llmp report DIR [-o FILE]   (the same as an HTML page with pictures)\n"
+	      "       llmp job run [options] -- PROG   (a batch script's run, lost nodes recovered)\n"
 	      "       llmp job-end [options] [RC]   (last line of a batch script)\n"
 	      "       llmp ckpt list|verify|inspect DIR [options]\n"
 	      "       llmp ckpt bench [options]   (run under srun --mpi=pmix like a job)\n"
@@ -47,6 +48,14 @@ int main(int argc, char **argv)
 		return cli_exec_bench("bench", argc - 1, argv + 1);
 #else
 		fputs("llmp bench: not built: configure found no PMIx or UCX for the runtime\n", stderr);
+		return CLI_EXIT_FAILURE;
+#endif
+	}
+	if (strcmp(argv[1], "job") == 0 && argc > 2 && strcmp(argv[2], "run") == 0) {
+#ifdef LLMP_HAVE_RUNTIME
+		return cli_job_run(argc - 2, argv + 2);
+#else
+		fputs("llmp job run: not built: configure found no PMIx or UCX for the runtime\n", stderr);
 		return CLI_EXIT_FAILURE;
 #endif
 	}

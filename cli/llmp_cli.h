@@ -180,6 +180,9 @@ int cli_report(int argc, char **argv);
 /* `llmp job-end [RC]` (built with the runtime): requeue the job, or not. */
 int cli_job_end(int argc, char **argv);
 
+/* `llmp job run -- PROG` (built with the runtime): run PROG, recovering lost nodes in the allocation. */
+int cli_job_run(int argc, char **argv);
+
 /* `llmp ckpt list|verify|inspect|bench ...` (built with the runtime); argv[0] is "ckpt". */
 int cli_ckpt(int argc, char **argv);
 

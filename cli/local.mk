@@ -20,7 +20,8 @@ if BUILD_RUNTIME
 # libraries, the planner, the kernels and HDF5, but neither PMIx nor UCX.
 # `llmp bench` and `llmp ckpt bench` join a job: they are llmp-bench,
 # linked with the whole runtime, which llmp runs (cli/bench_exec.c).
-cli_llmp_SOURCES += cli/cmd_job_end.c cli/bench_exec.c $(ckpt_cli_sources)
+cli_llmp_SOURCES += cli/cmd_job_end.c cli/cmd_job_run.c cli/job_run_plan.c cli/job_run_plan.h cli/bench_exec.c \
+	$(ckpt_cli_sources)
 cli_llmp_CPPFLAGS = $(AM_CPPFLAGS) -DLLMP_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 cli_llmp_LDADD = topology/discover/libdiscover.la runtime/job/libjob_record.la runtime/job/libmetrics.la runtime/ckpt/format/libckpt_format.la \
 	$(LLMP_PLANNER_LIBS) kernels/libkernels.la -lm
@@ -35,5 +36,6 @@ else
 cli_llmp_CPPFLAGS = $(AM_CPPFLAGS)
 cli_llmp_LDADD = topology/discover/libdiscover.la runtime/job/libmetrics.la $(LLMP_PLANNER_LIBS) -lm
 endif
-EXTRA_DIST += cli/cmd_job_end.c cli/bench_exec.c $(ckpt_cli_sources) $(bench_cli_sources)
+EXTRA_DIST += cli/cmd_job_end.c cli/cmd_job_run.c cli/job_run_plan.c cli/job_run_plan.h cli/bench_exec.c \
+	$(ckpt_cli_sources) $(bench_cli_sources)
 

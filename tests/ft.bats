@@ -171,6 +171,40 @@ assert_no_tasks_left() {
 	grep -q 'failure after step [0-9]*: .*rank [0-3]' "$out"
 }
 
+# The active nodes of run N of `llmp job run`, one per line, from its log line.
+active_nodes() { # OUT N
+	local list
+	list=$(sed -n "s/^llmp job run: [^ ]*: run $2 on \([^ ]*\) .*/\1/p" "$1" | head -n1)
+	[ -n "$list" ] && scontrol show hostnames "$list"
+}
+
+@test "in the allocation: a node of 3 (one a spare) dies; the spare takes over, same job, no requeue, bit-identical" {
+	reference
+	local out="$WORK/job.out" batch victim killed
+	LLMP_SPARES=1 submit_mlp "$out" -N3 --no-kill --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 12 loss'
+	batch=$(squeue -h -j "$JOB" -o %B)
+	victim=$(active_nodes "$out" 0 | grep -vx "$batch" | head -n1)
+	[ -n "$victim" ] || { cat "$out"; false; }
+	killed=$(date +%s.%N)
+	"$CLUSTER" kill-node "$CLUSTER_STATE" "$victim"
+	wait_line "$out" '^llmp job run: [^ ]*: run 1 on ' 60
+	wait_line "$out" 'rank 0: run 0 \(.*resuming at step' 60
+	echo "# $victim killed; run 1 resumed $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed") s later" >&3
+	wait_job_gone "$JOB"
+	grep '^llmp job run: ' "$out" | sed 's/^/# /' >&3
+	# The same job, never requeued: the batch script ran once; the lost node never again.
+	[ "$(grep -c '^mlp-train.sbatch: run ' "$out")" -eq 1 ]
+	! active_nodes "$out" 1 | grep -qx "$victim"
+	grep -q "^llmp job run: [^ ]*: $victim is out for the rest of the job" "$out"
+	grep -q '^llmp job run: [^ ]*: recovery 1: ' "$out"
+	run python3 "$COMPARE" "$REF" "$out"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q 'llmp job-end: run 0 finished' "$out"
+}
+
 @test "shrink: stopped on 2 nodes (dp=2), resubmitted on 1 with dp=auto: re-planned, resharded, within 1e-4" {
 	# Slurm pins a requeued job to its first node and task counts, so a job
 	# comes back smaller as a new submission with the same checkpoint root.
