@@ -205,6 +205,28 @@ active_nodes() { # OUT N
 	grep -q 'llmp job-end: run 0 finished' "$out"
 }
 
+@test "in the allocation, no spare: a node of 2 dies; dp=auto goes on on the other, resharded, within 1e-4" {
+	reference
+	local out="$WORK/job.out" batch victim
+	LLMP_SPARES=0 submit_mlp "$out" -N2 --no-kill --ntasks-per-node=2 --llm-parallel=tp=2,dp=auto \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 12 loss'
+	batch=$(squeue -h -j "$JOB" -o %B)
+	victim=$(active_nodes "$out" 0 | grep -vx "$batch" | head -n1)
+	[ -n "$victim" ] || { cat "$out"; false; }
+	"$CLUSTER" kill-node "$CLUSTER_STATE" "$victim"
+	wait_job_gone "$JOB"
+	grep '^llmp job run: ' "$out" | sed 's/^/# /' >&3
+	[ "$(grep -c '^mlp-train.sbatch: run ' "$out")" -eq 1 ] || { cat "$out"; false; }
+	grep -q "^llmp job run: [^ ]*: run 1 on $batch (1 node, fewer than the first run" "$out" || { cat "$out"; false; }
+	grep -q 'mlp_train: tp=2 dp=2 world=4' "$out"
+	grep -q 'mlp_train: tp=2 dp=1 world=2' "$out"
+	run python3 "$COMPARE" "$REF" "$out" --rtol 1e-4
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q 'llmp job-end: run 0 finished' "$out"
+}
+
 @test "shrink: stopped on 2 nodes (dp=2), resubmitted on 1 with dp=auto: re-planned, resharded, within 1e-4" {
 	# Slurm pins a requeued job to its first node and task counts, so a job
 	# comes back smaller as a new submission with the same checkpoint root.
