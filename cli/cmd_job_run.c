@@ -310,15 +310,9 @@ static char **check_env(void)
 	return env;
 }
 
-/* Stop a check past its deadline: srun cancels its step on the first signal. */
+/* Stop a check past its deadline: killed at once (a srun waiting on a dead node ignores gentler signals). */
 static void stop(pid_t pid)
 {
-	kill(pid, SIGTERM);
-	for (int i = 0; i < 20; i++) {
-		if (waitpid(pid, NULL, WNOHANG) == pid)
-			return;
-		usleep(50000);
-	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
@@ -434,11 +428,12 @@ static bool verdict_written(const struct job_run *r, const struct record_seen *b
  * on it to end the step until slurmctld declares it down (SlurmdTimeout,
  * 300 s by default), long after the surviving ranks wrote their verdict and
  * exited. So once the verdict is there, srun has VERDICT_GRACE_S to end by
- * itself, and is then killed (slurmctld ends the step with the lost node).
+ * itself (it takes milliseconds once every task has ended), and is then
+ * killed (slurmctld ends the step with the lost node).
  * Rank 0 writes the verdict: a run whose rank 0 was on the lost node is
  * seen only when srun ends.
  */
-#define VERDICT_GRACE_S 2.0
+#define VERDICT_GRACE_S 1.0
 static int wait_run(const struct job_run *r, pid_t pid, const struct record_seen *before)
 {
 	double seen = 0;

@@ -227,6 +227,31 @@ active_nodes() { # OUT N
 	grep -q 'llmp job-end: run 0 finished' "$out"
 }
 
+@test "in the allocation: a second node lost after Slurm removed the first: recovered again, smaller" {
+	# Steps of 0.5 s, so that run 1 is still training when slurmctld declares
+	# the first node down (SlurmdTimeout=30) and shrinks the job (--no-kill).
+	local out="$WORK/job.out" i
+	LLMP_SPARES=1 submit_mlp "$out" -N3 --no-kill --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- --steps 120 --sleep-ms 500
+	wait_line "$out" '^step 8 loss'
+	"$CLUSTER" kill-node "$CLUSTER_STATE" node2
+	wait_line "$out" '^llmp job run: [^ ]*: run 1 on node\[1,3\] ' 60
+	for ((i = 0; i < 120; i++)); do
+		[ "$(squeue -h -j "$JOB" -o %N)" = "node[1,3]" ] && break
+		sleep 0.5
+	done
+	[ "$(squeue -h -j "$JOB" -o %N)" = "node[1,3]" ] || { squeue -j "$JOB"; cat "$out"; false; }
+	! grep -q '^llmp job run: [^ ]*: run 2 on ' "$out" # run 1 went on through the shrink
+	"$CLUSTER" kill-node "$CLUSTER_STATE" node3
+	wait_job_gone "$JOB" 240
+	grep '^llmp job run: ' "$out" | sed 's/^/# /' >&3
+	[ "$(grep -c '^mlp-train.sbatch: run ' "$out")" -eq 1 ] || { cat "$out"; false; }
+	grep -q '^llmp job run: [^ ]*: run 2 on node1 (1 node, fewer than the first run' "$out" || { cat "$out"; false; }
+	grep -q 'mlp_train: tp=2 dp=1 world=2' "$out"
+	grep -q '^step 119 loss' "$out" && grep -q '^final checksum' "$out"
+	grep -q 'llmp job-end: run 0 finished' "$out"
+}
+
 @test "shrink: stopped on 2 nodes (dp=2), resubmitted on 1 with dp=auto: re-planned, resharded, within 1e-4" {
 	# Slurm pins a requeued job to its first node and task counts, so a job
 	# comes back smaller as a new submission with the same checkpoint root.
