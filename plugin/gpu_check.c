@@ -162,3 +162,45 @@ int plugin_gpu_check(const struct plugin_stage_peak *peak, uint32_t stage, const
 	}
 	return 0;
 }
+
+/* One process of the list, as the message names it: "pid 4242 of uid 1002 (812 MiB)". */
+static size_t show_process(char *out, size_t len, const struct topo_nvml_process *p, uid_t uid)
+{
+	char mem[32] = "";
+	if (p->used_bytes)
+		snprintf(mem, sizeof mem, " (%.0f MiB)", (double)p->used_bytes / MIB);
+	int n = uid == (uid_t)-1 ? snprintf(out, len, "pid %u, not visible on this node%s", p->pid, mem)
+				 : snprintf(out, len, "pid %u of uid %u%s", p->pid, (unsigned)uid, mem);
+	return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+}
+
+int plugin_gpu_busy(const struct topo_nvml_device *d, uid_t self, uid_t (*owner)(unsigned pid),
+		    const char *host, char *fail, size_t flen)
+{
+	char list[512];
+	size_t used = 0;
+	unsigned others = 0, kept = d->nprocs < TOPO_NVML_PROCS_MAX ? d->nprocs : TOPO_NVML_PROCS_MAX;
+	fail[0] = list[0] = '\0';
+	if (!d->procs_known)
+		return 0;
+	for (unsigned i = 0; i < kept; i++) {
+		uid_t uid = owner(d->procs[i].pid);
+		if (uid == self)
+			continue;
+		if (others++)
+			used += (size_t)snprintf(list + used, sizeof list - used, ", ");
+		if (used < sizeof list)
+			used += show_process(list + used, sizeof list - used, &d->procs[i], uid);
+	}
+	if (d->nprocs > kept) /* NVML listed more than were kept: none of them is known to be ours */
+		others += d->nprocs - kept;
+	if (!others)
+		return 0;
+	const char *gpu = d->uuid[0] ? d->uuid : d->bus;
+	llmp_fail(LLMP_ERR_ARG, fail, flen,
+		  "GPU %s on %s already runs %u process%s of another user or job%s%s: left behind by an "
+		  "earlier job, or a GPU shared against Slurm's binding; this task would share its memory "
+		  "and time. The node needs cleaning (its administrator can drain it)",
+		  gpu, host, others, others == 1 ? "" : "es", list[0] ? ": " : "", list);
+	return -1;
+}

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "model_layout.h"
 #include "topology/discover/discover.h"
@@ -54,5 +55,18 @@ const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device 
  */
 int plugin_gpu_check(const struct plugin_stage_peak *peak, uint32_t stage, const struct topo_nvml_device *d,
 		     const char *host, char *mismatch, size_t mlen, char *fail, size_t flen);
+
+/*
+ * Whether d already runs another user's process: one a job left behind (a
+ * zombie holding the GPU and its memory, which proctrack did not see), or a
+ * GPU shared against Slurm's binding. owner(pid) is the process's uid as
+ * this node's /proc shows it, (uid_t)-1 when it shows none (another PID
+ * namespace, or a context NVML keeps for a process that is gone: both
+ * count as another's). Processes of self are the job's user's own and pass.
+ * Returns -1 with fail naming the GPU, the pids, their owners and their
+ * memory, else 0 (also when NVML could not list processes).
+ */
+int plugin_gpu_busy(const struct topo_nvml_device *d, uid_t self, uid_t (*owner)(unsigned pid),
+		    const char *host, char *fail, size_t flen);
 
 #endif /* LLMP_PLUGIN_GPU_CHECK_H */

@@ -435,11 +435,22 @@ static bool read_peaks(spank_t sp)
 	return false;
 }
 
+/* The owner of a process as this node's /proc shows it; (uid_t)-1 when it shows none. */
+static uid_t process_owner(unsigned pid)
+{
+	char path[32];
+	struct stat sb;
+	snprintf(path, sizeof path, "/proc/%u", pid);
+	return stat(path, &sb) == 0 ? sb.st_uid : (uid_t)-1;
+}
+
 /*
  * In the task (before exec: slurmstepd's child as the user): the GPU it will use,
  * through NVML, against the one the estimate assumed for its pipeline
  * stage (gpu_check.h). Local task 0 names a different GPU once per node;
- * a GPU smaller than the stage's peak fails the task (local task 0 says why). No NVML (no driver,
+ * a GPU smaller than the stage's peak fails the task (local task 0 says why),
+ * and so does a GPU that already runs another user's process (the task whose
+ * GPU it is says which). No NVML (no driver,
  * or no GPU NVML and CUDA_VISIBLE_DEVICES agree on): nothing is said.
  */
 static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32_t entry, const char *bound)
@@ -464,6 +475,10 @@ static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32
 		return 0;
 	if (!step_env(sp, "SLURMD_NODENAME", host, sizeof host)) /* Slurm's name for the node */
 		gethostname(host, sizeof host - 1);
+	if (plugin_gpu_busy(d, getuid(), process_owner, host, fail, sizeof fail) < 0) {
+		plugin_task_message("%s", fail); /* by each task whose GPU it is */
+		return -1;
+	}
 	uint32_t stage = coords[LLMP_AXIS_PP];
 	if (plugin_gpu_check(&c->peaks[stage], stage, d, host, mismatch, sizeof mismatch, fail, sizeof fail) <
 	    0) {

@@ -710,13 +710,15 @@ write_mixed_topology() { # OUT
 # ---------------------------------------------------------------- checkpoints
 
 # The NVML double (tests/topology/fake_nvml.c) beside its table of GPUs:
-# four alike on every node, NAME and MiB as NVML would report them.
-fake_nvml() { # NAME MIB
+# four alike on every node, NAME and MiB as NVML would report them, and
+# PROCS (PID:MIB,...) the compute processes NVML lists on each.
+fake_nvml() { # NAME MIB [PROCS]
 	cp "$LLMP_BUILDDIR/tests/topology/.libs/fake_nvml.so" "$WORK/nvml.so"
 	local bus
 	: >"$WORK/nvml.so.tsv"
 	for bus in 1B 3D 9A BC; do
-		printf '00000000:%s:00.0\t%s\tGPU-%s\t%032d\t0\t-\t%s\n' "$bus" "$1" "$bus" 0 "$2" >>"$WORK/nvml.so.tsv"
+		printf '00000000:%s:00.0\t%s\tGPU-%s\t%032d\t0\t-\t%s\t-\t%s\n' "$bus" "$1" "$bus" 0 "$2" "${3:--}" \
+			>>"$WORK/nvml.so.tsv"
 	done
 	chmod 644 "$WORK/nvml.so" "$WORK/nvml.so.tsv"
 }
@@ -756,6 +758,26 @@ fake_nvml() { # NAME MIB
 	LLMP_GPU=mem=8,tflops=100 run srun -N2 -n8 --llm-parallel=tp=2 \
 		--llm-model=${BIG_MODEL/layers=8/layers=1} "$TASK_ENV"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	assert_cluster_idle
+}
+
+@test "the task's GPU from NVML: another user's process on it fails the task, naming pid, uid and MiB" {
+	# A process of another user, as a job that escaped its cleanup leaves one on a GPU.
+	setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300 &
+	local zombie=$!
+	fake_nvml 'NVIDIA H100 80GB HBM3' 81559 "$zombie:812"
+	write_plugstack "nvml=$WORK/nvml.so"
+	LLMP_GPU=h100 run srun -w node1 -N1 -n2 --llm-parallel=tp=1 --llm-model=$BIG_MODEL "$TASK_ENV"
+	kill "$zombie"
+	[ "$status" -ne 0 ] || { echo "$output"; false; }
+	! grep -q '^task ' <<<"$output" || { echo "$output"; false; }
+	grep -q "^llm_parallel: GPU GPU-[0-9A-F]* on node1 already runs 1 process of another user or job: pid $zombie of uid $(id -u nobody) (812 MiB): left behind by an earlier job" <<<"$output" ||
+		{ echo "$output"; false; }
+	# The job's own user's process (root's, here): the task runs.
+	fake_nvml 'NVIDIA H100 80GB HBM3' 81559 "$$:100"
+	LLMP_GPU=h100 run srun -w node1 -N1 -n2 --llm-parallel=tp=1 --llm-model=$BIG_MODEL "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$(grep -c '^task [01] ' <<<"$output")" -ge 2 ] || { echo "$output"; false; }
 	assert_cluster_idle
 }
 

@@ -4,7 +4,7 @@
  * topology/discover/nvml.c makes, answering from the file FAKE_NVML_FILE
  * that tests/topology/fake_sysfs.py writes (one GPU per line, tab-separated):
  *
- *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS  [MEM  [MIG]]
+ *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS  [MEM  [MIG  [PROCS]]]
  *
  * BUS in NVML's form ("00000000:1B:00.0"), CLUSTER 32 hex digits (zeros:
  * none), TARGETS the bus ids its active links reach, comma-separated, or
@@ -12,7 +12,8 @@
  * supported), MIG "-" or the GPU in MIG mode with its instances, comma-
  * separated UUID:PROFILE:MIB ("MIG-a1:3g.20gb:19968"), each named as NVML
  * names one ("NAME MIG PROFILE"); slot 0 of its MIG slots is left empty,
- * as a destroyed instance leaves one. The GPUs are listed in an order of their own, not by bus:
+ * as a destroyed instance leaves one. PROCS "-" or the compute processes
+ * on the GPU, comma-separated PID:MIB (nvmlDeviceGetComputeRunningProcesses_v3). The GPUs are listed in an order of their own, not by bus:
  * NVML's index is not CUDA's. Loaded by `llmp topo` and by the plugin's
  * tasks through the site's plugstack argument nvml=. Without FAKE_NVML_FILE (a task's
  * environment is not yet its process's in task_init) the file is the
@@ -51,6 +52,14 @@ struct gpu {
 	unsigned long long mem_mib; /* 0: not supported */
 	int mig_mode;               /* 1: MIG enabled; -1: this is a MIG instance */
 	unsigned mig_first, nmig;   /* its instances in migs[] */
+	unsigned procs[8][2];       /* pid, MiB */
+	unsigned nprocs;
+};
+
+struct process_info {
+	unsigned pid;
+	unsigned long long used;
+	unsigned gpu_instance, compute_instance;
 };
 
 struct memory {
@@ -71,6 +80,7 @@ int nvmlDeviceGetMemoryInfo(struct gpu *dev, struct memory *mem);
 int nvmlDeviceGetMigMode(struct gpu *dev, unsigned *current, unsigned *pending);
 int nvmlDeviceGetMaxMigDeviceCount(struct gpu *dev, unsigned *count);
 int nvmlDeviceGetMigDeviceHandleByIndex(struct gpu *dev, unsigned i, struct gpu **mig);
+int nvmlDeviceGetComputeRunningProcesses_v3(struct gpu *dev, unsigned *count, struct process_info *infos);
 
 #define MAX_MIGS (7 * MAX_GPUS)
 static struct gpu gpus[MAX_GPUS], migs[MAX_MIGS];
@@ -113,10 +123,10 @@ int nvmlInit_v2(void)
 	ngpus = nmigs = 0;
 	while (ngpus < MAX_GPUS && fgets(line, sizeof line, f)) {
 		struct gpu *g = &gpus[ngpus];
-		char *save = NULL, *field[8];
+		char *save = NULL, *field[9];
 		int n = 0;
 		line[strcspn(line, "\n")] = '\0';
-		for (char *p = strtok_r(line, "\t", &save); p && n < 8; p = strtok_r(NULL, "\t", &save))
+		for (char *p = strtok_r(line, "\t", &save); p && n < 9; p = strtok_r(NULL, "\t", &save))
 			field[n++] = p;
 		if (n < 6)
 			continue;
@@ -128,8 +138,12 @@ int nvmlInit_v2(void)
 			sscanf(field[3] + 2 * i, "%2hhx", &g->cluster[i]);
 		g->clique = (unsigned)strtoul(field[4], NULL, 10);
 		g->mem_mib = n >= 7 ? strtoull(field[6], NULL, 10) : 0;
-		if (n == 8 && strcmp(field[7], "-") != 0)
+		if (n >= 8 && strcmp(field[7], "-") != 0)
 			read_migs(g, field[7]);
+		for (char *p = n == 9 ? strtok_r(field[8], ",", &save) : NULL; p && g->nprocs < 8;
+		     p = strtok_r(NULL, ",", &save))
+			if (sscanf(p, "%u:%u", &g->procs[g->nprocs][0], &g->procs[g->nprocs][1]) == 2)
+				g->nprocs++;
 		if (strcmp(field[5], "-") != 0)
 			for (char *p = strtok_r(field[5], ",", &save); p && g->ntargets < MAX_LINKS;
 			     p = strtok_r(NULL, ",", &save))
@@ -232,5 +246,20 @@ int nvmlDeviceGetMigDeviceHandleByIndex(struct gpu *dev, unsigned i, struct gpu 
 	if (i == 0)
 		return 6; /* NVML_ERROR_NOT_FOUND: the empty slot */
 	*mig = &migs[dev->mig_first + i - 1];
+	return 0;
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v3(struct gpu *dev, unsigned *count, struct process_info *infos)
+{
+	if (*count < dev->nprocs) {
+		*count = dev->nprocs;
+		return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+	}
+	for (unsigned i = 0; i < dev->nprocs; i++) {
+		memset(&infos[i], 0, sizeof infos[i]);
+		infos[i].pid = dev->procs[i][0];
+		infos[i].used = (unsigned long long)dev->procs[i][1] << 20;
+	}
+	*count = dev->nprocs;
 	return 0;
 }

@@ -90,11 +90,18 @@ static void nvml_names_map_to_ours(void **state)
 	}
 }
 
+/* A device as topo_nvml_devices fills one, no processes listed. */
+#define DEV(name_, uuid_, bus_, mem_, mig_enabled_, mig_)                                                  \
+	{                                                                                                  \
+		.name = name_, .uuid = uuid_, .bus = bus_, .mem_bytes = mem_, .mig_enabled = mig_enabled_, \
+		.mig = mig_                                                                                \
+	}
+
 /* NVML's order is not the bus order: index 0 of CUDA_VISIBLE_DEVICES is bus 1b, NVML's third. */
 static const struct topo_nvml_device node[] = {
-	{ "NVIDIA H100 80GB HBM3", "GPU-cc", "0000:9a:00.0", 80 * GIB, false, false },
-	{ "NVIDIA H100 80GB HBM3", "GPU-bb", "0000:3d:00.0", 80 * GIB, false, false },
-	{ "NVIDIA A100-SXM4-40GB", "GPU-aa", "0000:1b:00.0", 40 * GIB, false, false },
+	DEV("NVIDIA H100 80GB HBM3", "GPU-cc", "0000:9a:00.0", 80 * GIB, false, false),
+	DEV("NVIDIA H100 80GB HBM3", "GPU-bb", "0000:3d:00.0", 80 * GIB, false, false),
+	DEV("NVIDIA A100-SXM4-40GB", "GPU-aa", "0000:1b:00.0", 40 * GIB, false, false),
 };
 
 static void the_task_s_gpu_is_found(void **state)
@@ -123,10 +130,10 @@ static void the_task_s_gpu_is_found(void **state)
  * index cannot say which instance, so the GPU in MIG mode answers nothing.
  */
 static const struct topo_nvml_device mig_node[] = {
-	{ "NVIDIA A100-SXM4-40GB", "GPU-aa", "0000:1b:00.0", 40 * GIB, true, false },
-	{ "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "MIG-a1", "0000:1b:00.0", 19968ull << 20, false, true },
-	{ "NVIDIA A100-SXM4-40GB MIG 2g.10gb", "MIG-a2", "0000:1b:00.0", 9856ull << 20, false, true },
-	{ "NVIDIA A100-SXM4-40GB", "GPU-bb", "0000:3d:00.0", 40 * GIB, false, false },
+	DEV("NVIDIA A100-SXM4-40GB", "GPU-aa", "0000:1b:00.0", 40 * GIB, true, false),
+	DEV("NVIDIA A100-SXM4-40GB MIG 3g.20gb", "MIG-a1", "0000:1b:00.0", 19968ull << 20, false, true),
+	DEV("NVIDIA A100-SXM4-40GB MIG 2g.10gb", "MIG-a2", "0000:1b:00.0", 9856ull << 20, false, true),
+	DEV("NVIDIA A100-SXM4-40GB", "GPU-bb", "0000:3d:00.0", 40 * GIB, false, false),
 };
 
 static void a_mig_instance_is_found_by_its_uuid(void **state)
@@ -145,9 +152,8 @@ static void a_mig_instance_is_found_by_its_uuid(void **state)
 	 * the 64 this once read). Index 9 is the H100, by bus; index 3 a GPU in MIG mode. */
 	struct topo_nvml_device big[73];
 	for (unsigned g = 0; g < 9; g++) {
-		big[8 * g] = (struct topo_nvml_device){
-			"NVIDIA A100-SXM4-80GB", "", "", 80 * GIB, true, false
-		};
+		big[8 * g] = (struct topo_nvml_device)DEV("NVIDIA A100-SXM4-80GB", "", "", 80 * GIB, true,
+							  false);
 		snprintf(big[8 * g].uuid, sizeof big[8 * g].uuid, "GPU-%u", g);
 		snprintf(big[8 * g].bus, sizeof big[8 * g].bus, "0000:%02x:00.0", 0x10 + g);
 		for (unsigned k = 1; k < 8; k++) {
@@ -157,9 +163,8 @@ static void a_mig_instance_is_found_by_its_uuid(void **state)
 			snprintf(big[8 * g + k].uuid, sizeof big[8 * g + k].uuid, "MIG-%u-%u", g, k);
 		}
 	}
-	big[72] = (struct topo_nvml_device){
-		"NVIDIA H100 80GB HBM3", "GPU-h", "0000:f0:00.0", 80 * GIB, false, false
-	};
+	big[72] = (struct topo_nvml_device)DEV("NVIDIA H100 80GB HBM3", "GPU-h", "0000:f0:00.0", 80 * GIB,
+					       false, false);
 	assert_ptr_equal(plugin_task_device(big, 73, "9", 0), &big[72]);
 	assert_ptr_equal(plugin_task_device(big, 73, "0,9", 1), &big[72]);
 	assert_null(plugin_task_device(big, 73, "3", 0));
@@ -179,7 +184,7 @@ static void verdict_names_both_and_fails_on_memory(void **state)
 	(void)state;
 	char mismatch[512], fail[512];
 	struct plugin_stage_peak h100 = { "h100", 61440 }; /* 60 GiB */
-	struct topo_nvml_device small = { "NVIDIA T4", "GPU-1", "0000:1b:00.0", 16 * GIB, false, false };
+	struct topo_nvml_device small = DEV("NVIDIA T4", "GPU-1", "0000:1b:00.0", 16 * GIB, false, false);
 	assert_int_equal(
 		plugin_gpu_check(&h100, 1, &small, "node7", mismatch, sizeof mismatch, fail, sizeof fail),
 		-1);
@@ -188,16 +193,15 @@ static void verdict_names_both_and_fails_on_memory(void **state)
 	assert_non_null(strstr(mismatch, "node7 has NVIDIA T4 (not in llmp's table, 16.0 GiB)"));
 	assert_non_null(strstr(mismatch, "estimated for h100"));
 	/* an H200 where an H100 was assumed: a line, no failure */
-	struct topo_nvml_device big = {
-		"NVIDIA H200", "GPU-2", "0000:1b:00.0", 143771ull << 20, false, false
-	};
+	struct topo_nvml_device big = DEV("NVIDIA H200", "GPU-2", "0000:1b:00.0", 143771ull << 20, false,
+					  false);
 	assert_int_equal(plugin_gpu_check(&h100, 0, &big, "n", mismatch, sizeof mismatch, fail, sizeof fail),
 			 0);
 	assert_non_null(strstr(mismatch, "n has NVIDIA H200 (h200, 140.4 GiB)"));
 	assert_string_equal(fail, "");
 	/* the same GPU: silence; exactly the peak still fits */
-	struct topo_nvml_device same = { "NVIDIA H100 80GB HBM3", "GPU-3", "0000:1b:00.0",
-					 61440ull << 20,          false,   false };
+	struct topo_nvml_device same = DEV("NVIDIA H100 80GB HBM3", "GPU-3", "0000:1b:00.0", 61440ull << 20,
+					   false, false);
 	assert_int_equal(plugin_gpu_check(&h100, 0, &same, "n", mismatch, sizeof mismatch, fail, sizeof fail),
 			 0);
 	assert_string_equal(mismatch, "");
@@ -256,6 +260,50 @@ static void srun_hands_each_stage_s_peak(void **state)
 	assert_string_equal(a.peaks, "");
 }
 
+/* Owners as a fake /proc: 100 is ours (uid 1001), 200 another user's (1002), the rest unseen. */
+static uid_t fake_owner(unsigned pid)
+{
+	return pid == 100 ? 1001 : pid == 200 ? 1002 : (uid_t)-1;
+}
+
+static void another_process_on_the_gpu_fails(void **state)
+{
+	struct topo_nvml_device d = { .name = "NVIDIA H100 80GB HBM3",
+				      .uuid = "GPU-aa",
+				      .bus = "0000:1b:00.0" };
+	char fail[1024];
+	(void)state;
+	/* NVML could not say: nothing to judge. */
+	assert_int_equal(plugin_gpu_busy(&d, 1001, fake_owner, "node1", fail, sizeof fail), 0);
+	assert_string_equal(fail, "");
+	/* Nothing on it, or only the user's own: it runs. */
+	d.procs_known = true;
+	assert_int_equal(plugin_gpu_busy(&d, 1001, fake_owner, "node1", fail, sizeof fail), 0);
+	d.nprocs = 1;
+	d.procs[0].pid = 100;
+	d.procs[0].used_bytes = 512ull << 20;
+	assert_int_equal(plugin_gpu_busy(&d, 1001, fake_owner, "node1", fail, sizeof fail), 0);
+	/* Another user's process, and one /proc does not show (a context of a process gone). */
+	d.nprocs = 3;
+	d.procs[1].pid = 200;
+	d.procs[1].used_bytes = 812ull << 20;
+	d.procs[2].pid = 300;
+	assert_int_equal(plugin_gpu_busy(&d, 1001, fake_owner, "node1", fail, sizeof fail), -1);
+	assert_string_equal(
+		fail, "GPU GPU-aa on node1 already runs 2 processes of another user or job: pid 200 of "
+		      "uid 1002 (812 MiB), pid 300, not visible on this node: left behind by an earlier "
+		      "job, or a GPU shared against Slurm's binding; this task would share its memory and "
+		      "time. The node needs cleaning (its administrator can drain it)");
+	/* More than NVML's list kept: those not kept count as another's; no UUID: the bus. */
+	d.uuid[0] = '\0';
+	d.nprocs = TOPO_NVML_PROCS_MAX + 2;
+	for (unsigned i = 0; i < TOPO_NVML_PROCS_MAX; i++)
+		d.procs[i].pid = 100;
+	assert_int_equal(plugin_gpu_busy(&d, 1001, fake_owner, "node1", fail, sizeof fail), -1);
+	assert_non_null(strstr(
+		fail, "GPU 0000:1b:00.0 on node1 already runs 2 processes of another user or job: left"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +313,7 @@ int main(void)
 		cmocka_unit_test(a_mig_instance_is_found_by_its_uuid),
 		cmocka_unit_test(verdict_names_both_and_fails_on_memory),
 		cmocka_unit_test(srun_hands_each_stage_s_peak),
+		cmocka_unit_test(another_process_on_the_gpu_fails),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

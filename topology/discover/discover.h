@@ -39,6 +39,8 @@ llmp_status topo_discover_sysfs(const char *sysfs_root, struct topo_type *type, 
 void topo_discover_nvml(struct topo_type *type, char *why, size_t len);
 
 /* One GPU as NVML shows it to a task. */
+#define TOPO_NVML_PROCS_MAX 8 /* compute processes kept per device: enough to name the culprits */
+
 struct topo_nvml_device {
 	char name[96];                /* nvmlDeviceGetName, printable ASCII; "" unknown */
 	char uuid[96];                /* "GPU-..."; "" unknown */
@@ -46,6 +48,14 @@ struct topo_nvml_device {
 	unsigned long long mem_bytes; /* nvmlDeviceGetMemoryInfo's total; 0 unknown */
 	bool mig_enabled;             /* a GPU in MIG mode: its memory is its instances' to share */
 	bool mig;                     /* a MIG instance: its "MIG-" UUID, name and memory; its GPU's bus */
+	/* The compute processes NVML lists on it (nvmlDeviceGetComputeRunningProcesses_v3), the
+	 * first TOPO_NVML_PROCS_MAX of nprocs; procs_known false when NVML could not say. */
+	bool procs_known;
+	unsigned nprocs;
+	struct topo_nvml_process {
+		unsigned pid;                  /* in NVML's view: the node's PID namespace */
+		unsigned long long used_bytes; /* its GPU memory; 0 when NVML does not say */
+	} procs[TOPO_NVML_PROCS_MAX];
 };
 
 /*

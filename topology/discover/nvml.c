@@ -52,6 +52,13 @@ struct nvml_fabric_info_v2 {
 };
 
 /* nvmlMemory_t (version 1): bytes */
+/* nvmlProcessInfo_t as nvmlDeviceGetComputeRunningProcesses_v3 fills it. */
+struct nvml_process {
+	unsigned pid;
+	unsigned long long used; /* NVML_VALUE_NOT_AVAILABLE (all ones) when unknown */
+	unsigned gpu_instance, compute_instance;
+};
+
 struct nvml_memory {
 	unsigned long long total, free, used;
 };
@@ -67,6 +74,7 @@ struct nvml {
 	nvml_return (*link_remote)(nvml_device, unsigned, struct nvml_pci_info *);
 	nvml_return (*fabric)(nvml_device, struct nvml_fabric_info_v2 *);
 	nvml_return (*memory)(nvml_device, struct nvml_memory *);
+	nvml_return (*procs)(nvml_device, unsigned *, struct nvml_process *);
 	/* MIG (R470 and later; absent: no GPU is taken to be in MIG mode) */
 	nvml_return (*mig_mode)(nvml_device, unsigned *, unsigned *);
 	nvml_return (*mig_count)(nvml_device, unsigned *);
@@ -114,6 +122,7 @@ static bool load(struct nvml *n, const char *path, char *why, size_t len)
 	*(void **)&n->link_remote = dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
 	*(void **)&n->fabric = dlsym(lib, "nvmlDeviceGetGpuFabricInfoV");
 	*(void **)&n->memory = dlsym(lib, "nvmlDeviceGetMemoryInfo");
+	*(void **)&n->procs = dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
 	*(void **)&n->mig_mode = dlsym(lib, "nvmlDeviceGetMigMode");
 	*(void **)&n->mig_count = dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
 	*(void **)&n->mig_handle = dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
@@ -227,7 +236,33 @@ void topo_discover_nvml(struct topo_type *type, char *why, size_t len)
 		snprintf(why, len, "NVML showed %u of the %u GPUs sysfs shows", matched, type->ngpus);
 }
 
-/* The name, UUID and memory NVML gives for a GPU or a MIG instance, into d. */
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+
+/* The compute processes on dev into d: all of them counted, the first TOPO_NVML_PROCS_MAX kept. */
+static void processes(const struct nvml *n, nvml_device dev, struct topo_nvml_device *d)
+{
+	struct nvml_process list[64];
+	unsigned count = 64;
+	if (!n->procs)
+		return;
+	nvml_return rc = n->procs(dev, &count, list);
+	if (rc == NVML_ERROR_INSUFFICIENT_SIZE) { /* more than 64: the count is all we keep of the rest */
+		d->procs_known = true;
+		d->nprocs = count;
+		count = 0;
+	} else if (rc != 0)
+		return;
+	else {
+		d->procs_known = true;
+		d->nprocs = count;
+	}
+	for (unsigned i = 0; i < count && i < TOPO_NVML_PROCS_MAX; i++) {
+		d->procs[i].pid = list[i].pid;
+		d->procs[i].used_bytes = list[i].used == ~0ull ? 0 : list[i].used;
+	}
+}
+
+/* The name, UUID, memory and compute processes NVML gives for a GPU or a MIG instance, into d. */
 static void describe(const struct nvml *n, nvml_device dev, struct topo_nvml_device *d)
 {
 	struct nvml_memory mem = { 0 };
@@ -239,6 +274,7 @@ static void describe(const struct nvml *n, nvml_device dev, struct topo_nvml_dev
 		d->uuid[0] = '\0';
 	if (n->memory && n->memory(dev, &mem) == 0 && mem.total > 0)
 		d->mem_bytes = mem.total;
+	processes(n, dev, d);
 }
 
 /*
