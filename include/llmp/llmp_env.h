@@ -77,6 +77,8 @@
 /* Observability and the device path (doc/metrics-json.md, doc/llmp.3). */
 #define LLMP_ENV_METRICS "LLMP_METRICS" /* where each rank writes its counters */
 #define LLMP_ENV_DEVICE "LLMP_DEVICE"   /* the device path: on, off or auto */
+/* Device operations' GPU time: on (every one), sampled or off; each keeps its deadline. */
+#define LLMP_ENV_DEVICE_TIMING "LLMP_DEVICE_TIMING"
 
 /* Libraries loaded with dlopen, by path in place of the system's (test doubles, sites). */
 #define LLMP_ENV_CUDA_LIBRARY "LLMP_CUDA_LIBRARY"

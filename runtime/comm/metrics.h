@@ -139,6 +139,26 @@ static inline void rt_metrics_seed(struct rt_metrics *m, uint64_t seed)
 	m->untimed_left = rt_metrics_gap(m);
 }
 
+/*
+ * Whether a call of count elements is timed, and for how many calls its
+ * time counts: 1 for a large call, RT_METRICS_SAMPLE for a small one drawn,
+ * 0 for one left untimed. The host calls' begin (below) and the device
+ * operations' events (runtime/device/inflight.c, LLMP_DEVICE_TIMING=sampled)
+ * draw from the same sampler: each call is timed with probability
+ * 1 / RT_METRICS_SAMPLE whichever path it takes.
+ */
+static inline uint32_t rt_metrics_draw(struct rt_metrics *m, size_t count)
+{
+	if (count >= RT_METRICS_TIMED_COUNT)
+		return 1;
+	if (m->untimed_left > 0) {
+		m->untimed_left--;
+		return 0;
+	}
+	m->untimed_left = rt_metrics_gap(m);
+	return RT_METRICS_SAMPLE;
+}
+
 #ifdef LLMP_BENCH_NO_COUNTING
 /*
  * Only for the A/B of scripts/bench-metrics-ab.sh, which builds llmp-bench
@@ -161,17 +181,9 @@ static inline void rt_metrics_begin(struct rt_metrics *m, size_t count)
 {
 	m->call_wait = m->call_wait_max = 0;
 	m->call_last = UINT32_MAX;
-	if (count >= RT_METRICS_TIMED_COUNT) {
-		m->call_weight = 1;
-	} else if (m->untimed_left > 0) {
-		m->untimed_left--;
-		m->call_weight = 0;
-		return;
-	} else {
-		m->untimed_left = rt_metrics_gap(m);
-		m->call_weight = RT_METRICS_SAMPLE;
-	}
-	m->call_start = rt_now();
+	m->call_weight = rt_metrics_draw(m, count);
+	if (m->call_weight)
+		m->call_start = rt_now();
 }
 
 /* Book a call that waited on its last member. */

@@ -34,6 +34,8 @@ typedef struct rt_cu_event_st *rt_cu_event;
 
 #define RT_CUDA_ERROR_NOT_READY 600
 #define RT_CU_STREAM_NON_BLOCKING 1
+/* A handle that names the calling thread's own default stream: a different stream in each thread. */
+#define RT_CU_STREAM_PER_THREAD ((rt_cu_stream)0x2)
 #define RT_CU_EVENT_DEFAULT 0 /* timing enabled: cuEventElapsedTime works on it */
 #define RT_CU_EVENT_DISABLE_TIMING 2
 #define RT_CU_MEMHOSTALLOC_PORTABLE 1

@@ -47,6 +47,36 @@ static llmp_status read_mode(llmp_ctx *ctx, enum device_mode *mode)
 	return LLMP_OK;
 }
 
+/*
+ * LLMP_DEVICE_TIMING: whether device operations are timed on the GPU for
+ * their communicator's time in calls. Two CUDA events with timing around
+ * every operation cost the most on the small ones (doc/benchmarks.md), so
+ * "sampled" times them as the host path times its own calls (metrics.h),
+ * and "off" not at all; the deadline's event stays after every operation.
+ * Read at llmp_init, so that a wrong value fails there, as LLMP_DEVICE does.
+ */
+static llmp_status read_timing(llmp_ctx *ctx, enum rt_device_timing *timing)
+{
+	static const struct {
+		const char *word;
+		enum rt_device_timing timing;
+	} words[] = { { "on", RT_TIMING_ON },
+		      { "1", RT_TIMING_ON },
+		      { "sampled", RT_TIMING_SAMPLED },
+		      { "off", RT_TIMING_OFF },
+		      { "0", RT_TIMING_OFF } };
+	const char *v = getenv(LLMP_ENV_DEVICE_TIMING);
+	*timing = RT_TIMING_ON;
+	if (!v || !*v)
+		return LLMP_OK;
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strcmp(v, words[i].word) == 0) {
+			*timing = words[i].timing;
+			return LLMP_OK;
+		}
+	return rt_fail(ctx, LLMP_ERR_ARG, LLMP_ENV_DEVICE_TIMING "='%.40s': expected on, sampled or off", v);
+}
+
 #ifdef LLMP_HAVE_NCCL
 /*
  * Whether the process sees a GPU, asked of the CUDA driver itself (loaded
@@ -144,7 +174,10 @@ static llmp_status put_ids(llmp_ctx *ctx, struct rt_device *d)
 llmp_status rt_device_prepare(llmp_ctx *ctx)
 {
 	enum device_mode mode = DEVICE_AUTO;
+	enum rt_device_timing timing = RT_TIMING_ON;
 	llmp_status st = read_mode(ctx, &mode);
+	if (st == LLMP_OK)
+		st = read_timing(ctx, &timing);
 	if (st != LLMP_OK)
 		return st;
 	if (mode == DEVICE_OFF) {
@@ -174,6 +207,7 @@ llmp_status rt_device_prepare(llmp_ctx *ctx)
 		return LLMP_OK; /* auto: the host path, and the reason kept for a device buffer's error */
 	}
 	ctx->device = d;
+	d->timing = timing;
 	if ((st = find_groups(ctx, d)) == LLMP_OK)
 		st = put_ids(ctx, d);
 	return st;

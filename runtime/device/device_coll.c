@@ -97,7 +97,8 @@ static llmp_status enqueue(llmp_comm *comm, enum coll c, const void *send, void 
 			       "%s: the %s group has one member: nothing to do on the device", name,
 			       llmp_comm_name(comm));
 	}
-	if (!st && (st = rt_inflight_started(ctx, d, comm, name, stream)) != LLMP_OK) { /* nothing enqueued */
+	if (!st &&
+	    (st = rt_inflight_started(ctx, d, comm, name, count, stream)) != LLMP_OK) { /* nothing enqueued */
 		pthread_mutex_unlock(&d->lock);
 		return st;
 	}

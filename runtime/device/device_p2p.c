@@ -36,7 +36,7 @@ static llmp_status transfer(llmp_comm *comm, bool send, void *buf, size_t count,
 	ncclResult_t r = ncclSuccess;
 	char why[LLMP_MSG_MAX];
 	if (!st && nc &&
-	    (st = rt_inflight_started(ctx, d, comm, name, stream)) != LLMP_OK) { /* nothing enqueued */
+	    (st = rt_inflight_started(ctx, d, comm, name, count, stream)) != LLMP_OK) { /* nothing enqueued */
 		pthread_mutex_unlock(&d->lock);
 		return st;
 	}

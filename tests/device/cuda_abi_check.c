@@ -5,6 +5,7 @@
  * CUDA headers) are cuda.h's: checked when this file compiles, where the
  * toolkit is installed. Speaks TAP.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -52,7 +53,10 @@ SAME(sizeof(struct rt_cu_memcpy2d), sizeof(CUDA_MEMCPY2D));
 
 int main(void)
 {
-	printf("1..1\nok 1 - cuda_api.h's constants and CUDA_MEMCPY2D layout are cuda.h's (CUDA %d)\n",
+	printf("1..2\nok 1 - cuda_api.h's constants and CUDA_MEMCPY2D layout are cuda.h's (CUDA %d)\n",
 	       CUDA_VERSION);
-	return 0;
+	/* A pointer constant: not one _Static_assert can compare. */
+	bool same = (void *)RT_CU_STREAM_PER_THREAD == (void *)CU_STREAM_PER_THREAD;
+	printf("%s 2 - RT_CU_STREAM_PER_THREAD is CU_STREAM_PER_THREAD\n", same ? "ok" : "not ok");
+	return same ? 0 : 1;
 }

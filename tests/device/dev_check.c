@@ -34,6 +34,14 @@
  * world ops N seconds S". --job: the operations as step 0 of a job
  * (llmp_job.h: LLMP_CHECKPOINT, LLMP_METRICS from the environment), which
  * writes the metrics files; the world's counters then hold its host calls.
+ * --count N: the elements of --loop's allreduces (default 1000; from
+ * 16384 on, LLMP_DEVICE_TIMING=sampled times every one). --hold-stream
+ * (with --cuda): a second stream, and the first one held by a host
+ * function from the start until the loop ends (a stream the GPU never gets
+ * past, while the other keeps up); --loop's allreduces alternate between
+ * them. --world-time: after the loop, each stream synchronised (the held
+ * one released) and 200 ms for the watchdog to count, "rank R: world ops N
+ * seconds S", the world's counters.
  * A failed llmp_init prints "rank ?: init STATUS: MESSAGE". The exit
  * status is 0 when every call the rank made returned LLMP_OK, else 1;
  * what a test expects is checked by the test, from these lines.
@@ -48,6 +56,7 @@
 #include <unistd.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <llmp/llmp.h>
 #include <llmp/llmp_device.h>
@@ -57,18 +66,42 @@
 static void *stream;
 /* --cuda: the test double's cuStreamSynchronize. */
 static int (*stream_synchronize)(void *);
+/* --hold-stream: the second stream, and whether the first is held. */
+static void *stream2;
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static bool held;
+
+/* Run on the first stream: it gets past this only once released. */
+static void hold(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&hold_lock);
+	while (held)
+		pthread_cond_wait(&hold_cond, &hold_lock);
+	pthread_mutex_unlock(&hold_lock);
+}
+
+static void release(void)
+{
+	pthread_mutex_lock(&hold_lock);
+	held = false;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+}
 
 /*
  * --cuda: the CUDA test double (tests/device/fake_cuda.c, LLMP_CUDA_LIBRARY)
  * as this program's driver, as a PyTorch program has the real one: a
  * context current in this thread and a stream of the program's own.
  */
-static int open_cuda(char *why, size_t len)
+static int open_cuda(bool hold_first, char *why, size_t len)
 {
 	const char *lib = getenv("LLMP_CUDA_LIBRARY");
 	void *driver = lib ? dlopen(lib, RTLD_NOW | RTLD_GLOBAL) : NULL;
 	int (*init)(unsigned) = NULL, (*device_get)(int *, int) = NULL, (*retain)(void **, int) = NULL,
-	    (*push)(void *) = NULL, (*create)(void **, unsigned) = NULL;
+	    (*push)(void *) = NULL, (*create)(void **, unsigned) = NULL,
+	    (*launch)(void *, void (*)(void *), void *) = NULL;
 	if (driver) {
 		*(void **)&init = dlsym(driver, "cuInit");
 		*(void **)&device_get = dlsym(driver, "cuDeviceGet");
@@ -76,8 +109,9 @@ static int open_cuda(char *why, size_t len)
 		*(void **)&push = dlsym(driver, "cuCtxPushCurrent_v2");
 		*(void **)&create = dlsym(driver, "cuStreamCreate");
 		*(void **)&stream_synchronize = dlsym(driver, "cuStreamSynchronize");
+		*(void **)&launch = dlsym(driver, "cuLaunchHostFunc");
 	}
-	if (!init || !device_get || !retain || !push || !create || !stream_synchronize) {
+	if (!init || !device_get || !retain || !push || !create || !stream_synchronize || !launch) {
 		snprintf(why, len, "--cuda: LLMP_CUDA_LIBRARY=%s: %s", lib ? lib : "(unset)",
 			 driver ? "a driver call is missing" : dlerror());
 		return 1;
@@ -88,6 +122,11 @@ static int open_cuda(char *why, size_t len)
 	rc = rc ? rc : retain(&ctx, dev);
 	rc = rc ? rc : push(ctx);
 	rc = rc ? rc : create(&stream, 1);
+	if (hold_first) {
+		held = true;
+		rc = rc ? rc : create(&stream2, 1);
+		rc = rc ? rc : launch(stream, hold, NULL);
+	}
 	if (rc)
 		snprintf(why, len, "--cuda: the CUDA test double failed with %d", rc);
 	return rc;
@@ -120,9 +159,10 @@ static llmp_status run_p2p(llmp_ctx *ctx)
 	return st;
 }
 
-static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, double *elapsed)
+static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, size_t count, double *elapsed)
 {
-	static uint16_t send[2 * 1000 * 64], recv[2 * 1000 * 64]; /* room for a world of 64 */
+	/* Room for a world of 64, and for --count 64000 (NCCL's double reads and writes none of it). */
+	static uint16_t send[2 * 1000 * 64], recv[2 * 1000 * 64];
 	llmp_comm *tp = NULL, *world = NULL;
 	llmp_status st = llmp_comm_world(ctx, &world);
 	if (st == LLMP_OK && ops)
@@ -141,8 +181,10 @@ static llmp_status run_ops(llmp_ctx *ctx, bool ops, double loop, double *elapsed
 		}
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (*elapsed = 0; st == LLMP_OK && *elapsed < loop;) {
-		st = llmp_device_allreduce(world, send, recv, 1000, LLMP_FLOAT32, LLMP_SUM, stream);
+	unsigned long i = 0;
+	for (*elapsed = 0; st == LLMP_OK && *elapsed < loop; i++) {
+		void *s = stream2 && i % 2 ? stream2 : stream;
+		st = llmp_device_allreduce(world, send, recv, count, LLMP_FLOAT32, LLMP_SUM, s);
 		struct timespec pause = { 0, 1000000 };
 		nanosleep(&pause, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -220,10 +262,30 @@ static void print_device_time(llmp_ctx *ctx, uint32_t rank, double work_us, unsi
 	       (unsigned long long)(c.world_ops - before.world_ops), c.world_s - before.world_s);
 }
 
+/*
+ * --world-time: the world's counters once every stream is done (the held
+ * one released) and the watchdog had 200 ms, ten looks, to count.
+ */
+static void print_world_time(llmp_ctx *ctx, uint32_t rank)
+{
+	llmp_comm *world = NULL;
+	uint64_t ops = 0;
+	release();
+	if (stream_synchronize(stream) != 0 || (stream2 && stream_synchronize(stream2) != 0))
+		printf("rank %u: cuStreamSynchronize failed\n", rank);
+	struct timespec pause = { 0, 200 * 1000 * 1000 };
+	nanosleep(&pause, NULL);
+	llmp_comm_world(ctx, &world);
+	double seconds = comm_seconds(world, &ops);
+	printf("rank %u: world ops %llu seconds %.6f\n", rank, (unsigned long long)ops, seconds);
+}
+
 int main(int argc, char **argv)
 {
-	bool connect = false, ops = false, p2p = false, cuda = false, job_step = false;
+	bool connect = false, ops = false, p2p = false, cuda = false, job_step = false, hold_first = false,
+	     world_time = false;
 	double loop = 0, work_us = 0;
+	size_t count = 1000;
 	long leaver = -1, late = -1, late_ms = 0;
 	llmp_init_opts opts;
 	llmp_init_opts_default(&opts);
@@ -242,6 +304,12 @@ int main(int argc, char **argv)
 			work_us = atof(argv[++i]);
 		else if (strcmp(argv[i], "--job") == 0)
 			job_step = true;
+		else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
+			count = strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--hold-stream") == 0)
+			hold_first = true;
+		else if (strcmp(argv[i], "--world-time") == 0)
+			world_time = true;
 		else if (strcmp(argv[i], "--loop") == 0 && i + 1 < argc)
 			loop = atof(argv[++i]);
 		else if (strcmp(argv[i], "--exit-after-connect") == 0 && i + 1 < argc)
@@ -253,7 +321,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: dev_check [--connect] [--timeout S] [--ops] [--loop S] "
 				"[--exit-after-connect R] [--late R MS] [--p2p] [--cuda] [--work-us W] "
-				"[--job]\n");
+				"[--job] [--count N] [--hold-stream] [--world-time]\n");
 			return 2;
 		}
 	}
@@ -280,7 +348,7 @@ int main(int argc, char **argv)
 	printf("rank %u: ucx-cuda %s\n", rank, info.ucx_cuda ? "yes" : "no");
 	int rc = 0;
 	char why[256];
-	if (cuda && open_cuda(why, sizeof why) != 0) {
+	if (cuda && open_cuda(hold_first, why, sizeof why) != 0) {
 		printf("rank %u: %s\n", rank, why);
 		llmp_finalize(ctx);
 		return 1;
@@ -312,7 +380,7 @@ int main(int argc, char **argv)
 		}
 		if (st == LLMP_OK && (ops || loop > 0)) {
 			double elapsed = 0;
-			st = run_ops(ctx, ops, loop, &elapsed);
+			st = run_ops(ctx, ops, loop, count, &elapsed);
 			printf("rank %u: ops %s after %.1f s: %s\n", rank,
 			       st == LLMP_OK ? "ok" : llmp_strerror(st), elapsed,
 			       st == LLMP_OK ? "" : llmp_errmsg(ctx));
@@ -324,6 +392,8 @@ int main(int argc, char **argv)
 				       (unsigned long long)cs.ops, (unsigned long long)cs.bytes_sent,
 				       (unsigned long long)cs.bytes_received);
 			rc = st != LLMP_OK;
+			if (cuda && world_time)
+				print_world_time(ctx, rank);
 		}
 		if (st == LLMP_OK && cuda && work_us > 0)
 			print_device_time(ctx, rank, work_us, ops ? 4 : 0, (ops ? 4 : 0) + (p2p ? 4 : 0),
@@ -337,6 +407,7 @@ int main(int argc, char **argv)
 		}
 	}
 	fflush(stdout);
+	release(); /* a held stream's events are waited for when the context frees them */
 	llmp_finalize(ctx);
 	return rc;
 }

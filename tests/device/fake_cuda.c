@@ -12,9 +12,9 @@
  *   tracks: cuPointerGetAttribute calls it DEVICE, pinned memory
  *   (cuMemHostAlloc) HOST, anything else an error, as the driver does.
  * - Each stream has a thread that performs its copies and event records in
- *   order, each after FAKE_CUDA_DELAY_US (default 2000) microseconds: a
- *   caller that reads a copy's destination before synchronising sees the
- *   old bytes.
+ *   order, each after FAKE_CUDA_DELAY_US (default 2000; 0: at once)
+ *   microseconds: a caller that reads a copy's destination before
+ *   synchronising sees the old bytes.
  * - Stricter than the driver, to check the caller: an async copy's host
  *   side must be pinned memory of this library, its device side inside one
  *   allocation; stream, event, copy and pinned calls need a current
@@ -34,6 +34,9 @@
  * - FAKE_CUDA_LOG=FILE: at exit, one line "fake_cuda PID host_allocs N
  *   dtoh N htod N copy2d N pushes N retains N releases N" appended (calls
  *   made by anyone; retains and releases: of the primary context).
+ * - fake_cuda_event_calls(): the event calls made so far (creations,
+ *   records, queries, elapsed times), which tests/device/dev_overhead.c
+ *   divides by the device operations it made.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -102,6 +105,7 @@ static struct rt_cu_stream_st *streams;
 static struct rt_cu_ctx_st primary;
 static bool initialized;
 static unsigned long n_host_allocs, n_dtoh, n_htod, n_2d, n_push, n_retain, n_release;
+static unsigned long n_event_create, n_event_record, n_event_query, n_event_elapsed;
 static __thread struct rt_cu_ctx_st *ctx_stack[16];
 static __thread int ctx_depth;
 
@@ -238,7 +242,10 @@ static void *stream_main(void *arg)
 			break;
 		struct op *o = s->head;
 		pthread_mutex_unlock(&lock);
-		usleep(us); /* the copy takes time: an early reader sees old bytes */
+		/* The copy takes time: an early reader sees old bytes. A delay of 0 is
+		 * none: usleep(0) would still sleep the timer's slack, 50 us or more. */
+		if (us)
+			usleep(us);
 		if (o->kind == OP_COPY)
 			for (size_t r = 0; r < o->height; r++)
 				memcpy(o->dst + r * o->dpitch, o->src + r * o->spitch, o->width);
@@ -673,8 +680,10 @@ API rt_cu_result cuEventCreate(rt_cu_event *e, unsigned flags)
 	rt_cu_result r = enter("cuEventCreate", true);
 	if (r == RT_CUDA_SUCCESS && !(*e = calloc(1, sizeof **e)))
 		r = 2;
-	if (r == RT_CUDA_SUCCESS)
+	if (r == RT_CUDA_SUCCESS) {
 		(*e)->timed = !(flags & RT_CU_EVENT_DISABLE_TIMING);
+		__atomic_add_fetch(&n_event_create, 1, __ATOMIC_RELAXED);
+	}
 	return r;
 }
 
@@ -700,6 +709,7 @@ API rt_cu_result cuEventRecord(rt_cu_event e, rt_cu_stream s)
 		r = 2;
 	if (r != RT_CUDA_SUCCESS)
 		return r;
+	__atomic_add_fetch(&n_event_record, 1, __ATOMIC_RELAXED);
 	*o = (struct op){ .kind = OP_RECORD, .event = e };
 	return enqueue(s, o);
 }
@@ -734,6 +744,7 @@ API rt_cu_result cuEventQuery(rt_cu_event e)
 	rt_cu_result r = enter("cuEventQuery", false);
 	if (r != RT_CUDA_SUCCESS)
 		return r;
+	__atomic_add_fetch(&n_event_query, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&lock);
 	r = e->pending > 0 ? RT_CUDA_ERROR_NOT_READY : RT_CUDA_SUCCESS;
 	pthread_mutex_unlock(&lock);
@@ -753,6 +764,7 @@ API rt_cu_result cuEventElapsedTime(float *ms, rt_cu_event start, rt_cu_event en
 		return r;
 	if (!ms || !start || !end)
 		return CUDA_ERROR_INVALID_VALUE;
+	__atomic_add_fetch(&n_event_elapsed, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&lock);
 	if (!start->timed || !end->timed || (!start->reached && !start->pending) ||
 	    (!end->reached && !end->pending))
@@ -763,4 +775,13 @@ API rt_cu_result cuEventElapsedTime(float *ms, rt_cu_event start, rt_cu_event en
 		*ms = (float)((end->when_us - start->when_us) / 1000.0);
 	pthread_mutex_unlock(&lock);
 	return r;
+}
+
+/* For tests/device/dev_overhead.c: event creations, records, queries and elapsed times so far. */
+API void fake_cuda_event_calls(unsigned long calls[4])
+{
+	calls[0] = __atomic_load_n(&n_event_create, __ATOMIC_RELAXED);
+	calls[1] = __atomic_load_n(&n_event_record, __ATOMIC_RELAXED);
+	calls[2] = __atomic_load_n(&n_event_query, __ATOMIC_RELAXED);
+	calls[3] = __atomic_load_n(&n_event_elapsed, __ATOMIC_RELAXED);
 }

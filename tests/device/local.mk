@@ -61,3 +61,19 @@ TESTS += tests/device_gdr.bats
 endif
 endif
 EXTRA_DIST += tests/device.bats tests/device_gdr.bats tests/device/fake_nccl.c
+
+# The device path's own cost per call against both doubles, and the deadline
+# and GPU time under each LLMP_DEVICE_TIMING mode, as a PMIx singleton (no
+# cluster): tests/device_overhead.bats prints the figures of dev_overhead and
+# holds the event calls per operation to each mode's.
+if HAVE_NCCL
+check_PROGRAMS += tests/device/dev_overhead
+tests_device_dev_overhead_SOURCES = tests/device/dev_overhead.c
+tests_device_dev_overhead_CPPFLAGS = $(AM_CPPFLAGS) $(NCCL_CPPFLAGS)
+tests_device_dev_overhead_LDADD = runtime/libllmp.la
+tests_device_dev_overhead_LDFLAGS = -static
+if HAVE_BATS
+TESTS += tests/device_overhead.bats
+endif
+endif
+EXTRA_DIST += tests/device_overhead.bats
