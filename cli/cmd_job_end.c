@@ -60,8 +60,7 @@ static void usage(FILE *out)
 	      out);
 }
 
-/* The checkpoint root: the option, the plugin's variables, in that order. */
-static const char *find_dir(const char *given, llmp_ckpt_spec *spec)
+const char *cli_job_root(const char *prog, const char *given, llmp_ckpt_spec *spec)
 {
 	char why[LLMP_MSG_MAX];
 	const char *text;
@@ -73,12 +72,13 @@ static const char *find_dir(const char *given, llmp_ckpt_spec *spec)
 	if ((text = getenv(LLMP_ENV_CHECKPOINT)) && *text) {
 		if (llmp_ckpt_spec_parse_partial(text, spec, why, sizeof why) != LLMP_OK ||
 		    llmp_ckpt_spec_check(spec, why, sizeof why) != LLMP_OK) {
-			fprintf(stderr, PROG ": LLMP_CHECKPOINT: %s\n", why);
+			fprintf(stderr, "%s: LLMP_CHECKPOINT: %s\n", prog, why);
 			return NULL;
 		}
 		return spec->dir;
 	}
-	fputs(PROG ": no checkpoint root: give --checkpoint DIR, or submit with --llm-checkpoint\n", stderr);
+	fprintf(stderr, "%s: no checkpoint root: give --checkpoint DIR, or submit with --llm-checkpoint\n",
+		prog);
 	return NULL;
 }
 
@@ -236,7 +236,7 @@ int cli_job_end(int argc, char **argv)
 		e.rc = (int)n;
 	}
 	llmp_ckpt_spec_init(&spec);
-	if (!(e.dir = find_dir(given, &spec)))
+	if (!(e.dir = cli_job_root(PROG, given, &spec)))
 		return CLI_EXIT_USAGE;
 	const char *id = getenv("SLURM_JOB_ID");
 	e.job_id = id ? id : "";

@@ -611,29 +611,6 @@ static int run_loop(struct job_run *r, unsigned max_recoveries)
 
 /* ---------------------------------------------------------------- arguments */
 
-/* The checkpoint root, as llmp job-end finds it: the option, LLMP_CHECKPOINT_DIR, LLMP_CHECKPOINT. */
-static const char *find_root(const char *given, llmp_ckpt_spec *spec)
-{
-	char why[LLMP_MSG_MAX];
-	const char *text;
-	if (given)
-		return given;
-	if ((text = getenv(LLMP_ENV_CHECKPOINT_DIR)) && *text)
-		return text;
-	if ((text = getenv(LLMP_ENV_CHECKPOINT)) && *text) {
-		if (llmp_ckpt_spec_parse_partial(text, spec, why, sizeof why) != LLMP_OK ||
-		    llmp_ckpt_spec_check(spec, why, sizeof why) != LLMP_OK) {
-			fprintf(stderr, PROG ": LLMP_CHECKPOINT: %s\n", why);
-			return NULL;
-		}
-		return spec->dir;
-	}
-	fputs(PROG ": no checkpoint root: give --checkpoint DIR, or submit with --llm-checkpoint (a run "
-		   "can only resume from checkpoints)\n",
-	      stderr);
-	return NULL;
-}
-
 /* Tasks per node from Slurm's environment: --ntasks-per-node, else a uniform SLURM_TASKS_PER_NODE ("4(x3)"). */
 static int tasks_per_node(struct job_run *r)
 {
@@ -725,7 +702,7 @@ int cli_job_run(int argc, char **argv)
 	}
 	r.job_id = id;
 	llmp_ckpt_spec_init(&spec);
-	if (!(r.root = find_root(given, &spec)) || tasks_per_node(&r) < 0)
+	if (!(r.root = cli_job_root(PROG, given, &spec)) || tasks_per_node(&r) < 0)
 		return CLI_EXIT_USAGE;
 	const char *host = getenv("SLURMD_NODENAME");
 	if (host && *host)

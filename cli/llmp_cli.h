@@ -177,6 +177,14 @@ int cli_top(int argc, char **argv);
 /* `llmp report DIR`: the metrics of a job as an HTML page (cmd_report.c); argv[0] is "report". */
 int cli_report(int argc, char **argv);
 
+/*
+ * The checkpoint root of `llmp job-end` and `llmp job run`: given (the
+ * option), else LLMP_CHECKPOINT_DIR, else LLMP_CHECKPOINT's directory (parsed
+ * into spec). NULL, with "PROG: ..." on stderr, when there is none.
+ */
+struct llmp_ckpt_spec;
+const char *cli_job_root(const char *prog, const char *given, struct llmp_ckpt_spec *spec);
+
 /* `llmp job-end [RC]` (built with the runtime): requeue the job, or not. */
 int cli_job_end(int argc, char **argv);
 
