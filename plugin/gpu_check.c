@@ -110,16 +110,18 @@ static const struct topo_nvml_device *named(const struct topo_nvml_device *devs,
 	if (*end || item[0] < '0' || item[0] > '9')
 		return NULL;
 	/* the GPU with idx GPUs before it in bus order (MIG instances are no GPU of their own) */
-	for (unsigned i = 0; i < n; i++) {
-		if (devs[i].mig)
-			continue;
-		unsigned long before = 0;
-		for (unsigned j = 0; j < n; j++)
-			before += !devs[j].mig && strcmp(devs[j].bus, devs[i].bus) < 0;
-		if (before == idx)
+	for (unsigned i = 0; i < n; i++)
+		if (!devs[i].mig && plugin_gpu_bus_index(devs, n, i) == idx)
 			return devs[i].mig_enabled ? NULL : &devs[i];
-	}
 	return NULL;
+}
+
+unsigned plugin_gpu_bus_index(const struct topo_nvml_device *devs, unsigned n, unsigned i)
+{
+	unsigned before = 0;
+	for (unsigned j = 0; j < n; j++)
+		before += !devs[j].mig && strcmp(devs[j].bus, devs[i].bus) < 0;
+	return before;
 }
 
 const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device *devs, unsigned n,

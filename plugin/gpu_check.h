@@ -47,6 +47,12 @@ const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device 
 						  const char *visible, uint32_t entry);
 
 /*
+ * The index Slurm and CUDA give GPU i of devs (not a MIG instance): how
+ * many GPUs come before it in PCI bus order.
+ */
+unsigned plugin_gpu_bus_index(const struct topo_nvml_device *devs, unsigned n, unsigned i);
+
+/*
  * The verdict for a task of pipeline stage `stage` on device d. mismatch
  * gets one line when d's name is not the GPU the estimate assumed (""
  * otherwise, and always for a "custom" GPU, which has no NVML name);

@@ -2,8 +2,9 @@
 /*
  * llm_parallel.c - the SPANK plugin's entry points: each callback is routed
  * by context to the file that handles it (submission: submit.c; inside the
- * job step: step.c). In slurmd the plugin only says which Slurm it was
- * built for; nothing runs in prolog/epilog contexts.
+ * job step: step.c; the job prolog and epilog, as root in slurmd:
+ * job_script.c). In slurmd itself the plugin only says which Slurm it was
+ * built for.
  */
 #include "config.h"
 
@@ -36,6 +37,22 @@ int slurm_spank_init(spank_t sp, int argc, char **argv)
 		return -1;
 	}
 	return plugin_options_register(sp);
+}
+
+/*
+ * As root in slurmd, before the job's first step on this node: the node's
+ * check, where the site asks. Slurm calls no slurm_spank_init before the
+ * job prolog and epilog: the plugstack arguments come here.
+ */
+int slurm_spank_job_prolog(spank_t sp, int argc, char **argv)
+{
+	return plugin_job_script(sp, argc, argv, true);
+}
+
+/* As root in slurmd, once the job has left this node: what it left behind (node_clean.h). */
+int slurm_spank_job_epilog(spank_t sp, int argc, char **argv)
+{
+	return plugin_job_script(sp, argc, argv, false);
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int argc, char **argv)

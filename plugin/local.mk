@@ -21,7 +21,8 @@ plugin_core_sources = \
 	plugin/layout_file.c plugin/layout_file.h \
 	plugin/model_layout.c plugin/model_layout.h \
 	plugin/model_machines.c plugin/model_machines.h \
-	plugin/gpu_check.c plugin/gpu_check.h
+	plugin/gpu_check.c plugin/gpu_check.h \
+	plugin/node_clean.c plugin/node_clean.h
 noinst_LTLIBRARIES += plugin/libplugin_core.la
 plugin_libplugin_core_la_SOURCES = $(plugin_core_sources)
 
@@ -32,7 +33,7 @@ if BUILD_PLUGIN
 pkglib_LTLIBRARIES = plugin/llm_parallel.la
 plugin_llm_parallel_la_SOURCES = \
 	plugin/llm_parallel.c plugin/plugin.h plugin/options.c plugin/log.c \
-	plugin/submit.c plugin/step.c plugin/step_gdr.c
+	plugin/submit.c plugin/step.c plugin/step_gdr.c plugin/job_script.c
 plugin_llm_parallel_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE $(SLURM_CPPFLAGS)
 plugin_llm_parallel_la_LIBADD = plugin/libplugin_core.la topology/discover/libdiscover.la $(LLMP_PLANNER_LIBS)
 plugin_llm_parallel_la_LDFLAGS = -module -avoid-version -shared \

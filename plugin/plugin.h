@@ -88,6 +88,12 @@ int plugin_step_prepare(spank_t sp);
 int plugin_step_task(spank_t sp);
 int plugin_step_finish(spank_t sp);
 
+/*
+ * job_script.c: the job prolog (prolog true) and epilog, as root in slurmd,
+ * with the plugstack arguments; never fails the job.
+ */
+int plugin_job_script(spank_t sp, int argc, char **argv, bool prolog);
+
 /* log.c: messages for users start with the plugin's name */
 void plugin_user_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void plugin_task_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -63,6 +63,8 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		{ "port_base", &site->port_base, 1024, 65535, "expected a port from 1024 to 65535" },
 		{ "port_range", &site->port_range, 1, 64511, "expected a count from 1 to 64511" },
 		{ "max_requeues", &site->max_requeues, 1, 1000000, "expected a count from 1 to 1000000" },
+		{ "clean_wait", &site->clean_wait_s, 0, 300, "expected seconds from 0 to 300" },
+		{ "clean_mem", &site->clean_mem_mib, 0, 1048576, "expected MiB from 0 to 1048576" },
 	};
 	const char *eq = strchr(arg, '=');
 	if (!eq)
@@ -140,6 +142,31 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		strcpy(site->nvml, v);
 		return 0;
 	}
+	if (is_key(arg, klen, "clean")) {
+		if (strcmp(v, "epilog") != 0 && strcmp(v, "prolog,epilog") != 0 && strcmp(v, "off") != 0)
+			return bad(msg, msglen, arg, "expected epilog, prolog,epilog or off");
+		site->clean_epilog = strcmp(v, "off") != 0;
+		site->clean_prolog = strcmp(v, "prolog,epilog") == 0;
+		return 0;
+	}
+	if (is_key(arg, klen, "clean_gpus")) {
+		if (strcmp(v, "job") != 0 && strcmp(v, "all") != 0)
+			return bad(msg, msglen, arg, "expected job or all");
+		site->clean_all_gpus = strcmp(v, "all") == 0;
+		return 0;
+	}
+	if (is_key(arg, klen, "drain")) {
+		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+			return bad(msg, msglen, arg, "expected yes or no");
+		site->drain = strcmp(v, "yes") == 0;
+		return 0;
+	}
+	if (is_key(arg, klen, "scontrol")) {
+		if (v[0] != '/' || strlen(v) >= sizeof site->scontrol)
+			return bad(msg, msglen, arg, "expected an absolute path under 1024 bytes");
+		strcpy(site->scontrol, v);
+		return 0;
+	}
 	if (is_key(arg, klen, "topology")) {
 		if (v[0] != '/' || strlen(v) >= sizeof site->topology)
 			return bad(msg, msglen, arg, "expected an absolute path under 1024 bytes");
@@ -149,7 +176,7 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 	return bad(msg, msglen, arg,
 		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
 		   "max_etp= max_requeues= gpu_bind= placement= port_base= port_range= layout_dir= gpu= "
-		   "topology= gdr_level= nvml=)");
+		   "topology= gdr_level= nvml= clean= clean_wait= clean_mem= clean_gpus= drain= scontrol=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)
@@ -160,6 +187,11 @@ int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg
 	site->gpu_bind = PLUGIN_GPUS_NODE;
 	site->port_base = DEFAULT_PORT_BASE;
 	site->port_range = DEFAULT_PORT_RANGE;
+	site->clean_epilog = true;
+	site->clean_wait_s = 10;
+	site->clean_mem_mib = 1024;
+	site->drain = true;
+	strcpy(site->scontrol, "/usr/bin/scontrol");
 	for (int i = 0; i < argc; i++)
 		if (parse_arg(site, argv[i], msg, msglen) < 0)
 			return -1;

@@ -37,6 +37,17 @@
  *                     names it: task_init runs before exec, with slurmstepd's
  *                     descriptors open and its limits, so a library the job named
  *                     would be the user's code running there
+ *   clean=epilog|prolog,epilog|off
+ *                     when the node is checked for what a job left (node_clean.h):
+ *                     after each job (default), also before each job, or never
+ *   clean_wait=S      how long the check waits for a leftover to go (default 10)
+ *   clean_mem=MiB     memory a GPU of the job's may keep in use with no process on it
+ *                     (default 1024: above what a driver keeps for itself)
+ *   clean_gpus=job|all  which GPUs were the job's: those slurmd names (SLURM_JOB_GPUS;
+ *                     default), or all of the node's (nodes never shared between jobs)
+ *   drain=yes|no      drain a node the check finds dirty, with a reason that starts
+ *                     "llmp:" (default yes); no: only log it
+ *   scontrol=PATH     the scontrol that drains (default /usr/bin/scontrol)
  */
 #ifndef LLMP_SITE_H
 #define LLMP_SITE_H
@@ -61,6 +72,11 @@ struct plugin_site {
 	char gpu[128];         /* "" = none: the user must set LLMP_GPU for --llm-parallel=auto */
 	char gdr_level[4];     /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
 	char nvml[1024];       /* "" = libnvidia-ml.so.1 */
+	bool clean_prolog, clean_epilog; /* node_clean.h's check, before and after a job */
+	uint32_t clean_wait_s, clean_mem_mib;
+	bool clean_all_gpus; /* every GPU of a node is the job's */
+	bool drain;
+	char scontrol[1024];
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */

@@ -781,6 +781,101 @@ fake_nvml() { # NAME MIB [PROCS]
 	assert_cluster_idle
 }
 
+# One node's own table for the NVML double (read by that node's job epilog):
+# four GPUs, PROCS on each, USED MiB in use, RECOVERY the driver's action.
+fake_nvml_node() { # NODE PROCS USED RECOVERY
+	local bus
+	: >"$WORK/nvml.so.$1.tsv"
+	for bus in 1B 3D 9A BC; do
+		printf '00000000:%s:00.0\tNVIDIA H100 80GB HBM3\tGPU-%s\t%032d\t0\t-\t81559\t-\t%s\t%s\t%s\n' \
+			"$bus" "$bus" 0 "$2" "$3" "$4" >>"$WORK/nvml.so.$1.tsv"
+	done
+	chmod 644 "$WORK/nvml.so.$1.tsv"
+}
+
+node_state() { sinfo -h -n "$1" -o '%T|%E'; } # NODE: "drained|llmp: ..."
+
+# Wait until NODE is drained (or draining); its reason on stdout.
+wait_drained() { # NODE SECONDS
+	local s
+	for _ in $(seq 1 "$2"); do
+		s=$(node_state "$1")
+		case ${s%%|*} in drain*) echo "${s#*|}" && return 0 ;; esac
+		sleep 1
+	done
+	echo "$1 not drained after $2 s: $s" >&2
+	return 1
+}
+
+@test "job epilog: a GPU left busy, in use or asking for a reset drains its node with an llmp: reason" {
+	# A process of another user on node2's GPUs, as a job that escaped its cleanup leaves one.
+	setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300 &
+	local zombie=$!
+	fake_nvml 'NVIDIA H100 80GB HBM3' 81559 # the other nodes: clean
+	fake_nvml_node node2 "$zombie:812" - -
+	fake_nvml_node node3 - 5000 -
+	write_plugstack "nvml=$WORK/nvml.so clean_gpus=all clean_wait=1"
+	run timeout 60 srun -w node1 -N1 true
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	run timeout 60 srun -w node2 -N1 true
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	local reason
+	reason=$(wait_drained node2 30)
+	[[ $reason == "llmp: GPU GPU-1B pid $zombie uid $(id -u nobody) 812 MiB; GPU GPU-3D pid $zombie uid "* ]] ||
+		{ echo "$reason"; false; }
+	# The next job avoids it.
+	run timeout 60 srun -N2 sh -c 'echo "on $SLURMD_NODENAME"'
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	! grep -q 'on node2' <<<"$output" || { echo "$output"; false; }
+	# Memory in use with no process left (node3), then a recovery action (node1).
+	run timeout 60 srun -w node3 -N1 true
+	reason=$(wait_drained node3 30)
+	[ "$reason" = "llmp: GPU GPU-1B 5000 MiB in use with no process (tolerance 1024 MiB); GPU GPU-3D 5000 MiB in use with no process (tolerance 1024 MiB); and 2 more" ] ||
+		{ echo "$reason"; false; }
+	fake_nvml_node node1 - - 1
+	run timeout 60 srun -w node1 -N1 true
+	reason=$(wait_drained node1 30)
+	[[ $reason == "llmp: GPU GPU-1B asks for a GPU reset (NVML recovery action 1); "* ]] || { echo "$reason"; false; }
+	kill "$zombie"
+	scontrol update NodeName='node[1-3]' State=RESUME
+	# Clean again, with drain=no: a dirty node is only logged.
+	rm -f "$WORK"/nvml.so.node*.tsv
+	run timeout 60 srun -N3 true
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	fake_nvml_node node2 - - 2
+	write_plugstack "nvml=$WORK/nvml.so clean_wait=0 drain=no"
+	run timeout 60 srun -w node2 -N1 true
+	sleep 2
+	[ "$(node_state node2)" = "idle|none" ] || { node_state node2; false; }
+	grep -q 'llm_parallel: after job [0-9]*, node2 is not clean (drain=no): llmp: GPU GPU-1B asks for a node reboot' \
+		"$CLUSTER_STATE"/log/slurmd-node2.log || { tail -5 "$CLUSTER_STATE"/log/slurmd-node2.log; false; }
+	assert_cluster_idle
+}
+
+@test "job epilog: a process of the job's user that outlived the job drains the node; root's jobs and clean jobs never" {
+	write_plugstack "clean_wait=2"
+	# A plain user's job whose task leaves a process behind (proctrack/linuxproc loses a re-parented one).
+	run sh -c "cd /tmp && runuser -u nobody -- env SLURM_CONF=$SLURM_CONF timeout 60 srun -w node3 -N1 \
+		sh -c 'setsid sleep 300 </dev/null >/dev/null 2>&1 & echo \"left \$!\"'"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	local pid reason
+	pid=$(sed -n 's/^left //p' <<<"$output")
+	[ -n "$pid" ] || { echo "$output"; false; }
+	reason=$(wait_drained node3 30)
+	kill "$pid" || true
+	scontrol update NodeName=node3 State=RESUME
+	[ "$reason" = "llmp: pid $pid (sleep) uid $(id -u nobody) outlived the job" ] || { echo "$reason"; false; }
+	# The same user's job that leaves nothing, and root's job that leaves a process: no drain.
+	run sh -c "cd /tmp && runuser -u nobody -- env SLURM_CONF=$SLURM_CONF timeout 60 srun -w node3 -N1 true"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	run timeout 60 srun -w node3 -N1 sh -c 'setsid sleep 300 </dev/null >/dev/null 2>&1 & echo "left $!"'
+	pid=$(sed -n 's/^left //p' <<<"$output")
+	sleep 4
+	kill "$pid" || true
+	[ "$(node_state node3)" = "idle|none" ] || { node_state node3; false; }
+	assert_cluster_idle
+}
+
 @test "--llm-checkpoint=help prints its grammar and submits nothing; --help lists it" {
 	for how in srun sbatch salloc; do
 		run submit "$how" --llm-checkpoint=help

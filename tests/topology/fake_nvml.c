@@ -4,7 +4,7 @@
  * topology/discover/nvml.c makes, answering from the file FAKE_NVML_FILE
  * that tests/topology/fake_sysfs.py writes (one GPU per line, tab-separated):
  *
- *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS  [MEM  [MIG  [PROCS]]]
+ *   BUS  NAME  UUID  CLUSTER  CLIQUE  TARGETS  [MEM  [MIG  [PROCS  [USED  [RECOVERY]]]]]
  *
  * BUS in NVML's form ("00000000:1B:00.0"), CLUSTER 32 hex digits (zeros:
  * none), TARGETS the bus ids its active links reach, comma-separated, or
@@ -13,17 +13,24 @@
  * separated UUID:PROFILE:MIB ("MIG-a1:3g.20gb:19968"), each named as NVML
  * names one ("NAME MIG PROFILE"); slot 0 of its MIG slots is left empty,
  * as a destroyed instance leaves one. PROCS "-" or the compute processes
- * on the GPU, comma-separated PID:MIB (nvmlDeviceGetComputeRunningProcesses_v3). The GPUs are listed in an order of their own, not by bus:
- * NVML's index is not CUDA's. Loaded by `llmp topo` and by the plugin's
- * tasks through the site's plugstack argument nvml=. Without FAKE_NVML_FILE (a task's
- * environment is not yet its process's in task_init) the file is the
- * library's own path with ".tsv" added.
+ * on the GPU, comma-separated PID:MIB (nvmlDeviceGetComputeRunningProcesses_v3),
+ * USED "-" or the memory in use in MiB (nvmlDeviceGetMemoryInfo_v2's used;
+ * none: 0), RECOVERY "-" or the driver's recovery action (the field
+ * NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; none: the field is not supported).
+ * The GPUs are listed in an order of their own, not by bus: NVML's index is
+ * not CUDA's. Loaded by `llmp topo` and by the plugin's tasks and job
+ * epilog through the site's plugstack argument nvml=. Without
+ * FAKE_NVML_FILE (a task's environment is not yet its process's in
+ * task_init) the file is the library's own path with ".NODE.tsv" added,
+ * NODE the SLURMD_NODENAME of the process when it has one and that file
+ * exists (one table per node of a cluster on one host), else ".tsv".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_GPUS 64
 #define MAX_LINKS 18
@@ -54,6 +61,8 @@ struct gpu {
 	unsigned mig_first, nmig;   /* its instances in migs[] */
 	unsigned procs[8][2];       /* pid, MiB */
 	unsigned nprocs;
+	unsigned long long used_mib;
+	int recovery; /* -1: not supported */
 };
 
 struct process_info {
@@ -64,6 +73,21 @@ struct process_info {
 
 struct memory {
 	unsigned long long total, free, used;
+};
+
+struct memory_v2 {
+	unsigned version;
+	unsigned long long total, reserved, free, used;
+};
+
+struct field_value {
+	unsigned field_id, scope_id;
+	long long timestamp, latency_usec;
+	int value_type, nvml_return;
+	union {
+		unsigned ui;
+		unsigned long long ull;
+	} value;
 };
 
 /* The calls, as libnvidia-ml.so.1 exports them (the device handle is a struct gpu here). */
@@ -77,6 +101,8 @@ int nvmlDeviceGetNvLinkState(struct gpu *dev, unsigned link, int *active);
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(struct gpu *dev, unsigned link, struct pci_info *pci);
 int nvmlDeviceGetGpuFabricInfoV(struct gpu *dev, struct fabric_info_v2 *info);
 int nvmlDeviceGetMemoryInfo(struct gpu *dev, struct memory *mem);
+int nvmlDeviceGetMemoryInfo_v2(struct gpu *dev, struct memory_v2 *mem);
+int nvmlDeviceGetFieldValues(struct gpu *dev, int count, struct field_value *values);
 int nvmlDeviceGetMigMode(struct gpu *dev, unsigned *current, unsigned *pending);
 int nvmlDeviceGetMaxMigDeviceCount(struct gpu *dev, unsigned *count);
 int nvmlDeviceGetMigDeviceHandleByIndex(struct gpu *dev, unsigned i, struct gpu **mig);
@@ -110,12 +136,18 @@ static void read_migs(struct gpu *g, char *list)
 
 int nvmlInit_v2(void)
 {
-	const char *path = getenv("FAKE_NVML_FILE");
+	const char *path = getenv("FAKE_NVML_FILE"), *node = getenv("SLURMD_NODENAME");
 	char beside[4096];
 	Dl_info self;
-	if (!path && dladdr((void *)nvmlInit_v2, &self) && self.dli_fname &&
-	    (size_t)snprintf(beside, sizeof beside, "%s.tsv", self.dli_fname) < sizeof beside)
-		path = beside;
+	if (!path && dladdr((void *)nvmlInit_v2, &self) && self.dli_fname) {
+		if (node &&
+		    (size_t)snprintf(beside, sizeof beside, "%s.%s.tsv", self.dli_fname, node) <
+			    sizeof beside &&
+		    access(beside, F_OK) == 0)
+			path = beside;
+		else if ((size_t)snprintf(beside, sizeof beside, "%s.tsv", self.dli_fname) < sizeof beside)
+			path = beside;
+	}
 	FILE *f = path ? fopen(path, "r") : NULL;
 	char line[4096];
 	if (!f)
@@ -123,10 +155,10 @@ int nvmlInit_v2(void)
 	ngpus = nmigs = 0;
 	while (ngpus < MAX_GPUS && fgets(line, sizeof line, f)) {
 		struct gpu *g = &gpus[ngpus];
-		char *save = NULL, *field[9];
+		char *save = NULL, *field[11];
 		int n = 0;
 		line[strcspn(line, "\n")] = '\0';
-		for (char *p = strtok_r(line, "\t", &save); p && n < 9; p = strtok_r(NULL, "\t", &save))
+		for (char *p = strtok_r(line, "\t", &save); p && n < 11; p = strtok_r(NULL, "\t", &save))
 			field[n++] = p;
 		if (n < 6)
 			continue;
@@ -140,8 +172,10 @@ int nvmlInit_v2(void)
 		g->mem_mib = n >= 7 ? strtoull(field[6], NULL, 10) : 0;
 		if (n >= 8 && strcmp(field[7], "-") != 0)
 			read_migs(g, field[7]);
-		for (char *p = n == 9 ? strtok_r(field[8], ",", &save) : NULL; p && g->nprocs < 8;
-		     p = strtok_r(NULL, ",", &save))
+		g->used_mib = n >= 10 && strcmp(field[9], "-") != 0 ? strtoull(field[9], NULL, 10) : 0;
+		g->recovery = n >= 11 && strcmp(field[10], "-") != 0 ? atoi(field[10]) : -1;
+		for (char *p = n >= 9 && strcmp(field[8], "-") != 0 ? strtok_r(field[8], ",", &save) : NULL;
+		     p && g->nprocs < 8; p = strtok_r(NULL, ",", &save))
 			if (sscanf(p, "%u:%u", &g->procs[g->nprocs][0], &g->procs[g->nprocs][1]) == 2)
 				g->nprocs++;
 		if (strcmp(field[5], "-") != 0)
@@ -220,8 +254,35 @@ int nvmlDeviceGetMemoryInfo(struct gpu *dev, struct memory *mem)
 	if (!dev->mem_mib)
 		return 3; /* NVML_ERROR_NOT_SUPPORTED */
 	mem->total = dev->mem_mib << 20;
-	mem->used = 0;
-	mem->free = mem->total;
+	mem->used = dev->used_mib << 20;
+	mem->free = mem->total - mem->used;
+	return 0;
+}
+
+int nvmlDeviceGetMemoryInfo_v2(struct gpu *dev, struct memory_v2 *mem)
+{
+	if (mem->version != (sizeof *mem | 2u << 24))
+		return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+	if (!dev->mem_mib)
+		return 3;
+	mem->total = dev->mem_mib << 20;
+	mem->reserved = 0;
+	mem->used = dev->used_mib << 20;
+	mem->free = mem->total - mem->used;
+	return 0;
+}
+
+int nvmlDeviceGetFieldValues(struct gpu *dev, int count, struct field_value *values)
+{
+	for (int i = 0; i < count; i++) {
+		if (values[i].field_id != 230 || dev->recovery < 0) {
+			values[i].nvml_return = 3; /* NVML_ERROR_NOT_SUPPORTED */
+			continue;
+		}
+		values[i].nvml_return = 0;
+		values[i].value_type = 1; /* NVML_VALUE_TYPE_UNSIGNED_INT */
+		values[i].value.ui = (unsigned)dev->recovery;
+	}
 	return 0;
 }
 

@@ -48,6 +48,13 @@ struct topo_nvml_device {
 	unsigned long long mem_bytes; /* nvmlDeviceGetMemoryInfo's total; 0 unknown */
 	bool mig_enabled;             /* a GPU in MIG mode: its memory is its instances' to share */
 	bool mig;                     /* a MIG instance: its "MIG-" UUID, name and memory; its GPU's bus */
+	/* Memory in use (nvmlDeviceGetMemoryInfo_v2's used, which leaves out what the driver
+	 * reserves; version 1's used where v2 is missing); used_known false when NVML did not say. */
+	bool used_known;
+	unsigned long long used_bytes;
+	/* The driver's recovery action (field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, 230): 0 none,
+	 * 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset; -1 unknown (an older driver). */
+	int recovery;
 	/* The compute processes NVML lists on it (nvmlDeviceGetComputeRunningProcesses_v3), the
 	 * first TOPO_NVML_PROCS_MAX of nprocs; procs_known false when NVML could not say. */
 	bool procs_known;

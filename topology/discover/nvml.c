@@ -63,6 +63,31 @@ struct nvml_memory {
 	unsigned long long total, free, used;
 };
 
+/* nvmlMemory_v2_t: used no longer counts what the driver reserves. */
+struct nvml_memory_v2 {
+	unsigned version;
+	unsigned long long total, reserved, free, used;
+};
+
+/* nvmlFieldValue_t, for one field read with nvmlDeviceGetFieldValues. */
+struct nvml_field_value {
+	unsigned field_id, scope_id;
+	long long timestamp, latency_usec;
+	int value_type;
+	nvml_return nvml_return;
+	union {
+		double d;
+		unsigned ui;
+		unsigned long ul;
+		unsigned long long ull;
+		long long sll;
+		int si;
+	} value;
+};
+
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1
+
 struct nvml {
 	nvml_return (*init)(void);
 	nvml_return (*count)(unsigned *);
@@ -74,6 +99,8 @@ struct nvml {
 	nvml_return (*link_remote)(nvml_device, unsigned, struct nvml_pci_info *);
 	nvml_return (*fabric)(nvml_device, struct nvml_fabric_info_v2 *);
 	nvml_return (*memory)(nvml_device, struct nvml_memory *);
+	nvml_return (*memory_v2)(nvml_device, struct nvml_memory_v2 *);
+	nvml_return (*fields)(nvml_device, int, struct nvml_field_value *);
 	nvml_return (*procs)(nvml_device, unsigned *, struct nvml_process *);
 	/* MIG (R470 and later; absent: no GPU is taken to be in MIG mode) */
 	nvml_return (*mig_mode)(nvml_device, unsigned *, unsigned *);
@@ -122,6 +149,8 @@ static bool load(struct nvml *n, const char *path, char *why, size_t len)
 	*(void **)&n->link_remote = dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
 	*(void **)&n->fabric = dlsym(lib, "nvmlDeviceGetGpuFabricInfoV");
 	*(void **)&n->memory = dlsym(lib, "nvmlDeviceGetMemoryInfo");
+	*(void **)&n->memory_v2 = dlsym(lib, "nvmlDeviceGetMemoryInfo_v2");
+	*(void **)&n->fields = dlsym(lib, "nvmlDeviceGetFieldValues");
 	*(void **)&n->procs = dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
 	*(void **)&n->mig_mode = dlsym(lib, "nvmlDeviceGetMigMode");
 	*(void **)&n->mig_count = dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
@@ -262,18 +291,38 @@ static void processes(const struct nvml *n, nvml_device dev, struct topo_nvml_de
 	}
 }
 
-/* The name, UUID, memory and compute processes NVML gives for a GPU or a MIG instance, into d. */
+/* The driver's recovery action for dev; -1 when it cannot say. */
+static int recovery_action(const struct nvml *n, nvml_device dev)
+{
+	struct nvml_field_value v = { .field_id = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION };
+	if (!n->fields || n->fields(dev, 1, &v) != 0 || v.nvml_return != 0 ||
+	    v.value_type != NVML_VALUE_TYPE_UNSIGNED_INT || v.value.ui > 1000)
+		return -1;
+	return (int)v.value.ui;
+}
+
+/* The name, UUID, memory, recovery action and compute processes NVML gives for a GPU or a MIG instance, into d. */
 static void describe(const struct nvml *n, nvml_device dev, struct topo_nvml_device *d)
 {
 	struct nvml_memory mem = { 0 };
+	struct nvml_memory_v2 mem2 = { .version = (unsigned)sizeof mem2 | 2u << 24 };
 	if (n->name && n->name(dev, d->name, sizeof d->name) == 0)
 		printable(d->name);
 	else
 		d->name[0] = '\0';
 	if (!n->uuid || n->uuid(dev, d->uuid, sizeof d->uuid) != 0 || !topo_name_ok(d->uuid))
 		d->uuid[0] = '\0';
-	if (n->memory && n->memory(dev, &mem) == 0 && mem.total > 0)
+	if (n->memory && n->memory(dev, &mem) == 0 && mem.total > 0) {
 		d->mem_bytes = mem.total;
+		d->used_known = true;
+		d->used_bytes = mem.used;
+	}
+	if (n->memory_v2 && n->memory_v2(dev, &mem2) == 0 && mem2.total > 0) {
+		d->mem_bytes = mem2.total;
+		d->used_known = true;
+		d->used_bytes = mem2.used;
+	}
+	d->recovery = recovery_action(n, dev);
 	processes(n, dev, d);
 }
 
