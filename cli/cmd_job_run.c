@@ -8,8 +8,10 @@
  * fails (the run record under the checkpoint root says failed, or a rank
  * died without a word) it does not give the allocation back: it reads
  * Slurm's current view of the job, takes out every node Slurm shows down or
- * draining and every node that fails a check under a deadline (a step of
- * one task on each node, srun --overlap), and launches again, a spare in
+ * draining, the node the ranks blamed (the run record's suspect: a rank
+ * there died or stopped answering), and every node that fails a check under
+ * a deadline (a step of one task on each node, srun --overlap), and
+ * launches again, a spare in
  * the lost node's place, resuming from the newest checkpoint. A node taken
  * out is never used again by this job. The job must be submitted with
  * --no-kill, or Slurm ends it when it finds the node down.
@@ -290,6 +292,26 @@ static void exclude_bad_states(struct job_run *r, char *const *names, size_t n)
 	free(all);
 }
 
+/*
+ * The host the failed run's ranks blamed (the run record's suspect): out
+ * without a check, which on a frozen node would only wait for its
+ * deadline. Never the batch host: this process runs there, so the node is
+ * up, and the check decides.
+ */
+static void exclude_suspect(struct job_run *r, char *const *names, size_t n)
+{
+	char host[64], msg[LLMP_MSG_MAX], why[128];
+	if (llmp_run_record_suspect(r->root, host, sizeof host, msg, sizeof msg) != LLMP_OK || !host[0] ||
+	    strcmp(host, r->batch_host) == 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], host) == 0 && !is_excluded(r, host)) {
+			snprintf(why, sizeof why,
+				 "the ranks blamed it (a rank there died or stopped answering)");
+			exclude(r, host, why);
+		}
+}
+
 /* ---------------------------------------------------------------- the node check */
 
 /* Our environment without what turns llm_parallel on: the check is a step of one task, not the layout. */
@@ -529,6 +551,7 @@ static int recover(struct job_run *r, unsigned recovery, double ended, char ***n
 	if (job_nodes(r, names, n) < 0)
 		return -1;
 	exclude_bad_states(r, *names, *n);
+	exclude_suspect(r, *names, *n);
 	double checked = now();
 	if (check_nodes(r, *names, *n) < 0)
 		return -1;

@@ -81,6 +81,25 @@ record() { # outcome [restart] [job] [reason]
 	[[ "$output" == *"LLMP_CHECKPOINT: "*"no checkpoint directory"* ]]
 }
 
+@test "job-end: a version 2 record naming the host the ranks blamed reads as before; a bad host is damage" {
+	record failed 0 77 "rank 2 did not answer within 4 s"
+	sed -i -e 's/^llmp-run 1$/llmp-run 2/' -e 's/^end$/suspect node-7.rack_2\nend/' "$DIR/llmp-run"
+	grep -qx 'suspect node-7.rack_2' "$DIR/llmp-run"
+	run "$LLMP" job-end --checkpoint "$DIR" 137
+	[ "$status" -eq 75 ]
+	[[ "$output" == *"run 0 failed (rank 2 did not answer"* ]]
+	for bad in 'suspect node 7' 'suspect node;7' 'suspect '; do
+		record failed
+		sed -i "s/^end\$/$bad\nend/" "$DIR/llmp-run"
+		run "$LLMP" job-end --checkpoint "$DIR" 9
+		[ "$status" -eq 9 ] || { echo "$bad: $output"; false; }
+	done
+	record failed
+	sed -i 's/^llmp-run 1$/llmp-run 3/' "$DIR/llmp-run"
+	run "$LLMP" job-end --checkpoint "$DIR" 8
+	[ "$status" -eq 8 ]
+}
+
 @test "job-end: a damaged or truncated record is no record: the step's code is passed on" {
 	record stopped
 	head -n 4 "$DIR/llmp-run" >"$DIR/cut" && mv "$DIR/cut" "$DIR/llmp-run"

@@ -154,6 +154,14 @@ const char *llmp_run_outcome_name(llmp_run_outcome outcome);
  */
 llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg, size_t msglen);
 
+/*
+ * The host a failed run's ranks blamed, from the same record: the node of
+ * the rank that stopped answering or died, as that rank named it (Slurm's
+ * node name). host is "" when the newest run did not fail or no rank was
+ * blamed. `llmp job run` takes this host out of the next run first.
+ */
+llmp_status llmp_run_record_suspect(const char *root, char *host, size_t len, char *msg, size_t msglen);
+
 /* After llmp_job_open(): this run's restart count and why it (re)started. */
 typedef struct llmp_job_info {
 	uint64_t restart;           /* 0 for the first run */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* failure.c - failure reports between members, and who is to blame. */
 #include "failure.h"
+#include "wireup.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -159,11 +160,14 @@ llmp_status rt_fail_comm(llmp_comm *comm, const char *op, enum rt_failure kind, 
 	}
 	if (kind == RT_FAILED_TIMEOUT || kind == RT_FAILED_REPORTED)
 		culprit = follow_blame(comm, culprit, &reporter);
+	ctx->failed_host[0] = '\0';
 	if (culprit < ctx->world && culprit != ctx->rank && kind != RT_FAILED_LENGTH) {
 		struct rt_peer *p = &ctx->peers[culprit];
 		if (!p->failed)
 			snprintf(p->why, sizeof p->why, "stopped answering (%s on %s)", op, cname);
 		p->failed = true;
+		/* what the job's driver takes out first (llmp job run) */
+		rt_wireup_peer_host(ctx, culprit, ctx->failed_host, sizeof ctx->failed_host);
 	}
 
 	name_of(comm, culprit, who, sizeof who);

@@ -90,6 +90,9 @@ struct llmp_ctx {
 	ucp_worker_h worker;
 	struct rt_peer *peers; /* world entries, zeroed until used */
 	char machine_id[96];   /* liveness.h: peers with the same one share this kernel */
+	/* The host of the member the last failure blamed (failure.c), as that member
+	 * published it (Slurm's node name); "" when none was blamed or it is unknown. */
+	char failed_host[64];
 
 	llmp_comm *comms[RT_NCOMMS];
 	char *slots; /* where pipelined segments land (coll.c) */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <llmp/llmp_env.h>
 
@@ -16,6 +17,7 @@
 #define KEY_LAYOUT "llmp.layout"
 #define KEY_PROCESS "llmp.process"
 #define KEY_RANK "llmp.rank"
+#define KEY_HOST "llmp.host"
 
 /* Values PMIx may return for a size or a rank, whatever integer type it uses. */
 static bool value_to_u32(const pmix_value_t *v, uint32_t *out)
@@ -124,6 +126,15 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 	rt_process_id(process, sizeof process);
 	value.data.string = process;
 	if ((st = rt_wireup_put(ctx, KEY_PROCESS, &value)) != LLMP_OK)
+		return st;
+	char host[64] = "";
+	const char *node = getenv("SLURMD_NODENAME");
+	if (node && *node)
+		snprintf(host, sizeof host, "%s", node);
+	else if (gethostname(host, sizeof host - 1) != 0)
+		host[0] = '\0';
+	value.data.string = host;
+	if ((st = rt_wireup_put(ctx, KEY_HOST, &value)) != LLMP_OK)
 		return st;
 	if ((st = rt_topology_publish(ctx)) != LLMP_OK || (st = rt_gdr_publish(ctx)) != LLMP_OK)
 		return st;
@@ -265,6 +276,18 @@ llmp_status rt_wireup_peer_process(llmp_ctx *ctx, uint32_t rank, char *buf, size
 	snprintf(buf, len, "%s", v->data.string);
 	PMIX_VALUE_RELEASE(v);
 	return LLMP_OK;
+}
+
+bool rt_wireup_peer_host(llmp_ctx *ctx, uint32_t rank, char *buf, size_t len)
+{
+	pmix_value_t *v = NULL;
+	buf[0] = '\0';
+	if (!ctx->pmix_up || rt_wireup_get(ctx, rank, KEY_HOST, &v) != PMIX_SUCCESS || !v)
+		return false;
+	if (v->type == PMIX_STRING && v->data.string)
+		snprintf(buf, len, "%s", v->data.string);
+	PMIX_VALUE_RELEASE(v);
+	return buf[0] != '\0';
 }
 
 void rt_wireup_release(pmix_value_t *value)

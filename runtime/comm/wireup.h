@@ -46,6 +46,13 @@ void rt_wireup_release(pmix_value_t *value);
 /* A peer's process id as published (liveness.h: "BOOT-ID:PIDNS:PID"). */
 llmp_status rt_wireup_peer_process(llmp_ctx *ctx, uint32_t rank, char *buf, size_t len);
 
+/*
+ * The host rank published: Slurm's name for its node (SLURMD_NODENAME),
+ * else its hostname. Quiet: false with buf "" when it is not known, and
+ * the context's message untouched (it is asked while a failure is told).
+ */
+bool rt_wireup_peer_host(llmp_ctx *ctx, uint32_t rank, char *buf, size_t len);
+
 void rt_wireup_fini(llmp_ctx *ctx);
 
 #endif /* LLMP_WIREUP_H */

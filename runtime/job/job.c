@@ -176,7 +176,7 @@ static llmp_status start_run_on_rank0(llmp_job *job)
 			 "%u failed runs in a row without a new checkpoint (restarts=%u)", job->run.failures,
 			 job->spec.max_restarts);
 	}
-	if (job_record_write(job->spec.dir, &job->run, 0, msg, sizeof msg) != LLMP_OK)
+	if (job_record_write(job->spec.dir, &job->run, NULL, 0, msg, sizeof msg) != LLMP_OK)
 		return rt_fail(job->ctx, LLMP_ERR_IO, "%s", msg);
 	return LLMP_OK;
 }
@@ -488,11 +488,12 @@ static void close_job(llmp_job *job)
 	free(job);
 }
 
-static void record(llmp_job *job, llmp_run_outcome outcome)
+/* suspect: the host a failure was blamed on, or NULL. */
+static void record(llmp_job *job, llmp_run_outcome outcome, const char *suspect)
 {
 	char msg[LLMP_MSG_MAX];
 	job->run.outcome = outcome;
-	if (job_record_write(job->spec.dir, &job->run, job->ctx->rank, msg, sizeof msg) != LLMP_OK)
+	if (job_record_write(job->spec.dir, &job->run, suspect, job->ctx->rank, msg, sizeof msg) != LLMP_OK)
 		job_log(job, "%s", msg);
 }
 
@@ -529,13 +530,21 @@ static int end_failed(llmp_job *job, llmp_status status)
 	uint32_t failures = (made_progress(job->run.ckpt_at_start, newest) ? 0 : job->run.failures) + 1;
 	bool give_up = permanent(status) || failures > job->spec.max_restarts;
 
-	/* A rank that gave up for good is not overruled by one that saw only the fallout. */
-	if (llmp_run_record_read(job->spec.dir, &current, msg, sizeof msg) == LLMP_OK &&
-	    current.outcome == LLMP_RUN_GAVE_UP && current.restart == job->run.restart &&
-	    strcmp(current.job_id, job->run.job_id) == 0)
+	/*
+	 * A rank that gave up for good is not overruled by one that saw only the
+	 * fallout; nor is the host another rank of this run blamed forgotten by
+	 * one that blames none (the blamed rank itself, or one told by a report).
+	 */
+	char suspect[64];
+	snprintf(suspect, sizeof suspect, "%s", job->ctx->failed_host);
+	bool same_run = llmp_run_record_read(job->spec.dir, &current, msg, sizeof msg) == LLMP_OK &&
+			current.restart == job->run.restart && strcmp(current.job_id, job->run.job_id) == 0;
+	if (same_run && !suspect[0] && current.outcome == LLMP_RUN_FAILED)
+		llmp_run_record_suspect(job->spec.dir, suspect, sizeof suspect, msg, sizeof msg);
+	if (same_run && current.outcome == LLMP_RUN_GAVE_UP)
 		give_up = true;
 	else
-		record(job, give_up ? LLMP_RUN_GAVE_UP : LLMP_RUN_FAILED);
+		record(job, give_up ? LLMP_RUN_GAVE_UP : LLMP_RUN_FAILED, give_up ? NULL : suspect);
 	if (give_up) {
 		if (permanent(status))
 			job_log(job, "exit: not requeueing, restarting cannot cure this (code %d)",
@@ -562,7 +571,7 @@ static int end_cleanly(llmp_job *job)
 		return end_failed(job, st);
 	/* Record before the barrier: once one rank exits, srun may kill the rest. */
 	if (job->ctx->rank == 0)
-		record(job, job->stopped ? LLMP_RUN_STOPPED : LLMP_RUN_DONE);
+		record(job, job->stopped ? LLMP_RUN_STOPPED : LLMP_RUN_DONE, NULL);
 	if ((st = llmp_barrier(job->world)) != LLMP_OK)
 		return end_failed(job, st);
 	if (job->stopped) {
@@ -597,7 +606,7 @@ int llmp_job_give_up(llmp_job *job, const char *why)
 	if (job->world && job->ckpt && !job->over_limit) {
 		ck_abandon(job->ckpt);
 		snprintf(job->run.reason, sizeof job->run.reason, "%s", why ? why : "the program gave up");
-		record(job, LLMP_RUN_GAVE_UP);
+		record(job, LLMP_RUN_GAVE_UP, NULL);
 		job_log(job, "exit: the program gave up: %s (code %d)", job->run.reason,
 			LLMP_EXIT_NO_REQUEUE);
 	}

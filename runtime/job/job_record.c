@@ -4,7 +4,7 @@
  *
  * A small text file next to the checkpoints (doc/fault-tolerance.md):
  *
- *     llmp-run 1
+ *     llmp-run 2
  *     job 1234
  *     restart 2
  *     outcome stopped
@@ -12,8 +12,12 @@
  *     ckpt-at-start 39
  *     step 42
  *     reason SIGTERM on rank 3
+ *     suspect node7
  *     end
  *
+ * suspect (version 2, only in a failed run's record) is the host of the
+ * rank the failure was blamed on, as that rank published it: what `llmp job
+ * run` takes out of the next run first. Version 1 records are read too.
  * A run writes it as "running" when it opens and with its outcome when it
  * ends, each time under a temporary name then renamed, so a reader sees one
  * whole version or the other. A run that dies without a word leaves
@@ -31,7 +35,7 @@
 #include "runtime/ckpt/format/ckpt_format.h"
 
 #define RECORD_NAME "llmp-run"
-#define RECORD_VERSION 1
+#define RECORD_VERSION 2
 
 static const char *const outcome_names[] = {
 	[LLMP_RUN_RUNNING] = "running", [LLMP_RUN_DONE] = "done",       [LLMP_RUN_STOPPED] = "stopped",
@@ -53,10 +57,18 @@ static void format_step(uint64_t step, char *buf, size_t len)
 		snprintf(buf, len, "%" PRIu64, step);
 }
 
-llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint32_t rank, char *msg,
-			     size_t msglen)
+/* A host name as Slurm writes one: letters, digits, '.', '_' and '-', 1 to 63 of them. */
+static bool host_ok(const char *host)
 {
-	char tmp[64], text[LLMP_MSG_MAX + 512], at_start[24], step[24], reason[LLMP_MSG_MAX];
+	size_t n = strlen(host);
+	return n > 0 && n < 64 &&
+	       strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+llmp_status job_record_write(const char *root, const llmp_run_record *rec, const char *suspect, uint32_t rank,
+			     char *msg, size_t msglen)
+{
+	char tmp[64], text[LLMP_MSG_MAX + 512], at_start[24], step[24], reason[LLMP_MSG_MAX], blamed[80] = "";
 
 	/* One line each: a newline in a reason would end it early. */
 	snprintf(reason, sizeof reason, "%s", rec->reason);
@@ -65,11 +77,13 @@ llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint3
 			*c = ' ';
 	format_step(rec->ckpt_at_start, at_start, sizeof at_start);
 	format_step(rec->step, step, sizeof step);
+	if (suspect && host_ok(suspect))
+		snprintf(blamed, sizeof blamed, "suspect %s\n", suspect);
 	snprintf(text, sizeof text,
 		 "llmp-run %d\njob %s\nrestart %" PRIu64 "\noutcome %s\nfailures %u\n"
-		 "ckpt-at-start %s\nstep %s\nreason %s\nend\n",
+		 "ckpt-at-start %s\nstep %s\nreason %s\n%send\n",
 		 RECORD_VERSION, rec->job_id[0] ? rec->job_id : "-", rec->restart,
-		 llmp_run_outcome_name(rec->outcome), rec->failures, at_start, step, reason);
+		 llmp_run_outcome_name(rec->outcome), rec->failures, at_start, step, reason, blamed);
 	/* Ranks that all record a failure each use a temporary name of their own. */
 	snprintf(tmp, sizeof tmp, "%s.tmp.%u", RECORD_NAME, rank);
 	char why[LLMP_MSG_MAX];
@@ -106,8 +120,8 @@ static bool parse_outcome(const char *text, llmp_run_outcome *out)
 	return false;
 }
 
-/* One "key value" line into rec; false when the key or value is wrong. */
-static bool parse_line(char *line, llmp_run_record *rec, unsigned *seen)
+/* One "key value" line into rec (suspect: into suspect[64]); false when the key or value is wrong. */
+static bool parse_line(char *line, llmp_run_record *rec, char *suspect, unsigned *seen)
 {
 	char *value = strchr(line, ' ');
 	uint64_t n;
@@ -116,7 +130,13 @@ static bool parse_line(char *line, llmp_run_record *rec, unsigned *seen)
 	*value++ = '\0';
 	if (strcmp(line, "llmp-run") == 0) {
 		*seen |= 1;
-		return parse_u64(value, &n) && n == RECORD_VERSION;
+		return parse_u64(value, &n) && n >= 1 && n <= RECORD_VERSION;
+	}
+	if (strcmp(line, "suspect") == 0) {
+		if (!host_ok(value))
+			return false;
+		snprintf(suspect, 64, "%s", value);
+		return true;
 	}
 	if (strcmp(line, "job") == 0) {
 		snprintf(rec->job_id, sizeof rec->job_id, "%s", strcmp(value, "-") ? value : "");
@@ -141,15 +161,15 @@ static bool parse_line(char *line, llmp_run_record *rec, unsigned *seen)
 	return false;
 }
 
-llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg, size_t msglen)
+static llmp_status read_record(const char *root, llmp_run_record *rec, char suspect[64], char *msg,
+			       size_t msglen)
 {
 	char path[LLMP_CKPT_DIR_MAX + 32], line[LLMP_MSG_MAX + 64];
 	unsigned seen = 0, lineno = 0;
 	bool ended = false;
 
-	if (!root || !rec || !msg)
-		return LLMP_ERR_ARG;
 	memset(rec, 0, sizeof *rec);
+	suspect[0] = '\0';
 	rec->ckpt_at_start = rec->step = LLMP_NO_STEP;
 	snprintf(path, sizeof path, "%s/%s", root, RECORD_NAME);
 	FILE *f = fopen(path, "re");
@@ -162,7 +182,7 @@ llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *m
 		line[strcspn(line, "\n")] = '\0';
 		if (strcmp(line, "end") == 0)
 			ended = true;
-		else if (!parse_line(line, rec, &seen)) {
+		else if (!parse_line(line, rec, suspect, &seen)) {
 			snprintf(msg, msglen, "%s:%u: not a run record line", path, lineno);
 			fclose(f);
 			return LLMP_ERR_IO;
@@ -174,4 +194,23 @@ llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *m
 		return LLMP_ERR_IO;
 	}
 	return LLMP_OK;
+}
+
+llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg, size_t msglen)
+{
+	char suspect[64];
+	if (!root || !rec || !msg)
+		return LLMP_ERR_ARG;
+	return read_record(root, rec, suspect, msg, msglen);
+}
+
+llmp_status llmp_run_record_suspect(const char *root, char *host, size_t len, char *msg, size_t msglen)
+{
+	llmp_run_record rec;
+	char suspect[64];
+	if (!root || !host || !len || !msg)
+		return LLMP_ERR_ARG;
+	llmp_status st = read_record(root, &rec, suspect, msg, msglen);
+	snprintf(host, len, "%s", st == LLMP_OK && rec.outcome == LLMP_RUN_FAILED ? suspect : "");
+	return st;
 }

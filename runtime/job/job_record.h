@@ -13,8 +13,12 @@
 
 #include <llmp/llmp_job.h>
 
-/* Write rec as ROOT/llmp-run, atomically (rank names the temporary file). */
-llmp_status job_record_write(const char *root, const llmp_run_record *rec, uint32_t rank, char *msg,
-			     size_t msglen);
+/*
+ * Write rec as ROOT/llmp-run, atomically (rank names the temporary file),
+ * with suspect (a host name, or NULL or "": none) the host the failure was
+ * blamed on.
+ */
+llmp_status job_record_write(const char *root, const llmp_run_record *rec, const char *suspect, uint32_t rank,
+			     char *msg, size_t msglen);
 
 #endif /* LLMP_JOB_RECORD_H */

@@ -7,6 +7,8 @@
 #   cluster.sh status STATEDIR
 #   cluster.sh kill-node  STATEDIR NODE   (a node dies: SIGKILL to all it runs)
 #   cluster.sh start-node STATEDIR NODE   (its slurmd comes back)
+#   cluster.sh freeze-node STATEDIR NODE  (a node hangs: SIGSTOP to all it runs)
+#   cluster.sh thaw-node  STATEDIR NODE   (SIGCONT to all it runs)
 #
 # Each daemon runs in its own network namespace, joined to a private bridge in the
 # root namespace: llmp-ctl holds munged and slurmctld, llmp-node1..3 hold one slurmd
@@ -77,6 +79,8 @@ usage() {
 		       cluster.sh status STATEDIR
 		       cluster.sh kill-node  STATEDIR NODE
 		       cluster.sh start-node STATEDIR NODE
+		       cluster.sh freeze-node STATEDIR NODE
+		       cluster.sh thaw-node  STATEDIR NODE
 	EOF
 	exit 2
 }
@@ -758,6 +762,16 @@ cmd_kill_node() { # statedir node
 	log "killed node $2 (pids: ${pids//$'\n'/ })"
 }
 
+# A node that hangs rather than dies (a kernel stuck, a link cut both ways):
+# everything it runs stops, slurmd included, and nothing answers.
+cmd_signal_node() { # statedir node signal
+	local pids
+	valid_node "$2"
+	pids=$(ip netns pids "$(node_ns "$2")" 2>/dev/null || true)
+	[ -z "$pids" ] || kill "-$3" $pids 2>/dev/null || true
+	log "SIG$3 to node $2 (pids: ${pids//$'\n'/ })"
+}
+
 cmd_start_node() { # statedir node
 	local statedir=$1
 	valid_node "$2"
@@ -777,7 +791,7 @@ main() {
 	stop | status)
 		[ $# -eq 2 ] || usage
 		;;
-	kill-node | start-node)
+	kill-node | start-node | freeze-node | thaw-node)
 		[ $# -eq 3 ] || usage
 		;;
 	*) usage ;;
@@ -796,6 +810,8 @@ main() {
 	status) cmd_status "$statedir" ;;
 	kill-node) cmd_kill_node "$statedir" "$3" ;;
 	start-node) cmd_start_node "$statedir" "$3" ;;
+	freeze-node) cmd_signal_node "$statedir" "$3" STOP ;;
+	thaw-node) cmd_signal_node "$statedir" "$3" CONT ;;
 	esac
 }
 
