@@ -75,6 +75,7 @@ void ckpt_step_dir(const struct ckpt_root *root, uint64_t step, char *buf, size_
 int cli_ckpt_list(int argc, char **argv);
 int cli_ckpt_verify(int argc, char **argv);
 int cli_ckpt_inspect(int argc, char **argv);
+int cli_ckpt_export(int argc, char **argv); /* runs $LLMP_PYTHON -m llmp.export (ckpt_export.c) */
 int cli_ckpt_bench(int argc, char **argv);
 
 #endif /* LLMP_CKPT_CLI_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd_ckpt.c - `llmp ckpt`: picks the subcommand (list, verify, inspect,
- * bench), and what list, verify and inspect share: their options, the
+ * export, bench), and what list, verify, inspect and export share: their options, the
  * checkpoint root, the step they look at.
  *
  * Exit statuses as every llmp subcommand: 0 success, 1 the work failed
@@ -24,6 +24,7 @@ static void usage(FILE *out)
 	fputs("usage: llmp ckpt list DIR [--json]\n"
 	      "       llmp ckpt verify DIR [--step N] [--json] [--progress | --no-progress]\n"
 	      "       llmp ckpt inspect DIR [--step N] [--json]\n"
+	      "       llmp ckpt export [--format hf] DIR OUT_DIR --model FILE|SPEC [--step N] [--dtype T]\n"
 	      "       llmp ckpt bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "DIR is a checkpoint root, the directory given to llmp_ckpt_open (it holds\n"
 	      "step-N directories). Run 'llmp ckpt SUBCOMMAND --help' for details.\n",
@@ -42,10 +43,8 @@ int cli_ckpt(int argc, char **argv)
 		const char *name;
 		int (*run)(int, char **);
 	} subcommands[] = {
-		{ "list", cli_ckpt_list },
-		{ "verify", cli_ckpt_verify },
-		{ "inspect", cli_ckpt_inspect },
-		{ "bench", run_ckpt_bench },
+		{ "list", cli_ckpt_list },     { "verify", cli_ckpt_verify }, { "inspect", cli_ckpt_inspect },
+		{ "export", cli_ckpt_export }, { "bench", run_ckpt_bench },
 	};
 	if (argc < 2) {
 		usage(stderr);

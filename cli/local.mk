@@ -7,7 +7,7 @@ cli_llmp_SOURCES = cli/llmp.c cli/llmp_cli.h cli/args.c cli/cmd_plan.c cli/plan_
 	cli/plan_place.c cli/plan_svg.c cli/plan_step.c cli/plan_machines.c \
 	cli/cmd_top.c cli/cmd_report.c cli/report_fr.c cli/report_fr.h
 ckpt_cli_sources = cli/cmd_ckpt.c cli/ckpt_cli.h cli/ckpt_list.c cli/ckpt_verify.c \
-	cli/ckpt_inspect.c
+	cli/ckpt_inspect.c cli/ckpt_export.c
 # llmp-bench, in cli/bench/: the commands that join a job as its ranks.
 bench_cli_sources = cli/bench/bench_main.c cli/bench/join_job.c cli/bench/cmd_bench.c cli/bench/ckpt_bench.c \
 	cli/bench/topo_job.c cli/bench/bench_files.c cli/bench/bench_files.h \
