@@ -7,12 +7,14 @@
 # $(prefix) (scripts/python-sitedir.py), or into pythondir=DIR when given.
 # Its tests run in tests/python.bats, with the venv of scripts/python-env.sh.
 python_package = python/llmp/__init__.py python/llmp/layout.py python/llmp/torch.py \
-	python/llmp/_libllmp.py python/llmp/checkpoint.py python/llmp/job.py python/llmp/fr.py python/llmp/dcp.py
+	python/llmp/_libllmp.py python/llmp/checkpoint.py python/llmp/job.py python/llmp/fr.py python/llmp/dcp.py \
+	python/llmp/export.py
 EXTRA_DIST += $(python_package) python/pyproject.toml python/README.md python/requirements-test.txt \
 	python/requirements-deepspeed.txt \
 	python/tests/conftest.py python/tests/dist_worker.py python/tests/test_layout.py \
 	python/tests/test_torch.py python/tests/test_checkpoint.py python/tests/test_job.py python/tests/test_fr.py \
-	python/tests/test_megatron.py python/tests/test_dcp.py tests/distfs.bats tests/ckpt/common.bash \
+	python/tests/test_megatron.py python/tests/test_dcp.py \
+	python/tests/test_export.py python/tests/llama_tp.py tests/distfs.bats tests/ckpt/common.bash \
 	python/bench_checkpoint.py python/bench_groups.py \
 	tests/python.bats tests/python_cluster.bats
 pythondir =

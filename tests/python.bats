@@ -64,6 +64,14 @@ pytest() {
 	LLMP_LIBRARY=$lib pytest tests/test_dcp.py
 }
 
+@test "python: llmp ckpt export --format hf: a tp=2 Llama-shaped checkpoint loads in transformers with the training logits" {
+	local lib=$LLMP_BUILDDIR/runtime/.libs/libllmp.so.0
+	[ -f "$lib" ] || skip "libllmp not built ($lib): saving the checkpoint to export needs it"
+	cd "$LLMP_SRCDIR/python"
+	# tp=2 ranks save under Open MPI's mpirun (tests/llama_tp.py); transformers reads the export.
+	LLMP_LIBRARY=$lib pytest tests/test_export.py
+}
+
 @test "python: llmp.Job stops on SIGUSR1, is requeued, resumes bit-identical; the crash-loop limit holds" {
 	local lib=$LLMP_BUILDDIR/runtime/.libs/libllmp.so.0
 	[ -f "$lib" ] || skip "libllmp not built ($lib): llmp.Job needs it"

@@ -404,8 +404,8 @@ def plan(step_tensors, desc, tp, prefix=None, swiglu_tp=None):
         raise ExportError("llmp export: no final norm (decoder.final_layernorm.weight or model.norm.weight)")
     tied = "lm_head.weight" not in have
     if desc.get("tied") is not None and bool(desc["tied"]) != tied:
-        raise ExportError("llmp export: --model says tied=%d, but the checkpoint %s an output layer "
-                          "(output_layer.weight or lm_head.weight)" % (desc["tied"], "has no" if tied else "has"))
+        raise ExportError("llmp export: --model says tied=%d, but the checkpoint %s output layer "
+                          "(output_layer.weight or lm_head.weight)" % (desc["tied"], "has no" if tied else "has an"))
     desc["tied"] = tied
     if len(have) != len(outs):
         dup = sorted(o.name for o in outs if [p.name for p in outs].count(o.name) > 1)[0]
