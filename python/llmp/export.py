@@ -25,9 +25,10 @@ checksums are `llmp ckpt verify`'s job). Writes `model-0000k-of-0000N.safetensor
   `glu`: the first half goes through the activation), so its global view is
   [gate_0; up_0; gate_1; up_1; ...] for the tp the MANIFEST's layout names.
 - Streaming: each output tensor is a list of row ranges of source tensors,
-  copied in blocks of at most 64 MiB; a shard's header is known before its
-  first byte (the shapes are), so it is written front to back and closed
-  when full. Memory stays one block, whatever the model's size.
+  copied in blocks of at most 64 MiB (a writer thread writes one while the
+  next is read); a shard's header is known before its first byte (the shapes
+  are), so it is written front to back and closed when full. Memory stays a
+  few blocks, whatever the model's size.
 - Atomic: everything goes into OUT_DIR.tmp-XXXXXX, each file fsynced, then the
   directory is renamed to OUT_DIR; OUT_DIR must not exist.
 
@@ -39,11 +40,13 @@ row-major little-endian (huggingface/safetensors README, "Format").
 import argparse
 import json
 import os
+import queue
 import re
 import shutil
 import struct
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
@@ -456,17 +459,24 @@ _SIZE = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def convert(block, dtype):
-    """A float block as the export's dtype, little-endian bytes' array."""
+    """A float block as the export's dtype: a C-contiguous little-endian array (block may be reused)."""
     if dtype == "fp32":
         return np.ascontiguousarray(block, dtype="<f4")
     if dtype == "fp16":
         return np.ascontiguousarray(block, dtype="<f2")
     # bfloat16: float32's top 16 bits, rounded to nearest even; a NaN stays a (quiet) NaN.
-    u = np.ascontiguousarray(block, dtype="<f4").view("<u4")
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2")
-    nan = np.isnan(block)
-    if nan.any():
-        r[nan] = ((u[nan] >> 16) | 0x40).astype("<u2")
+    f = np.array(block, dtype="<f4", order="C", copy=block.dtype != np.dtype("<f4") or not block.flags.c_contiguous
+                 or not block.flags.writeable)
+    u = f.view("<u4")
+    nan = np.isnan(f) if np.isnan(f.max()) else None  # max is NaN when any element is: one pass, no mask
+    quiet = ((u[nan] >> 16) | 0x40).astype("<u2") if nan is not None else None
+    t = u >> 16
+    t &= 1
+    t += 0x7FFF
+    u += t  # no wrap: the largest finite magnitude, 0xFF7FFFFF, plus 0x8000 stays below 2^32
+    r = np.ascontiguousarray(u.view("<u2").reshape(-1, 2)[:, 1]).reshape(f.shape)  # the high halves
+    if nan is not None:
+        r[nan] = quiet
     return r
 
 
@@ -496,18 +506,71 @@ def _header(tensors, dtype):
     return text, at
 
 
-def _write_tensor(f, o, src, dtype):
+class _Source:
+    """Reads rows of the checkpoint's tensors; a tensor of at most one block is read once, whole,
+    and kept while the next outputs cut it (q, k and v from one linear_qkv: one read, not 3 x groups)."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+        self.name, self.whole = None, None
+
+    def rows(self, name, start, stop):
+        ds = self.tensors[name]
+        if ds.dtype.kind != "f":
+            raise ExportError("llmp export: tensor '%s' is %s: the model's tensors must be floats"
+                              % (name, ds.dtype))
+        if self.name == name:
+            return self.whole[start:stop]
+        if int(np.prod(ds.shape)) * 4 <= BLOCK_BYTES:
+            self.name, self.whole = name, ds[...]
+            self.whole.flags.writeable = False  # convert() works in place on blocks it may write
+            return self.whole[start:stop]
+        return ds[start:stop]
+
+    def row_bytes(self, name):
+        ds = self.tensors[name]
+        return int(np.prod(ds.shape[1:])) * max(ds.dtype.itemsize, 4)
+
+
+class _Writer:
+    """Writes blocks to a file in a thread, so that reading and converting the next block overlaps
+    writing this one (write() and NumPy's loops release the GIL); at most 2 blocks wait."""
+
+    def __init__(self, f):
+        self.f, self.error = f, None
+        self.queue = queue.Queue(maxsize=2)
+        self.thread = threading.Thread(target=self._run, name="llmp-export-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            buf = self.queue.get()
+            if buf is None:
+                return
+            if self.error is None:
+                try:
+                    self.f.write(buf)
+                except BaseException as e:  # raised in the caller by put() or close()
+                    self.error = e
+
+    def put(self, buf):
+        if self.error is not None:
+            raise self.error
+        self.queue.put(buf)
+
+    def close(self):
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _write_tensor(w, o, src, dtype):
     """Stream one output tensor: its pieces' rows in blocks of at most BLOCK_BYTES."""
     for p in o.pieces:
-        ds = src[p.src]
-        row = int(np.prod(ds.shape[1:])) * max(ds.dtype.itemsize, 4)
-        step = max(1, BLOCK_BYTES // max(row, 1))
+        step = max(1, BLOCK_BYTES // max(src.row_bytes(p.src), 1))
         for r in range(p.start, p.stop, step):
-            block = ds[r:min(r + step, p.stop)]
-            if block.dtype.kind != "f":
-                raise ExportError("llmp export: tensor '%s' is %s: the model's tensors must be floats"
-                                  % (p.src, block.dtype))
-            f.write(convert(block, dtype).tobytes())
+            w.put(memoryview(convert(src.rows(p.src, r, min(r + step, p.stop)), dtype)).cast("B"))
 
 
 def _fsync_dir(path):
@@ -534,6 +597,7 @@ def export_hf(ckpt_dir, out_dir, model, step=None, dtype="bf16", max_shard_size=
     try:
         outs, desc, prefix, left_out = plan(st.tensors, desc, st.tp, prefix, swiglu_tp)
         shards = split_shards(outs, dtype, max_shard_size)
+        source = _Source(st.tensors)
         parent = os.path.dirname(out_dir)
         tmp = tempfile.mkdtemp(prefix=os.path.basename(out_dir) + ".tmp-", dir=parent)
         try:
@@ -544,9 +608,13 @@ def export_hf(ckpt_dir, out_dir, model, step=None, dtype="bf16", max_shard_size=
                 with open(os.path.join(tmp, fname), "wb") as f:
                     f.write(struct.pack("<Q", len(head)))
                     f.write(head)
-                    for o in tensors:
-                        _write_tensor(f, o, st.tensors, dtype)
-                        weight_map[o.name] = fname
+                    w = _Writer(f)
+                    try:
+                        for o in tensors:
+                            _write_tensor(w, o, source, dtype)
+                            weight_map[o.name] = fname
+                    finally:
+                        w.close()
                     if f.tell() != 8 + len(head) + size:
                         raise ExportError("llmp export: %s came out %d bytes, not %d" % (fname, f.tell(), 8 + len(head) + size))
                     f.flush()

@@ -323,3 +323,16 @@ def test_model_spec_grammar(tmp_path):
                      ("heads=4,colour=red", "unknown key 'colour'"), ("heads=x", "heads=x is not a int")):
         with pytest.raises(ex.ExportError, match=why):
             ex.parse_model(bad)
+
+
+def test_bf16_rounding_of_special_values():
+    """convert() against torch's float32 -> bfloat16 (nearest even), infinities, -0, subnormals, NaN."""
+    x = np.random.default_rng(1).standard_normal(100000).astype("<f4") * np.float32(1e3)
+    x[:8] = [np.nan, np.inf, -np.inf, 3.4e38, -0.0, 1e-40, 1.00390625, 1.01171875]  # two ties
+    ref = torch.from_numpy(x.copy()).to(torch.bfloat16)
+    got = torch.from_numpy(ex.convert(x.copy(), "bf16").view(np.int16)).view(torch.bfloat16)
+    assert torch.isnan(got[0]) and torch.equal(got[1:].view(torch.int16), ref[1:].view(torch.int16))
+    frozen = x.copy()
+    frozen.flags.writeable = False  # a cached tensor: converted through a copy, left as it was
+    assert np.array_equal(ex.convert(frozen, "bf16"), ex.convert(x.copy(), "bf16"))
+    assert np.array_equal(frozen[8:], x[8:])
