@@ -169,6 +169,8 @@ def main():
                       what, med[what], size / 1e9 / med[what], med["read"], size / 1e9 / med["read"],
                       med[what] / med["read"], "met" if med[what] <= 2 * med["read"] else "NOT met",
                       rss[what], rss["read"]))
+            print("bench_export: export --dtype %s best of the rounds %.3f s, read's best %.3f s: %.2fx"
+                  % (what, min(rows[what]), min(rows["read"]), min(rows[what]) / min(rows["read"])))
             print("bench_export: export --dtype %s %.2fx the read into a kept buffer (%.3f s)"
                   % (what, med[what] / med["kept"], med["kept"]))
             print("bench_export: export --dtype %s %.2fx the copy (read + write + fsync of the fp32 bytes, %.3f s)"

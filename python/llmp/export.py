@@ -27,8 +27,8 @@ checksums are `llmp ckpt verify`'s job). Writes `model-0000k-of-0000N.safetensor
 - Streaming: each output tensor is a list of row ranges of source tensors,
   copied in blocks of at most 64 MiB through buffers allocated once; a
   shard's header is known before its first byte (the shapes are), so it is
-  written front to back and closed when full. Memory stays four blocks
-  (256 MiB), whatever the model's size.
+  written front to back and closed when full. Memory stays three blocks
+  (192 MiB), whatever the model's size.
 - Atomic: everything goes into OUT_DIR.tmp-XXXXXX, each file fsynced, then the
   directory is renamed to OUT_DIR; OUT_DIR must not exist.
 
@@ -49,7 +49,8 @@ import tempfile
 import numpy as np
 
 BLOCK_BYTES = 64 << 20
-DEFAULT_SHARD_SIZE = 5 << 30  # transformers' save_pretrained default ("5GB")
+_PIECE = 1 << 16  # elements a bf16 rounding pass takes at a time
+DEFAULT_SHARD_SIZE = 5 * 10**9  # transformers' save_pretrained default ("5GB")
 
 
 class ExportError(ValueError):
@@ -468,14 +469,19 @@ def convert(block, dtype, scratch=None):
         np.copyto(out.view("<f2"), block, casting="unsafe")
         return out.view("<f2")
     # bfloat16: float32's top 16 bits, rounded to nearest even; a NaN stays a (quiet) NaN.
-    u = block.view("<u4")
-    t = scratch.u32[:n].reshape(block.shape) if scratch else np.empty(block.shape, "<u4")
-    np.right_shift(u, 16, out=t)
-    t &= 1
-    t += 0x7FFF
-    t += u  # no wrap: the largest finite magnitude, 0xFF7FFFFF, plus 0x8000 stays below 2^32
-    t >>= 16
-    np.copyto(out, t, casting="unsafe")
+    # In pieces of 64K elements, so the five passes over each stay in the CPU's cache (2x faster
+    # than passes over the whole 64 MiB block here).
+    u, o = block.reshape(-1).view("<u4"), out.reshape(-1)
+    tmp = scratch.u32 if scratch else np.empty(min(n, _PIECE), "<u4")
+    for at in range(0, n, _PIECE):
+        ui = u[at:at + _PIECE]
+        t = tmp[:ui.size]
+        np.right_shift(ui, 16, out=t)
+        t &= 1
+        t += 0x7FFF
+        t += ui  # no wrap: the largest finite magnitude, 0xFF7FFFFF, plus 0x8000 stays below 2^32
+        t >>= 16
+        np.copyto(o[at:at + _PIECE], t, casting="unsafe")
     if np.isnan(block.max()):  # max is NaN when any element is: one pass, no mask
         nan = np.isnan(block)
         out[nan] = ((u[nan] >> 16) | 0x40).astype("<u2")
@@ -490,7 +496,7 @@ class _Scratch:
         words = BLOCK_BYTES // 4
         self.read = np.empty(words, "<f4")
         self.whole = np.empty(words, "<f4")
-        self.u32 = np.empty(words, "<u4")
+        self.u32 = np.empty(_PIECE, "<u4")
         self.u16 = np.empty(words, "<u2")
 
 
