@@ -15,7 +15,7 @@ EXTRA_DIST += $(python_package) python/pyproject.toml python/README.md python/re
 	python/tests/test_torch.py python/tests/test_checkpoint.py python/tests/test_job.py python/tests/test_fr.py \
 	python/tests/test_megatron.py python/tests/test_dcp.py \
 	python/tests/test_export.py python/tests/llama_tp.py tests/distfs.bats tests/ckpt/common.bash \
-	python/bench_checkpoint.py python/bench_groups.py \
+	python/bench_checkpoint.py python/bench_groups.py python/bench_export.py \
 	tests/python.bats tests/python_cluster.bats
 pythondir =
 python_sitedir = d='$(pythondir)'; test -n "$$d" || \
