@@ -401,7 +401,8 @@ def plan(step_tensors, desc, tp, prefix=None, swiglu_tp=None):
                 raise ExportError("llmp export: layer %d has no tensor for %s" % (i, w))
     extra = sorted(n for n in have if n.endswith(".bias")) if not bias else []
     if extra:
-        raise ExportError("llmp export: %s has biases, which the %s family has not" % (extra[0], desc["family"]))
+        raise ExportError("llmp export: the checkpoint gives %s, but the %s family has no q/k/v biases "
+                          "(family=qwen2 has)" % (extra[0], desc["family"]))
     if "model.norm.weight" not in have:
         raise ExportError("llmp export: no final norm (decoder.final_layernorm.weight or model.norm.weight)")
     tied = "lm_head.weight" not in have

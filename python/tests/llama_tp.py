@@ -2,7 +2,7 @@
 """llama_tp.py - a small Llama-shaped model in Megatron-Core's layout, trained and
 saved through llmp.checkpoint by tp=2 ranks (test_export.py runs it under mpirun).
 
-    llama_tp.py ROOT STEP REF.npz [TIED]
+    llama_tp.py ROOT STEP REF.npz [tied|qwen2]
 
 Every rank builds the same full weights (seeded), trains them a few SGD steps
 on the whole model (fp32, CPU), then registers its tp=2 slice of each, as
@@ -13,6 +13,7 @@ linear_proj and linear_fc2 by input columns, the embedding and output layer
 by vocabulary rows (padded from 50 to 64), norms whole. The momentum is saved
 too, under opt/. Rank 0 writes the training-side forward's logits for fixed
 tokens to REF.npz: the answer the export, loaded by transformers, must give.
+With qwen2, linear_qkv has a bias (Qwen2's q/k/v biases), cut like its rows.
 
 The forward is written here from the papers, not from transformers: RMSNorm,
 rotary embeddings rotating the two halves of each head (Su et al. 2021, as
@@ -32,7 +33,7 @@ EPS, THETA = 1e-5, 10000.0
 TP = 2
 
 
-def init(tied):
+def init(tied, bias=False):
     g = torch.Generator().manual_seed(45)
 
     def r(*shape, s=0.08):
@@ -43,6 +44,8 @@ def init(tied):
         p = "decoder.layers.%d." % i
         w[p + "self_attention.linear_qkv.layer_norm_weight"] = 1 + r(HIDDEN, s=0.1)
         w[p + "self_attention.linear_qkv.weight"] = r(KV * (HEADS // KV + 2) * HD, HIDDEN)
+        if bias:
+            w[p + "self_attention.linear_qkv.bias"] = r(KV * (HEADS // KV + 2) * HD, s=0.3)
         w[p + "self_attention.linear_proj.weight"] = r(HIDDEN, HEADS * HD)
         w[p + "mlp.linear_fc1.layer_norm_weight"] = 1 + r(HIDDEN, s=0.1)
         w[p + "mlp.linear_fc1.weight"] = r(2 * FFN, HIDDEN)
@@ -74,7 +77,10 @@ def forward(w, tokens, tied):
     for i in range(LAYERS):
         p = "decoder.layers.%d." % i
         h = rms(x, w[p + "self_attention.linear_qkv.layer_norm_weight"])
-        qkv = (h @ w[p + "self_attention.linear_qkv.weight"].t()).view(b, s, KV, (per + 2) * HD)
+        qkv = h @ w[p + "self_attention.linear_qkv.weight"].t()
+        if p + "self_attention.linear_qkv.bias" in w:
+            qkv = qkv + w[p + "self_attention.linear_qkv.bias"]
+        qkv = qkv.view(b, s, KV, (per + 2) * HD)
         q, k, v = qkv.split([per * HD, HD, HD], -1)
         q = q.reshape(b, s, HEADS, HD).transpose(1, 2)  # head j of group g is query head g*per + j
         k = k.transpose(1, 2).repeat_interleave(per, 1)  # (b, heads, s, hd)
@@ -114,7 +120,7 @@ def tp_slice(name, t, rank):
     def part(dim):
         return Shard.split(t.chunk(TP, dim)[rank].contiguous(), dim, rank, TP)
 
-    if name.endswith("linear_qkv.weight"):  # query groups split over tp: rows, contiguous per rank
+    if name.endswith(("linear_qkv.weight", "linear_qkv.bias")):  # query groups split over tp: rows, contiguous per rank
         return part(0)
     if name.endswith("linear_fc1.weight"):  # this rank's gate rows then its up rows
         gate, up = t.chunk(2, 0)
@@ -130,9 +136,10 @@ def tp_slice(name, t, rank):
 def main():
     root, step, ref = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     tied = len(sys.argv) > 4 and sys.argv[4] == "tied"
+    bias = len(sys.argv) > 4 and sys.argv[4] == "qwen2"
     ctx = ckpt.init(spec="tp=%d" % TP)
     rank = ctx.rank
-    w, mom = train(init(tied), tied)
+    w, mom = train(init(tied, bias), tied)
     state = {"model": {n: tp_slice(n, t, rank) for n, t in w.items()},
              "opt": {"momentum": {n: tp_slice(n, t, rank) for n, t in mom.items()}}}
     ckpt.save(state, root, step)

@@ -40,7 +40,7 @@ def hf_names(tied):
     return sorted(names + ["model.layers.%d.%s" % (i, n) for i in range(2) for n in LAYER_NAMES])
 
 
-def save_tp2(root, ref, tied=False):
+def save_tp2(root, ref, variant=None):
     """llama_tp.py on 2 ranks under mpirun: step 3 under root, the reference logits in ref."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "PMIX_", "OMPI_"))}
     env.pop("LLMP_PARALLEL", None)
@@ -52,7 +52,7 @@ def save_tp2(root, ref, tied=False):
         cmd.append("--allow-run-as-root")
     for name in ("LLMP_LIBRARY", "OMP_NUM_THREADS", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE"):
         cmd += ["-x", name]
-    cmd += [sys.executable, WORKER, str(root), "3", str(ref)] + (["tied"] if tied else [])
+    cmd += [sys.executable, WORKER, str(root), "3", str(ref)] + ([variant] if variant else [])
     done = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "llama_tp 0 ok" in done.stdout and "llama_tp 1 ok" in done.stdout, out[-4000:]
@@ -68,7 +68,14 @@ def saved(tmp_path_factory):
 @pytest.fixture(scope="module")
 def saved_tied(tmp_path_factory):
     d = tmp_path_factory.mktemp("export-tied")
-    save_tp2(d / "ckpt", d / "ref.npz", tied=True)
+    save_tp2(d / "ckpt", d / "ref.npz", "tied")
+    return d
+
+
+@pytest.fixture(scope="module")
+def saved_qwen2(tmp_path_factory):
+    d = tmp_path_factory.mktemp("export-qwen2")
+    save_tp2(d / "ckpt", d / "ref.npz", "qwen2")
     return d
 
 
@@ -127,6 +134,20 @@ def test_tied_embeddings_from_python(saved_tied):
     assert float(np.abs(hf_logits(out, ref["tokens"]) - ref["logits"]).max()) < 1e-5
     with pytest.raises(ex.ExportError, match="tied=0, but the checkpoint has no output layer"):
         ex.export_hf(saved_tied / "ckpt", saved_tied / "hf2", MODEL + ",tied=0")
+
+
+def test_qwen2_family_with_qkv_biases(saved_qwen2):
+    out = saved_qwen2 / "hf"
+    r = ex.export_hf(saved_qwen2 / "ckpt", out, MODEL + ",family=qwen2", dtype="fp32")
+    assert r["tensors"] == 27  # 21 and a q, k and v bias a layer
+    cfg = json.loads((out / "config.json").read_text())
+    assert (cfg["model_type"], cfg["architectures"]) == ("qwen2", ["Qwen2ForCausalLM"])
+    ref = np.load(saved_qwen2 / "ref.npz")
+    err = float(np.abs(hf_logits(out, ref["tokens"]) - ref["logits"]).max())
+    print("max |logits difference| qwen2 fp32: %.3g" % err)
+    assert err < 1e-5
+    with pytest.raises(ex.ExportError, match=r"gives model.layers.0.self_attn.[qkv]_proj.bias, but the llama family has no q/k/v biases"):
+        ex.export_hf(saved_qwen2 / "ckpt", saved_qwen2 / "hf-llama", MODEL)
 
 
 def test_bf16_default_is_torch_rounding_of_fp32(saved):
@@ -260,6 +281,8 @@ def test_truncated_or_tampered_export_refused(saved):
 
 def test_bad_input_named(saved):
     root = saved / "ckpt"
+    done = tool_export("--help")
+    assert done.returncode == 0 and "--max-shard-size" in done.stdout and "OUT_DIR" in done.stdout
     done = tool_export(root, saved / "x", "--model", MODEL, "--step", "7")
     assert done.returncode == 2 and "has no complete step-7" in done.stderr
     done = tool_export(root, saved / "x", "--model", MODEL, "--format", "gguf")
