@@ -120,6 +120,10 @@ def test_transformers_gives_training_logits_fp32(saved):
     assert err < 1e-5
     cfg = json.loads((out / "config.json").read_text())
     assert (cfg["vocab_size"], cfg["tie_word_embeddings"], cfg["num_key_value_heads"]) == (50, False, 2)
+    mistral = saved / "hf-mistral"  # the same tensors under Mistral's architecture
+    ex.export_hf(saved / "ckpt", mistral, MODEL + ",family=mistral", dtype="fp32")
+    assert json.loads((mistral / "config.json").read_text())["architectures"] == ["MistralForCausalLM"]
+    assert float(np.abs(hf_logits(mistral, ref["tokens"]) - ref["logits"]).max()) < 1e-5
 
 
 def test_tied_embeddings_from_python(saved_tied):
