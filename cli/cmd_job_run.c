@@ -301,8 +301,11 @@ static void exclude_bad_states(struct job_run *r, char *const *names, size_t n)
 static void exclude_suspect(struct job_run *r, char *const *names, size_t n)
 {
 	char host[64], msg[LLMP_MSG_MAX], why[128];
-	if (llmp_run_record_suspect(r->root, host, sizeof host, msg, sizeof msg) != LLMP_OK || !host[0] ||
-	    strcmp(host, r->batch_host) == 0)
+	llmp_run_record rec;
+	if (llmp_run_record_read(r->root, &rec, msg, sizeof msg) != LLMP_OK ||
+	    rec.outcome != LLMP_RUN_FAILED ||
+	    llmp_run_record_get(r->root, "suspect", host, sizeof host, msg, sizeof msg) != LLMP_OK ||
+	    !host[0] || strcmp(host, r->batch_host) == 0)
 		return;
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(names[i], host) == 0 && !is_excluded(r, host)) {
@@ -423,17 +426,37 @@ static int check_nodes(struct job_run *r, char *const *names, size_t n)
 
 /* ---------------------------------------------------------------- one run */
 
-/* The record as it was before a run; whether a run wrote a new one is told by comparing. */
+/*
+ * The record as it was before a run; whether a run wrote a new one is told
+ * by comparing, and by its Slurm step: a rank of the run before may still
+ * be ending (waiting out its timeout) when the next run starts, and what it
+ * writes then is not the new run's verdict.
+ */
 struct record_seen {
 	bool have;
 	llmp_run_record rec;
+	char slurm_step[24]; /* "" in a record without one */
 };
 
 static void read_record(const struct job_run *r, struct record_seen *s)
 {
 	char msg[LLMP_MSG_MAX];
 	memset(s, 0, sizeof *s);
-	s->have = llmp_run_record_read(r->root, &s->rec, msg, sizeof msg) == LLMP_OK;
+	s->have = llmp_run_record_read(r->root, &s->rec, msg, sizeof msg) == LLMP_OK &&
+		  llmp_run_record_get(r->root, "slurm-step", s->slurm_step, sizeof s->slurm_step, msg,
+				      sizeof msg) == LLMP_OK;
+}
+
+/* Is after a record of a run other than before's? */
+static bool another_run(const struct record_seen *before, const struct record_seen *after)
+{
+	if (!after->have)
+		return false;
+	if (!before->have)
+		return true;
+	if (before->slurm_step[0] && strcmp(before->slurm_step, after->slurm_step) == 0)
+		return false; /* the run before, still ending */
+	return memcmp(&before->rec, &after->rec, sizeof after->rec) != 0;
 }
 
 /* Has the run written its verdict (a record of its own, no longer running)? */
@@ -441,8 +464,7 @@ static bool verdict_written(const struct job_run *r, const struct record_seen *b
 {
 	struct record_seen now_seen;
 	read_record(r, &now_seen);
-	return now_seen.have && now_seen.rec.outcome != LLMP_RUN_RUNNING &&
-	       !(before->have && memcmp(&before->rec, &now_seen.rec, sizeof now_seen.rec) == 0);
+	return another_run(before, &now_seen) && now_seen.rec.outcome != LLMP_RUN_RUNNING;
 }
 
 /*
@@ -510,7 +532,7 @@ static int launch(const struct job_run *r, const char *list, size_t nodes, const
 /* Did the run write a record of its own that says it failed (a rank's word, or none: a lost node)? */
 static bool run_failed(const struct record_seen *before, const struct record_seen *after)
 {
-	if (!after->have || (before->have && memcmp(&before->rec, &after->rec, sizeof after->rec) == 0))
+	if (!another_run(before, after))
 		return false; /* no record of this run: job-end passes its code on */
 	return after->rec.outcome == LLMP_RUN_FAILED || after->rec.outcome == LLMP_RUN_RUNNING;
 }

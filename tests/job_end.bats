@@ -81,14 +81,14 @@ record() { # outcome [restart] [job] [reason]
 	[[ "$output" == *"LLMP_CHECKPOINT: "*"no checkpoint directory"* ]]
 }
 
-@test "job-end: a version 2 record naming the host the ranks blamed reads as before; a bad host is damage" {
+@test "job-end: a version 2 record naming its Slurm step and the host the ranks blamed reads as before; bad ones are damage" {
 	record failed 0 77 "rank 2 did not answer within 4 s"
-	sed -i -e 's/^llmp-run 1$/llmp-run 2/' -e 's/^end$/suspect node-7.rack_2\nend/' "$DIR/llmp-run"
+	sed -i -e 's/^llmp-run 1$/llmp-run 2/' -e 's/^end$/slurm-step 12\nsuspect node-7.rack_2\nend/' "$DIR/llmp-run"
 	grep -qx 'suspect node-7.rack_2' "$DIR/llmp-run"
 	run "$LLMP" job-end --checkpoint "$DIR" 137
 	[ "$status" -eq 75 ]
 	[[ "$output" == *"run 0 failed (rank 2 did not answer"* ]]
-	for bad in 'suspect node 7' 'suspect node;7' 'suspect '; do
+	for bad in 'suspect node 7' 'suspect node;7' 'suspect ' 'slurm-step 1x' 'slurm-step -1' 'slurm-step 12345678901234567890'; do
 		record failed
 		sed -i "s/^end\$/$bad\nend/" "$DIR/llmp-run"
 		run "$LLMP" job-end --checkpoint "$DIR" 9

@@ -155,12 +155,18 @@ const char *llmp_run_outcome_name(llmp_run_outcome outcome);
 llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg, size_t msglen);
 
 /*
- * The host a failed run's ranks blamed, from the same record: the node of
- * the rank that stopped answering or died, as that rank named it (Slurm's
- * node name). host is "" when the newest run did not fail or no rank was
- * blamed. `llmp job run` takes this host out of the next run first.
+ * An optional line of the same record, by key, into value ("" when the
+ * record has none):
+ *   "suspect"     the host a failed run's ranks blamed: the node of the
+ *                 rank that died or stopped answering, as that rank named
+ *                 it (Slurm's node name); `llmp job run` takes it out of
+ *                 the next run first
+ *   "slurm-step"  the Slurm step the run was (SLURM_STEP_ID): tells apart
+ *                 runs of one allocation under one restart count
+ * LLMP_ERR_ARG for another key; otherwise as llmp_run_record_read.
  */
-llmp_status llmp_run_record_suspect(const char *root, char *host, size_t len, char *msg, size_t msglen);
+llmp_status llmp_run_record_get(const char *root, const char *key, char *value, size_t len, char *msg,
+				size_t msglen);
 
 /* After llmp_job_open(): this run's restart count and why it (re)started. */
 typedef struct llmp_job_info {

@@ -176,7 +176,9 @@ static llmp_status start_run_on_rank0(llmp_job *job)
 			 "%u failed runs in a row without a new checkpoint (restarts=%u)", job->run.failures,
 			 job->spec.max_restarts);
 	}
-	if (job_record_write(job->spec.dir, &job->run, NULL, 0, msg, sizeof msg) != LLMP_OK)
+	struct job_record_run run = { 0 };
+	snprintf(run.slurm_step, sizeof run.slurm_step, "%s", job->slurm_step);
+	if (job_record_write(job->spec.dir, &job->run, &run, 0, msg, sizeof msg) != LLMP_OK)
 		return rt_fail(job->ctx, LLMP_ERR_IO, "%s", msg);
 	return LLMP_OK;
 }
@@ -225,8 +227,9 @@ static llmp_status open_parts(llmp_job *job, const llmp_job_opts *opts)
 	if ((st = read_spec(job, opts ? opts->checkpoint : NULL)) != LLMP_OK ||
 	    (st = read_restart_count(job, &job->run.restart)) != LLMP_OK)
 		return st;
-	const char *id = getenv("SLURM_JOB_ID");
+	const char *id = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
 	snprintf(job->run.job_id, sizeof job->run.job_id, "%s", id ? id : "");
+	snprintf(job->slurm_step, sizeof job->slurm_step, "%s", step ? step : "");
 	if (opts && opts->ckpt)
 		ck = *opts->ckpt;
 	ck.root = job->spec.dir;
@@ -488,12 +491,38 @@ static void close_job(llmp_job *job)
 	free(job);
 }
 
+/*
+ * Is the record now there a later run's of this job and restart (a later
+ * Slurm step: `llmp job run` relaunched while a rank of this run was still
+ * ending)? Then it is not this rank's to overwrite.
+ */
+static bool later_run_owns_record(const llmp_job *job)
+{
+	llmp_run_record current;
+	struct job_record_run run;
+	char msg[LLMP_MSG_MAX];
+	if (!job->slurm_step[0] ||
+	    job_record_read(job->spec.dir, &current, &run, msg, sizeof msg) != LLMP_OK ||
+	    !run.slurm_step[0] || current.restart != job->run.restart ||
+	    strcmp(current.job_id, job->run.job_id) != 0)
+		return false;
+	return strtoull(run.slurm_step, NULL, 10) > strtoull(job->slurm_step, NULL, 10);
+}
+
 /* suspect: the host a failure was blamed on, or NULL. */
 static void record(llmp_job *job, llmp_run_outcome outcome, const char *suspect)
 {
 	char msg[LLMP_MSG_MAX];
+	struct job_record_run run = { 0 };
 	job->run.outcome = outcome;
-	if (job_record_write(job->spec.dir, &job->run, suspect, job->ctx->rank, msg, sizeof msg) != LLMP_OK)
+	if (later_run_owns_record(job)) {
+		job_log(job,
+			"the run record is a later run's (a relaunch in this allocation): left as it is");
+		return;
+	}
+	snprintf(run.slurm_step, sizeof run.slurm_step, "%s", job->slurm_step);
+	snprintf(run.suspect, sizeof run.suspect, "%s", suspect ? suspect : "");
+	if (job_record_write(job->spec.dir, &job->run, &run, job->ctx->rank, msg, sizeof msg) != LLMP_OK)
 		job_log(job, "%s", msg);
 }
 
@@ -536,11 +565,13 @@ static int end_failed(llmp_job *job, llmp_status status)
 	 * one that blames none (the blamed rank itself, or one told by a report).
 	 */
 	char suspect[64];
+	struct job_record_run current_run;
 	snprintf(suspect, sizeof suspect, "%s", job->ctx->failed_host);
-	bool same_run = llmp_run_record_read(job->spec.dir, &current, msg, sizeof msg) == LLMP_OK &&
-			current.restart == job->run.restart && strcmp(current.job_id, job->run.job_id) == 0;
+	bool same_run = job_record_read(job->spec.dir, &current, &current_run, msg, sizeof msg) == LLMP_OK &&
+			current.restart == job->run.restart && strcmp(current.job_id, job->run.job_id) == 0 &&
+			strcmp(current_run.slurm_step, job->slurm_step) == 0;
 	if (same_run && !suspect[0] && current.outcome == LLMP_RUN_FAILED)
-		llmp_run_record_suspect(job->spec.dir, suspect, sizeof suspect, msg, sizeof msg);
+		snprintf(suspect, sizeof suspect, "%s", current_run.suspect);
 	if (same_run && current.outcome == LLMP_RUN_GAVE_UP)
 		give_up = true;
 	else

@@ -23,6 +23,7 @@ struct llmp_job {
 
 	/* This run, as its record says (job_record.c). */
 	llmp_run_record run;
+	char slurm_step[24]; /* SLURM_STEP_ID: this run among the allocation's; "" outside a step */
 	char restart_reason[LLMP_MSG_MAX];
 	bool over_limit;       /* open found the crash-loop limit exceeded */
 	uint64_t resumed_step; /* LLMP_NO_STEP until resume loaded one */

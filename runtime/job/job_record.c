@@ -12,12 +12,17 @@
  *     ckpt-at-start 39
  *     step 42
  *     reason SIGTERM on rank 3
+ *     slurm-step 4
  *     suspect node7
  *     end
  *
- * suspect (version 2, only in a failed run's record) is the host of the
- * rank the failure was blamed on, as that rank published it: what `llmp job
- * run` takes out of the next run first. Version 1 records are read too.
+ * Version 2 adds two optional lines (version 1 records are read too):
+ * slurm-step, the Slurm step the run is (SLURM_STEP_ID), which tells runs
+ * of one allocation apart (`llmp job run` launches several under one
+ * restart count, and a rank of an older one may still be ending); suspect,
+ * only in a failed run's record, the host of the rank the failure was
+ * blamed on, as that rank published it: what `llmp job run` takes out of
+ * the next run first.
  * A run writes it as "running" when it opens and with its outcome when it
  * ends, each time under a temporary name then renamed, so a reader sees one
  * whole version or the other. A run that dies without a word leaves
@@ -65,10 +70,18 @@ static bool host_ok(const char *host)
 	       strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }
 
-llmp_status job_record_write(const char *root, const llmp_run_record *rec, const char *suspect, uint32_t rank,
-			     char *msg, size_t msglen)
+/* A Slurm step id: decimal, 1 to 19 digits. */
+static bool step_id_ok(const char *id)
 {
-	char tmp[64], text[LLMP_MSG_MAX + 512], at_start[24], step[24], reason[LLMP_MSG_MAX], blamed[80] = "";
+	size_t n = strlen(id);
+	return n > 0 && n < 20 && strspn(id, "0123456789") == n;
+}
+
+llmp_status job_record_write(const char *root, const llmp_run_record *rec, const struct job_record_run *run,
+			     uint32_t rank, char *msg, size_t msglen)
+{
+	char tmp[64], text[LLMP_MSG_MAX + 512], at_start[24], step[24], reason[LLMP_MSG_MAX];
+	char blamed[80] = "", slurm_step[40] = "";
 
 	/* One line each: a newline in a reason would end it early. */
 	snprintf(reason, sizeof reason, "%s", rec->reason);
@@ -77,13 +90,16 @@ llmp_status job_record_write(const char *root, const llmp_run_record *rec, const
 			*c = ' ';
 	format_step(rec->ckpt_at_start, at_start, sizeof at_start);
 	format_step(rec->step, step, sizeof step);
-	if (suspect && host_ok(suspect))
-		snprintf(blamed, sizeof blamed, "suspect %s\n", suspect);
+	if (run && host_ok(run->suspect))
+		snprintf(blamed, sizeof blamed, "suspect %s\n", run->suspect);
+	if (run && step_id_ok(run->slurm_step))
+		snprintf(slurm_step, sizeof slurm_step, "slurm-step %s\n", run->slurm_step);
 	snprintf(text, sizeof text,
 		 "llmp-run %d\njob %s\nrestart %" PRIu64 "\noutcome %s\nfailures %u\n"
-		 "ckpt-at-start %s\nstep %s\nreason %s\n%send\n",
+		 "ckpt-at-start %s\nstep %s\nreason %s\n%s%send\n",
 		 RECORD_VERSION, rec->job_id[0] ? rec->job_id : "-", rec->restart,
-		 llmp_run_outcome_name(rec->outcome), rec->failures, at_start, step, reason, blamed);
+		 llmp_run_outcome_name(rec->outcome), rec->failures, at_start, step, reason, slurm_step,
+		 blamed);
 	/* Ranks that all record a failure each use a temporary name of their own. */
 	snprintf(tmp, sizeof tmp, "%s.tmp.%u", RECORD_NAME, rank);
 	char why[LLMP_MSG_MAX];
@@ -120,8 +136,8 @@ static bool parse_outcome(const char *text, llmp_run_outcome *out)
 	return false;
 }
 
-/* One "key value" line into rec (suspect: into suspect[64]); false when the key or value is wrong. */
-static bool parse_line(char *line, llmp_run_record *rec, char *suspect, unsigned *seen)
+/* One "key value" line into rec (or run); false when the key or value is wrong. */
+static bool parse_line(char *line, llmp_run_record *rec, struct job_record_run *run, unsigned *seen)
 {
 	char *value = strchr(line, ' ');
 	uint64_t n;
@@ -135,7 +151,13 @@ static bool parse_line(char *line, llmp_run_record *rec, char *suspect, unsigned
 	if (strcmp(line, "suspect") == 0) {
 		if (!host_ok(value))
 			return false;
-		snprintf(suspect, 64, "%s", value);
+		snprintf(run->suspect, sizeof run->suspect, "%s", value);
+		return true;
+	}
+	if (strcmp(line, "slurm-step") == 0) {
+		if (!step_id_ok(value))
+			return false;
+		snprintf(run->slurm_step, sizeof run->slurm_step, "%s", value);
 		return true;
 	}
 	if (strcmp(line, "job") == 0) {
@@ -161,15 +183,15 @@ static bool parse_line(char *line, llmp_run_record *rec, char *suspect, unsigned
 	return false;
 }
 
-static llmp_status read_record(const char *root, llmp_run_record *rec, char suspect[64], char *msg,
-			       size_t msglen)
+llmp_status job_record_read(const char *root, llmp_run_record *rec, struct job_record_run *run, char *msg,
+			    size_t msglen)
 {
 	char path[LLMP_CKPT_DIR_MAX + 32], line[LLMP_MSG_MAX + 64];
 	unsigned seen = 0, lineno = 0;
 	bool ended = false;
 
 	memset(rec, 0, sizeof *rec);
-	suspect[0] = '\0';
+	memset(run, 0, sizeof *run);
 	rec->ckpt_at_start = rec->step = LLMP_NO_STEP;
 	snprintf(path, sizeof path, "%s/%s", root, RECORD_NAME);
 	FILE *f = fopen(path, "re");
@@ -182,7 +204,7 @@ static llmp_status read_record(const char *root, llmp_run_record *rec, char susp
 		line[strcspn(line, "\n")] = '\0';
 		if (strcmp(line, "end") == 0)
 			ended = true;
-		else if (!parse_line(line, rec, suspect, &seen)) {
+		else if (!parse_line(line, rec, run, &seen)) {
 			snprintf(msg, msglen, "%s:%u: not a run record line", path, lineno);
 			fclose(f);
 			return LLMP_ERR_IO;
@@ -198,19 +220,27 @@ static llmp_status read_record(const char *root, llmp_run_record *rec, char susp
 
 llmp_status llmp_run_record_read(const char *root, llmp_run_record *rec, char *msg, size_t msglen)
 {
-	char suspect[64];
+	struct job_record_run run;
 	if (!root || !rec || !msg)
 		return LLMP_ERR_ARG;
-	return read_record(root, rec, suspect, msg, msglen);
+	return job_record_read(root, rec, &run, msg, msglen);
 }
 
-llmp_status llmp_run_record_suspect(const char *root, char *host, size_t len, char *msg, size_t msglen)
+llmp_status llmp_run_record_get(const char *root, const char *key, char *value, size_t len, char *msg,
+				size_t msglen)
 {
 	llmp_run_record rec;
-	char suspect[64];
-	if (!root || !host || !len || !msg)
+	struct job_record_run run;
+	if (!root || !key || !value || !len || !msg)
 		return LLMP_ERR_ARG;
-	llmp_status st = read_record(root, &rec, suspect, msg, msglen);
-	snprintf(host, len, "%s", st == LLMP_OK && rec.outcome == LLMP_RUN_FAILED ? suspect : "");
+	value[0] = '\0';
+	if (strcmp(key, "suspect") != 0 && strcmp(key, "slurm-step") != 0) {
+		snprintf(msg, msglen, "'%.40s' is not an optional line of a run record (suspect, slurm-step)",
+			 key);
+		return LLMP_ERR_ARG;
+	}
+	llmp_status st = job_record_read(root, &rec, &run, msg, msglen);
+	if (st == LLMP_OK)
+		snprintf(value, len, "%s", strcmp(key, "suspect") == 0 ? run.suspect : run.slurm_step);
 	return st;
 }

@@ -13,12 +13,18 @@
 
 #include <llmp/llmp_job.h>
 
-/*
- * Write rec as ROOT/llmp-run, atomically (rank names the temporary file),
- * with suspect (a host name, or NULL or "": none) the host the failure was
- * blamed on.
- */
-llmp_status job_record_write(const char *root, const llmp_run_record *rec, const char *suspect, uint32_t rank,
-			     char *msg, size_t msglen);
+/* What a version 2 record says beyond llmp_run_record; "" for a line it lacks. */
+struct job_record_run {
+	char slurm_step[24]; /* SLURM_STEP_ID of the run */
+	char suspect[64];    /* the host a failure was blamed on */
+};
+
+/* Write rec as ROOT/llmp-run, atomically (rank names the temporary file); run may be NULL. */
+llmp_status job_record_write(const char *root, const llmp_run_record *rec, const struct job_record_run *run,
+			     uint32_t rank, char *msg, size_t msglen);
+
+/* Read ROOT/llmp-run into rec and run (llmp_run_record_read, with the version 2 lines). */
+llmp_status job_record_read(const char *root, llmp_run_record *rec, struct job_record_run *run, char *msg,
+			    size_t msglen);
 
 #endif /* LLMP_JOB_RECORD_H */
