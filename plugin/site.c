@@ -8,6 +8,7 @@
  */
 #include "site.h"
 #include "gpu_bind.h"
+#include "planner/mem_guard.h"
 #include "topology/gpu_desc.h"
 
 #include <stdio.h>
@@ -44,6 +45,34 @@ static int bad(char *msg, size_t msglen, const char *arg, const char *why)
 static bool is_key(const char *arg, size_t klen, const char *name)
 {
 	return klen == strlen(name) + 1 && strncmp(arg, name, klen - 1) == 0;
+}
+
+/* guard=, guard_band=, guard_override= (the memory guard's policy): 1 when arg is none of them. */
+static int parse_guard_arg(struct plugin_site *site, const char *arg, size_t klen, const char *v, char *msg,
+			   size_t msglen)
+{
+	if (is_key(arg, klen, "guard")) {
+		int policy = mem_guard_policy_parse(v);
+		if (policy < 0)
+			return bad(msg, msglen, arg, "expected refuse, warn or off");
+		site->guard = policy;
+		return 0;
+	}
+	if (is_key(arg, klen, "guard_band")) {
+		char *end;
+		double band = strtod(v, &end);
+		if (end == v || *end || !(band >= 0 && band <= 1) || strspn(v, "0123456789.") != strlen(v))
+			return bad(msg, msglen, arg, "expected a fraction from 0 to 1, e.g. 0.15");
+		site->guard_band = band;
+		return 0;
+	}
+	if (is_key(arg, klen, "guard_override")) {
+		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+			return bad(msg, msglen, arg, "expected yes or no");
+		site->guard_no_override = strcmp(v, "no") == 0;
+		return 0;
+	}
+	return 1;
 }
 
 static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_t msglen)
@@ -146,10 +175,13 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		strcpy(site->topology, v);
 		return 0;
 	}
+	int guard = parse_guard_arg(site, arg, klen, v, msg, msglen);
+	if (guard <= 0)
+		return guard;
 	return bad(msg, msglen, arg,
 		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
 		   "max_etp= max_requeues= gpu_bind= placement= port_base= port_range= layout_dir= gpu= "
-		   "topology= gdr_level= nvml=)");
+		   "topology= gdr_level= nvml= guard= guard_band= guard_override=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)
@@ -160,6 +192,8 @@ int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg
 	site->gpu_bind = PLUGIN_GPUS_NODE;
 	site->port_base = DEFAULT_PORT_BASE;
 	site->port_range = DEFAULT_PORT_RANGE;
+	site->guard = MEM_GUARD_REFUSE;
+	site->guard_band = -1;
 	for (int i = 0; i < argc; i++)
 		if (parse_arg(site, argv[i], msg, msglen) < 0)
 			return -1;

@@ -31,6 +31,15 @@
  *   topology=FILE     the site's description of its nodes (doc/topology-json.md),
  *                     used when the job gives no LLMP_TOPOLOGY_FILE; read at each
  *                     step, a file that cannot be used is a warning there
+ *   guard=refuse|warn|off  what --llm-model's memory guard does with a written
+ *                     layout (planner/mem_guard.h): refuse one that cannot fit even at
+ *                     the favourable end of the model's measured memory error and
+ *                     warn on one that may not (refuse, the default); warn on both;
+ *                     or check no memory
+ *   guard_band=F      that error as a fraction (0 to 1, e.g. 0.15) for every engine
+ *                     and GPU, instead of the bands bench/bench_validate measured
+ *   guard_override=yes|no  whether a user may pass --llm-guard=warn to run a layout
+ *                     the guard refuses (yes, the default; logged either way)
  *   nvml=LIB          the NVML library tasks load for --llm-model's GPU check
  *                     (gpu_check.h; default libnvidia-ml.so.1 through the dynamic
  *                     linker's search, with slurmd's environment). Only the site
@@ -55,12 +64,15 @@ struct plugin_site {
 	int gpu_bind;             /* enum plugin_gpus */
 	bool placement_topology;
 	uint32_t port_base, port_range;
-	uint32_t max_requeues; /* a batch job requeued more often is not run again; 0 = no ceiling */
-	char layout_dir[256];  /* "" = the job's TMPDIR, else /tmp */
-	char topology[1024];   /* "" = discover each node */
-	char gpu[128];         /* "" = none: the user must set LLMP_GPU for --llm-parallel=auto */
-	char gdr_level[4];     /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
-	char nvml[1024];       /* "" = libnvidia-ml.so.1 */
+	uint32_t max_requeues;  /* a batch job requeued more often is not run again; 0 = no ceiling */
+	char layout_dir[256];   /* "" = the job's TMPDIR, else /tmp */
+	char topology[1024];    /* "" = discover each node */
+	char gpu[128];          /* "" = none: the user must set LLMP_GPU for --llm-parallel=auto */
+	char gdr_level[4];      /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
+	char nvml[1024];        /* "" = libnvidia-ml.so.1 */
+	int guard;              /* guard=: enum mem_guard_policy (planner/mem_guard.h) */
+	double guard_band;      /* guard_band=; < 0: the band measured for the engine and GPU */
+	bool guard_no_override; /* guard_override=no: --llm-guard=warn is refused */
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */
