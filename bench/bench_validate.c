@@ -139,13 +139,16 @@ static int read_rows(const char *path, struct row *rows, size_t *n)
 static int gpu_of(const struct row *r, struct gpu_desc *g)
 {
 	char msg[LLMP_MSG_MAX];
-	if (gpu_desc_parse(r->gpu, g, msg, sizeof msg) != LLMP_OK) {
+	/* "h100@nemo-24.07": a --gpu text, then after '@' the software stack, whose fit is its own */
+	char plain[sizeof r->gpu];
+	snprintf(plain, sizeof plain, "%.*s", (int)strcspn(r->gpu, "@"), r->gpu);
+	if (gpu_desc_parse(plain, g, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, "%s: %s\n", r->id, msg);
 		return -1;
 	}
 	/* The kind is the name before any keys ("a100,net=6.25": a site's own network). */
 	char kind[32];
-	snprintf(kind, sizeof kind, "%.*s", (int)strcspn(r->gpu, ","), r->gpu);
+	snprintf(kind, sizeof kind, "%.*s", (int)strcspn(r->gpu, ",@"), r->gpu);
 	if (strcmp(kind, "h800") == 0)
 		snprintf(kind, sizeof kind, "h100");
 	/* A fit on the row's own grid (one stack on one cluster) first; then one on this very GPU
@@ -329,7 +332,9 @@ static int fit_row(const struct row *r, bool quiet)
 	struct fit *f = fit_of(r->gpu, grid ? r->grid : "");
 	if (f)
 		f->efficiency = fitted;
-	gpu_desc_parse(r->gpu, &g, NULL, 0);
+	char text[sizeof r->gpu];
+	snprintf(text, sizeof text, "%.*s", (int)strcspn(r->gpu, "@"), r->gpu);
+	gpu_desc_parse(text, &g, NULL, 0);
 	if (!quiet)
 		printf("fitted on %-14s %-6s efficiency %.3f (stated default %.2f)%s%s\n", r->id, r->gpu,
 		       fitted, g.efficiency, grid ? ", for grid " : "", grid ? r->grid : "");
