@@ -74,7 +74,8 @@ static void print_grammar_and_exit(int val)
 		      "GPUs and LOCAL_RANK indexes its own, the default; one GPU per task; as Slurm\n"
 		      "set them), --llm-placement=block|topology (ranks as Slurm's task ids, the\n"
 		      "default, or in the topology's order), --llm-checkpoint=DIR[,...]\n"
-		      "(--llm-checkpoint=help explains)\n"
+		      "(--llm-checkpoint=help explains), --llm-guard=warn (run a layout the\n"
+		      "memory guard of --llm-model refuses, with a warning, logged)\n"
 		      "The environment variable LLMP_PARALLEL gives a layout too; the option wins\n"
 		      "key by key. See llm_parallel(8).\n",
 		      stdout);

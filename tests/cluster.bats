@@ -21,6 +21,7 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 		grep -q -- '--llm-parallel=SPEC' <<<"$output"
 		grep -q 'tp=N,pp=N' <<<"$output"
 		grep -q -- '--llm-gpu-bind' <<<"$output"
+		grep -q -- '--llm-guard=warn|refuse' <<<"$output"
 	done
 }
 
@@ -29,6 +30,7 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 		run submit "$how" --llm-parallel=help
 		[ "$status" -eq 0 ]
 		grep -q 'order=D-D-D-D-D' <<<"$output"
+		grep -q -- '--llm-guard=warn (run a layout the' <<<"$output"
 	done
 	assert_queue_empty
 }
