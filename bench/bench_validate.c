@@ -661,6 +661,8 @@ int main(int argc, char **argv)
 
 	size_t ran = 0, accepted = 0, warned = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
 	char warned_rows[1024] = "", judged_rows[4096] = "", missed_rows[256] = "";
+	double stack_err[MAX_ROWS]; /* each timed row's error and gpu text, for the per-stack figures */
+	const char *stack_of[MAX_ROWS];
 	size_t chooser = 0, same = 0, close10 = 0;
 	double errors[MAX_ROWS], mem_err_max = 0;
 	printf("\n%-19s %-13s %4s %9s %7s %9s %9s %7s  %-30s %s\n", "row", "gpu", "fits", "peak", "measured",
@@ -712,6 +714,7 @@ int main(int argc, char **argv)
 		char err[16] = "-", meas[16] = "-";
 		if (o.measured > 0 && !guard_only) {
 			double e = o.est.step_s / o.measured - 1;
+			stack_err[timed] = e < 0 ? -e : e, stack_of[timed] = r->gpu;
 			errors[timed++] = e < 0 ? -e : e;
 			within20 += (e < 0 ? -e : e) <= 0.20;
 			snprintf(err, sizeof err, "%+.0f%%", 100 * e);
@@ -821,6 +824,24 @@ int main(int argc, char **argv)
 		       k ? 100 * (measured[pick] / measured[best] - 1) : 0);
 	}
 
+	/* Per named software stack ("h100@nemo-24.07"): its held-out rows' step error. */
+	for (size_t i = 0; i < timed; i++) {
+		bool first = strchr(stack_of[i], '@') != NULL;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(stack_of[j], stack_of[i]) != 0;
+		if (!first)
+			continue;
+		double e[MAX_ROWS];
+		size_t k = 0, in10 = 0, in20 = 0;
+		for (size_t j = i; j < timed; j++)
+			if (!strcmp(stack_of[j], stack_of[i])) {
+				e[k++] = stack_err[j];
+				in10 += stack_err[j] <= 0.10, in20 += stack_err[j] <= 0.20;
+			}
+		qsort(e, k, sizeof *e, by_value);
+		printf("\nstack %s: %zu held-out rows, median step error %.0f%%, %zu within 10%%, %zu within 20%%\n",
+		       stack_of[i], k, 100 * (k % 2 ? e[k / 2] : (e[k / 2 - 1] + e[k / 2]) / 2), in10, in20);
+	}
 	qsort(errors, timed, sizeof *errors, by_value);
 	printf("\nfigures (a fitted constant's rows left out of what it fits):\n");
 	printf("  guard: accepts %zu of %zu layouts that ran (%.1f%%; goal 97%%), %zu of them with a warning%s%s\n",
