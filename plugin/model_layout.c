@@ -349,12 +349,15 @@ static int recompute_to_fit(const struct model_desc *m, const struct gpu_desc *g
 			pick = &block;
 	}
 	/* None fits: the guard judges the one that needs the least memory (full recompute, as a rule). */
-	if (rc == 0 && !pick && m->experts && m->engine == MODEL_ENGINE_MEGATRON &&
-	    act.e.peak_bytes < best->e.peak_bytes)
-		pick = &act;
-	if (rc == 0 && !pick && full.e.peak_bytes > 0 &&
-	    full.e.peak_bytes < (pick ? pick : best)->e.peak_bytes)
-		pick = &full;
+	if (rc == 0 && !pick) {
+		const struct guarded *least = best;
+		if (m->experts && m->engine == MODEL_ENGINE_MEGATRON && act.e.peak_bytes > 0 &&
+		    act.e.peak_bytes < least->e.peak_bytes)
+			least = &act;
+		if (full.e.peak_bytes > 0 && full.e.peak_bytes < least->e.peak_bytes)
+			least = &full;
+		pick = least == &act ? &act : least == &full ? &full : NULL;
+	}
 	if (rc == 0 && pick) {
 		free(best->split);
 		*best = *pick;

@@ -213,6 +213,33 @@ static void guard_refuses_only_beyond_its_band(void **state)
 	assert_int_equal(decide_guarded(&site, gpu, 8, false, &a, msg, sizeof msg), -1);
 }
 
+/*
+ * Recompute left to llmp and nothing fits: the guard judges full recompute,
+ * the least memory, and hands its flags on. On a GPU of P / 1.10, P being
+ * M's peak with full recompute (taken from a decision that states it), the
+ * layout is doubtful at full recompute and said so.
+ */
+static void guard_judges_the_least_memory_when_nothing_fits(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024], gpu[64];
+	unsigned long long full;
+	llmp_spec tp1 = layout("tp=1");
+	(void)state;
+	no_site(&site);
+	site.guard_band = 0.15;
+	assert_int_equal(decide(&site, M ",distopt=0,recompute=full", "mem=64,tflops=100", &tp1, 8, &a, msg,
+				sizeof msg),
+			 0);
+	assert_int_equal(sscanf(a.peaks, "custom:%llu", &full), 1);
+	gpu_below(gpu, sizeof gpu, full, 1.10);
+	assert_int_equal(decide(&site, M ",distopt=0", gpu, &tp1, 8, &a, msg, sizeof msg), 0);
+	assert_string_equal(a.guard, "doubtful");
+	assert_non_null(strstr(a.note, "; estimated with full recompute"));
+	assert_non_null(strstr(a.megatron, "--recompute-granularity full"));
+}
+
 /* With the distributed optimizer, 2 ranks hold 6 + 6 bytes a parameter (too much), 1024 about 6. */
 static void sbatch_refuses_only_what_no_size_fits(void **state)
 {
@@ -794,6 +821,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(layout_that_cannot_fit_is_refused),
 		cmocka_unit_test(guard_refuses_only_beyond_its_band),
+		cmocka_unit_test(guard_judges_the_least_memory_when_nothing_fits),
 		cmocka_unit_test(sbatch_refuses_only_what_no_size_fits),
 		cmocka_unit_test(megatron_flags_state_what_was_assumed),
 		cmocka_unit_test(block_recompute_is_said_and_chosen),
