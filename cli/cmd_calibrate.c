@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <llmp/llmp_spec.h>
 #include "common/json_read.h"
@@ -48,7 +49,7 @@ struct run {
 
 static void help(void)
 {
-	printf("usage: llmp calibrate [-o FILE] RUNS...\n\n"
+	printf("usage: llmp calibrate [-o FILE] [--model MODEL] [--gpu GPU] RUNS...\n\n"
 	       "Fit the step model's constants to a site's own recorded runs, per GPU text: the\n"
 	       "efficiency, the per-layer overhead (from two runs of one layout at two micro-batch\n"
 	       "sizes), the memory allowance's share and the memory error band left. RUNS are files\n"
@@ -56,7 +57,9 @@ static void help(void)
 	       "  {\"model\": \"llama3-8b,gbs=128\", \"gpu\": \"h100\", \"layout\": \"tp=2,pp=2\", \"world\": 16,\n"
 	       "   \"step_s\": 3.21, \"peak_gib\": 61.5}\n"
 	       "(model and gpu as llmp plan takes them, mbs= and recompute= in the model; peak_gib\n"
-	       "optional). Prints what changed and by how much; -o writes the plugstack arguments\n"
+	       "optional). A RUNS directory is a job's LLMP_METRICS=DIR: one run, from rank 0's newest\n"
+	       "record (layout, world, step_s / steps; model, gpu and peak_gib when it has them, else\n"
+	       "--model and --gpu). Prints what changed and by how much; -o writes the plugstack arguments\n"
 	       "(gpu=...,eff=...,layer-ms=... guard_band=...) for llm_parallel.so, llmp plan --gpu and\n"
 	       "LLMP_GPU. See doc/step-model.md.\n"
 	       "Exit status: 0 success, 1 a file could not be read or written, 2 bad input.\n");
@@ -127,6 +130,114 @@ static int parse_run(const char *text, size_t len, struct run *r)
 		}
 	}
 	json_free(&o);
+	return rc;
+}
+
+/* What a metrics record lacks: the --model and --gpu given; NULL for none. */
+struct defaults {
+	const char *model, *gpu;
+};
+
+/* text as a JSON string into f: quotes and backslashes escaped, control characters refused. */
+static bool put_json_string(FILE *f, const char *text)
+{
+	fputc('"', f);
+	for (const char *c = text; *c; c++) {
+		if ((unsigned char)*c < 0x20)
+			return false;
+		if (*c == '"' || *c == '\\')
+			fputc('\\', f);
+		fputc(*c, f);
+	}
+	fputc('"', f);
+	return true;
+}
+
+/* The metrics layout ("tp=2,...,vpp=0,order=...,world=4") as a --parallel spec: world= and vpp=0 left out. */
+static void spec_of_metrics(const char *layout, char *spec, size_t len)
+{
+	size_t used = 0;
+	spec[0] = '\0';
+	for (const char *p = layout; *p;) {
+		size_t n = strcspn(p, ",");
+		bool drop = (n >= 6 && !strncmp(p, "world=", 6)) || (n == 5 && !strncmp(p, "vpp=0", 5));
+		if (!drop && used + n + 2 < len) {
+			used += (size_t)snprintf(spec + used, len - used, "%s%.*s", used ? "," : "", (int)n,
+						 p);
+		}
+		p += n + (p[n] == ',');
+	}
+}
+
+/*
+ * A metrics directory (LLMP_METRICS=DIR, doc/metrics-json.md): one run, from
+ * rank 0's newest complete record: its layout and world, step_s / steps,
+ * and "model", "gpu", "peak_gib" when the record has them, else d's.
+ */
+static int read_metrics_dir(const char *dir, const struct defaults *d, struct run *r)
+{
+	char path[4200], *text = NULL, *line = NULL, msg[LLMP_MSG_MAX];
+	size_t size = 0;
+	snprintf(path, sizeof path, "%.4096s/rank-00000.jsonl", dir);
+	snprintf(r->where, sizeof r->where, "%.280s", path);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return CLI_EXIT_FAILURE;
+	}
+	/* the newest complete line: a last line without its newline is a write cut short */
+	char *buf = NULL;
+	size_t cap = 0;
+	for (ssize_t len; (len = getline(&buf, &cap, f)) >= 0;)
+		if (len > 1 && buf[len - 1] == '\n') {
+			free(line);
+			line = strdup(buf);
+		}
+	free(buf);
+	fclose(f);
+	if (!line)
+		return bad_run(r->where, "no complete metrics record");
+	struct json_value o;
+	int rc = CLI_EXIT_USAGE;
+	if (json_parse(line, strlen(line), &o, msg, sizeof msg) != LLMP_OK) {
+		free(line);
+		return bad_run(r->where, msg);
+	}
+	const char *layout = string_of(&o, "layout"), *model = string_of(&o, "model"),
+		   *gpu = string_of(&o, "gpu");
+	double world = 0, steps = 0, step_s = 0, peak = 0;
+	model = model ? model : d->model, gpu = gpu ? gpu : d->gpu;
+	char spec[512];
+	FILE *out = open_memstream(&text, &size);
+	if (!layout || number_of(&o, "world", &world) < 0 || number_of(&o, "steps", &steps) < 0 ||
+	    number_of(&o, "step_s", &step_s) < 0)
+		bad_run(r->where,
+			"the newest record has no \"layout\", \"world\", or steps ended (\"steps\", "
+			"\"step_s\")");
+	else if (!model || !gpu)
+		bad_run(r->where, "the record names no \"model\" or \"gpu\": give --model and --gpu");
+	else if (!out)
+		rc = CLI_EXIT_FAILURE;
+	else {
+		spec_of_metrics(layout, spec, sizeof spec);
+		bool ok = fputs("{\"model\": ", out) >= 0 && put_json_string(out, model);
+		ok = ok && fputs(", \"gpu\": ", out) >= 0 && put_json_string(out, gpu);
+		ok = ok && fputs(", \"layout\": ", out) >= 0 && put_json_string(out, spec);
+		fprintf(out, ", \"world\": %.0f, \"step_s\": %.9g", world, step_s / steps);
+		if (number_of(&o, "peak_gib", &peak) == 0)
+			fprintf(out, ", \"peak_gib\": %.9g", peak);
+		fputc('}', out);
+		if (fclose(out) == 0 && ok)
+			rc = parse_run(text, size, r);
+		else
+			bad_run(r->where, "a control character in the model or GPU text");
+		out = NULL;
+	}
+	if (out)
+		fclose(out);
+	free(text);
+	json_free(&o);
+	free(line);
 	return rc;
 }
 
@@ -300,14 +411,21 @@ static int calibrate_gpu(struct run **runs, size_t n, char *args, size_t len)
 int cli_calibrate(int argc, char **argv)
 {
 	static const struct option longs[] = { { "output", required_argument, NULL, 'o' },
+					       { "model", required_argument, NULL, 'M' },
+					       { "gpu", required_argument, NULL, 'G' },
 					       { "help", no_argument, NULL, 'h' },
 					       { NULL, 0, NULL, 0 } };
 	const char *out = NULL;
+	struct defaults d = { NULL, NULL };
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:M:G:h", longs, NULL)) != -1) {
 		if (c == 'o')
 			out = optarg;
+		else if (c == 'M')
+			d.model = optarg;
+		else if (c == 'G')
+			d.gpu = optarg;
 		else if (c == 'h') {
 			help();
 			return CLI_EXIT_OK;
@@ -325,8 +443,20 @@ int cli_calibrate(int argc, char **argv)
 	char lines[8][512];
 	size_t n = 0, nlines = 0;
 	int rc = runs && group ? 0 : CLI_EXIT_FAILURE;
-	for (int i = optind; rc == 0 && i < argc; i++)
-		rc = read_runs(argv[i], runs, &n);
+	for (int i = optind; rc == 0 && i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (n == MAX_RUNS) {
+				fprintf(stderr, PROG ": more than %d runs\n", MAX_RUNS);
+				rc = CLI_EXIT_USAGE;
+			} else {
+				rc = read_metrics_dir(argv[i], &d, &runs[n]);
+				n += rc == 0;
+			}
+		} else {
+			rc = read_runs(argv[i], runs, &n);
+		}
+	}
 	if (rc == 0 && !n) {
 		fputs(PROG ": no runs in the files given\n", stderr);
 		rc = CLI_EXIT_USAGE;

@@ -1005,3 +1005,31 @@ stderr_matches() {
 	assert_status 2
 	stderr_matches '^llmp calibrate: no RUNS files given'
 }
+
+@test "calibrate: a metrics directory is one run, from rank 0's newest complete record" {
+	need_python
+	model=llama3-8b,seq=4096,gbs=256,mbs=1,recompute=selective
+	llmp plan --world 8 --parallel tp=2 --model "$model" --gpu h100,eff=0.3 --format json
+	assert_status 0
+	step=$(printf '%s\n' "$output" | python3 -c 'import json,sys; print(json.load(sys.stdin)["step_seconds"])')
+	dir=$BATS_TEST_TMPDIR/metrics
+	mkdir -p "$dir"
+	record() { # STEPS STEP_S [MODEL-AND-GPU-FIELDS]
+		printf '{"v":1,"time":1.0,"rank":0,"world":8,"host":"n1","layout":"tp=2,cp=1,ep=1,etp=2,dp=4,pp=1,vpp=0,order=tp-cp-ep-dp-pp,world=8"%s,"step":%s,"steps":%s,"step_s":%s,"step_last_s":1,"step_max_s":1,"ckpt_stall_s":0,"ckpt_stalls":0,"final":false,"comms":[]}' \
+			"${3:-}" "$1" "$1" "$2"
+	}
+	# an early record, the newest (10 steps of the true step), and a line cut short
+	{ record 2 1; echo; record 10 "$(python3 -c "print(10 * $step)")" ",\"model\":\"$model\",\"gpu\":\"h100\""; echo
+	  record 12 99 | head -c 60; } >"$dir/rank-00000.jsonl"
+	llmp calibrate "$dir"
+	assert_status 0
+	assert_line_matches '^  efficiency +0\.500 -> 0\.300 \(-40%\)$'
+	# without model and gpu in the record, --model and --gpu say them
+	{ record 10 "$(python3 -c "print(10 * $step)")"; echo; } >"$dir/rank-00000.jsonl"
+	llmp calibrate "$dir"
+	assert_status 2
+	stderr_matches 'rank-00000.jsonl: the record names no "model" or "gpu": give --model and --gpu$'
+	llmp calibrate --model "$model" --gpu h100 "$dir"
+	assert_status 0
+	assert_line_matches '^  efficiency +0\.500 -> 0\.300 \(-40%\)$'
+}
