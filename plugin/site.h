@@ -40,6 +40,8 @@
  *                     and GPU, instead of the bands bench/bench_validate measured
  *   guard_override=yes|no  whether a user may pass --llm-guard=warn to run a layout
  *                     the guard refuses (yes, the default; logged either way)
+ *   calibration=FILE  the gpu= and guard_band= that `llmp calibrate -o FILE` fitted to
+ *                     the site's own runs, taken as if given at this place
  *   nvml=LIB          the NVML library tasks load for --llm-model's GPU check
  *                     (gpu_check.h; default libnvidia-ml.so.1 through the dynamic
  *                     linker's search, with slurmd's environment). Only the site

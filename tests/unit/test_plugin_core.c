@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE /* struct ifaddrs, inet_pton */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -273,7 +274,40 @@ static void site_guard_arguments(void **state)
 	assert_string_equal(msg, "plugstack argument 'guard_override=maybe': expected yes or no");
 	assert_int_equal(site_of(&site, "guards=warn", msg), -1);
 	assert_non_null(strstr(msg, "unknown (known: "));
-	assert_non_null(strstr(msg, "guard= guard_band= guard_override="));
+	assert_non_null(strstr(msg, "guard= guard_band= guard_override= calibration="));
+
+	/* calibration=FILE: what llmp calibrate -o wrote, as if given there; a later argument wins */
+	char path[] = "/tmp/llmp-calibration-XXXXXX", arg[128];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char text[] = "# llmp calibrate\ngpu=h100,eff=0.4100,layer-ms=1.500 guard_band=0.042\n";
+	assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+	close(fd);
+	snprintf(arg, sizeof arg, "guard_band=0.3 calibration=%s", path);
+	assert_int_equal(site_of(&site, arg, msg), 0);
+	assert_string_equal(site.gpu, "h100,eff=0.4100,layer-ms=1.500");
+	assert_true(site.guard_band > 0.0419 && site.guard_band < 0.0421);
+	snprintf(arg, sizeof arg, "calibration=%s guard_band=0.3", path);
+	assert_int_equal(site_of(&site, arg, msg), 0);
+	assert_true(site.guard_band > 0.2999 && site.guard_band < 0.3001);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	const char wrong[] = "gpu=h100 guard=off\n";
+	assert_int_equal(write(fd, wrong, sizeof wrong - 1), (ssize_t)(sizeof wrong - 1));
+	close(fd);
+	snprintf(arg, sizeof arg, "calibration=%s", path);
+	assert_int_equal(site_of(&site, arg, msg), -1);
+	char want[256];
+	snprintf(want, sizeof want,
+		 "plugstack argument 'calibration=%s': 'guard=off': only gpu= and guard_band= belong in it",
+		 path);
+	assert_string_equal(msg, want);
+	unlink(path);
+	assert_int_equal(site_of(&site, arg, msg), -1);
+	snprintf(want, sizeof want, "plugstack argument 'calibration=%s': No such file or directory", path);
+	assert_string_equal(msg, want);
+	assert_int_equal(site_of(&site, "calibration=site.conf", msg), -1);
+	assert_string_equal(msg, "plugstack argument 'calibration=site.conf': expected an absolute path");
 }
 
 static void ports_differ_between_jobs_and_steps(void **state)
