@@ -587,6 +587,12 @@ gpu_below() { # GIB RATIO
 	LLMP_GPU=$doubtful run srun -N2 -n8 --llm-parallel=tp=2 --llm-model=$model "$TASK_ENV"
 	[ "$status" -ne 0 ]
 	grep -q "^llm_parallel: custom does not fit: .*(estimate / 1.050)" <<<"$output"
+	# the same band from llmp calibrate's file (calibration=), with the site's GPU in it
+	printf '# llmp calibrate\ngpu=%s guard_band=0.05\n' "$doubtful" >"$WORK/calibration.conf"
+	write_plugstack calibration="$WORK/calibration.conf"
+	run srun -N2 -n8 --llm-parallel=tp=2 --llm-model=$model "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: custom does not fit: .*(estimate / 1.050)" <<<"$output" || { echo "$output"; false; }
 	write_plugstack guard=bogus
 	run srun -n1 --llm-parallel=tp=1 true
 	[ "$status" -ne 0 ]
