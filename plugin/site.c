@@ -241,11 +241,11 @@ int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg
 	memset(site, 0, sizeof *site);
 	llmp_spec_init(&site->defaults);
 	llmp_ckpt_spec_init(&site->ckpt_defaults);
+	site->guard = MEM_GUARD_REFUSE;
+	site->guard_band = -1; /* the bands measured (planner/mem_guard.h) */
 	site->gpu_bind = PLUGIN_GPUS_NODE;
 	site->port_base = DEFAULT_PORT_BASE;
 	site->port_range = DEFAULT_PORT_RANGE;
-	site->guard = MEM_GUARD_REFUSE;
-	site->guard_band = -1;
 	for (int i = 0; i < argc; i++)
 		if (parse_arg(site, argv[i], msg, msglen) < 0)
 			return -1;

@@ -24,13 +24,6 @@
  *                     --llm-parallel=auto: a name (h100, a100-40gb, ...) or
  *                     mem=GiB,tflops=N[,...] (planner/model_desc.h); LLMP_GPU
  *                     overrides it
- *   gdr_level=LOC|PIX|PXB|PHB|SYS
- *                     NCCL_NET_GDR_LEVEL for tasks that set none (NCCL's default
- *                     is PXB; e.g. PHB where GPUDirect RDMA through the CPU is
- *                     wanted); LOC still wins on a path known to break it
- *   topology=FILE     the site's description of its nodes (doc/topology-json.md),
- *                     used when the job gives no LLMP_TOPOLOGY_FILE; read at each
- *                     step, a file that cannot be used is a warning there
  *   guard=refuse|warn|off  what --llm-model's memory guard does with a written
  *                     layout (planner/mem_guard.h): refuse one that cannot fit even at
  *                     the favourable end of the model's measured memory error and
@@ -42,6 +35,13 @@
  *                     the guard refuses (yes, the default; logged either way)
  *   calibration=FILE  the gpu= and guard_band= that `llmp calibrate -o FILE` fitted to
  *                     the site's own runs, taken as if given at this place
+ *   gdr_level=LOC|PIX|PXB|PHB|SYS
+ *                     NCCL_NET_GDR_LEVEL for tasks that set none (NCCL's default
+ *                     is PXB; e.g. PHB where GPUDirect RDMA through the CPU is
+ *                     wanted); LOC still wins on a path known to break it
+ *   topology=FILE     the site's description of its nodes (doc/topology-json.md),
+ *                     used when the job gives no LLMP_TOPOLOGY_FILE; read at each
+ *                     step, a file that cannot be used is a warning there
  *   nvml=LIB          the NVML library tasks load for --llm-model's GPU check
  *                     (gpu_check.h; default libnvidia-ml.so.1 through the dynamic
  *                     linker's search, with slurmd's environment). Only the site
@@ -62,19 +62,21 @@
 struct plugin_site {
 	llmp_spec defaults;
 	llmp_ckpt_spec ckpt_defaults;
+	/* guard=: enum mem_guard_policy (planner/mem_guard.h); guard_band=, < 0 for the bands
+	 * measured per engine and GPU; guard_override=no: --llm-guard=warn is refused */
+	int guard;
+	double guard_band;
+	bool guard_no_override;
 	uint32_t max[LLMP_NKEYS]; /* ceiling per size key; 0 = none */
 	int gpu_bind;             /* enum plugin_gpus */
 	bool placement_topology;
 	uint32_t port_base, port_range;
-	uint32_t max_requeues;  /* a batch job requeued more often is not run again; 0 = no ceiling */
-	char layout_dir[256];   /* "" = the job's TMPDIR, else /tmp */
-	char topology[1024];    /* "" = discover each node */
-	char gpu[128];          /* "" = none: the user must set LLMP_GPU for --llm-parallel=auto */
-	char gdr_level[4];      /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
-	char nvml[1024];        /* "" = libnvidia-ml.so.1 */
-	int guard;              /* guard=: enum mem_guard_policy (planner/mem_guard.h) */
-	double guard_band;      /* guard_band=; < 0: the band measured for the engine and GPU */
-	bool guard_no_override; /* guard_override=no: --llm-guard=warn is refused */
+	uint32_t max_requeues; /* a batch job requeued more often is not run again; 0 = no ceiling */
+	char layout_dir[256];  /* "" = the job's TMPDIR, else /tmp */
+	char topology[1024];   /* "" = discover each node */
+	char gpu[128];         /* "" = none: the user must set LLMP_GPU for --llm-parallel=auto */
+	char gdr_level[4];     /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
+	char nvml[1024];       /* "" = libnvidia-ml.so.1 */
 };
 
 /* Parse plugstack arguments; on error msg names the argument. Returns 0 or -1. */
