@@ -15,7 +15,9 @@
  * (`fit+mem`: efficiency and allowance). Those rows are left out of the
  * time figures and the grids; the guard and memory figures count the rows
  * of the time constants (which do not touch memory), not the allowance's.
- * Printed: how many layouts that ran the guard accepts, how many known
+ * Printed: the memory band per engine and GPU generation (planner/mem_guard.h:
+ * measured on the rows with a measured peak), how many layouts that ran the
+ * guard accepts under it (a warning counts) and which it warns on, how many known
  * out-of-memory layouts it refuses, the error against measured memories, how
  * often --parallel auto picks the published layout, how far the published
  * layout's modelled step is from the chosen one's, the step-time error, and
@@ -30,6 +32,7 @@
 #include <string.h>
 
 #include "planner/auto_layout.h"
+#include "planner/mem_guard.h"
 
 #ifndef LLMP_SRCDIR
 #define LLMP_SRCDIR "."
@@ -136,13 +139,16 @@ static int read_rows(const char *path, struct row *rows, size_t *n)
 static int gpu_of(const struct row *r, struct gpu_desc *g)
 {
 	char msg[LLMP_MSG_MAX];
-	if (gpu_desc_parse(r->gpu, g, msg, sizeof msg) != LLMP_OK) {
+	/* "h100@nemo-24.07": a --gpu text, then after '@' the software stack, whose fit is its own */
+	char plain[sizeof r->gpu];
+	snprintf(plain, sizeof plain, "%.*s", (int)strcspn(r->gpu, "@"), r->gpu);
+	if (gpu_desc_parse(plain, g, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, "%s: %s\n", r->id, msg);
 		return -1;
 	}
 	/* The kind is the name before any keys ("a100,net=6.25": a site's own network). */
 	char kind[32];
-	snprintf(kind, sizeof kind, "%.*s", (int)strcspn(r->gpu, ","), r->gpu);
+	snprintf(kind, sizeof kind, "%.*s", (int)strcspn(r->gpu, ",@"), r->gpu);
 	if (strcmp(kind, "h800") == 0)
 		snprintf(kind, sizeof kind, "h100");
 	/* A fit on the row's own grid (one stack on one cluster) first; then one on this very GPU
@@ -191,7 +197,8 @@ struct outcome {
 	char why[LLMP_MSG_MAX];
 	struct step_layout layout;
 	struct step_estimate est;
-	double measured; /* seconds, 0 when not published */
+	double measured;   /* seconds, 0 when not published */
+	double least_peak; /* bytes: the smallest peak of the tries (the guard's, when none fits) */
 };
 
 /*
@@ -246,6 +253,9 @@ static void evaluate(const struct row *r, const struct model_desc *m, const stru
 			}
 			bool better = !o->valid || (!o->fits && e.fits);
 			better = better || (e.fits == o->fits && e.step_s < o->est.step_s);
+			/* when none fits, the guard judges the try that needs the least memory */
+			if (!o->valid || e.peak_bytes < o->least_peak)
+				o->least_peak = e.peak_bytes;
 			o->valid = true;
 			if (better)
 				o->layout = l, o->est = e, o->fits = e.fits;
@@ -322,7 +332,9 @@ static int fit_row(const struct row *r, bool quiet)
 	struct fit *f = fit_of(r->gpu, grid ? r->grid : "");
 	if (f)
 		f->efficiency = fitted;
-	gpu_desc_parse(r->gpu, &g, NULL, 0);
+	char text[sizeof r->gpu];
+	snprintf(text, sizeof text, "%.*s", (int)strcspn(r->gpu, "@"), r->gpu);
+	gpu_desc_parse(text, &g, NULL, 0);
 	if (!quiet)
 		printf("fitted on %-14s %-6s efficiency %.3f (stated default %.2f)%s%s\n", r->id, r->gpu,
 		       fitted, g.efficiency, grid ? ", for grid " : "", grid ? r->grid : "");
@@ -490,6 +502,103 @@ static double spearman(const double *x, const double *y, size_t n)
 	return n > 1 ? 1 - 6 * d2 / ((double)n * ((double)n * n - 1)) : 0;
 }
 
+/* The rows the guard's and memory figures judge: eval and guard rows, and those of a time constant. */
+static bool judged(const struct row *r, bool *time_fitted)
+{
+	*time_fitted = strcmp(r->role, "fit") == 0 || strncmp(r->role, "fitmb", 5) == 0 ||
+		       strcmp(r->role, "fitgrid") == 0 || strncmp(r->role, "fittp", 5) == 0;
+	return strcmp(r->role, "eval") == 0 || strcmp(r->role, "guard") == 0 || *time_fitted;
+}
+
+/* A group of the memory band: an engine on a GPU generation. */
+struct band_group {
+	enum model_engine engine;
+	const char *generation;
+	double over[MAX_ROWS]; /* estimate / measured - 1 of its measured rows */
+	size_t n;
+	double band; /* measured: mem_guard.h's rule */
+	double compiled;
+};
+
+static struct band_group groups[MAX_FITS];
+static size_t ngroups;
+static double band_any = -1; /* the largest error either way over every measured row */
+
+static struct band_group *group_of(enum model_engine engine, const char *gpu_name, bool make)
+{
+	const char *generation = mem_guard_generation(gpu_name);
+	if (!generation)
+		generation = "other";
+	for (size_t i = 0; i < ngroups; i++)
+		if (groups[i].engine == engine && strcmp(groups[i].generation, generation) == 0)
+			return &groups[i];
+	if (!make || ngroups == MAX_FITS)
+		return NULL;
+	struct band_group *b = &groups[ngroups++];
+	memset(b, 0, sizeof *b);
+	b->engine = engine, b->generation = generation;
+	return b;
+}
+
+static int by_value_down(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x > y ? -1 : x < y;
+}
+
+/*
+ * The memory band (mem_guard.h) measured on the judged rows with a measured
+ * peak: per engine and GPU generation, the overestimate that at most one row
+ * in 20 exceeds, for a group of MEM_GUARD_ROWS_MIN rows or more; else the
+ * largest error either way over every measured row.
+ */
+static int measure_bands(const struct row *rows, size_t n)
+{
+	double worst = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		bool time_fitted;
+		struct model_desc m;
+		struct gpu_desc g;
+		struct outcome o;
+		if (!judged(r, &time_fitted) || strcmp(r->mem, "-") == 0)
+			continue;
+		if (model_of(r, &m) || gpu_of(r, &g))
+			return -1;
+		evaluate(r, &m, &g, &o);
+		struct band_group *b = group_of(m.engine, g.name, true);
+		if (!o.valid || !b)
+			continue;
+		double e = o.est.peak_bytes / (atof(r->mem) * GIB) - 1;
+		b->over[b->n++] = e;
+		worst = (e < 0 ? -e : e) > worst ? (e < 0 ? -e : e) : worst;
+	}
+	band_any = worst;
+	printf("\nmemory band (planner/mem_guard.h: the guard refuses only when the estimate / (1 + band) "
+	       "exceeds the GPU):\n");
+	for (size_t i = 0; i < ngroups; i++) {
+		struct band_group *b = &groups[i];
+		qsort(b->over, b->n, sizeof *b->over, by_value_down);
+		size_t k = b->n / 20; /* rows allowed above the band */
+		b->band = b->n >= MEM_GUARD_ROWS_MIN ? (b->over[k] > 0 ? b->over[k] : 0) : band_any;
+		printf("  %-9s on %-9s %2zu measured rows, overestimate %+.1f%% .. %+.1f%%: band %.4f%s\n",
+		       model_engine_name(b->engine), b->generation, b->n, 100 * b->over[b->n - 1],
+		       100 * b->over[0], b->band,
+		       b->n >= MEM_GUARD_ROWS_MIN ? " (exceeded by at most 1 row in 20)"
+						  : " (too few rows: the overall band)");
+	}
+	printf("  any other engine and GPU: band %.4f (the largest error either way over every measured row)\n",
+	       band_any);
+	return 0;
+}
+
+/* The band the guard uses for a row: its group's measured one, else the overall one. */
+static double band_of(const struct model_desc *m, const struct gpu_desc *g)
+{
+	struct band_group *b = group_of(m->engine, g->name, false);
+	return b && b->n >= MEM_GUARD_ROWS_MIN ? b->band : band_any;
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : LLMP_SRCDIR "/bench/data/published_layouts.tsv";
@@ -535,7 +644,25 @@ int main(int argc, char **argv)
 		}
 	}
 
-	size_t ran = 0, accepted = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
+	if (measure_bands(rows, n))
+		return 1;
+	/* The plugin's guard uses the compiled bands: say when they are not what the data give. */
+	for (size_t i = 0; i < ngroups; i++) {
+		const char *gpu = strcmp(groups[i].generation, "ampere") == 0      ? "a100"
+				  : strcmp(groups[i].generation, "hopper") == 0    ? "h100"
+				  : strcmp(groups[i].generation, "blackwell") == 0 ? "b200"
+										   : "custom";
+		double compiled = mem_guard_band(groups[i].engine, gpu),
+		       want = groups[i].n >= MEM_GUARD_ROWS_MIN ? groups[i].band : band_any;
+		if (compiled < want - 0.0005 || compiled > want + 0.0005)
+			printf("  NOTE: planner/mem_guard.h has %.3f for %s on %s; the data give %.3f\n",
+			       compiled, model_engine_name(groups[i].engine), groups[i].generation, want);
+	}
+
+	size_t ran = 0, accepted = 0, warned = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
+	char warned_rows[1024] = "", judged_rows[4096] = "", missed_rows[256] = "";
+	double stack_err[MAX_ROWS]; /* each timed row's error and gpu text, for the per-stack figures */
+	const char *stack_of[MAX_ROWS];
 	size_t chooser = 0, same = 0, close10 = 0;
 	double errors[MAX_ROWS], mem_err_max = 0;
 	printf("\n%-19s %-13s %4s %9s %7s %9s %9s %7s  %-30s %s\n", "row", "gpu", "fits", "peak", "measured",
@@ -547,11 +674,10 @@ int main(int argc, char **argv)
 		 * fittp, fittpgrid) is
 		 * judged on memory too, which no such constant touches; one the allowance was fitted
 		 * on (fitmem, fit+mem) is not. */
-		bool time_fitted = strcmp(r->role, "fit") == 0 || strncmp(r->role, "fitmb", 5) == 0 ||
-				   strcmp(r->role, "fitgrid") == 0 || strncmp(r->role, "fittp", 5) == 0;
-		bool guard_only = strcmp(r->role, "guard") == 0 || time_fitted;
-		if (strcmp(r->role, "eval") != 0 && !guard_only)
+		bool time_fitted;
+		if (!judged(r, &time_fitted))
 			continue;
+		bool guard_only = strcmp(r->role, "guard") == 0 || time_fitted;
 		struct model_desc m;
 		struct gpu_desc g;
 		struct outcome o;
@@ -559,9 +685,28 @@ int main(int argc, char **argv)
 			return 1;
 		evaluate(r, &m, &g, &o);
 		bool did_run = strcmp(r->ran, "yes") == 0;
+		double peak = o.fits ? o.est.peak_bytes : o.least_peak;
+		enum mem_guard_verdict v = o.valid ? mem_guard_judge(peak, g.mem_bytes, band_of(&m, &g))
+						   : MEM_GUARD_CANNOT;
 		ran += did_run, oom += !did_run;
-		accepted += did_run && o.valid && o.fits;
-		refused += !did_run && !(o.valid && o.fits);
+		accepted += did_run && v != MEM_GUARD_CANNOT;
+		warned += did_run && v == MEM_GUARD_DOUBTFUL;
+		refused += !did_run && v == MEM_GUARD_CANNOT;
+		if (!did_run && v != MEM_GUARD_CANNOT) {
+			size_t at = strlen(missed_rows);
+			snprintf(missed_rows + at, sizeof missed_rows - at, "%s%s (%.1f GiB)", at ? ", " : "",
+				 r->id, peak / GIB);
+		}
+		size_t used = strlen(warned_rows);
+		if (v == MEM_GUARD_DOUBTFUL)
+			snprintf(warned_rows + used, sizeof warned_rows - used,
+				 "%s%s (%.1f GiB, %.1f at the favourable end)", used ? ", " : "", r->id,
+				 peak / GIB, mem_guard_favourable(peak, band_of(&m, &g)) / GIB);
+		if (strcmp(r->mem, "-") == 0) { /* the band was measured on the others */
+			used = strlen(judged_rows);
+			snprintf(judged_rows + used, sizeof judged_rows - used, "%s%s", used ? " " : "",
+				 r->id);
+		}
 		if (!o.valid) {
 			printf("%-19s %-13s refused by the rules: %s\n", r->id, r->gpu, o.why);
 			continue;
@@ -569,6 +714,7 @@ int main(int argc, char **argv)
 		char err[16] = "-", meas[16] = "-";
 		if (o.measured > 0 && !guard_only) {
 			double e = o.est.step_s / o.measured - 1;
+			stack_err[timed] = e < 0 ? -e : e, stack_of[timed] = r->gpu;
 			errors[timed++] = e < 0 ? -e : e;
 			within20 += (e < 0 ? -e : e) <= 0.20;
 			snprintf(err, sizeof err, "%+.0f%%", 100 * e);
@@ -634,8 +780,10 @@ int main(int argc, char **argv)
 		if (strcmp(r->mem, "-") != 0)
 			snprintf(mem, sizeof mem, "%s GiB", r->mem);
 		printf("%-19s %-13s %4s %5.1f GiB %7s %7.2f s %9s %7s  %-30s %s\n", r->id, r->gpu,
-		       o.fits ? "yes" : "NO", o.est.peak_bytes / GIB, mem, o.est.step_s, meas, err, pick,
-		       ratio);
+		       v == MEM_GUARD_FITS       ? "yes"
+		       : v == MEM_GUARD_DOUBTFUL ? "warn"
+						 : "NO",
+		       o.est.peak_bytes / GIB, mem, o.est.step_s, meas, err, pick, ratio);
 	}
 
 	/* Measured grids: rank correlation of modelled and measured, and the pick against the measured best. */
@@ -676,12 +824,33 @@ int main(int argc, char **argv)
 		       k ? 100 * (measured[pick] / measured[best] - 1) : 0);
 	}
 
+	/* Per named software stack ("h100@nemo-24.07"): its held-out rows' step error. */
+	for (size_t i = 0; i < timed; i++) {
+		bool first = strchr(stack_of[i], '@') != NULL;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(stack_of[j], stack_of[i]) != 0;
+		if (!first)
+			continue;
+		double e[MAX_ROWS];
+		size_t k = 0, in10 = 0, in20 = 0;
+		for (size_t j = i; j < timed; j++)
+			if (!strcmp(stack_of[j], stack_of[i])) {
+				e[k++] = stack_err[j];
+				in10 += stack_err[j] <= 0.10, in20 += stack_err[j] <= 0.20;
+			}
+		qsort(e, k, sizeof *e, by_value);
+		printf("\nstack %s: %zu held-out rows, median step error %.0f%%, %zu within 10%%, %zu within 20%%\n",
+		       stack_of[i], k, 100 * (k % 2 ? e[k / 2] : (e[k / 2 - 1] + e[k / 2]) / 2), in10, in20);
+	}
 	qsort(errors, timed, sizeof *errors, by_value);
 	printf("\nfigures (a fitted constant's rows left out of what it fits):\n");
-	printf("  guard: accepts %zu of %zu layouts that ran (%.1f%%; goal 97%%)\n", accepted, ran,
-	       ran ? 100.0 * accepted / ran : 0);
+	printf("  guard: accepts %zu of %zu layouts that ran (%.1f%%; goal 97%%), %zu of them with a warning%s%s\n",
+	       accepted, ran, ran ? 100.0 * accepted / ran : 0, warned, warned ? ": " : "", warned_rows);
+	printf("  guard: judged with the band, held out of its measurement (no measured memory): %s\n",
+	       judged_rows);
 	if (oom)
-		printf("  guard: refuses %zu of %zu known out-of-memory layouts (goal: all)\n", refused, oom);
+		printf("  guard: refuses %zu of %zu known out-of-memory layouts (goal: all)%s%s\n", refused,
+		       oom, missed_rows[0] ? "; the estimate fits, so no band refuses: " : "", missed_rows);
 	else
 		printf("  guard: no known out-of-memory layout in the set yet\n");
 	if (mems)

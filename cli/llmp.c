@@ -15,6 +15,7 @@ static void usage(FILE *out)
 {
 	fputs("usage: llmp plan (--world W | --nodes N --tasks-per-node T)\n"
 	      "                 [--parallel SPEC] [--rank R] [--format text|json]\n"
+	      "       llmp calibrate [-o FILE] RUNS...   (the step model fitted to a site's runs)\n"
 	      "       llmp topo [--file FILE] [--format text|json]\n"
 	      "       llmp bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "       llmp top DIR [--format text|json]   (a job's LLMP_METRICS files)\n"
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "plan") == 0)
 		return cli_plan(argc - 1, argv + 1);
+	if (strcmp(argv[1], "calibrate") == 0)
+		return cli_calibrate(argc - 1, argv + 1);
 	if (strcmp(argv[1], "topo") == 0)
 		return cli_topo(argc - 1, argv + 1);
 	if (strcmp(argv[1], "top") == 0)

@@ -157,6 +157,8 @@ int cli_topo_job(int argc, char **argv);
 
 /* `llmp plan ...`; argv[0] is "plan". */
 int cli_plan(int argc, char **argv);
+/* `llmp calibrate RUNS...` (cmd_calibrate.c). */
+int cli_calibrate(int argc, char **argv);
 
 /* Human-readable plan: a summary and every group, or one rank's view. */
 int cli_plan_write_text(const llmp_plan *plan, uint32_t nodes, int64_t rank, FILE *out);

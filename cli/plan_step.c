@@ -142,6 +142,7 @@ static void json_head(struct json_writer *w, const struct model_desc *m, const s
 	json_bool(w, "zero_auto", zero_auto);
 	json_bool(w, "sequence_parallel", m->sp);
 	json_bool(w, "flash_attention", m->flash);
+	json_bool(w, "fp8", m->fp8);
 	json_bool(w, "dropout", m->dropout);
 	json_bool(w, "overlap_grad_reduce", m->overlap_grad);
 	json_bool(w, "overlap_param_gather", m->overlap_grad && m->zero == 1 && m->overlap_param);

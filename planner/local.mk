@@ -13,6 +13,7 @@ planner_sources = \
 	planner/cost.h planner/cost.c \
 	planner/model_desc.h planner/model_desc.c \
 	planner/step_model.h planner/step_model.c \
+	planner/mem_guard.h planner/mem_guard.c \
 	planner/auto_layout.h planner/auto_layout.c \
 	planner/hetero.h planner/hetero.c \
 	planner/megatron_args.h planner/megatron_args.c

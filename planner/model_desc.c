@@ -304,6 +304,8 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		ok = parse_bool(v, &m->sp);
 	} else if (!strcmp(item, "flash")) {
 		ok = parse_bool(v, &m->flash);
+	} else if (!strcmp(item, "fp8")) {
+		ok = parse_bool(v, &m->fp8);
 	} else if (!strcmp(item, "dropout")) {
 		ok = parse_bool(v, &m->dropout);
 	} else if (!strcmp(item, "overlap-grad")) {
@@ -340,7 +342,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			LLMP_ERR_ARG, msg, len,
 			"--model: unknown key '%s' (layers, hidden, ffn, heads, kv-heads, vocab, seq, "
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
-			"distopt, zero, sp, flash, dropout, overlap-grad, overlap-param, engine, grad, overhead, "
+			"distopt, zero, sp, flash, fp8, dropout, overlap-grad, overlap-param, engine, grad, overhead, "
 			"recompute, "
 			"recompute-layers, recompute-moe-act; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());

@@ -61,8 +61,12 @@ struct model_desc {
 	 * 2 and gradients, 3 and parameters (Megatron-FSDP's optim_grads / optim_grads_params,
 	 * DeepSpeed's ZeRO stages); MODEL_ZERO_AUTO: the chooser's to pick (auto_layout.h) */
 	unsigned zero;
-	bool sp;            /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
-	bool flash;         /* flash attention: no s x s scores kept */
+	bool sp;    /* sequence parallelism with tp (Megatron-Core's default with tp > 1) */
+	bool flash; /* flash attention: no s x s scores kept */
+	/* FP8 training as NVIDIA's recipes run it (Transformer Engine, current or delayed
+	 * scaling, bf16 master weights): the layers' linear GEMMs in FP8, the attention core,
+	 * the output layer and the elementwise kernels in bf16 (step_model.h) */
+	bool fp8;
 	bool dropout;       /* the layers drop out (Megatron's --hidden-dropout and --attention-dropout
 			     * above 0, its default 0.1): 1-byte masks kept; Llama-style models have none */
 	bool overlap_grad;  /* dp's reduction behind the backward (Megatron-LM's --overlap-grad-reduce,

@@ -346,6 +346,8 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 		double kept = output + (m->tied && l->pp == 1 ? embedding : 0);
 		st->weights = (kept + (layers < 2 * unit ? layers : 2 * unit)) * BYTES_WEIGHT;
 	}
+	if (m->fp8 && m->zero < 3) /* Transformer Engine's FP8 copy of the layers' weights */
+		st->weights += layers * STEP_FP8_WEIGHT_BYTES;
 	/* With 16-bit gradient buffers (grad=2) the optimizer steps its shard from an fp32 copy of
 	 * the shard's gradients: DeepSpeed's ZeRO-1/2 step flattens them .to(fp32), Megatron's
 	 * fp16/bf16 optimizers make main_grad.float(). 4 bytes more per optimizer parameter. */
@@ -506,8 +508,13 @@ static double stage_seconds(const struct model_desc *m, const struct gpu_desc *g
 	parts->flops = 3 * fwd + recompute_flops(m, l, x, k, st, fwd);
 	parts->elementwise = elementwise_seconds(m, g, l, x, k, st);
 	parts->overhead = st->layers * g->layer_overhead_s;
-	return parts->flops / ((double)l->tp * l->cp) / rank_rate(m, g, l) + parts->elementwise +
-	       parts->overhead;
+	double gemm = parts->flops / ((double)l->tp * l->cp) / rank_rate(m, g, l);
+	if (m->fp8 && fwd > 0) {
+		/* the layers' linear GEMMs at the FP8 rate: all but the attention core and the output layer */
+		double linear = (fwd - st->layers * x->flops_attn_core - output_forward(m, l, k)) / fwd;
+		gemm *= 1 - (linear > 0 ? linear : 0) * (1 - 1 / STEP_FP8_SPEEDUP);
+	}
+	return gemm + parts->elementwise + parts->overhead;
 }
 
 /*

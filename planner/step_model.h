@@ -52,6 +52,18 @@
 #define STEP_GEMM_WIDTH 64.0    /* columns (hidden / tp) likewise */
 #define STEP_HBM_EFFICIENCY 0.8 /* the share of HBM bandwidth a streaming elementwise kernel reaches */
 #define STEP_LOGIT_BYTES 20.0   /* per logit, forward and backward: bf16 out, fp32 softmax, its gradient */
+/*
+ * fp8=1: the dense FP8 tensor-core rate over the bf16 one, on Hopper (H100 SXM:
+ * 1,979 against 989 TFLOP/s, NVIDIA's H100 datasheet), Ada and Blackwell alike; the
+ * layers' linear GEMMs (QKV, projection, MLP, experts) run at it. Transformer
+ * Engine keeps an FP8 copy of each such weight beside the bf16 one
+ * (transformer_engine/pytorch/module/linear.py caches the cast weight across
+ * micro-batches): STEP_FP8_WEIGHT_BYTES a parameter of the layers, unless zero=3
+ * gathers them per use. Activations are counted as bf16 (TE saves some GEMM
+ * inputs in FP8: the estimate is then high, the guard's safe side).
+ */
+#define STEP_FP8_SPEEDUP 2.0
+#define STEP_FP8_WEIGHT_BYTES 1.0
 
 struct step_layout {
 	unsigned tp, pp, cp, ep, etp, dp, vpp, mbs; /* vpp 1: plain 1F1B; dp 0: derived */

@@ -14,6 +14,7 @@
 #include "planner/auto_layout.h"
 #include "planner/hetero.h"
 #include "planner/megatron_args.h"
+#include "planner/mem_guard.h"
 #include <llmp/llmp_env.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -347,6 +348,16 @@ static int recompute_to_fit(const struct model_desc *m, const struct gpu_desc *g
 		if (rc == 0 && block.l.recompute_layers < most && block.e.fits)
 			pick = &block;
 	}
+	/* None fits: the guard judges the one that needs the least memory (full recompute, as a rule). */
+	if (rc == 0 && !pick) {
+		const struct guarded *least = best;
+		if (m->experts && m->engine == MODEL_ENGINE_MEGATRON && act.e.peak_bytes > 0 &&
+		    act.e.peak_bytes < least->e.peak_bytes)
+			least = &act;
+		if (full.e.peak_bytes > 0 && full.e.peak_bytes < least->e.peak_bytes)
+			least = &full;
+		pick = least == &act ? &act : least == &full ? &full : NULL;
+	}
 	if (rc == 0 && pick) {
 		free(best->split);
 		*best = *pick;
@@ -358,14 +369,105 @@ static int recompute_to_fit(const struct model_desc *m, const struct gpu_desc *g
 	return rc;
 }
 
+/* The band of the model's memory error: the site's guard_band=, else the one measured for the engine and GPU. */
+static double band_for(const struct plugin_site *site, const struct model_desc *m, const struct gpu_desc *g)
+{
+	return site->guard_band >= 0 ? site->guard_band : mem_guard_band(m->engine, g->name);
+}
+
+/*
+ * LLMP_MODEL_PEAKS at the favourable end: each stage's MiB divided by
+ * 1 + band, rounded up, so the tasks' check fails only what cannot fit
+ * there either; "" when it cannot be rewritten (no check, as for a list
+ * too long).
+ */
+static void peaks_favourable(char *peaks, size_t len, double band)
+{
+	char out[PLUGIN_PEAKS_MAX];
+	size_t used = 0;
+	const char *p = peaks;
+	while (*p) {
+		size_t name = strcspn(p, ":");
+		char *end;
+		unsigned long long mib = p[name] == ':' ? strtoull(p + name + 1, &end, 10) : 0;
+		if (!mib || (*end && *end != ','))
+			break;
+		double f = mem_guard_favourable((double)mib, band);
+		unsigned long long down = (unsigned long long)f;
+		down += (double)down < f || !down;
+		int n = snprintf(out + used, sizeof out - used, "%s%.*s:%llu", used ? "," : "", (int)name, p,
+				 down);
+		if (n < 0 || (size_t)n >= sizeof out - used)
+			break;
+		used += (size_t)n;
+		p = *end ? end + 1 : end;
+	}
+	if (*p || used >= len)
+		used = 0;
+	memcpy(peaks, out, used);
+	peaks[used] = '\0';
+}
+
+/*
+ * The memory guard on a written layout b whose estimate does not fit its GPU
+ * (planner/mem_guard.h): -1 with msg when the site's guard= refuses it and
+ * the user did not override; else 0 with a warning (both figures and what to
+ * change), a->guard and the peaks the tasks check.
+ */
+static int judge_memory(const struct plugin_site *site, const struct model_desc *m,
+			const struct plugin_model_request *rq, const struct guarded *b, const char *text,
+			struct plugin_model_answer *a, char *msg, size_t msglen)
+{
+	double band = band_for(site, m, &b->peak_gpu), mem = b->peak_gpu.mem_bytes;
+	double favourable = mem_guard_favourable(b->e.peak_bytes, band);
+	enum mem_guard_verdict v = mem_guard_judge(b->e.peak_bytes, mem, band);
+	const char *remedy = mem_guard_remedy(b->e.peak_term), *term = step_term_name(b->e.peak_term);
+	char end[200];
+	snprintf(end, sizeof end,
+		 "%.1f GiB at the favourable end of the model's memory error (estimate / %.3f)",
+		 favourable / GIB, 1 + band);
+	if (site->guard == MEM_GUARD_OFF) {
+		snprintf(a->guard, sizeof a->guard, PLUGIN_GUARD_OFF);
+		a->peaks[0] = '\0';
+		return 0;
+	}
+	if (v == MEM_GUARD_DOUBTFUL) {
+		snprintf(a->guard, sizeof a->guard, PLUGIN_GUARD_DOUBTFUL);
+		snprintf(
+			a->warning, sizeof a->warning,
+			"warning: %s may not fit: %s, more than the %s's %.1f GiB, but %s fits; if it runs out "
+			"of memory, lower the %s: %s",
+			m->name, text, b->peak_gpu.name, mem / GIB, end, term, remedy);
+		peaks_favourable(a->peaks, sizeof a->peaks, band);
+		return 0;
+	}
+	if (site->guard == MEM_GUARD_REFUSE && !rq->guard_override)
+		return refuse(
+			msg, msglen,
+			"%s does not fit: %s, more than the %s's %.1f GiB even with %s; lower the %s: %s "
+			"(llmp plan --model ... --parallel auto finds a layout that fits%s)",
+			m->name, text, b->peak_gpu.name, mem / GIB, end, term, remedy,
+			site->guard_no_override ? "" : "; --llm-guard=warn runs it anyway");
+	bool user = site->guard == MEM_GUARD_REFUSE;
+	snprintf(a->guard, sizeof a->guard, "%s", user ? PLUGIN_GUARD_OVERRIDDEN : PLUGIN_GUARD_WARNED);
+	snprintf(a->warning, sizeof a->warning,
+		 "warning: %s: run although %s does not fit: %s, more than the %s's %.1f GiB even with %s; "
+		 "lower the %s: %s",
+		 user ? "--llm-guard=warn overrides the memory guard" : "the site's guard=warn", m->name,
+		 text, b->peak_gpu.name, mem / GIB, end, term, remedy);
+	a->peaks[0] = '\0'; /* the tasks' check would refuse what the user chose to run */
+	return 0;
+}
+
 /*
  * A written layout on a known world: Megatron's rules, then memory. With
  * recompute left to llmp, selective first, then on an MoE model the experts'
  * activation recomputed too, full when only that fits, on the fewest layers
  * of each chunk that fit (Megatron's block method).
  */
-static int guard(const struct model_desc *m, const struct gpu_desc *g, const struct plugin_model_request *rq,
-		 const struct auto_machines *on, struct plugin_model_answer *a, char *msg, size_t msglen)
+static int guard(const struct plugin_site *site, const struct model_desc *m, const struct gpu_desc *g,
+		 const struct plugin_model_request *rq, const struct auto_machines *on,
+		 struct plugin_model_answer *a, char *msg, size_t msglen)
 {
 	struct guarded b = { .l = step_layout_of_spec(rq->spec, m) };
 	char why[LLMP_MSG_MAX], text[PEAK_TEXT];
@@ -380,26 +482,23 @@ static int guard(const struct model_desc *m, const struct gpu_desc *g, const str
 		goto out;
 	memcpy(a->peaks, b.peaks, sizeof a->peaks);
 	describe_peak(&b.l, &b.e, &b.peak, text, sizeof text);
-	if (!b.e.fits) {
-		refuse(msg, msglen,
-		       "%s does not fit: %s, more than the %s's %.1f GiB (llmp plan --model ... "
-		       "--parallel auto finds one that fits)",
-		       m->name, text, b.peak_gpu.name, b.peak_gpu.mem_bytes / GIB);
+	if (!b.e.fits && judge_memory(site, m, rq, &b, text, a, msg, msglen) < 0)
 		goto out;
-	}
 	megatron_flags(m, &b.l, a);
 	if (a->megatron_cut) {
 		refuse(msg, msglen, "%s", flags_too_long);
 		goto out;
 	}
 	char how[80] = "";
+	const char *only = b.e.fits ? "it fits only with"
+				    : "estimated with"; /* beyond it: the least memory */
 	if (automatic_recompute && b.l.moe_act)
-		snprintf(how, sizeof how, "; it fits only with the experts' activation recomputed");
+		snprintf(how, sizeof how, "; %s the experts' activation recomputed", only);
 	else if (automatic_recompute && b.l.recompute_layers)
-		snprintf(how, sizeof how, "; it fits only with full recompute of %u layers of each chunk",
+		snprintf(how, sizeof how, "; %s full recompute of %u layers of each chunk", only,
 			 b.l.recompute_layers);
 	else if (automatic_recompute && b.l.recompute == MODEL_RECOMPUTE_FULL)
-		snprintf(how, sizeof how, "; it fits only with full recompute");
+		snprintf(how, sizeof how, "; %s full recompute", only);
 	int n = snprintf(a->note, sizeof a->note, "%s on %u GPUs (%s%s): %s of %.1f, about %.2f s a step%s",
 			 m->name, rq->world, on ? "placed on the topology, the weakest " : "", g->name, text,
 			 b.peak_gpu.mem_bytes / GIB, b.e.step_s, how);
@@ -420,9 +519,13 @@ out:
  * fit at the data-parallel size that needs the least memory per GPU (the
  * largest the global batch allows, full recompute when llmp may choose),
  * so no job that some size could run is refused; srun checks the real one.
+ * Like srun, only under the site's guard=refuse without the user's
+ * override, and only what cannot fit at the favourable end of the model's
+ * memory error.
  */
-static int guard_any_size(const struct model_desc *m, const struct gpu_desc *g,
-			  const struct plugin_model_request *rq, char *msg, size_t msglen)
+static int guard_any_size(const struct plugin_site *site, const struct model_desc *m,
+			  const struct gpu_desc *g, const struct plugin_model_request *rq, char *msg,
+			  size_t msglen)
 {
 	struct step_layout l = step_layout_of_spec(rq->spec, m);
 	if (l.recompute == MODEL_RECOMPUTE_AUTO)
@@ -441,14 +544,17 @@ static int guard_any_size(const struct model_desc *m, const struct gpu_desc *g,
 	unsigned *split = NULL; /* stays NULL: no machines */
 	if (step_layout_check(m, world, &l, NULL, 0) != LLMP_OK ||
 	    estimate(m, g, world, NULL, &l, &split, &e, &peak, &peak_gpu, text, sizeof text, NULL, 0) < 0 ||
-	    e.fits)
+	    site->guard != MEM_GUARD_REFUSE || rq->guard_override ||
+	    mem_guard_judge(e.peak_bytes, g->mem_bytes, band_for(site, m, g)) != MEM_GUARD_CANNOT)
 		return 0; /* srun decides on the step's real size */
 	describe_peak(&l, &e, &peak, text, sizeof text);
-	return refuse(
-		msg, msglen,
-		"%s cannot fit a %s (%.1f GiB) at any job size: even with dp=%llu, %s (llmp plan --model "
-		"... --parallel auto finds one that fits)",
-		m->name, g->name, g->mem_bytes / GIB, dp, text);
+	return refuse(msg, msglen,
+		      "%s cannot fit a %s (%.1f GiB) at any job size: even with dp=%llu, %s, and %.1f GiB at "
+		      "the favourable end of the model's memory error; lower the %s: %s (llmp plan --model "
+		      "... --parallel auto finds one that fits)",
+		      m->name, g->name, g->mem_bytes / GIB, dp, text,
+		      mem_guard_favourable(e.peak_bytes, band_for(site, m, g)) / GIB,
+		      step_term_name(e.peak_term), mem_guard_remedy(e.peak_term));
 }
 
 /* The step's nodes on the topology, when asked and usable; else NULL and a warning in the answer. */
@@ -487,6 +593,11 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 				"LLMP_MODEL (--llm-model=help lists them)");
 		return 0;
 	}
+	if (rq->guard_override && site->guard_no_override)
+		return refuse(msg, msglen,
+			      "--llm-guard=warn: this site does not let the memory guard be overridden "
+			      "(guard_override=no in plugstack.conf); llmp plan --model ... --parallel auto "
+			      "finds a layout that fits");
 	if (model_desc_parse(rq->model, &m, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "%s: %s", rq->model_source, why);
 	if (rq->gpu && gpu_desc_parse(rq->gpu, &given, why, sizeof why) != LLMP_OK)
@@ -521,11 +632,11 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 	if (!rq->world) {
 		if (rq->automatic)
 			return 0; /* each srun chooses for its own task count */
-		return guard_any_size(&m, &g, rq, msg, msglen);
+		return guard_any_size(site, &m, &g, rq, msg, msglen);
 	}
 	const struct auto_machines *on = pm ? plugin_machines_of(pm) : NULL;
 	int rc = rq->automatic ? choose(site, &m, &g, rq, on, a, msg, msglen)
-			       : guard(&m, &g, rq, on, a, msg, msglen);
+			       : guard(site, &m, &g, rq, on, a, msg, msglen);
 	plugin_machines_close(pm);
 	return rc;
 }

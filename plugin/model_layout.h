@@ -40,7 +40,16 @@ struct plugin_model_request {
 	 * sbatch leaves a job without rq->gpu to srun (the node types may say
 	 * it); NULL: none, every GPU is rq->gpu and the network modelled. */
 	const struct plugin_machines_request *machines;
+	/* --llm-guard=warn: the user runs a written layout the memory guard would
+	 * refuse, with a warning (refused where the site says guard_override=no) */
+	bool guard_override;
 };
+
+/* What the memory guard made of a written layout that does not fit by the estimate, for LLMP_MODEL_GUARD. */
+#define PLUGIN_GUARD_DOUBTFUL "doubtful"     /* fits at the favourable end of the model's error */
+#define PLUGIN_GUARD_OVERRIDDEN "overridden" /* does not: run on the user's --llm-guard=warn */
+#define PLUGIN_GUARD_WARNED "warned"         /* does not: run on the site's guard=warn */
+#define PLUGIN_GUARD_OFF "off"               /* the site's guard=off: not checked */
 
 struct plugin_model_answer {
 	bool decided;     /* false: nothing to hand the step (no model, or no task count yet) */
@@ -51,7 +60,11 @@ struct plugin_model_answer {
 	char megatron[PLUGIN_MODEL_ARGS_MAX];
 	bool megatron_cut; /* the flags did not fit megatron: refused, never handed on cut */
 	char note[768];    /* one line for the user: the choice or the estimate; "" for none */
-	char warning[640]; /* one line before it: the topology named and not used; "" for none */
+	/* one line before it: the topology named and not used, or the memory guard's
+	 * doubt or override; "" for none */
+	char warning[1024];
+	/* a written layout beyond the estimate: one of PLUGIN_GUARD_*; "" otherwise */
+	char guard[16];
 	/* On mixed GPUs, the layers of each stage ("10,12,12,6") when the split
 	 * is not even, for LLMP_STAGE_LAYERS; "" otherwise */
 	char stage_layers[PLUGIN_MODEL_ARGS_MAX];
@@ -65,7 +78,11 @@ struct plugin_model_answer {
  * Decide for a request. Returns 0 with *a filled, or -1 with msg saying why
  * the job cannot run as asked: an unreadable model or GPU, auto without a
  * model or GPU, a layout Megatron refuses for this model, or one that cannot
- * fit (its peak, the stage and the largest term named). With rq->machines,
+ * fit even at the favourable end of the model's memory error
+ * (planner/mem_guard.h; the site's guard= and guard_band=): its peak, the
+ * stage, the largest term and what lowers it named. One that may not fit is
+ * decided with a warning, and its peaks for the tasks' check are the
+ * favourable end's. With rq->machines,
  * the node types' "gpu" come first and rq->gpu is for types without one;
  * machines that cannot be used (a file that does not describe the step's
  * nodes) leave the decision to rq->gpu with a warning in the note.

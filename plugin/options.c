@@ -11,6 +11,9 @@
  *   --llm-model=MODEL     the model to train (planner/model_desc.h), for
  *                         --llm-parallel=auto and the memory guard
  *                         (model_layout.h); "help" lists the presets
+ *   --llm-guard=warn|refuse  warn: run a written layout the memory guard
+ *                         refuses, with a warning, logged (site.h guard_override=);
+ *                         refuse: the guard's verdict (the default)
  *
  * Values are stored as given; they are checked in init_post_opt, once the
  * environment and site defaults are known. A later value replaces an earlier
@@ -27,7 +30,7 @@
 #include <llmp/llmp_spec.h>
 #include "planner/model_desc.h"
 
-enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT, OPT_MODEL };
+enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT, OPT_MODEL, OPT_GUARD };
 
 static struct plugin_ctx ctx = { .gpu_bind = -1, .placement = -1 };
 
@@ -71,7 +74,8 @@ static void print_grammar_and_exit(int val)
 		      "GPUs and LOCAL_RANK indexes its own, the default; one GPU per task; as Slurm\n"
 		      "set them), --llm-placement=block|topology (ranks as Slurm's task ids, the\n"
 		      "default, or in the topology's order), --llm-checkpoint=DIR[,...]\n"
-		      "(--llm-checkpoint=help explains)\n"
+		      "(--llm-checkpoint=help explains), --llm-guard=warn (run a layout the\n"
+		      "memory guard of --llm-model refuses, with a warning, logged)\n"
 		      "The environment variable LLMP_PARALLEL gives a layout too; the option wins\n"
 		      "key by key. See llm_parallel(8).\n",
 		      stdout);
@@ -96,6 +100,15 @@ static int option_cb(int val, const char *optarg, int remote)
 			return -1;
 		}
 		ctx.placement = strcmp(optarg, "topology") == 0;
+		return 0;
+	}
+	if (val == OPT_GUARD) {
+		if (!optarg || (strcmp(optarg, "warn") != 0 && strcmp(optarg, "refuse") != 0)) {
+			plugin_user_message("--llm-guard: expected 'warn' (run a layout the memory guard "
+					    "refuses, with a warning) or 'refuse'");
+			return -1;
+		}
+		ctx.guard_override = strcmp(optarg, "warn") == 0;
 		return 0;
 	}
 	/* "help" answers at once, on the submitting side, and submits nothing. */
@@ -126,6 +139,11 @@ static struct spank_option options[] = {
 	  "[llm_parallel] the model trained, for --llm-parallel=auto and the memory "
 	  "guard: a preset, a config.json or keys; 'help' explains",
 	  1, OPT_MODEL, option_cb },
+	{ "llm-guard", "warn|refuse",
+	  "[llm_parallel] with --llm-model and a written layout: warn runs one the memory "
+	  "guard refuses (it cannot fit even allowing for the model's error), with a "
+	  "warning, logged; refuse, the default, does not",
+	  1, OPT_GUARD, option_cb },
 	{ "llm-gpu-bind", "node|task|none",
 	  "[llm_parallel] with --llm-parallel: every task sees the step's GPUs and "
 	  "LOCAL_RANK indexes its own (node, the default), one GPU per task with "

@@ -28,11 +28,12 @@
 
 struct plugin_ctx {
 	struct plugin_site site;
-	char *option;       /* --llm-parallel value, NULL if not given */
-	char *ckpt_option;  /* --llm-checkpoint value, NULL if not given */
-	char *model_option; /* --llm-model value, NULL if not given */
-	int gpu_bind;       /* --llm-gpu-bind: -1 not given, else enum plugin_gpus */
-	int placement;      /* --llm-placement: -1 not given, 0 block, 1 topology */
+	char *option;        /* --llm-parallel value, NULL if not given */
+	char *ckpt_option;   /* --llm-checkpoint value, NULL if not given */
+	char *model_option;  /* --llm-model value, NULL if not given */
+	int gpu_bind;        /* --llm-gpu-bind: -1 not given, else enum plugin_gpus */
+	int placement;       /* --llm-placement: -1 not given, 0 block, 1 topology */
+	bool guard_override; /* --llm-guard=warn */
 
 	/*
 	 * slurmstepd only: prepared once per step in user_init, which touches

@@ -8,8 +8,10 @@
  */
 #include "site.h"
 #include "gpu_bind.h"
+#include "planner/mem_guard.h"
 #include "topology/gpu_desc.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,85 @@ static int bad(char *msg, size_t msglen, const char *arg, const char *why)
 static bool is_key(const char *arg, size_t klen, const char *name)
 {
 	return klen == strlen(name) + 1 && strncmp(arg, name, klen - 1) == 0;
+}
+
+static int parse_calibration(struct plugin_site *site, const char *arg, const char *path, char *msg,
+			     size_t msglen);
+
+/* guard=, guard_band=, guard_override= (the memory guard's policy), calibration=: 1 when arg is none of them. */
+static int parse_guard_arg(struct plugin_site *site, const char *arg, size_t klen, const char *v, char *msg,
+			   size_t msglen)
+{
+	if (is_key(arg, klen, "guard")) {
+		int policy = mem_guard_policy_parse(v);
+		if (policy < 0)
+			return bad(msg, msglen, arg, "expected refuse, warn or off");
+		site->guard = policy;
+		return 0;
+	}
+	if (is_key(arg, klen, "guard_band")) {
+		char *end;
+		double band = strtod(v, &end);
+		if (end == v || *end || !(band >= 0 && band <= 1) || strspn(v, "0123456789.") != strlen(v))
+			return bad(msg, msglen, arg, "expected a fraction from 0 to 1, e.g. 0.15");
+		site->guard_band = band;
+		return 0;
+	}
+	if (is_key(arg, klen, "calibration"))
+		return parse_calibration(site, arg, v, msg, msglen);
+	if (is_key(arg, klen, "guard_override")) {
+		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0)
+			return bad(msg, msglen, arg, "expected yes or no");
+		site->guard_no_override = strcmp(v, "no") == 0;
+		return 0;
+	}
+	return 1;
+}
+
+static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_t msglen);
+
+/*
+ * calibration=FILE: the arguments `llmp calibrate -o FILE` wrote (gpu= and
+ * guard_band=, separated by blanks; '#' starts a comment to the line's end),
+ * taken as if given at this place. Only those two keys: the file is the
+ * step model's, not the rest of the site's policy.
+ */
+static int parse_calibration(struct plugin_site *site, const char *arg, const char *path, char *msg,
+			     size_t msglen)
+{
+	char text[4096], why[LLMP_MSG_MAX];
+	FILE *f = path[0] == '/' ? fopen(path, "r") : NULL;
+	if (!f) {
+		snprintf(why, sizeof why, "%s",
+			 path[0] == '/' ? strerror(errno) : "expected an absolute path");
+		return bad(msg, msglen, arg, why);
+	}
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	bool whole = feof(f) && !ferror(f);
+	fclose(f);
+	if (!whole)
+		return bad(msg, msglen, arg, "unreadable, or longer than 4095 bytes");
+	text[n] = '\0';
+	for (char *line = text, *next; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line[strcspn(line, "#")] = '\0';
+		for (char *tok = line + strspn(line, " \t\r"); *tok; tok += strspn(tok, " \t\r")) {
+			size_t len = strcspn(tok, " \t\r");
+			char *after = tok[len] ? tok + len + 1 : tok + len;
+			tok[len] = '\0';
+			if (strncmp(tok, "gpu=", 4) != 0 && strncmp(tok, "guard_band=", 11) != 0) {
+				snprintf(why, sizeof why, "'%.64s': only gpu= and guard_band= belong in it",
+					 tok);
+				return bad(msg, msglen, arg, why);
+			}
+			if (parse_arg(site, tok, why, sizeof why) < 0)
+				return bad(msg, msglen, arg, why);
+			tok = after;
+		}
+	}
+	return 0;
 }
 
 static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_t msglen)
@@ -173,10 +254,14 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		strcpy(site->topology, v);
 		return 0;
 	}
+	int guard = parse_guard_arg(site, arg, klen, v, msg, msglen);
+	if (guard <= 0)
+		return guard;
 	return bad(msg, msglen, arg,
 		   "unknown (known: defaults= checkpoint= max_tp= max_pp= max_cp= max_ep= "
 		   "max_etp= max_requeues= gpu_bind= placement= port_base= port_range= layout_dir= gpu= "
-		   "topology= gdr_level= nvml= clean= clean_wait= clean_mem= clean_gpus= drain= scontrol=)");
+		   "topology= gdr_level= nvml= clean= clean_wait= clean_mem= clean_gpus= drain= scontrol= "
+		   "guard= guard_band= guard_override= calibration=)");
 }
 
 int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg, size_t msglen)
@@ -184,6 +269,8 @@ int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg
 	memset(site, 0, sizeof *site);
 	llmp_spec_init(&site->defaults);
 	llmp_ckpt_spec_init(&site->ckpt_defaults);
+	site->guard = MEM_GUARD_REFUSE;
+	site->guard_band = -1; /* the bands measured (planner/mem_guard.h) */
 	site->gpu_bind = PLUGIN_GPUS_NODE;
 	site->port_base = DEFAULT_PORT_BASE;
 	site->port_range = DEFAULT_PORT_RANGE;

@@ -24,6 +24,17 @@
  *                     --llm-parallel=auto: a name (h100, a100-40gb, ...) or
  *                     mem=GiB,tflops=N[,...] (planner/model_desc.h); LLMP_GPU
  *                     overrides it
+ *   guard=refuse|warn|off  what --llm-model's memory guard does with a written
+ *                     layout (planner/mem_guard.h): refuse one that cannot fit even at
+ *                     the favourable end of the model's measured memory error and
+ *                     warn on one that may not (refuse, the default); warn on both;
+ *                     or check no memory
+ *   guard_band=F      that error as a fraction (0 to 1, e.g. 0.15) for every engine
+ *                     and GPU, instead of the bands bench/bench_validate measured
+ *   guard_override=yes|no  whether a user may pass --llm-guard=warn to run a layout
+ *                     the guard refuses (yes, the default; logged either way)
+ *   calibration=FILE  the gpu= and guard_band= that `llmp calibrate -o FILE` fitted to
+ *                     the site's own runs, taken as if given at this place
  *   gdr_level=LOC|PIX|PXB|PHB|SYS
  *                     NCCL_NET_GDR_LEVEL for tasks that set none (NCCL's default
  *                     is PXB; e.g. PHB where GPUDirect RDMA through the CPU is
@@ -62,6 +73,11 @@
 struct plugin_site {
 	llmp_spec defaults;
 	llmp_ckpt_spec ckpt_defaults;
+	/* guard=: enum mem_guard_policy (planner/mem_guard.h); guard_band=, < 0 for the bands
+	 * measured per engine and GPU; guard_override=no: --llm-guard=warn is refused */
+	int guard;
+	double guard_band;
+	bool guard_no_override;
 	uint32_t max[LLMP_NKEYS]; /* ceiling per size key; 0 = none */
 	int gpu_bind;             /* enum plugin_gpus */
 	bool placement_topology;

@@ -435,6 +435,27 @@ static bool read_peaks(spank_t sp)
 	return false;
 }
 
+/*
+ * LLMP_MODEL_GUARD from srun: a layout the memory guard doubted, or one run
+ * against its refusal, is logged in slurmd's log with the job, so a site
+ * sees who overrode it. Only the plugin's own words are logged.
+ */
+static void log_guard(spank_t sp)
+{
+	static const char *const words[] = { PLUGIN_GUARD_DOUBTFUL, PLUGIN_GUARD_OVERRIDDEN,
+					     PLUGIN_GUARD_WARNED, PLUGIN_GUARD_OFF };
+	struct plugin_ctx *c = plugin_ctx();
+	char buf[16];
+	const char *text;
+	if (step_env_whole(sp, LLMP_ENV_MODEL_GUARD, buf, sizeof buf, &text) < 0 || !text)
+		return;
+	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+		if (strcmp(text, words[i]) == 0)
+			slurm_info(PLUGIN_NAME ": job %u step %u: the layout is beyond the memory estimate; "
+					       "memory guard: %s",
+				   c->job_id, c->step_id, words[i]);
+}
+
 /* The owner of a process as this node's /proc shows it; (uid_t)-1 when it shows none. */
 static uid_t process_owner(unsigned pid)
 {
@@ -532,6 +553,7 @@ static int prepare_normal_step(spank_t sp)
 		return fail_step("%s", msg);
 	if (!read_model_args(sp) || !read_stage_layers(sp) || !read_peaks(sp))
 		return 0;
+	log_guard(sp);
 	return plan_step(sp, &spec);
 }
 

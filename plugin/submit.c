@@ -20,9 +20,12 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <llmp/llmp_env.h>
+#include "common/fail.h" /* llmp_show_line */
 #include "resolve.h"
 #include "resolve_ckpt.h"
 
@@ -122,6 +125,7 @@ static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, u
 		.spec = spec,
 		.world = world,
 		.machines = machines.file[0] ? &machines : NULL,
+		.guard_override = c->guard_override,
 	};
 	rq.model = model_text(&rq.model_source);
 	rq.gpu_source = gpu && *gpu ? LLMP_ENV_GPU : "the site's gpu= (plugstack.conf)";
@@ -132,6 +136,9 @@ static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, u
 	}
 	if (a->warning[0])
 		plugin_user_message("%s", a->warning);
+	if (a->guard[0] && strcmp(a->guard, PLUGIN_GUARD_DOUBTFUL) != 0)
+		slurm_info(PLUGIN_NAME ": memory guard %s for uid %u: %s", a->guard, (unsigned)getuid(),
+			   llmp_show_line(a->warning));
 	if (a->note[0])
 		plugin_user_message("%s", a->note);
 	return 0;
@@ -211,6 +218,8 @@ static int hand_to_step(const struct plugin_model_answer *a, bool automatic)
 					       : unsetenv(LLMP_ENV_STAGE_LAYERS);
 	rc |= a->decided && a->peaks[0] ? setenv(LLMP_ENV_MODEL_PEAKS, a->peaks, 1)
 					: unsetenv(LLMP_ENV_MODEL_PEAKS);
+	rc |= a->decided && a->guard[0] ? setenv(LLMP_ENV_MODEL_GUARD, a->guard, 1)
+					: unsetenv(LLMP_ENV_MODEL_GUARD);
 	if (rc)
 		plugin_user_message("cannot hand the model's layout to the step: setenv failed");
 	return rc ? -1 : 0;

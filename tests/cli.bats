@@ -929,3 +929,107 @@ for c in d["candidates"]:
     assert not c["fits"] or c["step_seconds"] >= d["step_seconds"], c
 ' <<<"$output" || fail "auto on mixed GPUs: $output"
 }
+
+# ------------------------------------------------------------ llmp calibrate
+
+stderr_matches() {
+	grep -Eq -- "$1" <<<"$stderr" || fail "no line of stderr matches /$1/"
+}
+
+@test "calibrate: five runs of a site 2x off the defaults fit its constants; its other layouts within 5%" {
+	need_python
+	# A site whose GPUs reach half the stated h100's efficiency, with 3 ms of framework time a
+	# layer and micro-batch and an allowance of 0.08: its runs are what llmp plan gives there.
+	truth=h100,eff=0.25,layer-ms=3
+	model=llama3-8b,seq=4096,gbs=256,recompute=selective
+	run_of() { # SPEC MBS WORLD GPU [OVERHEAD]: step seconds and peak GiB
+		llmp plan --world "$3" --parallel "$1" --model "$model,mbs=$2${5:+,overhead=$5}" --gpu "$4" --format json
+		assert_status 0
+		printf '%s\n' "$output" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["step_seconds"], d["memory"]["peak_bytes"] / 2**30)'
+	}
+	: >"$BATS_TEST_TMPDIR/runs.jsonl"
+	for r in "tp=1,pp=1 1 16" "tp=1,pp=1 2 16" "tp=2,pp=1 1 16" "tp=2,pp=2 1 16" "tp=4,pp=1 2 32"; do
+		read -r spec mbs world <<<"$r"
+		read -r step peak <<<"$(run_of "$spec" "$mbs" "$world" "$truth" 0.08)"
+		printf '{"model": "%s,mbs=%s", "gpu": "h100", "layout": "%s", "world": %s, "step_s": %s, "peak_gib": %s}\n' \
+			"$model" "$mbs" "$spec" "$world" "$step" "$peak" >>"$BATS_TEST_TMPDIR/runs.jsonl"
+	done
+	llmp calibrate -o "$BATS_TEST_TMPDIR/site.conf" "$BATS_TEST_TMPDIR/runs.jsonl"
+	assert_status 0
+	assert_line_matches '^  efficiency +0\.500 -> 0\.250 \(-50%\)$'
+	assert_line_matches '^  per-layer overhead +0\.00 -> 3\.00 ms a layer and micro-batch'
+	assert_line_matches '^  memory allowance +3 GiB \+ 0\.150 -> 3 GiB \+ 0\.080 of the rest'
+	assert_line_matches '^  memory error band +0\.150 -> 0\.00[01] \(guard_band=\)$'
+	assert_line_matches '^plugstack: gpu=h100,eff=0\.2500,layer-ms=3\.000 guard_band=0\.00[01]$'
+	[ "$(cat "$BATS_TEST_TMPDIR/site.conf")" = "${lines[-1]#plugstack: }" ] || fail "the file is not the line"
+	# The site's other layouts: the stated h100 is far off, the calibrated text within 5% (median).
+	fitted=$(sed 's/^gpu=//; s/ .*//' "$BATS_TEST_TMPDIR/site.conf")
+	errors=()
+	for r in "tp=1,pp=2 1 16" "tp=4,pp=2 1 32" "tp=2,pp=1 2 32" "tp=8,pp=1 1 64"; do
+		read -r spec mbs world <<<"$r"
+		read -r want _ <<<"$(run_of "$spec" "$mbs" "$world" "$truth")"
+		read -r stated _ <<<"$(run_of "$spec" "$mbs" "$world" h100)"
+		read -r got _ <<<"$(run_of "$spec" "$mbs" "$world" "$fitted")"
+		errors+=("$(python3 -c 'import sys; w, s, g = map(float, sys.argv[1:]); print(abs(s / w - 1), abs(g / w - 1))' "$want" "$stated" "$got")")
+	done
+	python3 - "${errors[@]}" <<-'PY' || fail "calibrated steps not within 5%: ${errors[*]}"
+		import statistics, sys
+		pairs = [tuple(map(float, a.split())) for a in sys.argv[1:]]
+		before = statistics.median(p[0] for p in pairs)
+		after = statistics.median(p[1] for p in pairs)
+		assert before > 0.3 and after < 0.05, (before, after)
+	PY
+}
+
+@test "calibrate: bad runs name the file, the line and the field" {
+	printf '{"model": "llama3-8b", "gpu": "h100", "layout": "tp=2", "world": 8}\n' >"$BATS_TEST_TMPDIR/a.jsonl"
+	llmp calibrate "$BATS_TEST_TMPDIR/a.jsonl"
+	assert_status 2
+	stderr_matches "^llmp calibrate: $BATS_TEST_TMPDIR/a.jsonl:1: needs \"step_s\": the mean seconds of a step, above 0\$"
+	printf '\n{"model": "llama3-8b", "gpu": "h100x", "layout": "tp=2", "world": 8, "step_s": 1}\n' >"$BATS_TEST_TMPDIR/b.jsonl"
+	llmp calibrate "$BATS_TEST_TMPDIR/b.jsonl"
+	assert_status 2
+	stderr_matches "^llmp calibrate: $BATS_TEST_TMPDIR/b.jsonl:2: --gpu: unknown GPU 'h100x'"
+	printf '{"model": "llama3-8b", "gpu": "h100", "layout": "tp=3", "world": 8, "step_s": 1}\n' >"$BATS_TEST_TMPDIR/c.jsonl"
+	llmp calibrate "$BATS_TEST_TMPDIR/c.jsonl"
+	assert_status 2
+	stderr_matches "^llmp calibrate: $BATS_TEST_TMPDIR/c.jsonl:1: layout 'tp=3': "
+	printf '{"model": "llama3-8b",}\n' >"$BATS_TEST_TMPDIR/d.jsonl"
+	llmp calibrate "$BATS_TEST_TMPDIR/d.jsonl"
+	assert_status 2
+	stderr_matches "^llmp calibrate: $BATS_TEST_TMPDIR/d.jsonl:1: line 1: "
+	llmp calibrate "$BATS_TEST_TMPDIR/none.jsonl"
+	assert_status 1
+	stderr_matches "^llmp calibrate: $BATS_TEST_TMPDIR/none.jsonl: No such file or directory\$"
+	llmp calibrate
+	assert_status 2
+	stderr_matches '^llmp calibrate: no RUNS files given'
+}
+
+@test "calibrate: a metrics directory is one run, from rank 0's newest complete record" {
+	need_python
+	model=llama3-8b,seq=4096,gbs=256,mbs=1,recompute=selective
+	llmp plan --world 8 --parallel tp=2 --model "$model" --gpu h100,eff=0.3 --format json
+	assert_status 0
+	step=$(printf '%s\n' "$output" | python3 -c 'import json,sys; print(json.load(sys.stdin)["step_seconds"])')
+	dir=$BATS_TEST_TMPDIR/metrics
+	mkdir -p "$dir"
+	record() { # STEPS STEP_S [MODEL-AND-GPU-FIELDS]
+		printf '{"v":1,"time":1.0,"rank":0,"world":8,"host":"n1","layout":"tp=2,cp=1,ep=1,etp=2,dp=4,pp=1,vpp=0,order=tp-cp-ep-dp-pp,world=8"%s,"step":%s,"steps":%s,"step_s":%s,"step_last_s":1,"step_max_s":1,"ckpt_stall_s":0,"ckpt_stalls":0,"final":false,"comms":[]}' \
+			"${3:-}" "$1" "$1" "$2"
+	}
+	# an early record, the newest (10 steps of the true step), and a line cut short
+	{ record 2 1; echo; record 10 "$(python3 -c "print(10 * $step)")" ",\"model\":\"$model\",\"gpu\":\"h100\""; echo
+	  record 12 99 | head -c 60; } >"$dir/rank-00000.jsonl"
+	llmp calibrate "$dir"
+	assert_status 0
+	assert_line_matches '^  efficiency +0\.500 -> 0\.300 \(-40%\)$'
+	# without model and gpu in the record, --model and --gpu say them
+	{ record 10 "$(python3 -c "print(10 * $step)")"; echo; } >"$dir/rank-00000.jsonl"
+	llmp calibrate "$dir"
+	assert_status 2
+	stderr_matches 'rank-00000.jsonl: the record names no "model" or "gpu": give --model and --gpu$'
+	llmp calibrate --model "$model" --gpu h100 "$dir"
+	assert_status 0
+	assert_line_matches '^  efficiency +0\.500 -> 0\.300 \(-40%\)$'
+}

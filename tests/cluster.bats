@@ -21,6 +21,7 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 		grep -q -- '--llm-parallel=SPEC' <<<"$output"
 		grep -q 'tp=N,pp=N' <<<"$output"
 		grep -q -- '--llm-gpu-bind' <<<"$output"
+		grep -q -- '--llm-guard=warn|refuse' <<<"$output"
 	done
 }
 
@@ -29,6 +30,7 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 		run submit "$how" --llm-parallel=help
 		[ "$status" -eq 0 ]
 		grep -q 'order=D-D-D-D-D' <<<"$output"
+		grep -q -- '--llm-guard=warn (run a layout the' <<<"$output"
 	done
 	assert_queue_empty
 }
@@ -531,6 +533,70 @@ planned_by() { # llmp plan's arguments but --parallel and --format
 	run submit sbatch --llm-parallel=auto
 	[ "$status" -ne 0 ]
 	grep -q "^llm_parallel: --llm-parallel=auto needs the model: --llm-model" <<<"$output"
+	assert_queue_empty
+	assert_cluster_idle
+}
+
+# A layout's estimated peak in GiB, from llmp plan (recompute given: the same on any GPU).
+peak_gib() { # MODEL WORLD SPEC
+	"$LLMP" plan --world "$2" --model "$1" --gpu mem=1000,tflops=100 --parallel "$3" --format json |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["memory"]["peak_bytes"] / 2**30)'
+}
+
+# A GPU of GIB / RATIO GiB.
+gpu_below() { # GIB RATIO
+	python3 -c "import sys; print(f'mem={float(sys.argv[1]) / float(sys.argv[2]):.3f},tflops=100')" "$1" "$2"
+}
+
+@test "--llm-model: the guard runs a layout within its error band with a warning, refuses one beyond" {
+	local model=$BIG_MODEL,recompute=selective peak doubtful beyond
+	peak=$(peak_gib "$model" 8 tp=2)
+	# Megatron on a GPU without measured runs: the band is 0.15 (planner/mem_guard.h)
+	doubtful=$(gpu_below "$peak" 1.10) beyond=$(gpu_below "$peak" 1.30)
+	LLMP_GPU=$doubtful run srun -N2 -n8 --llm-parallel=tp=2 --llm-model=$model "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "^llm_parallel: warning: custom may not fit: tp=2,pp=1,.* at the favourable end of the model's memory error (estimate / 1.150) fits; if it runs out of memory, lower the optimizer states: " <<<"$output" ||
+		{ echo "$output"; false; }
+	[ "$(grep '^task ' <<<"$output" | awk '{print $2}' | sort -un | wc -l)" -eq 8 ] # every task ran
+	grep -q "llm_parallel: job [0-9]* step [0-9]*: the layout is beyond the memory estimate; memory guard: doubtful" \
+		"$CLUSTER_STATE"/log/slurmd-node*.log
+
+	LLMP_GPU=$beyond run srun -N2 -n8 --llm-parallel=tp=2 --llm-model=$model "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: custom does not fit: tp=2,pp=1,.* even with .*; lower the optimizer states: the distributed optimizer (zero=1 .*--llm-guard=warn runs it anyway)$" <<<"$output" ||
+		{ echo "$output"; false; }
+	! grep -q '^task ' <<<"$output"
+
+	# The user's override runs it, said on the terminal and in slurmd's log.
+	LLMP_GPU=$beyond run srun -N2 -n8 --llm-parallel=tp=2 --llm-model=$model --llm-guard=warn "$TASK_ENV"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	grep -q "^llm_parallel: warning: --llm-guard=warn overrides the memory guard: run although custom does not fit" <<<"$output"
+	[ "$(grep '^task ' <<<"$output" | awk '{print $2}' | sort -un | wc -l)" -eq 8 ]
+	grep -q "llm_parallel: job [0-9]* step [0-9]*: the layout is beyond the memory estimate; memory guard: overridden" \
+		"$CLUSTER_STATE"/log/slurmd-node*.log
+	run srun -n1 --llm-guard=maybe true
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: --llm-guard: expected 'warn'" <<<"$output"
+
+	# A site that forbids the override refuses it at submission; one with a band of 5% refuses the doubtful layout.
+	write_plugstack guard_override=no
+	LLMP_GPU=$beyond run submit sbatch -n8 --llm-parallel=tp=2 --llm-model=$model --llm-guard=warn
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: --llm-guard=warn: this site does not let the memory guard be overridden (guard_override=no in plugstack.conf)" <<<"$output"
+	write_plugstack guard_band=0.05
+	LLMP_GPU=$doubtful run srun -N2 -n8 --llm-parallel=tp=2 --llm-model=$model "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: custom does not fit: .*(estimate / 1.050)" <<<"$output"
+	# the same band from llmp calibrate's file (calibration=), with the site's GPU in it
+	printf '# llmp calibrate\ngpu=%s guard_band=0.05\n' "$doubtful" >"$WORK/calibration.conf"
+	write_plugstack calibration="$WORK/calibration.conf"
+	run srun -N2 -n8 --llm-parallel=tp=2 --llm-model=$model "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q "^llm_parallel: custom does not fit: .*(estimate / 1.050)" <<<"$output" || { echo "$output"; false; }
+	write_plugstack guard=bogus
+	run srun -n1 --llm-parallel=tp=1 true
+	[ "$status" -ne 0 ]
+	grep -q "llm_parallel: plugstack argument 'guard=bogus': expected refuse, warn or off" <<<"$output"
 	assert_queue_empty
 	assert_cluster_idle
 }

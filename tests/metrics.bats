@@ -144,6 +144,23 @@ PY
 	python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); r=[x for x in d["ranks_detail"] if x["rank"]==1][0]; assert r["partial_line_skipped"] and r["final"], r' <<<"$output"
 }
 
+@test "the records name the job's LLMP_MODEL and LLMP_GPU, and llmp calibrate reads the directory" {
+	mkdir -p "$WORK/mg"
+	local model=layers=2,hidden=64,heads=2,seq=64,vocab=256,gbs=2
+	LLMP_MODEL=$model LLMP_GPU=h100 LLMP_METRICS="$WORK/mg,every=0" run timeout -k 10 240 srun --mpi=pmix -N1 -n2 \
+		--llm-checkpoint="$WORK/ckpt3" "$MLP" --steps 5
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	python3 - "$WORK/mg/rank-00000.jsonl" "$model" <<-'PY'
+		import json, sys
+		last = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+		assert last["model"] == sys.argv[2] and last["gpu"] == "h100", last
+	PY
+	# a toy model's steps are no H100's: calibrate reads the run and says what it cannot fit
+	run "$LLMP" calibrate "$WORK/mg"
+	[ "$status" -eq 0 ] || grep -q "^llmp calibrate: $WORK/mg/rank-00000.jsonl: no efficiency fits it: " <<<"$output" ||
+		{ echo "$output"; false; }
+}
+
 @test "llmp report: PyTorch's flight recorder dumps named with llmp's groups and each rank's coordinates" {
 	# A gloo job under tp=2 whose rank 3 leaves out the last dp allreduce: rank 1 times out there.
 	# The plugin points the recorder at LLMP_METRICS's fr/; tests/cluster/torch_fr.py dumps through

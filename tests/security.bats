@@ -279,6 +279,10 @@ time.sleep(30)' &
 		i=$((i + 1))
 	done
 	! grep -q '^llm_parallel: .*[[:cntrl:]]' <<<"$output"
+	# LLMP_MODEL_GUARD: slurmstepd logs only the plugin's own words, never the user's text.
+	run asA env "LLMP_MODEL_GUARD=overridden"$'\n'"error: FORGED9" timeout 60 srun -w node1 -n1 --llm-parallel=tp=1 true
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	! grep -q 'FORGED9' "$log" || { grep 'FORGED9' "$log"; false; }
 	! grep -q '^error: FORGED' <<<"$output"
 	! grep -q '^error: FORGED' "$CLUSTER_STATE"/log/slurmd-node*.log || { grep -B1 '^error: FORGED' "$log"; false; }
 	assert_no_drain

@@ -37,6 +37,10 @@
  * the estimate assumed it and its peak MiB per rank ("h100:61234,h100:58000");
  * each task compares them with the GPU NVML shows it. */
 #define LLMP_ENV_MODEL_PEAKS "LLMP_MODEL_PEAKS"
+/* srun's plugin -> the step: with --llm-model, what the memory guard made of
+ * a written layout beyond the estimate (doubtful, overridden, warned, off),
+ * which slurmstepd logs; unset when the estimate fits. */
+#define LLMP_ENV_MODEL_GUARD "LLMP_MODEL_GUARD"
 /* LLMP_<DIM>_SIZE and LLMP_<DIM>_RANK for each dimension: plugin/task_env.c. */
 #define LLMP_ENV_PREFIX "LLMP_"
 

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <llmp/llmp_env.h>
 #include "common/json_writer.h"
 #include "runtime/comm/node_gdr.h"
 #include "metrics_file.h"
@@ -36,6 +37,9 @@ struct job_metrics {
 	double stall_s; /* checkpoints: time the steps were held */
 	uint64_t stalls;
 	char host[64];
+	/* LLMP_MODEL and LLMP_GPU as the job had them ("" when unset or too long): what the
+	 * run was planned with, for llmp calibrate (doc/step-model.md) */
+	char model[512], gpu[128];
 	/* Local rank 0's record: this node's GPUDirect RDMA line, judged once, and NCCL's own
 	 * word on it, looked for in the user's NCCL log until it is there (node_gdr.h). */
 	char gdr_predicted[2 * LLMP_MSG_MAX], gdr_nccl[512];
@@ -61,6 +65,11 @@ llmp_status job_metrics_start(llmp_job *job)
 	if (gethostname(m->host, sizeof m->host) != 0)
 		snprintf(m->host, sizeof m->host, "?");
 	m->host[sizeof m->host - 1] = '\0';
+	const char *model = getenv(LLMP_ENV_MODEL), *gpu = getenv(LLMP_ENV_GPU);
+	if (model && strlen(model) < sizeof m->model)
+		strcpy(m->model, model);
+	if (gpu && strlen(gpu) < sizeof m->gpu)
+		strcpy(m->gpu, gpu);
 	m->last_step_end = rt_now();
 	m->next_write = m->last_step_end + m->spec.every_s;
 	return LLMP_OK;
@@ -149,6 +158,14 @@ static char *format_line(const llmp_job *job, bool final, size_t *len)
 	json_write_escaped(f, m->host);
 	fputs(",\"layout\":", f);
 	json_write_escaped(f, ctx->layout);
+	if (m->model[0]) {
+		fputs(",\"model\":", f);
+		json_write_escaped(f, m->model);
+	}
+	if (m->gpu[0]) {
+		fputs(",\"gpu\":", f);
+		json_write_escaped(f, m->gpu);
+	}
 	fputs(",\"coords\":{", f);
 	uint32_t coords[LLMP_NAXES] = { 0 };
 	llmp_plan_coords(ctx->plan, ctx->rank, coords);

@@ -35,6 +35,7 @@
 #include <llmp/llmp_spec.h>
 #include "fuzz_check.h"
 #include "planner/auto_layout.h"
+#include "planner/mem_guard.h"
 #include "planner/model_desc.h"
 #include "planner/step_model.h"
 #include "plugin/model_layout.h"
@@ -158,12 +159,19 @@ static void check_auto(const struct model_desc *m, const struct gpu_desc *g, uin
 	auto_result_free(&r);
 }
 
-/* The plugin's decision for the same texts, at submission (world 0) and in a step. */
-static void check_plugin(const char *model, const char *gpu, uint32_t world, const char *layout)
+/*
+ * The plugin's decision for the same texts, at submission (world 0) and in a
+ * step, under a site's memory guard policy (planner/mem_guard.h) and a user's
+ * override: what the guard made of a layout beyond the estimate is said, and
+ * only a doubtful one keeps peaks for the tasks' check.
+ */
+static void check_plugin_under(const char *model, const char *gpu, uint32_t world, const char *layout,
+			       int policy, double band, bool override)
 {
 	struct plugin_site site;
 	memset(&site, 0, sizeof site);
 	llmp_spec_init(&site.defaults);
+	site.guard = policy, site.guard_band = band;
 	llmp_spec spec;
 	char msg[LLMP_MSG_MAX];
 	bool automatic = !strcmp(layout, "auto");
@@ -177,7 +185,8 @@ static void check_plugin(const char *model, const char *gpu, uint32_t world, con
 						   .gpu_source = "LLMP_GPU",
 						   .automatic = automatic,
 						   .spec = automatic ? NULL : &spec,
-						   .world = at ? world : 0 };
+						   .world = at ? world : 0,
+						   .guard_override = override };
 		struct plugin_model_answer *a = malloc(sizeof *a);
 		CHECK(a != NULL);
 		msg[0] = '\0';
@@ -186,6 +195,15 @@ static void check_plugin(const char *model, const char *gpu, uint32_t world, con
 		CHECK(rc == 0 || msg[0]);
 		if (rc == 0 && a->decided) {
 			CHECK(!a->megatron_cut && plugin_model_args_valid(a->megatron));
+			if (a->guard[0] && strcmp(a->guard, PLUGIN_GUARD_OFF) != 0)
+				CHECK(strncmp(a->warning, "warning: ", 9) == 0);
+			if (a->guard[0] && strcmp(a->guard, PLUGIN_GUARD_DOUBTFUL) != 0)
+				CHECK(a->peaks[0] == '\0');
+			if (!strcmp(a->guard, PLUGIN_GUARD_OVERRIDDEN))
+				CHECK(override && policy == MEM_GUARD_REFUSE);
+			if (!strcmp(a->guard, PLUGIN_GUARD_WARNED))
+				CHECK(policy == MEM_GUARD_WARN);
+			CHECK(!automatic || !a->guard[0]);
 			if (automatic) {
 				CHECK(llmp_spec_check(&a->layout, msg, sizeof msg) == LLMP_OK);
 				/* ep divides the ranks of dp x cp x tp; it is not a factor of the world */
@@ -197,6 +215,15 @@ static void check_plugin(const char *model, const char *gpu, uint32_t world, con
 		}
 		free(a);
 	}
+}
+
+static void check_plugin(const char *model, const char *gpu, uint32_t world, const char *layout)
+{
+	check_plugin_under(model, gpu, world, layout, MEM_GUARD_REFUSE, 0, false);  /* the estimate exact */
+	check_plugin_under(model, gpu, world, layout, MEM_GUARD_REFUSE, -1, false); /* the measured bands */
+	check_plugin_under(model, gpu, world, layout, MEM_GUARD_REFUSE, 0.5, true);
+	check_plugin_under(model, gpu, world, layout, MEM_GUARD_WARN, -1, false);
+	check_plugin_under(model, gpu, world, layout, MEM_GUARD_OFF, -1, false);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -11,7 +11,7 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/unit/test_plugin_model tests/unit/test_plugin_gpu_check tests/unit/test_plugin_node_clean tests/unit/test_task_map \
 	tests/fuzz/fuzz_replay tests/fuzz/fuzz_replay_topo tests/fuzz/fuzz_replay_model tests/unit/test_kernels tests/unit/test_crc32c \
 	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
-	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_hetero \
+	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_mem_guard tests/unit/test_hetero \
 	tests/unit/test_gdr tests/unit/test_nccl_topo tests/unit/test_nccl_log
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node tests/unit/test_job_run
@@ -46,6 +46,8 @@ tests_unit_test_plan_megatron_LDADD = $(test_ldadd)
 # The step model and --parallel auto (planner/step_model.c, auto_layout.c, model_desc.c).
 tests_unit_test_step_model_CFLAGS = $(test_cflags)
 tests_unit_test_step_model_LDADD = $(test_ldadd)
+tests_unit_test_mem_guard_CFLAGS = $(test_cflags)
+tests_unit_test_mem_guard_LDADD = $(test_ldadd)
 # Pipelines on mixed GPU kinds (planner/hetero.c).
 tests_unit_test_hetero_CFLAGS = $(test_cflags)
 tests_unit_test_hetero_LDADD = $(test_ldadd)

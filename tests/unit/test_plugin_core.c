@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE /* struct ifaddrs, inet_pton */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -29,6 +30,7 @@
 #include "plugin/resolve.h"
 #include "plugin/resolve_ckpt.h"
 #include "plugin/site.h"
+#include "planner/mem_guard.h"
 #include "plugin/slurm_env.h"
 #include "plugin/task_env.h"
 
@@ -232,6 +234,80 @@ static void site_arguments(void **state)
 		if (!strstr(msg, bad[i].culprit) || !strstr(msg, bad[i].why))
 			fail_msg("'%s' gave '%s'", bad[i].args, msg);
 	}
+}
+
+/* guard=, guard_band=, guard_override=: the memory guard's policy, each bad value named. */
+static void site_guard_arguments(void **state)
+{
+	(void)state;
+	struct plugin_site site;
+	char msg[LLMP_MSG_MAX];
+
+	assert_int_equal(site_of(&site, "", msg), 0);
+	assert_int_equal(site.guard, MEM_GUARD_REFUSE);
+	assert_true(site.guard_band < 0); /* the measured bands */
+	assert_false(site.guard_no_override);
+
+	assert_int_equal(site_of(&site, "guard=warn guard_band=0.18 guard_override=no", msg), 0);
+	assert_int_equal(site.guard, MEM_GUARD_WARN);
+	assert_true(site.guard_band > 0.1799 && site.guard_band < 0.1801);
+	assert_true(site.guard_no_override);
+	assert_int_equal(site_of(&site, "guard=off guard_band=0 guard_override=yes", msg), 0);
+	assert_int_equal(site.guard, MEM_GUARD_OFF);
+	assert_true(site.guard_band == 0);
+	assert_false(site.guard_no_override);
+	assert_int_equal(site_of(&site, "guard=refuse guard_band=1", msg), 0);
+	assert_int_equal(site.guard, MEM_GUARD_REFUSE);
+
+	assert_int_equal(site_of(&site, "guard=strict", msg), -1);
+	assert_string_equal(msg, "plugstack argument 'guard=strict': expected refuse, warn or off");
+	const char *bands[] = { "guard_band=",     "guard_band=1.5", "guard_band=-0.1", "guard_band=abc",
+				"guard_band=0.1x", "guard_band=nan", "guard_band=1e-1", "guard_band=." };
+	for (size_t i = 0; i < sizeof bands / sizeof *bands; i++) {
+		char want[128];
+		assert_int_equal(site_of(&site, bands[i], msg), -1);
+		snprintf(want, sizeof want,
+			 "plugstack argument '%s': expected a fraction from 0 to 1, e.g. 0.15", bands[i]);
+		assert_string_equal(msg, want);
+	}
+	assert_int_equal(site_of(&site, "guard_override=maybe", msg), -1);
+	assert_string_equal(msg, "plugstack argument 'guard_override=maybe': expected yes or no");
+	assert_int_equal(site_of(&site, "guards=warn", msg), -1);
+	assert_non_null(strstr(msg, "unknown (known: "));
+	assert_non_null(strstr(msg, "guard= guard_band= guard_override= calibration="));
+
+	/* calibration=FILE: what llmp calibrate -o wrote, as if given there; a later argument wins */
+	char path[] = "/tmp/llmp-calibration-XXXXXX", arg[128];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char text[] = "# llmp calibrate\ngpu=h100,eff=0.4100,layer-ms=1.500 guard_band=0.042\n";
+	assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+	close(fd);
+	snprintf(arg, sizeof arg, "guard_band=0.3 calibration=%s", path);
+	assert_int_equal(site_of(&site, arg, msg), 0);
+	assert_string_equal(site.gpu, "h100,eff=0.4100,layer-ms=1.500");
+	assert_true(site.guard_band > 0.0419 && site.guard_band < 0.0421);
+	snprintf(arg, sizeof arg, "calibration=%s guard_band=0.3", path);
+	assert_int_equal(site_of(&site, arg, msg), 0);
+	assert_true(site.guard_band > 0.2999 && site.guard_band < 0.3001);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	const char wrong[] = "gpu=h100 guard=off\n";
+	assert_int_equal(write(fd, wrong, sizeof wrong - 1), (ssize_t)(sizeof wrong - 1));
+	close(fd);
+	snprintf(arg, sizeof arg, "calibration=%s", path);
+	assert_int_equal(site_of(&site, arg, msg), -1);
+	char want[256];
+	snprintf(want, sizeof want,
+		 "plugstack argument 'calibration=%s': 'guard=off': only gpu= and guard_band= belong in it",
+		 path);
+	assert_string_equal(msg, want);
+	unlink(path);
+	assert_int_equal(site_of(&site, arg, msg), -1);
+	snprintf(want, sizeof want, "plugstack argument 'calibration=%s': No such file or directory", path);
+	assert_string_equal(msg, want);
+	assert_int_equal(site_of(&site, "calibration=site.conf", msg), -1);
+	assert_string_equal(msg, "plugstack argument 'calibration=site.conf': expected an absolute path");
 }
 
 static void ports_differ_between_jobs_and_steps(void **state)
@@ -975,6 +1051,7 @@ int main(void)
 		cmocka_unit_test(restart_counts),
 		cmocka_unit_test(one_gpu_per_local_task),
 		cmocka_unit_test(site_arguments),
+		cmocka_unit_test(site_guard_arguments),
 		cmocka_unit_test(ports_differ_between_jobs_and_steps),
 		cmocka_unit_test(sources_take_precedence_key_by_key),
 		cmocka_unit_test(each_source_is_named_in_errors),

@@ -35,6 +35,7 @@
 #include "plugin/model_layout.h"
 #include "plugin/resolve.h"
 #include "plugin/site.h"
+#include "planner/mem_guard.h"
 
 #define M "layers=4,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384"
 #define SMALL_GPU "mem=16,tflops=100"
@@ -88,6 +89,155 @@ static void layout_that_cannot_fit_is_refused(void **state)
 	assert_int_equal(decide(&site, M ",distopt=0", SMALL_GPU, &tp1, 0, &a, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "at any job size"));
 	assert_non_null(strstr(msg, "largest term: optimizer"));
+}
+
+/*
+ * M without the distributed optimizer on tp=1 x 8 ranks (one stage), under
+ * site, for the guard's tests; recompute given, so the estimate is the same
+ * on every GPU (left to llmp, it would recompute more where it does not fit).
+ */
+static int decide_guarded(const struct plugin_site *site, const char *gpu, uint32_t world, bool override,
+			  struct plugin_model_answer *a, char *msg, size_t len)
+{
+	llmp_spec tp1 = layout("tp=1");
+	struct plugin_model_request rq = {
+		.model = M ",distopt=0,recompute=selective",
+		.model_source = "--llm-model",
+		.gpu = gpu,
+		.gpu_source = "LLMP_GPU",
+		.spec = &tp1,
+		.world = world,
+		.guard_override = override,
+	};
+	msg[0] = '\0';
+	return plugin_model_decide(site, &rq, a, msg, len);
+}
+
+/* A GPU of P / ratio GiB for a peak of P MiB. */
+static void gpu_below(char *gpu, size_t len, unsigned long long peak_mib, double ratio)
+{
+	snprintf(gpu, len, "mem=%.4f,tflops=100", (double)peak_mib / 1024 / ratio);
+}
+
+/*
+ * The guard knows its error: with a band of 0.15, a layout whose estimate P
+ * exceeds a GPU of P / 1.10 is doubtful (P / 1.15 fits): run with a warning
+ * naming both, and the tasks check the favourable end's peak, P / 1.15
+ * rounded up; on a GPU of P / 1.20 it cannot fit even there: refused, the
+ * largest term (the optimizer's 12 of 18 bytes) and what lowers it named,
+ * unless the user passes --llm-guard=warn (and the site allows it) or the
+ * site says guard=warn or off.
+ */
+static void guard_refuses_only_beyond_its_band(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024], gpu[64], want[64];
+	unsigned long long peak;
+	(void)state;
+	no_site(&site);
+	site.guard_band = 0.15;
+
+	/* P, the estimate's peak in MiB (rounded up), on a GPU that holds it */
+	assert_int_equal(decide_guarded(&site, "mem=64,tflops=100", 8, false, &a, msg, sizeof msg), 0);
+	assert_int_equal(sscanf(a.peaks, "custom:%llu", &peak), 1);
+	assert_true(peak > 18 * 1024); /* 18 bytes of 1.07e9 parameters and more */
+	assert_string_equal(a.guard, "");
+	assert_string_equal(a.warning, "");
+
+	gpu_below(gpu, sizeof gpu, peak, 1.10);
+	assert_int_equal(decide_guarded(&site, gpu, 8, false, &a, msg, sizeof msg), 0);
+	assert_true(a.decided);
+	assert_string_equal(a.guard, "doubtful");
+	assert_non_null(strstr(a.warning, "warning: custom may not fit: tp=1,"));
+	assert_non_null(
+		strstr(a.warning, "at the favourable end of the model's memory error (estimate / 1.150)"));
+	assert_non_null(strstr(a.warning, "lower the optimizer states: the distributed optimizer (zero=1"));
+	unsigned long long favourable = (unsigned long long)((double)peak / 1.15);
+	favourable += (double)favourable < (double)peak / 1.15;
+	snprintf(want, sizeof want, "custom:%llu", favourable);
+	assert_string_equal(a.peaks, want);
+	/* sbatch leaves it to srun */
+	assert_int_equal(decide_guarded(&site, gpu, 0, false, &a, msg, sizeof msg), 0);
+	assert_false(a.decided);
+
+	gpu_below(gpu, sizeof gpu, peak, 1.20);
+	assert_int_equal(decide_guarded(&site, gpu, 8, false, &a, msg, sizeof msg), -1);
+	assert_false(a.decided);
+	assert_non_null(strstr(msg, "custom does not fit: tp=1,"));
+	assert_non_null(strstr(msg, "even with "));
+	assert_non_null(strstr(msg, "lower the optimizer states: the distributed optimizer (zero=1"));
+	assert_non_null(strstr(msg, "--llm-guard=warn runs it anyway"));
+	assert_int_equal(decide_guarded(&site, gpu, 0, false, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "at any job size"));
+	assert_non_null(strstr(msg, "favourable end"));
+
+	/* the user's override: run, said, and no peaks for the tasks to refuse */
+	assert_int_equal(decide_guarded(&site, gpu, 8, true, &a, msg, sizeof msg), 0);
+	assert_true(a.decided);
+	assert_string_equal(a.guard, "overridden");
+	assert_non_null(
+		strstr(a.warning, "warning: --llm-guard=warn overrides the memory guard: run although"));
+	assert_string_equal(a.peaks, "");
+	assert_int_equal(decide_guarded(&site, gpu, 0, true, &a, msg, sizeof msg), 0);
+
+	/* a site that forbids it: refused, and the refusal does not offer it */
+	site.guard_no_override = true;
+	assert_int_equal(decide_guarded(&site, gpu, 8, true, &a, msg, sizeof msg), -1);
+	assert_non_null(strstr(msg, "--llm-guard=warn: this site does not let the memory guard be overridden "
+				    "(guard_override=no in plugstack.conf)"));
+	assert_int_equal(decide_guarded(&site, gpu, 8, false, &a, msg, sizeof msg), -1);
+	assert_null(strstr(msg, "--llm-guard=warn"));
+	site.guard_no_override = false;
+
+	/* the site's guard=warn and guard=off */
+	site.guard = MEM_GUARD_WARN;
+	assert_int_equal(decide_guarded(&site, gpu, 8, false, &a, msg, sizeof msg), 0);
+	assert_string_equal(a.guard, "warned");
+	assert_non_null(
+		strstr(a.warning, "warning: the site's guard=warn: run although custom does not fit"));
+	assert_int_equal(decide_guarded(&site, gpu, 0, false, &a, msg, sizeof msg), 0);
+	site.guard = MEM_GUARD_OFF;
+	assert_int_equal(decide_guarded(&site, gpu, 8, false, &a, msg, sizeof msg), 0);
+	assert_string_equal(a.guard, "off");
+	assert_string_equal(a.warning, "");
+	assert_string_equal(a.peaks, "");
+
+	/* without guard_band=, the band measured for Megatron on an unknown GPU (15%): P / 1.10 doubtful */
+	site.guard = MEM_GUARD_REFUSE;
+	site.guard_band = -1;
+	gpu_below(gpu, sizeof gpu, peak, 1.10);
+	assert_int_equal(decide_guarded(&site, gpu, 8, false, &a, msg, sizeof msg), 0);
+	assert_string_equal(a.guard, "doubtful");
+	gpu_below(gpu, sizeof gpu, peak, 1.20);
+	assert_int_equal(decide_guarded(&site, gpu, 8, false, &a, msg, sizeof msg), -1);
+}
+
+/*
+ * Recompute left to llmp and nothing fits: the guard judges full recompute,
+ * the least memory, and hands its flags on. On a GPU of P / 1.10, P being
+ * M's peak with full recompute (taken from a decision that states it), the
+ * layout is doubtful at full recompute and said so.
+ */
+static void guard_judges_the_least_memory_when_nothing_fits(void **state)
+{
+	struct plugin_site site;
+	struct plugin_model_answer a;
+	char msg[1024], gpu[64];
+	unsigned long long full;
+	llmp_spec tp1 = layout("tp=1");
+	(void)state;
+	no_site(&site);
+	site.guard_band = 0.15;
+	assert_int_equal(decide(&site, M ",distopt=0,recompute=full", "mem=64,tflops=100", &tp1, 8, &a, msg,
+				sizeof msg),
+			 0);
+	assert_int_equal(sscanf(a.peaks, "custom:%llu", &full), 1);
+	gpu_below(gpu, sizeof gpu, full, 1.10);
+	assert_int_equal(decide(&site, M ",distopt=0", gpu, &tp1, 8, &a, msg, sizeof msg), 0);
+	assert_string_equal(a.guard, "doubtful");
+	assert_non_null(strstr(a.note, "; estimated with full recompute"));
+	assert_non_null(strstr(a.megatron, "--recompute-granularity full"));
 }
 
 /* With the distributed optimizer, 2 ranks hold 6 + 6 bytes a parameter (too much), 1024 about 6. */
@@ -670,6 +820,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(layout_that_cannot_fit_is_refused),
+		cmocka_unit_test(guard_refuses_only_beyond_its_band),
+		cmocka_unit_test(guard_judges_the_least_memory_when_nothing_fits),
 		cmocka_unit_test(sbatch_refuses_only_what_no_size_fits),
 		cmocka_unit_test(megatron_flags_state_what_was_assumed),
 		cmocka_unit_test(block_recompute_is_said_and_chosen),

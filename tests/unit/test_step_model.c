@@ -306,6 +306,38 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 }
 
 /*
+ * fp8=1 (step_model.h): the layers' linear GEMMs at twice the bf16 rate, the
+ * attention core and the output layer not. GPT-3 175B on tp=8, pp=8: the
+ * last stage (the slowest, with the logits) runs per micro-batch 3 (Ly + Lg)
+ * FLOPs, Ly = 12 s (24 h^2 + 2 s h) of layers of which 12 s 24 h^2 linear, Lg
+ * = 2 s h V the logits': its GEMM seconds scale by (12 s 12 h^2 + 12 s 2 s h +
+ * Lg) / (Ly + Lg). A middle stage holds its layers' bf16 weights (2 bytes a
+ * parameter) and Transformer Engine's FP8 copy (1 more): 1.5 times the weights.
+ */
+static void fp8_runs_linear_gemms_twice_as_fast(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("h100");
+	struct model_desc m = model_of("gpt3-175b"), m8 = model_of("gpt3-175b,fp8=1");
+	struct step_layout l = {
+		.tp = 8, .pp = 8, .cp = 1, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_NONE
+	};
+	struct step_layout l8 = l;
+	struct step_stage st[8], st8[8];
+	struct step_estimate e = estimate(&m, &g, 1024, &l, st), e8 = estimate(&m8, &g, 1024, &l8, st8);
+	double s = 2048, h = 12288, V = 51200;
+	double Ly = 12 * s * (24 * h * h + 2 * s * h), Lg = 2 * s * h * V;
+	double fp8 = 12 * s * 12 * h * h + 12 * s * 2 * s * h + Lg;
+	assert_near(e8.compute_s - e8.elementwise_s - e8.overhead_s,
+		    (e.compute_s - e.elementwise_s - e.overhead_s) * fp8 / (Ly + Lg), 1e-12);
+	assert_near(e8.elementwise_s, e.elementwise_s, 1e-12); /* bf16 elementwise kernels alike */
+	assert_near(e8.flops, e.flops, 1e-15);                 /* the model's FLOPs do not change */
+	assert_near(st8[3].weights, 1.5 * st[3].weights, 1e-12);
+	assert_near(st8[3].activations, st[3].activations, 1e-15);
+	assert_near(st8[3].optimizer, st[3].optimizer, 1e-15);
+}
+
+/*
  * The elementwise kernels' bytes, counted by hand for GPT-3 175B on 8 stages of 12 layers
  * (s 2048, b 1, h 12288, ffn 49152, 96 heads, vocab 51200, tp 8) at 0.8 of the A100's
  * 2039 GB/s. Per layer, forward / backward: two LayerNorms 4 / 6 s b h, two bias-dropout-
@@ -1253,6 +1285,7 @@ int main(void)
 		cmocka_unit_test(weights_and_optimizer_are_megatrons_bytes_per_parameter),
 		cmocka_unit_test(activations_are_korthikantis_34sbh_over_t),
 		cmocka_unit_test(flops_are_narayanans_count_with_causal_attention),
+		cmocka_unit_test(fp8_runs_linear_gemms_twice_as_fast),
 		cmocka_unit_test(elementwise_bytes_and_per_layer_overhead),
 		cmocka_unit_test(deepspeed_engine_exposes_dp_and_never_interleaves),
 		cmocka_unit_test(a_measured_step_gives_back_its_efficiency),
