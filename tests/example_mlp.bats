@@ -189,6 +189,26 @@ losses() {
 	diff <(echo "$whole") <(grep -E '^(step|final)' "$WORK/stop.out"; trace)
 }
 
+@test "mlp: LLMP_STEP_DEADLINE sets the runtime's timeout from the slowest step once 5 are timed; a bad one is refused" {
+	# Steps of about 20 ms: 10 x the slowest is below the floor of 5 s.
+	LLMP_STEP_DEADLINE=10 mlp ck --steps 12 --sleep-ms 20
+	[ "$status" -eq 0 ] || { show; false; }
+	[ "$(grep -c 'step deadline' <<<"$stderr")" -eq 1 ] || { show; false; }
+	grep -q 'rank 0: step deadline 5.0 s: 10 x the slowest of 5 steps (0\.[0-9]* s)$' <<<"$stderr" || { show; false; }
+	# Steps of about 1 s: 10 x the slowest, above the floor, below LLMP_TIMEOUT's 300 s.
+	LLMP_STEP_DEADLINE=10 mlp ck2 --steps 7 --sleep-ms 700
+	[ "$status" -eq 0 ] || { show; false; }
+	local t
+	t=$(sed -n 's/.*rank 0: step deadline \([0-9.]*\) s: 10 x the slowest of 5 steps (\([0-9.]*\) s)$/\1 \2/p' <<<"$stderr")
+	python3 -c 'import sys; t, s = map(float, sys.argv[1:3]); assert s >= 0.7 and abs(t - 10 * s) < 0.06, (t, s)' $t ||
+		{ show; false; }
+	for bad in 1 0 -3 x 10s 1001; do
+		LLMP_STEP_DEADLINE=$bad mlp ck3 --steps 3
+		[ "$status" -ne 0 ] || { show; false; }
+		grep -q "LLMP_STEP_DEADLINE='$bad': expected a factor from 2 to 1000" <<<"$stderr" || { show; false; }
+	done
+}
+
 @test "mlp: the loss decreases" {
 	mlp ck --steps 60
 	show

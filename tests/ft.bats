@@ -206,11 +206,13 @@ active_nodes() { # OUT N
 	grep -q 'llmp job-end: run 0 finished' "$out"
 }
 
-@test "in the allocation: a node of 3 freezes (SIGSTOP); the ranks blame it, the spare takes over, bit-identical" {
+@test "in the allocation: a node of 3 freezes (SIGSTOP); past the step deadline the ranks blame it, the spare takes over" {
+	# No LLMP_TIMEOUT (300 s): the step deadline, 10 x the slowest step but at
+	# least 5 s, is what finds the frozen node.
 	reference
 	local out="$WORK/job.out" batch victim frozen
 	LLMP_SPARES=1 submit_mlp "$out" -N3 --no-kill --ntasks-per-node=2 --llm-parallel=tp=2 \
-		--llm-checkpoint="$WORK/ckpt,every=5" --export=ALL,LLMP_TIMEOUT=4 -- "${TRAIN_ARGS[@]}"
+		--llm-checkpoint="$WORK/ckpt,every=5" --export=ALL,LLMP_STEP_DEADLINE=10 -- "${TRAIN_ARGS[@]}"
 	wait_line "$out" '^step 12 loss'
 	batch=$(squeue -h -j "$JOB" -o %B)
 	victim=$(active_nodes "$out" 0 | grep -vx "$batch" | head -n1)
@@ -219,10 +221,11 @@ active_nodes() { # OUT N
 	"$CLUSTER" freeze-node "$CLUSTER_STATE" "$victim"
 	wait_line "$out" '^llmp job run: [^ ]*: run 1 on ' 60
 	wait_line "$out" 'rank 0: run 0 \(.*resuming at step' 60
-	echo "# $victim frozen; run 1 resumed $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$frozen") s later (LLMP_TIMEOUT=4)" >&3
+	echo "# $victim frozen; run 1 resumed $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$frozen") s later (LLMP_STEP_DEADLINE=10)" >&3
 	wait_job_gone "$JOB"
 	"$CLUSTER" thaw-node "$CLUSTER_STATE" "$victim"
 	grep '^llmp job run: ' "$out" | sed 's/^/# /' >&3
+	grep -q 'rank 0: step deadline 5.0 s: 10 x the slowest of 5 steps' "$out" || { cat "$out"; false; }
 	# Taken out on the ranks' word, not by waiting for its check; never used again.
 	grep -q "^llmp job run: [^ ]*: $victim is out for the rest of the job: the ranks blamed it" "$out" ||
 		{ cat "$out"; false; }

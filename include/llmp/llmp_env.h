@@ -67,6 +67,7 @@
 
 /* The runtime's tunables, read by libllmp alone (doc/llmp.3). */
 #define LLMP_ENV_TIMEOUT "LLMP_TIMEOUT"
+#define LLMP_ENV_STEP_DEADLINE "LLMP_STEP_DEADLINE" /* F: the timeout from F x the slowest step */
 #define LLMP_ENV_RING_THRESHOLD "LLMP_RING_THRESHOLD"
 #define LLMP_ENV_SHM_THRESHOLD "LLMP_SHM_THRESHOLD"
 #define LLMP_ENV_SHM_CHUNK "LLMP_SHM_CHUNK"

@@ -219,13 +219,66 @@ static llmp_status start_run(llmp_job *job)
 	return LLMP_OK;
 }
 
+/*
+ * LLMP_STEP_DEADLINE=F: once DEADLINE_STEPS steps are timed, every wait of
+ * the runtime gives up after F times the slowest step seen (checkpoint
+ * pauses included), at least DEADLINE_MIN_S, at most the timeout given
+ * (LLMP_TIMEOUT, 300 s by default): a node that stops answering costs a few
+ * steps, not the whole timeout. Off when unset.
+ */
+#define DEADLINE_STEPS 5
+#define DEADLINE_MIN_S 5.0
+
+static llmp_status read_deadline(llmp_job *job)
+{
+	const char *text = getenv(LLMP_ENV_STEP_DEADLINE);
+	char *end;
+	if (!text || !*text)
+		return LLMP_OK;
+	double f = strtod(text, &end);
+	if (*end || !(f >= 2 && f <= 1000))
+		return rt_fail(job->ctx, LLMP_ERR_ARG,
+			       LLMP_ENV_STEP_DEADLINE
+			       "='%.32s': expected a factor from 2 to 1000 (the deadline is "
+			       "that many times the slowest step)",
+			       text);
+	job->deadline_factor = f;
+	job->timeout_given = job->ctx->timeout_s;
+	return LLMP_OK;
+}
+
+/* After each step_end: time the step, and set the deadline once enough steps are timed. */
+static void step_deadline(llmp_job *job, double ended)
+{
+	if (!job->deadline_factor)
+		return;
+	if (job->last_step_end > 0) {
+		double took = ended - job->last_step_end;
+		if (took > job->slowest_step)
+			job->slowest_step = took;
+		job->steps_timed++;
+	}
+	job->last_step_end = ended;
+	if (job->steps_timed < DEADLINE_STEPS)
+		return;
+	double t = job->deadline_factor * job->slowest_step;
+	t = t < DEADLINE_MIN_S ? DEADLINE_MIN_S : t > job->timeout_given ? job->timeout_given : t;
+	if (t > job->ctx->timeout_s + 0.5 || job->steps_timed == DEADLINE_STEPS) {
+		if (t != job->ctx->timeout_s)
+			job_log(job, "step deadline %.1f s: %g x the slowest of %" PRIu64 " steps (%.3f s)",
+				t, job->deadline_factor, job->steps_timed, job->slowest_step);
+		job->ctx->timeout_s = t;
+	}
+}
+
 static llmp_status open_parts(llmp_job *job, const llmp_job_opts *opts)
 {
 	llmp_ckpt_opts ck = { 0 };
 	llmp_status st;
 
 	if ((st = read_spec(job, opts ? opts->checkpoint : NULL)) != LLMP_OK ||
-	    (st = read_restart_count(job, &job->run.restart)) != LLMP_OK)
+	    (st = read_restart_count(job, &job->run.restart)) != LLMP_OK ||
+	    (st = read_deadline(job)) != LLMP_OK)
 		return st;
 	const char *id = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
 	snprintf(job->run.job_id, sizeof job->run.job_id, "%s", id ? id : "");
@@ -438,6 +491,7 @@ llmp_status llmp_job_step_end(llmp_job *job, uint64_t step, const void *meta, si
 			       job->stopped ? "was stopped" : "gave up at open");
 
 	double ended = rt_now(); /* the step's end, for the metrics */
+	step_deadline(job, ended);
 	llmp_status st = step_end_agree(job, step, meta, metalen, action);
 	job_metrics_step(job, step, ended, job->stalled);
 	return st;

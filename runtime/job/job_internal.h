@@ -38,6 +38,13 @@ struct llmp_job {
 	bool signal_logged;
 	bool stopped; /* a stop was agreed and its checkpoint committed */
 
+	/* The step deadline (LLMP_STEP_DEADLINE): 0 when off. */
+	double deadline_factor;
+	double last_step_end; /* rt_now() at the last step_end; 0 before the first */
+	double slowest_step;  /* the longest time from one step_end to the next in this run */
+	uint64_t steps_timed;
+	double timeout_given; /* the runtime's timeout before the deadline: its ceiling */
+
 	struct job_metrics *metrics; /* job_metrics.c; NULL without LLMP_METRICS */
 	double stalled;              /* seconds the last step_end spent checkpointing */
 };
