@@ -172,13 +172,6 @@ assert_no_tasks_left() {
 	grep -q 'failure after step [0-9]*: .*rank [0-3]' "$out"
 }
 
-# The active nodes of run N of `llmp job run`, one per line, from its log line.
-active_nodes() { # OUT N
-	local list
-	list=$(sed -n "s/^llmp job run: [^ ]*: run $2 on \([^ ]*\) .*/\1/p" "$1" | head -n1)
-	[ -n "$list" ] && scontrol show hostnames "$list"
-}
-
 @test "in the allocation: a node of 3 (one a spare) dies; the spare takes over, same job, no requeue, bit-identical" {
 	reference
 	local out="$WORK/job.out" batch victim killed
