@@ -291,3 +291,15 @@ step 1 loss 0.4' "$DIR/spare.out"
 	[ "$status" -eq 0 ]
 	[ "$output" = "['node1', 'node3', 'node4', 'gpu7', 'a08', 'a09', 'a10']" ]
 }
+
+@test "report, spare: srun ending by itself (no kill) ends the detect phase; a smaller run is read too" {
+	sed -i "/srun killed\$/d" "$DIR/spare.out"
+	sed -i 's/: run 1 on node\[1,3\] (2 nodes); spares: none$/: run 1 on node1 (1 node, fewer than the first run: the layout must allow it); spares: none/' "$DIR/spare.out"
+	report_spare
+	[ "$status" -eq 0 ]
+	# run 0 ended at 10:01:03.102: 1.302 s after the kill; the recovery line 0.198 s later.
+	[[ "$output" == *"  detect   1.302 s  until run 0 ended (+1.30 s); the ranks' verdict at +0.20 s"* ]]
+	[[ "$output" == *"  check    0.198 s  Slurm's view 0.0 s, check 0.2 s (+1.50 s)"* ]]
+	[[ "$output" == *"  launch   0.450 s  run 1 on node1 until its ranks start loading (+1.95 s)"* ]]
+	[[ "$output" == *"run 0 on node[1-2], run 1 on node1"* ]]
+}

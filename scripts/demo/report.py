@@ -307,7 +307,8 @@ def print_phases(p, node):
 
     verdict = f"; the ranks' verdict at +{p['verdict'] - k:.2f} s" if p["verdict"] and k else ""
     print(f"recovery {p['lost'].recovery[1]} in the allocation, after {node} was killed:")
-    print(f"  detect  {took(k, p['ended'])}  until srun was killed{since(p['ended'])}{verdict}")
+    until = "srun was killed" if p["lost"].srun_killed else f"run {p['lost'].number} ended"
+    print(f"  detect  {took(k, p['ended'])}  until {until}{since(p['ended'])}{verdict}")
     print(f"  check   {took(p['ended'], p['recovered'])}  Slurm's view {p['view']:.1f} s, "
           f"check {p['check']:.1f} s{since(p['recovered'])}")
     print(f"  launch  {took(p['launched'], p['started'])}  run {p['next'].number} on {p['next'].nodes} "
