@@ -3,11 +3,16 @@
 # The main job for a new user, on a fresh Debian 12 machine, as root:
 # install the packages, build llmp, start a local three-node Slurm cluster
 # (network namespaces, fake GPUs) with the freshly built plugin, and run
-# scripts/demo/story.sh on it: a fault-tolerant training job
-#   sbatch --requeue --llm-parallel=tp=2,dp=auto --llm-checkpoint=DIR,every=5
-# loses a node mid-run, is requeued by Slurm, resumes from its newest
-# checkpoint and must end with the checksum of an uninterrupted run; the
-# demo exits 1 if it does not. Outputs and checkpoints stay in build/demo/.
+# scripts/demo/story.sh on it: a training job with a spare node,
+#   LLMP_SPARES=1 sbatch -N3 --no-kill --llm-parallel=tp=2,dp=auto \
+#          --llm-checkpoint=DIR,every=5 etc/examples/mlp-train.sbatch
+# loses a node mid-run; `llmp job run` takes it out and relaunches on the
+# spare within seconds, in the same job, from the newest checkpoint; the
+# report times each phase of the recovery, and the job must end with the
+# losses and checksum of an uninterrupted run, bit for bit; the demo exits 1
+# if it does not. `scripts/demo.sh --requeue` tells the older story: no
+# spare, Slurm requeues the job after SlurmdTimeout and it resumes.
+# Outputs and checkpoints stay in build/demo/.
 #
 # Only one local cluster can run on a machine: the demo holds the lock of
 # tests/cluster/session.bash while its cluster runs, so it waits for a test
@@ -17,6 +22,15 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
 build=$src/build
 
+story=()
+case ${1:-} in
+"") ;;
+--requeue) story=(--requeue) ;;
+*)
+	echo "usage: scripts/demo.sh [--requeue]" >&2
+	exit 2
+	;;
+esac
 if [ "$(id -u)" -ne 0 ]; then
 	echo "demo: run as root: it installs packages and starts Slurm daemons" >&2
 	exit 1
@@ -34,7 +48,7 @@ start_script_cluster "$src" "$build" demo
 sinfo
 echo
 
-LLMP_BUILD_DIR=$build scripts/demo/story.sh "$build/demo"
+LLMP_BUILD_DIR=$build scripts/demo/story.sh "${story[@]}" "$build/demo"
 waited=$CLUSTER_LOCK_WAITED_S note=""
 [ "$waited" -eq 0 ] || note=", and $waited s waiting for another cluster"
 echo "demo: passed in $((SECONDS - waited)) s: packages and build $built s," \

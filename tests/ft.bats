@@ -172,13 +172,6 @@ assert_no_tasks_left() {
 	grep -q 'failure after step [0-9]*: .*rank [0-3]' "$out"
 }
 
-# The active nodes of run N of `llmp job run`, one per line, from its log line.
-active_nodes() { # OUT N
-	local list
-	list=$(sed -n "s/^llmp job run: [^ ]*: run $2 on \([^ ]*\) .*/\1/p" "$1" | head -n1)
-	[ -n "$list" ] && scontrol show hostnames "$list"
-}
-
 @test "in the allocation: a node of 3 (one a spare) dies; the spare takes over, same job, no requeue, bit-identical" {
 	reference
 	local out="$WORK/job.out" batch victim killed
@@ -366,18 +359,46 @@ active_nodes() { # OUT N
 	! grep -q '^final checksum' "$out"
 }
 
-@test "demo: scripts/demo/story.sh on this cluster: a node lost, requeued by Slurm, resumed, the reference's checksum" {
+@test "demo: scripts/demo/story.sh on this cluster: a node lost, the spare takes over in the job, the reference's checksum" {
 	# What scripts/demo.sh runs after its build and cluster start. Its verdict
 	# must pass, and the facts are checked again here from the files it left.
-	local d="$WORK/demo"
+	local d="$WORK/demo" victim
 	run "$LLMP_SRCDIR/scripts/demo/story.sh" "$d"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	victim=$(sed -n 's/^[0-9.]* \(node[0-9]*\) killed .*/\1/p' "$d/events")
+	[ -n "$victim" ]
+	# The same job, the batch script run once, never requeued; the victim out
+	# and not in run 1, which resumed from a checkpoint.
+	[ "$(grep -c '^mlp-train.sbatch: run ' "$d/job.out")" -eq 1 ]
+	[ "$(grep -c '^mlp-train.sbatch: run 0 of job [0-9]* at .* on node\[1-3\]:' "$d/job.out")" -eq 1 ]
+	grep -q "^llmp job run: [^ ]*: $victim is out for the rest of the job: " "$d/job.out"
+	grep -q '^llmp job run: [^ ]*: recovery 1: ' "$d/job.out"
+	active_nodes "$d/job.out" 0 | grep -qx "$victim"
+	[ "$(active_nodes "$d/job.out" 1 | wc -l)" -eq 2 ]
+	! active_nodes "$d/job.out" 1 | grep -qx "$victim"
+	grep -Eq 'rank 0: run 0 \(failed: .*\): resuming at step [1-9][0-9]* from checkpoint step-[0-9]+' "$d/job.out"
+	grep -q '^final checksum' "$d/reference.out"
+	[ "$(grep '^final checksum' "$d/job.out")" = "$(grep '^final checksum' "$d/reference.out")" ]
+	# The phases, each timed; the whole recovery well within the 60 s the story allows.
+	local phase
+	for phase in detect check launch load total; do
+		grep -Eq "^  $phase +[0-9]+\.[0-9]{3} s  " <<<"$output"
+	done
+	grep '^  total ' <<<"$output" | sed 's/^/# /' >&3
+	awk '$1 == "total" { exit !($2 < 30) }' <<<"$output"
+	# The story started the killed node again: every node is back.
+	assert_cluster_idle
+}
+
+@test "demo: story.sh --requeue: a node lost, requeued by Slurm, resumed, the reference's checksum" {
+	local d="$WORK/demo"
+	run "$LLMP_SRCDIR/scripts/demo/story.sh" --requeue "$d"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"slurmctld: requeue job JobId="*" due to failure of node "* ]]
 	[ "$(runs_of "$d/job.out")" -eq 2 ]
 	grep -Eq 'rank 0: run 1 \(.*\): resuming at step [1-9][0-9]* from checkpoint step-[0-9]+' "$d/job.out"
-	grep -q '^final checksum' "$d/reference.out"
 	[ "$(grep '^final checksum' "$d/job.out")" = "$(grep '^final checksum' "$d/reference.out")" ]
-	# The story started the killed node again: every node is back.
 	assert_cluster_idle
 }

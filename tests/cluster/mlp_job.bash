@@ -61,3 +61,11 @@ wait_line() { # FILE REGEX [seconds]
 runs_of() { # OUT: how many runs rank 0 started
 	grep -c 'rank 0: run [0-9]* (' "$1"
 }
+
+# The nodes run N of `llmp job run` ran on, one per line, from its log line
+# `llmp job run: TIME: run N on NODES (...)`.
+active_nodes() { # OUT N
+	local list
+	list=$(sed -n "s/^llmp job run: [^ ]*: run $2 on \([^ ]*\) .*/\1/p" "$1" | head -n1)
+	[ -n "$list" ] && scontrol show hostnames "$list"
+}
