@@ -11,6 +11,18 @@ CHECK_ENV="$LLMP_SRCDIR/tests/cluster/check_env.py"
 PLUGIN="$LLMP_BUILDDIR/plugin/.libs/llm_parallel.so"
 LLMP="$LLMP_BUILDDIR/cli/llmp"
 
+# Under `configure --with-slurm=DIR` the cluster runs DIR's daemons and clients,
+# the release the plugin was built for: DIR/sbin and DIR/bin go first on PATH.
+# make check exports LLMP_SLURM_BINDIRS; a bats run by hand reads the build's
+# Makefile, so both run the same Slurm.
+if [ -z "${LLMP_SLURM_BINDIRS+set}" ] && [ -f "$LLMP_BUILDDIR/Makefile" ]; then
+	LLMP_SLURM_BINDIRS=$(sed -n 's/^LLMP_SLURM_BINDIRS = //p' "$LLMP_BUILDDIR/Makefile")
+fi
+if [ -n "${LLMP_SLURM_BINDIRS:-}" ]; then
+	PATH=$LLMP_SLURM_BINDIRS:$PATH
+	export PATH
+fi
+
 # Why a cluster cannot run here, or nothing. bats 1.8 cannot skip from
 # setup_file, so setup_file records the reason and each test skips with it.
 cluster_unavailable() {
@@ -18,6 +30,8 @@ cluster_unavailable() {
 		echo "cluster tests disabled (--disable-cluster-tests)"
 	elif [ "$(id -u)" -ne 0 ]; then
 		echo "the local Slurm cluster needs root"
+	elif [ -n "${LLMP_SLURM_BINDIRS:-}" ] && [ ! -x "${LLMP_SLURM_BINDIRS%%:*}/slurmctld" ]; then
+		echo "no slurmctld in ${LLMP_SLURM_BINDIRS%%:*} (configure --with-slurm: that release's daemons run the tests)"
 	elif ! command -v slurmctld >/dev/null; then
 		echo "slurmctld not installed"
 	elif [ ! -f "$PLUGIN" ]; then
