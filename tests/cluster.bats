@@ -402,6 +402,32 @@ PY
 		<<<"$output" || { echo "$output"; false; }
 }
 
+# The example job as README.md submits it: Slurm runs a spooled copy of the
+# script, so it must find show_layout.py from the path given to sbatch. Each
+# task's coordinates are worked out here: order tp-cp-ep-dp-pp, leftmost
+# fastest, so with tp=2 pp=3 (dp=2) rank r has tp=r%2, dp=(r/2)%2, pp=r/4.
+check_demo_output() { # FILE
+	local r line
+	[ "$(grep -c '^rank ' "$1")" -eq 12 ] || { cat "$1"; return 1; }
+	for r in $(seq 0 11); do
+		line=$(grep -E "^rank +$r on " "$1") || { echo "no line for rank $r"; cat "$1"; return 1; }
+		grep -q "| tp=$((r % 2)) cp=0 dp=$((r / 2 % 2)) pp=$((r / 4)) |" <<<"$line" ||
+			{ echo "rank $r: $line"; return 1; }
+	done
+}
+
+@test "the example job runs as README.md submits it: from the source tree, and by absolute path elsewhere" {
+	run env -u LLMP_EXAMPLES sh -c 'cd "$1" && sbatch --wait -o "$2" --llm-parallel=tp=2,pp=3 etc/examples/llm-parallel-demo.sbatch' \
+		sh "$LLMP_SRCDIR" "$WORK/out"
+	[ "$status" -eq 0 ] || { echo "$output"; cat "$WORK/out"; false; }
+	check_demo_output "$WORK/out"
+	run env -u LLMP_EXAMPLES sh -c 'cd "$1" && sbatch --wait -o "$2" --llm-parallel=tp=2,pp=3 "$3"' \
+		sh "$WORK" "$WORK/out2" "$LLMP_SRCDIR/etc/examples/llm-parallel-demo.sbatch"
+	[ "$status" -eq 0 ] || { echo "$output"; cat "$WORK/out2"; false; }
+	check_demo_output "$WORK/out2"
+	assert_cluster_idle
+}
+
 # -------------------------------------------------------------- bad layouts
 
 @test "bad specs are refused at submission by sbatch, salloc and srun: nothing queued" {
