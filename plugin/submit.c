@@ -5,6 +5,8 @@
  * A layout that cannot be right whatever the job size is refused here, so no
  * job is queued. sbatch cannot see the task count through SPANK; srun can,
  * once the step exists (local_user_init), and then checks divisibility too.
+ * Where srun's command line gives the count (srun_args.h), srun checks it
+ * in init_post_opt already, before it asks for an allocation.
  * Everything is checked again inside the step, against its real geometry.
  * The checkpoint spec needs no geometry: it is refused here or never.
  *
@@ -25,6 +27,7 @@
 #include <llmp/llmp_env.h>
 #include "resolve.h"
 #include "resolve_ckpt.h"
+#include "srun_args.h"
 
 /*
  * What the submitting side does with a resolved option: nothing when it is
@@ -154,6 +157,62 @@ static int check_placement(void)
 	return -1;
 }
 
+/* srun's task count from its own command line (srun_args.h); unknown on any doubt. */
+static struct plugin_srun_count srun_count(void)
+{
+	struct plugin_srun_count unknown = { 0, 0 }, c;
+	char *text = NULL;
+	size_t cap = 0, len = 0, got;
+	FILE *f = fopen("/proc/self/cmdline", "r");
+
+	if (!f)
+		return unknown;
+	do {
+		char *more = cap - len < 4096 ? realloc(text, cap += 65536) : text;
+		if (!more) {
+			fclose(f);
+			free(text);
+			return unknown;
+		}
+		text = more;
+		got = fread(text + len, 1, cap - len, f);
+		len += got;
+	} while (got > 0 && cap < (1u << 22));
+	fclose(f);
+	c = got > 0 ? unknown : plugin_srun_count_of_cmdline(text, len); /* longer than 4 MiB: unknown */
+	free(text);
+	return c;
+}
+
+/*
+ * srun before its allocation: a layout that does not fit the task count its
+ * command line gives is refused now, so no job is queued and cancelled.
+ * --llm-parallel=auto and the model's guard decide later (local_user_init),
+ * where srun knows its nodes too.
+ */
+static int check_srun_count(const llmp_spec *spec, bool automatic)
+{
+	char msg[LLMP_MSG_MAX];
+	llmp_plan *plan;
+	struct plugin_srun_count c;
+
+	if (automatic)
+		return 0;
+	c = srun_count();
+	if (!c.tasks)
+		return 0;
+	if (llmp_plan_create(spec, c.tasks, 0, &plan, msg, sizeof msg) != LLMP_OK) {
+		if (c.nodes)
+			plugin_user_message("%s (%u tasks on %u node%s)", msg, c.tasks, c.nodes,
+					    c.nodes == 1 ? "" : "s");
+		else
+			plugin_user_message("%s (%u tasks)", msg, c.tasks);
+		return -1;
+	}
+	llmp_plan_destroy(plan); /* warnings wait for local_user_init, which knows the nodes */
+	return 0;
+}
+
 int plugin_submit_check(spank_t sp)
 {
 	struct plugin_model_answer model;
@@ -167,6 +226,8 @@ int plugin_submit_check(spank_t sp)
 		return active ? -1 : 0;
 	/* srun decides in local_user_init, where it knows its task count. */
 	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, 0, &model) < 0)
+		return -1;
+	if (spank_context() == S_CTX_LOCAL && check_srun_count(&spec, automatic) < 0)
 		return -1;
 	return 0;
 }

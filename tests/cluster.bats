@@ -448,10 +448,29 @@ check_demo_output() { # FILE
 	assert_cluster_idle
 }
 
-@test "srun refuses a layout that does not divide its tasks before launching" {
+@test "srun refuses a layout that does not divide its tasks before asking for an allocation" {
+	# Job ids are given one after the other: if srun got an allocation
+	# between two sbatch jobs, their ids are two apart.
+	first=$(sbatch --parsable -n1 -o /dev/null --wrap=true)
 	run srun -N1 -n6 --llm-parallel=tp=4 "$TASK_ENV"
 	[ "$status" -ne 0 ]
 	grep -q '^llm_parallel: tp\*pp\*cp = 4\*1\*1 = 4 does not divide 6 tasks (6 tasks on 1 node)$' <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	! grep -q 'job [0-9]* queued\|Granted job allocation' <<<"$output"
+	# The count from -N and --ntasks-per-node, and -n alone.
+	run srun -N3 --ntasks-per-node=2 --llm-parallel=pp=4 "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: .*does not divide 6 tasks (6 tasks on 3 nodes)$' <<<"$output" || { echo "$output"; false; }
+	run srun -n9 --llm-parallel=tp=2 "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: tp\*pp\*cp = 2\*1\*1 = 2 does not divide 9 tasks (9 tasks)$' <<<"$output" || { echo "$output"; false; }
+	second=$(sbatch --parsable -n1 -o /dev/null --wrap=true)
+	[ "$second" -eq $((first + 1)) ] || { echo "job ids $first then $second: srun was allocated"; false; }
+	# A count srun's command line does not give (the command's own -n is the
+	# command's): still refused before launch, once the step exists.
+	run srun -N2 --llm-parallel=tp=4 "$TASK_ENV" -n 8
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: tp\*pp\*cp = 4\*1\*1 = 4 does not divide 2 tasks (2 tasks on 2 nodes)$' <<<"$output" || { echo "$output"; false; }
 	! grep -q '^task ' <<<"$output"
 	assert_cluster_idle
 }

@@ -28,6 +28,7 @@
 #include "plugin/netif.h"
 #include "plugin/resolve.h"
 #include "plugin/resolve_ckpt.h"
+#include "plugin/srun_args.h"
 #include "plugin/site.h"
 #include "plugin/slurm_env.h"
 #include "plugin/task_env.h"
@@ -965,6 +966,71 @@ static void messages_stay_one_line(void **state)
 	assert_string_equal(llmp_show(shown, "1\nerror", 7), "1?error");
 }
 
+/* srun's task count from its command line, worked out by hand for each. */
+static struct plugin_srun_count srun_count_of_words(const char *line)
+{
+	char copy[512], *argv[64], *save = NULL;
+	int argc = 0;
+	snprintf(copy, sizeof copy, "srun %s", line);
+	for (char *w = strtok_r(copy, " ", &save); w && argc < 64; w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	return plugin_srun_count_of(argc, argv);
+}
+
+static void srun_task_count_from_the_command_line(void **state)
+{
+	static const struct {
+		const char *line;
+		uint32_t tasks, nodes;
+	} cases[] = {
+		{ "-n6 --llm-parallel=tp=4 true", 6, 0 },
+		{ "-N1 -n 6 --llm-parallel tp=4 ./a.out", 6, 1 },
+		{ "--ntasks=12 --nodes=3 hostname", 12, 3 },
+		{ "--ntasks 8 -l hostname", 8, 0 },
+		{ "-lN2 --ntasks-per-node=3 hostname", 6, 2 },
+		{ "-N 3 --ntasks-per-node 4 --mpi=pmix python3 x.py", 12, 3 },
+		{ "-ln5 hostname", 5, 0 },
+		/* the command's own -n is the command's */
+		{ "-N2 python3 train.py -n 6", 0, 0 },
+		{ "-n4 -- prog -n 6", 4, 0 },
+		{ "-n4 prog -n 6", 4, 0 },
+		/* not one number, or not on the command line */
+		{ "-N 2-3 --ntasks-per-node=2 true", 0, 0 },
+		{ "-N2 true", 0, 0 },
+		{ "true", 0, 0 },
+		{ "-n x true", 0, 0 },
+		{ "-n 0 true", 0, 0 },
+		{ "-n 99999999999 true", 0, 0 },
+		{ "-n 2 -N 3 true", 0, 0 },
+		/* what cannot be placed: unknown, never a guess */
+		{ "--some-plugin-flag -n6 true", 0, 0 },
+		{ "--ntask=6 true", 0, 0 },
+		{ "-y -n6 true", 0, 0 },
+		{ "--jobid=5 -n6 true", 0, 0 },
+		{ "-n2 prog : -n3 prog", 0, 0 },
+		{ "-n", 0, 0 },
+		/* an option whose value is in its word, and optional arguments */
+		{ "--other-plugin=x -n6 -K1 -I30 --kill-on-bad-exit=1 true", 6, 0 },
+		{ "-k -n 6 true", 6, 0 },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct plugin_srun_count c = srun_count_of_words(cases[i].line);
+		if (c.tasks != cases[i].tasks || c.nodes != cases[i].nodes)
+			fail_msg("srun %s: %u tasks on %u nodes, expected %u on %u", cases[i].line, c.tasks,
+				 c.nodes, cases[i].tasks, cases[i].nodes);
+	}
+	/* /proc/self/cmdline's form: NUL-separated, NUL-terminated */
+	static const char cmdline[] = "srun\0-N\0003\0-n\0009\0true\0";
+	struct plugin_srun_count c = plugin_srun_count_of_cmdline(cmdline, sizeof cmdline - 1);
+	assert_int_equal(c.tasks, 9);
+	assert_int_equal(c.nodes, 3);
+	c = plugin_srun_count_of_cmdline(cmdline, sizeof cmdline - 2); /* cut: no final NUL */
+	assert_int_equal(c.tasks, 0);
+	c = plugin_srun_count_of_cmdline(NULL, 0);
+	assert_int_equal(c.tasks, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -989,6 +1055,7 @@ int main(void)
 		cmocka_unit_test(site_topology),
 		cmocka_unit_test(whole_step_placement),
 		cmocka_unit_test(messages_stay_one_line),
+		cmocka_unit_test(srun_task_count_from_the_command_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
