@@ -16,6 +16,13 @@
  * slurm.conf has RequeueExit=75 (etc/slurm/llmp-requeue.conf), else with
  * `scontrol requeue`. A run that left no record (the program never reached
  * llmp_job_open) passes RC through untouched.
+ *
+ * `llmp job-end --finished`, the first line of the script, answers whether
+ * an earlier run of this same job already finished the training: Slurm
+ * 24.05 and later can requeue a job once more after it completed, when it
+ * was preempted with a GraceTime (the requeue flag set at the grace signal
+ * outlives the run that completed). Such a run should end at once; the
+ * line said here is its one report.
  */
 #define _GNU_SOURCE
 
@@ -43,11 +50,13 @@ struct job_end {
 	int rc; /* the step's exit code, passed through when there is no record */
 	const char *job_id;
 	uint64_t restart;
+	bool finished_check; /* --finished */
 };
 
 static void usage(FILE *out)
 {
 	fputs("usage: llmp job-end [--checkpoint DIR] [--requeue auto|exit|scontrol|none] [RC]\n"
+	      "       llmp job-end [--checkpoint DIR] --finished\n"
 	      "Ends a batch script: reads the run record in the checkpoint root\n"
 	      "(--checkpoint, else $LLMP_CHECKPOINT_DIR, else $LLMP_CHECKPOINT) and exits\n"
 	      "0 when the run finished, 76 when it must not be requeued, and 75 after\n"
@@ -56,7 +65,10 @@ static void usage(FILE *out)
 	      "  scontrol  run `scontrol requeue $SLURM_JOB_ID`, then exit 75\n"
 	      "  auto      exit if slurm.conf's RequeueExit includes 75, else scontrol (default)\n"
 	      "  none      exit 75 and requeue nothing\nThe default comes from $LLMP_REQUEUE when set.\n"
-	      "RC (default 1) is returned when the run left no record of itself.\n",
+	      "RC (default 1) is returned when the run left no record of itself.\n"
+	      "--finished, at the start of a batch script: exits 0, saying so in one line,\n"
+	      "when an earlier run of this job finished (Slurm requeued a completed job),\n"
+	      "else 1 and says nothing.\n",
 	      out);
 }
 
@@ -180,6 +192,29 @@ static int decide(const struct job_end *e)
 	return requeue(e);
 }
 
+/*
+ * --finished: 0 when the record says an earlier run of this job finished
+ * (same SLURM_JOB_ID, a lower SLURM_RESTART_COUNT, outcome done), after
+ * one line on stderr; else 1, silently: the run goes ahead.
+ */
+static int check_finished(const struct job_end *e)
+{
+	llmp_run_record rec;
+	char msg[LLMP_MSG_MAX];
+
+	if (!e->job_id[0] || llmp_run_record_read(e->dir, &rec, msg, sizeof msg) != LLMP_OK ||
+	    strcmp(rec.job_id, e->job_id) != 0 || rec.restart >= e->restart || rec.outcome != LLMP_RUN_DONE)
+		return 1;
+	char step[32] = "-";
+	if (rec.step != LLMP_NO_STEP)
+		snprintf(step, sizeof step, "%" PRIu64, rec.step);
+	fprintf(stderr,
+		PROG ": job %s finished in run %" PRIu64 " at step %s; Slurm started it again "
+		     "(run %" PRIu64 ", requeued after it completed): ending this run at once\n",
+		e->job_id, rec.restart, step, e->restart);
+	return 0;
+}
+
 static int parse_how(const char *text, enum requeue_how *how)
 {
 	static const char *const names[] = { "auto", "exit", "scontrol", "none" };
@@ -198,6 +233,7 @@ int cli_job_end(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "checkpoint", required_argument, NULL, 'c' },
 		{ "requeue", required_argument, NULL, 'r' },
+		{ "finished", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -211,9 +247,10 @@ int cli_job_end(int argc, char **argv)
 	if (how && *how && parse_how(how, &e.how) < 0)
 		return CLI_EXIT_USAGE;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+c:r:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:r:fh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c': given = optarg; break;
+		case 'f': e.finished_check = true; break;
 		case 'r':
 			if (parse_how(optarg, &e.how) < 0)
 				return CLI_EXIT_USAGE;
@@ -224,6 +261,11 @@ int cli_job_end(int argc, char **argv)
 			usage(stderr);
 			return CLI_EXIT_USAGE;
 		}
+	}
+	if (e.finished_check && optind < argc) {
+		fprintf(stderr, PROG ": --finished takes no exit code, got '%s'\n",
+			cli_printable(argv[optind]));
+		return CLI_EXIT_USAGE;
 	}
 	if (argc - optind > 1) {
 		fprintf(stderr, PROG ": one exit code at most, got '%s' too\n",
@@ -244,5 +286,5 @@ int cli_job_end(int argc, char **argv)
 	if (count && cli_parse_count(PROG, "SLURM_RESTART_COUNT", count, 0, UINT32_MAX, &n) < 0)
 		return CLI_EXIT_USAGE;
 	e.restart = count ? n : 0;
-	return decide(&e);
+	return e.finished_check ? check_finished(&e) : decide(&e);
 }

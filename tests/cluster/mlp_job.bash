@@ -61,3 +61,21 @@ wait_line() { # FILE REGEX [seconds]
 runs_of() { # OUT: how many runs rank 0 started
 	grep -c 'rank 0: run [0-9]* (' "$1"
 }
+
+# Runs of the job that its run record ended at once (`llmp job-end
+# --finished` in mlp-train.sbatch): Slurm 24.05 and later requeue a job
+# preempted earlier with a GraceTime once more after it completed. Prints
+# 0 or 1 and checks that such a run came after the training finished,
+# said so in one line and started no rank.
+completion_requeues_ended() { # OUT
+	local ended after
+	ended=$(grep -c '^llmp job-end: job [0-9]* finished in run [0-9]* at step .*: ending this run at once$' "$1")
+	[ "$ended" -le 1 ] || { echo "$ended runs ended as completion requeues:" >&2; cat "$1" >&2; return 1; }
+	if [ "$ended" -eq 1 ]; then
+		after=$(sed -n '/^final checksum/,$p' "$1" | grep -c 'ending this run at once$')
+		[ "$after" -eq 1 ] || { echo "a run ended as finished before the training did:" >&2; cat "$1" >&2; return 1; }
+		! sed -n '/ending this run at once$/,$p' "$1" | grep -q 'rank [0-9]*: ' ||
+			{ echo "ranks ran after the completion requeue:" >&2; cat "$1" >&2; return 1; }
+	fi
+	echo "$ended"
+}
