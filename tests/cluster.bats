@@ -10,7 +10,7 @@ load cluster/common
 setup_file() { cluster_setup_file; }
 teardown_file() { cluster_teardown_file; }
 setup() { cluster_setup; }
-teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+teardown() { cluster_teardown; }
 
 # --------------------------------------------------------------- the option
 

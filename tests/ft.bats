@@ -41,6 +41,7 @@ teardown() {
 	scontrol update NodeName=node[1-3] State=RESUME >/dev/null 2>&1 || true
 	scancel --full "${JOB:-0}" >/dev/null 2>&1 || true
 	assert_cluster_idle || true
+	assert_no_timeout
 }
 
 # The uninterrupted run, once per file: tp=2 dp=2 on 4 ranks over 2 nodes.

@@ -11,7 +11,12 @@ load cluster/common
 setup_file() { cluster_setup_file; }
 teardown_file() { cluster_teardown_file; }
 setup() { cluster_setup; }
-teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+teardown() { cluster_teardown; }
+
+# Each step here takes seconds; an arbitrary layout that a release's node
+# selection cannot place stays PENDING forever (README.md, "Slurm releases"):
+# a failure after 2 minutes, naming the srun, not a suite that hangs.
+LLMP_TEST_CMD_TIMEOUT_S=120
 
 SHOW='echo "task $SLURM_PROCID $SLURMD_NODENAME master $MASTER_ADDR node $GROUP_RANK $LLMP_NODE_RANK $CROSS_RANK"'
 
@@ -87,4 +92,24 @@ assert_layout_right() { # HOST_OF_TASK_0 NTASKS
 	grep -q 'run with srun --mpi=pmix' <<<"$output" || { echo "$output"; false; }
 	! grep -q '^task 0 ' <<<"$output" || { echo "$output"; false; }
 	assert_cluster_idle
+}
+
+@test "a step that never starts fails the test by the limit, naming the command" {
+	# --hold: the job stays PENDING until released, as a layout Slurm
+	# cannot place does. The limit is the one cluster/common puts on srun.
+	LLMP_TEST_CMD_TIMEOUT_S=3 run srun --hold -n1 --llm-parallel=tp=1 true
+	[ "$status" -eq 124 ] || { echo "status $status: $output"; false; }
+	grep -q "^TIMEOUT: 'srun --hold -n1 --llm-parallel=tp=1 true' still running after 3 s; killed$" <<<"$output" ||
+		{ echo "$output"; false; }
+	# The teardown would fail this test: the mark names the command.
+	run assert_no_timeout
+	[ "$status" -eq 1 ]
+	grep -q '^  srun --hold -n1 --llm-parallel=tp=1 true$' <<<"$output"
+	rm "$BATS_TEST_TMPDIR/timed-out"
+	# srun was killed by the limit: its job does not stay behind.
+	for _ in $(seq 1 20); do
+		[ -z "$(squeue -h -o %i)" ] && break
+		sleep 0.5
+	done
+	assert_queue_empty
 }

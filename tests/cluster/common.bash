@@ -120,6 +120,46 @@ wait_job_end() { # JOBID SECONDS
 	return 1
 }
 
+# Every srun, sbatch and salloc a test runs ends within a limit: a step that
+# hangs (a layout Slurm leaves PENDING, a stuck slurmstepd) becomes a failure
+# naming the command instead of a suite that never ends. The functions shadow
+# the programs in the test's shell, `run` included; `timeout` execs the
+# program itself. A file may lower the limit (LLMP_TEST_CMD_TIMEOUT_S) before
+# its tests; a test that expects a nonzero status still fails on a timeout,
+# through the mark that cluster_teardown checks.
+: "${LLMP_TEST_CMD_TIMEOUT_S:=600}"
+bounded() { # PROGRAM ARG...
+	local rc=0
+	timeout -k 10 "$LLMP_TEST_CMD_TIMEOUT_S" "$@" || rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "TIMEOUT: '$*' still running after ${LLMP_TEST_CMD_TIMEOUT_S} s; killed" >&2
+		[ -z "${BATS_TEST_TMPDIR:-}" ] || echo "$*" >>"$BATS_TEST_TMPDIR/timed-out"
+	fi
+	return "$rc"
+}
+srun() { bounded srun "$@"; }
+sbatch() { bounded sbatch "$@"; }
+salloc() { bounded salloc "$@"; }
+
+# Fails the test if one of its commands ran into the limit of bounded().
+assert_no_timeout() {
+	[ -n "${BATS_TEST_TMPDIR:-}" ] && [ -f "$BATS_TEST_TMPDIR/timed-out" ] || return 0
+	echo "timed out after ${LLMP_TEST_CMD_TIMEOUT_S} s:" >&2
+	sed 's/^/  /' "$BATS_TEST_TMPDIR/timed-out" >&2
+	return 1
+}
+
+# The teardown of a cluster test: a timeout fails it, then the queue is emptied.
+# A file that needs more defines its own teardown and calls this.
+cluster_teardown() {
+	[ -z "${CLUSTER_SKIP:-}" ] && [ -n "${CLUSTER_STATE:-}" ] || return 0
+	local rc=0
+	assert_no_timeout || rc=1
+	cancel_leftover_jobs
+	return "$rc"
+}
+teardown() { cluster_teardown; }
+
 # Cancel whatever a failed test left in the queue, so the next test starts clean.
 cancel_leftover_jobs() {
 	local jobs
