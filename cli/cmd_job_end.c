@@ -23,6 +23,17 @@
  * was preempted with a GraceTime (the requeue flag set at the grace signal
  * outlives the run that completed). Such a run should end at once; the
  * line said here is its one report.
+ *
+ * Before a requeue, the run's job steps must be gone: a slurmstepd that
+ * never ends keeps its step listed, and the next run's `srun --mpi=pmix`
+ * then fails on the node (it cannot bind the PMIx server's socket, which
+ * the stuck step still holds). Slurm 24.11.6-7 and 25.05.0-3 deadlock
+ * slurmstepd this way when PMIx gets an event during step termination, as
+ * after a rank's abort under --kill-on-bad-exit (fixed in 25.05.4, Slurm's
+ * CHANGELOG/slurm-25.05.md, and in 25.11; no 24.11 release has the fix).
+ * job-end waits up to LLMP_STEP_WAIT seconds (default 30) for the steps
+ * to leave, and if one stays it names it and its nodes and does not
+ * requeue: a requeued run would only fail to launch there.
  */
 #define _GNU_SOURCE
 
@@ -129,6 +140,61 @@ static bool site_requeues_on_exit(void)
 	return found;
 }
 
+/*
+ * A job step of this job other than the batch, extern and interactive ones,
+ * "ID NODES" in out; false when none is listed or squeue cannot say.
+ */
+static bool listed_step(const char *job_id, char *out, size_t outlen)
+{
+	char cmd[128], line[512];
+	bool found = false;
+	FILE *p;
+
+	snprintf(cmd, sizeof cmd, "squeue -h -s -j '%s' -o '%%i %%N' 2>/dev/null", job_id);
+	if (!(p = popen(cmd, "r")))
+		return false;
+	while (fgets(line, sizeof line, p)) {
+		const char *dot = strchr(line, '.');
+		line[strcspn(line, "\n")] = '\0';
+		/* JOB.0, JOB.1, ...; not JOB.batch, JOB.extern, JOB.interactive */
+		if (found || !dot || dot[1] < '0' || dot[1] > '9')
+			continue;
+		snprintf(out, outlen, "%s", line);
+		found = true;
+	}
+	pclose(p);
+	return found;
+}
+
+/* Waits for the run's steps to leave the queue; false (said) if one stays. */
+static bool steps_gone(const struct job_end *e)
+{
+	char step[512];
+	uint64_t wait_s = 30;
+	const char *text = getenv("LLMP_STEP_WAIT");
+
+	if (text && *text && cli_parse_count(PROG, "LLMP_STEP_WAIT", text, 0, 3600, &wait_s) < 0)
+		wait_s = 30;
+	for (uint64_t half = 0;; half++) {
+		if (!listed_step(e->job_id, step, sizeof step))
+			return true;
+		if (half >= wait_s * 2)
+			break;
+		usleep(500000);
+	}
+	char *nodes = strchr(step, ' ');
+	if (nodes)
+		*nodes++ = '\0';
+	fprintf(stderr,
+		PROG
+		": step %s is still on %s %" PRIu64 " s after its srun returned: its slurmstepd did not end "
+		"(Slurm 24.11.6-24.11.7 and 25.05.0-25.05.3 can deadlock there in PMIx finalize; fixed in "
+		"25.05.4 and 25.11); not requeueing, since a new run could not start its step there: ask "
+		"an administrator to end it\n",
+		step, nodes && *nodes ? nodes : "its nodes", wait_s);
+	return false;
+}
+
 static int requeue(const struct job_end *e)
 {
 	enum requeue_how how = e->how;
@@ -136,6 +202,8 @@ static int requeue(const struct job_end *e)
 		fputs(PROG ": not in a Slurm job: nothing to requeue\n", stderr);
 		return LLMP_EXIT_REQUEUE;
 	}
+	if (!steps_gone(e))
+		return LLMP_EXIT_NO_REQUEUE;
 	if (how == REQUEUE_AUTO)
 		how = site_requeues_on_exit() ? REQUEUE_EXIT : REQUEUE_SCONTROL;
 	if (how != REQUEUE_SCONTROL)
