@@ -10,8 +10,10 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Short options taking no argument, or an optional one (which getopt only
  * takes from the same word: -I30, -k, -K1). */
@@ -174,7 +176,8 @@ static uint32_t count_of(const char *text)
 }
 
 struct seen {
-	const char *ntasks, *nodes, *per_node;
+	const char *ntasks, *nodes, *per_node, *distribution;
+	bool jobid;
 };
 
 /* Records the value of an option that matters here. */
@@ -186,6 +189,8 @@ static void note(struct seen *s, const char *name, const char *value)
 		s->nodes = value;
 	else if (strcmp(name, "ntasks-per-node") == 0)
 		s->per_node = value;
+	else if (strcmp(name, "m") == 0 || strcmp(name, "distribution") == 0)
+		s->distribution = value;
 }
 
 /* A long option at argv[*i] ("--" already stripped); false if unknown. */
@@ -195,8 +200,12 @@ static bool long_option(int argc, char *const argv[], int *i, struct seen *s)
 	size_t len = eq ? (size_t)(eq - word) : strlen(word);
 	char name[64];
 
-	if (len == 0 || len >= sizeof name || listed(long_unknowable, word, len))
+	if (len == 0 || len >= sizeof name)
 		return false;
+	if (listed(long_unknowable, word, len)) {
+		s->jobid = true;
+		return false;
+	}
 	memcpy(name, word, len);
 	name[len] = '\0';
 	if (listed(long_with_arg, word, len)) {
@@ -240,23 +249,32 @@ static bool short_options(int argc, char *const argv[], int *i, struct seen *s)
 	return true;
 }
 
-struct plugin_srun_count plugin_srun_count_of(int argc, char *const argv[])
+/* srun's options up to its command into *s; false where one cannot be placed. */
+static bool parse(int argc, char *const argv[], struct seen *s)
 {
-	struct plugin_srun_count unknown = { 0, 0 }, c = { 0, 0 };
-	struct seen s = { NULL, NULL, NULL };
 	int i;
 
 	for (i = 1; i < argc; i++) {
 		const char *w = argv[i];
 		if (strcmp(w, "--") == 0 || w[0] != '-' || w[1] == '\0')
 			break; /* srun's command starts here */
-		if (w[1] == '-' ? !long_option(argc, argv, &i, &s) : !short_options(argc, argv, &i, &s))
-			return unknown;
+		if (w[1] == '-' ? !long_option(argc, argv, &i, s) : !short_options(argc, argv, &i, s))
+			return false;
 	}
 	/* "srun OPTIONS cmd : OPTIONS cmd" is a heterogeneous step. */
 	for (; i < argc; i++)
 		if (strcmp(argv[i], ":") == 0)
-			return unknown;
+			return false;
+	return true;
+}
+
+struct plugin_srun_count plugin_srun_count_of(int argc, char *const argv[])
+{
+	struct plugin_srun_count unknown = { 0, 0 }, c = { 0, 0 };
+	struct seen s = { 0 };
+
+	if (!parse(argc, argv, &s))
+		return unknown;
 
 	c.nodes = s.nodes ? count_of(s.nodes) : 0;
 	if (s.ntasks)
@@ -288,4 +306,75 @@ struct plugin_srun_count plugin_srun_count_of_cmdline(const char *cmdline, size_
 	struct plugin_srun_count c = at < len ? unknown : plugin_srun_count_of(argc, argv);
 	free(argv);
 	return c;
+}
+
+bool plugin_srun_arbitrary_allocation(int argc, char *const argv[], const char *env_distribution,
+				      const char *env_job_id)
+{
+	struct seen s = { 0 };
+	bool parsed = parse(argc, argv, &s);
+	const char *d;
+
+	if (s.jobid || (env_job_id && *env_job_id))
+		return false; /* an allocation that exists: no node selection */
+	if (!parsed)
+		return false;
+	d = s.distribution ? s.distribution : env_distribution;
+	/* "arbitrary", maybe followed by ":block" and the like */
+	return d && strncmp(d, "arbitrary", 9) == 0 && (d[9] == '\0' || d[9] == ':' || d[9] == ',');
+}
+
+const char *plugin_arbitrary_tree_warning(uint32_t slurm_version_number, bool arbitrary_allocation,
+					  const char *topology_plugin)
+{
+	/* 23.11.0 as SLURM_VERSION_NUM(23, 11, 0) */
+	if (slurm_version_number < ((23u << 16) | (11u << 8)) || !arbitrary_allocation || !topology_plugin ||
+	    strcmp(topology_plugin, "topology/tree") != 0)
+		return NULL;
+	return "warning: -m arbitrary in a new allocation under TopologyPlugin=topology/tree: "
+	       "since Slurm 23.11 the tree's node selection ignores the per-node task counts of "
+	       "an arbitrary list, and the job can stay PENDING for ever; allocate the nodes first "
+	       "(salloc or sbatch -w NODES) and run srun -m arbitrary inside the allocation";
+}
+
+/* Strips blanks at both ends of [*b, *e). */
+static void trim(const char **b, const char **e)
+{
+	while (*b < *e && (**b == ' ' || **b == '\t'))
+		(*b)++;
+	while (*e > *b && ((*e)[-1] == ' ' || (*e)[-1] == '\t' || (*e)[-1] == '\n' || (*e)[-1] == '\r'))
+		(*e)--;
+}
+
+int plugin_slurm_conf_value(const char *path, const char *key, char *out, size_t outlen)
+{
+	char line[1024];
+	int found = 0;
+	FILE *f;
+
+	if (!path || !outlen || !(f = fopen(path, "r")))
+		return -1;
+	out[0] = '\0';
+	while (fgets(line, sizeof line, f)) {
+		const char *b = line, *e = strchr(line, '#'), *eq;
+		if (!e)
+			e = line + strlen(line);
+		trim(&b, &e);
+		eq = memchr(b, '=', (size_t)(e - b));
+		if (!eq)
+			continue;
+		const char *kb = b, *ke = eq, *vb = eq + 1, *ve = e;
+		trim(&kb, &ke);
+		trim(&vb, &ve);
+		/* Keys are case-insensitive in slurm.conf; the last one wins. */
+		if ((size_t)(ke - kb) != strlen(key) || strncasecmp(kb, key, (size_t)(ke - kb)) != 0)
+			continue;
+		if ((size_t)(ve - vb) >= outlen)
+			continue;
+		memcpy(out, vb, (size_t)(ve - vb));
+		out[ve - vb] = '\0';
+		found = 1;
+	}
+	fclose(f);
+	return found;
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include <llmp/llmp_env.h>
@@ -157,31 +158,85 @@ static int check_placement(void)
 	return -1;
 }
 
-/* srun's task count from its own command line (srun_args.h); unknown on any doubt. */
-static struct plugin_srun_count srun_count(void)
+/* srun's command line as /proc/self/cmdline has it (NUL-separated), or NULL. */
+static char *srun_cmdline(size_t *lenp)
 {
-	struct plugin_srun_count unknown = { 0, 0 }, c;
 	char *text = NULL;
 	size_t cap = 0, len = 0, got;
 	FILE *f = fopen("/proc/self/cmdline", "r");
 
 	if (!f)
-		return unknown;
+		return NULL;
 	do {
 		char *more = cap - len < 4096 ? realloc(text, cap += 65536) : text;
 		if (!more) {
 			fclose(f);
 			free(text);
-			return unknown;
+			return NULL;
 		}
 		text = more;
 		got = fread(text + len, 1, cap - len, f);
 		len += got;
 	} while (got > 0 && cap < (1u << 22));
 	fclose(f);
-	c = got > 0 ? unknown : plugin_srun_count_of_cmdline(text, len); /* longer than 4 MiB: unknown */
+	if (got > 0) { /* longer than 4 MiB */
+		free(text);
+		return NULL;
+	}
+	*lenp = len;
+	return text;
+}
+
+/* srun's task count from its own command line (srun_args.h); unknown on any doubt. */
+static struct plugin_srun_count srun_count(void)
+{
+	struct plugin_srun_count unknown = { 0, 0 }, c;
+	size_t len = 0;
+	char *text = srun_cmdline(&len);
+
+	if (!text)
+		return unknown;
+	c = plugin_srun_count_of_cmdline(text, len);
 	free(text);
 	return c;
+}
+
+/*
+ * -m arbitrary in a new allocation under topology/tree, which Slurm 23.11
+ * and later can leave PENDING for ever (srun_args.h): said before the
+ * allocation is asked for, with what to do instead. The topology plugin is
+ * read from slurm.conf (SLURM_CONF, else Slurm's default path); nothing is
+ * said when it cannot be read.
+ */
+static void warn_arbitrary_tree(void)
+{
+	char topology[64], **argv;
+	const char *conf = getenv("SLURM_CONF"), *warning;
+	size_t len = 0, at = 0;
+	int argc = 0;
+	char *text;
+
+	if (!plugin_arbitrary_tree_warning(SLURM_VERSION_NUMBER, true, "topology/tree"))
+		return; /* a release without the problem: no need to look */
+	if (plugin_slurm_conf_value(conf && *conf ? conf : "/etc/slurm/slurm.conf", "TopologyPlugin",
+				    topology, sizeof topology) != 1 ||
+	    !(text = srun_cmdline(&len)))
+		return;
+	if (len && text[len - 1] == '\0' && (argv = calloc(len, sizeof *argv))) {
+		while (at < len) {
+			argv[argc++] = text + at;
+			at += strlen(text + at) + 1;
+		}
+		warning = plugin_arbitrary_tree_warning(
+			SLURM_VERSION_NUMBER,
+			plugin_srun_arbitrary_allocation(argc, argv, getenv("SLURM_DISTRIBUTION"),
+							 getenv("SLURM_JOB_ID")),
+			topology);
+		if (warning)
+			plugin_user_message("%s", warning);
+		free(argv);
+	}
+	free(text);
 }
 
 /*
@@ -227,8 +282,11 @@ int plugin_submit_check(spank_t sp)
 	/* srun decides in local_user_init, where it knows its task count. */
 	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, 0, &model) < 0)
 		return -1;
-	if (spank_context() == S_CTX_LOCAL && check_srun_count(&spec, automatic) < 0)
-		return -1;
+	if (spank_context() == S_CTX_LOCAL) {
+		if (check_srun_count(&spec, automatic) < 0)
+			return -1;
+		warn_arbitrary_tree();
+	}
 	return 0;
 }
 

@@ -1031,6 +1031,62 @@ static void srun_task_count_from_the_command_line(void **state)
 	assert_int_equal(c.tasks, 0);
 }
 
+static bool arbitrary_of_words(const char *line, const char *env_distribution, const char *env_job)
+{
+	char copy[512], *argv[64], *save = NULL;
+	int argc = 0;
+	snprintf(copy, sizeof copy, "srun %s", line);
+	for (char *w = strtok_r(copy, " ", &save); w && argc < 64; w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	return plugin_srun_arbitrary_allocation(argc, argv, env_distribution, env_job);
+}
+
+/* -m arbitrary in a new allocation under topology/tree: warned from 23.11 on only. */
+static void arbitrary_layout_under_the_tree(void **state)
+{
+	(void)state;
+	assert_true(arbitrary_of_words("-m arbitrary -w node3,node1 -n2 true", NULL, NULL));
+	assert_true(arbitrary_of_words("--distribution=arbitrary:block -n2 true", NULL, NULL));
+	assert_true(arbitrary_of_words("-n2 true", "arbitrary", NULL));
+	assert_true(arbitrary_of_words("-marbitrary true", NULL, ""));
+	/* inside an allocation, another distribution, the command's own -m */
+	assert_false(arbitrary_of_words("-m arbitrary -n2 true", NULL, "42"));
+	assert_false(arbitrary_of_words("--jobid=42 -m arbitrary -n2 true", NULL, NULL));
+	assert_false(arbitrary_of_words("-m cyclic -n2 true", "arbitrary", NULL));
+	assert_false(arbitrary_of_words("-m arbitraryx -n2 true", NULL, NULL));
+	assert_false(arbitrary_of_words("-n2 prog -m arbitrary", NULL, NULL));
+
+	uint32_t v22_05 = 0x160508, v23_02 = 0x17020b, v23_11 = 0x170b00, v24_11 = 0x180b05,
+		 v26_05 = 0x1a0505;
+	assert_null(plugin_arbitrary_tree_warning(v22_05, true, "topology/tree"));
+	assert_null(plugin_arbitrary_tree_warning(v23_02, true, "topology/tree"));
+	assert_non_null(plugin_arbitrary_tree_warning(v23_11, true, "topology/tree"));
+	assert_non_null(plugin_arbitrary_tree_warning(v26_05, true, "topology/tree"));
+	const char *w = plugin_arbitrary_tree_warning(v24_11, true, "topology/tree");
+	assert_non_null(w);
+	assert_non_null(strstr(w, "PENDING"));
+	assert_non_null(strstr(w, "salloc or sbatch -w NODES"));
+	assert_null(plugin_arbitrary_tree_warning(v24_11, false, "topology/tree"));
+	assert_null(plugin_arbitrary_tree_warning(v24_11, true, "topology/block"));
+	assert_null(plugin_arbitrary_tree_warning(v24_11, true, NULL));
+
+	/* slurm.conf: keys in any case, comments, blanks, the last setting */
+	char path[] = "/tmp/llmp-test-slurm-conf.XXXXXX", value[64];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("# TopologyPlugin=topology/block\nClusterName=x\n topologyplugin = topology/block # old\n"
+	      "TOPOLOGYPLUGIN=topology/tree\nTopologyParam=Dragonfly\n",
+	      f);
+	fclose(f);
+	assert_int_equal(plugin_slurm_conf_value(path, "TopologyPlugin", value, sizeof value), 1);
+	assert_string_equal(value, "topology/tree");
+	assert_int_equal(plugin_slurm_conf_value(path, "SelectType", value, sizeof value), 0);
+	assert_int_equal(plugin_slurm_conf_value(path, "TopologyPlugin", value, 4), 0); /* too long */
+	unlink(path);
+	assert_int_equal(plugin_slurm_conf_value(path, "TopologyPlugin", value, sizeof value), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1056,6 +1112,7 @@ int main(void)
 		cmocka_unit_test(whole_step_placement),
 		cmocka_unit_test(messages_stay_one_line),
 		cmocka_unit_test(srun_task_count_from_the_command_line),
+		cmocka_unit_test(arbitrary_layout_under_the_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
