@@ -69,6 +69,11 @@ cluster_setup_file() {
 cluster_teardown_file() {
 	if [ -n "${CLUSTER_STATE:-}" ]; then
 		"$CLUSTER" stop "$CLUSTER_STATE" >&3 2>&1 || true
+		# LLMP_TEST_KEEP_LOGS=DIR keeps the daemons' logs of each file there.
+		if [ -n "${LLMP_TEST_KEEP_LOGS:-}" ] && [ -d "$CLUSTER_STATE/log" ]; then
+			mkdir -p "$LLMP_TEST_KEEP_LOGS/$(basename "$BATS_TEST_FILENAME" .bats)"
+			cp -r "$CLUSTER_STATE/log/." "$LLMP_TEST_KEEP_LOGS/$(basename "$BATS_TEST_FILENAME" .bats)/"
+		fi
 		rm -rf "$CLUSTER_STATE"
 	fi
 	if [ -n "${CLUSTER_LOCK_FD:-}" ]; then
