@@ -31,7 +31,7 @@ declare -A smoke=(
 	[cluster.bats]='^srun: tp=2,pp=2 on one node|^srun: tp=2,pp=3 over three nodes|^sbatch: the option reaches srun steps|^salloc: the option reaches srun|^bad specs are refused|^srun refuses a layout that does not divide|^the example job runs|^a job without the option is untouched'
 	[preempt.bats]='^preemption: GraceTime=20|^a job requeued after it completed'
 	[ft.bats]='^crash loop: a rank crashes every run|^crash requeue: a step whose slurmstepd lingers'
-	[slurm_layouts.bats]='arbitrary|never starts'
+	[slurm_layouts.bats]='^-m arbitrary -w with --mpi=pmix|^-m arbitrary inside an allocation|never starts'
 )
 cluster_files=(cluster.bats slurm_layouts.bats slurm_export.bats slurm_tmpfs.bats security.bats
 	runtime.bats metrics.bats ckpt.bats ft.bats preempt.bats)
