@@ -63,6 +63,7 @@ tree_pends_arbitrary() {
 }
 
 @test "-m arbitrary -w with --mpi=pmix: task 0's host is MASTER_ADDR and NODE_RANK 0" {
+	need_mpi_pmix
 	if tree_pends_arbitrary; then
 		# The Slurm defect, as it is: srun warns first, then the job pends. A
 		# release that fixes it fails here, and the documents are updated.
@@ -86,9 +87,18 @@ tree_pends_arbitrary() {
 
 @test "-m arbitrary inside an allocation (what srun advises under topology/tree from 23.11 on)" {
 	# salloc picks the nodes; the arbitrary list then only places the step's
-	# tasks on them, without the tree's node selection.
-	run salloc -N3 --ntasks-per-node=2 srun --mpi=pmix -m arbitrary -w node3,node1,node3,node2 -n4 \
-		--llm-parallel=tp=1 sh -c "$SHOW"
+	# tasks on them, without the tree's node selection. The plugin learns the
+	# placement from PMIx's map, or from SLURM_HOSTFILE where this Slurm has
+	# no mpi/pmix.
+	if srun --mpi=list 2>&1 | grep -qw pmix; then
+		run salloc -N3 --ntasks-per-node=2 srun --mpi=pmix -m arbitrary -w node3,node1,node3,node2 -n4 \
+			--llm-parallel=tp=1 sh -c "$SHOW"
+	else
+		printf 'node3\nnode1\nnode3\nnode2\n' >"$WORK/hosts"
+		chmod 644 "$WORK/hosts"
+		run salloc -N3 --ntasks-per-node=2 env SLURM_HOSTFILE="$WORK/hosts" srun -m arbitrary -n4 \
+			--llm-parallel=tp=1 sh -c "$SHOW"
+	fi
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	assert_layout_right node3 4
 	grep -qx 'task 1 node1 master node3 node 1 1 1' <<<"$output" || { echo "$output"; false; }
@@ -111,6 +121,7 @@ tree_pends_arbitrary() {
 }
 
 @test "a real rendezvous at MASTER_ADDR when task 0 is not on the first node" {
+	need_mpi_pmix
 	run srun --mpi=pmix -m arbitrary -w node2,node1,node2,node1 -n4 --llm-parallel=tp=2 \
 		python3 "$LLMP_SRCDIR/tests/cluster/rendezvous.py"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }

@@ -165,6 +165,13 @@ cluster_teardown() {
 }
 teardown() { cluster_teardown; }
 
+# Skips a test that needs srun --mpi=pmix where this Slurm has no mpi/pmix
+# plugin (Debian sid's slurm-wlm 26.05.5 is built without it).
+need_mpi_pmix() {
+	srun --mpi=list 2>&1 | grep -qw pmix ||
+		skip "this Slurm has no mpi/pmix plugin (srun --mpi=list): built without PMIx"
+}
+
 # Cancel whatever a failed test left in the queue, so the next test starts clean.
 cancel_leftover_jobs() {
 	local jobs

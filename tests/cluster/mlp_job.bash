@@ -9,6 +9,8 @@ MLP_SBATCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/etc/examples/mlp-
 # Submit the example; sets JOB. Options up to "--" go to sbatch, the rest to mlp_train.
 submit_mlp() { # OUT [sbatch option...] -- [program option...]
 	local out=$1 sb=()
+	# mlp-train.sbatch runs srun --mpi=pmix (a test's skip, from cluster/common).
+	! declare -F need_mpi_pmix >/dev/null || need_mpi_pmix
 	shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do
 		sb+=("$1")
