@@ -171,9 +171,9 @@ static bool steps_gone(const struct job_end *e)
 {
 	char step[512];
 	uint64_t wait_s = 30;
-	const char *text = getenv("LLMP_STEP_WAIT");
+	const char *text = getenv(LLMP_ENV_STEP_WAIT);
 
-	if (text && *text && cli_parse_count(PROG, "LLMP_STEP_WAIT", text, 0, 3600, &wait_s) < 0)
+	if (text && *text && cli_parse_count(PROG, LLMP_ENV_STEP_WAIT, text, 0, 3600, &wait_s) < 0)
 		wait_s = 30;
 	for (uint64_t half = 0;; half++) {
 		if (!listed_step(e->job_id, step, sizeof step))
