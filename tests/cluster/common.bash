@@ -180,10 +180,19 @@ cancel_leftover_jobs() {
 	[ -z "$jobs" ] || scancel $jobs || true
 }
 
+# A job still COMPLETING after its srun returned is not one left queued:
+# Slurm 24.11 keeps finished jobs COMPLETING a few seconds longer than
+# 22.05 (seen on 24.11.5), so those are waited for, up to 30 s.
 assert_queue_empty() {
 	local jobs
-	jobs=$(squeue -h -o '%i %T')
-	[ -z "$jobs" ] || { echo "jobs in the queue: $jobs" >&2; return 1; }
+	for _ in $(seq 1 60); do
+		jobs=$(squeue -h -o '%i %T')
+		[ -n "$jobs" ] || return 0
+		grep -qv ' COMPLETING$' <<<"$jobs" && break
+		sleep 0.5
+	done
+	echo "jobs in the queue: $jobs" >&2
+	return 1
 }
 
 # check_env.py on the task lines of a file or of $output.
