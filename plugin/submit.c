@@ -5,6 +5,8 @@
  * A layout that cannot be right whatever the job size is refused here, so no
  * job is queued. sbatch cannot see the task count through SPANK; srun can,
  * once the step exists (local_user_init), and then checks divisibility too.
+ * Where srun's command line gives the count (srun_args.h), srun checks it
+ * in init_post_opt already, before it asks for an allocation.
  * Everything is checked again inside the step, against its real geometry.
  * The checkpoint spec needs no geometry: it is refused here or never.
  *
@@ -28,6 +30,7 @@
 #include "common/fail.h" /* llmp_show_line */
 #include "resolve.h"
 #include "resolve_ckpt.h"
+#include "srun_args.h"
 
 /*
  * What the submitting side does with a resolved option: nothing when it is
@@ -161,6 +164,116 @@ static int check_placement(void)
 	return -1;
 }
 
+/* srun's command line as /proc/self/cmdline has it (NUL-separated), or NULL. */
+static char *srun_cmdline(size_t *lenp)
+{
+	char *text = NULL;
+	size_t cap = 0, len = 0, got;
+	FILE *f = fopen("/proc/self/cmdline", "r");
+
+	if (!f)
+		return NULL;
+	do {
+		char *more = cap - len < 4096 ? realloc(text, cap += 65536) : text;
+		if (!more) {
+			fclose(f);
+			free(text);
+			return NULL;
+		}
+		text = more;
+		got = fread(text + len, 1, cap - len, f);
+		len += got;
+	} while (got > 0 && cap < (1u << 22));
+	fclose(f);
+	if (got > 0) { /* longer than 4 MiB */
+		free(text);
+		return NULL;
+	}
+	*lenp = len;
+	return text;
+}
+
+/* srun's task count from its own command line (srun_args.h); unknown on any doubt. */
+static struct plugin_srun_count srun_count(void)
+{
+	struct plugin_srun_count unknown = { 0, 0 }, c;
+	size_t len = 0;
+	char *text = srun_cmdline(&len);
+
+	if (!text)
+		return unknown;
+	c = plugin_srun_count_of_cmdline(text, len);
+	free(text);
+	return c;
+}
+
+/*
+ * -m arbitrary in a new allocation under topology/tree, which Slurm 23.11
+ * and later can leave PENDING for ever (srun_args.h): said before the
+ * allocation is asked for, with what to do instead. The topology plugin is
+ * read from slurm.conf (SLURM_CONF, else Slurm's default path); nothing is
+ * said when it cannot be read.
+ */
+static void warn_arbitrary_tree(void)
+{
+	char topology[64], **argv;
+	const char *conf = getenv("SLURM_CONF"), *warning;
+	size_t len = 0, at = 0;
+	int argc = 0;
+	char *text;
+
+	if (!plugin_arbitrary_tree_warning(SLURM_VERSION_NUMBER, true, "topology/tree"))
+		return; /* a release without the problem: no need to look */
+	if (plugin_slurm_conf_value(conf && *conf ? conf : "/etc/slurm/slurm.conf", "TopologyPlugin",
+				    topology, sizeof topology) != 1 ||
+	    !(text = srun_cmdline(&len)))
+		return;
+	if (len && text[len - 1] == '\0' && (argv = calloc(len, sizeof *argv))) {
+		while (at < len) {
+			argv[argc++] = text + at;
+			at += strlen(text + at) + 1;
+		}
+		warning = plugin_arbitrary_tree_warning(
+			SLURM_VERSION_NUMBER,
+			plugin_srun_arbitrary_allocation(argc, argv, getenv("SLURM_DISTRIBUTION"),
+							 getenv("SLURM_JOB_ID")),
+			topology);
+		if (warning)
+			plugin_user_message("%s", warning);
+		free(argv);
+	}
+	free(text);
+}
+
+/*
+ * srun before its allocation: a layout that does not fit the task count its
+ * command line gives is refused now, so no job is queued and cancelled.
+ * --llm-parallel=auto and the model's guard decide later (local_user_init),
+ * where srun knows its nodes too.
+ */
+static int check_srun_count(const llmp_spec *spec, bool automatic)
+{
+	char msg[LLMP_MSG_MAX];
+	llmp_plan *plan;
+	struct plugin_srun_count c;
+
+	if (automatic)
+		return 0;
+	c = srun_count();
+	if (!c.tasks)
+		return 0;
+	if (llmp_plan_create(spec, c.tasks, 0, &plan, msg, sizeof msg) != LLMP_OK) {
+		if (c.nodes)
+			plugin_user_message("%s (%u tasks on %u node%s)", msg, c.tasks, c.nodes,
+					    c.nodes == 1 ? "" : "s");
+		else
+			plugin_user_message("%s (%u tasks)", msg, c.tasks);
+		return -1;
+	}
+	llmp_plan_destroy(plan); /* warnings wait for local_user_init, which knows the nodes */
+	return 0;
+}
+
 int plugin_submit_check(spank_t sp)
 {
 	struct plugin_model_answer model;
@@ -175,6 +288,11 @@ int plugin_submit_check(spank_t sp)
 	/* srun decides in local_user_init, where it knows its task count. */
 	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, 0, &model) < 0)
 		return -1;
+	if (spank_context() == S_CTX_LOCAL) {
+		if (check_srun_count(&spec, automatic) < 0)
+			return -1;
+		warn_arbitrary_tree();
+	}
 	return 0;
 }
 

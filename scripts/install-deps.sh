@@ -30,6 +30,8 @@ packages=(
 	chromium
 	# the local cluster's network namespaces
 	iproute2 procps util-linux
+	# root file systems of other Debian releases, for their Slurm (scripts/slurm-rootfs.sh)
+	mmdebstrap
 	# the cluster's distributed volume (tests/distfs.bats): a brick and a FUSE client per node
 	glusterfs-server glusterfs-client
 	# make deb, make rpm and their checks (packaging/README.md)

@@ -10,7 +10,7 @@ load cluster/common
 setup_file() { cluster_setup_file; }
 teardown_file() { cluster_teardown_file; }
 setup() { cluster_setup; }
-teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+teardown() { cluster_teardown; }
 
 # --------------------------------------------------------------- the option
 
@@ -88,13 +88,18 @@ teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
 	cat >"$WORK/job.sh" <<-EOF
 		#!/bin/sh
 		echo "batch LLMP_RANK=\${LLMP_RANK-<unset>} RANK=\${RANK-<unset>}"
+		echo "batch on \$SLURMD_NODENAME"
 		srun "$TASK_ENV"
 	EOF
 	run sbatch --wait -N2 -n6 -o "$WORK/out" --llm-parallel=tp=3 "$WORK/job.sh"
 	[ "$status" -eq 0 ]
 	output=$(cat "$WORK/out")
 	grep -q '^batch LLMP_RANK=<unset> RANK=<unset>$' <<<"$output"
-	check_tasks tp=3 6 --master node1
+	# The batch step runs on the allocation's first node, where -m block puts
+	# rank 0: node1 on 22.05, where 24.11's tree selection may pick node[2-3].
+	first=$(sed -n 's/^batch on //p' <<<"$output")
+	[ -n "$first" ]
+	check_tasks tp=3 6 --master "$first"
 }
 
 @test "salloc: the option reaches srun inside the allocation" {
@@ -404,6 +409,32 @@ PY
 		<<<"$output" || { echo "$output"; false; }
 }
 
+# The example job as README.md submits it: Slurm runs a spooled copy of the
+# script, so it must find show_layout.py from the path given to sbatch. Each
+# task's coordinates are worked out here: order tp-cp-ep-dp-pp, leftmost
+# fastest, so with tp=2 pp=3 (dp=2) rank r has tp=r%2, dp=(r/2)%2, pp=r/4.
+check_demo_output() { # FILE
+	local r line
+	[ "$(grep -c '^rank ' "$1")" -eq 12 ] || { cat "$1"; return 1; }
+	for r in $(seq 0 11); do
+		line=$(grep -E "^rank +$r on " "$1") || { echo "no line for rank $r"; cat "$1"; return 1; }
+		grep -q "| tp=$((r % 2)) cp=0 dp=$((r / 2 % 2)) pp=$((r / 4)) |" <<<"$line" ||
+			{ echo "rank $r: $line"; return 1; }
+	done
+}
+
+@test "the example job runs as README.md submits it: from the source tree, and by absolute path elsewhere" {
+	run env -u LLMP_EXAMPLES sh -c 'cd "$1" && sbatch --wait -o "$2" --llm-parallel=tp=2,pp=3 etc/examples/llm-parallel-demo.sbatch' \
+		sh "$LLMP_SRCDIR" "$WORK/out"
+	[ "$status" -eq 0 ] || { echo "$output"; cat "$WORK/out"; false; }
+	check_demo_output "$WORK/out"
+	run env -u LLMP_EXAMPLES sh -c 'cd "$1" && sbatch --wait -o "$2" --llm-parallel=tp=2,pp=3 "$3"' \
+		sh "$WORK" "$WORK/out2" "$LLMP_SRCDIR/etc/examples/llm-parallel-demo.sbatch"
+	[ "$status" -eq 0 ] || { echo "$output"; cat "$WORK/out2"; false; }
+	check_demo_output "$WORK/out2"
+	assert_cluster_idle
+}
+
 # -------------------------------------------------------------- bad layouts
 
 @test "bad specs are refused at submission by sbatch, salloc and srun: nothing queued" {
@@ -424,10 +455,29 @@ PY
 	assert_cluster_idle
 }
 
-@test "srun refuses a layout that does not divide its tasks before launching" {
+@test "srun refuses a layout that does not divide its tasks before asking for an allocation" {
+	# Job ids are given one after the other: if srun got an allocation
+	# between two sbatch jobs, their ids are two apart.
+	first=$(sbatch --parsable -n1 -o /dev/null --wrap=true)
 	run srun -N1 -n6 --llm-parallel=tp=4 "$TASK_ENV"
 	[ "$status" -ne 0 ]
 	grep -q '^llm_parallel: tp\*pp\*cp = 4\*1\*1 = 4 does not divide 6 tasks (6 tasks on 1 node)$' <<<"$output"
+	! grep -q '^task ' <<<"$output"
+	! grep -q 'job [0-9]* queued\|Granted job allocation' <<<"$output"
+	# The count from -N and --ntasks-per-node, and -n alone.
+	run srun -N3 --ntasks-per-node=2 --llm-parallel=pp=4 "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: .*does not divide 6 tasks (6 tasks on 3 nodes)$' <<<"$output" || { echo "$output"; false; }
+	run srun -n9 --llm-parallel=tp=2 "$TASK_ENV"
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: tp\*pp\*cp = 2\*1\*1 = 2 does not divide 9 tasks (9 tasks)$' <<<"$output" || { echo "$output"; false; }
+	second=$(sbatch --parsable -n1 -o /dev/null --wrap=true)
+	[ "$second" -eq $((first + 1)) ] || { echo "job ids $first then $second: srun was allocated"; false; }
+	# A count srun's command line does not give (the command's own -n is the
+	# command's): still refused before launch, once the step exists.
+	run srun -N2 --llm-parallel=tp=4 "$TASK_ENV" -n 8
+	[ "$status" -ne 0 ]
+	grep -q '^llm_parallel: tp\*pp\*cp = 4\*1\*1 = 4 does not divide 2 tasks (2 tasks on 2 nodes)$' <<<"$output" || { echo "$output"; false; }
 	! grep -q '^task ' <<<"$output"
 	assert_cluster_idle
 }

@@ -67,6 +67,7 @@ teardown() {
 	scontrol update NodeName=node[1-3] State=RESUME >/dev/null 2>&1 || true
 	cancel_leftover_jobs
 	assert_cluster_idle || true
+	assert_no_timeout
 }
 
 # End a background srun of this test (its pid): 10 s to return on its own, then

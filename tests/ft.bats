@@ -42,6 +42,7 @@ teardown() {
 	scontrol update NodeName=node[1-3] State=RESUME >/dev/null 2>&1 || true
 	scancel --full "${JOB:-0}" >/dev/null 2>&1 || true
 	assert_cluster_idle || true
+	assert_no_timeout
 }
 
 # The uninterrupted run, once per file: tp=2 dp=2 on 4 ranks over 2 nodes.
@@ -401,4 +402,36 @@ assert_no_tasks_left() {
 	grep -Eq 'rank 0: run 1 \(.*\): resuming at step [1-9][0-9]* from checkpoint step-[0-9]+' "$d/job.out"
 	[ "$(grep '^final checksum' "$d/job.out")" = "$(grep '^final checksum' "$d/reference.out")" ]
 	assert_cluster_idle
+}
+
+@test "crash requeue: a step whose slurmstepd lingers is named, with its nodes, and the job is not requeued" {
+	# Slurm 24.11.6-7 and 25.05.0-3 can leave a step's slurmstepd stuck in
+	# PMIx finalize after a rank's abort; on any release a step still
+	# running (--overlap, in the background) stands for it here. The run
+	# record says the run failed, so job-end would requeue.
+	local ck="$WORK/ck"
+	mkdir -p "$ck"
+	cat >"$WORK/job.sh" <<-EOF
+		#!/bin/bash
+		srun --overlap -N1 -n1 sleep 120 &
+		for _ in \$(seq 1 100); do
+			squeue -h -s -j "\$SLURM_JOB_ID" -o %i | grep -q '\\.0\$' && break
+			sleep 0.1
+		done
+		printf 'llmp-run 1\\njob %s\\nrestart 0\\noutcome failed\\nfailures 0\\nckpt-at-start none\\nstep 3\\nreason rank 1 crashed\\nend\\n' \\
+			"\$SLURM_JOB_ID" >"$ck/llmp-run"
+		LLMP_STEP_WAIT=3 "$LLMP" job-end --checkpoint "$ck" --requeue scontrol 134
+		echo "job-end exit \$?"
+		kill %1
+		wait
+	EOF
+	chmod 755 "$WORK/job.sh"
+	JOB=$(sbatch --parsable --requeue -N2 -o "$WORK/out" "$WORK/job.sh")
+	state=$(wait_job_end "$JOB" 120)
+	grep -qE "^llmp job-end: step $JOB\.0 is still on node[0-9] 3 s after its srun returned: its slurmstepd did not end \(Slurm 24\.11\.6-24\.11\.7 and 25\.05\.0-25\.05\.3 .*fixed in 25\.05\.4 and 25\.11\); not requeueing" \
+		"$WORK/out" || { cat "$WORK/out"; false; }
+	grep -qx 'job-end exit 76' "$WORK/out" || { cat "$WORK/out"; false; }
+	# Not requeued: one run.
+	[ "$(grep -c '^job-end exit' "$WORK/out")" -eq 1 ] || { cat "$WORK/out"; false; }
+	[ "$state" != PENDING ]
 }

@@ -131,3 +131,39 @@ record() { # outcome [restart] [job] [reason]
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"RequeueExit"* ]]
 }
+
+@test "job-end --finished: an earlier run of this job that finished ends this one, in one line" {
+	# Slurm requeued job 77 after its run 1 finished: this is run 2.
+	record done 1 77
+	SLURM_RESTART_COUNT=2 run --separate-stderr "$LLMP" job-end --checkpoint "$DIR" --finished
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	[ "$stderr" = "llmp job-end: job 77 finished in run 1 at step 12; Slurm started it again (run 2, requeued after it completed): ending this run at once" ]
+	# The root from LLMP_CHECKPOINT_DIR, as the batch script has it.
+	LLMP_CHECKPOINT_DIR=$DIR SLURM_RESTART_COUNT=2 run "$LLMP" job-end --finished
+	[ "$status" -eq 0 ]
+}
+
+@test "job-end --finished: anything else lets the run go ahead, silently" {
+	# No record yet (the first run), the record of another job (a new
+	# submission training again), a run that did not finish, this very run.
+	SLURM_RESTART_COUNT=0 run --separate-stderr "$LLMP" job-end --checkpoint "$DIR" --finished
+	[ "$status" -eq 1 ] && [ -z "$stderr" ]
+	record done 0 76
+	SLURM_RESTART_COUNT=1 run --separate-stderr "$LLMP" job-end --checkpoint "$DIR" --finished
+	[ "$status" -eq 1 ] && [ -z "$stderr" ]
+	for outcome in stopped failed running gave-up; do
+		record "$outcome" 0 77
+		SLURM_RESTART_COUNT=1 run --separate-stderr "$LLMP" job-end --checkpoint "$DIR" --finished
+		[ "$status" -eq 1 ] && [ -z "$stderr" ] || { echo "$outcome: $status $stderr"; false; }
+	done
+	record done 1 77
+	SLURM_RESTART_COUNT=1 run --separate-stderr "$LLMP" job-end --checkpoint "$DIR" --finished
+	[ "$status" -eq 1 ] && [ -z "$stderr" ]
+	# Outside Slurm there is no job to have been requeued.
+	record done 0 77
+	env -u SLURM_JOB_ID SLURM_RESTART_COUNT=1 "$LLMP" job-end --checkpoint "$DIR" --finished && false
+	# --finished takes no exit code.
+	run "$LLMP" job-end --checkpoint "$DIR" --finished 0
+	[ "$status" -eq 2 ]
+}

@@ -84,7 +84,7 @@ setup() {
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 }
 
-teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+teardown() { cluster_teardown; }
 
 @test "packages: version and dependency pinned to this Slurm release; snippet installed, not enabled" {
 	release=$(slurm_version | cut -d. -f1-2)

@@ -44,6 +44,7 @@ teardown() {
 	thaw
 	scancel "${JOB:-0}" "${HIGH:-0}" >/dev/null 2>&1 || true
 	assert_cluster_idle || true
+	assert_no_timeout
 }
 
 # The uninterrupted run, once per file, in the low partition.
@@ -85,8 +86,13 @@ preempt_node1() { # OUT
 	order=$(sed -nE -e "s/.*Requeuing JobId=($JOB)( .*)?$/requeue \1/p" \
 		-e "s/.*Started JobId=($JOB|$HIGH) in ([a-z]+) .*/start \1 \2/p" \
 		-e "s/.*Allocate JobId=($JOB|$HIGH) .*Partition=([a-z]+).*/start \1 \2/p" "$log" | tr '\n' ,)
-	[ "$order" = "start $JOB low,requeue $JOB,start $HIGH high,start $JOB low," ] ||
-		{ echo "order: $order"; cat "$out"; false; }
+	# Slurm 24.05 and later requeue the job once more after it completed
+	# (README.md, "Slurm releases"): that run ends at once from the run
+	# record, in one line, and starts no rank.
+	local extra want="start $JOB low,requeue $JOB,start $HIGH high,start $JOB low,"
+	extra=$(completion_requeues_ended "$out")
+	[ "$extra" -eq 0 ] || want+="requeue $JOB,start $JOB low,"
+	[ "$order" = "$want" ] || { echo "order: $order"; cat "$out"; false; }
 	run python3 "$COMPARE" "$REF" "$out" --no-redo
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -178,4 +184,33 @@ thaw() {
 	run python3 "$COMPARE" "$ref" "$out"
 	echo "$output"
 	[ "$status" -eq 0 ]
+}
+
+@test "a job requeued after it completed: the run record ends it at once, said in one line" {
+	# Slurm 24.05+ does this by itself after a preemption with GraceTime;
+	# here (any release) scontrol requeues the job as soon as it completed.
+	local out="$WORK/job.out" state
+	submit_mlp "$out" -p low -N1 --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- --steps 8 --sleep-ms 10
+	for _ in $(seq 1 600); do
+		state=$(scontrol -o show job "$JOB" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+		[ "$state" = COMPLETED ] || [ -z "$state" ] && break
+		sleep 0.2
+	done
+	# MinJobAge=4: a completed job is still known for 4 s.
+	run scontrol requeue "$JOB"
+	[ "$status" -eq 0 ] || { echo "state $state: $output"; cat "$out"; false; }
+	wait_job_gone "$JOB"
+	grep -q '^final checksum' "$out" || { cat "$out"; false; }
+	[ "$(completion_requeues_ended "$out")" -eq 1 ] || { cat "$out"; false; }
+	# The step is the run record's (doc/fault-tolerance.md), read here by hand.
+	local step
+	step=$(sed -n 's/^step //p' "$WORK/ckpt/llmp-run")
+	grep -qx "llmp job-end: job $JOB finished in run 0 at step $step; Slurm started it again (run 1, requeued after it completed): ending this run at once" \
+		"$out" || { cat "$out"; false; }
+	# One run of the ranks, one final checksum, one line for the extra run.
+	[ "$(runs_of "$out")" -eq 1 ]
+	[ "$(grep -c '^final checksum' "$out")" -eq 1 ]
+	[ "$(grep -c '^mlp-train.sbatch: run ' "$out")" -eq 1 ] || { cat "$out"; false; }
+	assert_cluster_idle
 }

@@ -26,7 +26,7 @@ setup() {
 	# One checkpoint for the file's tests, saved by the first.
 	CKPT=$CLUSTER_STATE/torch-ckpt
 }
-teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+teardown() { cluster_teardown; }
 
 # N "ckpt R ok" lines, one for each rank 0..N-1, or the output shown and a failure.
 assert_ranks_ok() { # N

@@ -70,6 +70,7 @@ teardown() {
 	# Cancel what a failed test left, but B's job.
 	local j
 	for j in $(squeue -h -o %i); do [ "$j" = "$B_JOB" ] || scancel "$j"; done
+	assert_no_timeout
 }
 
 # No node drained or down: busy with B's job is fine (the last test waits for idle).

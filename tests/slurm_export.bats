@@ -13,7 +13,7 @@ load cluster/common
 setup_file() { cluster_setup_file; }
 teardown_file() { cluster_teardown_file; }
 setup() { cluster_setup; }
-teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+teardown() { cluster_teardown; }
 
 # The batch script: no PATH under --export=NONE, so every program by its path.
 write_job() {

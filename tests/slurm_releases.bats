@@ -46,6 +46,51 @@ build_var() {
 	[ "$output" = "spank $(version_number 26.05.3) 26.05.3" ]
 }
 
+@test "configure --with-slurm=DIR: the cluster tests run DIR's daemons and clients, not the ones on PATH" {
+	prefix=$BATS_TEST_TMPDIR/opt/slurm/26.05.3
+	mkdir -p "$prefix/include" "$prefix/sbin" "$prefix/bin"
+	cp -r "$HEADERS/26.05.3/slurm" "$prefix/include/"
+	for prog in sbin/slurmctld sbin/slurmd bin/srun bin/sbatch bin/salloc bin/scontrol bin/squeue bin/sinfo; do
+		printf '#!/bin/sh\necho %s\n' "$prog" >"$prefix/$prog"
+		chmod 755 "$prefix/$prog"
+	done
+	# Programs of the same names earlier on PATH stand for another release's.
+	mkdir "$BATS_TEST_TMPDIR/other"
+	for prog in slurmctld slurmd srun sbatch; do
+		printf '#!/bin/sh\necho other\n' >"$BATS_TEST_TMPDIR/other/$prog"
+		chmod 755 "$BATS_TEST_TMPDIR/other/$prog"
+	done
+	mkdir "$BATS_TEST_TMPDIR/build"
+	cd "$BATS_TEST_TMPDIR/build"
+	PATH=$BATS_TEST_TMPDIR/other:$PATH run "$LLMP_SRCDIR/configure" --with-slurm="$prefix" \
+		--disable-runtime --without-cuda --without-nccl
+	[ "$status" -eq 0 ] || { echo "$output" | tail -20; false; }
+	[ "$(sed -n 's/^SLURMCTLD = //p' Makefile)" = "$prefix/sbin/slurmctld" ]
+	[ "$(sed -n 's/^SBATCH = //p' Makefile)" = "$prefix/bin/sbatch" ]
+	[ "$(sed -n 's/^LLMP_SLURM_BINDIRS = //p' Makefile)" = "$prefix/sbin:$prefix/bin" ]
+	grep -q "local Slurm cluster tests *: yes .*daemons: $prefix/sbin/slurmctld" <<<"$output"
+	# What a cluster test file sees after loading cluster/common, both by
+	# hand (bats with LLMP_BUILDDIR) and from make check's environment.
+	for how in by-hand make-check; do
+		given=()
+		[ "$how" = by-hand ] || given=(LLMP_SLURM_BINDIRS="$prefix/sbin:$prefix/bin")
+		# shellcheck disable=SC2016 # expanded by the inner bash
+		run env -u LLMP_SLURM_BINDIRS PATH="$BATS_TEST_TMPDIR/other:$PATH" "${given[@]}" \
+			LLMP_SRCDIR="$LLMP_SRCDIR" LLMP_BUILDDIR="$PWD" BATS_TEST_DIRNAME="$LLMP_SRCDIR/tests" \
+			bash -c '. "$LLMP_SRCDIR/tests/cluster/common.bash"
+				for p in slurmctld slurmd srun sbatch; do "$p"; done'
+		[ "$status" -eq 0 ] || { echo "$how: $output"; false; }
+		[ "$output" = "$(printf '%s\n' sbin/slurmctld sbin/slurmd bin/srun bin/sbatch)" ] ||
+			{ echo "$how: $output"; false; }
+	done
+	# Without daemons in DIR (headers only), the cluster tests say so rather
+	# than start another release's.
+	rm "$prefix/sbin/slurmctld"
+	run "$LLMP_SRCDIR/configure" --with-slurm="$prefix" --disable-runtime --without-cuda --without-nccl
+	[ "$status" -eq 0 ]
+	grep -q "local Slurm cluster tests *: no   (no slurmctld in $prefix/sbin" <<<"$output"
+}
+
 @test "llmp --version names the Slurm release the build's plugin carries" {
 	run "$LLMP_BUILDDIR/cli/llmp" --version
 	[ "$status" -eq 0 ]

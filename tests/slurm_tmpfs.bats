@@ -14,7 +14,7 @@ setup_file() {
 }
 teardown_file() { cluster_teardown_file; }
 setup() { cluster_setup; }
-teardown() { [ -n "$CLUSTER_SKIP" ] || cancel_leftover_jobs; }
+teardown() { cluster_teardown; }
 
 # Each task: whether the host's marker is visible (it must not be: the job's
 # own /tmp), and the layout file's mode, world and tp groups.

@@ -63,7 +63,8 @@
 #define LLMP_ENV_CHECKPOINT_KEEP "LLMP_CHECKPOINT_KEEP"
 #define LLMP_ENV_MAX_RESTARTS "LLMP_MAX_RESTARTS"
 #define LLMP_ENV_RESTART_COUNT "LLMP_RESTART_COUNT"
-#define LLMP_ENV_REQUEUE "LLMP_REQUEUE" /* how llmp job-end requeues (llmp-job-end) */
+#define LLMP_ENV_REQUEUE "LLMP_REQUEUE"     /* how llmp job-end requeues (llmp-job-end) */
+#define LLMP_ENV_STEP_WAIT "LLMP_STEP_WAIT" /* s llmp job-end waits for a run's steps to leave */
 
 /* The runtime's tunables, read by libllmp alone (doc/llmp.3). */
 #define LLMP_ENV_TIMEOUT "LLMP_TIMEOUT"

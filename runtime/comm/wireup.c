@@ -168,16 +168,29 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 	return LLMP_OK;
 }
 
-/* After the collecting fence every value is local: ask for nothing remote. */
+/*
+ * After the collecting fence every value is on this node: ask for nothing
+ * remote (PMIX_OPTIONAL: the client's own cache). PMIx 4 (Debian 12) keeps
+ * the fence's data there; PMIx 5 under Slurm's mpi/pmix (Debian 13's 5.0.7
+ * with Slurm 24.11.5, sid's with 26.05.5) leaves it with the node's server,
+ * the local slurmstepd, and the optional lookup answers PMIX_ERR_NOT_FOUND:
+ * then the server is asked, within the job's timeout.
+ */
 pmix_status_t rt_wireup_get(llmp_ctx *ctx, uint32_t rank, const char *key, pmix_value_t **value)
 {
 	pmix_proc_t peer;
 	pmix_info_t info;
 	bool optional = true;
+	int timeout = ctx->timeout_s >= 1 ? (int)ctx->timeout_s : 1;
 	PMIX_LOAD_PROCID(&peer, ctx->me.nspace,
 			 ctx->proc_of_rank && rank < ctx->world ? ctx->proc_of_rank[rank] : rank);
 	PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &optional, PMIX_BOOL);
 	pmix_status_t rc = PMIx_Get(&peer, key, &info, 1, value);
+	PMIX_INFO_DESTRUCT(&info);
+	if (rc != PMIX_ERR_NOT_FOUND)
+		return rc;
+	PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+	rc = PMIx_Get(&peer, key, &info, 1, value);
 	PMIX_INFO_DESTRUCT(&info);
 	return rc;
 }

@@ -11,6 +11,18 @@ CHECK_ENV="$LLMP_SRCDIR/tests/cluster/check_env.py"
 PLUGIN="$LLMP_BUILDDIR/plugin/.libs/llm_parallel.so"
 LLMP="$LLMP_BUILDDIR/cli/llmp"
 
+# Under `configure --with-slurm=DIR` the cluster runs DIR's daemons and clients,
+# the release the plugin was built for: DIR/sbin and DIR/bin go first on PATH.
+# make check exports LLMP_SLURM_BINDIRS; a bats run by hand reads the build's
+# Makefile, so both run the same Slurm.
+if [ -z "${LLMP_SLURM_BINDIRS+set}" ] && [ -f "$LLMP_BUILDDIR/Makefile" ]; then
+	LLMP_SLURM_BINDIRS=$(sed -n 's/^LLMP_SLURM_BINDIRS = //p' "$LLMP_BUILDDIR/Makefile")
+fi
+if [ -n "${LLMP_SLURM_BINDIRS:-}" ]; then
+	PATH=$LLMP_SLURM_BINDIRS:$PATH
+	export PATH
+fi
+
 # Why a cluster cannot run here, or nothing. bats 1.8 cannot skip from
 # setup_file, so setup_file records the reason and each test skips with it.
 cluster_unavailable() {
@@ -18,6 +30,8 @@ cluster_unavailable() {
 		echo "cluster tests disabled (--disable-cluster-tests)"
 	elif [ "$(id -u)" -ne 0 ]; then
 		echo "the local Slurm cluster needs root"
+	elif [ -n "${LLMP_SLURM_BINDIRS:-}" ] && [ ! -x "${LLMP_SLURM_BINDIRS%%:*}/slurmctld" ]; then
+		echo "no slurmctld in ${LLMP_SLURM_BINDIRS%%:*} (configure --with-slurm: that release's daemons run the tests)"
 	elif ! command -v slurmctld >/dev/null; then
 		echo "slurmctld not installed"
 	elif [ ! -f "$PLUGIN" ]; then
@@ -55,6 +69,11 @@ cluster_setup_file() {
 cluster_teardown_file() {
 	if [ -n "${CLUSTER_STATE:-}" ]; then
 		"$CLUSTER" stop "$CLUSTER_STATE" >&3 2>&1 || true
+		# LLMP_TEST_KEEP_LOGS=DIR keeps the daemons' logs of each file there.
+		if [ -n "${LLMP_TEST_KEEP_LOGS:-}" ] && [ -d "$CLUSTER_STATE/log" ]; then
+			mkdir -p "$LLMP_TEST_KEEP_LOGS/$(basename "$BATS_TEST_FILENAME" .bats)"
+			cp -r "$CLUSTER_STATE/log/." "$LLMP_TEST_KEEP_LOGS/$(basename "$BATS_TEST_FILENAME" .bats)/"
+		fi
 		rm -rf "$CLUSTER_STATE"
 	fi
 	if [ -n "${CLUSTER_LOCK_FD:-}" ]; then
@@ -106,6 +125,53 @@ wait_job_end() { # JOBID SECONDS
 	return 1
 }
 
+# Every srun, sbatch and salloc a test runs ends within a limit: a step that
+# hangs (a layout Slurm leaves PENDING, a stuck slurmstepd) becomes a failure
+# naming the command instead of a suite that never ends. The functions shadow
+# the programs in the test's shell, `run` included; `timeout` execs the
+# program itself. A file may lower the limit (LLMP_TEST_CMD_TIMEOUT_S) before
+# its tests; a test that expects a nonzero status still fails on a timeout,
+# through the mark that cluster_teardown checks.
+: "${LLMP_TEST_CMD_TIMEOUT_S:=600}"
+bounded() { # PROGRAM ARG...
+	local rc=0
+	timeout -k 10 "$LLMP_TEST_CMD_TIMEOUT_S" "$@" || rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "TIMEOUT: '$*' still running after ${LLMP_TEST_CMD_TIMEOUT_S} s; killed" >&2
+		[ -z "${BATS_TEST_TMPDIR:-}" ] || echo "$*" >>"$BATS_TEST_TMPDIR/timed-out"
+	fi
+	return "$rc"
+}
+srun() { bounded srun "$@"; }
+sbatch() { bounded sbatch "$@"; }
+salloc() { bounded salloc "$@"; }
+
+# Fails the test if one of its commands ran into the limit of bounded().
+assert_no_timeout() {
+	[ -n "${BATS_TEST_TMPDIR:-}" ] && [ -f "$BATS_TEST_TMPDIR/timed-out" ] || return 0
+	echo "timed out after ${LLMP_TEST_CMD_TIMEOUT_S} s:" >&2
+	sed 's/^/  /' "$BATS_TEST_TMPDIR/timed-out" >&2
+	return 1
+}
+
+# The teardown of a cluster test: a timeout fails it, then the queue is emptied.
+# A file that needs more defines its own teardown and calls this.
+cluster_teardown() {
+	[ -z "${CLUSTER_SKIP:-}" ] && [ -n "${CLUSTER_STATE:-}" ] || return 0
+	local rc=0
+	assert_no_timeout || rc=1
+	cancel_leftover_jobs
+	return "$rc"
+}
+teardown() { cluster_teardown; }
+
+# Skips a test that needs srun --mpi=pmix where this Slurm has no mpi/pmix
+# plugin (Debian sid's slurm-wlm 26.05.5 is built without it).
+need_mpi_pmix() {
+	srun --mpi=list 2>&1 | grep -qw pmix ||
+		skip "this Slurm has no mpi/pmix plugin (srun --mpi=list): built without PMIx"
+}
+
 # Cancel whatever a failed test left in the queue, so the next test starts clean.
 cancel_leftover_jobs() {
 	local jobs
@@ -114,10 +180,19 @@ cancel_leftover_jobs() {
 	[ -z "$jobs" ] || scancel $jobs || true
 }
 
+# A job still COMPLETING after its srun returned is not one left queued:
+# Slurm 24.11 keeps finished jobs COMPLETING a few seconds longer than
+# 22.05 (seen on 24.11.5), so those are waited for, up to 30 s.
 assert_queue_empty() {
 	local jobs
-	jobs=$(squeue -h -o '%i %T')
-	[ -z "$jobs" ] || { echo "jobs in the queue: $jobs" >&2; return 1; }
+	for _ in $(seq 1 60); do
+		jobs=$(squeue -h -o '%i %T')
+		[ -n "$jobs" ] || return 0
+		grep -qv ' COMPLETING$' <<<"$jobs" && break
+		sleep 0.5
+	done
+	echo "jobs in the queue: $jobs" >&2
+	return 1
 }
 
 # check_env.py on the task lines of a file or of $output.

@@ -9,6 +9,8 @@ MLP_SBATCH=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/etc/examples/mlp-
 # Submit the example; sets JOB. Options up to "--" go to sbatch, the rest to mlp_train.
 submit_mlp() { # OUT [sbatch option...] -- [program option...]
 	local out=$1 sb=()
+	# mlp-train.sbatch runs srun --mpi=pmix (a test's skip, from cluster/common).
+	! declare -F need_mpi_pmix >/dev/null || need_mpi_pmix
 	shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do
 		sb+=("$1")
@@ -68,4 +70,22 @@ active_nodes() { # OUT N
 	local list
 	list=$(sed -n "s/^llmp job run: [^ ]*: run $2 on \([^ ]*\) .*/\1/p" "$1" | head -n1)
 	[ -n "$list" ] && scontrol show hostnames "$list"
+}
+
+# Runs of the job that its run record ended at once (`llmp job-end
+# --finished` in mlp-train.sbatch): Slurm 24.05 and later requeue a job
+# preempted earlier with a GraceTime once more after it completed. Prints
+# 0 or 1 and checks that such a run came after the training finished,
+# said so in one line and started no rank.
+completion_requeues_ended() { # OUT
+	local ended after
+	ended=$(grep -c '^llmp job-end: job [0-9]* finished in run [0-9]* at step .*: ending this run at once$' "$1")
+	[ "$ended" -le 1 ] || { echo "$ended runs ended as completion requeues:" >&2; cat "$1" >&2; return 1; }
+	if [ "$ended" -eq 1 ]; then
+		after=$(sed -n '/^final checksum/,$p' "$1" | grep -c 'ending this run at once$')
+		[ "$after" -eq 1 ] || { echo "a run ended as finished before the training did:" >&2; cat "$1" >&2; return 1; }
+		! sed -n '/ending this run at once$/,$p' "$1" | grep -q 'rank [0-9]*: ' ||
+			{ echo "ranks ran after the completion requeue:" >&2; cat "$1" >&2; return 1; }
+	fi
+	echo "$ended"
 }

@@ -29,6 +29,7 @@
 #include "plugin/netif.h"
 #include "plugin/resolve.h"
 #include "plugin/resolve_ckpt.h"
+#include "plugin/srun_args.h"
 #include "plugin/site.h"
 #include "planner/mem_guard.h"
 #include "plugin/slurm_env.h"
@@ -1041,6 +1042,127 @@ static void messages_stay_one_line(void **state)
 	assert_string_equal(llmp_show(shown, "1\nerror", 7), "1?error");
 }
 
+/* srun's task count from its command line, worked out by hand for each. */
+static struct plugin_srun_count srun_count_of_words(const char *line)
+{
+	char copy[512], *argv[64], *save = NULL;
+	int argc = 0;
+	snprintf(copy, sizeof copy, "srun %s", line);
+	for (char *w = strtok_r(copy, " ", &save); w && argc < 64; w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	return plugin_srun_count_of(argc, argv);
+}
+
+static void srun_task_count_from_the_command_line(void **state)
+{
+	static const struct {
+		const char *line;
+		uint32_t tasks, nodes;
+	} cases[] = {
+		{ "-n6 --llm-parallel=tp=4 true", 6, 0 },
+		{ "-N1 -n 6 --llm-parallel tp=4 ./a.out", 6, 1 },
+		{ "--ntasks=12 --nodes=3 hostname", 12, 3 },
+		{ "--ntasks 8 -l hostname", 8, 0 },
+		{ "-lN2 --ntasks-per-node=3 hostname", 6, 2 },
+		{ "-N 3 --ntasks-per-node 4 --mpi=pmix python3 x.py", 12, 3 },
+		{ "-ln5 hostname", 5, 0 },
+		/* the command's own -n is the command's */
+		{ "-N2 python3 train.py -n 6", 0, 0 },
+		{ "-n4 -- prog -n 6", 4, 0 },
+		{ "-n4 prog -n 6", 4, 0 },
+		/* not one number, or not on the command line */
+		{ "-N 2-3 --ntasks-per-node=2 true", 0, 0 },
+		{ "-N2 true", 0, 0 },
+		{ "true", 0, 0 },
+		{ "-n x true", 0, 0 },
+		{ "-n 0 true", 0, 0 },
+		{ "-n 99999999999 true", 0, 0 },
+		{ "-n 2 -N 3 true", 0, 0 },
+		/* what cannot be placed: unknown, never a guess */
+		{ "--some-plugin-flag -n6 true", 0, 0 },
+		{ "--ntask=6 true", 0, 0 },
+		{ "-y -n6 true", 0, 0 },
+		{ "--jobid=5 -n6 true", 0, 0 },
+		{ "-n2 prog : -n3 prog", 0, 0 },
+		{ "-n", 0, 0 },
+		/* an option whose value is in its word, and optional arguments */
+		{ "--other-plugin=x -n6 -K1 -I30 --kill-on-bad-exit=1 true", 6, 0 },
+		{ "-k -n 6 true", 6, 0 },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct plugin_srun_count c = srun_count_of_words(cases[i].line);
+		if (c.tasks != cases[i].tasks || c.nodes != cases[i].nodes)
+			fail_msg("srun %s: %u tasks on %u nodes, expected %u on %u", cases[i].line, c.tasks,
+				 c.nodes, cases[i].tasks, cases[i].nodes);
+	}
+	/* /proc/self/cmdline's form: NUL-separated, NUL-terminated */
+	static const char cmdline[] = "srun\0-N\0003\0-n\0009\0true\0";
+	struct plugin_srun_count c = plugin_srun_count_of_cmdline(cmdline, sizeof cmdline - 1);
+	assert_int_equal(c.tasks, 9);
+	assert_int_equal(c.nodes, 3);
+	c = plugin_srun_count_of_cmdline(cmdline, sizeof cmdline - 2); /* cut: no final NUL */
+	assert_int_equal(c.tasks, 0);
+	c = plugin_srun_count_of_cmdline(NULL, 0);
+	assert_int_equal(c.tasks, 0);
+}
+
+static bool arbitrary_of_words(const char *line, const char *env_distribution, const char *env_job)
+{
+	char copy[512], *argv[64], *save = NULL;
+	int argc = 0;
+	snprintf(copy, sizeof copy, "srun %s", line);
+	for (char *w = strtok_r(copy, " ", &save); w && argc < 64; w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	return plugin_srun_arbitrary_allocation(argc, argv, env_distribution, env_job);
+}
+
+/* -m arbitrary in a new allocation under topology/tree: warned from 23.11 on only. */
+static void arbitrary_layout_under_the_tree(void **state)
+{
+	(void)state;
+	assert_true(arbitrary_of_words("-m arbitrary -w node3,node1 -n2 true", NULL, NULL));
+	assert_true(arbitrary_of_words("--distribution=arbitrary:block -n2 true", NULL, NULL));
+	assert_true(arbitrary_of_words("-n2 true", "arbitrary", NULL));
+	assert_true(arbitrary_of_words("-marbitrary true", NULL, ""));
+	/* inside an allocation, another distribution, the command's own -m */
+	assert_false(arbitrary_of_words("-m arbitrary -n2 true", NULL, "42"));
+	assert_false(arbitrary_of_words("--jobid=42 -m arbitrary -n2 true", NULL, NULL));
+	assert_false(arbitrary_of_words("-m cyclic -n2 true", "arbitrary", NULL));
+	assert_false(arbitrary_of_words("-m arbitraryx -n2 true", NULL, NULL));
+	assert_false(arbitrary_of_words("-n2 prog -m arbitrary", NULL, NULL));
+
+	uint32_t v22_05 = 0x160508, v23_02 = 0x17020b, v23_11 = 0x170b00, v24_11 = 0x180b05,
+		 v26_05 = 0x1a0505;
+	assert_null(plugin_arbitrary_tree_warning(v22_05, true, "topology/tree"));
+	assert_null(plugin_arbitrary_tree_warning(v23_02, true, "topology/tree"));
+	assert_non_null(plugin_arbitrary_tree_warning(v23_11, true, "topology/tree"));
+	assert_non_null(plugin_arbitrary_tree_warning(v26_05, true, "topology/tree"));
+	const char *w = plugin_arbitrary_tree_warning(v24_11, true, "topology/tree");
+	assert_non_null(w);
+	assert_non_null(strstr(w, "PENDING"));
+	assert_non_null(strstr(w, "salloc or sbatch -w NODES"));
+	assert_null(plugin_arbitrary_tree_warning(v24_11, false, "topology/tree"));
+	assert_null(plugin_arbitrary_tree_warning(v24_11, true, "topology/block"));
+	assert_null(plugin_arbitrary_tree_warning(v24_11, true, NULL));
+
+	/* slurm.conf: keys in any case, comments, blanks, the last setting */
+	char path[] = "/tmp/llmp-test-slurm-conf.XXXXXX", value[64];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("# TopologyPlugin=topology/block\nClusterName=x\n topologyplugin = topology/block # old\n"
+	      "TOPOLOGYPLUGIN=topology/tree\nTopologyParam=Dragonfly\n",
+	      f);
+	fclose(f);
+	assert_int_equal(plugin_slurm_conf_value(path, "TopologyPlugin", value, sizeof value), 1);
+	assert_string_equal(value, "topology/tree");
+	assert_int_equal(plugin_slurm_conf_value(path, "SelectType", value, sizeof value), 0);
+	assert_int_equal(plugin_slurm_conf_value(path, "TopologyPlugin", value, 4), 0); /* too long */
+	unlink(path);
+	assert_int_equal(plugin_slurm_conf_value(path, "TopologyPlugin", value, sizeof value), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1066,6 +1188,8 @@ int main(void)
 		cmocka_unit_test(site_topology),
 		cmocka_unit_test(whole_step_placement),
 		cmocka_unit_test(messages_stay_one_line),
+		cmocka_unit_test(srun_task_count_from_the_command_line),
+		cmocka_unit_test(arbitrary_layout_under_the_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

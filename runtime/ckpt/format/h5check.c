@@ -178,7 +178,12 @@ llmp_status ck_h5_count_datasets(struct ck_h5 *h5, size_t *n, char *msg, size_t 
 	*n = 0;
 	H5E_BEGIN_TRY
 	{
+#if H5_VERSION_GE(1, 12, 0)
+		/* 1.12 added the fields argument (H5Ovisit is H5Ovisit3 there): only the type is read */
+		rc = H5Ovisit(h5->file, H5_INDEX_NAME, H5_ITER_NATIVE, count_dataset, n, H5O_INFO_BASIC);
+#else
 		rc = H5Ovisit(h5->file, H5_INDEX_NAME, H5_ITER_NATIVE, count_dataset, n);
+#endif
 	}
 	H5E_END_TRY;
 	return rc < 0 ? llmp_fail(LLMP_ERR_IO, msg, len, "%s: cannot list its datasets", h5->path) : LLMP_OK;
