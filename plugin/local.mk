@@ -22,6 +22,8 @@ plugin_core_sources = \
 	plugin/model_layout.c plugin/model_layout.h \
 	plugin/model_machines.c plugin/model_machines.h \
 	plugin/gpu_check.c plugin/gpu_check.h \
+	plugin/serve.c plugin/serve.h \
+	plugin/serve_token.c plugin/serve_token.h \
 	plugin/node_clean.c plugin/node_clean.h
 noinst_LTLIBRARIES += plugin/libplugin_core.la
 plugin_libplugin_core_la_SOURCES = $(plugin_core_sources)
