@@ -35,6 +35,8 @@ TESTS += tests/slurm_layouts.bats
 TESTS += tests/slurm_export.bats
 # The layout file under job_container/tmpfs (each job's own /tmp).
 TESTS += tests/slurm_tmpfs.bats
+# Serving jobs (--llm-serve, llmp serve) with a stand-in engine (tests/cluster/serve_engine.py).
+TESTS += tests/serve.bats
 if BUILD_RUNTIME
 # llmp.checkpoint (Python, over libllmp) on the same cluster.
 TESTS += tests/python_cluster.bats
