@@ -122,6 +122,9 @@ static bool port_held(unsigned port)
 		return false;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	a.sin_addr.s_addr = htonl(INADDR_ANY);
+	/* As servers bind (uvicorn, Python's http.server): a connection in TIME_WAIT is no holder. */
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	bool held = bind(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno == EADDRINUSE;
 	close(fd);
 	return held;
@@ -176,6 +179,9 @@ static int http_status(const char *host, unsigned port, const char *path)
 			got += (size_t)r;
 		}
 		buf[got] = '\0';
+		/* The rest read too, so the server's write is not cut short (a reset in its log). */
+		for (char rest[512]; poll(&p, 1, 1000) == 1 && recv(fd, rest, sizeof rest, 0) > 0;)
+			;
 		if (strncmp(buf, "HTTP/", 5) == 0 && strchr(buf, ' '))
 			status = atoi(strchr(buf, ' ') + 1);
 	}

@@ -31,11 +31,18 @@ stop_bg() {
 	BG_PIDS=()
 }
 
-# The processes of the stand-in engine still alive, by their command line (none: empty).
+# Whether PID is the stand-in engine (python3, maybe by its full path; not llmp serve naming it).
+is_engine() { # PID
+	local cmd
+	cmd=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+	[[ "$cmd" == *"python3 $ENGINE serve "* && "$cmd" != *" serve --timeout "* && "$cmd" != *" serve --endpoint "* ]]
+}
+
+# The processes of the stand-in engine still alive (none: empty).
 engines_left() {
 	local d
 	for d in /proc/[0-9]*; do
-		tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q "^python3 $ENGINE " && echo "${d#/proc/}"
+		! is_engine "${d#/proc/}" || echo "${d#/proc/}"
 	done
 	return 0
 }
@@ -160,7 +167,7 @@ serve_step() { # OUT ENDPOINT [srun options...]
 	wait_file "$WORK/ep" 60 || { cat "$WORK/out"; return 1; }
 	local victim="" pid
 	for pid in $(ip netns pids llmp-node2); do
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "^python3 $ENGINE " && victim=$pid
+		! is_engine "$pid" || victim=$pid
 	done
 	[ -n "$victim" ]
 	local t0 t1 i
