@@ -453,9 +453,9 @@ int cli_serve(int argc, char **argv)
 		const char *what = ended == app ? args[0] : is_ray ? "ray start" : args[0];
 		if (WIFEXITED(status))
 			fprintf(stderr,
-				PROG ": node %s: %s exited with status %d %s %.1f s; ending the step\n", node,
-				cli_printable(what), WEXITSTATUS(status),
-				healthy ? "after" : "before serving, at", now_s() - t0);
+				PROG ": node %s: %s exited with status %d after %.1f s%s; ending the step\n",
+				node, cli_printable(what), WEXITSTATUS(status), now_s() - t0,
+				is_head && !healthy ? ", before it answered" : "");
 		else
 			fprintf(stderr,
 				PROG ": node %s: %s was killed by signal %d after %.1f s; ending the step\n",
