@@ -384,6 +384,30 @@ int cli_serve(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 
+	/*
+	 * Ray: a worker joins once the head's GCS accepts connections (ray start
+	 * --address gives up on a head that is not there yet), within --timeout.
+	 */
+	double t0 = now_s();
+	unsigned gcs = first + 1;
+	while (is_ray && !is_head) {
+		int fd = connect_to(head, gcs, 500);
+		if (fd >= 0) {
+			close(fd);
+			break;
+		}
+		if (stop_signal)
+			return 128 + (int)stop_signal;
+		if (now_s() - t0 > o.timeout) {
+			fprintf(stderr,
+				PROG
+				": node %s: Ray's head %s:%u did not answer within %.0f s; ending the step\n",
+				node, shown_head, gcs, o.timeout);
+			end_step();
+			return CLI_EXIT_FAILURE;
+		}
+		usleep(200000);
+	}
 	/* Ray: the node's raylet first; the head's CMD once the GCS answers. Else the engine itself. */
 	pid_t base = is_ray ? start(ray) : start(args), app = -1;
 	if (base < 0) {
@@ -397,9 +421,8 @@ int cli_serve(int argc, char **argv)
 		snprintf(endpoint, sizeof endpoint, "llmp-serve.%s.%s.endpoint", job ? job : "0",
 			 step ? step : "0");
 
-	double t0 = now_s(), next_poll = t0;
+	double next_poll = now_s();
 	bool healthy = !is_head, app_wanted = is_ray && is_head;
-	unsigned gcs = first + 1;
 	int status = 0, why = 0; /* why: 1 the engine exited, 2 no health in time, 3 a signal */
 	pid_t ended = -1;
 	while (!why) {

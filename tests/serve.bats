@@ -230,3 +230,59 @@ s = socket.socket(); s.bind(("0.0.0.0", 40007)); s.listen(1); time.sleep(120)' &
 	[ -z "$(engines_left)" ]
 	assert_cluster_idle
 }
+
+# Ray and Ray Serve for real, when a virtual environment with ray[serve]
+# is named (LLMP_TEST_RAY_VENV, e.g. python3 -m venv V && V/bin/pip
+# install "ray[serve]" numpy): skipped otherwise.
+@test "Ray Serve: three stages pipelined over the three nodes, token enforced, nothing left" {
+	local venv=${LLMP_TEST_RAY_VENV:-}
+	[ -n "$venv" ] && [ -x "$venv/bin/ray" ] || skip "LLMP_TEST_RAY_VENV names no venv with ray[serve]"
+	local t0 t1 ep
+	t0=$(date +%s.%N)
+	PATH="$venv/bin:$PATH" srun -N3 --ntasks-per-node=1 --llm-serve=ray --llm-parallel=pp=3 \
+		"$LLMP" serve --health / --timeout 120 --endpoint "$WORK/ep" -- \
+		python "$LLMP_SRCDIR/tests/cluster/serve_ray_app.py" >"$WORK/out" 2>&1 &
+	BG_PIDS+=($!)
+	wait_file "$WORK/ep" 120 || { cat "$WORK/out"; return 1; }
+	t1=$(date +%s.%N)
+	ep=$(cat "$WORK/ep")
+	grep -o 'all 3 nodes in Ray [0-9.]* s' "$WORK/out" | sed 's/^/# /' >&3
+	echo "# first HTTP 200 $(python3 -c "print(round($t1 - $t0, 1))") s after srun started" >&3
+	# The answer against a single-process forward pass of the same three layers.
+	curl -s -X POST -d '{"x": [0.5, -1, 2, 0, 0.25, -0.5, 1, 3]}' "http://$ep/" >"$WORK/answer"
+	python3 - "$WORK/answer" <<'PY'
+import json, sys
+import numpy as np
+got = json.load(open(sys.argv[1]))
+x = np.array([0.5, -1, 2, 0, 0.25, -0.5, 1, 3])
+for k in range(3):
+    rng = np.random.default_rng(1000 + k)
+    w, b = rng.standard_normal((8, 8)), rng.standard_normal(8)
+    x = np.tanh(x @ w + b)
+assert np.allclose(got["y"], x, rtol=0, atol=1e-12), (got, x)
+assert got["hosts"] == ["node1", "node2", "node3"], got
+PY
+	# Ray's GCS with the job's token, and with another.
+	local gcs=$((${ep##*:} + 1))
+	RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$WORK/ep.token" timeout 60 "$venv/bin/ray" status \
+		--address "node1:$gcs" >"$WORK/status" 2>&1
+	[ "$(grep -c '^ 1 node_' "$WORK/status")" -eq 3 ]
+	printf '%064d' 0 >"$WORK/bad"
+	! RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$WORK/bad" timeout 60 "$venv/bin/ray" status \
+		--address "node1:$gcs" >"$WORK/bad.out" 2>&1
+	grep -q InvalidAuthToken "$WORK/bad.out"
+	stop_bg
+	local n pid left=""
+	for _ in $(seq 1 30); do
+		left=""
+		for n in node1 node2 node3; do
+			for pid in $(ip netns pids "llmp-$n"); do
+				case $(cat "/proc/$pid/comm" 2>/dev/null) in raylet | gcs_server | ray::*) left="$left $pid" ;; esac
+			done
+		done
+		[ -n "$left" ] || break
+		sleep 1
+	done
+	[ -z "$left" ]
+	assert_cluster_idle
+}
