@@ -6,6 +6,8 @@
 
 if HAVE_BATS
 TESTS += tests/cli.bats tests/topo.bats tests/python.bats
+# `llmp serve` alone, no Slurm, with the stand-in engine.
+TESTS += tests/serve_local.bats
 # The runtime's layers (scripts/check-layers.sh), and that the check fails when broken.
 TESTS += tests/layers.bats
 # The plugin against the headers of every Slurm release from 21.08 to 26.05,
