@@ -232,6 +232,11 @@ static void end_step(void)
 	if (!job || !step)
 		return;
 	snprintf(id, sizeof id, "%s.%s", job, step);
+	/*
+	 * A moment for Slurm to forward this node's message to srun first: seen,
+	 * the cancelled step's srun ending before the line that says why came.
+	 */
+	usleep(500000);
 	pid_t pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);

@@ -198,8 +198,10 @@ static int ray_args(const struct plugin_serve_node *n, struct llmp_env *env)
 {
 	char where[320], ip[96] = "";
 	uint32_t p = n->port;
+	/* --port and --include-dashboard are the head's only: ray start refuses them on a worker. */
 	if (n->node_rank == 0)
-		snprintf(where, sizeof where, "--head --port=%u", p + PLUGIN_SERVE_PORT_RENDEZVOUS);
+		snprintf(where, sizeof where, "--head --port=%u --include-dashboard=false",
+			 p + PLUGIN_SERVE_PORT_RENDEZVOUS);
 	else
 		snprintf(where, sizeof where, "--address=%s:%u", n->head, p + PLUGIN_SERVE_PORT_RENDEZVOUS);
 	if (n->node_addr && n->node_addr[0])
@@ -208,7 +210,7 @@ static int ray_args(const struct plugin_serve_node *n, struct llmp_env *env)
 		env, "LLMP_RAY_START_ARGS",
 		"%s%s --node-manager-port=%u --object-manager-port=%u --ray-client-server-port=%u "
 		"--metrics-export-port=%u --dashboard-agent-listen-port=%u --dashboard-agent-grpc-port=%u "
-		"--runtime-env-agent-port=%u --include-dashboard=false --min-worker-port=%u "
+		"--runtime-env-agent-port=%u --min-worker-port=%u "
 		"--max-worker-port=%u --temp-dir=%s --num-gpus=%u --resources={\"llmp_node_%u\":1} --block",
 		where, ip, p + PLUGIN_SERVE_PORT_NODE_MANAGER, p + PLUGIN_SERVE_PORT_OBJECT_MANAGER,
 		p + PLUGIN_SERVE_PORT_RAY_CLIENT, p + PLUGIN_SERVE_PORT_METRICS,
