@@ -250,7 +250,7 @@ s = socket.socket(); s.bind(("0.0.0.0", 40007)); s.listen(1); time.sleep(120)' &
 	echo "# first HTTP 200 $(python3 -c "print(round($t1 - $t0, 1))") s after srun started" >&3
 	# The answer against a single-process forward pass of the same three layers.
 	curl -s -X POST -d '{"x": [0.5, -1, 2, 0, 0.25, -0.5, 1, 3]}' "http://$ep/" >"$WORK/answer"
-	python3 - "$WORK/answer" <<'PY'
+	"$venv/bin/python" - "$WORK/answer" <<'PY'
 import json, sys
 import numpy as np
 got = json.load(open(sys.argv[1]))
