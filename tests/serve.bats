@@ -12,7 +12,15 @@ load cluster/common
 ENGINE="$LLMP_SRCDIR/tests/cluster/serve_engine.py"
 MODEL_M="layers=4,hidden=4096,heads=32,seq=2048,vocab=32000,ffn=16384"
 
-setup_file() { cluster_setup_file; }
+# Slurm reserves ports for steps that ask (srun --resv-ports=32): the
+# two-jobs test takes its blocks there, disjoint by Slurm's own accounting.
+setup_file() {
+	SERVE_CONF=$(mktemp /tmp/llmp-serve-conf.XXXXXX)
+	echo "MpiParams=ports=30000-39999" >"$SERVE_CONF"
+	export LLMP_TEST_SLURM_CONF_EXTRA=$SERVE_CONF
+	cluster_setup_file
+	rm -f "$SERVE_CONF"
+}
 teardown_file() { cluster_teardown_file; }
 setup() { cluster_setup; }
 teardown() {
@@ -134,7 +142,7 @@ serve_step() { # OUT ENDPOINT [srun options...]
 	for i in $(seq 1 20); do
 		t0=$(date +%s.%N)
 		for j in 1 2; do
-			serve_step "$WORK/out.$i.$j" "$WORK/ep.$i.$j"
+			serve_step "$WORK/out.$i.$j" "$WORK/ep.$i.$j" --resv-ports=32
 		done
 		for j in 1 2; do
 			wait_file "$WORK/ep.$i.$j" 60 || { cat "$WORK/out.$i.$j"; return 1; }
@@ -146,7 +154,8 @@ serve_step() { # OUT ENDPOINT [srun options...]
 		e2=$(cat "$WORK/ep.$i.2")
 		[ "${e1%%:*}" = node1 ] && [ "${e2%%:*}" = node1 ]
 		[ "${e1##*:}" != "${e2##*:}" ]
-		# Blocks of 32 from the API port: disjoint.
+		# Blocks of 32 from the API port, Slurm's (30000-39999): disjoint.
+		[ "${e1##*:}" -ge 30000 ] && [ "${e2##*:}" -ge 30000 ]
 		[ $(( ${e1##*:} - ${e2##*:} )) -ge 32 ] || [ $(( ${e2##*:} - ${e1##*:} )) -ge 32 ]
 		for j in 1 2; do
 			e=$(cat "$WORK/ep.$i.$j")
