@@ -240,12 +240,23 @@ s = socket.socket(); s.bind(("0.0.0.0", 40007)); s.listen(1); time.sleep(120)' &
 	assert_cluster_idle
 }
 
-# Ray and Ray Serve for real, when a virtual environment with ray[serve]
-# is named (LLMP_TEST_RAY_VENV, e.g. python3 -m venv V && V/bin/pip
-# install "ray[serve]" numpy): skipped otherwise.
+# Ray and Ray Serve for real, from PyPI, in a virtual environment of their
+# own (Ray pins its own dependencies): LLMP_TEST_RAY_VENV, else made once
+# in the build tree and reused (python/requirements-ray.txt).
+ray_venv() {
+	local venv=${LLMP_TEST_RAY_VENV:-$LLMP_BUILDDIR/ray-venv} reqs=$LLMP_SRCDIR/python/requirements-ray.txt
+	if ! { [ -x "$venv/bin/ray" ] && cmp -s "$reqs" "$venv/.llmp-requirements"; }; then
+		rm -rf "$venv"
+		python3 -m venv "$venv" >&2 &&
+			"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqs" >&2 &&
+			cp "$reqs" "$venv/.llmp-requirements" || return 1
+	fi
+	echo "$venv"
+}
+
 @test "Ray Serve: three stages pipelined over the three nodes, token enforced, nothing left" {
-	local venv=${LLMP_TEST_RAY_VENV:-}
-	[ -n "$venv" ] && [ -x "$venv/bin/ray" ] || skip "LLMP_TEST_RAY_VENV names no venv with ray[serve]"
+	local venv
+	venv=$(ray_venv) || { echo "could not make a venv with ray[serve] (python/requirements-ray.txt)"; false; }
 	local t0 t1 ep
 	t0=$(date +%s.%N)
 	PATH="$venv/bin:$PATH" srun -N3 --ntasks-per-node=1 --llm-serve=ray --llm-parallel=pp=3 \
