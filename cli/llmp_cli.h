@@ -119,6 +119,8 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 
 /* `llmp topo ...`; argv[0] is "topo". */
 int cli_topo(int argc, char **argv);
+/* `llmp serve -- CMD`: a serving step's engine on this node (cmd_serve.c). */
+int cli_serve(int argc, char **argv);
 /* `llmp topo --gdr` on t, this node discovered under root (cli/topo_gdr.c); dump, log: NCCL's, or NULL. */
 int cli_topo_gdr(const struct topo *t, const char *root, const char *dump, const char *log, FILE *out);
 /* `llmp topo --gdr --format json` (cli/topo_gdr_json.c). */

@@ -23,7 +23,9 @@ plugin_core_sources = \
 	plugin/model_machines.c plugin/model_machines.h \
 	plugin/gpu_check.c plugin/gpu_check.h \
 	plugin/node_clean.c plugin/node_clean.h \
-	plugin/srun_args.c plugin/srun_args.h
+	plugin/srun_args.c plugin/srun_args.h \
+	plugin/serve.c plugin/serve.h \
+	plugin/serve_token.c plugin/serve_token.h
 noinst_LTLIBRARIES += plugin/libplugin_core.la
 plugin_libplugin_core_la_SOURCES = $(plugin_core_sources)
 

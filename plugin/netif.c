@@ -64,6 +64,29 @@ int plugin_route_ifname(const char *host, char *name, size_t len)
 	return rc;
 }
 
+int plugin_route_addr(const char *host, char *addr, size_t len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res = NULL;
+	int rc = -1;
+	if (!host || !*host || getaddrinfo(host, "9", &hints, &res) != 0)
+		return -1;
+	for (struct addrinfo *a = res; a && rc < 0; a = a->ai_next) {
+		struct sockaddr_storage local;
+		socklen_t n = sizeof local;
+		int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&local, &n) == 0 &&
+		    getnameinfo((struct sockaddr *)&local, n, addr, (socklen_t)len, NULL, 0,
+				NI_NUMERICHOST) == 0)
+			rc = 0;
+		close(fd);
+	}
+	freeaddrinfo(res);
+	return rc;
+}
+
 /* Bind a socket of family to every address at port, as a TCP server would: 1 taken, 0 free, -1 unknown. */
 static int bind_probe(int family, unsigned port)
 {

@@ -32,6 +32,12 @@ int plugin_ifname_of(const struct ifaddrs *list, const struct sockaddr *addr, ch
 int plugin_route_ifname(const char *host, char *name, size_t len);
 
 /*
+ * This node's numeric address on that route (what a serving engine should
+ * announce to its peers, serve.h). Returns 0, or -1 when there is none.
+ */
+int plugin_route_addr(const char *host, char *addr, size_t len);
+
+/*
  * Whether a TCP port of this node is held already (bound by another
  * process, of any user): a bind to it on every address fails with
  * EADDRINUSE. Returns 1 when held, 0 when free, -1 when it cannot tell.

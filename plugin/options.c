@@ -14,6 +14,8 @@
  *   --llm-guard=warn|refuse  warn: run a written layout the memory guard
  *                         refuses, with a warning, logged (site.h guard_override=);
  *                         refuse: the guard's verdict (the default)
+ *   --llm-serve=ENGINE    a serving job: ray, vllm or sglang, one task per
+ *                         node (serve.h); "help" explains
  *
  * Values are stored as given; they are checked in init_post_opt, once the
  * environment and site defaults are known. A later value replaces an earlier
@@ -22,6 +24,7 @@
  */
 #include "plugin.h"
 #include "gpu_bind.h"
+#include "serve.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +33,7 @@
 #include <llmp/llmp_spec.h>
 #include "planner/model_desc.h"
 
-enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT, OPT_MODEL, OPT_GUARD };
+enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT, OPT_MODEL, OPT_GUARD, OPT_SERVE };
 
 static struct plugin_ctx ctx = { .gpu_bind = -1, .placement = -1 };
 
@@ -47,7 +50,17 @@ bool plugin_renumber_asked(void)
 /* The grammar of the option val, for OPTION=help; ends the process. */
 static void print_grammar_and_exit(int val)
 {
-	if (val == OPT_MODEL) {
+	if (val == OPT_SERVE) {
+		fputs("--llm-serve=ray|vllm|sglang: a serving job. One task per node\n"
+		      "(--ntasks-per-node=1) sees all the node's GPUs; --llm-parallel=tp=N,pp=N[,dp=N]\n"
+		      "lays the model over them (tp*pp*dp = the GPUs), checked against --llm-model's\n"
+		      "heads and memory at submission. Each node gets its role, a block of the job's\n"
+		      "own ports, a 0600 token file and the engine's arguments (LLMP_VLLM_ARGS,\n"
+		      "LLMP_SGLANG_ARGS, LLMP_RAY_START_ARGS); run the engine with\n"
+		      "  srun llmp serve -- vllm serve MODEL\n"
+		      "See llm_parallel(8) and doc/serving.md.\n",
+		      stdout);
+	} else if (val == OPT_MODEL) {
 		printf("--llm-model=MODEL: the model the job trains, for --llm-parallel=auto (the\n"
 		       "fastest layout that fits, chosen by srun for its task count) and for the\n"
 		       "memory guard of a layout you write (refused at submission when it cannot\n"
@@ -114,11 +127,16 @@ static int option_cb(int val, const char *optarg, int remote)
 	/* "help" answers at once, on the submitting side, and submits nothing. */
 	if (!remote && optarg && strcmp(optarg, "help") == 0)
 		print_grammar_and_exit(val);
+	if (val == OPT_SERVE && !remote && plugin_serve_engine_parse(optarg) < 0) {
+		plugin_user_message("--llm-serve: expected 'ray', 'vllm' or 'sglang'");
+		return -1;
+	}
 	char *copy = strdup(optarg ? optarg : "");
 	if (!copy)
 		return -1;
 	char **slot = val == OPT_CHECKPOINT ? &ctx.ckpt_option
 		      : val == OPT_MODEL    ? &ctx.model_option
+		      : val == OPT_SERVE    ? &ctx.serve_option
 					    : &ctx.option;
 	free(*slot);
 	*slot = copy;
@@ -154,6 +172,10 @@ static struct spank_option options[] = {
 	  "the default) or follow the topology (LLMP_TOPOLOGY_FILE), NVLink "
 	  "domains and switches first",
 	  1, OPT_PLACEMENT, option_cb },
+	{ "llm-serve", "ray|vllm|sglang",
+	  "[llm_parallel] a serving job: one task per node runs the engine with "
+	  "its arguments, ports and token (llmp serve); 'help' explains",
+	  1, OPT_SERVE, option_cb },
 };
 
 int plugin_options_register(spank_t sp)
@@ -177,6 +199,8 @@ void plugin_ctx_release(void)
 	ctx.ckpt_option = NULL;
 	free(ctx.model_option);
 	ctx.model_option = NULL;
+	free(ctx.serve_option);
+	ctx.serve_option = NULL;
 	llmp_plan_destroy(ctx.plan);
 	ctx.plan = NULL;
 	plugin_node_place_free(&ctx.place);

@@ -33,6 +33,7 @@ struct plugin_ctx {
 	char *model_option;  /* --llm-model value, NULL if not given */
 	int gpu_bind;        /* --llm-gpu-bind: -1 not given, else enum plugin_gpus */
 	int placement;       /* --llm-placement: -1 not given, 0 block, 1 topology */
+	char *serve_option;  /* --llm-serve value, NULL if not given (serve.h) */
 	bool guard_override; /* --llm-guard=warn */
 
 	/*
@@ -70,6 +71,10 @@ struct plugin_ctx {
 	/* The task only, from task_init_privileged (root) to task_init: ACS of the node's bridges. */
 	struct gdr_pcidev *acs;
 	unsigned nacs;
+	/* A serving step (serve.h): the engine, its layout and this node's token file. */
+	int serve_engine; /* enum plugin_serve_engine; 0: a training step */
+	llmp_spec serve_spec;
+	char serve_token_path[PATH_MAX]; /* "" when none was written */
 };
 
 struct plugin_ctx *plugin_ctx(void);

@@ -38,6 +38,8 @@
 #include <llmp/llmp_env.h>
 #include "resolve.h"
 #include "resolve_ckpt.h"
+#include "serve.h"
+#include "serve_token.h"
 #include "slurm_env.h"
 #include "task_env.h"
 #include "task_map.h"
@@ -513,6 +515,48 @@ static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32
 }
 
 /*
+ * A serving step (serve.h), in user_init: the engine and the layout
+ * resolved, the step's geometry and owner read, and the token srun drew
+ * written to this node's 0600 file (serve_token.h). No plan: the tasks are
+ * one per node, the layout is the GPUs'. Failures are kept for task_init.
+ */
+static int prepare_serve_step(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char env[LLMP_SPEC_MAX_LEN + 2], msg[LLMP_MSG_MAX], dir[PATH_MAX], token[PLUGIN_SERVE_TOKEN_LEN + 2];
+	const char *env_text, *text;
+
+	c->serve_engine = plugin_serve_engine_parse(c->serve_option);
+	if (c->serve_engine < 0)
+		return fail_step("--llm-serve: expected 'ray', 'vllm' or 'sglang'");
+	if (step_env_whole(sp, LLMP_ENV_PARALLEL, env, sizeof env, &env_text) < 0)
+		return fail_step(LLMP_ENV_PARALLEL ": layout is longer than %d characters",
+				 LLMP_SPEC_MAX_LEN);
+	if (plugin_auto_asked(env_text, c->option))
+		return fail_step("--llm-serve: give the layout (--llm-parallel=tp=N,pp=N[,dp=N])");
+	if (plugin_resolve(&c->site, env_text, c->option, true, &c->serve_spec, msg, sizeof msg) !=
+	    PLUGIN_ACTIVE)
+		return fail_step("%s", msg);
+	if (spank_get_item(sp, S_JOB_NNODES, &c->nnodes) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NODEID, &c->node_id) != ESPANK_SUCCESS)
+		return fail_step("cannot read the step's geometry from Slurm");
+	if (read_owner(sp) < 0)
+		return fail_step("cannot read the job's user and groups from Slurm");
+	if (step_env_whole(sp, LLMP_ENV_SERVE_TOKEN, token, sizeof token, &text) < 0 ||
+	    (text && !plugin_serve_token_valid(text)))
+		return fail_step(LLMP_ENV_SERVE_TOKEN ": not the token srun's plugin draws");
+	if (!text)
+		return 0; /* a step srun's plugin did not see: no token, said in the task */
+	const char *where = layout_dir(sp, dir, sizeof dir);
+	if (plugin_serve_token_name(where, c->job_id, c->step_id, c->node_id, c->serve_token_path,
+				    sizeof c->serve_token_path, msg, sizeof msg) == 0 &&
+	    plugin_serve_token_write(text, c->serve_token_path, &c->owner, msg, sizeof msg) == 0)
+		return 0;
+	c->serve_token_path[0] = '\0';
+	return fail_step("--llm-serve: %s", msg);
+}
+
+/*
  * Resolve the checkpoint spec and the layout, read the restart count and plan
  * the step. Any failure is kept for task_init (fail_step).
  */
@@ -570,6 +614,8 @@ int plugin_step_prepare(spank_t sp)
 	}
 	if (c->step_id > SLURM_MAX_NORMAL_STEP_ID)
 		return 0; /* the extern and interactive steps */
+	if (c->serve_option)
+		return prepare_serve_step(sp);
 	return prepare_normal_step(sp);
 }
 
@@ -915,6 +961,109 @@ out:
 	return rc;
 }
 
+/*
+ * A serving step's task, the only one on its node (serve.h): the GPUs
+ * against the layout, the head (the step's first node), the port block,
+ * the interface, and the engine's variables. -1 after the message.
+ */
+static int serve_task(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	static struct llmp_env env;
+	char visible[4096], nodes[8192], head[256] = "", launch[256], addr[96] = "", ifname[64],
+					 salt_text[32], resv[64], temp[128], why[LLMP_MSG_MAX], **names;
+	uint32_t local_tasks = 0;
+	size_t nnames;
+	int local_rank = 0;
+
+	if (c->failed) {
+		plugin_task_message("%s", c->error);
+		return -1;
+	}
+	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS) {
+		plugin_task_message("cannot read the task's place in the step from Slurm");
+		return -1;
+	}
+	if (local_tasks != 1) {
+		if (local_rank == 0)
+			plugin_task_message(
+				"--llm-serve runs one task per node, which sees all the node's GPUs: "
+				"this node has %u (use --ntasks-per-node=1)",
+				local_tasks);
+		return -1;
+	}
+	spank_unsetenv(sp, LLMP_ENV_SERVE_TOKEN); /* the file holds it; the engine's environment need not */
+	uint32_t gpus = plugin_gpu_entries(step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible));
+	char warning[LLMP_MSG_MAX];
+	if (plugin_serve_check(&c->serve_spec, c->nnodes, 0, gpus, NULL, NULL, warning, sizeof warning,
+			       c->error, sizeof c->error) < 0) {
+		plugin_task_message("%s", c->error);
+		return -1;
+	}
+	if (step_env(sp, "SLURM_STEP_NODELIST", nodes, sizeof nodes) &&
+	    hostlist_expand(nodes, c->nnodes, &names, &nnames, why, sizeof why) == LLMP_OK) {
+		if (nnames)
+			snprintf(head, sizeof head, "%s", names[0]);
+		hostlist_free(names, nnames);
+	}
+	if (!head[0]) {
+		plugin_task_message(
+			"--llm-serve: cannot tell the step's first node from SLURM_STEP_NODELIST");
+		return -1;
+	}
+	const char *salt = step_env(sp, LLMP_ENV_PORT_SALT, salt_text, sizeof salt_text);
+	uint64_t salt_value = salt ? strtoull(salt, NULL, 16) : 0;
+	uint32_t port = plugin_serve_port_block(&c->site, c->job_id, c->step_id, salt_value,
+						step_env(sp, "SLURM_STEP_RESV_PORTS", resv, sizeof resv));
+	if (!port) {
+		plugin_task_message("--llm-serve: the site's port_range=%u holds no block of %d ports",
+				    c->site.port_range, PLUGIN_SERVE_PORTS);
+		return -1;
+	}
+	/* The interface and address toward the node srun ran on: the network Slurm reaches the job by. */
+	if (step_env(sp, "SLURM_LAUNCH_NODE_IPADDR", launch, sizeof launch)) {
+		if (plugin_route_addr(launch, addr, sizeof addr) < 0)
+			addr[0] = '\0';
+		if (plugin_route_ifname(launch, ifname, sizeof ifname) == 0) {
+			static const char *const names_if[] = { "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
+								"TP_SOCKET_IFNAME" };
+			for (size_t i = 0; i < sizeof names_if / sizeof names_if[0]; i++)
+				spank_setenv(sp, names_if[i], ifname, 0);
+		}
+	}
+	/* Ray's sockets live under its temp dir: short, the node's own, named by the job's secret salt. */
+	snprintf(temp, sizeof temp, "/tmp/llmp-ray-%u.%u.%u.%08x", c->job_id, c->step_id, c->node_id,
+		 (unsigned)(salt_value >> 32));
+	struct plugin_serve_node node = {
+		.engine = c->serve_engine,
+		.tp = c->serve_spec.size[LLMP_DIM_TP],
+		.pp = c->serve_spec.size[LLMP_DIM_PP],
+		.dp = c->serve_spec.size[LLMP_DIM_DP],
+		.nnodes = c->nnodes,
+		.node_rank = c->node_id,
+		.gpus = gpus,
+		.head = head,
+		.node_addr = addr,
+		.port = port,
+		.temp_dir = temp,
+		.token_file = c->serve_token_path,
+	};
+	env.n = 0;
+	if (plugin_serve_env(&node, &env) < 0) {
+		plugin_task_message("cannot compute the serving environment of node %u", c->node_id);
+		return -1;
+	}
+	if (set_task_env(sp, &env) < 0)
+		return -1;
+	if (!c->serve_token_path[0])
+		plugin_task_message("warning: --llm-serve: no token for this step (start it with srun, whose "
+				    "llm_parallel plugin draws one): the engine runs without authentication");
+	if (warning[0] && c->node_id == 0)
+		plugin_task_message("%s", warning);
+	return 0;
+}
+
 int plugin_step_task(spank_t sp)
 {
 	struct plugin_ctx *c = plugin_ctx();
@@ -925,6 +1074,8 @@ int plugin_step_task(spank_t sp)
 
 	if (c->batch)
 		return batch_task(sp);
+	if (c->serve_option && c->step_id <= SLURM_MAX_NORMAL_STEP_ID)
+		return serve_task(sp);
 	if (!c->active)
 		return 0;
 	if (spank_get_item(sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS ||
@@ -999,6 +1150,11 @@ int plugin_step_finish(spank_t sp)
 	struct plugin_ctx *c = plugin_ctx();
 	char msg[LLMP_MSG_MAX];
 	(void)sp;
+	if (c->serve_token_path[0]) {
+		if (plugin_layout_file_remove(c->serve_token_path, &c->owner, msg, sizeof msg) < 0)
+			plugin_log_error("%s", msg);
+		c->serve_token_path[0] = '\0';
+	}
 	if (!c->layout_path[0])
 		return 0;
 	/* Root again here: the child takes the job owner's ids and groups (plan_step read them). */

@@ -18,6 +18,7 @@
  * LLMP_MODEL_PEAKS).
  */
 #include "plugin.h"
+#include "common/fail.h" /* llmp_show */
 
 #include <stdio.h>
 #include <stdint.h>
@@ -31,6 +32,10 @@
 #include "resolve.h"
 #include "resolve_ckpt.h"
 #include "srun_args.h"
+#include "serve.h"
+#include "serve_token.h"
+#include "planner/model_desc.h"
+#include "topology/gpu_desc.h"
 
 /*
  * What the submitting side does with a resolved option: nothing when it is
@@ -274,13 +279,107 @@ static int check_srun_count(const llmp_spec *spec, bool automatic)
 	return 0;
 }
 
+static int give_port_salt(void);
+
+/* GPUs per node as srun wrote --gpus-per-node into its environment ("4" or "a100:4"); 0 if unknown. */
+static uint32_t gpus_per_node(void)
+{
+	const char *text = getenv("SLURM_GPUS_PER_NODE");
+	if (!text || !*text || strchr(text, ','))
+		return 0;
+	const char *count = strrchr(text, ':') ? strrchr(text, ':') + 1 : text;
+	char *end;
+	unsigned long n = strtoul(count, &end, 10);
+	return *count >= '1' && *count <= '9' && *end == '\0' && n <= 1024 ? (uint32_t)n : 0;
+}
+
+/*
+ * The step's secret (serve_token.h), drawn here and handed to the step in
+ * srun's environment; each node writes it to a 0600 file of the user's.
+ */
+static int give_serve_token(void)
+{
+	unsigned char bytes[PLUGIN_SERVE_TOKEN_LEN / 2];
+	char text[PLUGIN_SERVE_TOKEN_LEN + 1];
+	if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) {
+		plugin_user_message("--llm-serve: no random bytes for the job's token");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof bytes; i++)
+		snprintf(text + 2 * i, 3, "%02x", bytes[i]);
+	if (setenv(LLMP_ENV_SERVE_TOKEN, text, 1) != 0) {
+		plugin_user_message("--llm-serve: cannot hand the token to the step: setenv failed");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * --llm-serve at submission (serve.h): the engine, the layout against the
+ * model's heads and memory, and in srun (tasks known) one task per node and
+ * the GPUs; then srun draws the port salt and the token for the step.
+ */
+static int submit_serve(spank_t sp, bool tasks_known)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	char msg[LLMP_MSG_MAX], warning[LLMP_MSG_MAX], shown[LLMP_SHOW_MAX];
+	const char *env = getenv(LLMP_ENV_PARALLEL), *source, *gpu = getenv(LLMP_ENV_GPU);
+	struct model_desc model, *m = NULL;
+	struct gpu_desc gdesc, *g = NULL;
+	uint32_t tasks = 0, nodes = 0;
+	llmp_spec spec;
+	bool active;
+
+	if (plugin_serve_engine_parse(c->serve_option) < 0) {
+		plugin_user_message("--llm-serve=%s: expected 'ray', 'vllm' or 'sglang'",
+				    llmp_show(shown, c->serve_option, strlen(c->serve_option)));
+		return -1;
+	}
+	if (plugin_auto_asked(env, c->option)) {
+		plugin_user_message("--llm-serve: give the layout (--llm-parallel=tp=N,pp=N[,dp=N]); "
+				    "'auto' chooses training layouts");
+		return -1;
+	}
+	if (answer(plugin_resolve(&c->site, env, c->option, true, &spec, msg, sizeof msg),
+		   llmp_spec_grammar(), msg, &active) < 0)
+		return -1;
+	const char *text = model_text(&source);
+	if (text) {
+		if (model_desc_parse(text, &model, msg, sizeof msg) != LLMP_OK) {
+			plugin_user_message("%s=%s: %s", source, llmp_show(shown, text, strlen(text)), msg);
+			return -1;
+		}
+		m = &model;
+		const char *gtext = gpu && *gpu ? gpu : c->site.gpu[0] ? c->site.gpu : NULL;
+		if (gtext && gpu_desc_parse(gtext, &gdesc, msg, sizeof msg) == LLMP_OK)
+			g = &gdesc;
+	}
+	if (tasks_known && (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS ||
+			    spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS))
+		tasks = nodes = 0;
+	if (plugin_serve_check(&spec, nodes, tasks, tasks_known ? gpus_per_node() : 0, m, g, warning,
+			       sizeof warning, msg, sizeof msg) < 0) {
+		plugin_user_message("%s", msg);
+		return -1;
+	}
+	if (warning[0])
+		plugin_user_message("%s", warning);
+	if (!tasks_known)
+		return 0;
+	if (unsetenv(LLMP_ENV_AUTO_LAYOUT) != 0 || unsetenv(LLMP_ENV_MODEL_ARGS) != 0 ||
+	    unsetenv(LLMP_ENV_STAGE_LAYERS) != 0 || unsetenv(LLMP_ENV_MODEL_PEAKS) != 0)
+		return -1;
+	return give_port_salt() < 0 ? -1 : give_serve_token();
+}
+
 int plugin_submit_check(spank_t sp)
 {
 	struct plugin_model_answer model;
 	llmp_spec spec;
 	bool active, automatic;
 
-	(void)sp;
+	if (plugin_ctx()->serve_option)
+		return submit_serve(sp, false);
 	if (resolve_here(&spec, &active, &automatic) < 0)
 		return -1;
 	if (!active || check_placement() < 0)
@@ -352,6 +451,8 @@ int plugin_submit_check_tasks(spank_t sp)
 	llmp_plan *plan;
 	bool active, automatic;
 
+	if (plugin_ctx()->serve_option)
+		return submit_serve(sp, true);
 	if (resolve_here(&spec, &active, &automatic) < 0)
 		return -1;
 	if (!active)

@@ -6,6 +6,8 @@
 
 if HAVE_BATS
 TESTS += tests/cli.bats tests/topo.bats tests/python.bats
+# `llmp serve` alone, no Slurm, with the stand-in engine.
+TESTS += tests/serve_local.bats
 # The runtime's layers (scripts/check-layers.sh), and that the check fails when broken.
 TESTS += tests/layers.bats
 # The plugin against the headers of every Slurm release from 21.08 to 26.05,
@@ -35,6 +37,8 @@ TESTS += tests/slurm_layouts.bats
 TESTS += tests/slurm_export.bats
 # The layout file under job_container/tmpfs (each job's own /tmp).
 TESTS += tests/slurm_tmpfs.bats
+# Serving jobs (--llm-serve, llmp serve) with a stand-in engine (tests/cluster/serve_engine.py).
+TESTS += tests/serve.bats
 if BUILD_RUNTIME
 # llmp.checkpoint (Python, over libllmp) on the same cluster.
 TESTS += tests/python_cluster.bats

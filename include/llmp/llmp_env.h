@@ -78,6 +78,9 @@
 #define LLMP_ENV_TOPOLOGY_FILE "LLMP_TOPOLOGY_FILE"
 /* srun's plugin -> the step: random bytes (16 hex digits) in MASTER_PORT's hash */
 #define LLMP_ENV_PORT_SALT "LLMP_PORT_SALT"
+/* A serving step's secret, drawn by srun's plugin for the step (--llm-serve); each node writes it to
+ * the file LLMP_SERVE_TOKEN_FILE names, and the task's environment does not keep it. */
+#define LLMP_ENV_SERVE_TOKEN "LLMP_SERVE_TOKEN"
 #define LLMP_ENV_TOPOLOGY_GATHER "LLMP_TOPOLOGY_GATHER"
 
 /* Observability and the device path (doc/metrics-json.md, doc/llmp.3). */

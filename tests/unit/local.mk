@@ -9,6 +9,7 @@ if HAVE_CMOCKA
 unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan \
 	tests/unit/test_plan_megatron tests/unit/test_json tests/unit/test_plugin_core tests/unit/test_plugin_paths \
 	tests/unit/test_plugin_model tests/unit/test_plugin_gpu_check tests/unit/test_plugin_node_clean tests/unit/test_task_map \
+	tests/unit/test_plugin_serve \
 	tests/fuzz/fuzz_replay tests/fuzz/fuzz_replay_topo tests/fuzz/fuzz_replay_model tests/unit/test_kernels tests/unit/test_crc32c \
 	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
 	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_mem_guard tests/unit/test_hetero \
@@ -69,6 +70,8 @@ tests_unit_test_plugin_gpu_check_CFLAGS = $(test_cflags)
 tests_unit_test_plugin_gpu_check_LDADD = plugin/libplugin_core.la $(test_ldadd)
 tests_unit_test_plugin_node_clean_CFLAGS = $(test_cflags)
 tests_unit_test_plugin_node_clean_LDADD = plugin/libplugin_core.la $(test_ldadd)
+tests_unit_test_plugin_serve_CFLAGS = $(test_cflags)
+tests_unit_test_plugin_serve_LDADD = plugin/libplugin_core.la $(test_ldadd)
 tests_unit_test_task_map_CFLAGS = $(test_cflags)
 tests_unit_test_task_map_LDADD = plugin/libplugin_core.la $(test_ldadd)
 # `llmp job run`'s choice of nodes, on names alone (cli/job_run_plan.h).
