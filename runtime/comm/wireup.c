@@ -174,24 +174,28 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
  * the fence's data there; PMIx 5 under Slurm's mpi/pmix (Debian 13's 5.0.7
  * with Slurm 24.11.5, sid's with 26.05.5) leaves it with the node's server,
  * the local slurmstepd, and the optional lookup answers PMIX_ERR_NOT_FOUND:
- * then the server is asked, within the job's timeout.
+ * then the server is asked, PMIX_IMMEDIATE, so that a key the rank never
+ * published (the topology and GDR keys come from one rank per node) is
+ * not found at once instead of waited for until the timeout.
  */
 pmix_status_t rt_wireup_get(llmp_ctx *ctx, uint32_t rank, const char *key, pmix_value_t **value)
 {
 	pmix_proc_t peer;
-	pmix_info_t info;
-	bool optional = true;
+	pmix_info_t info[2];
+	bool yes = true;
 	int timeout = ctx->timeout_s >= 1 ? (int)ctx->timeout_s : 1;
 	PMIX_LOAD_PROCID(&peer, ctx->me.nspace,
 			 ctx->proc_of_rank && rank < ctx->world ? ctx->proc_of_rank[rank] : rank);
-	PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &optional, PMIX_BOOL);
-	pmix_status_t rc = PMIx_Get(&peer, key, &info, 1, value);
-	PMIX_INFO_DESTRUCT(&info);
+	PMIX_INFO_LOAD(&info[0], PMIX_OPTIONAL, &yes, PMIX_BOOL);
+	pmix_status_t rc = PMIx_Get(&peer, key, info, 1, value);
+	PMIX_INFO_DESTRUCT(&info[0]);
 	if (rc != PMIX_ERR_NOT_FOUND)
 		return rc;
-	PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
-	rc = PMIx_Get(&peer, key, &info, 1, value);
-	PMIX_INFO_DESTRUCT(&info);
+	PMIX_INFO_LOAD(&info[0], PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+	rc = PMIx_Get(&peer, key, info, 2, value);
+	PMIX_INFO_DESTRUCT(&info[0]);
+	PMIX_INFO_DESTRUCT(&info[1]);
 	return rc;
 }
 
