@@ -153,44 +153,29 @@ int plugin_serve_check(const llmp_spec *spec, uint32_t nodes, uint32_t tasks, ui
 	return 0;
 }
 
-static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
-{
-	if (env->n == PLUGIN_ENV_MAX || strlen(name) >= sizeof env->var[0].name)
-		return -1;
-	va_list ap;
-	va_start(ap, fmt);
-	int len = vsnprintf(env->var[env->n].value, PLUGIN_ENV_VALUE_MAX, fmt, ap);
-	va_end(ap);
-	if (len < 0 || len >= PLUGIN_ENV_VALUE_MAX)
-		return -1;
-	strcpy(env->var[env->n++].name, name);
-	return 0;
-}
-
 /* vLLM's multi-node flags (its own executor, no Ray): every node runs `vllm serve` with them. */
 static int vllm_args(const struct plugin_serve_node *n, uint32_t dp, struct llmp_env *env)
 {
 	char dpflags[64] = "";
 	if (dp > 1)
 		snprintf(dpflags, sizeof dpflags, " --data-parallel-size %u", dp);
-	return add(env, "LLMP_VLLM_ARGS",
-		   "--tensor-parallel-size %u --pipeline-parallel-size %u%s --nnodes %u --node-rank %u "
-		   "--master-addr %s --master-port %u --port %u%s",
-		   n->tp, n->pp, dpflags, n->nnodes, n->node_rank, n->head,
-		   n->port + PLUGIN_SERVE_PORT_RENDEZVOUS, n->port + PLUGIN_SERVE_PORT_API,
-		   n->node_rank ? " --headless" : "");
+	return plugin_env_add(
+		env, "LLMP_VLLM_ARGS",
+		"--tensor-parallel-size %u --pipeline-parallel-size %u%s --nnodes %u --node-rank %u "
+		"--master-addr %s --master-port %u --port %u%s",
+		n->tp, n->pp, dpflags, n->nnodes, n->node_rank, n->head,
+		n->port + PLUGIN_SERVE_PORT_RENDEZVOUS, n->port + PLUGIN_SERVE_PORT_API,
+		n->node_rank ? " --headless" : "");
 }
 
 static int sglang_args(const struct plugin_serve_node *n, uint32_t dp, struct llmp_env *env)
 {
-	return add(env, "LLMP_SGLANG_ARGS",
-		   "--tp-size %u --pp-size %u --dp-size %u --nnodes %u --node-rank %u --dist-init-addr %s:%u "
-		   "--port %u",
-		   n->tp, n->pp, dp, n->nnodes, n->node_rank, n->head, n->port + PLUGIN_SERVE_PORT_RENDEZVOUS,
-		   n->port + PLUGIN_SERVE_PORT_API);
+	return plugin_env_add(
+		env, "LLMP_SGLANG_ARGS",
+		"--tp-size %u --pp-size %u --dp-size %u --nnodes %u --node-rank %u --dist-init-addr %s:%u "
+		"--port %u",
+		n->tp, n->pp, dp, n->nnodes, n->node_rank, n->head, n->port + PLUGIN_SERVE_PORT_RENDEZVOUS,
+		n->port + PLUGIN_SERVE_PORT_API);
 }
 
 /* `ray start`: the head or a worker, every port in the block, a temp dir of the node's own. */
@@ -206,7 +191,7 @@ static int ray_args(const struct plugin_serve_node *n, struct llmp_env *env)
 		snprintf(where, sizeof where, "--address=%s:%u", n->head, p + PLUGIN_SERVE_PORT_RENDEZVOUS);
 	if (n->node_addr && n->node_addr[0])
 		snprintf(ip, sizeof ip, " --node-ip-address=%s", n->node_addr);
-	int rc = add(
+	int rc = plugin_env_add(
 		env, "LLMP_RAY_START_ARGS",
 		"%s%s --node-manager-port=%u --object-manager-port=%u --ray-client-server-port=%u "
 		"--metrics-export-port=%u --dashboard-agent-listen-port=%u --dashboard-agent-grpc-port=%u "
@@ -217,10 +202,10 @@ static int ray_args(const struct plugin_serve_node *n, struct llmp_env *env)
 		p + PLUGIN_SERVE_PORT_AGENT_HTTP, p + PLUGIN_SERVE_PORT_AGENT_GRPC,
 		p + PLUGIN_SERVE_PORT_RUNTIME_ENV, p + PLUGIN_SERVE_PORT_WORKERS, p + PLUGIN_SERVE_PORTS - 1,
 		n->temp_dir, n->gpus, n->node_rank);
-	rc |= add(env, "RAY_ADDRESS", "%s:%u", n->head, p + PLUGIN_SERVE_PORT_RENDEZVOUS);
+	rc |= plugin_env_add(env, "RAY_ADDRESS", "%s:%u", n->head, p + PLUGIN_SERVE_PORT_RENDEZVOUS);
 	if (n->token_file && n->token_file[0]) {
-		rc |= add(env, "RAY_AUTH_MODE", "token");
-		rc |= add(env, "RAY_AUTH_TOKEN_PATH", "%s", n->token_file);
+		rc |= plugin_env_add(env, "RAY_AUTH_MODE", "token");
+		rc |= plugin_env_add(env, "RAY_AUTH_TOKEN_PATH", "%s", n->token_file);
 	}
 	return rc;
 }
@@ -230,21 +215,21 @@ int plugin_serve_env(const struct plugin_serve_node *n, struct llmp_env *env)
 	uint32_t model = n->tp * n->pp, gpus = n->gpus * n->nnodes;
 	uint32_t dp = n->dp ? n->dp : model && gpus >= model ? gpus / model : 1;
 	int rc = 0;
-	rc |= add(env, "LLMP_SERVE_ENGINE", "%s", plugin_serve_engine_name(n->engine));
-	rc |= add(env, "LLMP_SERVE_ROLE", "%s", n->node_rank ? "worker" : "head");
-	rc |= add(env, "LLMP_SERVE_NODE_RANK", "%u", n->node_rank);
-	rc |= add(env, "LLMP_SERVE_NNODES", "%u", n->nnodes);
-	rc |= add(env, "LLMP_SERVE_HEAD", "%s", n->head);
-	rc |= add(env, "LLMP_SERVE_PORT", "%u", n->port + PLUGIN_SERVE_PORT_API);
-	rc |= add(env, "LLMP_SERVE_PORTS", "%u-%u", n->port, n->port + PLUGIN_SERVE_PORTS - 1);
+	rc |= plugin_env_add(env, "LLMP_SERVE_ENGINE", "%s", plugin_serve_engine_name(n->engine));
+	rc |= plugin_env_add(env, "LLMP_SERVE_ROLE", "%s", n->node_rank ? "worker" : "head");
+	rc |= plugin_env_add(env, "LLMP_SERVE_NODE_RANK", "%u", n->node_rank);
+	rc |= plugin_env_add(env, "LLMP_SERVE_NNODES", "%u", n->nnodes);
+	rc |= plugin_env_add(env, "LLMP_SERVE_HEAD", "%s", n->head);
+	rc |= plugin_env_add(env, "LLMP_SERVE_PORT", "%u", n->port + PLUGIN_SERVE_PORT_API);
+	rc |= plugin_env_add(env, "LLMP_SERVE_PORTS", "%u-%u", n->port, n->port + PLUGIN_SERVE_PORTS - 1);
 	if (n->token_file && n->token_file[0])
-		rc |= add(env, "LLMP_SERVE_TOKEN_FILE", "%s", n->token_file);
+		rc |= plugin_env_add(env, "LLMP_SERVE_TOKEN_FILE", "%s", n->token_file);
 	switch (n->engine) {
 	case PLUGIN_SERVE_VLLM:
 		rc |= vllm_args(n, dp, env);
-		rc |= add(env, "VLLM_PORT", "%u", n->port + PLUGIN_SERVE_PORT_ENGINE_BASE);
+		rc |= plugin_env_add(env, "VLLM_PORT", "%u", n->port + PLUGIN_SERVE_PORT_ENGINE_BASE);
 		if (n->node_addr && n->node_addr[0])
-			rc |= add(env, "VLLM_HOST_IP", "%s", n->node_addr);
+			rc |= plugin_env_add(env, "VLLM_HOST_IP", "%s", n->node_addr);
 		break;
 	case PLUGIN_SERVE_SGLANG: rc |= sglang_args(n, dp, env); break;
 	case PLUGIN_SERVE_RAY: rc |= ray_args(n, env); break;

@@ -16,10 +16,7 @@
 #include <llmp/llmp_env.h>
 #include "planner/megatron_args.h"
 
-static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int add(struct llmp_env *env, const char *name, const char *fmt, ...)
+int plugin_env_add(struct llmp_env *env, const char *name, const char *fmt, ...)
 {
 	if (env->n == PLUGIN_ENV_MAX || strlen(name) >= sizeof env->var[0].name)
 		return -1;
@@ -71,46 +68,46 @@ int plugin_task_env(const llmp_plan *plan, const struct plugin_task *t, struct l
 	if (llmp_spec_format(llmp_plan_spec(plan), spec, sizeof spec) == 0)
 		snprintf(spec, sizeof spec, "dp=auto");
 
-	rc |= add(env, LLMP_ENV_PARALLEL, "%s", spec);
-	rc |= add(env, LLMP_ENV_ORDER, "%s", llmp_plan_order(plan));
-	rc |= add(env, LLMP_ENV_WORLD_SIZE, "%u", llmp_plan_world(plan));
-	rc |= add(env, LLMP_ENV_RANK, "%u", t->rank);
-	rc |= add(env, LLMP_ENV_LOCAL_RANK, "%u", t->local_rank);
-	rc |= add(env, LLMP_ENV_LOCAL_WORLD_SIZE, "%u", t->local_tasks);
-	rc |= add(env, LLMP_ENV_NODE_RANK, "%u", t->node_rank);
-	rc |= add(env, LLMP_ENV_NNODES, "%u", t->nnodes);
-	rc |= add(env, LLMP_ENV_PLACEMENT, "%s", t->placement ? t->placement : "block");
+	rc |= plugin_env_add(env, LLMP_ENV_PARALLEL, "%s", spec);
+	rc |= plugin_env_add(env, LLMP_ENV_ORDER, "%s", llmp_plan_order(plan));
+	rc |= plugin_env_add(env, LLMP_ENV_WORLD_SIZE, "%u", llmp_plan_world(plan));
+	rc |= plugin_env_add(env, LLMP_ENV_RANK, "%u", t->rank);
+	rc |= plugin_env_add(env, LLMP_ENV_LOCAL_RANK, "%u", t->local_rank);
+	rc |= plugin_env_add(env, LLMP_ENV_LOCAL_WORLD_SIZE, "%u", t->local_tasks);
+	rc |= plugin_env_add(env, LLMP_ENV_NODE_RANK, "%u", t->node_rank);
+	rc |= plugin_env_add(env, LLMP_ENV_NNODES, "%u", t->nnodes);
+	rc |= plugin_env_add(env, LLMP_ENV_PLACEMENT, "%s", t->placement ? t->placement : "block");
 	for (int a = 0; a < LLMP_NAXES; a++) {
 		axis_var(name, sizeof name, (enum llmp_axis)a, "SIZE");
-		rc |= add(env, name, "%u", llmp_plan_size(plan, (enum llmp_axis)a));
+		rc |= plugin_env_add(env, name, "%u", llmp_plan_size(plan, (enum llmp_axis)a));
 		axis_var(name, sizeof name, (enum llmp_axis)a, "RANK");
-		rc |= add(env, name, "%u", coords[a]);
+		rc |= plugin_env_add(env, name, "%u", coords[a]);
 	}
 	if (llmp_plan_vpp(plan))
-		rc |= add(env, LLMP_ENV_VPP_SIZE, "%u", llmp_plan_vpp(plan));
+		rc |= plugin_env_add(env, LLMP_ENV_VPP_SIZE, "%u", llmp_plan_vpp(plan));
 	if (t->layout_file)
-		rc |= add(env, LLMP_ENV_LAYOUT_FILE, "%s", t->layout_file);
+		rc |= plugin_env_add(env, LLMP_ENV_LAYOUT_FILE, "%s", t->layout_file);
 
 	char megatron[PLUGIN_ENV_VALUE_MAX];
 	if (megatron_args(plan, t->model_args, megatron, sizeof megatron) == 0)
-		rc |= add(env, LLMP_ENV_MEGATRON_ARGS, "%s", megatron);
+		rc |= plugin_env_add(env, LLMP_ENV_MEGATRON_ARGS, "%s", megatron);
 
 	/* torchrun's contract (torch.distributed's env:// rendezvous, torchelastic's roles) */
-	rc |= add(env, "RANK", "%u", t->rank);
-	rc |= add(env, "LOCAL_RANK", "%u", t->torch_local_rank);
-	rc |= add(env, "WORLD_SIZE", "%u", llmp_plan_world(plan));
-	rc |= add(env, "LOCAL_WORLD_SIZE", "%u", t->local_tasks);
-	rc |= add(env, "GROUP_RANK", "%u", t->node_rank);
-	rc |= add(env, "GROUP_WORLD_SIZE", "%u", t->nnodes);
-	rc |= add(env, "ROLE_NAME", "default");
-	rc |= add(env, "ROLE_RANK", "%u", t->rank);
-	rc |= add(env, "ROLE_WORLD_SIZE", "%u", llmp_plan_world(plan));
-	rc |= add(env, "MASTER_ADDR", "%s", t->master_addr);
-	rc |= add(env, "MASTER_PORT", "%u", t->master_port);
+	rc |= plugin_env_add(env, "RANK", "%u", t->rank);
+	rc |= plugin_env_add(env, "LOCAL_RANK", "%u", t->torch_local_rank);
+	rc |= plugin_env_add(env, "WORLD_SIZE", "%u", llmp_plan_world(plan));
+	rc |= plugin_env_add(env, "LOCAL_WORLD_SIZE", "%u", t->local_tasks);
+	rc |= plugin_env_add(env, "GROUP_RANK", "%u", t->node_rank);
+	rc |= plugin_env_add(env, "GROUP_WORLD_SIZE", "%u", t->nnodes);
+	rc |= plugin_env_add(env, "ROLE_NAME", "default");
+	rc |= plugin_env_add(env, "ROLE_RANK", "%u", t->rank);
+	rc |= plugin_env_add(env, "ROLE_WORLD_SIZE", "%u", llmp_plan_world(plan));
+	rc |= plugin_env_add(env, "MASTER_ADDR", "%s", t->master_addr);
+	rc |= plugin_env_add(env, "MASTER_PORT", "%u", t->master_port);
 	/* DeepSpeed's launcher (its checkpoint writer reads CROSS_*) */
-	rc |= add(env, "LOCAL_SIZE", "%u", t->local_tasks);
-	rc |= add(env, "CROSS_RANK", "%u", t->node_rank);
-	rc |= add(env, "CROSS_SIZE", "%u", t->nnodes);
+	rc |= plugin_env_add(env, "LOCAL_SIZE", "%u", t->local_tasks);
+	rc |= plugin_env_add(env, "CROSS_RANK", "%u", t->node_rank);
+	rc |= plugin_env_add(env, "CROSS_SIZE", "%u", t->nnodes);
 	rc |= plugin_ckpt_env(t->ckpt, t->restart_count, env);
 	return rc ? -1 : 0;
 }
@@ -126,14 +123,14 @@ int plugin_ckpt_env(const llmp_ckpt_spec *ckpt, uint32_t restart_count, struct l
 			return -1;
 		/* The canonical text, so a program that parses LLMP_CHECKPOINT
 		 * (libllmp does) sees exactly what the plugin resolved. */
-		rc |= add(env, LLMP_ENV_CHECKPOINT, "%s", spec);
-		rc |= add(env, LLMP_ENV_CHECKPOINT_DIR, "%s", ckpt->dir);
+		rc |= plugin_env_add(env, LLMP_ENV_CHECKPOINT, "%s", spec);
+		rc |= plugin_env_add(env, LLMP_ENV_CHECKPOINT_DIR, "%s", ckpt->dir);
 		if (ckpt->every)
-			rc |= add(env, LLMP_ENV_CHECKPOINT_EVERY, "%u%s", ckpt->every,
-				  ckpt->every_minutes ? "min" : "");
-		rc |= add(env, LLMP_ENV_CHECKPOINT_KEEP, "%u", ckpt->keep);
-		rc |= add(env, LLMP_ENV_MAX_RESTARTS, "%u", ckpt->max_restarts);
+			rc |= plugin_env_add(env, LLMP_ENV_CHECKPOINT_EVERY, "%u%s", ckpt->every,
+					     ckpt->every_minutes ? "min" : "");
+		rc |= plugin_env_add(env, LLMP_ENV_CHECKPOINT_KEEP, "%u", ckpt->keep);
+		rc |= plugin_env_add(env, LLMP_ENV_MAX_RESTARTS, "%u", ckpt->max_restarts);
 	}
-	rc |= add(env, LLMP_ENV_RESTART_COUNT, "%u", restart_count);
+	rc |= plugin_env_add(env, LLMP_ENV_RESTART_COUNT, "%u", restart_count);
 	return rc ? -1 : 0;
 }

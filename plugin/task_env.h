@@ -38,6 +38,10 @@ struct llmp_env {
 	} var[PLUGIN_ENV_MAX];
 };
 
+/* Append NAME=value (printf-style) to env; -1 when env is full or the value too long. */
+int plugin_env_add(struct llmp_env *env, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Fill env for one task. Returns 0, or -1 if a value does not fit. */
 int plugin_task_env(const llmp_plan *plan, const struct plugin_task *task, struct llmp_env *env);
 
