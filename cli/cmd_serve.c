@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <llmp/llmp_env.h>
 #include "llmp_cli.h"
 
 #define PROG "llmp serve"
@@ -252,7 +253,7 @@ static void end_step(void)
 /* The job's token from the plugin's file; "" when there is none. */
 static void read_token(char *token, size_t len)
 {
-	const char *path = getenv("LLMP_SERVE_TOKEN_FILE");
+	const char *path = getenv(LLMP_ENV_SERVE_TOKEN_FILE);
 	token[0] = '\0';
 	int fd = path && *path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
 	if (fd < 0)
@@ -336,11 +337,12 @@ int cli_serve(int argc, char **argv)
 	if (rc)
 		return rc;
 
-	const char *engine = getenv("LLMP_SERVE_ENGINE"), *role = getenv("LLMP_SERVE_ROLE");
-	const char *head = getenv("LLMP_SERVE_HEAD"), *port_text = getenv("LLMP_SERVE_PORT");
+	const char *engine = getenv(LLMP_ENV_SERVE_ENGINE), *role = getenv(LLMP_ENV_SERVE_ROLE);
+	const char *head = getenv(LLMP_ENV_SERVE_HEAD), *port_text = getenv(LLMP_ENV_SERVE_PORT);
 	const char *node = node_name();
 	unsigned first, last, port = port_text ? (unsigned)strtoul(port_text, NULL, 10) : 0;
-	if (!engine || !role || !head || !port || port_range(getenv("LLMP_SERVE_PORTS"), &first, &last) < 0) {
+	if (!engine || !role || !head || !port ||
+	    port_range(getenv(LLMP_ENV_SERVE_PORTS), &first, &last) < 0) {
 		fprintf(stderr,
 			PROG ": node %s: not in a serving step (LLMP_SERVE_* unset): submit with "
 			     "--llm-serve=ray|vllm|sglang and --ntasks-per-node=1\n",
@@ -370,7 +372,7 @@ int cli_serve(int argc, char **argv)
 		args[n++] = argv[i];
 	static char vars[2][8192];
 	if (!is_ray) {
-		const char *name = strcmp(engine, "vllm") == 0 ? "LLMP_VLLM_ARGS" : "LLMP_SGLANG_ARGS";
+		const char *name = strcmp(engine, "vllm") == 0 ? LLMP_ENV_VLLM_ARGS : LLMP_ENV_SGLANG_ARGS;
 		snprintf(vars[0], sizeof vars[0], "%s", getenv(name) ? getenv(name) : "");
 		if (split_args(name, vars[0], args, &n) < 0)
 			return CLI_EXIT_USAGE;
@@ -378,8 +380,8 @@ int cli_serve(int argc, char **argv)
 		ray[nray++] = "ray";
 		ray[nray++] = "start";
 		snprintf(vars[1], sizeof vars[1], "%s",
-			 getenv("LLMP_RAY_START_ARGS") ? getenv("LLMP_RAY_START_ARGS") : "");
-		if (split_args("LLMP_RAY_START_ARGS", vars[1], ray, &nray) < 0)
+			 getenv(LLMP_ENV_RAY_START_ARGS) ? getenv(LLMP_ENV_RAY_START_ARGS) : "");
+		if (split_args(LLMP_ENV_RAY_START_ARGS, vars[1], ray, &nray) < 0)
 			return CLI_EXIT_USAGE;
 		ray[nray] = NULL;
 	}

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llmp/llmp_env.h>
 #include "planner/model_desc.h"
 #include "topology/gpu_desc.h"
 
@@ -160,7 +161,7 @@ static int vllm_args(const struct plugin_serve_node *n, uint32_t dp, struct llmp
 	if (dp > 1)
 		snprintf(dpflags, sizeof dpflags, " --data-parallel-size %u", dp);
 	return plugin_env_add(
-		env, "LLMP_VLLM_ARGS",
+		env, LLMP_ENV_VLLM_ARGS,
 		"--tensor-parallel-size %u --pipeline-parallel-size %u%s --nnodes %u --node-rank %u "
 		"--master-addr %s --master-port %u --port %u%s",
 		n->tp, n->pp, dpflags, n->nnodes, n->node_rank, n->head,
@@ -171,7 +172,7 @@ static int vllm_args(const struct plugin_serve_node *n, uint32_t dp, struct llmp
 static int sglang_args(const struct plugin_serve_node *n, uint32_t dp, struct llmp_env *env)
 {
 	return plugin_env_add(
-		env, "LLMP_SGLANG_ARGS",
+		env, LLMP_ENV_SGLANG_ARGS,
 		"--tp-size %u --pp-size %u --dp-size %u --nnodes %u --node-rank %u --dist-init-addr %s:%u "
 		"--port %u",
 		n->tp, n->pp, dp, n->nnodes, n->node_rank, n->head, n->port + PLUGIN_SERVE_PORT_RENDEZVOUS,
@@ -192,7 +193,7 @@ static int ray_args(const struct plugin_serve_node *n, struct llmp_env *env)
 	if (n->node_addr && n->node_addr[0])
 		snprintf(ip, sizeof ip, " --node-ip-address=%s", n->node_addr);
 	int rc = plugin_env_add(
-		env, "LLMP_RAY_START_ARGS",
+		env, LLMP_ENV_RAY_START_ARGS,
 		"%s%s --node-manager-port=%u --object-manager-port=%u --ray-client-server-port=%u "
 		"--metrics-export-port=%u --dashboard-agent-listen-port=%u --dashboard-agent-grpc-port=%u "
 		"--runtime-env-agent-port=%u --min-worker-port=%u "
@@ -215,15 +216,15 @@ int plugin_serve_env(const struct plugin_serve_node *n, struct llmp_env *env)
 	uint32_t model = n->tp * n->pp, gpus = n->gpus * n->nnodes;
 	uint32_t dp = n->dp ? n->dp : model && gpus >= model ? gpus / model : 1;
 	int rc = 0;
-	rc |= plugin_env_add(env, "LLMP_SERVE_ENGINE", "%s", plugin_serve_engine_name(n->engine));
-	rc |= plugin_env_add(env, "LLMP_SERVE_ROLE", "%s", n->node_rank ? "worker" : "head");
-	rc |= plugin_env_add(env, "LLMP_SERVE_NODE_RANK", "%u", n->node_rank);
-	rc |= plugin_env_add(env, "LLMP_SERVE_NNODES", "%u", n->nnodes);
-	rc |= plugin_env_add(env, "LLMP_SERVE_HEAD", "%s", n->head);
-	rc |= plugin_env_add(env, "LLMP_SERVE_PORT", "%u", n->port + PLUGIN_SERVE_PORT_API);
-	rc |= plugin_env_add(env, "LLMP_SERVE_PORTS", "%u-%u", n->port, n->port + PLUGIN_SERVE_PORTS - 1);
+	rc |= plugin_env_add(env, LLMP_ENV_SERVE_ENGINE, "%s", plugin_serve_engine_name(n->engine));
+	rc |= plugin_env_add(env, LLMP_ENV_SERVE_ROLE, "%s", n->node_rank ? "worker" : "head");
+	rc |= plugin_env_add(env, LLMP_ENV_SERVE_NODE_RANK, "%u", n->node_rank);
+	rc |= plugin_env_add(env, LLMP_ENV_SERVE_NNODES, "%u", n->nnodes);
+	rc |= plugin_env_add(env, LLMP_ENV_SERVE_HEAD, "%s", n->head);
+	rc |= plugin_env_add(env, LLMP_ENV_SERVE_PORT, "%u", n->port + PLUGIN_SERVE_PORT_API);
+	rc |= plugin_env_add(env, LLMP_ENV_SERVE_PORTS, "%u-%u", n->port, n->port + PLUGIN_SERVE_PORTS - 1);
 	if (n->token_file && n->token_file[0])
-		rc |= plugin_env_add(env, "LLMP_SERVE_TOKEN_FILE", "%s", n->token_file);
+		rc |= plugin_env_add(env, LLMP_ENV_SERVE_TOKEN_FILE, "%s", n->token_file);
 	switch (n->engine) {
 	case PLUGIN_SERVE_VLLM:
 		rc |= vllm_args(n, dp, env);

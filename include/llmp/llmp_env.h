@@ -81,6 +81,18 @@
 /* A serving step's secret, drawn by srun's plugin for the step (--llm-serve); each node writes it to
  * the file LLMP_SERVE_TOKEN_FILE names, and the task's environment does not keep it. */
 #define LLMP_ENV_SERVE_TOKEN "LLMP_SERVE_TOKEN"
+/* A serving job's node (--llm-serve; plugin/serve.c writes them, `llmp serve` reads them). */
+#define LLMP_ENV_SERVE_ENGINE "LLMP_SERVE_ENGINE"         /* ray, vllm or sglang */
+#define LLMP_ENV_SERVE_ROLE "LLMP_SERVE_ROLE"             /* head or worker */
+#define LLMP_ENV_SERVE_NODE_RANK "LLMP_SERVE_NODE_RANK"   /* this node among the step's */
+#define LLMP_ENV_SERVE_NNODES "LLMP_SERVE_NNODES"         /* the step's nodes */
+#define LLMP_ENV_SERVE_HEAD "LLMP_SERVE_HEAD"             /* the head node's address */
+#define LLMP_ENV_SERVE_PORT "LLMP_SERVE_PORT"             /* the engine's API port */
+#define LLMP_ENV_SERVE_PORTS "LLMP_SERVE_PORTS"           /* the step's port block, FIRST-LAST */
+#define LLMP_ENV_SERVE_TOKEN_FILE "LLMP_SERVE_TOKEN_FILE" /* the job's 0600 token file */
+#define LLMP_ENV_VLLM_ARGS "LLMP_VLLM_ARGS"               /* vLLM's arguments for this node */
+#define LLMP_ENV_SGLANG_ARGS "LLMP_SGLANG_ARGS"           /* SGLang's arguments for this node */
+#define LLMP_ENV_RAY_START_ARGS "LLMP_RAY_START_ARGS"     /* `ray start`'s arguments for this node */
 #define LLMP_ENV_TOPOLOGY_GATHER "LLMP_TOPOLOGY_GATHER"
 
 /* Observability and the device path (doc/metrics-json.md, doc/llmp.3). */
