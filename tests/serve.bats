@@ -118,6 +118,7 @@ serve_step() { # OUT ENDPOINT [srun options...]
 			"port=$LLMP_SERVE_PORT ports=$LLMP_SERVE_PORTS gloo=$GLOO_SOCKET_IFNAME" \
 			"leaked=${LLMP_SERVE_TOKEN:-none} mode=$(stat -c %a "$f") owner=$(stat -c %U "$f")" \
 			"len=$(wc -c <"$f")"
+		echo "F$SLURM_NODEID=$f"
 		echo "A$SLURM_NODEID=$LLMP_VLLM_ARGS"'
 	[ "$status" -eq 0 ]
 	echo "$output"
@@ -133,8 +134,13 @@ serve_step() { # OUT ENDPOINT [srun options...]
 		[ "$n" -eq 0 ] || expected="$expected --headless"
 		grep -qxF "A$n=$expected" <<<"$output"
 	done
-	# The token files are gone with the step.
-	[ -z "$(ls /tmp/llmp-serve-token.* 2>/dev/null)" ]
+	# The step's token files are gone with it (only its own: another step's,
+	# or one a killed node never removed, are not this test's to judge).
+	local f
+	for f in $(sed -n 's/^F[0-2]=//p' <<<"$output"); do
+		[ ! -e "$f" ] || { echo "$f is left"; false; }
+	done
+	[ "$(grep -c '^F[0-2]=/' <<<"$output")" -eq 3 ]
 }
 
 @test "llmp serve: two jobs on the same nodes, 20 times: disjoint ports, token required, no EADDRINUSE" {
