@@ -40,7 +40,14 @@ int plugin_ifname_of(const struct ifaddrs *list, const struct sockaddr *addr, ch
 	return -1;
 }
 
-int plugin_route_ifname(const char *host, char *name, size_t len)
+/*
+ * For each address of host in turn, the local address the kernel would send
+ * from toward it (a UDP socket connected, which sends nothing), given to
+ * use until use returns 0; 0 then, or -1 when host does not resolve or no
+ * address served.
+ */
+static int route_source(const char *host, int (*use)(const struct sockaddr *local, socklen_t n, void *arg),
+			void *arg)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res = NULL;
 	int rc = -1;
@@ -49,42 +56,51 @@ int plugin_route_ifname(const char *host, char *name, size_t len)
 	for (struct addrinfo *a = res; a && rc < 0; a = a->ai_next) {
 		struct sockaddr_storage local;
 		socklen_t n = sizeof local;
-		struct ifaddrs *list = NULL;
 		int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			continue;
 		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-		    getsockname(fd, (struct sockaddr *)&local, &n) == 0 && getifaddrs(&list) == 0) {
-			rc = plugin_ifname_of(list, (struct sockaddr *)&local, name, len);
-			freeifaddrs(list);
-		}
+		    getsockname(fd, (struct sockaddr *)&local, &n) == 0)
+			rc = use((struct sockaddr *)&local, n, arg);
 		close(fd);
 	}
 	freeaddrinfo(res);
 	return rc;
 }
 
+struct out {
+	char *buf;
+	size_t len;
+};
+
+static int ifname_of_local(const struct sockaddr *local, socklen_t n, void *arg)
+{
+	struct out *o = arg;
+	struct ifaddrs *list = NULL;
+	(void)n;
+	if (getifaddrs(&list) != 0)
+		return -1;
+	int rc = plugin_ifname_of(list, local, o->buf, o->len);
+	freeifaddrs(list);
+	return rc;
+}
+
+static int numeric_local(const struct sockaddr *local, socklen_t n, void *arg)
+{
+	struct out *o = arg;
+	return getnameinfo(local, n, o->buf, (socklen_t)o->len, NULL, 0, NI_NUMERICHOST) == 0 ? 0 : -1;
+}
+
+int plugin_route_ifname(const char *host, char *name, size_t len)
+{
+	struct out o = { name, len };
+	return route_source(host, ifname_of_local, &o);
+}
+
 int plugin_route_addr(const char *host, char *addr, size_t len)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res = NULL;
-	int rc = -1;
-	if (!host || !*host || getaddrinfo(host, "9", &hints, &res) != 0)
-		return -1;
-	for (struct addrinfo *a = res; a && rc < 0; a = a->ai_next) {
-		struct sockaddr_storage local;
-		socklen_t n = sizeof local;
-		int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-		    getsockname(fd, (struct sockaddr *)&local, &n) == 0 &&
-		    getnameinfo((struct sockaddr *)&local, n, addr, (socklen_t)len, NULL, 0,
-				NI_NUMERICHOST) == 0)
-			rc = 0;
-		close(fd);
-	}
-	freeaddrinfo(res);
-	return rc;
+	struct out o = { addr, len };
+	return route_source(host, numeric_local, &o);
 }
 
 /* Bind a socket of family to every address at port, as a TCP server would: 1 taken, 0 free, -1 unknown. */
