@@ -17,23 +17,30 @@
 
 #include <llmp/llmp_json.h>
 
-int plugin_layout_file_name(const char *dir, uint32_t job_id, uint32_t step_id, uint32_t node_id, char *path,
-			    size_t pathlen, char *msg, size_t msglen)
+int plugin_random_file_name(const char *dir, const char *stem, const char *suffix, const char *what,
+			    uint32_t job_id, uint32_t step_id, uint32_t node_id, char *path, size_t pathlen,
+			    char *msg, size_t msglen)
 {
 	char shown[PLUGIN_SHOWN];
 	uint64_t token;
 	if (getrandom(&token, sizeof token, 0) != (ssize_t)sizeof token) {
-		snprintf(msg, msglen, "no random bytes for the layout file's name: %s", strerror(errno));
+		snprintf(msg, msglen, "no random bytes for the %s's name: %s", what, strerror(errno));
 		return -1;
 	}
-	int n = snprintf(path, pathlen, "%s/llmp-layout.%u.%u.%u.%016llx.json", dir, job_id, step_id, node_id,
-			 (unsigned long long)token);
+	int n = snprintf(path, pathlen, "%s/%s.%u.%u.%u.%016llx%s", dir, stem, job_id, step_id, node_id,
+			 (unsigned long long)token, suffix);
 	if (n < 0 || (size_t)n >= pathlen) {
-		snprintf(msg, msglen, "layout file path under '%s' is too long",
-			 plugin_show_path(shown, dir));
+		snprintf(msg, msglen, "%s path under '%s' is too long", what, plugin_show_path(shown, dir));
 		return -1;
 	}
 	return 0;
+}
+
+int plugin_layout_file_name(const char *dir, uint32_t job_id, uint32_t step_id, uint32_t node_id, char *path,
+			    size_t pathlen, char *msg, size_t msglen)
+{
+	return plugin_random_file_name(dir, "llmp-layout", ".json", "layout file", job_id, step_id, node_id,
+				       path, pathlen, msg, msglen);
 }
 
 struct write_job {

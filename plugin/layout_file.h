@@ -31,6 +31,14 @@ int plugin_layout_file_name(const char *dir, uint32_t job_id, uint32_t step_id, 
 			    size_t pathlen, char *msg, size_t msglen);
 
 /*
+ * The same for any per-node file of a step: dir/STEM.JOB.STEP.NODE.RANDOM
+ * followed by suffix; what names the file in msg ("layout file").
+ */
+int plugin_random_file_name(const char *dir, const char *stem, const char *suffix, const char *what,
+			    uint32_t job_id, uint32_t step_id, uint32_t node_id, char *path, size_t pathlen,
+			    char *msg, size_t msglen);
+
+/*
  * Write the layout to path, as *who (NULL: the caller is the user), with
  * each pipeline stage's layers when stage_layers is not NULL (pp of them,
  * llmp_plan_write_json_stages). Returns 0, or -1 with msg set.

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "serve_token.h"
+#include "layout_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,19 +22,8 @@ bool plugin_serve_token_valid(const char *text)
 int plugin_serve_token_name(const char *dir, uint32_t job_id, uint32_t step_id, uint32_t node_id, char *path,
 			    size_t pathlen, char *msg, size_t msglen)
 {
-	char shown[PLUGIN_SHOWN];
-	uint64_t r;
-	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
-		snprintf(msg, msglen, "no random bytes for the token file's name: %s", strerror(errno));
-		return -1;
-	}
-	int n = snprintf(path, pathlen, "%s/llmp-serve-token.%u.%u.%u.%016llx", dir, job_id, step_id, node_id,
-			 (unsigned long long)r);
-	if (n < 0 || (size_t)n >= pathlen) {
-		snprintf(msg, msglen, "token file path under '%s' is too long", plugin_show_path(shown, dir));
-		return -1;
-	}
-	return 0;
+	return plugin_random_file_name(dir, "llmp-serve-token", "", "token file", job_id, step_id, node_id,
+				       path, pathlen, msg, msglen);
 }
 
 struct token_job {
