@@ -242,6 +242,23 @@ stage_distcheck() {
 	count_step "distcheck" quietly "$build/distcheck.log" make -C "$build" distcheck \
 		DISTCHECK_CONFIGURE_FLAGS=--disable-cluster-tests
 	grep -A1 'archives ready' "$build/distcheck.log" || true
+	count_step "the tarball carries every tracked file" dist_complete
+}
+
+# Every file git tracks is in distcheck's tarball, but for those that only
+# serve the repository itself: a suite left out of EXTRA_DIST fails in
+# distcheck only after the whole check has run, and names no file.
+dist_complete() {
+	local tarball missing
+	tarball=$(ls "$build"/llmp-*.tar.gz 2>/dev/null | head -n1)
+	[ -n "$tarball" ] || { echo "no tarball in $build"; return 1; }
+	[ -d "$src/.git" ] || return 0 # a tree unpacked from the tarball itself
+	missing=$(comm -13 <(tar tzf "$tarball" | sed 's|^[^/]*/||' | sort) \
+		<(git -C "$src" ls-files | grep -vE '^(\.ci/|\.gitignore$|\.clang-format$|m4/\.gitkeep$)' | sort))
+	[ -z "$missing" ] && return 0
+	echo "tracked but not in $tarball (add them to EXTRA_DIST):"
+	echo "$missing"
+	return 1
 }
 
 stage_packaging() {

@@ -54,7 +54,7 @@ EXTRA_DIST += tests/slurm_releases.bats tests/pkgconfig.bats tests/slurm/headers
 EXTRA_DIST += tests/cli.bats tests/lib/helpers.bash tests/cluster.bats tests/security.bats tests/README.md \
 	tests/slurm_layouts.bats tests/slurm_export.bats tests/slurm_tmpfs.bats \
 	tests/unit/README.md tests/lib/README.md bench/README.md
-EXTRA_DIST += tests/layers.bats
+EXTRA_DIST += tests/layers.bats tests/serve.bats tests/serve_local.bats
 
 # What the plugin's task check reads through NVML, printed (scripts/gpu-run.sh runs it on a GPU).
 check_PROGRAMS += tests/gpu/nvml_probe
