@@ -369,6 +369,9 @@ static void check_done(struct job_run *r, const char *name, int code)
  * --overlap: a step of the failed run may still hold its CPUs while
  * slurmctld waits on a lost node), CHECKS_IN_FLIGHT at a time, each under
  * the deadline; a node whose check fails or outlives it is taken out.
+ * --llm-node-check has the plugin fail the step on a node whose GPUs still
+ * hold the failed run's processes or memory, or ask for a reset, naming
+ * what it found, before PROG runs.
  */
 static int check_nodes(struct job_run *r, char *const *names, size_t n)
 {
@@ -387,9 +390,10 @@ static int check_nodes(struct job_run *r, char *const *names, size_t n)
 			size_t i = next++;
 			if (is_excluded(r, names[i]))
 				continue;
-			char *argv[] = { "srun",  "--overlap",           "--quiet",        "-N1",
-					 "-n1",   "--ntasks-per-node=1", "--nodelist",     names[i],
-					 timeout, "--mpi=none",          (char *)r->check, NULL };
+			char *argv[] = { "srun",  "--overlap",           "--quiet",          "-N1",
+					 "-n1",   "--ntasks-per-node=1", "--nodelist",       names[i],
+					 timeout, "--mpi=none",          "--llm-node-check", (char *)r->check,
+					 NULL };
 			c[i].pid = start(argv, env, NULL);
 			c[i].started = now();
 			if (c[i].pid < 0)

@@ -124,6 +124,12 @@ unsigned plugin_gpu_bus_index(const struct topo_nvml_device *devs, unsigned n, u
 	return before;
 }
 
+const struct topo_nvml_device *plugin_task_device_named(const struct topo_nvml_device *devs, unsigned n,
+							const char *visible, uint32_t entry)
+{
+	return n ? named(devs, n, visible, entry) : NULL;
+}
+
 const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device *devs, unsigned n,
 						  const char *visible, uint32_t entry)
 {

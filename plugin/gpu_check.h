@@ -47,6 +47,15 @@ const struct topo_nvml_device *plugin_task_device(const struct topo_nvml_device 
 						  const char *visible, uint32_t entry);
 
 /*
+ * The GPU entry `entry` of visible names, and only that: NULL where
+ * plugin_task_device would fall back on a node whose GPUs are all alike.
+ * What is on a GPU (its processes) is asked of the GPU the task will use,
+ * never of one that only looks like it.
+ */
+const struct topo_nvml_device *plugin_task_device_named(const struct topo_nvml_device *devs, unsigned n,
+							const char *visible, uint32_t entry);
+
+/*
  * The index Slurm and CUDA give GPU i of devs (not a MIG instance): how
  * many GPUs come before it in PCI bus order.
  */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * job_script.c - the job prolog and epilog: is the node fit for the next
- * job (node_clean.h)?
+ * job_script.c - the job prolog and epilog, and the step of
+ * --llm-node-check: is the node fit for the next job, or for the next run
+ * of this one (node_clean.h)?
  *
  * slurmd runs them as root, with an environment of its own making (the
  * job's id, user and GPUs; nothing the job set). They read NVML from the
@@ -167,15 +168,17 @@ static unsigned leftovers(struct job *j, struct plugin_leftover *left)
 	return n;
 }
 
-/* The verdict on this node now: 0 clean, else the findings with reason set. */
-static unsigned check_once(const struct plugin_site *site, struct job *j, char *reason, size_t len)
+/*
+ * What the verdict is made from, on this node now: NVML's devices (into
+ * devs) and the job; gpus, the job's GPUs (SLURM_JOB_GPUS). No leftover
+ * processes yet: the caller adds them where the job has left.
+ */
+static struct plugin_clean_facts facts_now(const struct plugin_site *site, struct job *j,
+					   struct topo_nvml_device *devs, const char *gpus)
 {
-	static struct topo_nvml_device devs[TOPO_NVML_DEVICES_MAX];
-	struct plugin_leftover left[LEFTOVERS_MAX];
 	char why[LLMP_MSG_MAX];
 	int n = topo_nvml_devices(site->nvml, devs, TOPO_NVML_DEVICES_MAX, why, sizeof why);
-	const char *gpus = getenv("SLURM_JOB_GPUS");
-	struct plugin_clean_facts f = {
+	return (struct plugin_clean_facts){
 		.devs = devs,
 		.ndevs = n > 0 ? (unsigned)n : 0,
 		.job_gpus = gpus && *gpus ? gpus : NULL,
@@ -185,9 +188,17 @@ static unsigned check_once(const struct plugin_site *site, struct job *j, char *
 		.owner = owner_of,
 		.arg = j,
 		.mem_tolerance_mib = site->clean_mem_mib,
-		.left = left,
-		.nleft = leftovers(j, left),
 	};
+}
+
+/* The verdict on this node once the job has left: 0 clean, else the findings with reason set. */
+static unsigned check_once(const struct plugin_site *site, struct job *j, char *reason, size_t len)
+{
+	static struct topo_nvml_device devs[TOPO_NVML_DEVICES_MAX];
+	struct plugin_leftover left[LEFTOVERS_MAX];
+	struct plugin_clean_facts f = facts_now(site, j, devs, getenv("SLURM_JOB_GPUS"));
+	f.left = left;
+	f.nleft = leftovers(j, left);
 	return plugin_node_dirty(&f, reason, len);
 }
 
@@ -290,4 +301,32 @@ int plugin_job_script(spank_t sp, int argc, char **argv, bool prolog)
 	else
 		slurm_info(PLUGIN_NAME ": %s job %u, %s drained: %s", when, j.id, node, reason);
 	return 0;
+}
+
+void plugin_node_check(spank_t sp)
+{
+	struct plugin_ctx *c = plugin_ctx();
+	static struct topo_nvml_device devs[TOPO_NVML_DEVICES_MAX];
+	struct job j = { 0 };
+	char gpus[1024], host[256] = "this node", reason[LLMP_MSG_MAX - 300];
+
+	c->node_unfit[0] = '\0';
+	if (!c->site.clean_check)
+		return;
+	if (spank_get_item(sp, S_JOB_ID, &j.id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &j.uid) != ESPANK_SUCCESS) {
+		snprintf(c->node_unfit, sizeof c->node_unfit,
+			 "--llm-node-check: no job id or user from Slurm");
+		return;
+	}
+	/* The job's GPUs as its steps see them: the user's to misstate, which only fails the user's own check. */
+	if (spank_getenv(sp, "SLURM_JOB_GPUS", gpus, sizeof gpus) != ESPANK_SUCCESS)
+		gpus[0] = '\0';
+	if (spank_getenv(sp, "SLURMD_NODENAME", host, sizeof host) != ESPANK_SUCCESS)
+		gethostname(host, sizeof host - 1);
+	/* This task is still root's: none of the job's processes is this check's own. */
+	struct plugin_clean_facts f = facts_now(&c->site, &j, devs, gpus);
+	if (plugin_node_dirty(&f, reason, sizeof reason))
+		snprintf(c->node_unfit, sizeof c->node_unfit, "%.255s is unfit for the job's next run: %s",
+			 host, reason);
 }

@@ -80,13 +80,20 @@ int slurm_spank_user_init(spank_t sp, int argc, char **argv)
 	return plugin_step_prepare(sp);
 }
 
-/* In the task, as root: what only root can read (step_gdr.c); never fails the task. */
+/*
+ * In the task, as root: what only root can read (step_gdr.c; the node
+ * check of --llm-node-check, job_script.c); never fails here, task_init
+ * says what was found.
+ */
 int slurm_spank_task_init_privileged(spank_t sp, int argc, char **argv)
 {
-	(void)sp;
 	(void)argc;
 	(void)argv;
-	if (spank_context() == S_CTX_REMOTE && plugin_ctx()->active)
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (plugin_ctx()->node_check)
+		plugin_node_check(sp);
+	if (plugin_ctx()->active)
 		plugin_step_gdr_privileged();
 	return 0;
 }
@@ -95,6 +102,10 @@ int slurm_spank_task_init(spank_t sp, int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
+	if (spank_context() == S_CTX_REMOTE && plugin_ctx()->node_unfit[0]) {
+		plugin_task_message("%s", plugin_ctx()->node_unfit);
+		return -1;
+	}
 	return plugin_step_task(sp);
 }
 

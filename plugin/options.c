@@ -16,6 +16,9 @@
  *                         refuse: the guard's verdict (the default)
  *   --llm-serve=ENGINE    a serving job: ray, vllm or sglang, one task per
  *                         node (serve.h); "help" explains
+ *   --llm-node-check      a step that checks its node (job_script.c): its task
+ *                         fails where node_clean.h finds the node unfit; the
+ *                         node check of `llmp job run`
  *
  * Values are stored as given; they are checked in init_post_opt, once the
  * environment and site defaults are known. A later value replaces an earlier
@@ -33,7 +36,16 @@
 #include <llmp/llmp_spec.h>
 #include "planner/model_desc.h"
 
-enum { OPT_PARALLEL = 1, OPT_CHECKPOINT, OPT_GPU_BIND, OPT_PLACEMENT, OPT_MODEL, OPT_GUARD, OPT_SERVE };
+enum {
+	OPT_PARALLEL = 1,
+	OPT_CHECKPOINT,
+	OPT_GPU_BIND,
+	OPT_PLACEMENT,
+	OPT_MODEL,
+	OPT_GUARD,
+	OPT_SERVE,
+	OPT_NODE_CHECK
+};
 
 static struct plugin_ctx ctx = { .gpu_bind = -1, .placement = -1 };
 
@@ -115,6 +127,10 @@ static int option_cb(int val, const char *optarg, int remote)
 		ctx.placement = strcmp(optarg, "topology") == 0;
 		return 0;
 	}
+	if (val == OPT_NODE_CHECK) {
+		ctx.node_check = true;
+		return 0;
+	}
 	if (val == OPT_GUARD) {
 		if (!optarg || (strcmp(optarg, "warn") != 0 && strcmp(optarg, "refuse") != 0)) {
 			plugin_user_message("--llm-guard: expected 'warn' (run a layout the memory guard "
@@ -176,6 +192,11 @@ static struct spank_option options[] = {
 	  "[llm_parallel] a serving job: one task per node runs the engine with "
 	  "its arguments, ports and token (llmp serve); 'help' explains",
 	  1, OPT_SERVE, option_cb },
+	{ "llm-node-check", NULL,
+	  "[llm_parallel] check the step's nodes before work: its task fails on a node "
+	  "whose GPUs hold a process or memory of an earlier step or another user, or ask "
+	  "for a reset (the node check of llmp job run)",
+	  0, OPT_NODE_CHECK, option_cb },
 };
 
 int plugin_options_register(spank_t sp)

@@ -28,13 +28,15 @@
 
 struct plugin_ctx {
 	struct plugin_site site;
-	char *option;        /* --llm-parallel value, NULL if not given */
-	char *ckpt_option;   /* --llm-checkpoint value, NULL if not given */
-	char *model_option;  /* --llm-model value, NULL if not given */
-	int gpu_bind;        /* --llm-gpu-bind: -1 not given, else enum plugin_gpus */
-	int placement;       /* --llm-placement: -1 not given, 0 block, 1 topology */
-	char *serve_option;  /* --llm-serve value, NULL if not given (serve.h) */
-	bool guard_override; /* --llm-guard=warn */
+	char *option;                  /* --llm-parallel value, NULL if not given */
+	char *ckpt_option;             /* --llm-checkpoint value, NULL if not given */
+	char *model_option;            /* --llm-model value, NULL if not given */
+	int gpu_bind;                  /* --llm-gpu-bind: -1 not given, else enum plugin_gpus */
+	int placement;                 /* --llm-placement: -1 not given, 0 block, 1 topology */
+	char *serve_option;            /* --llm-serve value, NULL if not given (serve.h) */
+	bool guard_override;           /* --llm-guard=warn */
+	bool node_check;               /* --llm-node-check (job_script.c) */
+	char node_unfit[LLMP_MSG_MAX]; /* its verdict in task_init_privileged, said in task_init */
 
 	/*
 	 * slurmstepd only: prepared once per step in user_init, which touches
@@ -99,6 +101,16 @@ int plugin_step_finish(spank_t sp);
  * with the plugstack arguments; never fails the job.
  */
 int plugin_job_script(spank_t sp, int argc, char **argv, bool prolog);
+
+/*
+ * job_script.c: a step of --llm-node-check, in task_init_privileged (root,
+ * before the task's exec; site clean= has check): the epilog's verdict on
+ * the node's GPUs now, with no wait and no look for leftover processes
+ * (the job still runs). Anything found goes to ctx's node_unfit, for
+ * task_init to fail the task with. Nothing is drained here: the job's
+ * epilog judges the node again once the job has left it.
+ */
+void plugin_node_check(spank_t sp);
 
 /* log.c: messages for users start with the plugin's name */
 void plugin_user_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

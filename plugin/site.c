@@ -81,6 +81,32 @@ static int parse_guard_arg(struct plugin_site *site, const char *arg, size_t kle
 	return 1;
 }
 
+/* clean=: off, or a list of prolog, epilog and check, each at most once. */
+static int parse_clean(struct plugin_site *site, const char *arg, const char *v, char *msg, size_t msglen)
+{
+	bool prolog = false, epilog = false, check = false;
+	if (strcmp(v, "off") != 0) {
+		for (const char *w = v;; w++) {
+			size_t n = strcspn(w, ",");
+			bool *slot = n == 6 && !strncmp(w, "prolog", n)   ? &prolog
+				     : n == 6 && !strncmp(w, "epilog", n) ? &epilog
+				     : n == 5 && !strncmp(w, "check", n)  ? &check
+									  : NULL;
+			if (!slot || *slot)
+				return bad(msg, msglen, arg,
+					   "expected off, or a list of prolog, epilog and check, each once");
+			*slot = true;
+			w += n;
+			if (!*w)
+				break;
+		}
+	}
+	site->clean_prolog = prolog;
+	site->clean_epilog = epilog;
+	site->clean_check = check;
+	return 0;
+}
+
 static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_t msglen);
 
 /*
@@ -223,13 +249,8 @@ static int parse_arg(struct plugin_site *site, const char *arg, char *msg, size_
 		strcpy(site->nvml, v);
 		return 0;
 	}
-	if (is_key(arg, klen, "clean")) {
-		if (strcmp(v, "epilog") != 0 && strcmp(v, "prolog,epilog") != 0 && strcmp(v, "off") != 0)
-			return bad(msg, msglen, arg, "expected epilog, prolog,epilog or off");
-		site->clean_epilog = strcmp(v, "off") != 0;
-		site->clean_prolog = strcmp(v, "prolog,epilog") == 0;
-		return 0;
-	}
+	if (is_key(arg, klen, "clean"))
+		return parse_clean(site, arg, v, msg, msglen);
 	if (is_key(arg, klen, "clean_gpus")) {
 		if (strcmp(v, "job") != 0 && strcmp(v, "all") != 0)
 			return bad(msg, msglen, arg, "expected job or all");
@@ -275,6 +296,7 @@ int plugin_site_parse(struct plugin_site *site, int argc, char **argv, char *msg
 	site->port_base = DEFAULT_PORT_BASE;
 	site->port_range = DEFAULT_PORT_RANGE;
 	site->clean_epilog = true;
+	site->clean_check = true;
 	site->clean_wait_s = 10;
 	site->clean_mem_mib = 1024;
 	site->drain = true;

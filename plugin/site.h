@@ -48,9 +48,10 @@
  *                     names it: task_init runs before exec, with slurmstepd's
  *                     descriptors open and its limits, so a library the job named
  *                     would be the user's code running there
- *   clean=epilog|prolog,epilog|off
- *                     when the node is checked for what a job left (node_clean.h):
- *                     after each job (default), also before each job, or never
+ *   clean=LIST|off    when the node is checked (node_clean.h), a list of: epilog
+ *                     (after each job: what it left), prolog (before each job),
+ *                     check (in the node check of `llmp job run`, a step of
+ *                     --llm-node-check); default epilog,check; off: never
  *   clean_wait=S      how long the check waits for a leftover to go (default 10)
  *   clean_mem=MiB     memory a GPU of the job's may keep in use with no process on it
  *                     (default 1024: above what a driver keeps for itself)
@@ -89,6 +90,7 @@ struct plugin_site {
 	char gdr_level[4];     /* NCCL_NET_GDR_LEVEL for tasks; "" = NCCL's default */
 	char nvml[1024];       /* "" = libnvidia-ml.so.1 */
 	bool clean_prolog, clean_epilog; /* node_clean.h's check, before and after a job */
+	bool clean_check;                /* the same in a step of --llm-node-check */
 	uint32_t clean_wait_s, clean_mem_mib;
 	bool clean_all_gpus; /* every GPU of a node is the job's */
 	bool drain;

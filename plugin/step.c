@@ -469,12 +469,14 @@ static uid_t process_owner(unsigned pid)
 
 /*
  * In the task (before exec: slurmstepd's child as the user): the GPU it will use,
- * through NVML, against the one the estimate assumed for its pipeline
- * stage (gpu_check.h). Local task 0 names a different GPU once per node;
- * a GPU smaller than the stage's peak fails the task (local task 0 says why),
- * and so does a GPU that already runs another user's process (the task whose
- * GPU it is says which). No NVML (no driver,
- * or no GPU NVML and CUDA_VISIBLE_DEVICES agree on): nothing is said.
+ * through NVML. A GPU that already runs another user's process fails the
+ * task (each task whose GPU it is says which), in every step: the task would
+ * share its memory with a job that escaped its cleanup. With a model
+ * (srun's estimate), the GPU against the one the estimate assumed for the
+ * task's pipeline stage (gpu_check.h): local task 0 names a different GPU
+ * once per node; a GPU smaller than the stage's peak fails the task (local
+ * task 0 says why). No NVML (no driver, or no GPU NVML and
+ * CUDA_VISIBLE_DEVICES agree on): nothing is said.
  */
 static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32_t entry, const char *bound)
 {
@@ -483,25 +485,27 @@ static int check_task_gpu(spank_t sp, uint32_t rank, uint32_t local_rank, uint32
 	char visible[4096], why[LLMP_MSG_MAX], mismatch[LLMP_MSG_MAX], fail[LLMP_MSG_MAX];
 	char host[256] = "this node";
 	uint32_t coords[LLMP_NAXES];
-	if (!c->has_peaks || llmp_plan_coords(c->plan, rank, coords) != LLMP_OK)
-		return 0;
+	bool model = c->has_peaks && llmp_plan_coords(c->plan, rank, coords) == LLMP_OK;
 	const char *list = bound[0] ? bound : step_env(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof visible);
 	/* The site's library only, never one the job names: this is still slurmstepd's child (site.h). */
 	int n = topo_nvml_devices(c->site.nvml[0] ? c->site.nvml : NULL, devs, TOPO_NVML_DEVICES_MAX, why,
 				  sizeof why);
 	if (n <= 0)
 		return 0;
+	if (!step_env(sp, "SLURMD_NODENAME", host, sizeof host)) /* Slurm's name for the node */
+		gethostname(host, sizeof host - 1);
+	const struct topo_nvml_device *mine = plugin_task_device_named(devs, (unsigned)n, list, entry);
+	if (mine && plugin_gpu_busy(mine, getuid(), process_owner, host, fail, sizeof fail) < 0) {
+		plugin_task_message("%s", fail); /* by each task whose GPU it is */
+		return -1;
+	}
+	if (!model)
+		return 0;
 	const struct topo_nvml_device *d = plugin_task_device(devs, (unsigned)n, list, entry);
 	if (!d && why[0] && local_rank == 0) /* a list cut short: said, not taken for no GPU */
 		plugin_task_message("this task's GPU was not checked against the estimate: %s", why);
 	if (!d)
 		return 0;
-	if (!step_env(sp, "SLURMD_NODENAME", host, sizeof host)) /* Slurm's name for the node */
-		gethostname(host, sizeof host - 1);
-	if (plugin_gpu_busy(d, getuid(), process_owner, host, fail, sizeof fail) < 0) {
-		plugin_task_message("%s", fail); /* by each task whose GPU it is */
-		return -1;
-	}
 	uint32_t stage = coords[LLMP_AXIS_PP];
 	if (plugin_gpu_check(&c->peaks[stage], stage, d, host, mismatch, sizeof mismatch, fail, sizeof fail) <
 	    0) {

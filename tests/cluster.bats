@@ -825,19 +825,7 @@ write_mixed_topology() { # OUT
 
 # ---------------------------------------------------------------- checkpoints
 
-# The NVML double (tests/topology/fake_nvml.c) beside its table of GPUs:
-# four alike on every node, NAME and MiB as NVML would report them, and
-# PROCS (PID:MIB,...) the compute processes NVML lists on each.
-fake_nvml() { # NAME MIB [PROCS]
-	cp "$LLMP_BUILDDIR/tests/topology/.libs/fake_nvml.so" "$WORK/nvml.so"
-	local bus
-	: >"$WORK/nvml.so.tsv"
-	for bus in 1B 3D 9A BC; do
-		printf '00000000:%s:00.0\t%s\tGPU-%s\t%032d\t0\t-\t%s\t-\t%s\n' "$bus" "$1" "$bus" 0 "$2" "${3:--}" \
-			>>"$WORK/nvml.so.tsv"
-	done
-	chmod 644 "$WORK/nvml.so" "$WORK/nvml.so.tsv"
-}
+# The task's GPU through the NVML double (fake_nvml, cluster/common.bash).
 
 @test "the task's GPU from NVML: a 16 GiB card fails a layout fitting an h100; another name is said once per node" {
 	# BIG_MODEL at tp=1 keeps every parameter on each rank: 8 layers of
@@ -884,10 +872,18 @@ fake_nvml() { # NAME MIB [PROCS]
 	fake_nvml 'NVIDIA H100 80GB HBM3' 81559 "$zombie:812"
 	write_plugstack "nvml=$WORK/nvml.so"
 	LLMP_GPU=h100 run srun -w node1 -N1 -n2 --llm-parallel=tp=1 --llm-model=$BIG_MODEL "$TASK_ENV"
-	kill "$zombie"
 	[ "$status" -ne 0 ] || { echo "$output"; false; }
 	! grep -q '^task ' <<<"$output" || { echo "$output"; false; }
 	grep -q "^llm_parallel: GPU GPU-[0-9A-F]* on node1 already runs 1 process of another user or job: pid $zombie of uid $(id -u nobody) (812 MiB): left behind by an earlier job" <<<"$output" ||
+		{ echo "$output"; false; }
+	# A step without a model checks its tasks' GPUs the same way: each task names its own.
+	run srun -w node1 -N1 -n2 --llm-parallel=tp=1 "$TASK_ENV"
+	kill "$zombie"
+	[ "$status" -ne 0 ] || { echo "$output"; false; }
+	! grep -q '^task ' <<<"$output" || { echo "$output"; false; }
+	grep -q "^llm_parallel: GPU GPU-1B on node1 already runs 1 process of another user or job: pid $zombie " <<<"$output" ||
+		{ echo "$output"; false; }
+	grep -q "^llm_parallel: GPU GPU-3D on node1 already runs 1 process of another user or job: pid $zombie " <<<"$output" ||
 		{ echo "$output"; false; }
 	# The job's own user's process (root's, here): the task runs.
 	fake_nvml 'NVIDIA H100 80GB HBM3' 81559 "$$:100"
@@ -897,30 +893,34 @@ fake_nvml() { # NAME MIB [PROCS]
 	assert_cluster_idle
 }
 
-# One node's own table for the NVML double (read by that node's job epilog):
-# four GPUs, PROCS on each, USED MiB in use, RECOVERY the driver's action.
-fake_nvml_node() { # NODE PROCS USED RECOVERY
-	local bus
-	: >"$WORK/nvml.so.$1.tsv"
-	for bus in 1B 3D 9A BC; do
-		printf '00000000:%s:00.0\tNVIDIA H100 80GB HBM3\tGPU-%s\t%032d\t0\t-\t81559\t-\t%s\t%s\t%s\n' \
-			"$bus" "$bus" 0 "$2" "$3" "$4" >>"$WORK/nvml.so.$1.tsv"
-	done
-	chmod 644 "$WORK/nvml.so.$1.tsv"
-}
-
-node_state() { sinfo -h -n "$1" -o '%T|%E'; } # NODE: "drained|llmp: ..."
-
-# Wait until NODE is drained (or draining); its reason on stdout.
-wait_drained() { # NODE SECONDS
-	local s
-	for _ in $(seq 1 "$2"); do
-		s=$(node_state "$1")
-		case ${s%%|*} in drain*) echo "${s#*|}" && return 0 ;; esac
-		sleep 1
-	done
-	echo "$1 not drained after $2 s: $s" >&2
-	return 1
+@test "--llm-node-check: a GPU held by another user or asking for a reset fails the check, naming it; clean passes" {
+	setpriv --reuid=nobody --regid=nogroup --clear-groups sleep 300 &
+	local zombie=$!
+	fake_nvml 'NVIDIA H100 80GB HBM3' 81559 # node1: clean
+	fake_nvml_node node2 "$zombie:812" - -
+	fake_nvml_node node3 - - 1
+	# clean=check alone: these jobs' epilogs leave the nodes as they are.
+	write_plugstack "nvml=$WORK/nvml.so clean_gpus=all clean=check"
+	run srun -w node1 -N1 --llm-node-check echo fit
+	[ "$status" -eq 0 ] && [ "$output" = fit ] || { echo "$output"; false; }
+	run srun -w node2 -N1 --llm-node-check echo fit
+	[ "$status" -ne 0 ] || { echo "$output"; false; }
+	! grep -q '^fit' <<<"$output" || { echo "$output"; false; }
+	grep -q "^llm_parallel: node2 is unfit for the job's next run: llmp: GPU GPU-1B pid $zombie uid $(id -u nobody) 812 MiB; " <<<"$output" ||
+		{ echo "$output"; false; }
+	run srun -w node3 -N1 --llm-node-check echo fit
+	[ "$status" -ne 0 ] || { echo "$output"; false; }
+	grep -q "^llm_parallel: node3 is unfit for the job's next run: llmp: GPU GPU-1B asks for a GPU reset (NVML recovery action 1); " <<<"$output" ||
+		{ echo "$output"; false; }
+	# The site without check: the same node passes; no check asked: no NVML read.
+	write_plugstack "nvml=$WORK/nvml.so clean_gpus=all clean=off"
+	run srun -w node3 -N1 --llm-node-check echo fit
+	[ "$status" -eq 0 ] && [ "$output" = fit ] || { echo "$output"; false; }
+	write_plugstack "nvml=$WORK/nvml.so clean_gpus=all clean=check"
+	run srun -w node3 -N1 echo fit
+	kill "$zombie"
+	[ "$status" -eq 0 ] && [ "$output" = fit ] || { echo "$output"; false; }
+	assert_cluster_idle
 }
 
 @test "job epilog: a GPU left busy, in use or asking for a reset drains its node with an llmp: reason" {

@@ -72,6 +72,18 @@ rank_pid() { # R
 	return 1
 }
 
+# Pid of a task of the running mlp_train on NODE.
+task_pid_on() { # NODE
+	local pid
+	for pid in $(pgrep -x mlp_train); do
+		if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1"; then
+			echo "$pid"
+			return 0
+		fi
+	done
+	return 1
+}
+
 assert_no_tasks_left() {
 	local left pid
 	left=$(pgrep -x mlp_train || true)
@@ -229,6 +241,41 @@ assert_no_tasks_left() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	grep -q 'llmp job-end: run 0 finished' "$out"
+}
+
+@test "in the allocation: a rank dies; the node check finds a GPU asking for a reset, the spare takes its node's place" {
+	# What the ranks blame is the batch host, which stays; the other node of
+	# the run passes its srun but not the plugin's --llm-node-check (its GPU
+	# asks for a reset, through the NVML double), and is drained by the
+	# job's epilog once the job has left it.
+	reference
+	fake_nvml 'NVIDIA H100 80GB HBM3' 81559
+	write_plugstack "nvml=$WORK/nvml.so clean_wait=0"
+	local out="$WORK/job.out" batch other pid reason
+	LLMP_SPARES=1 submit_mlp "$out" -N3 --no-kill --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 12 loss'
+	batch=$(squeue -h -j "$JOB" -o %B)
+	other=$(active_nodes "$out" 0 | grep -vx "$batch" | head -n1)
+	[ -n "$other" ] || { cat "$out"; false; }
+	fake_nvml_node "$other" - - 1
+	pid=$(task_pid_on "$batch")
+	kill -KILL "$pid"
+	wait_line "$out" '^llmp job run: [^ ]*: run 1 on ' 60
+	wait_job_gone "$JOB"
+	grep '^llmp job run: \|is unfit' "$out" | sed 's/^/# /' >&3
+	grep -q "^llm_parallel: $other is unfit for the job's next run: llmp: GPU GPU-1B asks for a GPU reset (NVML recovery action 1); " "$out" ||
+		{ cat "$out"; false; }
+	grep -q "^llmp job run: [^ ]*: $other is out for the rest of the job: its check (true) failed with code " "$out" ||
+		{ cat "$out"; false; }
+	[ "$(grep -c '^mlp-train.sbatch: run ' "$out")" -eq 1 ]
+	active_nodes "$out" 1 | grep -qx "$batch"
+	! active_nodes "$out" 1 | grep -qx "$other"
+	run python3 "$COMPARE" "$REF" "$out"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	reason=$(wait_drained "$other" 30)
+	[[ $reason == "llmp: GPU GPU-1B asks for a GPU reset (NVML recovery action 1); "* ]] || { echo "$reason"; false; }
 }
 
 @test "in the allocation, no spare: a node of 2 dies; dp=auto goes on on the other, resharded, within 1e-4" {

@@ -223,3 +223,44 @@ doc["switches"] = [{"name": "spine", "switches": "a,b"},
 json.dump(doc, open(sys.argv[2], "w"))
 PY
 }
+
+# The NVML double (tests/topology/fake_nvml.c) as $WORK/nvml.so, for the
+# site's nvml= (write_plugstack), beside its table of GPUs: four alike on
+# every node, NAME and MiB as NVML would report them, and PROCS
+# (PID:MIB,...; - for none) the compute processes NVML lists on each.
+fake_nvml() { # NAME MIB [PROCS]
+	cp "$LLMP_BUILDDIR/tests/topology/.libs/fake_nvml.so" "$WORK/nvml.so"
+	local bus
+	: >"$WORK/nvml.so.tsv"
+	for bus in 1B 3D 9A BC; do
+		printf '00000000:%s:00.0\t%s\tGPU-%s\t%032d\t0\t-\t%s\t-\t%s\n' "$bus" "$1" "$bus" 0 "$2" "${3:--}" \
+			>>"$WORK/nvml.so.tsv"
+	done
+	chmod 644 "$WORK/nvml.so" "$WORK/nvml.so.tsv"
+}
+
+# One node's own table for the NVML double (read by that node's job epilog):
+# four GPUs, PROCS on each, USED MiB in use, RECOVERY the driver's action.
+fake_nvml_node() { # NODE PROCS USED RECOVERY
+	local bus
+	: >"$WORK/nvml.so.$1.tsv"
+	for bus in 1B 3D 9A BC; do
+		printf '00000000:%s:00.0\tNVIDIA H100 80GB HBM3\tGPU-%s\t%032d\t0\t-\t81559\t-\t%s\t%s\t%s\n' \
+			"$bus" "$bus" 0 "$2" "$3" "$4" >>"$WORK/nvml.so.$1.tsv"
+	done
+	chmod 644 "$WORK/nvml.so.$1.tsv"
+}
+
+node_state() { sinfo -h -n "$1" -o '%T|%E'; } # NODE: "drained|llmp: ..."
+
+# Wait until NODE is drained (or draining); its reason on stdout.
+wait_drained() { # NODE SECONDS
+	local s
+	for _ in $(seq 1 "$2"); do
+		s=$(node_state "$1")
+		case ${s%%|*} in drain*) echo "${s#*|}" && return 0 ;; esac
+		sleep 1
+	done
+	echo "$1 not drained after $2 s: $s" >&2
+	return 1
+}

@@ -122,6 +122,12 @@ static void the_task_s_gpu_is_found(void **state)
 	assert_null(plugin_task_device(node, 0, "0", 0));
 	/* on a node of one kind, any of them answers */
 	assert_ptr_equal(plugin_task_device(node, 2, "7", 0), &node[0]);
+	/* but what runs on a GPU is asked of the named one alone */
+	assert_null(plugin_task_device_named(node, 2, "7", 0));
+	assert_null(plugin_task_device_named(node, 2, NULL, 2));
+	assert_null(plugin_task_device_named(node, 0, NULL, 0));
+	assert_ptr_equal(plugin_task_device_named(node, 2, NULL, 1), &node[0]);
+	assert_ptr_equal(plugin_task_device_named(node, 3, "1,GPU-a", 1), &node[2]);
 }
 
 /*

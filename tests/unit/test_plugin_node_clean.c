@@ -209,7 +209,7 @@ static void site_arguments(void **state)
 	char msg[512];
 	char *none[] = { NULL };
 	assert_int_equal(plugin_site_parse(&s, 0, none, msg, sizeof msg), 0);
-	assert_true(s.clean_epilog);
+	assert_true(s.clean_epilog && s.clean_check);
 	assert_false(s.clean_prolog);
 	assert_int_equal(s.clean_wait_s, 10);
 	assert_int_equal(s.clean_mem_mib, 1024);
@@ -219,15 +219,22 @@ static void site_arguments(void **state)
 	char *some[] = { "clean=prolog,epilog", "clean_wait=0", "clean_mem=4096",
 			 "clean_gpus=all",      "drain=no",     "scontrol=/opt/slurm/bin/scontrol" };
 	assert_int_equal(plugin_site_parse(&s, 6, some, msg, sizeof msg), 0);
-	assert_true(s.clean_epilog && s.clean_prolog && s.clean_all_gpus && !s.drain);
+	assert_true(s.clean_epilog && s.clean_prolog && !s.clean_check && s.clean_all_gpus && !s.drain);
 	assert_int_equal(s.clean_wait_s, 0);
 	assert_int_equal(s.clean_mem_mib, 4096);
 	assert_string_equal(s.scontrol, "/opt/slurm/bin/scontrol");
 	char *off[] = { "clean=off" };
 	assert_int_equal(plugin_site_parse(&s, 1, off, msg, sizeof msg), 0);
-	assert_false(s.clean_epilog || s.clean_prolog);
+	assert_false(s.clean_epilog || s.clean_prolog || s.clean_check);
+	char *check[] = { "clean=check,prolog" };
+	assert_int_equal(plugin_site_parse(&s, 1, check, msg, sizeof msg), 0);
+	assert_true(s.clean_check && s.clean_prolog && !s.clean_epilog);
 	static const char *const bad[][2] = {
-		{ "clean=prolog", "expected epilog, prolog,epilog or off" },
+		{ "clean=prolog,", "expected off, or a list of prolog, epilog and check, each once" },
+		{ "clean=epilog,epilog", "expected off, or a list of prolog, epilog and check, each once" },
+		{ "clean=off,check", "expected off, or a list of prolog, epilog and check, each once" },
+		{ "clean=", "expected off, or a list of prolog, epilog and check, each once" },
+		{ "clean=checks", "expected off, or a list of prolog, epilog and check, each once" },
 		{ "clean_wait=301", "expected seconds from 0 to 300" },
 		{ "clean_mem=-1", "expected MiB from 0 to 1048576" },
 		{ "clean_gpus=some", "expected job or all" },
