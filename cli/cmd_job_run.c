@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -49,6 +50,7 @@
 #include "common/hostlist.h"
 #include "job_run_plan.h"
 #include "llmp_cli.h"
+#include "runtime/job/job_driver.h"
 
 #define PROG "llmp job run"
 #define NODES_MAX 65536
@@ -658,6 +660,74 @@ static int run_loop(struct job_run *r, unsigned max_recoveries)
 	return job_end(r, rc);
 }
 
+/* ---------------------------------------------------------------- the heartbeat */
+
+/*
+ * While the driver runs, a thread rewrites ROOT/llmp-driver every
+ * JOB_DRIVER_PERIOD_S (job_driver.h): the ranks of a run that failed on
+ * the batch host read it to learn whether anyone is left to recover the
+ * job, and requeue it themselves when not (runtime/job/job_orphan.c).
+ */
+struct heartbeat {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stop, started;
+	const char *root;
+	struct job_driver_beat beat;
+};
+
+static void *beat_loop(void *arg)
+{
+	struct heartbeat *h = arg;
+	char msg[LLMP_MSG_MAX];
+	bool said = false;
+	pthread_mutex_lock(&h->lock);
+	while (!h->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		h->beat.ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		if (job_driver_write(h->root, &h->beat, msg, sizeof msg) != LLMP_OK && !said) {
+			say("no heartbeat (%s): a lost batch host leaves this job to its time limit", msg);
+			said = true;
+		}
+		long long ns = ts.tv_nsec + (long long)(JOB_DRIVER_PERIOD_S * 1e9);
+		ts.tv_sec += (time_t)(ns / 1000000000);
+		ts.tv_nsec = (long)(ns % 1000000000);
+		pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+static void heartbeat_start(struct heartbeat *h, const struct job_run *r)
+{
+	memset(h, 0, sizeof *h);
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->wake, NULL);
+	h->root = r->root;
+	snprintf(h->beat.job_id, sizeof h->beat.job_id, "%s", r->job_id);
+	snprintf(h->beat.host, sizeof h->beat.host, "%s", r->batch_host);
+	snprintf(h->beat.how, sizeof h->beat.how, "%s", r->requeue ? r->requeue : "auto");
+	h->started = pthread_create(&h->thread, NULL, beat_loop, h) == 0;
+	if (!h->started)
+		say("no heartbeat (cannot start its thread): a lost batch host leaves this job to its time limit");
+}
+
+static void heartbeat_stop(struct heartbeat *h)
+{
+	if (h->started) {
+		pthread_mutex_lock(&h->lock);
+		h->stop = true;
+		pthread_cond_signal(&h->wake);
+		pthread_mutex_unlock(&h->lock);
+		pthread_join(h->thread, NULL);
+	}
+	job_driver_remove(h->root, h->beat.job_id);
+	pthread_mutex_destroy(&h->lock);
+	pthread_cond_destroy(&h->wake);
+}
+
 /* ---------------------------------------------------------------- arguments */
 
 /* Tasks per node from Slurm's environment: --ntasks-per-node, else a uniform SLURM_TASKS_PER_NODE ("4(x3)"). */
@@ -758,7 +828,10 @@ int cli_job_run(int argc, char **argv)
 		snprintf(r.batch_host, sizeof r.batch_host, "%s", host);
 	else if (gethostname(r.batch_host, sizeof r.batch_host - 1) != 0)
 		r.batch_host[0] = '\0';
+	struct heartbeat beat;
+	heartbeat_start(&beat, &r);
 	int rc = run_loop(&r, max_recoveries > UINT32_MAX ? UINT32_MAX : (unsigned)max_recoveries);
+	heartbeat_stop(&beat);
 	for (size_t i = 0; i < r.nexcluded; i++)
 		free(r.excluded[i]);
 	free(r.excluded);

@@ -35,6 +35,8 @@ ckpt/format   |
 job           | comm coll ckpt ckpt/format
 job/job_record.c | ckpt/format
 job/job_record.h | ckpt/format
+job/job_driver.c |
+job/job_driver.h |
 init          | comm coll device
 '
 transport_home=comm

@@ -325,6 +325,39 @@ assert_no_tasks_left() {
 	grep -q 'llmp job-end: run 0 finished' "$out"
 }
 
+@test "in the allocation: the batch host is lost; the ranks find its driver gone, requeue the job, it resumes bit-identical" {
+	# With --no-kill Slurm keeps the job on its other nodes when the batch
+	# host fails, and nothing is left to end it: the ranks that blame the
+	# batch host read the driver's heartbeat (llmp-driver under the
+	# checkpoint root), find it stopped, and one of them requeues the job.
+	reference
+	local out="$WORK/job.out" batch claim
+	LLMP_SPARES=1 submit_mlp "$out" -N3 --no-kill --ntasks-per-node=2 --llm-parallel=tp=2 \
+		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
+	wait_line "$out" '^step 12 loss'
+	batch=$(squeue -h -j "$JOB" -o %B)
+	[ -s "$WORK/ckpt/llmp-driver" ] || { cat "$out"; false; }
+	"$CLUSTER" kill-node "$CLUSTER_STATE" "$batch"
+	# The rank that requeued says so in the claim (its log went with srun).
+	claim="$WORK/ckpt/llmp-orphan.$JOB.0"
+	for _ in $(seq 1 60); do [ -s "$claim" ] && break; sleep 0.5; done
+	[ -s "$claim" ] || { ls -la "$WORK/ckpt"; squeue -j "$JOB"; false; }
+	echo "# $(cat "$claim") requeued job $JOB; $(squeue -h -j "$JOB" -o '%T %r')" >&3
+	# Slurm ends the requeue when it declares the node down (SlurmdTimeout), then waits for 3 nodes.
+	for _ in $(seq 1 120); do sinfo -h -n "$batch" -o %T | grep -q '^down' && break; sleep 1; done
+	"$CLUSTER" start-node "$CLUSTER_STATE" "$batch"
+	wait_line "$out" '^mlp-train.sbatch: run 1 ' 180
+	wait_job_gone "$JOB" 300
+	grep '^llmp job run: \|^mlp-train.sbatch: run ' "$out" | sed 's/^/# /' >&3
+	[ "$(grep -c '^mlp-train.sbatch: run ' "$out")" -eq 2 ]
+	grep -q 'rank 0: run 1 (.*resuming at step' "$out" || { cat "$out"; false; }
+	run python3 "$COMPARE" "$REF" "$out"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q 'llmp job-end: run 1 finished' "$out"
+	[ ! -e "$WORK/ckpt/llmp-driver" ]
+}
+
 @test "shrink: stopped on 2 nodes (dp=2), resubmitted on 1 with dp=auto: re-planned, resharded, within 1e-4" {
 	# Slurm pins a requeued job to its first node and task counts, so a job
 	# comes back smaller as a new submission with the same checkpoint root.

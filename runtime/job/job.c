@@ -630,6 +630,7 @@ static int end_failed(llmp_job *job, llmp_status status)
 		give_up = true;
 	else
 		record(job, give_up ? LLMP_RUN_GAVE_UP : LLMP_RUN_FAILED, give_up ? NULL : suspect);
+	job_orphan(job, suspect, give_up);
 	if (give_up) {
 		if (permanent(status))
 			job_log(job, "exit: not requeueing, restarting cannot cure this (code %d)",

@@ -57,6 +57,14 @@ int job_signal_received(struct timespec *when);
 
 /* job_record.h: ROOT/llmp-run, the record of the newest run. */
 
+/*
+ * job_orphan.c: after this rank recorded a failure blamed on suspect (a
+ * host, or ""/NULL): when that host is the driver's (`llmp job run`) and
+ * its heartbeat has stopped, requeue the job (cancel it when give_up),
+ * once for all ranks. Returns at once when another driver's host failed.
+ */
+void job_orphan(llmp_job *job, const char *suspect, bool give_up);
+
 /* job_log.c: "llmp: TIME rank R: ..." on stderr, one line per event. */
 void job_log(const llmp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The wall-clock time as the log writes it ("2026-11-21T13:42:10.123"). */

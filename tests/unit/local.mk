@@ -15,7 +15,7 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_mem_guard tests/unit/test_hetero \
 	tests/unit/test_gdr tests/unit/test_nccl_topo tests/unit/test_nccl_log
 if BUILD_RUNTIME
-unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node tests/unit/test_job_run
+unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node tests/unit/test_job_run tests/unit/test_job_driver
 endif
 # The goodput simulator of bench/bench_goodput (bench/goodput_sim.c).
 unit_tests += tests/unit/test_goodput
@@ -78,6 +78,9 @@ tests_unit_test_task_map_LDADD = plugin/libplugin_core.la $(test_ldadd)
 tests_unit_test_job_run_SOURCES = tests/unit/test_job_run.c cli/job_run_plan.c
 tests_unit_test_job_run_CFLAGS = $(test_cflags)
 tests_unit_test_job_run_LDADD = $(test_ldadd)
+tests_unit_test_job_driver_SOURCES = tests/unit/test_job_driver.c runtime/job/job_driver.c
+tests_unit_test_job_driver_CFLAGS = $(test_cflags)
+tests_unit_test_job_driver_LDADD = $(test_ldadd)
 tests_unit_test_plugin_paths_CFLAGS = $(test_cflags)
 tests_unit_test_plugin_paths_LDADD = plugin/libplugin_core.la $(test_ldadd)
 tests_fuzz_fuzz_replay_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_spec.c tests/fuzz/fuzz_check.h
