@@ -107,6 +107,16 @@ llmp_status llmp_job_step_end(llmp_job *job, uint64_t step, const void *meta, si
 			      llmp_job_action *action);
 
 /*
+ * The most GPU memory this rank has held so far, in bytes, as its allocator
+ * counts it (PyTorch's torch.cuda.max_memory_reserved(): llmp.job.Job
+ * passes it at every step_end when CUDA is in use). The metrics file
+ * (LLMP_METRICS, doc/metrics-json.md) carries the largest value given as
+ * "peak_gib", which `llmp calibrate` fits the memory model to. 0 says
+ * nothing. LLMP_ERR_ARG for a NULL job only.
+ */
+llmp_status llmp_job_note_memory(llmp_job *job, uint64_t peak_bytes);
+
+/*
  * End the run, close the job and return the process's exit code:
  * LLMP_EXIT_DONE when status is LLMP_OK and no stop was agreed;
  * LLMP_EXIT_REQUEUE after a stop, or after a failure (a dead or hung peer,

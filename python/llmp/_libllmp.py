@@ -135,6 +135,7 @@ SIGNATURES = {
     "llmp_job_ckpt": (_p, [_p]),
     "llmp_job_resume": (_i, [_p, _u64p, _p, _sz, _szp]),
     "llmp_job_step_end": (_i, [_p, _u64, _p, _sz, ctypes.POINTER(_i)]),
+    "llmp_job_note_memory": (_i, [_p, _u64]),
     "llmp_job_finish": (_i, [_p, _i]),
     "llmp_job_give_up": (_i, [_p, ctypes.c_char_p]),
     "llmp_job_errmsg": (ctypes.c_char_p, [_p]),

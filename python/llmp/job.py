@@ -35,6 +35,19 @@ def _library():
     return _ck.library()  # every function, the job layer's included, declared in _libllmp.py
 
 
+def _gpu_peak_bytes():
+    """torch.cuda.max_memory_reserved() of this process, or 0 where CUDA is not in use.
+
+    Asked of a torch the program imported (never imported here), once CUDA
+    is initialised: reading the allocator's figure makes no CUDA context.
+    """
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not cuda.is_available() or not cuda.is_initialized():
+        return 0
+    return int(cuda.max_memory_reserved())
+
+
 class Job:
     """The job layer for one process: its checkpoints hold the tensors of state_dict.
 
@@ -106,6 +119,9 @@ class Job:
         for e in self.entries:
             e.before_save()
         meta = bytes(meta)
+        peak = _gpu_peak_bytes()
+        if peak:  # for the metrics file's peak_gib (LLMP_METRICS), which llmp calibrate fits
+            self._lib.llmp_job_note_memory(self.handle, peak)
         action = ctypes.c_int()
         rc = self._lib.llmp_job_step_end(self.handle, int(step), meta, len(meta), ctypes.byref(action))
         if rc != 0:

@@ -103,3 +103,45 @@ def test_misuse_is_refused(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=60)
     assert "refused: llmp.Job: llmp_job_open (is LLMP_CHECKPOINT or --llm-checkpoint set?) failed" in r.stdout, \
         r.stdout + r.stderr
+
+
+PEAKS = textwrap.dedent("""
+    import os, sys, torch
+    import llmp
+    if os.environ.get("FAKE_CUDA"):
+        # What PyTorch's allocator would say on a GPU: 1, 5, then 3 and 2 GiB.
+        peaks = iter([1 << 30, 5 << 30, 3 << 30] + [2 << 30] * 20)
+        torch.cuda.is_available = lambda: True
+        torch.cuda.is_initialized = lambda: True
+        torch.cuda.max_memory_reserved = lambda device=None: next(peaks)
+    w = torch.zeros(8)
+    job = llmp.Job({"w": w})
+    step, _ = job.resume()
+    for step in range(step, 4):
+        w.add_(1)
+        job.step_end(step)
+    sys.exit(job.finish())
+""")
+
+
+def last_record(metrics_dir):
+    import json
+    lines = (metrics_dir / "rank-00000.jsonl").read_text().splitlines()
+    return json.loads(lines[-1])
+
+
+def test_the_allocator_peak_reaches_the_metrics_file(tmp_path):
+    e = dict(os.environ)
+    for name in SINGLETON_UNSET:
+        e.pop(name, None)
+    e.update(LLMP_LIBRARY=_libllmp(), PYTHONPATH=PACKAGE_ROOT + os.pathsep + e.get("PYTHONPATH", ""))
+    script = tmp_path / "peaks.py"
+    script.write_text(PEAKS)
+    for fake, name in (("1", "gpu"), ("", "cpu")):
+        env = dict(e, FAKE_CUDA=fake, LLMP_CHECKPOINT=str(tmp_path / ("ck-" + name)),
+                   LLMP_METRICS="%s,every=0" % (tmp_path / ("m-" + name)))
+        r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+    # The largest value the allocator gave, in GiB: 5; none without CUDA in use.
+    assert last_record(tmp_path / "m-gpu")["peak_gib"] == 5.0
+    assert "peak_gib" not in last_record(tmp_path / "m-cpu")

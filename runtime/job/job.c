@@ -702,6 +702,14 @@ int llmp_job_give_up(llmp_job *job, const char *why)
 
 /* ------------------------------------------------------------- queries */
 
+llmp_status llmp_job_note_memory(llmp_job *job, uint64_t peak_bytes)
+{
+	if (!job)
+		return LLMP_ERR_ARG;
+	job_metrics_note_memory(job, peak_bytes);
+	return LLMP_OK;
+}
+
 const char *llmp_job_errmsg(const llmp_job *job)
 {
 	return job ? llmp_errmsg(job->ctx) : "no job";

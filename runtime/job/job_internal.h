@@ -80,5 +80,7 @@ llmp_status job_metrics_start(llmp_job *job);
 void job_metrics_training_starts(llmp_job *job);
 void job_metrics_step(llmp_job *job, uint64_t step, double step_end_at, double stall_s);
 void job_metrics_stop(llmp_job *job);
+/* llmp_job_note_memory: the largest peak given, for the next lines' "peak_gib". */
+void job_metrics_note_memory(llmp_job *job, uint64_t peak_bytes);
 
 #endif /* LLMP_JOB_INTERNAL_H */

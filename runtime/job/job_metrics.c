@@ -36,6 +36,7 @@ struct job_metrics {
 	double step_s, step_max_s, step_last_s;
 	double stall_s; /* checkpoints: time the steps were held */
 	uint64_t stalls;
+	uint64_t peak_bytes; /* the largest llmp_job_note_memory gave; 0: none */
 	char host[64];
 	/* LLMP_MODEL and LLMP_GPU as the job had them ("" when unset or too long): what the
 	 * run was planned with, for llmp calibrate (doc/step-model.md) */
@@ -178,9 +179,11 @@ static char *format_line(const llmp_job *job, bool final, size_t *len)
 		fprintf(f, "%" PRIu64, m->step);
 	fprintf(f,
 		",\"steps\":%" PRIu64 ",\"step_s\":%.6f,\"step_last_s\":%.6f,\"step_max_s\":%.6f"
-		",\"ckpt_stall_s\":%.6f,\"ckpt_stalls\":%" PRIu64 ",\"final\":%s,\"comms\":[",
-		m->steps, m->step_s, m->step_last_s, m->step_max_s, m->stall_s, m->stalls,
-		final ? "true" : "false");
+		",\"ckpt_stall_s\":%.6f,\"ckpt_stalls\":%" PRIu64,
+		m->steps, m->step_s, m->step_last_s, m->step_max_s, m->stall_s, m->stalls);
+	if (m->peak_bytes)
+		fprintf(f, ",\"peak_gib\":%.4f", (double)m->peak_bytes / (1024.0 * 1024.0 * 1024.0));
+	fprintf(f, ",\"final\":%s,\"comms\":[", final ? "true" : "false");
 	bool first = true;
 	for (int k = 0; k < RT_NCOMMS; k++) {
 		const llmp_comm *comm = ctx->comms[k];
@@ -298,4 +301,10 @@ void job_metrics_stop(llmp_job *job)
 	}
 	free(m);
 	job->metrics = NULL;
+}
+
+void job_metrics_note_memory(llmp_job *job, uint64_t peak_bytes)
+{
+	if (job->metrics && peak_bytes > job->metrics->peak_bytes)
+		job->metrics->peak_bytes = peak_bytes;
 }
