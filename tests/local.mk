@@ -29,7 +29,7 @@ tests_topology_fake_ibverbs_la_LDFLAGS = -module -avoid-version -shared -rpath /
 if BUILD_PLUGIN
 # Starts a real three-node Slurm cluster; skipped (and counted so) without root.
 TESTS += tests/cluster.bats
-# The plugin against two plain users it makes (shared/reference/security.md's attacks).
+# The plugin against two plain users it makes (the attacks of plugin/README.md's rules).
 TESTS += tests/security.bats
 # MASTER_ADDR and the node's rank under cyclic and arbitrary distributions.
 TESTS += tests/slurm_layouts.bats
