@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * bench_auto_layout.c - how fast `--parallel auto` answers (issue 26: under
- * 1 s for 16,384 GPUs). Figures, not a test: every layout of each preset
- * model enumerated and scored on 16,384 (and 1,024) H100s, the best of
- * REPEATS runs each, with how many layouts were valid and how many fit.
+ * bench_auto_layout.c - how fast `--parallel auto` answers (the goal: under
+ * 1 s for 16,384 GPUs; doc/benchmarks.md). Figures, not a test: every
+ * layout of each preset model enumerated and scored on 16,384 (and 1,024)
+ * H100s, the best of REPEATS runs each, with how many layouts were valid
+ * and how many fit.
  */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_json.c - the JSON reader on objects of 10k, 100k and 1M distinct
- * keys (the shape that made the old duplicate-key check quadratic,
- * shared/reference/security.md H2): time per key at each size, and the
+ * keys (the shape that made the old duplicate-key check quadratic in
+ * slurmstepd, tests/security.bats H2): time per key at each size, and the
  * ratio of the largest's to the smallest's. Linear reading keeps the
  * ratio near 1 (sorting adds a log factor: about 1.5 from 10k to 1M);
  * the old reader's grew with n, 100x over that range.

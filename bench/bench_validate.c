@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_validate.c - the step model and the chooser against layouts that ran
- * (issue 26 item 6): bench/data/published_layouts.tsv, one cited row a run.
+ * (doc/step-model.md): bench/data/published_layouts.tsv, one cited row a run.
  *
  * Figures, not a test. The efficiency is fitted on the rows marked `fit`
  * (one per GPU text: a GPU kind, or a cluster and its software stack such

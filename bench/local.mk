@@ -24,7 +24,7 @@ bench_bench_json_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_json_LDADD = $(LLMP_PLANNER_LIBS)
 bench_bench_auto_layout_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_auto_layout_LDADD = $(LLMP_PLANNER_LIBS)
-# The step model against published runs (bench/data/published_layouts.tsv, issue 26 item 6).
+# The step model against published runs (bench/data/published_layouts.tsv, doc/step-model.md).
 bench_bench_validate_CPPFLAGS = $(AM_CPPFLAGS) -DLLMP_SRCDIR='"$(abs_top_srcdir)"'
 bench_bench_validate_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_validate_LDADD = $(LLMP_PLANNER_LIBS)

@@ -3,12 +3,12 @@
  * cuda_probe.c - what the CUDA driver says of each GPU of this node for
  * `llmp topo --gdr`: CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED (116),
  * which NCCL 2.28 takes as the GPU's gdr flag (ncclGpuGdrSupport), and
- * _DMA_BUF_SUPPORTED (124), which its dma-buf path needs
- * (shared/reference/gpudirect.md §1.1-1.2). The driver by dlopen
- * ($LLMP_CUDA_LIBRARY, else libcuda.so.1), so the tool runs where there is
- * none; each GPU is found by its PCI bus id. Nothing is read when the
- * driver cannot be loaded or initialised, and the verdicts then leave the
- * GPU's side out, as before.
+ * _DMA_BUF_SUPPORTED (124), which its dma-buf path needs (NVIDIA/nccl
+ * src/plugin/net.cc, src/init.cc dmaBufSupported; doc/gpudirect.md). The
+ * driver by dlopen ($LLMP_CUDA_LIBRARY, else libcuda.so.1), so the tool
+ * runs where there is none; each GPU is found by its PCI bus id. Nothing is
+ * read when the driver cannot be loaded or initialised, and the verdicts
+ * then leave the GPU's side out, as before.
  */
 #define _POSIX_C_SOURCE 200809L
 

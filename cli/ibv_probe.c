@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ibv_probe.c - NCCL's dma-buf probe (net_ib.cc ncclIbDmaBufSupport, as
- * shared/reference/gpudirect.md §1.1 describes it), repeated for `llmp
- * topo --gdr`: on an HCA's protection domain, ibv_reg_dmabuf_mr with fd
- * -1. EOPNOTSUPP or EPROTONOSUPPORT: the kernel or driver cannot register
- * dma-buf memory; anything else (EBADF) means it can. libibverbs by
- * dlopen ($LLMP_IBVERBS_LIBRARY, else libibverbs.so.1), so the tool runs
- * where it is absent; no verbs header, the handles stay opaque.
+ * ibv_probe.c - NCCL's dma-buf probe (NVIDIA/nccl src/transport/net_ib.cc,
+ * ncclIbDmaBufSupport), repeated for `llmp topo --gdr`: on an HCA's
+ * protection domain, ibv_reg_dmabuf_mr with fd -1. EOPNOTSUPP or
+ * EPROTONOSUPPORT: the kernel or driver cannot register dma-buf memory;
+ * anything else (EBADF) means it can. libibverbs by dlopen
+ * ($LLMP_IBVERBS_LIBRARY, else libibverbs.so.1), so the tool runs where it
+ * is absent; no verbs header, the handles stay opaque.
  */
 #define _POSIX_C_SOURCE 200809L
 

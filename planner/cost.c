@@ -156,7 +156,7 @@ static enum topo_link link_of(const struct topo *t, const struct topo_placement 
 
 /* --------------------------------------------------------------- bytes */
 
-/* Bytes per rank and step that each dimension moves (cost.h, topology.md §8). */
+/* Bytes per rank and step that each dimension moves (cost.h). */
 double topo_cost_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct topo_model *m, double micro)
 {
 	double t = llmp_plan_size(plan, LLMP_AXIS_TP), c = llmp_plan_size(plan, LLMP_AXIS_CP),

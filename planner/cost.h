@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cost.h - what a placed layout costs the network in one training step: the
- * bytes each dimension moves per rank (shared/reference/topology.md §8,
- * after Megatron-LM, Korthikanti et al. and nccl-tests' bus bandwidth), the
- * link each group's traffic crosses (its span, placement.h), and the time
- * at that link's bandwidth. An estimate to compare placements with, not a
- * prediction: no overlap with compute, no latency term, ring algorithms.
+ * bytes each dimension moves per rank (after Megatron-LM, Narayanan et al.
+ * arXiv:2104.04473; Korthikanti et al. arXiv:2205.05198; and the bus
+ * bandwidth of https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md), the link each group's
+ * traffic crosses (its span, placement.h), and the time at that link's
+ * bandwidth. An estimate to compare placements with, not a prediction: no
+ * overlap with compute, no latency term, ring algorithms.
  *
  * Assumptions, printed with every report: bf16 activations and parameters
  * (2 bytes), gradients reduced in fp32 (4 bytes) by a distributed optimizer

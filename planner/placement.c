@@ -10,7 +10,7 @@
 #include "common/fail.h"
 #include "topology/pci_path.h"
 
-/* The dimensions from the most bytes per step to the least (shared/reference/topology.md §8). */
+/* The dimensions from the most bytes per step to the least (cost.h). */
 static const enum llmp_axis by_traffic[] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
 					     LLMP_AXIS_PP };
 

@@ -157,7 +157,8 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 			"vpp=%u needs pp > 1 and vpp dividing the %u layers of a stage (layers=%llu, pp=%u)",
 			l->vpp, middle, u(m->layers), l->pp);
 	/* Transformer Engine's context parallelism merges its blocks by the flash kernels'
-	 * log-sum-exp (context_parallel.py; shared/reference/gpu.md): no cp without them. */
+	 * log-sum-exp (NVIDIA/TransformerEngine transformer_engine/pytorch/attention/
+	 * dot_product_attention/context_parallel.py): no cp without them. */
 	if (l->cp > 1 && !m->flash)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
 				 "cp=%u needs flash attention (Transformer Engine's context parallelism); "

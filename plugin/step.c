@@ -721,7 +721,7 @@ static int batch_task(spank_t sp)
 	/*
 	 * The site's ceiling on requeues, for every batch job: the one thing
 	 * here that fails the job, since RequeueExit=75 would otherwise let a
-	 * script that exits 75 by itself come back for ever (security.md L4).
+	 * script that exits 75 by itself come back for ever (tests/security.bats L4).
 	 */
 	if (c->site.max_requeues && read_restart_count(sp, &restarts, msg, sizeof msg) == 0 &&
 	    restarts > c->site.max_requeues) {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """bench_checkpoint.py - the bandwidth of saving a torch state dict through llmp.checkpoint.
 
-Measured against issue #16's goals, with the same bytes per rank:
+Measured against its goals (doc/benchmarks.md), with the same bytes per rank:
 
     llmp.checkpoint save   vs  the C API (`llmp ckpt bench`'s save, llmp_ckpt_save)   >= 0.9x
     llmp.checkpoint save   vs  torch.save of the rank's state dict, then fsync        >= 2x

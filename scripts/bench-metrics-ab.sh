@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# What counting per communicator costs end to end (issue 17: under 1% of an
+# What counting per communicator costs end to end (the goal: under 1% of an
 # 8-byte allreduce): `llmp bench`'s 8-byte allreduce on 2 local ranks
 # (mpirun, UCX), with BUILD's llmp-bench (counting) and with one built from
 # the same sources with -DLLMP_BENCH_NO_COUNTING (runtime/comm/metrics.h:

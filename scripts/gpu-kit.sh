@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Assemble what scripts/gpu-run.sh needs on a GPU machine that has CUDA,
 # NCCL (PyTorch's) and python3 with torch but neither PMIx, UCX nor HDF5
-# (the lent machines: /work/.library/device/KINDS.md), from a build here.
+# (the lent H100/H200 machines), from a build here.
 #
 #   scripts/gpu-kit.sh BUILD_DIR KIT_DIR [NCCL_TESTS_SRC]
 #

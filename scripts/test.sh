@@ -190,7 +190,7 @@ stage_python() {
 
 stage_check() {
 	local tests=()
-	[ "$quick" = no ] || tests=(TESTS="$quick_tests tests/surface.bats tests/layers.bats")
+	[ "$quick" = no ] || tests=(TESTS="$quick_tests tests/surface.bats tests/layers.bats tests/docs.bats")
 	echo "== build and make check${tests:+ (quick: no root, cluster or PyTorch)}"
 	rm -f "$build/test-suite.log"
 	if LLMP_BUILD_DIR=$build scripts/build.sh; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: BSD-3-Clause
-# The check after NCCL's init (issue #27, item 4), without a GPU: `llmp bench
+# The check after NCCL's init (doc/gpudirect.md), without a GPU: `llmp bench
 # --memory device` as a singleton with NCCL's test double (tests/device/
 # fake_nccl.c, which prints NCCL 2.28's "GPU Direct RDMA Enabled|Disabled for
 # HCA" lines and dumps a topology as NCCL does) and the CUDA driver's

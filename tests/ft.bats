@@ -90,7 +90,7 @@ assert_no_tasks_left() {
 	[ -z "$left" ] || {
 		echo "mlp_train processes left: $left" >&2
 		# What they are, for the root cause: state, parent, age, and which
-		# job, run and rank they were (seen twice in soaks: open in issue 12).
+		# job, run and rank they were (seen twice in soaks, cause not found yet).
 		for pid in $left; do
 			ps -o pid=,ppid=,stat=,etimes=,args= -p "$pid" >&2 || true
 			tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |

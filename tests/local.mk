@@ -10,6 +10,9 @@ TESTS += tests/cli.bats tests/topo.bats tests/python.bats
 TESTS += tests/serve_local.bats
 # The runtime's layers (scripts/check-layers.sh), and that the check fails when broken.
 TESTS += tests/layers.bats
+# The tree explains itself (scripts/check-docs.sh): no outside notes or issue
+# numbers cited, no dangling doc pointers, every unit test in tests/README.md.
+TESTS += tests/docs.bats
 # The plugin against the headers of every Slurm release from 21.08 to 26.05,
 # and `configure --with-slurm=DIR` with Slurm outside /usr.
 TESTS += tests/slurm_releases.bats
@@ -29,7 +32,7 @@ tests_topology_fake_ibverbs_la_LDFLAGS = -module -avoid-version -shared -rpath /
 if BUILD_PLUGIN
 # Starts a real three-node Slurm cluster; skipped (and counted so) without root.
 TESTS += tests/cluster.bats
-# The plugin against two plain users it makes (shared/reference/security.md's attacks).
+# The plugin against two plain users it makes (the attacks of plugin/README.md's rules).
 TESTS += tests/security.bats
 # MASTER_ADDR and the node's rank under cyclic and arbitrary distributions.
 TESTS += tests/slurm_layouts.bats
@@ -54,7 +57,7 @@ EXTRA_DIST += tests/slurm_releases.bats tests/pkgconfig.bats tests/slurm/headers
 EXTRA_DIST += tests/cli.bats tests/lib/helpers.bash tests/cluster.bats tests/security.bats tests/README.md \
 	tests/slurm_layouts.bats tests/slurm_export.bats tests/slurm_tmpfs.bats \
 	tests/unit/README.md tests/lib/README.md bench/README.md
-EXTRA_DIST += tests/layers.bats tests/serve.bats tests/serve_local.bats
+EXTRA_DIST += tests/layers.bats tests/docs.bats tests/serve.bats tests/serve_local.bats
 
 # What the plugin's task check reads through NVML, printed (scripts/gpu-run.sh runs it on a GPU).
 check_PROGRAMS += tests/gpu/nvml_probe

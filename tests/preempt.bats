@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: BSD-3-Clause
-# Real preemption (issue 28, item 4): the local cluster with
+# Real preemption: the local cluster with
 # PreemptType=preempt/partition_prio, PreemptMode=REQUEUE and a GraceTime on
 # the low partition, as etc/slurm/llmp-requeue.conf documents. A job of the
 # high partition takes a node of a running llmp training job

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: BSD-3-Clause
-# The plugin against its users (shared/reference/security.md, the attacks by
-# their names there): two plain users, llmpa and llmpb, made here, submit
+# The plugin against its users (plugin/README.md's rules; each attack a test,
+# named H high, M medium, L low, S expected safe): two plain users, llmpa and llmpb, made here, submit
 # every job; root only sets up and looks. Each attack must end within
 # seconds with a message, leave every node idle (never drained), keep
 # slurmstepd's memory within its bound, and leave the other user's job
@@ -15,7 +15,7 @@ GROUP_S=llmpg # a group only A is in, for a directory A writes through it
 # slurmstepd's peak resident memory, whatever a user gives the plugin: the
 # step's own (about 9 MiB here, measured in a plain step) and room to spare,
 # far below what parsing a user's topology file in slurmstepd cost (150 MB
-# and more for a 200-byte host list, security.md H3).
+# and more for a 200-byte host list, H3 below).
 STEPD_PEAK_MAX_KB=$((32 * 1024))
 
 setup_file() {
@@ -144,7 +144,7 @@ stepd_peak_kb() { # ENV-ASSIGNMENTS...
 	SECONDS=0
 	run srunA --export=ALL,LLMP_TOPOLOGY_FILE=/tmp/llmpa-k1m.json -w node1 -N1 -n1 --llm-parallel=tp=1 true
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
-	[ "$SECONDS" -lt 30 ] || { echo "took $SECONDS s"; false; } # quadratic: hours (security.md H2)
+	[ "$SECONDS" -lt 30 ] || { echo "took $SECONDS s"; false; } # quadratic: hours (bench/bench_json.c)
 	grep -q 'topology /tmp/llmpa-k1m.json:1: the document: unknown key "k0000000"' <<<"$output" ||
 		{ echo "$output"; false; }
 	assert_no_drain

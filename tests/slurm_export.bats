@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: BSD-3-Clause
-# sbatch --export=NONE and --export=VAR,... with --llm-* options (issue 28,
-# item 3). Slurm 22.05 and 23.02 keep only SLURM* names in the batch job's
+# sbatch --export=NONE and --export=VAR,... with --llm-* options.
+# Slurm 22.05 and 23.02 keep only SLURM* names in the batch job's
 # environment then, so the variable that carries an sbatch option to the
 # batch step is dropped (fixed in 23.11 for NONE, 24.05 for lists). Seen
 # here on 22.05.8: the srun steps inside still get the option, through its

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: BSD-3-Clause
-# MASTER_ADDR and the node's rank (LLMP_NODE_RANK, GROUP_RANK, CROSS_RANK) under Slurm's task distributions (issue 28,
-# item 2): cyclic, arbitrary (-w with --mpi=pmix, SLURM_HOSTFILE), and
+# MASTER_ADDR and the node's rank (LLMP_NODE_RANK, GROUP_RANK, CROSS_RANK) under Slurm's task distributions:
+# cyclic, arbitrary (-w with --mpi=pmix, SLURM_HOSTFILE), and
 # arbitrary with nothing to say where task 0 runs. The expected values come
 # from where the tasks were seen to run (SLURMD_NODENAME, SLURM_PROCID): the
 # host of task 0, and a node's rank = how many nodes have a lower first task.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: BSD-3-Clause
-# The layout file under job_container/tmpfs (issue 28, item 3): each job has
+# The layout file under job_container/tmpfs: each job has
 # its own /tmp and /dev/shm, joined by the tasks after user_init wrote the
 # file in slurmstepd's /tmp. Seen on 22.05.8 before the fix: LLMP_LAYOUT_FILE
 # named a file no task could see. The cluster runs with

@@ -83,7 +83,7 @@ EOF
 }
 
 @test "NCCL's path types: one switch holding a GPU and a NIC is PIX; a cascaded board keeps each GPU on its leaf's NIC" {
-	# Expected by hand from NCCL's rule (reference gpudirect.md §1.4): it keeps every
+	# Expected by hand from NCCL's rule (NVIDIA/nccl src/graph/xml.cc): it keeps every
 	# second bridge counted from the device up, so a switch's downstream ports vanish.
 	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" casc="$LLMP_SRCDIR/tests/topology/nccl-cascade.json"
 	python3 "$FAKE" "$sw" nccl-switch "$W/sw"
@@ -114,7 +114,7 @@ EOF
 }
 
 @test "--gdr: NCCL's GPUDirect RDMA verdict per GPU and HCA, every reason named, from fixture trees" {
-	# Expected by hand from NCCL 2.28's rules (reference gpudirect.md §1.1-1.5).
+	# Expected by hand from NCCL 2.28's rules (doc/gpudirect.md's reasons).
 	local sw="$LLMP_SRCDIR/tests/topology/nccl-switch.json" gdr="$LLMP_SRCDIR/tests/topology/fake_gdr.py"
 	local nccl="$LLMP_BUILDDIR/tests/device/.libs/fake_nccl.so"
 	export LLMP_IBVERBS_LIBRARY=/nonexistent # no probe but where a case names the fake
@@ -473,7 +473,7 @@ spans() {
 }
 
 @test "cost report: bytes per dimension, the link each crosses, spine bytes against Slurm's block order" {
-	# Worked by hand (shared/reference/topology.md §8). pcie-4gpu, tp=2 over 16
+	# Worked by hand (planner/cost.h's model). pcie-4gpu, tp=2 over 16
 	# GPUs: dp=8, 4 microbatches (4 x pp), A = 1 x 1024 x 1024 x 2 B.
 	#   tp: 4 x 8 layers x 8 x (1/2) x A = 268,435,456 B over PCIe (no NVLink), 24 GB/s: 0.011 s
 	#   dp: params 8 x (4 + 8) x 1024^2 / 2 = 50,331,648 per rank; 7/8 x 6 B each

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gdr.c - NCCL 2.28's decision on GPUDirect RDMA for one GPU and one HCA,
- * with the reasons NCCL's log leaves out (shared/reference/gpudirect.md):
+ * with the reasons NCCL's log leaves out (doc/gpudirect.md):
  *
- *   the HCA side (net_ib.cc): a peer-memory module NCCL looks for
- *     (nv_peer_mem's memory_peers files; nvidia_peermem's module file only
- *     from NCCL 2.23.4 on, NVIDIA/nccl#1676), or dma-buf registration
+ *   the HCA side (NVIDIA/nccl src/transport/net_ib.cc): a peer-memory
+ *     module NCCL looks for (nv_peer_mem's memory_peers files;
+ *     nvidia_peermem's module file only from NCCL 2.23.4 on,
+ *     NVIDIA/nccl#1676), or dma-buf registration
  *     (kernel >= 5.12, NVIDIA's open kernel module, NCCL >= 2.13, and the
  *     HCA driver accepting ibv_reg_dmabuf_mr);
  *   the distance (paths.cc ncclTopoCheckGdr): NCCL's path type at most
@@ -13,9 +14,10 @@
  *   no RDMA device in the task's /dev: NCCL's IB transport is absent.
  *
  * And what makes NCCL's choice fail rather than slow: ACS redirect or
- * egress control on a bridge between the two (hangs, IB error 4: NVIDIA/
- * nccl#304, #928), an IOMMU that translates (CUDA's GPUDirect RDMA guide
- * §3.4), a locked-memory limit too small to register NCCL's buffers.
+ * egress control on a bridge between the two (hangs, IB error 4:
+ * NVIDIA/nccl#304, NVIDIA/nccl#928), an IOMMU that translates (CUDA's
+ * GPUDirect RDMA guide §3.4), a locked-memory limit too small to register
+ * NCCL's buffers.
  *
  * The GPU's own flag (CUDA attribute 116) is not known here: it needs the
  * driver, and is 1 on every datacenter GPU NCCL supports.

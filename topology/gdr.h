@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gdr.h - whether NCCL will use GPUDirect RDMA between a GPU and an HCA
- * of a node, and every reason when not (shared/reference/gpudirect.md
- * §1.1-1.5, NCCL 2.28's rules). The facts of a node are read by
+ * of a node, and every reason when not (NCCL 2.28's rules, as
+ * doc/gpudirect.md lists them). The facts of a node are read by
  * topology/discover/gdr_read.c (sysfs, procfs, root-only PCI config
  * space); the rules here are pure functions over them.
  */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * nccl_dump.c - NCCL's topology dump against llmp's prediction. In the
- * dump (shared/reference/gpudirect.md §1.7) each device is a <pci busid>
- * under the <pci> nodes NCCL kept and a <cpu numaid>; a GPU's <gpu> child
- * carries gdr (CUDA attribute 116), a NIC's <nic><net name gdr> whether
- * the NIC can register GPU memory (peer memory or dma-buf). llmp predicts
- * the first from the chains (pci_path.h) and the second from the node's
- * facts (gdr.h); every difference is a line.
+ * nccl_dump.c - NCCL's topology dump against llmp's prediction. In the dump
+ * (NCCL_TOPO_DUMP_FILE, NVIDIA/nccl src/graph/topo.cc) each device is a
+ * <pci busid> under the <pci> nodes NCCL kept and a <cpu numaid>; a GPU's
+ * <gpu> child carries gdr (CUDA attribute 116), a NIC's <nic><net name gdr>
+ * whether the NIC can register GPU memory (peer memory or dma-buf). llmp
+ * predicts the first from the chains (pci_path.h) and the second from the
+ * node's facts (gdr.h); every difference is a line.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "nccl_dump.h"

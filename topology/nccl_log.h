@@ -11,7 +11,7 @@
  * (and, with no IB device, "NET/Socket : ... for HCA 0 'eth0'" for the
  * socket network's interfaces: not HCAs, compared as NCCL's fallback).
  * "Enabled" when the HCA can register GPU memory: a peer-memory module
- * NCCL sees, or dma-buf (shared/reference/gpudirect.md §1.1-1.2). The
+ * NCCL sees, or dma-buf (NVIDIA/nccl src/transport/net_ib.cc). The
  * path level is decided later, per connection, and is not in that line.
  */
 #ifndef LLMP_NCCL_LOG_H

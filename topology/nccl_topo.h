@@ -2,8 +2,9 @@
 /*
  * nccl_topo.h - a node type as an NCCL_TOPO_FILE, and the grammar NCCL
  * 2.28's parser accepts, checked before a file is handed to NCCL
- * (shared/reference/gpudirect.md §1.6, §1.7). A file NCCL cannot parse
- * fails every communicator's init, so none is ever given to it unchecked.
+ * (NVIDIA/nccl src/graph/xml.cc and xml.h; doc/gpudirect.md). A file NCCL
+ * cannot parse fails every communicator's init, so none is ever given to it
+ * unchecked.
  */
 #ifndef LLMP_NCCL_TOPO_H
 #define LLMP_NCCL_TOPO_H

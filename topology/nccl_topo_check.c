@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nccl_topo_check.c - an NCCL_TOPO_FILE checked against the grammar NCCL
- * 2.28's hand-written parser accepts (shared/reference/gpudirect.md §1.6,
- * the table of inputs tried against it), and parsed into a flat tree:
+ * 2.28's hand-written parser accepts (NVIDIA/nccl src/graph/xml.cc, its
+ * limits in xml.h; each refusal below was tried on NCCL 2.28.9's parser),
+ * and parsed into a flat tree:
  *
  *   between tags: spaces and newlines; comments <!-- ... -->
  *   <name key="value" ...> | <name .../> | </name>, each tag on one line

@@ -2,9 +2,10 @@
 /*
  * nccl_topo_write.c - a node type written as NCCL_TOPO_FILE XML, the tree
  * NCCL itself builds from sysfs (pci_path.c: every second bridge from a
- * device up is a node, CPUs keyed by NUMA node). Written from the rules
- * in shared/reference/gpudirect.md §1.6-1.7: spaces, one element per
- * line, no declaration, nothing NCCL detects itself (gdr, dev, rank, sm).
+ * device up is a node, CPUs keyed by NUMA node). Written from the rules of
+ * NCCL's parser (nccl_topo_check.c, doc/gpudirect.md): spaces, one element
+ * per line, no declaration, nothing NCCL detects itself (gdr, dev, rank,
+ * sm).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "nccl_topo.h"

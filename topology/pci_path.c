@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * pci_path.c - NCCL's reading of a node's PCIe tree (shared/reference/
- * gpudirect.md §1.4). NCCL does not keep every bridge of a sysfs path: it
- * keeps every second one counted from the device up, which turns a PCIe
- * switch (an upstream port over one downstream port per device) into one
- * node holding both devices. Two devices behind one switch are then PIX,
- * where comparing whole chains would say PXB; and it keys CPUs by NUMA
- * node, so two root ports of one NUMA node, or an unknown NUMA node on
- * both, are PHB.
+ * pci_path.c - NCCL's reading of a node's PCIe tree (NVIDIA/nccl
+ * src/graph/xml.cc, ncclTopoGetXmlFromSys). NCCL does not keep every bridge
+ * of a sysfs path: it keeps every second one counted from the device up,
+ * which turns a PCIe switch (an upstream port over one downstream port per
+ * device) into one node holding both devices. Two devices behind one switch
+ * are then PIX, where comparing whole chains would say PXB; and it keys
+ * CPUs by NUMA node, so two root ports of one NUMA node, or an unknown NUMA
+ * node on both, are PHB.
  *
  * Broadcom's Gen4/Gen5 switches that show up as two levels are merged
- * into one as NCCL does, where discovery read the bridges' ids (a file
- * does not carry them).
+ * into one as NCCL does (src/graph/topo.cc, ncclTopoFlattenBcmSwitches),
+ * where discovery read the bridges' ids (a file does not carry them).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pci_path.h"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pci_path.h - how far apart two devices of one node are, in NCCL's own
- * path types, and NCCL_NET_GDR_LEVEL's values (shared/reference/
- * gpudirect.md §1.3, §1.4). topo_pci_distance (topo.h) stays the
+ * path types, and NCCL_NET_GDR_LEVEL's values (NVIDIA/nccl src/graph/topo.h,
+ * paths.cc, xml.cc; doc/gpudirect.md). topo_pci_distance (topo.h) stays the
  * nvidia-smi reading for people; this one decides HCAs and GPUDirect RDMA.
  */
 #ifndef LLMP_PCI_PATH_H

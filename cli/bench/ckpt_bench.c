@@ -3,7 +3,7 @@
  * ckpt_bench.c - `llmp ckpt bench`: save and restore a synthetic model
  * through llmp_ckpt across the job's ranks, and measure in the same run,
  * on the same filesystem and with the same bytes per rank, what a
- * checkpoint is held against (issue #5's goals):
+ * checkpoint is held against (the goals doc/benchmarks.md reports on):
  *
  *   save (llmp_ckpt_save)          vs  write() + fsync() of a plain file   >= 0.8x bandwidth
  *   llmp_ckpt_save_async's stall   vs  memcpy                              <= 1.2x time

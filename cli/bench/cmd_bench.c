@@ -17,7 +17,8 @@
  * stream, the iterations timed from before the first to after the stream
  * has finished the last (as nccl-tests does); the check copies the inputs
  * to the device and the result back. The driver is loaded with dlopen
- * (bench_cuda.h, over the runtime's driver table). Not yet run on a GPU.
+ * (bench_cuda.h, over the runtime's driver table). Run on lent H200s
+ * against nccl-tests (doc/benchmarks.md).
  */
 #define _POSIX_C_SOURCE 200809L
 

@@ -287,7 +287,7 @@ def test_plan_caching_is_refused_before_anything_is_written(ck, tmp_path):
 
 def test_metadata_others_could_write_is_never_unpickled(ck, tmp_path):
     # A root another user made first in a shared place, or left writable to others: the
-    # pickled metadata there could run their code. (security.md M3)
+    # pickled metadata there could run their code (tests/security.bats M3).
     save_steps(ck, tmp_path, [2])
     assert load_w(ck, tmp_path) == (2, 2)
     os.chmod(tmp_path, 0o777)

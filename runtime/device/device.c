@@ -2,13 +2,14 @@
 /*
  * device.c - NCCL communicators for the groups a rank belongs to.
  *
- * One id per group, made by its lowest member and published under the
- * group kind's name in llmp_init's one fence (gpu.md: ncclCommSplit would
- * need the whole parent, and a fence per group would cost a round trip
- * each). Kinds whose groups have the same members here (tp-cp and tp when
- * cp is 1) share one id and one communicator: the first kind in llmp's
- * order names it, and every member reaches the same conclusion because
- * groups of one kind never overlap. The world is a group too.
+ * One id per group, made by its lowest member and published under the group
+ * kind's name in llmp_init's one fence (ncclCommSplit would need every rank
+ * of the parent, NVIDIA/nccl src/init.cc commGetSplitInfo, and a fence per
+ * group would cost a round trip each). Kinds whose groups have the same
+ * members here (tp-cp and tp when cp is 1) share one id and one
+ * communicator: the first kind in llmp's order names it, and every member
+ * reaches the same conclusion because groups of one kind never overlap. The
+ * world is a group too.
  *
  * llmp_device_connect makes every communicator in one ncclGroupStart/End,
  * non-blocking (config.blocking = 0), in the same order on every rank, and

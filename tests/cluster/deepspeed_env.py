@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """DeepSpeed started by srun --llm-parallel with no launcher, on CPU
-(DS_ACCELERATOR=cpu, gloo), as shared/reference/ecosystem.md describes it:
+(DS_ACCELERATOR=cpu, gloo), as microsoft/DeepSpeed's deepspeed/comm/comm.py and
+deepspeed/runtime/model_checkpointing/utils.py read it:
 deepspeed.init_distributed from the plugin's RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR and MASTER_PORT; the checkpoint writer's view of the machines
 (create_universal_parallel_info reads LOCAL_RANK, CROSS_SIZE, CROSS_RANK);

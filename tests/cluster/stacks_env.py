@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """What PyTorch stacks see when srun --llm-parallel starts them without a
-launcher (shared/reference/ecosystem.md): Lightning's cluster environments
+launcher (Lightning-AI/pytorch-lightning src/lightning/fabric/plugins/environments/,
+huggingface/accelerate's PartialState): Lightning's cluster environments
 and Accelerate's PartialState, on CPU. Prints one line per task:
 
     stacks RANK lightning=<env class> global=G local=L node=N world=W addr=A \

@@ -8,7 +8,7 @@
  * (doc/topology-json.md); a host list that expands names no more hosts
  * than it was allowed, and its names written as a list expand to the same.
  * The plugin reads these files for a user's job, so a bug here is a bug a
- * user can aim at (shared/reference/security.md H4).
+ * user can aim at (plugin/README.md: slurmstepd keeps a saved uid of 0).
  * Built with clang -fsanitize=fuzzer by `make fuzz`; its corpus
  * (tests/fuzz/corpus-topo, quadratic cases of the old reader among them)
  * is replayed by tests/fuzz/fuzz_replay_topo in `make check`.

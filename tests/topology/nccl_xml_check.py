@@ -4,8 +4,8 @@ without llmp's code:
 
     nccl_xml_check.py FIXTURE TYPE XMLFILE
 
-1. The grammar NCCL 2.28.9's parser accepts (shared/reference/gpudirect.md
-   §1.6): no declaration, no tab, each tag on one line, <system
+1. The grammar NCCL 2.28.9's parser accepts (NVIDIA/nccl src/graph/xml.cc,
+   xml.h): no declaration, no tab, each tag on one line, <system
    version="1">, at most 256 nodes, 128 children, 16 attributes,
    255-character values, and no gdr/dev/rank/sm (NCCL would trust them).
 2. The tree: parsed back, it must be the one NCCL builds from the

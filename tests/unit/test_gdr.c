@@ -2,11 +2,12 @@
 /*
  * test_gdr.c - NCCL 2.28's GPUDirect RDMA decision for a GPU and an HCA
  * (topology/gdr.c), one case per way it goes wrong in the field
- * (shared/reference/gpudirect.md §1.1-1.5, §5 item 2). Each expected
- * outcome and reason is written by hand from NCCL's rules: the HCA side
- * needs nv_peer_mem, nvidia_peermem (NCCL >= 2.23.4) or dma-buf (kernel
- * >= 5.12, open NVIDIA module, NCCL >= 2.13); the path at most
- * NCCL_NET_GDR_LEVEL (PXB); ACS redirect and a translating IOMMU break it.
+ * (doc/gpudirect.md's reasons; NVIDIA/nccl src/transport/net_ib.cc and
+ * src/graph/paths.cc ncclTopoCheckGdr). Each expected outcome and reason is
+ * written by hand from NCCL's rules: the HCA side needs nv_peer_mem,
+ * nvidia_peermem (NCCL >= 2.23.4) or dma-buf (kernel >= 5.12, open NVIDIA
+ * module, NCCL >= 2.13); the path at most NCCL_NET_GDR_LEVEL (PXB); ACS
+ * redirect and a translating IOMMU break it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>

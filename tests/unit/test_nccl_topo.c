@@ -3,9 +3,9 @@
  * test_nccl_topo.c - the NCCL_TOPO_FILE writer and the grammar checker
  * (topology/nccl_topo_*.c). The golden file is written by hand from
  * NCCL's rule (every second bridge counted up from a device is a node;
- * CPUs by NUMA node); each refused input is one of those the reference
- * tried against NCCL 2.28.9's parser (gpudirect.md §1.6), or one of its
- * limits.
+ * CPUs by NUMA node); each refused input is one NCCL 2.28.9's parser was
+ * seen to refuse (NVIDIA/nccl src/graph/xml.cc), or one of its limits
+ * (xml.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>

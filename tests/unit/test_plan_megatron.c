@@ -2,10 +2,10 @@
 /*
  * test_plan_megatron.c - the planner's process groups are Megatron-Core's.
  *
- * Contract 2 of DESIGN.md: for the same sizes and order, every group the
- * planner gives is the group Megatron-Core's RankGenerator builds, with the
- * same number (its position in Megatron's list), and the planner rejects the
- * layouts Megatron rejects.
+ * The promise of llm_parallel(8) and doc/layout-json.md: for the same sizes
+ * and order, every group the planner gives is the group Megatron-Core's
+ * RankGenerator builds, with the same number (its position in Megatron's
+ * list), and the planner rejects the layouts Megatron rejects.
  *
  * The expected groups do not come from topology/: they come from a C
  * transcription of megatron/core/parallel_state.py (RankGenerator, get_mask,

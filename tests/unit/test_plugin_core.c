@@ -392,7 +392,7 @@ static void each_source_is_named_in_errors(void **state)
 	assert_int_equal(resolve("max_etp=4", NULL, "tp=8", &s, msg), PLUGIN_INVALID);
 	assert_non_null(strstr(msg, "etp=8"));
 	assert_int_equal(resolve("max_etp=4", NULL, "tp=8,etp=4", &s, msg), PLUGIN_ACTIVE);
-	/* Without max_etp, max_tp bounds etp too (security.md L4). */
+	/* Without max_etp, max_tp bounds etp too: else etp would get round max_tp. */
 	assert_int_equal(resolve("max_tp=2", NULL, "tp=2,etp=8", &s, msg), PLUGIN_INVALID);
 	assert_non_null(strstr(msg, "etp=8 is larger than this site allows (max_tp=2, which bounds etp too"));
 	assert_int_equal(resolve("max_tp=2", NULL, "tp=2,etp=2", &s, msg), PLUGIN_ACTIVE);

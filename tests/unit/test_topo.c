@@ -2,7 +2,7 @@
 /*
  * test_topo.c - the pieces of the topology reader (topology/): the strict
  * JSON reader and its line numbers, Slurm host lists, and the PCIe
- * distance classes, and NCCL's path types (reference gpudirect.md §1.4:
+ * distance classes, and NCCL's path types (NVIDIA/nccl src/graph/xml.cc:
  * NCCL keeps every second bridge counted from the device up, and keys CPUs
  * by NUMA node). Expected values are written out by hand here.
  * tests/topo.bats tests the whole files and discovery.

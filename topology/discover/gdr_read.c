@@ -2,7 +2,7 @@
 /*
  * gdr_read.c - the facts NCCL's GPUDirect RDMA decision depends on, read
  * where Linux puts them under a root ("" for the machine's; a test gives a
- * tree of its own) (shared/reference/gpudirect.md §1.1, §1.5):
+ * tree of its own) (doc/gpudirect.md's reasons, where each is read from):
  *
  *   sys/module/nvidia_peermem/version                  nvidia_peermem loaded
  *   sys/kernel/mm/memory_peers/nv_mem{,_nc}/version    nv_peer_mem loaded

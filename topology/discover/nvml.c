@@ -5,12 +5,13 @@
  * NVSwitch), and its multi-node NVLink domain (GB200 NVL72).
  *
  * libnvidia-ml.so.1 is opened with dlopen, never linked: a CPU node has
- * none, and the plugin runs inside slurmstepd. Every symbol is optional
- * (an old driver lacks nvmlDeviceGetGpuFabricInfoV); the structures are
- * our own copies of the documented layouts (NVML API reference,
- * nvmlPciInfo_t and nvmlGpuFabricInfo_v2_t), versioned as NVML asks. GPUs
- * are matched by PCI bus id, never by NVML's index, which need not be
- * CUDA's (shared/reference/topology.md §4). The library is never closed:
+ * none, and the plugin runs inside slurmstepd. Every symbol is optional (an
+ * old driver lacks nvmlDeviceGetGpuFabricInfoV); the structures are our own
+ * copies of the documented layouts (NVML API reference, nvmlPciInfo_t and
+ * nvmlGpuFabricInfo_v2_t), versioned as NVML asks. GPUs are matched by PCI
+ * bus id, never by NVML's index, which need not be CUDA's (NVML API
+ * reference, nvmlDeviceGetHandleByIndex: look devices up by PCI bus id or
+ * UUID, as NVIDIA/nccl src/graph/xml.cc does). The library is never closed:
  * NVML does not promise that unloading is safe. LLMP_NVML_LIBRARY names
  * another library (a site's path, or the tests' fake).
  *

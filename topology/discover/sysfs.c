@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sysfs.c - GPUs, InfiniBand/RoCE HCAs and NUMA nodes from Linux's sysfs,
- * read as hwloc and NCCL read them (shared/reference/topology.md §2, §3):
+ * read as hwloc and NCCL read them (open-mpi/hwloc hwloc/topology-linux.c,
+ * NVIDIA/nccl src/graph/xml.cc; the attributes in torvalds/linux
+ * Documentation/ABI/stable/sysfs-class-infiniband):
  *
  *   /sys/bus/pci/devices/B/{vendor,class,numa_node}  a GPU is vendor 0x10de,
  *                                                    class 0x03xxxx
