@@ -83,7 +83,9 @@ static void usage(FILE *out)
 	      "checkpoint. What cannot be recovered here ends as `llmp job-end` decides (done,\n"
 	      "gave up, or requeued). --mpi (default pmix; none: Slurm's MpiDefault) and the\n"
 	      "tasks per node (default: SLURM_NTASKS_PER_NODE) go to srun. --checkpoint and\n"
-	      "--requeue are llmp job-end's.\n",
+	      "--requeue are llmp job-end's. While it runs it writes a heartbeat, llmp-driver\n"
+	      "under the checkpoint root: when the batch host itself is lost, the ranks find\n"
+	      "it stopped and requeue the job (Slurm keeps a --no-kill job running without it).\n",
 	      out);
 }
 
