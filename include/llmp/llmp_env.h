@@ -67,6 +67,8 @@
 #define LLMP_ENV_STEP_WAIT "LLMP_STEP_WAIT" /* s llmp job-end waits for a run's steps to leave */
 
 /* The runtime's tunables, read by libllmp alone (doc/llmp.3). */
+/* What libllmp says on stderr: LEVEL[,PART...] (runtime/comm/log.h, doc/llmp.3). */
+#define LLMP_ENV_DEBUG "LLMP_DEBUG"
 #define LLMP_ENV_TIMEOUT "LLMP_TIMEOUT"
 #define LLMP_ENV_STEP_DEADLINE "LLMP_STEP_DEADLINE" /* F: the timeout from F x the slowest step */
 #define LLMP_ENV_RING_THRESHOLD "LLMP_RING_THRESHOLD"
