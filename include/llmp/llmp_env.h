@@ -110,6 +110,10 @@
 #define LLMP_ENV_IBVERBS_LIBRARY "LLMP_IBVERBS_LIBRARY"
 #define LLMP_ENV_LUSTREAPI_LIBRARY "LLMP_LUSTREAPI_LIBRARY"
 
+/* The Python package's (python/llmp): the libllmp.so it loads, how llmp.torch makes groups. */
+#define LLMP_ENV_LIBRARY "LLMP_LIBRARY"
+#define LLMP_ENV_TORCH_GROUPS "LLMP_TORCH_GROUPS"
+
 /* The tools: the Python `llmp report` runs, and CRC-32C without CPU instructions (tests). */
 #define LLMP_ENV_PYTHON "LLMP_PYTHON"
 #define LLMP_ENV_CRC32C_PORTABLE "LLMP_CRC32C_PORTABLE"
