@@ -25,6 +25,7 @@ static void usage(FILE *out)
 	      "       llmp ckpt list|verify|inspect DIR [options]\n"
 	      "       llmp ckpt bench [options]   (run under srun --mpi=pmix like a job)\n"
 	      "       llmp serve [options] -- CMD   (a --llm-serve step's engine, srun llmp serve)\n"
+	      "       llmp info --settings [--format text|json]   (every setting llmp reads, and its value)\n"
 	      "       llmp --version\n"
 	      "Run 'llmp plan --help', 'llmp bench --help' or 'llmp ckpt --help' for details, and\n"
 	      "'llmp plan --parallel help' for the layout grammar.\n",
@@ -47,6 +48,8 @@ int main(int argc, char **argv)
 		return cli_top(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return cli_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "info") == 0)
+		return cli_info(argc - 1, argv + 1);
 	if (strcmp(argv[1], "report") == 0)
 		return cli_report(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0) {

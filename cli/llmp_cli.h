@@ -178,6 +178,8 @@ int cli_join_job(const char *prog, const char *spec, struct llmp_ctx **ctx);
 
 /* `llmp top DIR`: the metrics of a job (cmd_top.c); argv[0] is "top". */
 int cli_top(int argc, char **argv);
+/* `llmp info --settings`: every setting llmp reads (cmd_info.c, the table in settings.c). */
+int cli_info(int argc, char **argv);
 /* `llmp report DIR`: the metrics of a job as an HTML page (cmd_report.c); argv[0] is "report". */
 int cli_report(int argc, char **argv);
 

@@ -40,7 +40,7 @@ cd "$src"
 
 all_stages=(packages python check asan valgrind fuzz format distcheck packaging)
 # The suites of --quick: no root, no cluster, no PyTorch.
-quick_tests='$(unit_tests) tests/cli.bats tests/topo.bats tests/job_end.bats tests/runtime_singleton.bats tests/example_mlp.bats tests/ckpt_tool.bats tests/ckpt_damage.bats tests/device_ckpt.bats'
+quick_tests='$(unit_tests) tests/cli.bats tests/topo.bats tests/job_end.bats tests/runtime_singleton.bats tests/example_mlp.bats tests/ckpt_tool.bats tests/ckpt_damage.bats tests/device_ckpt.bats tests/info.bats tests/debug_log.bats'
 
 usage() {
 	awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"

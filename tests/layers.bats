@@ -39,7 +39,7 @@ setup() {
 }
 
 @test "layers: the run record (a library of its own) may not include comm/, though job/ may" {
-	echo '#include "runtime/comm/rt.h"' >>"$COPY/runtime/job/job_log.c"
+	echo '#include "runtime/comm/rt.h"' >>"$COPY/runtime/job/job.c"
 	run "$CHECK" --root "$COPY"
 	[ "$status" -eq 0 ]
 	echo '#include "runtime/comm/rt.h"' >>"$COPY/runtime/job/job_record.c"

@@ -13,6 +13,9 @@ TESTS += tests/layers.bats
 # The tree explains itself (scripts/check-docs.sh): no outside notes or issue
 # numbers cited, no dangling doc pointers, every unit test in tests/README.md.
 TESTS += tests/docs.bats
+# `llmp info --settings`, and the table of settings held to the code and the man pages
+# (scripts/check-settings.sh), and that the check fails when the table lacks a read.
+TESTS += tests/info.bats
 # The plugin against the headers of every Slurm release from 21.08 to 26.05,
 # and `configure --with-slurm=DIR` with Slurm outside /usr.
 TESTS += tests/slurm_releases.bats
@@ -57,7 +60,7 @@ EXTRA_DIST += tests/slurm_releases.bats tests/pkgconfig.bats tests/slurm/headers
 EXTRA_DIST += tests/cli.bats tests/lib/helpers.bash tests/cluster.bats tests/security.bats tests/README.md \
 	tests/slurm_layouts.bats tests/slurm_export.bats tests/slurm_tmpfs.bats \
 	tests/unit/README.md tests/lib/README.md bench/README.md
-EXTRA_DIST += tests/layers.bats tests/docs.bats tests/serve.bats tests/serve_local.bats
+EXTRA_DIST += tests/layers.bats tests/docs.bats tests/serve.bats tests/serve_local.bats tests/info.bats
 
 # What the plugin's task check reads through NVML, printed (scripts/gpu-run.sh runs it on a GPU).
 check_PROGRAMS += tests/gpu/nvml_probe

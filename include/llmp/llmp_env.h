@@ -67,6 +67,8 @@
 #define LLMP_ENV_STEP_WAIT "LLMP_STEP_WAIT" /* s llmp job-end waits for a run's steps to leave */
 
 /* The runtime's tunables, read by libllmp alone (doc/llmp.3). */
+/* What libllmp says on stderr: LEVEL[,PART...] (runtime/comm/log.h, doc/llmp.3). */
+#define LLMP_ENV_DEBUG "LLMP_DEBUG"
 #define LLMP_ENV_TIMEOUT "LLMP_TIMEOUT"
 #define LLMP_ENV_STEP_DEADLINE "LLMP_STEP_DEADLINE" /* F: the timeout from F x the slowest step */
 #define LLMP_ENV_RING_THRESHOLD "LLMP_RING_THRESHOLD"
@@ -107,6 +109,10 @@
 #define LLMP_ENV_NVML_LIBRARY "LLMP_NVML_LIBRARY"
 #define LLMP_ENV_IBVERBS_LIBRARY "LLMP_IBVERBS_LIBRARY"
 #define LLMP_ENV_LUSTREAPI_LIBRARY "LLMP_LUSTREAPI_LIBRARY"
+
+/* The Python package's (python/llmp): the libllmp.so it loads, how llmp.torch makes groups. */
+#define LLMP_ENV_LIBRARY "LLMP_LIBRARY"
+#define LLMP_ENV_TORCH_GROUPS "LLMP_TORCH_GROUPS"
 
 /* The tools: the Python `llmp report` runs, and CRC-32C without CPU instructions (tests). */
 #define LLMP_ENV_PYTHON "LLMP_PYTHON"

@@ -35,6 +35,7 @@
  * Events (signal, stop agreed, checkpoint started and committed, restart,
  * failure, exit) are logged on stderr, one line per rank and event:
  *     llmp: 2026-11-21T13:42:10.123 rank 3: stop agreed at step 42 (SIGUSR1 on rank 3)
+ * (with LLMP_DEBUG set, "... rank 3 job info: stop agreed ..."; doc/llmp.3).
  *
  * Threads: like the context (llmp.h): one thread at a time per job. The
  * signal handlers are process-wide: one job per process.

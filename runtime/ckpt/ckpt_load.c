@@ -129,6 +129,8 @@ static llmp_status load_step(llmp_ckpt *ck, uint64_t step, const char *doing, vo
 		ck_manifest_free(&m);
 		return st;
 	}
+	rt_log(ctx, RT_LOG_CKPT, RT_LOG_DEBUG, "load of step-%llu: its MANIFEST read; checking the files",
+	       (unsigned long long)step);
 	char *all = malloc(m.meta_bytes ? m.meta_bytes : 1);
 	st = all ? check_shards(ctx, dir, &m)
 		 : rt_fail(ctx, LLMP_ERR_NOMEM, "metadata of %llu bytes", (unsigned long long)m.meta_bytes);
@@ -148,6 +150,9 @@ static llmp_status load_step(llmp_ckpt *ck, uint64_t step, const char *doing, vo
 			memcpy(meta, all, m.meta_bytes < metacap ? m.meta_bytes : metacap);
 		if (metalen)
 			*metalen = m.meta_bytes;
+		rt_log(ctx, RT_LOG_CKPT, RT_LOG_DEBUG,
+		       "load of step-%llu: every rank's files pass their checks; reading the tensors",
+		       (unsigned long long)step);
 		st = ck_read_tensors(ck, dir, &m, doing);
 	}
 	free(all);
@@ -185,6 +190,9 @@ static llmp_status candidates(llmp_ckpt *ck, uint64_t step, int64_t **list, int6
 		(*list)[i] = (int64_t)steps[i];
 	if (st == LLMP_OK)
 		st = llmp_broadcast(world, *list, *list, (size_t)*count, LLMP_INT64, 0);
+	if (st == LLMP_OK && *count)
+		rt_log(ctx, RT_LOG_CKPT, RT_LOG_DEBUG, "load: %lld candidate%s under %s, step-%lld first",
+		       (long long)*count, *count == 1 ? "" : "s", ck->root, (long long)(*list)[0]);
 	free(steps);
 	return st;
 }
@@ -208,7 +216,10 @@ llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step, 
 	for (int64_t i = 0; st == LLMP_OK && i < count; i++) {
 		char doing[64];
 		snprintf(doing, sizeof doing, "checkpoint load of step-%lld", (long long)list[i]);
+		double started = rt_now();
 		st = load_step(ck, (uint64_t)list[i], doing, meta, metacap, metalen);
+		rt_log(ctx, RT_LOG_CKPT, RT_LOG_DEBUG, "load of step-%lld: %s after %.3f s",
+		       (long long)list[i], st == LLMP_OK ? "done" : "failed", rt_now() - started);
 		if (st == LLMP_OK) {
 			if (loaded_step)
 				*loaded_step = (uint64_t)list[i];
@@ -222,7 +233,8 @@ llmp_status llmp_ckpt_load(llmp_ckpt *ck, uint64_t step, uint64_t *loaded_step, 
 		if (step != LLMP_CKPT_NEWEST || st != LLMP_ERR_IO || i + 1 == count)
 			break;
 		if (ctx->rank == 0)
-			fprintf(stderr, "llmp: %s; trying step-%lld\n", ctx->errmsg, (long long)list[i + 1]);
+			rt_log(ctx, RT_LOG_CKPT, RT_LOG_WARN, "%s; trying step-%lld", ctx->errmsg,
+			       (long long)list[i + 1]);
 		/* Remembered: a save of one of these steps moves it aside (ckpt_save.c). */
 		ck->passed_over = true;
 		ck->passed_newest = (uint64_t)list[0];

@@ -41,9 +41,9 @@ static llmp_status move_damaged_aside(llmp_ckpt *ck, uint64_t step, const char *
 	if (st == LLMP_OK)
 		st = ck_fsync_path(ctx, ck->root);
 	if (st == LLMP_OK)
-		fprintf(stderr,
-			"llmp: %s failed its checks when loaded; moved to %s to save step %llu again\n", dir,
-			aside, (unsigned long long)step);
+		rt_log(ctx, RT_LOG_CKPT, RT_LOG_WARN,
+		       "%s failed its checks when loaded; moved to %s to save step %llu again", dir, aside,
+		       (unsigned long long)step);
 	return st;
 }
 
@@ -373,6 +373,9 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 		local = prepare(ck, step);
 	if ((st = ck_agree(ck, "checkpoint save", local)) != LLMP_OK)
 		return st;
+	rt_log(ctx, RT_LOG_CKPT, RT_LOG_DEBUG,
+	       "save of step %llu: step-%llu.tmp ready under %s after %.3f s%s", (unsigned long long)step,
+	       (unsigned long long)step, ck->root, rt_now() - started, async ? " (async)" : "");
 	if ((st = ck_plan_slices(ck, &p->all, &p->n)) != LLMP_OK)
 		return st; /* the same on every rank: the same data, the same checks */
 	char tmp[4096];
@@ -407,6 +410,17 @@ static llmp_status start_save(llmp_ckpt *ck, uint64_t step, const void *meta, si
 			writer(p); /* not staged, or no thread to be had: write now */
 	}
 	p->active = true;
+	if (rt_log_on(ctx, RT_LOG_CKPT, RT_LOG_DEBUG)) {
+		char copied[48] = "";
+		if (staged)
+			snprintf(copied, sizeof copied, ", %zu bytes staged first", staged);
+		rt_log(ctx, RT_LOG_CKPT, RT_LOG_DEBUG, "save of step %llu: this rank's shard %s%s",
+		       (unsigned long long)step,
+		       !p->writes    ? "has nothing to write"
+		       : p->threaded ? "is being written by a thread"
+				     : "written",
+		       copied);
+	}
 	ck->stats = (llmp_ckpt_stats){ .step = step,
 				       .staged_bytes = staged,
 				       .staging_max = ck->staging_max,
@@ -433,6 +447,10 @@ llmp_status llmp_ckpt_wait(llmp_ckpt *ck)
 	if (local != LLMP_OK)
 		rt_fail(ctx, local, "%s", p->msg);
 	llmp_status st = ck_agree(ck, "checkpoint save: writing shards", local);
+	if (st == LLMP_OK)
+		rt_log(ctx, RT_LOG_CKPT, RT_LOG_DEBUG,
+		       "save of step %llu: every rank's shard written, %.3f s in",
+		       (unsigned long long)p->step, rt_now() - p->started);
 
 	int64_t *sizes = st == LLMP_OK ? malloc(2 * ctx->world * sizeof *sizes) : NULL;
 	if (st == LLMP_OK && !sizes)
@@ -446,6 +464,10 @@ llmp_status llmp_ckpt_wait(llmp_ckpt *ck)
 	}
 	free(sizes);
 	ck->stats.total_seconds = rt_now() - p->started;
+	if (st == LLMP_OK)
+		rt_log(ctx, RT_LOG_CKPT, RT_LOG_DEBUG,
+		       "save of step %llu: committed (index, MANIFEST, rename, retention), %.3f s in all",
+		       (unsigned long long)p->step, ck->stats.total_seconds);
 	drop_pending(p);
 	return st;
 }

@@ -186,17 +186,17 @@ static void describe(const struct ck_stripe *s, char *out, size_t len)
 }
 
 /* Rank 0's one warning of this handle: the layout was not applied, and why. */
-static void warn_once(struct ck_stripe *s, const char *dir, const char *why)
+static void warn_once(const llmp_ctx *ctx, struct ck_stripe *s, const char *dir, const char *why)
 {
 	char what[96];
 	if (s->told_problem)
 		return;
 	s->told_problem = true;
 	describe(s, what, sizeof what);
-	fprintf(stderr,
-		"llmp: warning: checkpoint %s not applied to %s: %s; the shards get the directory's "
-		"inherited layout and the save goes on (doc/checkpoint.md, Filesystem hints)\n",
-		what, dir, why);
+	rt_log(ctx, RT_LOG_CKPT, RT_LOG_WARN,
+	       "checkpoint %s not applied to %s: %s; the shards get the directory's "
+	       "inherited layout and the save goes on (doc/checkpoint.md, Filesystem hints)",
+	       what, dir, why);
 }
 
 /* The layout set on dir through liblustreapi; the failing call and its errno in why. */
@@ -246,7 +246,7 @@ void ck_stripe_apply(llmp_ckpt *ck, const char *dir)
 	long type = fs_type(s, dir);
 	if (type == GPFS_SUPER_MAGIC) {
 		warn_once(
-			s, dir,
+			ck->ctx, s, dir,
 			"GPFS has no stripe layout to set (each file is striped over every disk of its pool "
 			"in blocks of the filesystem's block size, which the shard alignment follows)");
 		return;
@@ -254,24 +254,24 @@ void ck_stripe_apply(llmp_ckpt *ck, const char *dir)
 	if (type != LUSTRE_SUPER_MAGIC) {
 		snprintf(why, sizeof why, "it is on %s (filesystem type 0x%lX), not Lustre", fs_name(type),
 			 (unsigned long)type);
-		warn_once(s, dir, why);
+		warn_once(ck->ctx, s, dir, why);
 		return;
 	}
 	if (!load_lustreapi(s)) {
 		snprintf(why, sizeof why, "it is on Lustre, but liblustreapi could not be loaded: %s",
 			 s->load_error);
-		warn_once(s, dir, why);
+		warn_once(ck->ctx, s, dir, why);
 		return;
 	}
 	if (!set_lustre_layout(s, dir, why, sizeof why)) {
-		warn_once(s, dir, why);
+		warn_once(ck->ctx, s, dir, why);
 		return;
 	}
 	if (!s->told_applied) {
 		s->told_applied = true;
 		describe(s, what, sizeof what);
-		fprintf(stderr,
-			"llmp: checkpoint layout %s set on %s (and each later step directory) through %s\n",
-			what, dir, s->libname);
+		rt_log(ck->ctx, RT_LOG_CKPT, RT_LOG_INFO,
+		       "checkpoint layout %s set on %s (and each later step directory) through %s", what, dir,
+		       s->libname);
 	}
 }

@@ -250,6 +250,19 @@ static llmp_status setup(rt_call *call)
 	} else {
 		unmap_segment(s);
 	}
+	if (st == LLMP_OK && verdict)
+		rt_log(ctx, RT_LOG_COLL, RT_LOG_DEBUG,
+		       "%s: a shared-memory segment of %zu bytes for its %u members", llmp_comm_name(comm),
+		       (size_t)offer.bytes, n);
+	else if (st == LLMP_OK) {
+		int mine = comm->rank == 0 ? offer.err : err;
+		rt_log(ctx, RT_LOG_COLL, RT_LOG_DEBUG,
+		       "%s: no shared-memory segment of %zu bytes for its %u members (%s): it stays on UCX",
+		       llmp_comm_name(comm), (size_t)offer.bytes, n,
+		       mine        ? strerror(mine)
+		       : offer.err ? "member 0 could not create it"
+				   : "a member could not map it");
+	}
 	return st;
 }
 
@@ -265,8 +278,12 @@ bool rt_shm_ready(rt_call *call, size_t bytes, llmp_status *st)
 	if (comm->shm_tried)
 		return comm->shm != NULL;
 	comm->shm_tried = true;
-	if (!all_on_this_machine(comm))
+	if (!all_on_this_machine(comm)) {
+		rt_log(comm->ctx, RT_LOG_COLL, RT_LOG_DEBUG,
+		       "%s: its members are on more than one machine: no shared-memory segment, UCX",
+		       llmp_comm_name(comm));
 		return false;
+	}
 	*st = setup(call);
 	return *st == LLMP_OK && comm->shm != NULL;
 }

@@ -68,6 +68,18 @@ static llmp_status comm_new(llmp_ctx *ctx, int kind, uint32_t *members, uint32_t
 	}
 	ctx->comms[kind] = comm;
 	ctx->stats.comms++;
+	if (rt_log_on(ctx, RT_LOG_COMM, RT_LOG_DEBUG)) {
+		char list[128];
+		size_t used = 0;
+		for (uint32_t i = 0; i < size && used < sizeof list; i++)
+			used += (size_t)snprintf(list + used, sizeof list - used, "%s%u", i ? "," : "",
+						 rt_world_rank(comm, i));
+		if (used >= sizeof list)
+			memcpy(list + sizeof list - 4, "...", 4);
+		rt_log(ctx, RT_LOG_COMM, RT_LOG_DEBUG,
+		       "communicator %s: %u members (ranks %s), this rank is %u", llmp_comm_name(comm), size,
+		       list, comm->rank);
+	}
 	*out = comm;
 	return LLMP_OK;
 }

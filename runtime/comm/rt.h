@@ -19,6 +19,7 @@
 
 #include <llmp/llmp.h>
 
+#include "log.h"
 #include "memtype.h"
 #include "metrics.h"
 
@@ -75,6 +76,7 @@ struct llmp_ctx {
 	size_t ring_threshold;
 	size_t shm_threshold; /* SIZE_MAX: never */
 	size_t shm_chunk;
+	struct rt_log_conf log; /* log.h: LLMP_DEBUG, what rt_log prints */
 
 	bool owns_process; /* this is the process's one context (runtime/init/init.c) */
 

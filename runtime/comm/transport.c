@@ -63,6 +63,8 @@ llmp_status rt_tx_init(llmp_ctx *ctx, void **addr, size_t *addrlen)
 	}
 	*addr = attr.address;
 	*addrlen = attr.address_length;
+	rt_log(ctx, RT_LOG_COMM, RT_LOG_DEBUG, "UCX: worker up, its address %zu bytes; this machine %s",
+	       attr.address_length, ctx->machine_id);
 	return LLMP_OK;
 }
 
@@ -147,6 +149,10 @@ llmp_status rt_tx_peer_ep(llmp_comm *comm, uint32_t peer, ucp_ep_h *ep)
 				       rt_member_name(comm, peer, name, sizeof name), ucs_status_string(s));
 		}
 		ctx->stats.endpoints++;
+		rt_log(ctx, RT_LOG_COMM, RT_LOG_TRACE, "UCX: endpoint to %s of %s opened (%s)",
+		       rt_member_name(comm, peer, name, sizeof name), llmp_comm_name(comm),
+		       local ? "this machine: error mode none, watched by pid"
+			     : "another machine: error mode peer");
 	}
 	*ep = p->ep;
 	return LLMP_OK;

@@ -157,10 +157,16 @@ llmp_status rt_wireup_exchange(llmp_ctx *ctx, const void *addr, size_t addrlen)
 	int timeout = ctx->timeout_s >= 1 ? (int)ctx->timeout_s : 1;
 	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
 	PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+	rt_log(ctx, RT_LOG_COMM, RT_LOG_DEBUG,
+	       "wire-up: in the fence, waiting for all %u ranks to publish theirs (PMIx_Fence, timeout %d s)",
+	       ctx->world, timeout);
+	double start = rt_now();
 	rc = PMIx_Fence(NULL, 0, info, 2);
 	PMIX_INFO_DESTRUCT(&info[0]);
 	PMIX_INFO_DESTRUCT(&info[1]);
 	ctx->stats.init_fences++;
+	rt_log(ctx, RT_LOG_COMM, RT_LOG_DEBUG, "wire-up: fence %s after %.3f s",
+	       rc == PMIX_SUCCESS ? "done" : PMIx_Error_string(rc), rt_now() - start);
 	if (rc != PMIX_SUCCESS)
 		return rt_fail(ctx, LLMP_ERR_WIREUP,
 			       "PMIx_Fence across %u ranks: %s (a rank did not join within %d s?)",

@@ -211,6 +211,10 @@ llmp_status rt_device_prepare(llmp_ctx *ctx)
 	d->timing = timing;
 	if ((st = find_groups(ctx, d)) == LLMP_OK)
 		st = put_ids(ctx, d);
+	rt_log(ctx, RT_LOG_DEVICE, RT_LOG_DEBUG,
+	       "NCCL %d loaded from %s: %u communicator%s to make, %u id%s of them made here",
+	       d->nccl.version, d->nccl.path, d->groups, d->groups == 1 ? "" : "s", d->ids_created,
+	       d->ids_created == 1 ? "" : "s");
 	return st;
 #endif
 }
@@ -380,6 +384,12 @@ llmp_status llmp_device_connect(llmp_ctx *ctx)
 		return LLMP_OK;
 	char why[LLMP_MSG_MAX], name[KINDS][48];
 	double start = rt_now();
+	for (int k = 0; k < KINDS; k++)
+		if (d->g[k].member && d->g[k].same_as < 0)
+			rt_log(ctx, RT_LOG_DEVICE, RT_LOG_DEBUG,
+			       "llmp_device_connect: the %s group's NCCL communicator: %u members, this rank "
+			       "%u of them, its root rank %u",
+			       kind_name(k), d->g[k].size, d->g[k].rank, d->g[k].root);
 	ncclResult_t r = d->nccl.group_start();
 	if (r != ncclSuccess)
 		return give_up(ctx, d, LLMP_ERR_DEVICE, "ncclGroupStart: %s",
@@ -439,6 +449,9 @@ llmp_status llmp_device_connect(llmp_ctx *ctx)
 			d->g[k].comm = d->g[d->g[k].same_as].comm;
 	d->connected = true;
 	d->connect_seconds = rt_now() - start;
+	rt_log(ctx, RT_LOG_DEVICE, RT_LOG_DEBUG,
+	       "llmp_device_connect: %u NCCL communicator%s ready in %.3f s", d->comms,
+	       d->comms == 1 ? "" : "s", d->connect_seconds);
 	d->timeout_s = ctx->timeout_s;
 	rt_inflight_init(d);
 	return rt_watchdog_start(ctx, d);

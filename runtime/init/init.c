@@ -69,6 +69,9 @@ static llmp_status size_option(llmp_ctx *ctx, size_t given, const char *name, si
 static llmp_status read_options(llmp_ctx *ctx, const llmp_init_opts *opts)
 {
 	llmp_status st;
+	char msg[LLMP_MSG_MAX];
+	if (rt_log_conf_parse(getenv(LLMP_ENV_DEBUG), &ctx->log, msg, sizeof msg) != 0)
+		return rt_fail(ctx, LLMP_ERR_ARG, "%s", msg);
 	if (opts && opts->timeout_s != 0) {
 		if (!(opts->timeout_s > 0) || !isfinite(opts->timeout_s))
 			return rt_fail(ctx, LLMP_ERR_ARG,
@@ -252,12 +255,28 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 	if (st != LLMP_OK)
 		return st;
 	rt_memtype_init(ctx);
+	if (rt_log_on(ctx, RT_LOG_INIT, RT_LOG_DEBUG)) {
+		char shm[32] = "off";
+		if (ctx->shm_threshold != SIZE_MAX)
+			snprintf(shm, sizeof shm, "%zu B", ctx->shm_threshold);
+		rt_log(ctx, RT_LOG_INIT, RT_LOG_DEBUG,
+		       "llmp_init: rank %u of %u, local rank %u of %u, PMIx namespace %s; timeout %g s, "
+		       "ring threshold %zu B, shared memory from %s in chunks of %zu B",
+		       ctx->rank, ctx->world, ctx->local_rank, ctx->local_size, ctx->me.nspace,
+		       ctx->timeout_s, ctx->ring_threshold, shm, ctx->shm_chunk);
+	}
 
 	void *addr = NULL;
 	size_t addrlen = 0;
 	llmp_status local = prepare(ctx, opts, &addr, &addrlen);
 	char local_msg[LLMP_MSG_MAX];
 	memcpy(local_msg, ctx->errmsg, sizeof local_msg);
+	rt_log(ctx, RT_LOG_INIT, RT_LOG_DEBUG, "llmp_init: %s %s, placement %s; device path: %s",
+	       local == LLMP_OK ? "layout" : "failed before the fence, which it joins all the same:",
+	       local == LLMP_OK ? ctx->layout : local_msg, ctx->placement,
+	       ctx->device          ? "NCCL loaded"
+	       : ctx->device_why[0] ? ctx->device_why
+				    : "off");
 
 	st = rt_wireup_exchange(ctx, addr ? addr : "", addr ? addrlen : 0);
 	if (addr)
@@ -273,6 +292,9 @@ llmp_status llmp_init(const llmp_init_opts *opts, llmp_ctx **out)
 	if (st == LLMP_OK)
 		st = rt_device_collect(ctx);
 	ctx->stats.init_seconds = rt_now() - start;
+	rt_log(ctx, RT_LOG_INIT, RT_LOG_DEBUG, "llmp_init: %s in %.3f s%s%s",
+	       st == LLMP_OK ? "done" : "failed", ctx->stats.init_seconds, st == LLMP_OK ? "" : ": ",
+	       st == LLMP_OK ? "" : ctx->errmsg);
 	return st;
 }
 

@@ -207,10 +207,10 @@ static llmp_status start_run(llmp_job *job)
 	snprintf(job->restart_reason, sizeof job->restart_reason, "%.*s", (int)sizeof start.reason - 1,
 		 start.reason);
 	if (job->over_limit) {
-		job_log(job,
-			"giving up: %u failed runs in a row without a new checkpoint "
-			"(restarts=%u); the last: %s",
-			job->run.failures, job->spec.max_restarts, job->restart_reason);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN,
+		       "giving up: %u failed runs in a row without a new checkpoint "
+		       "(restarts=%u); the last: %s",
+		       job->run.failures, job->spec.max_restarts, job->restart_reason);
 		return rt_fail(job->ctx, LLMP_ERR_STATE,
 			       "llmp_job_open: crash loop: %u failed runs in a row without a new "
 			       "checkpoint (restarts=%u); the last: %s",
@@ -265,8 +265,9 @@ static void step_deadline(llmp_job *job, double ended)
 	t = t < DEADLINE_MIN_S ? DEADLINE_MIN_S : t > job->timeout_given ? job->timeout_given : t;
 	if (t > job->ctx->timeout_s + 0.5 || job->steps_timed == DEADLINE_STEPS) {
 		if (t != job->ctx->timeout_s)
-			job_log(job, "step deadline %.1f s: %g x the slowest of %" PRIu64 " steps (%.3f s)",
-				t, job->deadline_factor, job->steps_timed, job->slowest_step);
+			rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+			       "step deadline %.1f s: %g x the slowest of %" PRIu64 " steps (%.3f s)", t,
+			       job->deadline_factor, job->steps_timed, job->slowest_step);
 		job->ctx->timeout_s = t;
 	}
 }
@@ -325,6 +326,13 @@ llmp_status llmp_job_open(llmp_ctx *ctx, const llmp_job_opts *opts, llmp_job **o
 	st = rt_agree(ctx, "llmp_job_open", st);
 	if (st != LLMP_OK)
 		return st;
+	if (rt_log_on(ctx, RT_LOG_JOB, RT_LOG_DEBUG)) {
+		char spec[LLMP_CKPT_SPEC_MAX_LEN + 1];
+		if (llmp_ckpt_spec_format(&job->spec, spec, sizeof spec) < 0)
+			snprintf(spec, sizeof spec, "dir=%s", job->spec.dir);
+		rt_log(ctx, RT_LOG_JOB, RT_LOG_DEBUG, "llmp_job_open: checkpoint %s; Slurm step %s", spec,
+		       job->slurm_step[0] ? job->slurm_step : "(none)");
+	}
 	return start_run(job);
 }
 
@@ -357,8 +365,9 @@ llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size
 	if (job->over_limit)
 		return rt_fail(job->ctx, LLMP_ERR_STATE, "llmp_job_resume: the run gave up at open");
 	if (job->run.ckpt_at_start == LLMP_NO_STEP) {
-		job_log(job, "run %" PRIu64 " (%s): no checkpoint yet, starting at step 0", job->run.restart,
-			job->restart_reason);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+		       "run %" PRIu64 " (%s): no checkpoint yet, starting at step 0", job->run.restart,
+		       job->restart_reason);
 		return prepare_periodic_saves(job);
 	}
 	double started = rt_now();
@@ -371,10 +380,10 @@ llmp_status llmp_job_resume(llmp_job *job, uint64_t *next_step, void *meta, size
 		*metalen = len;
 	job->resumed_step = loaded;
 	*next_step = loaded + 1;
-	job_log(job,
-		"run %" PRIu64 " (%s): resuming at step %" PRIu64 " from checkpoint step-%" PRIu64
-		", loaded in %.3f s",
-		job->run.restart, job->restart_reason, *next_step, loaded, rt_now() - started);
+	rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+	       "run %" PRIu64 " (%s): resuming at step %" PRIu64 " from checkpoint step-%" PRIu64
+	       ", loaded in %.3f s",
+	       job->run.restart, job->restart_reason, *next_step, loaded, rt_now() - started);
 	return prepare_periodic_saves(job);
 }
 
@@ -410,8 +419,9 @@ static llmp_status commit_pending(llmp_job *job)
 	llmp_ckpt_stats stats = { .size = sizeof stats };
 	char size[32];
 	llmp_ckpt_get_stats(job->ckpt, &stats);
-	job_log(job, "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s (%.3f s stalled)", step,
-		rank_size(job, size, sizeof size), stats.total_seconds, stats.stall_seconds);
+	rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+	       "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s (%.3f s stalled)", step,
+	       rank_size(job, size, sizeof size), stats.total_seconds, stats.stall_seconds);
 	return LLMP_OK;
 }
 
@@ -420,7 +430,8 @@ static llmp_status save(llmp_job *job, uint64_t step, const void *meta, size_t m
 	llmp_status st = commit_pending(job);
 	if (st != LLMP_OK)
 		return st;
-	job_log(job, "checkpoint step %" PRIu64 " started%s", step, async ? " (async)" : "");
+	rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO, "checkpoint step %" PRIu64 " started%s", step,
+	       async ? " (async)" : "");
 	double started = rt_now();
 	job->last_saved = step;
 	job->last_save_time = started;
@@ -432,8 +443,9 @@ static llmp_status save(llmp_job *job, uint64_t step, const void *meta, size_t m
 	}
 	char size[32];
 	if ((st = llmp_ckpt_save(job->ckpt, step, meta, metalen)) == LLMP_OK)
-		job_log(job, "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s", step,
-			rank_size(job, size, sizeof size), rt_now() - started);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+		       "checkpoint step %" PRIu64 " committed: %s on this rank, %.3f s", step,
+		       rank_size(job, size, sizeof size), rt_now() - started);
 	return st;
 }
 
@@ -454,7 +466,8 @@ static llmp_status stop(llmp_job *job, uint64_t step, const void *meta, size_t m
 	char name[32];
 	signal_name((int)(request >> 32), name, sizeof name);
 	uint32_t by = (uint32_t)(request & 0xffffffff) - 1;
-	job_log(job, "stop agreed at step %" PRIu64 " (%s on rank %u)", step, name, by);
+	rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO, "stop agreed at step %" PRIu64 " (%s on rank %u)", step,
+	       name, by);
 	snprintf(job->run.reason, sizeof job->run.reason, "%s on rank %u at step %" PRIu64, name, by, step);
 	llmp_status st = job->pending_step == step ? commit_pending(job)
 						   : save(job, step, meta, metalen, false);
@@ -506,8 +519,9 @@ static llmp_status step_end_agree(llmp_job *job, uint64_t step, const void *meta
 	job->stalled = 0;
 	int sig = job_signal_received(&when);
 	if (sig && !job->signal_logged) {
-		job_format_time(&when, at, sizeof at);
-		job_log(job, "signal %s received at %s", signal_name(sig, name, sizeof name), at);
+		rt_log_time(&when, at, sizeof at);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO, "signal %s received at %s",
+		       signal_name(sig, name, sizeof name), at);
 		job->signal_logged = true;
 	}
 	/* One agreement per step: who was asked to stop, whether a save is due, whether
@@ -570,14 +584,14 @@ static void record(llmp_job *job, llmp_run_outcome outcome, const char *suspect)
 	struct job_record_run run = { 0 };
 	job->run.outcome = outcome;
 	if (later_run_owns_record(job)) {
-		job_log(job,
-			"the run record is a later run's (a relaunch in this allocation): left as it is");
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN,
+		       "the run record is a later run's (a relaunch in this allocation): left as it is");
 		return;
 	}
 	snprintf(run.slurm_step, sizeof run.slurm_step, "%s", job->slurm_step);
 	snprintf(run.suspect, sizeof run.suspect, "%s", suspect ? suspect : "");
 	if (job_record_write(job->spec.dir, &job->run, &run, job->ctx->rank, msg, sizeof msg) != LLMP_OK)
-		job_log(job, "%s", msg);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN, "%s", msg);
 }
 
 /* Errors no restart can cure: the program or its input is wrong. */
@@ -605,7 +619,7 @@ static int end_failed(llmp_job *job, llmp_status status)
 	if (job->run.step != LLMP_NO_STEP)
 		snprintf(after, sizeof after, " after step %" PRIu64, job->run.step);
 	snprintf(job->run.reason, sizeof job->run.reason, "%s%s", llmp_errmsg(job->ctx), after);
-	job_log(job, "failure%s: %s", after, llmp_errmsg(job->ctx));
+	rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN, "failure%s: %s", after, llmp_errmsg(job->ctx));
 
 	ck_abandon(job->ckpt);
 	if (newest_step(job, &newest) != LLMP_OK)
@@ -633,19 +647,20 @@ static int end_failed(llmp_job *job, llmp_status status)
 	job_orphan(job, suspect, give_up);
 	if (give_up) {
 		if (permanent(status))
-			job_log(job, "exit: not requeueing, restarting cannot cure this (code %d)",
-				LLMP_EXIT_NO_REQUEUE);
+			rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN,
+			       "exit: not requeueing, restarting cannot cure this (code %d)",
+			       LLMP_EXIT_NO_REQUEUE);
 		else
-			job_log(job,
-				"exit: giving up after %u failed runs in a row without a new "
-				"checkpoint (restarts=%u) (code %d)",
-				failures, job->spec.max_restarts, LLMP_EXIT_NO_REQUEUE);
+			rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN,
+			       "exit: giving up after %u failed runs in a row without a new "
+			       "checkpoint (restarts=%u) (code %d)",
+			       failures, job->spec.max_restarts, LLMP_EXIT_NO_REQUEUE);
 		return LLMP_EXIT_NO_REQUEUE;
 	}
-	job_log(job,
-		"exit: requeue; %u failed run%s in a row without a new checkpoint, "
-		"restarts=%u allowed (code %d)",
-		failures, failures == 1 ? "" : "s", job->spec.max_restarts, LLMP_EXIT_REQUEUE);
+	rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+	       "exit: requeue; %u failed run%s in a row without a new checkpoint, "
+	       "restarts=%u allowed (code %d)",
+	       failures, failures == 1 ? "" : "s", job->spec.max_restarts, LLMP_EXIT_REQUEUE);
 	return LLMP_EXIT_REQUEUE;
 }
 
@@ -661,10 +676,11 @@ static int end_cleanly(llmp_job *job)
 	if ((st = llmp_barrier(job->world)) != LLMP_OK)
 		return end_failed(job, st);
 	if (job->stopped) {
-		job_log(job, "exit: stopped (%s), requeue (code %d)", job->run.reason, LLMP_EXIT_REQUEUE);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO, "exit: stopped (%s), requeue (code %d)",
+		       job->run.reason, LLMP_EXIT_REQUEUE);
 		return LLMP_EXIT_REQUEUE;
 	}
-	job_log(job, "exit: done (code %d)", LLMP_EXIT_DONE);
+	rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO, "exit: done (code %d)", LLMP_EXIT_DONE);
 	return LLMP_EXIT_DONE;
 }
 
@@ -693,8 +709,8 @@ int llmp_job_give_up(llmp_job *job, const char *why)
 		ck_abandon(job->ckpt);
 		snprintf(job->run.reason, sizeof job->run.reason, "%s", why ? why : "the program gave up");
 		record(job, LLMP_RUN_GAVE_UP, NULL);
-		job_log(job, "exit: the program gave up: %s (code %d)", job->run.reason,
-			LLMP_EXIT_NO_REQUEUE);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN, "exit: the program gave up: %s (code %d)",
+		       job->run.reason, LLMP_EXIT_NO_REQUEUE);
 	}
 	close_job(job);
 	return LLMP_EXIT_NO_REQUEUE;

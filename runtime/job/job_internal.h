@@ -65,10 +65,7 @@ int job_signal_received(struct timespec *when);
  */
 void job_orphan(llmp_job *job, const char *suspect, bool give_up);
 
-/* job_log.c: "llmp: TIME rank R: ..." on stderr, one line per event. */
-void job_log(const llmp_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The wall-clock time as the log writes it ("2026-11-21T13:42:10.123"). */
-void job_format_time(const struct timespec *when, char *buf, size_t len);
+/* The story of a run, one line per rank and event on stderr: rt_log (comm/log.h) with RT_LOG_JOB. */
 
 /*
  * job_metrics.c: LLMP_METRICS (doc/metrics-json.md). start reads the

@@ -241,7 +241,7 @@ static void write_prom(llmp_job *job, char *msg, size_t msglen)
 	if (fclose(f) == 0) {
 		job_metrics_path(m->spec.dir, ctx->rank, "prom", path, sizeof path);
 		if (job_metrics_replace(path, buf, len, msg, msglen) != LLMP_OK)
-			job_log(job, "metrics: %s", msg);
+			rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN, "metrics: %s", msg);
 	}
 	free(buf);
 }
@@ -255,8 +255,8 @@ static void write_record(llmp_job *job, bool final)
 	llmp_status st = line ? job_metrics_append(m->fd, line, len, msg, sizeof msg) : LLMP_ERR_NOMEM;
 	free(line);
 	if (st != LLMP_OK) {
-		job_log(job, "metrics: %s; no more metrics from this rank",
-			line ? msg : "out of memory formatting a line");
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN, "metrics: %s; no more metrics from this rank",
+		       line ? msg : "out of memory formatting a line");
 		close(m->fd);
 		m->fd = -1;
 		return;

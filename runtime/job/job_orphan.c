@@ -120,21 +120,23 @@ void job_orphan(llmp_job *job, const char *suspect, bool give_up)
 	if (!driver_gone(root, &b, &age))
 		return;
 	if (strcmp(b.how, "none") == 0) {
-		job_log(job,
-			"the job's driver on %s is gone (its beat %.1f s old); --requeue none: the job is left "
-			"as it is",
-			b.host, age);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+		       "the job's driver on %s is gone (its beat %.1f s old); --requeue none: the job is left "
+		       "as it is",
+		       b.host, age);
 		return;
 	}
 	snprintf(claim, sizeof claim, "%s/llmp-orphan.%s.%" PRIu64, root, job->run.job_id, job->run.restart);
 	int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		if (errno == EEXIST)
-			job_log(job, "the job's driver on %s is gone; another rank %s the job", b.host,
-				give_up ? "cancels" : "requeues");
+			rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+			       "the job's driver on %s is gone; another rank %s the job", b.host,
+			       give_up ? "cancels" : "requeues");
 		else
-			job_log(job, "the job's driver on %s is gone; cannot claim its end (%s: %s)", b.host,
-				claim, strerror(errno));
+			rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN,
+			       "the job's driver on %s is gone; cannot claim its end (%s: %s)", b.host, claim,
+			       strerror(errno));
 		return;
 	}
 	dprintf(fd, "rank %u\n", job->ctx->rank);
@@ -142,11 +144,12 @@ void job_orphan(llmp_job *job, const char *suspect, bool give_up)
 	char *requeue[] = { "scontrol", "requeue", job->run.job_id, NULL };
 	char *cancel[] = { "scancel", job->run.job_id, NULL };
 	if (slurm_cmd(give_up ? cancel : requeue, why, sizeof why) < 0)
-		job_log(job,
-			"the job's driver on %s is gone (its beat %.1f s old) and the job could not be %s: %s",
-			b.host, age, give_up ? "cancelled" : "requeued", why);
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN,
+		       "the job's driver on %s is gone (its beat %.1f s old) and the job could not be %s: %s",
+		       b.host, age, give_up ? "cancelled" : "requeued", why);
 	else
-		job_log(job, "the job's driver on %s is gone (its beat %.1f s old): job %s %s (%s)", b.host,
-			age, job->run.job_id, give_up ? "cancelled" : "requeued",
-			give_up ? "scancel" : "scontrol requeue");
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_INFO,
+		       "the job's driver on %s is gone (its beat %.1f s old): job %s %s (%s)", b.host, age,
+		       job->run.job_id, give_up ? "cancelled" : "requeued",
+		       give_up ? "scancel" : "scontrol requeue");
 }

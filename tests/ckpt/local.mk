@@ -38,10 +38,12 @@ if HAVE_BATS
 # `llmp ckpt` on checkpoints ck_check saves as a PMIx singleton: no cluster.
 # ckpt_damage.bats: every file of a checkpoint damaged in turn (tests/ckpt/damage.py).
 TESTS += tests/ckpt_tool.bats tests/ckpt_damage.bats tests/ckpt_stripe.bats
+# LLMP_DEBUG: what libllmp says on stderr while ck_check and ck_stripe save and load.
+TESTS += tests/debug_log.bats
 if BUILD_PLUGIN
 # Starts the local three-node Slurm cluster; skipped (and counted so) without root.
 TESTS += tests/ckpt.bats
 endif
 endif
 EXTRA_DIST += tests/ckpt.bats tests/ckpt/check_view.py tests/ckpt_tool.bats tests/ckpt/tool_expect.py \
-	tests/ckpt_damage.bats tests/ckpt/damage.py tests/ckpt_stripe.bats
+	tests/ckpt_damage.bats tests/ckpt/damage.py tests/ckpt_stripe.bats tests/debug_log.bats

@@ -13,7 +13,7 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/fuzz/fuzz_replay tests/fuzz/fuzz_replay_topo tests/fuzz/fuzz_replay_model tests/unit/test_kernels tests/unit/test_crc32c \
 	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
 	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_mem_guard tests/unit/test_hetero \
-	tests/unit/test_gdr tests/unit/test_nccl_topo tests/unit/test_nccl_log
+	tests/unit/test_gdr tests/unit/test_nccl_topo tests/unit/test_nccl_log tests/unit/test_log_conf
 if BUILD_RUNTIME
 unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node tests/unit/test_job_run tests/unit/test_job_driver
 endif
@@ -74,6 +74,10 @@ tests_unit_test_plugin_serve_CFLAGS = $(test_cflags)
 tests_unit_test_plugin_serve_LDADD = plugin/libplugin_core.la $(test_ldadd)
 tests_unit_test_task_map_CFLAGS = $(test_cflags)
 tests_unit_test_task_map_LDADD = plugin/libplugin_core.la $(test_ldadd)
+# LLMP_DEBUG's levels and parts (runtime/comm/log_conf.c, which needs no context: compiled here alone).
+tests_unit_test_log_conf_SOURCES = tests/unit/test_log_conf.c runtime/comm/log_conf.c
+tests_unit_test_log_conf_CFLAGS = $(test_cflags)
+tests_unit_test_log_conf_LDADD = $(CMOCKA_LIBS)
 # `llmp job run`'s choice of nodes, on names alone (cli/job_run_plan.h).
 tests_unit_test_job_run_SOURCES = tests/unit/test_job_run.c cli/job_run_plan.c
 tests_unit_test_job_run_CFLAGS = $(test_cflags)
