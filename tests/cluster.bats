@@ -958,6 +958,9 @@ write_mixed_topology() { # OUT
 	rm -f "$WORK"/nvml.so.node*.tsv
 	run timeout 60 srun -N3 true
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# That job's epilogs run after srun returns, with drain=yes: let them end
+	# before node2's GPUs turn dirty, or one of them drains it.
+	assert_cluster_idle
 	fake_nvml_node node2 - - 2
 	write_plugstack "nvml=$WORK/nvml.so clean_wait=0 drain=no"
 	run timeout 60 srun -w node2 -N1 true
