@@ -478,13 +478,7 @@ static void megatron_flags(const llmp_spec *given, const struct model_desc *m, c
 	out[0] = '\0';
 	if (m->engine == MODEL_ENGINE_TORCH)
 		return;
-	if (given)
-		s = *given;
-	else
-		llmp_spec_init(&s);
-	s.size[LLMP_DIM_TP] = l->tp, s.size[LLMP_DIM_PP] = l->pp, s.size[LLMP_DIM_CP] = l->cp;
-	s.size[LLMP_DIM_EP] = l->ep, s.size[LLMP_DIM_DP] = l->dp, s.etp = l->etp;
-	s.vpp = l->vpp > 1 ? l->vpp : 0;
+	step_layout_spec(l, given, true, &s);
 	if (llmp_plan_create(&s, world, 0, &plan, NULL, 0) != LLMP_OK)
 		return;
 	int rc = megatron_layout_args(plan, out, len);
