@@ -19,6 +19,13 @@
 # plugin and the tools. A part's file may include its own part's headers
 # and those of the parts its row names. tests/ and examples/ are not checked.
 #
+# The public headers (include/llmp/, the table `publics` below, which
+# include/llmp/README.md draws) belong to the part that implements them: a
+# part may include <llmp/NAME.h> only when it may include that part, so the
+# planner cannot reach the runtime's llmp.h through the public path. A
+# public header includes the others by bare name ("llmp_status.h") under
+# the same rule, and a header of include/llmp/ without a row fails.
+#
 # The transport is sealed: UCX (ucp_*, ucs_*, UCP_*, UCS_*) is used in code
 # only under runtime/comm/; the layers above go through comm/transport.h.
 #
@@ -46,11 +53,27 @@ parts='
 common   |
 topology | common
 planner  | common topology
-kernels  |
+kernels  | common
 runtime  | common topology planner kernels
 plugin   | common topology planner
 cli      | common topology planner kernels runtime
 bench    | common topology planner kernels runtime
+'
+
+# public header | the part that implements it (llmp_env.h declares names only:
+# common, so any part may include it)
+publics='
+llmp_status.h    | common
+llmp_env.h       | common
+llmp_dtype.h     | kernels
+llmp_spec.h      | planner
+llmp_ckpt_spec.h | planner
+llmp_plan.h      | planner
+llmp_json.h      | planner
+llmp.h           | runtime
+llmp_ckpt.h      | runtime
+llmp_device.h    | runtime
+llmp_job.h       | runtime
 '
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -105,6 +128,51 @@ while IFS='|' read -r part targets; do
 	part_allowed[$part]=$(echo "$targets" | xargs)
 done <<<"$parts"
 
+declare -A public_part
+while IFS='|' read -r header part; do
+	header=$(echo "$header" | tr -d ' ')
+	[ -n "$header" ] || continue
+	public_part[$header]=$(echo "$part" | xargs)
+done <<<"$publics"
+
+# The public headers a file includes, as LINE:NAME: <llmp/NAME.h> or <NAME.h>
+# for a NAME of include/llmp/ (as installed users may write it).
+public_includes_of() {
+	grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<' "$1" |
+		sed -n 's/^\([0-9]*\):[^<]*<\(llmp\/\)\{0,1\}\([^>/]*\)>.*/\1:\3/p' |
+		while IFS=: read -r line name; do
+			[ -f "include/llmp/$name" ] && echo "$line:$name"
+		done || true
+}
+
+# Whether part $1 may include part $2.
+may_include() {
+	[ "$1" = "$2" ] && return 0
+	local t
+	for t in ${part_allowed[$1]:-}; do
+		[ "$t" = "$2" ] && return 0
+	done
+	return 1
+}
+
+npublic=0
+if [ -d include/llmp ]; then
+	while IFS= read -r f; do
+		name=${f##*/}
+		if [ -z "${public_part[$name]+x}" ]; then
+			complain "$f: has no row in scripts/check-layers.sh's publics: say which part implements it"
+			continue
+		fi
+		npublic=$((npublic + 1))
+		owner=${public_part[$name]}
+		while IFS=: read -r line target; do
+			[ -f "include/llmp/$target" ] && [ -n "${public_part[$target]+x}" ] || continue
+			may_include "$owner" "${public_part[$target]}" ||
+				complain "$f:$line: includes $target, the public header of ${public_part[$target]}/, but $owner/ (whose header this is) may include only: ${part_allowed[$owner]:-its own headers} (scripts/check-layers.sh)"
+		done < <(includes_of "$f")
+	done < <(find include/llmp -maxdepth 1 -type f -name '*.h' | sort)
+fi
+
 nparts=0
 for part in "${!part_allowed[@]}"; do
 	[ -d "$part" ] || continue
@@ -124,6 +192,12 @@ for part in "${!part_allowed[@]}"; do
 			[ $ok = yes ] ||
 				complain "$f:$line: includes $target, but $part/ may include only: ${part_allowed[$part]:-its own headers} (scripts/check-layers.sh; doc/architecture.md has the parts)"
 		done < <(includes_of "$f")
+		while IFS=: read -r line name; do
+			owner=${public_part[$name]:-}
+			[ -n "$owner" ] || continue # a header without a row is named above
+			may_include "$part" "$owner" ||
+				complain "$f:$line: includes <llmp/$name>, the public header of $owner/, but $part/ may include only: ${part_allowed[$part]:-its own headers} (scripts/check-layers.sh; include/llmp/README.md says who implements it)"
+		done < <(public_includes_of "$f")
 	done < <(find "$part" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
 done
 for d in */; do
@@ -138,6 +212,7 @@ for d in */; do
 done
 
 mapfile -t files < <(find runtime -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
+
 for f in "${files[@]}"; do
 	if ! row=$(row_of "$f"); then
 		complain "$f: runtime/$(dirname "${f#runtime/}") has no row in scripts/check-layers.sh's table: say which layers it may include"
@@ -178,4 +253,4 @@ if [ "$bad" -gt 0 ]; then
 	echo "check-layers.sh: $bad violation(s) of the layers" >&2
 	exit 1
 fi
-echo "check-layers.sh: $nparts files of ${#part_allowed[@]} parts keep their parts' layers; ${#files[@]} files of runtime/ keep their layers"
+echo "check-layers.sh: $nparts files of ${#part_allowed[@]} parts keep their parts' layers, $npublic public headers theirs; ${#files[@]} files of runtime/ keep their layers"
