@@ -26,6 +26,11 @@
 # public header includes the others by bare name ("llmp_status.h") under
 # the same rule, and a header of include/llmp/ without a row fails.
 #
+# A folder of runtime/ may call only the public functions (llmp_*) defined
+# in its own folder and those its row names: a public header is shared by
+# several folders (llmp.h is init's, comm's and coll's; llmp_job.h is job/'s
+# and the run record's), so an include alone does not show a call upwards.
+#
 # The transport is sealed: UCX (ucp_*, ucs_*, UCP_*, UCS_*) is used in code
 # only under runtime/comm/; the layers above go through comm/transport.h.
 #
@@ -213,6 +218,30 @@ done
 
 mapfile -t files < <(find runtime -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
 
+# Whether runtime row $1 may call what row $2 defines: its own, a library of
+# its own folder (a file's row, as job/ uses job/job_record.c), or a row its
+# row names.
+folder_may() {
+	[ "$1" = "$2" ] && return 0
+	case $2 in */*.c) [ "$1" = "${2%/*}" ] && return 0 ;; esac
+	local t
+	for t in ${allowed[$1]:-}; do
+		[ "$t" = "$2" ] || [ "$t" = "${2%/*.c}" ] && return 0
+	done
+	return 1
+}
+
+# The row of each public function the runtime defines: a line of a .c file
+# that starts with its type and names llmp_x( without ending in ';'.
+declare -A defined_in
+for f in "${files[@]}"; do
+	case $f in *.c) ;; *) continue ;; esac
+	row=$(row_of "$f") || continue
+	while IFS= read -r fn; do
+		defined_in[$fn]=$row
+	done < <(grep -E '^[a-z][a-z0-9_ ]*[ *]llmp_[a-z0-9_]+\(' "$f" | grep -v ';[[:space:]]*$' |
+		sed -E 's/^[^(]*[ *](llmp_[a-z0-9_]+)\(.*/\1/' || true)
+done
 for f in "${files[@]}"; do
 	if ! row=$(row_of "$f"); then
 		complain "$f: runtime/$(dirname "${f#runtime/}") has no row in scripts/check-layers.sh's table: say which layers it may include"
@@ -239,6 +268,16 @@ for f in "${files[@]}"; do
 			;;
 		esac
 	done < <(includes_of "$f")
+	# A public function is declared in a header several folders share (llmp.h): call only those of
+	# the folders the row names. Comments may name any; gcc strips them without expanding anything.
+	while IFS= read -r fn; do
+		home=${defined_in[$fn]:-}
+		[ -n "$home" ] && ! folder_may "$row" "$home" || continue
+		where=runtime/$home
+		case $home in *.c) ;; *) where=$where/ ;; esac
+		complain "$f: calls $fn, defined in $where, but runtime/$row/ may use only: ${allowed[$row]:-its own folder} (scripts/check-layers.sh; runtime/README.md has the layers)"
+	done < <(gcc -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null |
+		grep -oE '\bllmp_[a-z0-9_]+[[:space:]]*\(' | tr -d ' \t(' | sort -u || true)
 	if [ "$row" != "$transport_home" ] && [ "${row%%/*}" != "$transport_home" ]; then
 		# Comments may name UCX; code may not. gcc strips the comments without expanding anything.
 		while IFS= read -r hit; do

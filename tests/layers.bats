@@ -138,3 +138,17 @@ setup() {
 	[[ "$output" == *"include/llmp/llmp_new.h: has no row in scripts/check-layers.sh's publics"* ]]
 	[[ "$output" == *"2 violation(s)"* ]]
 }
+
+@test "layers: a runtime folder calling a public function of a folder above it fails" {
+	printf '/* llmp_version() is init'"'"'s */\n' >>"$COPY/runtime/comm/comm.c"
+	printf 'static unsigned v(void) { return llmp_barrier(0); }\n' >>"$COPY/runtime/device/device.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 0 ]
+	printf 'static unsigned v(void) { return llmp_version(); }\n' >>"$COPY/runtime/comm/comm.c"
+	printf 'static void c(void) { llmp_ckpt_close(0); }\n' >>"$COPY/runtime/coll/barrier.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime/comm/comm.c: calls llmp_version, defined in runtime/init/, but runtime/comm/ may use only: its own folder"* ]]
+	[[ "$output" == *"runtime/coll/barrier.c: calls llmp_ckpt_close, defined in runtime/ckpt/, but runtime/coll/ may use only: comm"* ]]
+	[[ "$output" == *"2 violation(s)"* ]]
+}
