@@ -4,6 +4,7 @@
 # folder of runtime/ may include which.
 #
 #   scripts/check-layers.sh [--root DIR]   check the tree at DIR (default: this checkout)
+#   scripts/check-layers.sh --publics      print the table publics (below): "HEADER PART" a line
 #
 # The table below is the rule runtime/README.md draws. A folder may include
 # its own headers (#include "x.h") and the runtime folders its row names
@@ -82,6 +83,10 @@ llmp_job.h       | runtime
 '
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = --publics ] && [ $# -eq 1 ]; then
+	echo "$publics" | sed -n 's/^\([^ |]*\) *| *\([^ ]*\) *$/\1 \2/p'
+	exit 0
+fi
 if [ "${1:-}" = --root ]; then
 	[ -d "${2:-}" ] || { echo "check-layers.sh: --root needs a directory, got '${2:-}'" >&2; exit 2; }
 	root=$(cd "$2" && pwd)
