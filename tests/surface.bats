@@ -14,6 +14,7 @@ setup() {
 	DUMP="$LLMP_BUILDDIR/tests/surface/surface_dump"
 	EXPORTS="$LLMP_SRCDIR/tests/surface/check_exports.sh"
 	MIRROR="$LLMP_SRCDIR/tests/surface/check_python.py"
+	PRIVATE="$LLMP_SRCDIR/tests/surface/check_private.py"
 	LIBLLMP="$LLMP_BUILDDIR/runtime/.libs/libllmp.so"
 	LIBTOPO="$LLMP_BUILDDIR/planner/.libs/libllmp_topology.so"
 	# What libllmp_topology is: the public headers of the parts it holds (the planner, the
@@ -152,4 +153,23 @@ env_names_outside() { # ROOT
 	printf 'const char *v = getenv("LLMP_TIMEOUT");\n' >"$copy/runtime/x.c"
 	run env_names_outside "$copy"
 	[[ "$output" == *'runtime/x.c:1:const char *v = getenv("LLMP_TIMEOUT");'* ]]
+}
+
+@test "surface: the package's modules use one another's public names only" {
+	run python3 "$PRIVATE" "$LLMP_SRCDIR/python/llmp"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"modules of llmp use one another's public names only"* ]]
+	# and each kind of private use is found, in a copy
+	cp -r "$LLMP_SRCDIR/python/llmp" "$BATS_TEST_TMPDIR/llmp"
+	printf '\nCAP = _ck._status_name\n' >>"$BATS_TEST_TMPDIR/llmp/job.py"
+	printf '\nfrom .checkpoint import _MAX_DIMS\n' >>"$BATS_TEST_TMPDIR/llmp/dcp.py"
+	printf '\n\ndef _lib_of(ctx):\n    return ctx._lib\n' >>"$BATS_TEST_TMPDIR/llmp/layout.py"
+	run python3 "$PRIVATE" "$BATS_TEST_TMPDIR/llmp"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"/llmp/job.py:"*": uses _ck._status_name, a private name of checkpoint.py"* ]]
+	[[ "$output" == *"/llmp/dcp.py:"*": imports _MAX_DIMS from checkpoint, a private name of that module"* ]]
+	[[ "$output" == *"/llmp/layout.py:"*": uses ctx._lib, private to "*"checkpoint.py"* ]]
+	[ "${#lines[@]}" -eq 3 ]
 }
