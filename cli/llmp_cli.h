@@ -89,28 +89,6 @@ struct cli_plan_step {
 #define CLI_ORDERS_MAX 7 /* the hosts as given, and every order of up to 3 GPU kinds */
 int cli_plan_step(const struct cli_plan_step *a);
 
-/* The hosts of a topology as the step model's machines (plan_machines.c): the ctx of cli_machines_place. */
-struct topo;
-struct topo_model;
-struct cli_machines_cache;
-struct step_layout;
-struct cli_machines {
-	const struct topo *t;
-	char *const *hosts; /* the job's, in Slurm's order */
-	size_t nhosts;
-	const uint32_t *tasks;          /* on each host */
-	uint32_t world, tasks_per_node; /* tasks_per_node 0: uneven */
-	bool renumber;
-	const struct topo_model *model;   /* cost.c's view of the model; mbs from each layout */
-	const struct gpu_desc *fallback;  /* --gpu, for node types without "gpu"; NULL none */
-	struct cli_machines_cache *cache; /* the last grid placed, reused; NULL: none */
-};
-/* The last layout's grid placed and its stages' GPUs (plan_machines.c): NULL when out of memory. */
-struct cli_machines_cache *cli_machines_cache_new(void);
-void cli_machines_cache_free(struct cli_machines_cache *c);
-llmp_status cli_machines_place(void *ctx, const struct step_layout *l, double network_s[5],
-			       struct gpu_desc *stage_gpus, char *msg, size_t len);
-
 struct topo;
 struct topo_placement;
 /* The placement as an SVG picture (plan_svg.c); -1 on an output error. */

@@ -20,6 +20,7 @@
 #include "planner/auto_layout.h"
 #include "planner/cost.h"
 #include "planner/hetero.h"
+#include "planner/machines.h"
 #include "planner/model_desc.h"
 #include "planner/placement.h"
 #include "topology/topo.h"
@@ -495,8 +496,7 @@ static bool kind_orders(const struct topo *t, const struct job *job, const char 
 }
 
 static int step_on_machines(const struct cli_plan_topology *a, const struct topo *t, const struct job *job,
-			    const llmp_plan *plan, const struct topo_placement *p,
-			    const struct topo_model *model)
+			    const llmp_plan *plan, const struct topo_model *model)
 {
 	char msg[LLMP_MSG_MAX];
 	struct gpu_desc fallback, weakest;
@@ -504,43 +504,36 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 		fprintf(stderr, PROG ": --gpu: %s\n", msg);
 		return CLI_EXIT_USAGE;
 	}
-	/* The weakest GPU of the job: what bounds --parallel auto's search, and its header. */
-	unsigned pp = llmp_plan_size(plan, LLMP_AXIS_PP);
-	struct gpu_desc *gpus = calloc(pp, sizeof *gpus);
-	if (!gpus) {
-		fprintf(stderr, PROG ": out of memory\n");
-		return CLI_EXIT_FAILURE;
-	}
-	if (hetero_stage_gpus(t, p, plan, a->gpu ? &fallback : NULL, gpus, msg, sizeof msg) != LLMP_OK) {
-		fprintf(stderr, PROG ": --topology: %s\n", msg);
-		free(gpus);
-		return CLI_EXIT_USAGE;
-	}
-	weakest = gpus[0];
-	for (unsigned k = 1; k < pp; k++)
-		hetero_weakest(&weakest, &gpus[k]);
-	free(gpus);
 	struct kind_orders ko;
 	if (!kind_orders(t, job, a->gpu ? a->gpu : "", &ko)) {
 		kind_orders_free(&ko);
 		fprintf(stderr, PROG ": out of memory\n");
 		return CLI_EXIT_FAILURE;
 	}
-	struct cli_machines on[CLI_ORDERS_MAX];
+	struct machines on[CLI_ORDERS_MAX];
 	struct auto_machines machines[CLI_ORDERS_MAX];
-	struct cli_machines_cache *cache = cli_machines_cache_new(); /* NULL: each layout placed anew */
+	struct machines_cache *cache = machines_cache_new(); /* NULL: each layout placed anew */
 	for (size_t i = 0; i < ko.n; i++) {
-		on[i] = (struct cli_machines){ .t = t,
-					       .hosts = ko.hosts[i],
-					       .nhosts = job->nhosts,
-					       .tasks = ko.tasks[i],
-					       .world = job->world,
-					       .tasks_per_node = job->per,
-					       .renumber = a->renumber,
-					       .model = model,
-					       .fallback = a->gpu ? &fallback : NULL,
-					       .cache = cache };
-		machines[i] = (struct auto_machines){ .place = cli_machines_place, .ctx = &on[i] };
+		on[i] = (struct machines){ .t = t,
+					   .hosts = ko.hosts[i],
+					   .nhosts = job->nhosts,
+					   .tasks = ko.tasks[i],
+					   .world = job->world,
+					   .tasks_per_node = job->per,
+					   .renumber = a->renumber,
+					   .model = model,
+					   .fallback = a->gpu ? &fallback : NULL,
+					   .cache = cache };
+		machines[i] = machines_auto(&on[i]);
+	}
+	/* The weakest GPU of the job: what bounds --parallel auto's search, and its header. */
+	struct machines as_given = on[0];
+	as_given.hosts = job->hosts, as_given.tasks = job->tasks;
+	if (machines_weakest(&as_given, &weakest, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": --topology: %s\n", msg);
+		machines_cache_free(cache);
+		kind_orders_free(&ko);
+		return CLI_EXIT_USAGE;
 	}
 	llmp_spec spec = *llmp_plan_spec(plan);
 	spec.size[LLMP_DIM_DP] = llmp_plan_size(plan, LLMP_AXIS_DP);
@@ -556,7 +549,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 				      .norders = ko.n,
 				      .order_names = (const char *const *)ko.names };
 	int rc = cli_plan_step(&step);
-	cli_machines_cache_free(cache);
+	machines_cache_free(cache);
 	kind_orders_free(&ko);
 	return rc;
 }
@@ -631,7 +624,7 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 				   .tasks = tasks,
 				   .world = (uint32_t)world,
 				   .per = uniform ? tasks[0] : 0 };
-		rc = step_on_machines(a, &t, &job, plan, &p, &model);
+		rc = step_on_machines(a, &t, &job, plan, &model);
 	} else {
 		struct column cols[3] = { { .name = a->renumber ? "this placement (topology)"
 								: "this placement (block)" },

@@ -478,13 +478,7 @@ static void megatron_flags(const llmp_spec *given, const struct model_desc *m, c
 	out[0] = '\0';
 	if (m->engine == MODEL_ENGINE_TORCH)
 		return;
-	if (given)
-		s = *given;
-	else
-		llmp_spec_init(&s);
-	s.size[LLMP_DIM_TP] = l->tp, s.size[LLMP_DIM_PP] = l->pp, s.size[LLMP_DIM_CP] = l->cp;
-	s.size[LLMP_DIM_EP] = l->ep, s.size[LLMP_DIM_DP] = l->dp, s.etp = l->etp;
-	s.vpp = l->vpp > 1 ? l->vpp : 0;
+	step_layout_spec(l, given, true, &s);
 	if (llmp_plan_create(&s, world, 0, &plan, NULL, 0) != LLMP_OK)
 		return;
 	int rc = megatron_layout_args(plan, out, len);
@@ -495,52 +489,90 @@ static void megatron_flags(const llmp_spec *given, const struct model_desc *m, c
 		out[0] = '\0';
 }
 
-int cli_plan_step(const struct cli_plan_step *a)
+/* What cli_plan_step works out, one step after the other, for the output. */
+struct step_work {
+	struct model_desc m;
+	struct gpu_desc g;      /* the GPU scored on: calibrated when a step was measured */
+	struct gpu_desc stated; /* g as given, before a calibration */
+	bool zero_auto;         /* the model said zero=auto; m.zero is then the choice's */
+	struct step_layout l;
+	struct auto_result r; /* --parallel auto's candidates, the choice first; empty for a layout */
+	struct step_estimate order_est[CLI_ORDERS_MAX];
+	size_t best;                    /* the order of the machines taken */
+	const struct auto_machines *on; /* that order's machines; NULL: modelled */
+	struct step_stage *stages;      /* pp */
+	struct gpu_desc *gpus;          /* pp: each stage's */
+	unsigned *split;                /* pp: the layers on mixed GPUs */
+	struct pipeline pipe;
+	double net[5];
+	struct step_estimate e;
+	char megatron[1024];
+};
+
+static void work_free(struct step_work *w)
+{
+	free(w->stages);
+	free(w->gpus);
+	free(w->split);
+	auto_result_free(&w->r);
+}
+
+/* The model, and the GPU: the machines' weakest, else --gpu. */
+static int read_model(const struct cli_plan_step *a, struct step_work *w)
 {
 	char msg[LLMP_MSG_MAX];
-	struct model_desc m;
-	struct gpu_desc g;
-	if (model_desc_parse(a->model, &m, msg, sizeof msg) != LLMP_OK ||
-	    (!a->machine_gpu && gpu_desc_parse(a->gpu, &g, msg, sizeof msg) != LLMP_OK)) {
+	if (model_desc_parse(a->model, &w->m, msg, sizeof msg) != LLMP_OK ||
+	    (!a->machine_gpu && gpu_desc_parse(a->gpu, &w->g, msg, sizeof msg) != LLMP_OK)) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		return CLI_EXIT_USAGE;
 	}
 	if (a->machine_gpu)
-		g = *a->machine_gpu;
-	struct step_layout l;
-	struct step_estimate e, order_est[CLI_ORDERS_MAX];
-	bool zero_auto = m.zero == MODEL_ZERO_AUTO;
-	struct auto_result r = { 0 };
-	size_t best = 0;
+		w->g = *a->machine_gpu;
+	w->zero_auto = w->m.zero == MODEL_ZERO_AUTO;
+	return CLI_EXIT_OK;
+}
+
+/* The layout: --parallel auto's choice, or the one given, checked; on several orders of the machines, the best. */
+static int choose_layout(const struct cli_plan_step *a, struct step_work *w)
+{
+	char msg[LLMP_MSG_MAX];
 	if (a->automatic) {
-		if (best_order(a, &m, &g, NULL, &r, order_est, &best) != CLI_EXIT_OK)
+		if (best_order(a, &w->m, &w->g, NULL, &w->r, w->order_est, &w->best) != CLI_EXIT_OK)
 			return CLI_EXIT_USAGE;
-		l = r.all[0].layout;
-		if (zero_auto) /* from here on the model is the choice's */
-			m.zero = r.all[0].zero;
-	} else {
-		l = step_layout_of_spec(a->spec, &m);
-		if (step_layout_check(&m, a->world, &l, msg, sizeof msg) != LLMP_OK) {
-			fprintf(stderr, PROG ": --parallel: %s\n", msg);
-			return CLI_EXIT_USAGE;
-		}
-		if (a->norders > 1 && best_order(a, &m, &g, &l, &r, order_est, &best) != CLI_EXIT_OK)
-			return CLI_EXIT_USAGE;
+		w->l = w->r.all[0].layout;
+		if (w->zero_auto) /* from here on the model is the choice's */
+			w->m.zero = w->r.all[0].zero;
+		return CLI_EXIT_OK;
 	}
-	struct gpu_desc stated = g;
+	w->l = step_layout_of_spec(a->spec, &w->m);
+	if (step_layout_check(&w->m, a->world, &w->l, msg, sizeof msg) != LLMP_OK) {
+		fprintf(stderr, PROG ": --parallel: %s\n", msg);
+		return CLI_EXIT_USAGE;
+	}
+	if (a->norders > 1 &&
+	    best_order(a, &w->m, &w->g, &w->l, &w->r, w->order_est, &w->best) != CLI_EXIT_OK)
+		return CLI_EXIT_USAGE;
+	return CLI_EXIT_OK;
+}
+
+/* --measured-step (and its pair): the GPU fitted to the steps measured of the layout. */
+static int calibrate(const struct cli_plan_step *a, struct step_work *w)
+{
+	char msg[LLMP_MSG_MAX];
+	w->stated = w->g;
 	if ((a->measured_step2 && same_size("--measured-step-mbs", "mbs", "model's", "micro-batch size",
-					    a->measured_mbs2, l.mbs)) ||
+					    a->measured_mbs2, w->l.mbs)) ||
 	    (a->measured_step_tp && same_size("--measured-step-tp", "tp", "layout's", "tensor-parallel size",
-					      a->measured_tp2, l.tp)))
+					      a->measured_tp2, w->l.tp)))
 		return CLI_EXIT_USAGE;
 	struct step_measured measured = { .step_s = a->measured_step,
 					  .mbs2 = a->measured_step2 ? a->measured_mbs2 : 0,
 					  .tp2 = a->measured_step_tp ? a->measured_tp2 : 0,
 					  .mbs2_s = a->measured_step2,
 					  .tp2_s = a->measured_step_tp };
-	llmp_status fitted = !a->measured_step
-				     ? LLMP_OK
-				     : step_calibrate(&m, &g, a->world, &l, &measured, &g, msg, sizeof msg);
+	llmp_status fitted = !a->measured_step ? LLMP_OK
+					       : step_calibrate(&w->m, &w->g, a->world, &w->l, &measured,
+								&w->g, msg, sizeof msg);
 	if (fitted != LLMP_OK) {
 		/* The pair's option when one was given; with both, the message says which. */
 		const char *culprit = !a->measured_step2 == !a->measured_step_tp ? "--measured-step"
@@ -549,158 +581,196 @@ int cli_plan_step(const struct cli_plan_step *a)
 		fprintf(stderr, PROG ": %s: %s\n", culprit, msg);
 		return CLI_EXIT_USAGE;
 	}
-	const struct auto_machines *on = a->on ? &a->on[best] : NULL;
-	struct step_stage *stages = calloc(l.pp, sizeof *stages);
-	struct gpu_desc *gpus = calloc(l.pp, sizeof *gpus);
-	unsigned *split = calloc(l.pp, sizeof *split);
-	struct pipeline pipe = { 0 };
-	double net[5] = { 0 };
-	int rc = stages && gpus && split ? stages_of(on, &g, &l, gpus, net, &pipe) : CLI_EXIT_FAILURE;
-	if (rc == CLI_EXIT_OK && pipe.mixed && !l.stage_layers) {
-		if (hetero_split(&m, gpus, &l, split, msg, sizeof msg) != LLMP_OK) {
+	return CLI_EXIT_OK;
+}
+
+/* Each stage of the layout on its GPU: the network, the layers split on mixed GPUs, the memory and time. */
+static int estimate_stages(const struct cli_plan_step *a, struct step_work *w)
+{
+	char msg[LLMP_MSG_MAX];
+	struct step_layout *l = &w->l;
+	w->on = a->on ? &a->on[w->best] : NULL;
+	w->stages = calloc(l->pp, sizeof *w->stages);
+	w->gpus = calloc(l->pp, sizeof *w->gpus);
+	w->split = calloc(l->pp, sizeof *w->split);
+	int rc = w->stages && w->gpus && w->split ? stages_of(w->on, &w->g, l, w->gpus, w->net, &w->pipe)
+						  : CLI_EXIT_FAILURE;
+	if (rc == CLI_EXIT_OK && w->pipe.mixed && !l->stage_layers) {
+		if (hetero_split(&w->m, w->gpus, l, w->split, msg, sizeof msg) != LLMP_OK) {
 			fprintf(stderr, PROG ": %s\n", msg);
 			rc = CLI_EXIT_USAGE;
 		}
-		l.stage_layers = split;
+		l->stage_layers = w->split;
 	}
-	if (rc == CLI_EXIT_OK && step_estimate_stages(&m, gpus, a->world, &l, on ? net : NULL, stages, &e,
-						      msg, sizeof msg) != LLMP_OK) {
+	if (rc == CLI_EXIT_OK && step_estimate_stages(&w->m, w->gpus, a->world, l, w->on ? w->net : NULL,
+						      w->stages, &w->e, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
 		rc = CLI_EXIT_USAGE;
 	}
-	if (rc == CLI_EXIT_OK && pipe.mixed) {
-		struct step_layout even = l;
+	if (rc == CLI_EXIT_OK && w->pipe.mixed) {
+		struct step_layout even = *l;
 		even.stage_layers = NULL;
-		pipe.layers = l.stage_layers;
-		pipe.even_valid = step_layout_check(&m, a->world, &even, NULL, 0) == LLMP_OK &&
-				  step_estimate_stages(&m, gpus, a->world, &even, on ? net : NULL, NULL,
-						       &pipe.even, NULL, 0) == LLMP_OK;
-		pipe.flags_suffice = hetero_megatron_args(l.stage_layers, l.pp, pipe.args, sizeof pipe.args);
+		w->pipe.layers = l->stage_layers;
+		w->pipe.even_valid = step_layout_check(&w->m, a->world, &even, NULL, 0) == LLMP_OK &&
+				     step_estimate_stages(&w->m, w->gpus, a->world, &even,
+							  w->on ? w->net : NULL, NULL, &w->pipe.even, NULL,
+							  0) == LLMP_OK;
+		w->pipe.flags_suffice = hetero_megatron_args(l->stage_layers, l->pp, w->pipe.args,
+							     sizeof w->pipe.args);
 	}
+	if (rc == CLI_EXIT_FAILURE)
+		fprintf(stderr, PROG ": out of memory\n");
+	return rc;
+}
+
+/* The candidates --parallel auto passed over that are shown: at most SHOWN_CANDIDATES. */
+static size_t shown_candidates(const struct step_work *w)
+{
+	size_t shown = w->r.n > 1 ? w->r.n - 1 : 0;
+	return shown > SHOWN_CANDIDATES ? SHOWN_CANDIDATES : shown;
+}
+
+/* doc/layout-json.md's step-model document; 0, or -1 on an output error. */
+static int write_json(const struct cli_plan_step *a, const struct step_work *w, FILE *out)
+{
+	char why[256];
+	struct json_writer jw;
+	json_begin(&jw, out);
+	json_object(&jw, NULL);
+	json_head(&jw, &w->m, &w->g, a->world, w->zero_auto);
+	if (a->measured_step) {
+		json_double(&jw, "measured_step_seconds", a->measured_step);
+		json_double(&jw, "calibrated_efficiency", w->g.efficiency);
+	}
+	if (a->measured_step2) {
+		json_uint(&jw, "measured_step_mbs", a->measured_mbs2);
+		json_double(&jw, "measured_step_mbs_seconds", a->measured_step2);
+		json_double(&jw, "calibrated_layer_overhead_seconds", w->g.layer_overhead_s);
+	}
+	if (a->measured_step_tp) {
+		json_uint(&jw, "measured_step_tp", a->measured_tp2);
+		json_double(&jw, "measured_step_tp_seconds", a->measured_step_tp);
+		json_double(&jw, "calibrated_nvlink_gbps", w->g.nvlink_gbps);
+	}
+	json_estimate(&jw, &w->l, w->stages, &w->e, w->gpus);
+	if (w->pipe.mixed)
+		json_pipeline(&jw, &w->pipe, &w->l);
+	json_string(&jw, "network_from", w->on ? a->placement : "nvlink-domain");
+	json_string(&jw, "megatron_args", w->megatron);
+	if (a->norders > 1)
+		json_orders(&jw, a, w->order_est, w->best);
+	if (a->automatic) {
+		size_t shown = shown_candidates(w);
+		json_uint(&jw, "considered", w->r.n);
+		json_uint(&jw, "fitting", w->r.fitting);
+		json_array(&jw, "candidates");
+		for (size_t i = 1; i <= shown; i++) {
+			const struct auto_candidate *c = &w->r.all[i];
+			json_object(&jw, NULL);
+			json_layout(&jw, "layout", &c->layout);
+			json_uint(&jw, "zero", c->zero);
+			json_bool(&jw, "fits", c->est.fits);
+			json_bytes(&jw, "peak_bytes", c->est.peak_bytes);
+			json_double(&jw, "step_seconds", c->est.step_s);
+			auto_why_lost(c, &w->r.all[0], &w->g, why, sizeof why);
+			json_string(&jw, "why", why);
+			json_object_end(&jw);
+		}
+		json_array_end(&jw);
+	}
+	json_object_end(&jw);
+	return json_end(&jw) ? 0 : -1;
+}
+
+/* The text report: model and GPU, how the layout was chosen, its network, stages and the runners-up. */
+static void write_text(const struct cli_plan_step *a, const struct step_work *w, FILE *out)
+{
+	char why[256], buf[160];
+	const struct auto_result *r = &w->r;
+	text_model(&w->m, &w->g, a->machine_gpu != NULL, a->world, out);
+	if (a->measured_step) /* only with --gpu (cmd_plan.c) */
+		text_calibrated(a, &w->l, &w->stated, &w->g, out);
+	if (a->automatic && r->fitting)
+		fprintf(out,
+			"chosen:   the fastest of %zu layouts that fit, the fewest pipeline stages among "
+			"those within %.0f%% of it (%zu valid for %u ranks)\n",
+			r->fitting, 100 * AUTO_TIE_BAND, r->n, a->world);
+	else if (a->automatic)
+		fprintf(out,
+			"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",
+			r->n, a->world);
+	if (a->automatic && w->zero_auto)
+		fprintf(out, "sharding: zero=%u, tried with zero=1, 2 and 3 (zero=auto)\n", w->m.zero);
+	if (w->on)
+		fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
+			a->placement);
+	else
+		fprintf(out,
+			"network:  NVLink inside domains of %u GPUs, the network across (no --topology)\n",
+			w->g.domain);
+	if (a->norders > 1)
+		text_orders(a, w->order_est, w->best, out);
+	text_estimate(w->gpus, &w->l, w->stages, &w->e, out);
+	if (w->pipe.mixed)
+		text_pipeline(&w->pipe, &w->l, &w->e, out);
+	if (w->megatron[0])
+		fprintf(out, "megatron: %s\n", w->megatron);
+	size_t shown = shown_candidates(w);
+	int width = 62; /* the layout column: as wide as its widest entry */
+	for (size_t i = 1; i <= shown; i++) {
+		auto_candidate_format(&r->all[i], w->zero_auto, buf, sizeof buf);
+		width = (int)strlen(buf) > width ? (int)strlen(buf) : width;
+	}
+	if (shown)
+		fprintf(out, "next:\n  %-*s %9s %10s  why it lost\n", width, "layout", "step", "peak");
+	for (size_t i = 1; i <= shown; i++) {
+		const struct auto_candidate *c = &r->all[i];
+		auto_candidate_format(c, w->zero_auto, buf, sizeof buf);
+		auto_why_lost(c, &r->all[0], &w->g, why, sizeof why);
+		fprintf(out, "  %-*s %7.3f s %6.1f GiB  %s\n", width, buf, c->est.step_s,
+			c->est.peak_bytes / GIB, why);
+	}
+}
+
+/* On stderr, when the layout does not fit: the first stage over its own GPU's memory. */
+static void warn_over(const struct cli_plan_step *a, const struct step_work *w)
+{
+	char buf[160];
+	if (w->e.fits)
+		return;
+	unsigned k = 0;
+	while (k + 1 < w->l.pp && w->stages[k].total <= w->gpus[k].mem_bytes)
+		k++;
+	step_layout_format(&w->l, buf, sizeof buf);
+	fprintf(stderr,
+		PROG
+		": warning: %s%s needs %.1f GiB per GPU on stage %u, more than the %s's %.1f GiB (largest term: %s)\n",
+		a->automatic ? "no layout fits; the smallest, " : "", buf, w->stages[k].total / GIB, k,
+		w->gpus[k].name, w->gpus[k].mem_bytes / GIB, step_term_name(largest_term(&w->stages[k])));
+}
+
+int cli_plan_step(const struct cli_plan_step *a)
+{
+	struct step_work w = { 0 };
+	int rc = read_model(a, &w);
+	if (rc == CLI_EXIT_OK)
+		rc = choose_layout(a, &w);
+	if (rc == CLI_EXIT_OK)
+		rc = calibrate(a, &w);
+	if (rc == CLI_EXIT_OK)
+		rc = estimate_stages(a, &w);
 	if (rc != CLI_EXIT_OK) {
-		if (rc == CLI_EXIT_FAILURE)
-			fprintf(stderr, PROG ": out of memory\n");
-		free(stages);
-		free(gpus);
-		free(split);
-		auto_result_free(&r);
+		work_free(&w);
 		return rc;
 	}
-
-	char megatron[1024];
-	megatron_flags(a->automatic ? NULL : a->spec, &m, &l, a->world, megatron, sizeof megatron);
+	megatron_flags(a->automatic ? NULL : a->spec, &w.m, &w.l, a->world, w.megatron, sizeof w.megatron);
 	FILE *out = stdout;
-	size_t shown = r.n > 1 ? r.n - 1 : 0;
-	if (shown > SHOWN_CANDIDATES)
-		shown = SHOWN_CANDIDATES;
-	char why[256], buf[160];
 	int wrc = 0;
-	if (a->json) {
-		struct json_writer w;
-		json_begin(&w, out);
-		json_object(&w, NULL);
-		json_head(&w, &m, &g, a->world, zero_auto);
-		if (a->measured_step) {
-			json_double(&w, "measured_step_seconds", a->measured_step);
-			json_double(&w, "calibrated_efficiency", g.efficiency);
-		}
-		if (a->measured_step2) {
-			json_uint(&w, "measured_step_mbs", a->measured_mbs2);
-			json_double(&w, "measured_step_mbs_seconds", a->measured_step2);
-			json_double(&w, "calibrated_layer_overhead_seconds", g.layer_overhead_s);
-		}
-		if (a->measured_step_tp) {
-			json_uint(&w, "measured_step_tp", a->measured_tp2);
-			json_double(&w, "measured_step_tp_seconds", a->measured_step_tp);
-			json_double(&w, "calibrated_nvlink_gbps", g.nvlink_gbps);
-		}
-		json_estimate(&w, &l, stages, &e, gpus);
-		if (pipe.mixed)
-			json_pipeline(&w, &pipe, &l);
-		json_string(&w, "network_from", on ? a->placement : "nvlink-domain");
-		json_string(&w, "megatron_args", megatron);
-		if (a->norders > 1)
-			json_orders(&w, a, order_est, best);
-		if (a->automatic) {
-			json_uint(&w, "considered", r.n);
-			json_uint(&w, "fitting", r.fitting);
-			json_array(&w, "candidates");
-			for (size_t i = 1; i <= shown; i++) {
-				const struct auto_candidate *c = &r.all[i];
-				json_object(&w, NULL);
-				json_layout(&w, "layout", &c->layout);
-				json_uint(&w, "zero", c->zero);
-				json_bool(&w, "fits", c->est.fits);
-				json_bytes(&w, "peak_bytes", c->est.peak_bytes);
-				json_double(&w, "step_seconds", c->est.step_s);
-				auto_why_lost(c, &r.all[0], &g, why, sizeof why);
-				json_string(&w, "why", why);
-				json_object_end(&w);
-			}
-			json_array_end(&w);
-		}
-		json_object_end(&w);
-		wrc = json_end(&w) ? 0 : -1;
-	} else {
-		text_model(&m, &g, a->machine_gpu != NULL, a->world, out);
-		if (a->measured_step) /* only with --gpu (cmd_plan.c) */
-			text_calibrated(a, &l, &stated, &g, out);
-		if (a->automatic && r.fitting)
-			fprintf(out,
-				"chosen:   the fastest of %zu layouts that fit, the fewest pipeline stages among "
-				"those within %.0f%% of it (%zu valid for %u ranks)\n",
-				r.fitting, 100 * AUTO_TIE_BAND, r.n, a->world);
-		else if (a->automatic)
-			fprintf(out,
-				"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",
-				r.n, a->world);
-		if (a->automatic && zero_auto)
-			fprintf(out, "sharding: zero=%u, tried with zero=1, 2 and 3 (zero=auto)\n", m.zero);
-		if (on)
-			fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
-				a->placement);
-		else
-			fprintf(out,
-				"network:  NVLink inside domains of %u GPUs, the network across (no --topology)\n",
-				g.domain);
-		if (a->norders > 1)
-			text_orders(a, order_est, best, out);
-		text_estimate(gpus, &l, stages, &e, out);
-		if (pipe.mixed)
-			text_pipeline(&pipe, &l, &e, out);
-		if (megatron[0])
-			fprintf(out, "megatron: %s\n", megatron);
-		int width = 62; /* the layout column: as wide as its widest entry */
-		for (size_t i = 1; i <= shown; i++) {
-			auto_candidate_format(&r.all[i], zero_auto, buf, sizeof buf);
-			width = (int)strlen(buf) > width ? (int)strlen(buf) : width;
-		}
-		if (shown)
-			fprintf(out, "next:\n  %-*s %9s %10s  why it lost\n", width, "layout", "step",
-				"peak");
-		for (size_t i = 1; i <= shown; i++) {
-			const struct auto_candidate *c = &r.all[i];
-			auto_candidate_format(c, zero_auto, buf, sizeof buf);
-			auto_why_lost(c, &r.all[0], &g, why, sizeof why);
-			fprintf(out, "  %-*s %7.3f s %6.1f GiB  %s\n", width, buf, c->est.step_s,
-				c->est.peak_bytes / GIB, why);
-		}
-	}
-	if (!e.fits) {
-		/* the first stage over its own GPU's memory */
-		unsigned k = 0;
-		while (k + 1 < l.pp && stages[k].total <= gpus[k].mem_bytes)
-			k++;
-		step_layout_format(&l, buf, sizeof buf);
-		fprintf(stderr,
-			PROG
-			": warning: %s%s needs %.1f GiB per GPU on stage %u, more than the %s's %.1f GiB (largest term: %s)\n",
-			a->automatic ? "no layout fits; the smallest, " : "", buf, stages[k].total / GIB, k,
-			gpus[k].name, gpus[k].mem_bytes / GIB, step_term_name(largest_term(&stages[k])));
-	}
-	free(stages);
-	free(gpus);
-	free(split);
-	auto_result_free(&r);
+	if (a->json)
+		wrc = write_json(a, &w, out);
+	else
+		write_text(a, &w, out);
+	warn_over(a, &w);
+	work_free(&w);
 	return finish(out, wrc);
 }

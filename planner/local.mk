@@ -16,6 +16,7 @@ planner_sources = \
 	planner/mem_guard.h planner/mem_guard.c \
 	planner/auto_layout.h planner/auto_layout.c \
 	planner/hetero.h planner/hetero.c \
+	planner/machines.h planner/machines.c \
 	planner/megatron_args.h planner/megatron_args.c
 noinst_LTLIBRARIES += planner/libplanner.la
 planner_libplanner_la_SOURCES = $(planner_sources)

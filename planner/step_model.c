@@ -398,11 +398,7 @@ static llmp_status network(const struct model_desc *m, const struct gpu_desc *g,
 			   const struct step_layout *l, double micro, double raw[5], char *msg, size_t len)
 {
 	llmp_spec spec;
-	llmp_spec_init(&spec);
-	spec.size[LLMP_DIM_TP] = l->tp, spec.size[LLMP_DIM_PP] = l->pp, spec.size[LLMP_DIM_CP] = l->cp;
-	spec.size[LLMP_DIM_EP] = l->ep, spec.etp = l->etp, spec.vpp = l->vpp > 1 ? l->vpp : 0;
-	spec.given = 1u << LLMP_KEY_TP | 1u << LLMP_KEY_PP | 1u << LLMP_KEY_CP | 1u << LLMP_KEY_EP |
-		     1u << LLMP_KEY_ETP | (l->vpp > 1 ? 1u << LLMP_KEY_VPP : 0);
+	step_layout_spec(l, NULL, false, &spec);
 	llmp_plan *plan;
 	char why[LLMP_MSG_MAX];
 	llmp_status st = llmp_plan_create(&spec, world, 0, &plan, why, sizeof why);
@@ -963,6 +959,27 @@ struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_de
 				     .recompute = m->recompute,
 				     .recompute_layers = m->recompute_layers,
 				     .moe_act = m->recompute_moe_act };
+}
+
+void step_layout_spec(const struct step_layout *l, const llmp_spec *base, bool dp, llmp_spec *spec)
+{
+	if (base)
+		*spec = *base;
+	else
+		llmp_spec_init(spec);
+	spec->size[LLMP_DIM_TP] = l->tp, spec->size[LLMP_DIM_PP] = l->pp, spec->size[LLMP_DIM_CP] = l->cp;
+	spec->size[LLMP_DIM_EP] = l->ep, spec->etp = l->etp;
+	spec->given |= 1u << LLMP_KEY_TP | 1u << LLMP_KEY_PP | 1u << LLMP_KEY_CP | 1u << LLMP_KEY_EP |
+		       1u << LLMP_KEY_ETP;
+	if (dp) {
+		spec->size[LLMP_DIM_DP] = l->dp;
+		spec->given |= 1u << LLMP_KEY_DP;
+	}
+	spec->vpp = l->vpp > 1 ? l->vpp : 0;
+	if (l->vpp > 1)
+		spec->given |= 1u << LLMP_KEY_VPP;
+	else
+		spec->given &= ~(1u << LLMP_KEY_VPP);
 }
 
 struct topo_model step_topo_model(const struct model_desc *m, double mbs)

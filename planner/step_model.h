@@ -219,6 +219,14 @@ void step_stage_layers(const struct model_desc *m, const struct step_layout *l, 
 struct step_layout step_layout_of_spec(const llmp_spec *s, const struct model_desc *m);
 
 /*
+ * The other way: l as a layout spec, its sizes, etp and vpp given (vpp
+ * only when above 1), on base (NULL: llmp_spec_init's defaults), whose
+ * order and other keys stay. With dp, l->dp is given too; without, dp is
+ * left to the world.
+ */
+void step_layout_spec(const struct step_layout *l, const llmp_spec *base, bool dp, llmp_spec *spec);
+
+/*
  * The share of stage k's layers that full recompute runs again: all of
  * them, or recompute_layers of each of its vpp chunks (the first ones,
  * as Megatron's block method takes them); 0 without full recompute.

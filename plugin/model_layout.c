@@ -106,16 +106,7 @@ bool plugin_model_args_valid(const char *text)
 /* The choice as a layout spec: the site's defaults (the order) with every size given. */
 static void to_spec(const struct plugin_site *site, const struct step_layout *l, llmp_spec *s)
 {
-	*s = site->defaults;
-	s->size[LLMP_DIM_TP] = l->tp, s->size[LLMP_DIM_PP] = l->pp, s->size[LLMP_DIM_CP] = l->cp;
-	s->size[LLMP_DIM_EP] = l->ep, s->size[LLMP_DIM_DP] = l->dp, s->etp = l->etp;
-	s->given |= 1u << LLMP_KEY_TP | 1u << LLMP_KEY_PP | 1u << LLMP_KEY_CP | 1u << LLMP_KEY_EP |
-		    1u << LLMP_KEY_DP | 1u << LLMP_KEY_ETP;
-	s->vpp = l->vpp > 1 ? l->vpp : 0;
-	if (l->vpp > 1)
-		s->given |= 1u << LLMP_KEY_VPP;
-	else
-		s->given &= ~(1u << LLMP_KEY_VPP);
+	step_layout_spec(l, &site->defaults, true, s);
 }
 
 /* "tp=8,pp=4,... needs 91.2 GiB per GPU on stage 0 (largest term: activations, 40.1 GiB)" */

@@ -106,3 +106,49 @@ setup() {
 	[[ "$output" == *"newpart/ holds C but has no row"* ]]
 	[[ "$output" == *"2 violation(s)"* ]]
 }
+
+@test "layers: a public header of a higher part fails where its part may not be included" {
+	cp -r "$LLMP_SRCDIR/include" "$LLMP_SRCDIR/common" "$LLMP_SRCDIR/topology" "$LLMP_SRCDIR/planner" \
+		"$LLMP_SRCDIR/plugin" "$COPY/"
+	# the runtime may include the planner's public headers, the plugin the planner's
+	echo '#include <llmp/llmp_plan.h>' >>"$COPY/runtime/init/init.c"
+	echo '#include <llmp/llmp_spec.h>' >>"$COPY/plugin/bounded.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"11 public headers theirs"* ]]
+	n=$(($(wc -l <"$COPY/planner/cost.c") + 1))
+	echo '#include <llmp/llmp.h>' >>"$COPY/planner/cost.c"
+	echo '#include <llmp_job.h>' >>"$COPY/plugin/bounded.c"
+	echo '#include <llmp/llmp_dtype.h>' >>"$COPY/topology/rails.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"planner/cost.c:$n: includes <llmp/llmp.h>, the public header of runtime/, but planner/ may include only: common topology"* ]]
+	[[ "$output" == *"plugin/bounded.c:"*": includes <llmp/llmp_job.h>, the public header of runtime/, but plugin/ may include only: common topology planner"* ]]
+	[[ "$output" == *"topology/rails.c:"*": includes <llmp/llmp_dtype.h>, the public header of kernels/, but topology/ may include only: common"* ]]
+	[[ "$output" == *"3 violation(s)"* ]]
+}
+
+@test "layers: a public header including a higher part's, or without a row, fails" {
+	cp -r "$LLMP_SRCDIR/include" "$COPY/"
+	echo '#include "llmp_ckpt.h"' >>"$COPY/include/llmp/llmp_plan.h"
+	echo '/* a new header */' >"$COPY/include/llmp/llmp_new.h"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"include/llmp/llmp_plan.h:"*": includes llmp_ckpt.h, the public header of runtime/, but planner/ (whose header this is) may include only: common topology"* ]]
+	[[ "$output" == *"include/llmp/llmp_new.h: has no row in scripts/check-layers.sh's publics"* ]]
+	[[ "$output" == *"2 violation(s)"* ]]
+}
+
+@test "layers: a runtime folder calling a public function of a folder above it fails" {
+	printf '/* llmp_version() is init'"'"'s */\n' >>"$COPY/runtime/comm/comm.c"
+	printf 'static unsigned v(void) { return llmp_barrier(0); }\n' >>"$COPY/runtime/device/device.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 0 ]
+	printf 'static unsigned v(void) { return llmp_version(); }\n' >>"$COPY/runtime/comm/comm.c"
+	printf 'static void c(void) { llmp_ckpt_close(0); }\n' >>"$COPY/runtime/coll/barrier.c"
+	run "$CHECK" --root "$COPY"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runtime/comm/comm.c: calls llmp_version, defined in runtime/init/, but runtime/comm/ may use only: its own folder"* ]]
+	[[ "$output" == *"runtime/coll/barrier.c: calls llmp_ckpt_close, defined in runtime/ckpt/, but runtime/coll/ may use only: comm"* ]]
+	[[ "$output" == *"2 violation(s)"* ]]
+}

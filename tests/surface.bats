@@ -14,11 +14,25 @@ setup() {
 	DUMP="$LLMP_BUILDDIR/tests/surface/surface_dump"
 	EXPORTS="$LLMP_SRCDIR/tests/surface/check_exports.sh"
 	MIRROR="$LLMP_SRCDIR/tests/surface/check_python.py"
+	PRIVATE="$LLMP_SRCDIR/tests/surface/check_private.py"
 	LIBLLMP="$LLMP_BUILDDIR/runtime/.libs/libllmp.so"
 	LIBTOPO="$LLMP_BUILDDIR/planner/.libs/libllmp_topology.so"
-	# What libllmp_topology is: the planner's headers (Makefile.am's pkginclude_HEADERS less
-	# the kernels' llmp_dtype.h and llmp_env.h, which declares no function).
-	PLANNER="$INC/llmp/llmp_status.h $INC/llmp/llmp_spec.h $INC/llmp/llmp_ckpt_spec.h $INC/llmp/llmp_plan.h $INC/llmp/llmp_json.h"
+	# What libllmp_topology is: the public headers of the parts it holds (the planner, the
+	# machine model, the base), as scripts/check-layers.sh's table publics says whose each is.
+	PLANNER=$(planner_headers "$INC")
+}
+
+planner_headers() { # INCLUDE_DIR
+	"$LLMP_SRCDIR/scripts/check-layers.sh" --publics |
+		awk -v inc="$1" '$2 == "planner" || $2 == "topology" || $2 == "common" { print inc "/llmp/" $1 }'
+}
+
+@test "surface: libllmp_topology's headers come from check-layers.sh's table" {
+	[[ " $(echo $PLANNER) " == *"/llmp/llmp_status.h "* ]]
+	[[ " $(echo $PLANNER) " == *"/llmp/llmp_plan.h "* ]]
+	[[ " $(echo $PLANNER) " != *"/llmp/llmp.h "* ]]
+	[[ " $(echo $PLANNER) " != *"/llmp/llmp_dtype.h "* ]]
+	for h in $PLANNER; do [ -f "$h" ]; done
 }
 
 @test "surface: libllmp exports exactly the functions of every installed header" {
@@ -55,6 +69,29 @@ setup() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"_libllmp.py agrees with the headers: 3 structs, 15 statuses"* ]]
+}
+
+@test "surface: a status, constant, struct or field added to a header alone fails" {
+	cp -r "$INC/llmp" "$BATS_TEST_TMPDIR/llmp"
+	sed -i 's/^\tLLMP_ERR_DEVICE /\tLLMP_ERR_DEVICE,\n\tLLMP_ERR_NEW /' "$BATS_TEST_TMPDIR/llmp/llmp_status.h"
+	sed -i 's/^#define LLMP_CKPT_FILES_NODE 1u$/&\n#define LLMP_CKPT_FILES_STRIPED 2u/' "$BATS_TEST_TMPDIR/llmp/llmp_ckpt.h"
+	sed -i 's/^\tunsigned keep; /\tunsigned keep;\n\tunsigned spare; /' "$BATS_TEST_TMPDIR/llmp/llmp_ckpt.h"
+	printf '#ifndef X_H\n#define X_H\ntypedef struct llmp_new_opts { int a; } llmp_new_opts;\n#endif\n' \
+		>"$BATS_TEST_TMPDIR/llmp/llmp_new.h"
+	grep -q LLMP_ERR_NEW "$BATS_TEST_TMPDIR/llmp/llmp_status.h"
+	grep -q LLMP_CKPT_FILES_STRIPED "$BATS_TEST_TMPDIR/llmp/llmp_ckpt.h"
+	grep -q 'unsigned spare;' "$BATS_TEST_TMPDIR/llmp/llmp_ckpt.h"
+	# the dump as kept by hand, built on the changed headers: the new status is not in it
+	gcc -std=c11 -I"$BATS_TEST_TMPDIR" "$LLMP_SRCDIR/tests/surface/surface_dump.c" -o "$BATS_TEST_TMPDIR/dump"
+	run python3 "$MIRROR" "$BATS_TEST_TMPDIR/dump" "$BATS_TEST_TMPDIR"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"surface: LLMP_ERR_NEW: in llmp_status.h, not in surface_dump.c"* ]]
+	[[ "$output" == *"surface: LLMP_CKPT_FILES_STRIPED: in llmp_ckpt.h, not in surface_dump.c"* ]]
+	[[ "$output" == *"surface: llmp_ckpt_opts.spare: in llmp_ckpt.h, not in surface_dump.c"* ]]
+	[[ "$output" == *"surface: llmp_new_opts: a struct of llmp_new.h, not in surface_dump.c"* ]]
+	# the field sits in the padding after keep: no size or offset the dump has moved
+	[[ "$output" != *"sizeof"* ]]
 }
 
 @test "surface: a header that changes without the Python module fails, naming both sides" {
@@ -116,4 +153,23 @@ env_names_outside() { # ROOT
 	printf 'const char *v = getenv("LLMP_TIMEOUT");\n' >"$copy/runtime/x.c"
 	run env_names_outside "$copy"
 	[[ "$output" == *'runtime/x.c:1:const char *v = getenv("LLMP_TIMEOUT");'* ]]
+}
+
+@test "surface: the package's modules use one another's public names only" {
+	run python3 "$PRIVATE" "$LLMP_SRCDIR/python/llmp"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"modules of llmp use one another's public names only"* ]]
+	# and each kind of private use is found, in a copy
+	cp -r "$LLMP_SRCDIR/python/llmp" "$BATS_TEST_TMPDIR/llmp"
+	printf '\nCAP = _ck._status_name\n' >>"$BATS_TEST_TMPDIR/llmp/job.py"
+	printf '\nfrom .checkpoint import _MAX_DIMS\n' >>"$BATS_TEST_TMPDIR/llmp/dcp.py"
+	printf '\n\ndef _lib_of(ctx):\n    return ctx._lib\n' >>"$BATS_TEST_TMPDIR/llmp/layout.py"
+	run python3 "$PRIVATE" "$BATS_TEST_TMPDIR/llmp"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"/llmp/job.py:"*": uses _ck._status_name, a private name of checkpoint.py"* ]]
+	[[ "$output" == *"/llmp/dcp.py:"*": imports _MAX_DIMS from checkpoint, a private name of that module"* ]]
+	[[ "$output" == *"/llmp/layout.py:"*": uses ctx._lib, private to "*"checkpoint.py"* ]]
+	[ "${#lines[@]}" -eq 3 ]
 }

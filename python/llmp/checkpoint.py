@@ -40,11 +40,11 @@ DTYPES = {
     torch.uint8: _c.DTYPE["LLMP_UINT8"],
 }
 
-_STATUS_NAMES = _c.STATUS_NAMES
 _MAX_DIMS = _c.CONSTANTS["LLMP_CKPT_MAX_DIMS"]
 _MAX_NAME = _c.CONSTANTS["LLMP_CKPT_MAX_NAME"]
 _NEWEST = _c.CONSTANTS["LLMP_CKPT_NEWEST"]
-_META_CAP = 1 << 20  # metadata bytes a load takes in memory; more is read from meta.bin
+#: Metadata bytes a load takes in memory; more is read from meta.bin (llmp.Job reads this much).
+META_CAP = 1 << 20
 
 
 def _status_name(status):
@@ -164,18 +164,21 @@ def _dtensor_slice(t):
     return local, tuple(t.shape), tuple(int(o) for o in offset)
 
 
-def _flatten(state_dict, prefix=""):
+def flatten_state_dict(state_dict, prefix=""):
     """(name, value) for every leaf of a nested state dict; nested keys joined by '/'."""
     for key, value in state_dict.items():
         name = prefix + str(key)
         if isinstance(value, Mapping):
-            yield from _flatten(value, name + "/")
+            yield from flatten_state_dict(value, name + "/")
         else:
             yield name, value
 
 
-class _Entry:
-    """One registered tensor: what libllmp reads and writes, and what the program holds."""
+class Entry:
+    """One registered tensor: what libllmp reads and writes, and what the program holds.
+
+    Checkpoint's, and llmp.Job's, which registers the same way with the job's checkpoint.
+    """
 
     def __init__(self, name, value):
         self.name = name
@@ -220,7 +223,7 @@ class _Entry:
         self.address = self.buffer.data_ptr()
 
     def before_save(self):
-        self._check_memory()
+        self.check_memory()
         if self.buffer is not self.tensor:
             self.buffer.copy_(self.tensor)
 
@@ -228,14 +231,16 @@ class _Entry:
         if self.buffer is not self.tensor:
             self.tensor.copy_(self.buffer)
 
-    def _check_memory(self):
+    def check_memory(self):
+        """Refuse a tensor whose memory moved since it was registered (before a save or load)."""
         # `param.data = other` swaps a tensor's memory behind the registered address.
         if self.buffer is self.tensor and self.tensor.data_ptr() != self.address:
             raise CheckpointError("llmp.checkpoint: tensor '%s' moved to other memory since the "
                                   "Checkpoint registered it; make a new Checkpoint" % self.name)
 
 
-def _u64s(values):
+def u64_array(values):
+    """values as a C uint64_t array, for a shape or an offset."""
     return (ctypes.c_uint64 * len(values))(*values)
 
 
@@ -255,7 +260,7 @@ class Checkpoint:
                  allow_empty=False):
         self.context = context or init()
         self.root = os.fspath(root)
-        self.entries = [_Entry(name, value) for name, value in _flatten(state_dict)]
+        self.entries = [Entry(name, value) for name, value in flatten_state_dict(state_dict)]
         # allow_empty: a rank that holds no slice still takes part in the collective
         # save or load (llmp.dcp: DCP's plan may give a rank nothing to write).
         if not self.entries and not allow_empty:
@@ -270,8 +275,8 @@ class Checkpoint:
             for e in self.entries:
                 n = len(e.shape)
                 ctx.check(lib.llmp_ckpt_register(self.handle, e.name.encode(), DTYPES[e.tensor.dtype], n,
-                                                 _u64s(e.global_shape), _u64s(e.offset), _u64s(e.shape),
-                                                 ctypes.c_void_p(e.address)),
+                                                 u64_array(e.global_shape), u64_array(e.offset),
+                                                 u64_array(e.shape), ctypes.c_void_p(e.address)),
                           "registering tensor '%s'" % e.name)
         except BaseException:
             self.close()
@@ -302,7 +307,7 @@ class Checkpoint:
 
     def load(self, step=None):
         """Fill every tensor from checkpoint `step` (None: the newest complete one); (step, meta)."""
-        loaded, meta, metalen = self._load_head(step)
+        loaded, meta, metalen = self.load_head(step)
         if len(meta) < metalen:  # more than the buffer: meta.bin itself, its CRC checked by the load
             path = os.path.join(self.root, "step-%d" % loaded, "meta.bin")
             with open(path, "rb") as f:
@@ -312,22 +317,22 @@ class Checkpoint:
                                       % (path, len(meta), metalen))
         return loaded, meta
 
-    def _load_head(self, step=None):
+    def load_head(self, step=None):
         """load, but meta.bin is not read past what libllmp returned: (step, the metadata's first
         bytes (all of it up to 1 MiB), its full size). For a caller that reads meta.bin itself."""
         handle = self._handle()
         for e in self.entries:
-            e._check_memory()
+            e.check_memory()
         loaded = ctypes.c_uint64()
         metalen = ctypes.c_size_t()
-        buf = ctypes.create_string_buffer(_META_CAP)
+        buf = ctypes.create_string_buffer(META_CAP)
         want = _NEWEST if step is None else int(step)
         what = "load of %s from %s" % ("the newest step" if step is None else "step %d" % step, self.root)
-        self.context.check(self._lib.llmp_ckpt_load(handle, want, ctypes.byref(loaded), buf, _META_CAP,
+        self.context.check(self._lib.llmp_ckpt_load(handle, want, ctypes.byref(loaded), buf, META_CAP,
                                                      ctypes.byref(metalen)), what)
         for e in self.entries:
             e.after_load()
-        return loaded.value, buf.raw[:min(metalen.value, _META_CAP)], metalen.value
+        return loaded.value, buf.raw[:min(metalen.value, META_CAP)], metalen.value
 
     def stats(self):
         """What the last save cost this rank: a dict of llmp_ckpt_stats' fields."""

@@ -66,6 +66,7 @@ from . import checkpoint as _ck
 MAGIC = b"llmp-dcp 1\n"
 
 _LLMP_INT64, _LLMP_MAX = _c.DTYPE["LLMP_INT64"], _c.OP["LLMP_MAX"]  # llmp_dtype.h's enums
+_MAX_NAME = _c.CONSTANTS["LLMP_CKPT_MAX_NAME"]  # bytes of an llmp tensor name (llmp_ckpt.h)
 _STEP_DIR = re.compile(r"^step-[0-9]+$")
 
 
@@ -228,7 +229,7 @@ def read_own_file(dir_fd, name, where):
 
 def dataset_name(fqn):
     """The llmp tensor name of a DCP key: the key itself when llmp takes it as a name."""
-    ok = (1 <= len(fqn.encode()) <= _ck._MAX_NAME and all(" " < c <= "~" for c in fqn)
+    ok = (1 <= len(fqn.encode()) <= _MAX_NAME and all(" " < c <= "~" for c in fqn)
           and not fqn.startswith("/") and not fqn.endswith("/") and "//" not in fqn and fqn != ".")
     if ok:
         return fqn
@@ -237,7 +238,7 @@ def dataset_name(fqn):
 
 def _agree(ctx, failed):
     """True when any rank of ctx's world failed (one llmp allreduce, MAX of a flag)."""
-    lib = ctx._lib
+    lib = _c.library()  # the process's one libllmp, which ctx was made with
     comm = ctypes.c_void_p()
     ctx.check(lib.llmp_comm_world(ctx.handle, ctypes.byref(comm)), "llmp_comm_world")
     mine, anyone = ctypes.c_int64(1 if failed else 0), ctypes.c_int64()
@@ -527,7 +528,7 @@ class DcpReader(StorageReader):
         # A load with nothing registered: libllmp picks the step (the newest complete one
         # that passes its checks) and checks its MANIFEST, shards' sizes, index and meta.bin.
         with _ck.Checkpoint(self.root, {}, context=self.ctx, allow_empty=True) as ck:
-            self.loaded_step, seen, metalen = ck._load_head(self.step)
+            self.loaded_step, seen, metalen = ck.load_head(self.step)
         meta, manifest = self._read_checked(seen, metalen)
         metadata = pickle.loads(meta[len(MAGIC):])
         self.shapes = manifest_shapes(io.StringIO(manifest.decode()))

@@ -60,7 +60,7 @@ class Job:
     def __init__(self, state_dict, context=None):
         self.context = context or _ck.init()
         self._lib = lib = _library()
-        self.entries = [_ck._Entry(name, value) for name, value in _ck._flatten(state_dict)]
+        self.entries = [_ck.Entry(name, value) for name, value in _ck.flatten_state_dict(state_dict)]
         if not self.entries:
             raise ValueError("llmp.Job: the state dict holds no tensor")
         self.handle = ctypes.c_void_p()
@@ -72,8 +72,8 @@ class Job:
         for e in self.entries:
             n = len(e.shape)
             rc = lib.llmp_ckpt_register(ck, e.name.encode(), _ck.DTYPES[e.tensor.dtype], n,
-                                        _ck._u64s(e.global_shape), _ck._u64s(e.offset),
-                                        _ck._u64s(e.shape), ctypes.c_void_p(e.address))
+                                        _ck.u64_array(e.global_shape), _ck.u64_array(e.offset),
+                                        _ck.u64_array(e.shape), ctypes.c_void_p(e.address))
             if rc != 0:
                 self._fail(rc, "registering tensor '%s'" % e.name, ctx_message=True)
 
@@ -84,8 +84,8 @@ class Job:
         else:
             why = self._lib.llmp_job_errmsg(self.handle)
         raise JobError("llmp.Job: %s failed on rank %d (%s): %s"
-                       % (what, self.context.rank, _ck._status_name(rc),
-                          (why or b"").decode(errors="replace")), _ck._status_name(rc))
+                       % (what, self.context.rank, _c.status_name(rc),
+                          (why or b"").decode(errors="replace")), _c.status_name(rc))
 
     def resume(self):
         """Fill the tensors from the newest checkpoint (collective); (next step, meta).
@@ -94,19 +94,19 @@ class Job:
         that saved: libllmp reshards.
         """
         for e in self.entries:
-            e._check_memory()
+            e.check_memory()
         step = ctypes.c_uint64()
         metalen = ctypes.c_size_t()
-        buf = ctypes.create_string_buffer(_ck._META_CAP)
-        rc = self._lib.llmp_job_resume(self.handle, ctypes.byref(step), buf, _ck._META_CAP,
+        buf = ctypes.create_string_buffer(_ck.META_CAP)
+        rc = self._lib.llmp_job_resume(self.handle, ctypes.byref(step), buf, _ck.META_CAP,
                                        ctypes.byref(metalen))
         if rc != 0:
             self._fail(rc, "resume")
         for e in self.entries:
             e.after_load()
-        if metalen.value > _ck._META_CAP:
+        if metalen.value > _ck.META_CAP:
             raise JobError("llmp.Job: the checkpoint's meta has %d bytes, more than llmp.Job reads "
-                           "(%d)" % (metalen.value, _ck._META_CAP))
+                           "(%d)" % (metalen.value, _ck.META_CAP))
         return step.value, buf.raw[:metalen.value]
 
     def step_end(self, step, meta=b""):
@@ -140,7 +140,7 @@ class Job:
         status = self._status
         if error is not None and not status:
             # The program's own failure: requeued while the crash-loop limit allows.
-            status = _ck._STATUS_NAMES.index("LLMP_ERR_STATE")
+            status = _c.STATUS_NAMES.index("LLMP_ERR_STATE")
         code = self._lib.llmp_job_finish(self.handle, status)
         self.handle = None
         return code

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* abi.c - public structs of any version: copied in and out by the size they carry (abi.h). */
+/*
+ * abi.c - public structs of any version: copied in and out by the size they
+ * carry (abi.h). The version a message names is LLMP_VERSION as this library
+ * was built, what llmp_version() (init/version.c, above this folder) returns.
+ */
 #include "abi.h"
 
 #include <string.h>
@@ -20,7 +24,7 @@ static llmp_status program_size(llmp_ctx *ctx, const char *name, const void *giv
 		return rt_fail(ctx, LLMP_ERR_ARG,
 			       "%s.size is %zu, but this libllmp (version %u) knows %zu bytes of it: "
 			       "was the program built against a newer llmp header, or was size not set?",
-			       name, *size, llmp_version(), our_size);
+			       name, *size, (unsigned)LLMP_VERSION, our_size);
 	return LLMP_OK;
 }
 

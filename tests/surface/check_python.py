@@ -7,6 +7,11 @@ DUMP_PROGRAM is tests/surface/surface_dump (sizes, offsets, enum and constant va
 the headers); INCLUDE_DIR holds llmp/*.h, whose prototypes gcc -aux-info writes out; MODULE
 is the mirror to check (default: the package's _libllmp.py). Every disagreement is printed,
 one a line, naming both sides; the exit status is then 1. Only the standard library is used.
+
+The dump's lists are kept by hand, so they are held against the headers too: every
+enumerator, every LLMP_* constant and every struct (and each of its fields) of a header of
+the package's surface must be dumped, or named in UNMIRRORED with the reason the package
+does without it. A status, value, constant or field added to a header alone fails here.
 """
 
 import ctypes
@@ -37,6 +42,103 @@ def read_dump(program):
         elif kind == "value":
             values[rest[0]] = int(rest[1])
     return sizes, fields, values
+
+
+#: Headers whose names the package never takes: each with the reason.
+UNMIRRORED_HEADERS = {
+    "llmp_spec.h": "the planner's grammar: the package passes layouts as text",
+    "llmp_plan.h": "the planner's grid: the package calls none of its functions",
+    "llmp_json.h": "the planner's JSON writer: the package reads the layout file (layout.py)",
+    "llmp_ckpt_spec.h": "the --llm-checkpoint grammar: the plugin's and the job layer's, passed as text",
+    "llmp_env.h": "environment names, kept in one place by surface.bats' own check",
+    "llmp_device.h": "the device path: the package calls none of its functions",
+}
+
+#: Names of the other headers the package does without: each with the reason.
+UNMIRRORED = {
+    "LLMP_MSG_MAX": "the planner's message buffer; the package reads messages through llmp_errmsg",
+    "LLMP_VERSION_MAJOR": "LLMP_VERSION carries it",
+    "LLMP_VERSION_MINOR": "LLMP_VERSION carries it",
+    "LLMP_VERSION_PATCH": "LLMP_VERSION carries it",
+    "llmp_stats": "llmp_get_stats is not called from Python",
+    "llmp_comm_stats": "llmp_comm_get_stats is not called from Python",
+    "llmp_job_opts": "llmp_job_open gets NULL: the checkpoint spec comes from the environment",
+    "llmp_job_info": "llmp_job_get_info is not called from Python",
+    "llmp_run_record": "llmp_run_record_read is llmp job-end's, not the package's",
+    "LLMP_RUN_RUNNING": "llmp_run_outcome: the run record's, not the package's",
+    "LLMP_RUN_DONE": "llmp_run_outcome: the run record's",
+    "LLMP_RUN_STOPPED": "llmp_run_outcome: the run record's",
+    "LLMP_RUN_FAILED": "llmp_run_outcome: the run record's",
+    "LLMP_RUN_GAVE_UP": "llmp_run_outcome: the run record's",
+    "LLMP_NO_STEP": "the run record's and llmp_job_info's 'no step'",
+}
+
+
+def header_names(include_dir):
+    """Per public header: its enumerators and LLMP_* constants, and its structs with their fields.
+
+    Read as gcc preprocesses them (-dD keeps the #defines, the line markers say whose
+    each line is), so comments and conditionals are the compiler's business, not ours.
+    """
+    headers = sorted(glob.glob(os.path.join(include_dir, "llmp", "*.h")))
+    src = "".join('#include "%s"\n' % os.path.abspath(h) for h in headers)
+    out = subprocess.run(["gcc", "-std=c11", "-I" + include_dir, "-E", "-dD", "-x", "c", "-"], input=src,
+                         check=True, capture_output=True, text=True).stdout
+    mine = {os.path.basename(h): os.path.abspath(h) for h in headers}
+    text = {name: [] for name in mine}
+    owner = None
+    for line in out.splitlines():
+        m = re.match(r'# \d+ "([^"]*)"', line)
+        if m:
+            path = os.path.abspath(m.group(1))
+            owner = next((n for n, p in mine.items() if p == path), None)
+        elif owner:
+            text[owner].append(line)
+    names = {}
+    for header, lines in text.items():
+        consts, code = set(), []
+        for line in lines:
+            m = re.match(r"#define (LLMP_[A-Z0-9_]+) +(\S.*)$", line)
+            if m:
+                consts.add(m.group(1))
+            elif not line.startswith("#"):
+                code.append(line)
+        code = "\n".join(code)
+        for body in re.findall(r"\benum\s*\w*\s*\{(.*?)\}", code, re.S):
+            consts.update(re.match(r"\s*(\w+)", item).group(1) for item in body.split(",") if item.strip())
+        structs = {}
+        for tag, body, typedef in re.findall(r"\bstruct\s*(\w*)\s*\{(.*?)\}\s*(\w*)", code, re.S):
+            tag = tag or typedef
+            fields = []
+            for decl in body.split(";"):
+                for part in split_args(decl) if decl.strip() else []:
+                    m = re.search(r"\(\s*\*\s*(\w+)\s*\)|(\w+)\s*(?:\[[^\]]*\]\s*)*$", part)
+                    if m:
+                        fields.append(m.group(1) or m.group(2))
+            structs[tag] = fields
+        names[header] = (consts, structs)
+    return names
+
+
+def check_complete(include_dir, sizes, fields, values, bad):
+    for header, (consts, structs) in sorted(header_names(include_dir).items()):
+        if header in UNMIRRORED_HEADERS:
+            continue
+        for name in sorted(consts - set(values) - set(UNMIRRORED)):
+            bad.append("%s: in %s, not in surface_dump.c: dump it and mirror it in _libllmp.py, or say in "
+                       "check_python.py's UNMIRRORED why the package does without it" % (name, header))
+        for tag, names in sorted(structs.items()):
+            if tag in UNMIRRORED:
+                continue
+            if tag not in sizes:
+                bad.append("%s: a struct of %s, not in surface_dump.c: dump and mirror it, or say in "
+                           "UNMIRRORED why the package does without it" % (tag, header))
+                continue
+            for name in names:
+                if name not in fields.get(tag, {}):
+                    bad.append("%s.%s: in %s, not in surface_dump.c (nor then in Python)" % (tag, name, header))
+    for name in sorted(set(UNMIRRORED) & (set(values) | set(sizes))):
+        bad.append("%s: dumped by surface_dump.c, but UNMIRRORED says the package does without it" % name)
 
 
 def check_structs(mod, sizes, fields, bad):
@@ -173,6 +275,7 @@ def main(argv):
     check_structs(mod, sizes, fields, bad)
     check_values(mod, values, bad)
     check_signatures(mod, argv[2], bad)
+    check_complete(argv[2], sizes, fields, values, bad)
     for line in bad:
         print("surface: " + line)
     if bad:

@@ -4,7 +4,9 @@
  * each stage gets from a topology's node types, layers split in proportion
  * to speed (worked out by hand: per-layer time is 1 / rate) and held back
  * by memory, each stage estimated on its own GPU, and the Megatron flags
- * or per-stage list that say the split.
+ * or per-stage list that say the split. And the machines both `llmp plan
+ * --topology` and srun score a layout on (planner/machines.h): the same
+ * answer from the cache as placed anew, for each order of the hosts.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -18,6 +20,7 @@
 #include <cmocka.h>
 
 #include "planner/hetero.h"
+#include "planner/machines.h"
 
 /* A small dense model whose output layer costs next to nothing (vocab 8): a stage's time is its layers / rate. */
 #define SMALL "layers=12,hidden=1024,ffn=4096,heads=8,seq=1024,vocab=8,gbs=16,mbs=1"
@@ -260,6 +263,77 @@ static void stages_take_their_hosts_gpus(void **state)
 	assert_non_null(strstr(msg, "bad.json:2: node type a: \"gpu\": --gpu: unknown GPU 'h900'"));
 }
 
+static bool same_gpu(const struct gpu_desc *a, const struct gpu_desc *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->mem_bytes == b->mem_bytes &&
+	       a->bf16_flops == b->bf16_flops;
+}
+
+/*
+ * planner/machines.h: a layout placed on two hosts of two kinds, from the
+ * cache (one shared by both orders of the hosts) or placed anew, alike;
+ * the stages turn round with the hosts; the weakest GPU of every rank.
+ */
+static void machines_place_alike_cached_or_not(void **state)
+{
+	(void)state;
+	struct topo t;
+	char msg[LLMP_MSG_MAX] = "";
+	struct model_desc m = model_of(SMALL);
+	struct topo_model tm = step_topo_model(&m, m.mbs);
+	struct gpu_desc h100 = gpu_of("h100"), a100 = gpu_of("a100-40gb"), w, g1[2], g2[2];
+	char *fwd[2] = { "n1", "n2" }, *back[2] = { "n2", "n1" };
+	uint32_t tasks[2] = { 2, 2 };
+	double n1[5], n2[5];
+	read_two_kinds("a100-40gb", &t);
+	struct machines_cache *cache = machines_cache_new();
+	assert_non_null(cache);
+	struct machines a = { .t = &t,
+			      .hosts = fwd,
+			      .nhosts = 2,
+			      .tasks = tasks,
+			      .world = 4,
+			      .tasks_per_node = 2,
+			      .model = &tm,
+			      .cache = cache };
+	struct machines b = a, plain = a;
+	b.hosts = back, plain.cache = NULL;
+	struct auto_machines on = machines_auto(&a);
+	assert_ptr_equal(on.ctx, &a);
+	struct step_layout l = checked(&m, 4,
+				       (struct step_layout){ .tp = 2, .pp = 2, .cp = 1, .ep = 1, .mbs = 1 });
+	for (unsigned mbs = 1; mbs <= 2; mbs++) {
+		l.mbs = mbs;
+		for (int again = 0; again < 2; again++) { /* the second time from the cache */
+			assert_int_equal(on.place(on.ctx, &l, n1, g1, msg, sizeof msg), LLMP_OK);
+			assert_int_equal(machines_place(&plain, &l, n2, g2, msg, sizeof msg), LLMP_OK);
+			assert_memory_equal(n1, n2, sizeof n1);
+			assert_true(same_gpu(&g1[0], &h100) && same_gpu(&g1[1], &a100));
+			assert_true(same_gpu(&g2[0], &h100) && same_gpu(&g2[1], &a100));
+			assert_true(n1[0] > 0); /* tp moves bytes */
+			/* the other order on the same cache: placed anew, the stages turn round */
+			assert_int_equal(machines_place(&b, &l, n2, g2, msg, sizeof msg), LLMP_OK);
+			assert_true(same_gpu(&g2[0], &a100) && same_gpu(&g2[1], &h100));
+		}
+	}
+	assert_int_equal(machines_weakest(&a, &w, msg, sizeof msg), LLMP_OK);
+	assert_true(same_gpu(&w, &a100));
+	machines_cache_free(cache);
+	topo_free(&t);
+
+	/* A type that does not say its "gpu": an error naming it, or the fallback stands in. */
+	read_two_kinds(NULL, &t);
+	a.t = &t, a.cache = NULL;
+	assert_int_equal(machines_weakest(&a, &w, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "node type b (host n2) does not say its \"gpu\""));
+	assert_int_equal(machines_place(&a, &l, n1, g1, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_non_null(strstr(msg, "node type b (host n2)"));
+	a.fallback = &a100;
+	assert_int_equal(machines_weakest(&a, &w, msg, sizeof msg), LLMP_OK);
+	assert_true(same_gpu(&w, &a100));
+	topo_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +343,7 @@ int main(void)
 		cmocka_unit_test(megatron_is_told_the_split),
 		cmocka_unit_test(stage_layers_are_checked),
 		cmocka_unit_test(stages_take_their_hosts_gpus),
+		cmocka_unit_test(machines_place_alike_cached_or_not),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

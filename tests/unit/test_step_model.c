@@ -1279,6 +1279,32 @@ static void reads_a_hugging_face_config(void **state)
 	}
 }
 
+/*
+ * A step layout as a layout spec and back: the sizes given, dp only when
+ * asked, vpp only above 1 (a base's vpp dropped), the base's order kept.
+ */
+static void a_layout_is_a_spec_and_back(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX] = "", text[LLMP_SPEC_MAX_LEN];
+	struct model_desc m = model_of("layers=8,hidden=1024,heads=8,seq=1024,vocab=8,mbs=2");
+	struct step_layout l = { .tp = 2, .pp = 2, .cp = 1, .ep = 1, .etp = 2, .dp = 4, .vpp = 2, .mbs = 2 };
+	llmp_spec s, base;
+	step_layout_spec(&l, NULL, false, &s);
+	llmp_spec_format(&s, text, sizeof text);
+	assert_string_equal(text, "tp=2,pp=2,cp=1,ep=1,etp=2,vpp=2");
+	struct step_layout back = step_layout_of_spec(&s, &m);
+	assert_true(back.tp == 2 && back.pp == 2 && back.vpp == 2 && back.dp == 0 && back.mbs == 2);
+	assert_int_equal(llmp_spec_parse("order=tp-cp-dp-ep-pp,vpp=3,pp=3", &base, msg, sizeof msg), LLMP_OK);
+	l.vpp = 1;
+	step_layout_spec(&l, &base, true, &s);
+	llmp_spec_format(&s, text, sizeof text);
+	assert_string_equal(text, "tp=2,pp=2,cp=1,ep=1,etp=2,dp=4,order=tp-cp-dp-ep-pp");
+	assert_int_equal(llmp_spec_check(&s, msg, sizeof msg), LLMP_OK);
+	back = step_layout_of_spec(&s, &m);
+	assert_true(back.dp == 4 && back.vpp == 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1304,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(dp_overlap_and_the_plain_all_reduce),
 		cmocka_unit_test(descriptions_parse_and_name_the_culprit),
 		cmocka_unit_test(reads_a_hugging_face_config),
+		cmocka_unit_test(a_layout_is_a_spec_and_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
