@@ -90,9 +90,9 @@ struct cli_plan_step {
 int cli_plan_step(const struct cli_plan_step *a);
 
 struct topo;
-struct topo_placement;
+struct plan_placement;
 /* The placement as an SVG picture (plan_svg.c); -1 on an output error. */
-int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+int cli_plan_write_svg(const struct topo *t, const struct plan_placement *p, const llmp_plan *plan,
 		       char *const *hosts, size_t nhosts, FILE *out);
 
 /* `llmp topo ...`; argv[0] is "topo". */

@@ -32,7 +32,7 @@ struct machines {
 	const uint32_t *tasks;           /* on each host */
 	uint32_t world, tasks_per_node;  /* tasks_per_node 0: uneven */
 	bool renumber;                   /* --placement topology */
-	const struct topo_model *model;  /* cost.c's view of the model; mbs from each layout */
+	const struct plan_model *model;  /* cost.c's view of the model; mbs from each layout */
 	const struct gpu_desc *fallback; /* for node types without "gpu"; NULL: none (an error) */
 	struct machines_cache *cache;    /* the last grid placed, reused; NULL: each placed anew */
 };

@@ -27,7 +27,7 @@ struct plugin_machines {
 	char **hosts;
 	size_t nhosts;
 	uint32_t *tasks;
-	struct topo_model model;
+	struct plan_model model;
 	struct gpu_desc fallback;
 	struct machines on;      /* planner/machines.h: the hosts, tasks and model above */
 	struct auto_machines am; /* on as the step model's machines */
