@@ -511,7 +511,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 		return CLI_EXIT_FAILURE;
 	}
 	struct machines on[CLI_ORDERS_MAX];
-	struct auto_machines machines[CLI_ORDERS_MAX];
+	struct chooser_machines machines[CLI_ORDERS_MAX];
 	struct machines_cache *cache = machines_cache_new(); /* NULL: each layout placed anew */
 	for (size_t i = 0; i < ko.n; i++) {
 		on[i] = (struct machines){ .t = t,
@@ -524,7 +524,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 					   .model = model,
 					   .fallback = a->gpu ? &fallback : NULL,
 					   .cache = cache };
-		machines[i] = machines_auto(&on[i]);
+		machines[i] = machines_chooser(&on[i]);
 	}
 	/* The weakest GPU of the job: what bounds --parallel auto's search, and its header. */
 	struct machines as_given = on[0];
@@ -540,7 +540,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 	struct cli_plan_step step = { .model = a->model,
 				      .gpu = a->gpu,
 				      .spec = &spec,
-				      .automatic = a->automatic,
+				      .choose_layout = a->choose_layout,
 				      .world = job->world,
 				      .json = a->json,
 				      .machine_gpu = &weakest,
@@ -593,7 +593,7 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 	struct plan_placement p = { 0 };
 	struct plan_model model;
 	/* The step model: asked for by --gpu or auto, or the job's node types say their GPU (not with --explain, --svg: the cost). */
-	bool step = a->model && (a->gpu || a->automatic ||
+	bool step = a->model && (a->gpu || a->choose_layout ||
 				 (!a->explain && !a->svg && hosts && hosts_say_gpu(&t, hosts, nhosts)));
 	if (step && a->rank >= 0) {
 		fprintf(stderr,
@@ -614,7 +614,7 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 		fprintf(stderr, PROG ": %s\n", msg);
 	} else if (plan_place(&t, plan, hosts, nhosts, tasks, a->renumber, &p, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
-	} else if (a->model && !a->automatic && model.gbs &&
+	} else if (a->model && !a->choose_layout && model.gbs &&
 		   model.gbs < model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP)) {
 		fprintf(stderr, PROG ": --model: gbs=%.0f is less than mbs x dp = %.0f\n", model.gbs,
 			model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP));

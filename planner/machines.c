@@ -118,9 +118,9 @@ llmp_status machines_place(void *ctx, const struct step_layout *l, double networ
 	return st;
 }
 
-struct auto_machines machines_auto(struct machines *on)
+struct chooser_machines machines_chooser(struct machines *on)
 {
-	return (struct auto_machines){ .place = machines_place, .ctx = on };
+	return (struct chooser_machines){ .place = machines_place, .ctx = on };
 }
 
 llmp_status machines_weakest(const struct machines *on, struct gpu_desc *weakest, char *msg, size_t len)

@@ -298,7 +298,7 @@ static void machines_place_alike_cached_or_not(void **state)
 			      .cache = cache };
 	struct machines b = a, plain = a;
 	b.hosts = back, plain.cache = NULL;
-	struct auto_machines on = machines_auto(&a);
+	struct chooser_machines on = machines_chooser(&a);
 	assert_ptr_equal(on.ctx, &a);
 	struct step_layout l = checked(&m, 4,
 				       (struct step_layout){ .tp = 2, .pp = 2, .cp = 1, .ep = 1, .mbs = 1 });
