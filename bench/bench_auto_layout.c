@@ -44,11 +44,11 @@ int main(void)
 		}
 		for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++) {
 			double best = 1e30;
-			struct auto_result r = { 0 };
+			struct chooser_result r = { 0 };
 			for (int k = 0; k < REPEATS; k++) {
-				auto_result_free(&r);
+				chooser_result_free(&r);
 				double t = now();
-				if (auto_layout(&m, &g, worlds[w], &r, msg, sizeof msg) != LLMP_OK) {
+				if (chooser_run(&m, &g, worlds[w], &r, msg, sizeof msg) != LLMP_OK) {
 					fprintf(stderr, "bench_auto_layout: %s on %u: %s\n", models[i],
 						worlds[w], msg);
 					return 1;
@@ -62,7 +62,7 @@ int main(void)
 			       best, chosen, r.fitting ? "" : " (does not fit)");
 			if (worlds[w] == 16384 && best > worst)
 				worst = best;
-			auto_result_free(&r);
+			chooser_result_free(&r);
 		}
 	}
 	printf("slowest at 16,384 GPUs: %.4f s (goal: under 1 s)\n", worst);

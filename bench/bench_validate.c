@@ -735,13 +735,13 @@ int main(int argc, char **argv)
 				 : o.layout.moe_act                         ? "selective, moe_act"
 									    : "selective");
 		else if (strcmp(r->grid, "-") == 0) {
-			struct auto_result a;
+			struct chooser_result a;
 			char msg[LLMP_MSG_MAX];
 			/* The chooser under the row's recompute when published: a 2021 run had no selective. */
 			m.recompute = o.layout.recompute;
 			if (strcmp(r->recompute, "?") == 0)
 				m.recompute = MODEL_RECOMPUTE_AUTO;
-			if (auto_layout(&m, &g, r->gpus, &a, msg, sizeof msg) != LLMP_OK) {
+			if (chooser_run(&m, &g, r->gpus, &a, msg, sizeof msg) != LLMP_OK) {
 				snprintf(pick, sizeof pick, "(%s)", msg);
 			} else {
 				const struct step_layout *c = &a.all[0].layout;
@@ -773,7 +773,7 @@ int main(int argc, char **argv)
 					snprintf(ratio, sizeof ratio, "%.3f", q);
 				else
 					snprintf(ratio, sizeof ratio, "published does not fit here");
-				auto_result_free(&a);
+				chooser_result_free(&a);
 			}
 		}
 		char mem[16] = "-";
@@ -816,7 +816,7 @@ int main(int argc, char **argv)
 		}
 		/* the chooser's rule (auto_layout.h): within the band, the fewest stages */
 		for (size_t c = 0, fastest = pick; c < k; c++)
-			if (auto_tie_prefers(model[c], pp[c], model[pick], pp[pick], model[fastest]))
+			if (chooser_tie_prefers(model[c], pp[c], model[pick], pp[pick], model[fastest]))
 				pick = c;
 		printf("\ngrid %s: %zu measured candidates; rank correlation %.2f; the modelled pick measured %.1f%% "
 		       "above the measured best\n",

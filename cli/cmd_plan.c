@@ -20,7 +20,7 @@
 
 struct plan_args {
 	const char *spec, *topology, *hosts, *model, *svg, *gpu;
-	bool renumber, explain, automatic;
+	bool renumber, explain, choose_layout;
 	double measured_step;    /* --measured-step: seconds, 0 when not given */
 	double measured_step2;   /* --measured-step-mbs M=S: S, 0 when not given */
 	unsigned measured_mbs2;  /* and M */
@@ -237,24 +237,24 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	a->automatic = a->spec && strcmp(a->spec, "auto") == 0;
+	a->choose_layout = a->spec && strcmp(a->spec, "auto") == 0;
 	if (a->gpu && a->rank >= 0)
 		return usage_message("", "--rank shows a plan's groups: not with --gpu");
 	if (a->gpu && (a->explain || a->svg))
 		return usage_message("", "--explain and --svg show a placement's cost: not with --gpu");
 	if (a->gpu && !a->model)
 		return usage_message("", "--gpu needs --model: the step model estimates a model on a GPU");
-	if (a->automatic && (!a->model || (!a->gpu && !a->topology)))
+	if (a->choose_layout && (!a->model || (!a->gpu && !a->topology)))
 		return usage_message("",
 				     "--parallel auto needs --model, and --gpu or a --topology whose node "
 				     "types say their \"gpu\"");
-	if (a->automatic && a->topology && (a->explain || a->svg))
+	if (a->choose_layout && a->topology && (a->explain || a->svg))
 		return usage_message(
 			"", "--explain and --svg show one layout's placement: not with --parallel auto");
 	if ((a->hosts || a->renumber || (a->model && !a->gpu) || a->svg) && !a->topology)
 		return usage_message("", "--hosts, --placement, --model and --svg need --topology "
 					 "(--model also works with --gpu instead)");
-	if (a->measured_step && (!a->gpu || !a->spec || a->automatic || a->topology))
+	if (a->measured_step && (!a->gpu || !a->spec || a->choose_layout || a->topology))
 		return usage_message("", "--measured-step calibrates the step model on the layout that ran: "
 					 "give --model, --gpu and that layout as --parallel (not auto, "
 					 "not with --topology)");
@@ -314,7 +314,7 @@ int cli_plan(int argc, char **argv)
 	if (rc)
 		return rc;
 
-	if (a.automatic) {
+	if (a.choose_layout) {
 		llmp_spec_init(&spec);
 	} else if (a.spec) {
 		if (llmp_spec_parse(a.spec, &spec, msg, sizeof msg) != LLMP_OK)
@@ -337,7 +337,7 @@ int cli_plan(int argc, char **argv)
 						.json = a.json != 0,
 						.svg = a.svg,
 						.gpu = a.gpu,
-						.automatic = a.automatic,
+						.choose_layout = a.choose_layout,
 						.rank = a.rank };
 		return cli_plan_on_topology(&on, &spec);
 	}
@@ -348,7 +348,7 @@ int cli_plan(int argc, char **argv)
 		struct cli_plan_step step = { .model = a.model,
 					      .gpu = a.gpu,
 					      .spec = &spec,
-					      .automatic = a.automatic,
+					      .choose_layout = a.choose_layout,
 					      .measured_step = a.measured_step,
 					      .measured_step2 = a.measured_step2,
 					      .measured_mbs2 = a.measured_mbs2,

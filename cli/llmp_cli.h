@@ -59,17 +59,17 @@ struct cli_plan_topology {
 	bool json;                /* doc/placement-json.md */
 	const char *svg;          /* --svg: write the picture there; NULL none */
 	const char *gpu;          /* --gpu: the step model of the layout, its network from this placement */
-	bool automatic;           /* --parallel auto: every candidate placed here */
+	bool choose_layout;       /* --parallel auto: every candidate placed here */
 };
 int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spec);
 
-struct auto_machines;
+struct chooser_machines;
 struct gpu_desc;
 /* `llmp plan --model M --gpu G`: the step model of a layout, or --parallel auto's choice (plan_step.c). */
 struct cli_plan_step {
 	const char *model, *gpu;
-	const llmp_spec *spec; /* the layout; unused when automatic */
-	bool automatic;        /* --parallel auto */
+	const llmp_spec *spec; /* the layout; unused when choose_layout */
+	bool choose_layout;    /* --parallel auto */
 	double measured_step;  /* --measured-step: calibrate g's efficiency on it; 0: no */
 	double measured_step2; /* --measured-step-mbs M=S: and its per-layer overhead; 0: no */
 	unsigned measured_mbs2;
@@ -79,8 +79,8 @@ struct cli_plan_step {
 	bool json;
 	const struct gpu_desc
 		*machine_gpu; /* the weakest GPU of the machines (their "gpu" or --gpu); NULL: gpu */
-	const struct auto_machines *on; /* network and stage GPUs from a placement; NULL: modelled */
-	const char *placement;          /* with on: which placement, for the output */
+	const struct chooser_machines *on; /* network and stage GPUs from a placement; NULL: modelled */
+	const char *placement;             /* with on: which placement, for the output */
 	/* With several: on[0..norders) are the job's hosts in different orders of their GPU kinds
 	 * (order_names[i] says which), and the fastest is taken; 0 or 1: on alone. */
 	size_t norders;
@@ -90,9 +90,9 @@ struct cli_plan_step {
 int cli_plan_step(const struct cli_plan_step *a);
 
 struct topo;
-struct topo_placement;
+struct plan_placement;
 /* The placement as an SVG picture (plan_svg.c); -1 on an output error. */
-int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+int cli_plan_write_svg(const struct topo *t, const struct plan_placement *p, const llmp_plan *plan,
 		       char *const *hosts, size_t nhosts, FILE *out);
 
 /* `llmp topo ...`; argv[0] is "topo". */

@@ -32,10 +32,10 @@
 struct span_row {
 	enum llmp_group kind;
 	uint32_t count, size;
-	size_t spans[TOPO_SPAN_NONE + 1];
+	size_t spans[PLAN_SPAN_NONE + 1];
 };
 
-static bool count_spans(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+static bool count_spans(const struct topo *t, const struct plan_placement *p, const llmp_plan *plan,
 			struct span_row rows[NKINDS])
 {
 	static const enum llmp_group kinds[NKINDS] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP,
@@ -52,7 +52,7 @@ static bool count_spans(const struct topo *t, const struct topo_placement *p, co
 		for (uint32_t g = 0; g < row->count; g++) {
 			uint32_t n = 0;
 			if (llmp_plan_group(plan, kinds[k], g, members, world, &n) == LLMP_OK)
-				row->spans[topo_group_span(t, p, members, n)]++;
+				row->spans[plan_group_span(t, p, members, n)]++;
 		}
 	}
 	free(members);
@@ -68,22 +68,22 @@ static void write_spans(const struct span_row rows[NKINDS], FILE *out)
 			continue;
 		fprintf(out, "  %-3s %u groups of %u:", llmp_group_name(rows[k].kind), rows[k].count,
 			rows[k].size);
-		for (int s = TOPO_SPAN_NODE; s <= TOPO_SPAN_NONE; s++)
+		for (int s = PLAN_SPAN_NODE; s <= PLAN_SPAN_NONE; s++)
 			if (rows[k].spans[s])
 				fprintf(out, " %zu in one %s", rows[k].spans[s],
-					topo_span_name((enum topo_span)s));
+					plan_span_name((enum plan_span)s));
 		fputc('\n', out);
 	}
 }
 
-static void write_slots(const struct topo *t, const struct topo_placement *p, char *const *hosts,
+static void write_slots(const struct topo *t, const struct plan_placement *p, char *const *hosts,
 			int64_t only, FILE *out)
 {
 	fprintf(out, "  %-6s %-6s %-16s %-4s %-13s %s\n", "rank", "task", "host", "gpu", "bus", "hca");
 	for (uint32_t r = 0; r < p->world; r++) {
 		if (only >= 0 && r != (uint32_t)only)
 			continue;
-		const struct topo_slot *s = &p->rank[r];
+		const struct plan_slot *s = &p->rank[r];
 		const struct topo_type *ty = &t->types[t->nodes[s->node].type];
 		char gpu[16] = "-";
 		if (s->gpu >= 0)
@@ -109,33 +109,33 @@ static const char *human(double bytes, char *buf, size_t len)
 /* The cost of one placed plan as a column of the report; NULL dims when it could not be computed. */
 struct column {
 	const char *name;
-	struct topo_cost cost;
+	struct plan_cost cost;
 	bool ok;
 };
 
 static void cost_of(const struct topo *t, const llmp_spec *spec, bool default_order, bool renumber,
 		    char *const *hosts, size_t nhosts, const uint32_t *tasks, uint32_t world,
-		    uint32_t per_node, const struct topo_model *m, struct column *col)
+		    uint32_t per_node, const struct plan_model *m, struct column *col)
 {
 	llmp_spec s = *spec;
 	llmp_plan *plan = NULL;
-	struct topo_placement p = { 0 };
+	struct plan_placement p = { 0 };
 	char msg[LLMP_MSG_MAX];
 	if (default_order)
 		s.order_len = 0;
 	col->ok = llmp_plan_create(&s, world, per_node, &plan, msg, sizeof msg) == LLMP_OK &&
-		  topo_place(t, plan, hosts, nhosts, tasks, renumber, &p, msg, sizeof msg) == LLMP_OK &&
-		  topo_cost(t, plan, &p, m, &col->cost, msg, sizeof msg) == LLMP_OK;
-	topo_placement_free(&p);
+		  plan_place(t, plan, hosts, nhosts, tasks, renumber, &p, msg, sizeof msg) == LLMP_OK &&
+		  plan_cost(t, plan, &p, m, &col->cost, msg, sizeof msg) == LLMP_OK;
+	plan_placement_free(&p);
 	llmp_plan_destroy(plan);
 }
 
 static void write_verdict(const struct column *cols, size_t ncols, FILE *out);
 
-static void write_cost(const struct column *cols, size_t ncols, const struct topo_model *m, FILE *out)
+static void write_cost(const struct column *cols, size_t ncols, const struct plan_model *m, FILE *out)
 {
 	char a[32], b[32];
-	const struct topo_cost *mine = &cols[0].cost;
+	const struct plan_cost *mine = &cols[0].cost;
 	fprintf(out,
 		"cost of one step (estimate: bf16, fp32 gradients reduced by a distributed optimizer, ring\n"
 		"collectives, no overlap): h=%.0f L=%.0f seq=%.0f mbs=%.0f, %.0f microbatches\n",
@@ -148,14 +148,14 @@ static void write_cost(const struct column *cols, size_t ncols, const struct top
 		fprintf(out, "  %-4s %-12s", llmp_axis_name(mine->dim[d].axis),
 			human(mine->dim[d].bytes, a, sizeof a));
 		for (size_t c = 0; c < ncols; c++) {
-			const struct topo_cost_dim *x = NULL;
+			const struct plan_cost_dim *x = NULL;
 			for (size_t k = 0; cols[c].ok && k < cols[c].cost.ndims; k++)
 				if (cols[c].cost.dim[k].axis == mine->dim[d].axis)
 					x = &cols[c].cost.dim[k];
 			char cell[64] = "-";
 			if (x)
 				snprintf(cell, sizeof cell, "%-13s %5.1f GB/s %7.3f s",
-					 topo_span_name(x->span), x->gbps, x->seconds);
+					 plan_span_name(x->span), x->gbps, x->seconds);
 			fprintf(out, " | %-30s", cell);
 		}
 		fputc('\n', out);
@@ -178,7 +178,7 @@ static void write_cost(const struct column *cols, size_t ncols, const struct top
  * --explain: for each column, the bytes each dimension moves over each link
  * class in one step (all ranks together) and its time, then the verdict.
  */
-static void write_explained(const struct column *cols, size_t ncols, const struct topo_model *m, FILE *out)
+static void write_explained(const struct column *cols, size_t ncols, const struct plan_model *m, FILE *out)
 {
 	char b[32];
 	fprintf(out,
@@ -188,18 +188,18 @@ static void write_explained(const struct column *cols, size_t ncols, const struc
 		m->hidden, m->layers, m->seq, m->mbs, cols[0].cost.microbatches);
 	for (size_t c = 0; c < ncols; c++) {
 		fprintf(out, "%s\n  %-4s %-12s", cols[c].name, "dim", "bytes/rank");
-		for (int l = 0; l < TOPO_NLINKS; l++)
-			fprintf(out, " %10s", topo_link_name((enum topo_link)l));
+		for (int l = 0; l < PLAN_NLINKS; l++)
+			fprintf(out, " %10s", plan_link_name((enum plan_link)l));
 		fprintf(out, " %10s\n", "time");
 		if (!cols[c].ok) {
 			fprintf(out, "  (this order cannot be placed on these hosts)\n");
 			continue;
 		}
-		double total[TOPO_NLINKS] = { 0 };
+		double total[PLAN_NLINKS] = { 0 };
 		for (size_t d = 0; d < cols[c].cost.ndims; d++) {
-			const struct topo_cost_dim *x = &cols[c].cost.dim[d];
+			const struct plan_cost_dim *x = &cols[c].cost.dim[d];
 			fprintf(out, "  %-4s %-12s", llmp_axis_name(x->axis), human(x->bytes, b, sizeof b));
-			for (int l = 0; l < TOPO_NLINKS; l++) {
+			for (int l = 0; l < PLAN_NLINKS; l++) {
 				fprintf(out, " %10s",
 					x->link_bytes[l] > 0 ? human(x->link_bytes[l], b, sizeof b) : "-");
 				total[l] += x->link_bytes[l];
@@ -207,7 +207,7 @@ static void write_explained(const struct column *cols, size_t ncols, const struc
 			fprintf(out, " %8.3f s\n", x->seconds);
 		}
 		fprintf(out, "  %-17s", "all");
-		for (int l = 0; l < TOPO_NLINKS; l++)
+		for (int l = 0; l < PLAN_NLINKS; l++)
 			fprintf(out, " %10s", total[l] > 0 ? human(total[l], b, sizeof b) : "-");
 		fprintf(out, " %8.3f s\n", cols[c].cost.seconds);
 	}
@@ -217,7 +217,7 @@ static void write_explained(const struct column *cols, size_t ncols, const struc
 /* One line comparing this placement with Slurm's block order (column 1). */
 static void write_verdict(const struct column *cols, size_t ncols, FILE *out)
 {
-	const struct topo_cost *mine = &cols[0].cost;
+	const struct plan_cost *mine = &cols[0].cost;
 	if (ncols > 1 && cols[1].ok) {
 		double base = cols[1].cost.switch_bytes, here = mine->switch_bytes;
 		if (base > 0)
@@ -235,22 +235,22 @@ static void write_verdict(const struct column *cols, size_t ncols, FILE *out)
 
 /* ------------------------------------------------------------------ JSON */
 
-static void json_cost_dims(struct json_writer *w, const struct topo_cost *c)
+static void json_cost_dims(struct json_writer *w, const struct plan_cost *c)
 {
-	static const char *const link_key[TOPO_NLINKS] = { "nvlink", "pcie", "ib_leaf", "ib_spine" };
+	static const char *const link_key[PLAN_NLINKS] = { "nvlink", "pcie", "ib_leaf", "ib_spine" };
 	json_array(w, "dims");
 	for (size_t d = 0; d < c->ndims; d++) {
-		const struct topo_cost_dim *x = &c->dim[d];
+		const struct plan_cost_dim *x = &c->dim[d];
 		json_object(w, NULL);
 		json_string(w, "dim", llmp_axis_name(x->axis));
 		json_double(w, "bytes", x->bytes);
-		json_string(w, "span", topo_span_name(x->span));
+		json_string(w, "span", plan_span_name(x->span));
 		json_double(w, "gbps", x->gbps);
 		json_double(w, "seconds", x->seconds);
 		json_double(w, "spine_bytes", x->switch_bytes);
 		json_double(w, "internode_bytes", x->node_bytes);
 		json_object(w, "link_bytes");
-		for (int l = 0; l < TOPO_NLINKS; l++)
+		for (int l = 0; l < PLAN_NLINKS; l++)
 			json_double(w, link_key[l], x->link_bytes[l]);
 		json_object_end(w);
 		json_object_end(w);
@@ -259,9 +259,9 @@ static void json_cost_dims(struct json_writer *w, const struct topo_cost *c)
 }
 
 /* doc/placement-json.md */
-static bool write_json(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+static bool write_json(const struct topo *t, const struct plan_placement *p, const llmp_plan *plan,
 		       const struct span_row rows[NKINDS], char *const *hosts, size_t nhosts, bool renumber,
-		       int64_t only, const struct topo_model *m, const struct column *cols, size_t ncols,
+		       int64_t only, const struct plan_model *m, const struct column *cols, size_t ncols,
 		       FILE *out)
 {
 	struct json_writer w;
@@ -287,9 +287,9 @@ static bool write_json(const struct topo *t, const struct topo_placement *p, con
 		json_uint(&w, "count", rows[k].count);
 		json_uint(&w, "size", rows[k].size);
 		json_object(&w, "spans");
-		for (int s = TOPO_SPAN_GPU; s <= TOPO_SPAN_NONE; s++)
+		for (int s = PLAN_SPAN_GPU; s <= PLAN_SPAN_NONE; s++)
 			if (rows[k].spans[s])
-				json_uint(&w, topo_span_name((enum topo_span)s), rows[k].spans[s]);
+				json_uint(&w, plan_span_name((enum plan_span)s), rows[k].spans[s]);
 		json_object_end(&w);
 		json_object_end(&w);
 	}
@@ -298,7 +298,7 @@ static bool write_json(const struct topo *t, const struct topo_placement *p, con
 	for (uint32_t r = 0; r < p->world; r++) {
 		if (only >= 0 && r != (uint32_t)only)
 			continue;
-		const struct topo_slot *s = &p->rank[r];
+		const struct plan_slot *s = &p->rank[r];
 		const struct topo_type *ty = &t->types[t->nodes[s->node].type];
 		json_object(&w, NULL);
 		json_uint(&w, "rank", r);
@@ -349,7 +349,7 @@ static bool write_json(const struct topo *t, const struct topo_placement *p, con
 }
 
 /* The picture into path, whole or not at all: written beside it, then renamed. */
-static int write_picture(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+static int write_picture(const struct topo *t, const struct plan_placement *p, const llmp_plan *plan,
 			 char *const *hosts, size_t nhosts, const char *path)
 {
 	char tmp[4096];
@@ -371,10 +371,10 @@ static int write_picture(const struct topo *t, const struct topo_placement *p, c
 }
 
 /* --model as the cost model reads it; for the step model, any model the step model reads (model_desc.h). */
-static llmp_status model_of(const char *text, bool step, struct topo_model *out, char *msg, size_t len)
+static llmp_status model_of(const char *text, bool step, struct plan_model *out, char *msg, size_t len)
 {
 	if (!step)
-		return topo_model_parse(text, out, msg, len);
+		return plan_model_parse(text, out, msg, len);
 	struct model_desc m;
 	llmp_status st = model_desc_parse(text, &m, msg, len);
 	if (st == LLMP_OK)
@@ -496,7 +496,7 @@ static bool kind_orders(const struct topo *t, const struct job *job, const char 
 }
 
 static int step_on_machines(const struct cli_plan_topology *a, const struct topo *t, const struct job *job,
-			    const llmp_plan *plan, const struct topo_model *model)
+			    const llmp_plan *plan, const struct plan_model *model)
 {
 	char msg[LLMP_MSG_MAX];
 	struct gpu_desc fallback, weakest;
@@ -511,7 +511,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 		return CLI_EXIT_FAILURE;
 	}
 	struct machines on[CLI_ORDERS_MAX];
-	struct auto_machines machines[CLI_ORDERS_MAX];
+	struct chooser_machines machines[CLI_ORDERS_MAX];
 	struct machines_cache *cache = machines_cache_new(); /* NULL: each layout placed anew */
 	for (size_t i = 0; i < ko.n; i++) {
 		on[i] = (struct machines){ .t = t,
@@ -524,7 +524,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 					   .model = model,
 					   .fallback = a->gpu ? &fallback : NULL,
 					   .cache = cache };
-		machines[i] = machines_auto(&on[i]);
+		machines[i] = machines_chooser(&on[i]);
 	}
 	/* The weakest GPU of the job: what bounds --parallel auto's search, and its header. */
 	struct machines as_given = on[0];
@@ -540,7 +540,7 @@ static int step_on_machines(const struct cli_plan_topology *a, const struct topo
 	struct cli_plan_step step = { .model = a->model,
 				      .gpu = a->gpu,
 				      .spec = &spec,
-				      .automatic = a->automatic,
+				      .choose_layout = a->choose_layout,
 				      .world = job->world,
 				      .json = a->json,
 				      .machine_gpu = &weakest,
@@ -590,10 +590,10 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 		world += tasks[i];
 	}
 	llmp_plan *plan = NULL;
-	struct topo_placement p = { 0 };
-	struct topo_model model;
+	struct plan_placement p = { 0 };
+	struct plan_model model;
 	/* The step model: asked for by --gpu or auto, or the job's node types say their GPU (not with --explain, --svg: the cost). */
-	bool step = a->model && (a->gpu || a->automatic ||
+	bool step = a->model && (a->gpu || a->choose_layout ||
 				 (!a->explain && !a->svg && hosts && hosts_say_gpu(&t, hosts, nhosts)));
 	if (step && a->rank >= 0) {
 		fprintf(stderr,
@@ -612,9 +612,9 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 	} else if (llmp_plan_create(spec, (uint32_t)world, uniform ? tasks[0] : 0, &plan, msg, sizeof msg) !=
 		   LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
-	} else if (topo_place(&t, plan, hosts, nhosts, tasks, a->renumber, &p, msg, sizeof msg) != LLMP_OK) {
+	} else if (plan_place(&t, plan, hosts, nhosts, tasks, a->renumber, &p, msg, sizeof msg) != LLMP_OK) {
 		fprintf(stderr, PROG ": %s\n", msg);
-	} else if (a->model && !a->automatic && model.gbs &&
+	} else if (a->model && !a->choose_layout && model.gbs &&
 		   model.gbs < model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP)) {
 		fprintf(stderr, PROG ": --model: gbs=%.0f is less than mbs x dp = %.0f\n", model.gbs,
 			model.mbs * llmp_plan_size(plan, LLMP_AXIS_DP));
@@ -634,7 +634,7 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 		struct span_row rows[NKINDS];
 		if (a->model) {
 			/* This placement is placed already; in block order it is Slurm's column too. */
-			cols[0].ok = topo_cost(&t, plan, &p, &model, &cols[0].cost, msg, sizeof msg) ==
+			cols[0].ok = plan_cost(&t, plan, &p, &model, &cols[0].cost, msg, sizeof msg) ==
 				     LLMP_OK;
 			if (a->renumber)
 				cost_of(&t, spec, false, false, hosts, nhosts, tasks, (uint32_t)world, per,
@@ -675,7 +675,7 @@ int cli_plan_on_topology(const struct cli_plan_topology *a, const llmp_spec *spe
 		if (a->svg && write_picture(&t, &p, plan, hosts, nhosts, a->svg) < 0)
 			rc = CLI_EXIT_FAILURE;
 	}
-	topo_placement_free(&p);
+	plan_placement_free(&p);
 	llmp_plan_destroy(plan);
 	free(tasks);
 	hostlist_free(hosts, nhosts);

@@ -278,7 +278,7 @@ static void json_pipeline(struct json_writer *w, const struct pipeline *p, const
 }
 
 /* The stages' GPUs and network of l: from the machines, or g everywhere and modelled. */
-static int stages_of(const struct auto_machines *on, const struct gpu_desc *g, struct step_layout *l,
+static int stages_of(const struct chooser_machines *on, const struct gpu_desc *g, struct step_layout *l,
 		     struct gpu_desc *gpus, double net[5], struct pipeline *p)
 {
 	char msg[LLMP_MSG_MAX];
@@ -329,7 +329,7 @@ static void json_orders(struct json_writer *w, const struct cli_plan_step *a, co
 }
 
 /* A given layout on one order of the machines, quietly: its estimate, the layers split on mixed GPUs. */
-static llmp_status score_on(const struct model_desc *m, uint32_t world, const struct auto_machines *on,
+static llmp_status score_on(const struct model_desc *m, uint32_t world, const struct chooser_machines *on,
 			    struct step_layout l, struct step_estimate *e)
 {
 	struct gpu_desc *gpus = calloc(l.pp, sizeof *gpus);
@@ -427,35 +427,35 @@ static bool better(const struct step_estimate *x, const struct step_estimate *y)
  * order_est gets each order's; r the chosen order's auto result.
  */
 static int best_order(const struct cli_plan_step *a, const struct model_desc *m, const struct gpu_desc *g,
-		      const struct step_layout *given, struct auto_result *r, struct step_estimate *order_est,
-		      size_t *best)
+		      const struct step_layout *given, struct chooser_result *r,
+		      struct step_estimate *order_est, size_t *best)
 {
 	char msg[LLMP_MSG_MAX], first[LLMP_MSG_MAX] = "";
 	size_t n = a->norders ? a->norders : 1, found = 0;
 	*best = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct auto_machines *on = a->on ? &a->on[i] : NULL;
-		struct auto_result ri = { 0 };
-		llmp_status st = a->automatic ? auto_layout_on(m, g, a->world, on, &ri, msg, sizeof msg)
-				 : on         ? score_on(m, a->world, on, *given, &order_est[i])
-					      : LLMP_OK;
+		const struct chooser_machines *on = a->on ? &a->on[i] : NULL;
+		struct chooser_result ri = { 0 };
+		llmp_status st = a->choose_layout ? chooser_run_on(m, g, a->world, on, &ri, msg, sizeof msg)
+				 : on             ? score_on(m, a->world, on, *given, &order_est[i])
+						  : LLMP_OK;
 		if (st != LLMP_OK) {
 			if (!first[0])
 				snprintf(first, sizeof first, "%s", msg);
 			order_est[i] = (struct step_estimate){ .step_s = -1 };
 			continue;
 		}
-		if (a->automatic)
+		if (a->choose_layout)
 			order_est[i] = ri.all[0].est;
 		if (!found++ || better(&order_est[i], &order_est[*best])) {
 			*best = i;
-			if (a->automatic) {
-				auto_result_free(r);
+			if (a->choose_layout) {
+				chooser_result_free(r);
 				*r = ri;
 				continue;
 			}
 		}
-		auto_result_free(&ri);
+		chooser_result_free(&ri);
 	}
 	if (found)
 		return CLI_EXIT_OK;
@@ -496,13 +496,13 @@ struct step_work {
 	struct gpu_desc stated; /* g as given, before a calibration */
 	bool zero_auto;         /* the model said zero=auto; m.zero is then the choice's */
 	struct step_layout l;
-	struct auto_result r; /* --parallel auto's candidates, the choice first; empty for a layout */
+	struct chooser_result r; /* --parallel auto's candidates, the choice first; empty for a layout */
 	struct step_estimate order_est[CLI_ORDERS_MAX];
-	size_t best;                    /* the order of the machines taken */
-	const struct auto_machines *on; /* that order's machines; NULL: modelled */
-	struct step_stage *stages;      /* pp */
-	struct gpu_desc *gpus;          /* pp: each stage's */
-	unsigned *split;                /* pp: the layers on mixed GPUs */
+	size_t best;                       /* the order of the machines taken */
+	const struct chooser_machines *on; /* that order's machines; NULL: modelled */
+	struct step_stage *stages;         /* pp */
+	struct gpu_desc *gpus;             /* pp: each stage's */
+	unsigned *split;                   /* pp: the layers on mixed GPUs */
 	struct pipeline pipe;
 	double net[5];
 	struct step_estimate e;
@@ -514,7 +514,7 @@ static void work_free(struct step_work *w)
 	free(w->stages);
 	free(w->gpus);
 	free(w->split);
-	auto_result_free(&w->r);
+	chooser_result_free(&w->r);
 }
 
 /* The model, and the GPU: the machines' weakest, else --gpu. */
@@ -536,7 +536,7 @@ static int read_model(const struct cli_plan_step *a, struct step_work *w)
 static int choose_layout(const struct cli_plan_step *a, struct step_work *w)
 {
 	char msg[LLMP_MSG_MAX];
-	if (a->automatic) {
+	if (a->choose_layout) {
 		if (best_order(a, &w->m, &w->g, NULL, &w->r, w->order_est, &w->best) != CLI_EXIT_OK)
 			return CLI_EXIT_USAGE;
 		w->l = w->r.all[0].layout;
@@ -659,20 +659,20 @@ static int write_json(const struct cli_plan_step *a, const struct step_work *w, 
 	json_string(&jw, "megatron_args", w->megatron);
 	if (a->norders > 1)
 		json_orders(&jw, a, w->order_est, w->best);
-	if (a->automatic) {
+	if (a->choose_layout) {
 		size_t shown = shown_candidates(w);
 		json_uint(&jw, "considered", w->r.n);
 		json_uint(&jw, "fitting", w->r.fitting);
 		json_array(&jw, "candidates");
 		for (size_t i = 1; i <= shown; i++) {
-			const struct auto_candidate *c = &w->r.all[i];
+			const struct chooser_candidate *c = &w->r.all[i];
 			json_object(&jw, NULL);
 			json_layout(&jw, "layout", &c->layout);
 			json_uint(&jw, "zero", c->zero);
 			json_bool(&jw, "fits", c->est.fits);
 			json_bytes(&jw, "peak_bytes", c->est.peak_bytes);
 			json_double(&jw, "step_seconds", c->est.step_s);
-			auto_why_lost(c, &w->r.all[0], &w->g, why, sizeof why);
+			chooser_why_lost(c, &w->r.all[0], &w->g, why, sizeof why);
 			json_string(&jw, "why", why);
 			json_object_end(&jw);
 		}
@@ -686,20 +686,20 @@ static int write_json(const struct cli_plan_step *a, const struct step_work *w, 
 static void write_text(const struct cli_plan_step *a, const struct step_work *w, FILE *out)
 {
 	char why[256], buf[160];
-	const struct auto_result *r = &w->r;
+	const struct chooser_result *r = &w->r;
 	text_model(&w->m, &w->g, a->machine_gpu != NULL, a->world, out);
 	if (a->measured_step) /* only with --gpu (cmd_plan.c) */
 		text_calibrated(a, &w->l, &w->stated, &w->g, out);
-	if (a->automatic && r->fitting)
+	if (a->choose_layout && r->fitting)
 		fprintf(out,
 			"chosen:   the fastest of %zu layouts that fit, the fewest pipeline stages among "
 			"those within %.0f%% of it (%zu valid for %u ranks)\n",
-			r->fitting, 100 * AUTO_TIE_BAND, r->n, a->world);
-	else if (a->automatic)
+			r->fitting, 100 * CHOOSER_TIE_BAND, r->n, a->world);
+	else if (a->choose_layout)
 		fprintf(out,
 			"chosen:   none of the %zu valid layouts for %u ranks fits: the one needing the least memory\n",
 			r->n, a->world);
-	if (a->automatic && w->zero_auto)
+	if (a->choose_layout && w->zero_auto)
 		fprintf(out, "sharding: zero=%u, tried with zero=1, 2 and 3 (zero=auto)\n", w->m.zero);
 	if (w->on)
 		fprintf(out, "network:  each dimension's time from its groups on the topology, %s\n",
@@ -718,15 +718,15 @@ static void write_text(const struct cli_plan_step *a, const struct step_work *w,
 	size_t shown = shown_candidates(w);
 	int width = 62; /* the layout column: as wide as its widest entry */
 	for (size_t i = 1; i <= shown; i++) {
-		auto_candidate_format(&r->all[i], w->zero_auto, buf, sizeof buf);
+		chooser_candidate_format(&r->all[i], w->zero_auto, buf, sizeof buf);
 		width = (int)strlen(buf) > width ? (int)strlen(buf) : width;
 	}
 	if (shown)
 		fprintf(out, "next:\n  %-*s %9s %10s  why it lost\n", width, "layout", "step", "peak");
 	for (size_t i = 1; i <= shown; i++) {
-		const struct auto_candidate *c = &r->all[i];
-		auto_candidate_format(c, w->zero_auto, buf, sizeof buf);
-		auto_why_lost(c, &r->all[0], &w->g, why, sizeof why);
+		const struct chooser_candidate *c = &r->all[i];
+		chooser_candidate_format(c, w->zero_auto, buf, sizeof buf);
+		chooser_why_lost(c, &r->all[0], &w->g, why, sizeof why);
 		fprintf(out, "  %-*s %7.3f s %6.1f GiB  %s\n", width, buf, c->est.step_s,
 			c->est.peak_bytes / GIB, why);
 	}
@@ -745,7 +745,7 @@ static void warn_over(const struct cli_plan_step *a, const struct step_work *w)
 	fprintf(stderr,
 		PROG
 		": warning: %s%s needs %.1f GiB per GPU on stage %u, more than the %s's %.1f GiB (largest term: %s)\n",
-		a->automatic ? "no layout fits; the smallest, " : "", buf, w->stages[k].total / GIB, k,
+		a->choose_layout ? "no layout fits; the smallest, " : "", buf, w->stages[k].total / GIB, k,
 		w->gpus[k].name, w->gpus[k].mem_bytes / GIB, step_term_name(largest_term(&w->stages[k])));
 }
 
@@ -763,7 +763,8 @@ int cli_plan_step(const struct cli_plan_step *a)
 		work_free(&w);
 		return rc;
 	}
-	megatron_flags(a->automatic ? NULL : a->spec, &w.m, &w.l, a->world, w.megatron, sizeof w.megatron);
+	megatron_flags(a->choose_layout ? NULL : a->spec, &w.m, &w.l, a->world, w.megatron,
+		       sizeof w.megatron);
 	FILE *out = stdout;
 	int wrc = 0;
 	if (a->json)

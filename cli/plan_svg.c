@@ -35,7 +35,7 @@ static void put_text(FILE *out, const char *s)
 	}
 }
 
-int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+int cli_plan_write_svg(const struct topo *t, const struct plan_placement *p, const llmp_plan *plan,
 		       char *const *hosts, size_t nhosts, FILE *out)
 {
 	uint32_t pp = llmp_plan_size(plan, LLMP_AXIS_PP),
@@ -109,7 +109,7 @@ int cli_plan_write_svg(const struct topo *t, const struct topo_placement *p, con
 			fputs("</text>\n", out);
 			for (uint32_t k = 0; k < ranks_of[h]; k++) {
 				uint32_t r = first[h] + k;
-				const struct topo_slot *slot = &p->rank[r];
+				const struct plan_slot *slot = &p->rank[r];
 				uint32_t c[LLMP_NAXES];
 				llmp_plan_coords(plan, r, c);
 				const struct topo_type *ty = &t->types[t->nodes[slot->node].type];

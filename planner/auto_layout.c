@@ -18,9 +18,9 @@ struct search {
 	const struct model_desc *m;
 	const struct gpu_desc *g;
 	uint32_t world;
-	struct auto_result *r;
+	struct chooser_result *r;
 	size_t cap;
-	const struct auto_machines *on;
+	const struct chooser_machines *on;
 	struct gpu_desc *stage_gpus; /* room for the largest pp */
 	llmp_status placed;          /* the first failure of on->place */
 	bool fitted;                 /* whether the last layout considered fits */
@@ -29,7 +29,7 @@ struct search {
 };
 
 /* c's estimate on the machines: stage_layers allocated when the stages' GPUs differ. */
-static llmp_status on_machines(struct search *s, struct auto_candidate *c)
+static llmp_status on_machines(struct search *s, struct chooser_candidate *c)
 {
 	double net[5];
 	char why[LLMP_MSG_MAX];
@@ -56,7 +56,7 @@ static llmp_status on_machines(struct search *s, struct auto_candidate *c)
 }
 
 /* c's estimate, on the machines or on s->g. */
-static llmp_status score(struct search *s, struct auto_candidate *c)
+static llmp_status score(struct search *s, struct chooser_candidate *c)
 {
 	return s->on ? on_machines(s, c)
 		     : step_estimate(s->m, s->g, s->world, &c->layout, NULL, &c->est, NULL, 0);
@@ -72,7 +72,7 @@ struct block_try {
 static bool block_fits(void *ctx, unsigned n)
 {
 	struct block_try *b = ctx;
-	struct auto_candidate c = { .layout = b->l, .zero = b->s->m->zero };
+	struct chooser_candidate c = { .layout = b->l, .zero = b->s->m->zero };
 	c.layout.recompute_layers = n;
 	llmp_status st = score(b->s, &c);
 	free(c.stage_layers);
@@ -81,11 +81,11 @@ static bool block_fits(void *ctx, unsigned n)
 	return st == LLMP_OK && c.est.fits;
 }
 
-static llmp_status append(struct search *s, struct auto_candidate c)
+static llmp_status append(struct search *s, struct chooser_candidate c)
 {
 	if (s->r->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 256;
-		struct auto_candidate *all = realloc(s->r->all, cap * sizeof *all);
+		struct chooser_candidate *all = realloc(s->r->all, cap * sizeof *all);
 		if (!all) {
 			free(c.stage_layers);
 			return LLMP_ERR_NOMEM;
@@ -105,7 +105,7 @@ static llmp_status consider(struct search *s, struct step_layout l, bool block)
 	s->fitted = false;
 	if (step_layout_check(s->m, s->world, &l, NULL, 0) != LLMP_OK)
 		return LLMP_OK;
-	struct auto_candidate c = { .layout = l, .zero = s->m->zero };
+	struct chooser_candidate c = { .layout = l, .zero = s->m->zero };
 	llmp_status st = score(s, &c);
 	if (st != LLMP_OK)
 		return st == LLMP_ERR_NOMEM ? st : LLMP_OK;
@@ -119,7 +119,7 @@ static llmp_status consider(struct search *s, struct step_layout l, bool block)
 	unsigned n = step_fewest_layers(most, block_fits, &b);
 	if (b.st != LLMP_OK || n >= most)
 		return b.st;
-	struct auto_candidate fewer = { .layout = l, .zero = s->m->zero };
+	struct chooser_candidate fewer = { .layout = l, .zero = s->m->zero };
 	fewer.layout.recompute_layers = n;
 	st = score(s, &fewer);
 	if (st != LLMP_OK)
@@ -129,7 +129,7 @@ static llmp_status consider(struct search *s, struct step_layout l, bool block)
 
 static int by_merit(const void *pa, const void *pb)
 {
-	const struct auto_candidate *a = pa, *b = pb;
+	const struct chooser_candidate *a = pa, *b = pb;
 	if (a->est.fits != b->est.fits)
 		return a->est.fits ? -1 : 1;
 	double x = a->est.fits ? a->est.step_s : a->est.peak_bytes;
@@ -147,34 +147,35 @@ static int by_merit(const void *pa, const void *pb)
 }
 
 /*
- * The choice among near-ties: of the fitting layouts within AUTO_TIE_BAND of
+ * The choice among near-ties: of the fitting layouts within CHOOSER_TIE_BAND of
  * the fastest, the fastest of those with the fewest pipeline stages moves to
  * the front; the rest keep their order.
  */
-bool auto_tie_prefers(double step, unsigned pp, double pick_step, unsigned pick_pp, double fastest)
+bool chooser_tie_prefers(double step, unsigned pp, double pick_step, unsigned pick_pp, double fastest)
 {
-	return step <= fastest * (1 + AUTO_TIE_BAND) && (pp < pick_pp || (pp == pick_pp && step < pick_step));
+	return step <= fastest * (1 + CHOOSER_TIE_BAND) &&
+	       (pp < pick_pp || (pp == pick_pp && step < pick_step));
 }
 
-static void prefer_fewer_stages(struct auto_result *r)
+static void prefer_fewer_stages(struct chooser_result *r)
 {
 	size_t pick = 0;
 	double fastest = r->fitting ? r->all[0].est.step_s : 0;
-	for (size_t i = 1; i < r->fitting && r->all[i].est.step_s <= fastest * (1 + AUTO_TIE_BAND); i++)
-		if (auto_tie_prefers(r->all[i].est.step_s, r->all[i].layout.pp, r->all[pick].est.step_s,
-				     r->all[pick].layout.pp, fastest))
+	for (size_t i = 1; i < r->fitting && r->all[i].est.step_s <= fastest * (1 + CHOOSER_TIE_BAND); i++)
+		if (chooser_tie_prefers(r->all[i].est.step_s, r->all[i].layout.pp, r->all[pick].est.step_s,
+					r->all[pick].layout.pp, fastest))
 			pick = i;
 	if (!pick)
 		return;
-	struct auto_candidate c = r->all[pick];
+	struct chooser_candidate c = r->all[pick];
 	memmove(r->all + 1, r->all, pick * sizeof *r->all);
 	r->all[0] = c;
 }
 
-llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-			struct auto_result *r, char *msg, size_t len)
+llmp_status chooser_run(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			struct chooser_result *r, char *msg, size_t len)
 {
-	return auto_layout_on(m, g, world, NULL, r, msg, len);
+	return chooser_run_on(m, g, world, NULL, r, msg, len);
 }
 
 /*
@@ -258,8 +259,8 @@ static llmp_status enumerate(struct search *s)
 	return st;
 }
 
-llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-			   const struct auto_machines *on, struct auto_result *r, char *msg, size_t len)
+llmp_status chooser_run_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			   const struct chooser_machines *on, struct chooser_result *r, char *msg, size_t len)
 {
 	memset(r, 0, sizeof *r);
 	if (!m->gbs)
@@ -283,7 +284,7 @@ llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g,
 	s.m = m;
 	free(s.stage_gpus);
 	if (st != LLMP_OK) {
-		auto_result_free(r);
+		chooser_result_free(r);
 		return llmp_fail(st, msg, len, "--parallel auto: out of memory");
 	}
 	if (!r->n && s.placed != LLMP_OK)
@@ -301,7 +302,7 @@ llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g,
 	return LLMP_OK;
 }
 
-void auto_result_free(struct auto_result *r)
+void chooser_result_free(struct chooser_result *r)
 {
 	for (size_t i = 0; r->all && i < r->n; i++)
 		free(r->all[i].stage_layers);
@@ -309,7 +310,7 @@ void auto_result_free(struct auto_result *r)
 	memset(r, 0, sizeof *r);
 }
 
-void auto_candidate_format(const struct auto_candidate *c, bool zero_auto, char *buf, size_t len)
+void chooser_candidate_format(const struct chooser_candidate *c, bool zero_auto, char *buf, size_t len)
 {
 	step_layout_format(&c->layout, buf, len);
 	size_t used = strlen(buf);
@@ -317,8 +318,8 @@ void auto_candidate_format(const struct auto_candidate *c, bool zero_auto, char 
 		snprintf(buf + used, len - used, ",zero=%u", c->zero);
 }
 
-void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,
-		   const struct gpu_desc *g, char *buf, size_t len)
+void chooser_why_lost(const struct chooser_candidate *c, const struct chooser_candidate *best,
+		      const struct gpu_desc *g, char *buf, size_t len)
 {
 	if (!c->est.fits && c->est.peak_bytes <= g->mem_bytes) { /* mixed GPUs: a smaller one overflows */
 		snprintf(buf, len, "memory: a stage over its own GPU's memory (peak %.1f GiB on stage %u)",
@@ -339,7 +340,7 @@ void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *
 		snprintf(buf, len,
 			 "%.1f%% faster (%.3f s), within the %.0f%% the model does not tell apart; the "
 			 "choice has fewer pipeline stages (pp %u, not %u)",
-			 100 * (1 - c->est.step_s / best->est.step_s), c->est.step_s, 100 * AUTO_TIE_BAND,
+			 100 * (1 - c->est.step_s / best->est.step_s), c->est.step_s, 100 * CHOOSER_TIE_BAND,
 			 best->layout.pp, c->layout.pp);
 		return;
 	}

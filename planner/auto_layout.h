@@ -11,7 +11,7 @@
  * recompute unless the model names one. dp is what is left.
  *
  * The choice is the fastest that fits, except among near-ties: of the
- * layouts within AUTO_TIE_BAND of the fastest, the one with the fewest
+ * layouts within CHOOSER_TIE_BAND of the fastest, the one with the fewest
  * pipeline stages (then the fastest of those). The band is below what a
  * measurement resolves (one BigScience layout measured twice, 110.48 and
  * 113.54 s: 2.8% apart) and far below the model's own error; a deeper
@@ -26,61 +26,62 @@
 
 #include "step_model.h"
 
-#define AUTO_TIE_BAND 0.01 /* 1%: near-ties, see above */
+#define CHOOSER_TIE_BAND 0.01 /* 1%: near-ties, see above */
 
-struct auto_candidate {
+struct chooser_candidate {
 	struct step_layout layout;
 	struct step_estimate est;
 	unsigned *stage_layers; /* on mixed GPUs: hetero_split's layers (layout.stage_layers); NULL: even */
 	unsigned zero; /* what dp x cp shards here: the model's zero, or under zero=auto the one tried */
 };
 
-struct auto_result {
+struct chooser_result {
 	/* the choice first when one fits, then the other fitting ones by step time, then the rest by memory */
-	struct auto_candidate *all;
+	struct chooser_candidate *all;
 	size_t n;
 	size_t fitting; /* the first `fitting` of all fit; all[0] is the choice when fitting > 0 */
 };
 
-/* Needs m->gbs. On success free the result with auto_result_free. */
-llmp_status auto_layout(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-			struct auto_result *r, char *msg, size_t len);
-void auto_result_free(struct auto_result *r);
+/* Needs m->gbs. On success free the result with chooser_result_free. */
+llmp_status chooser_run(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			struct chooser_result *r, char *msg, size_t len);
+void chooser_result_free(struct chooser_result *r);
 
 /*
  * The machines a candidate is placed on (e.g. a topology file, cost.c):
  * place gives the network seconds (tp, cp, ep, dp, pp) of checked layout l
  * there, and the GPU of each of its l->pp stages into stage_gpus. A
  * failure drops the candidate; when every one fails, the first message is
- * auto_layout_on's.
+ * chooser_run_on's.
  */
-struct auto_machines {
+struct chooser_machines {
 	llmp_status (*place)(void *ctx, const struct step_layout *l, double network_s[5],
 			     struct gpu_desc *stage_gpus, char *msg, size_t len);
 	void *ctx;
 };
 
 /*
- * auto_layout scoring each candidate on the machines (on NULL: as
- * auto_layout): its network from place, each stage on its own GPU, and on
+ * chooser_run scoring each candidate on the machines (on NULL: as
+ * chooser_run): its network from place, each stage on its own GPU, and on
  * mixed GPUs the layers split by hetero_split. g bounds the search (tp
  * inside g->domain): the weakest of the machines' GPUs.
  */
-llmp_status auto_layout_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-			   const struct auto_machines *on, struct auto_result *r, char *msg, size_t len);
+llmp_status chooser_run_on(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
+			   const struct chooser_machines *on, struct chooser_result *r, char *msg,
+			   size_t len);
 
 /*
  * The near-tie rule, for a list in any order: whether a layout of step
  * seconds and pp stages beats the pick so far, with fastest the list's
- * fastest step: within AUTO_TIE_BAND of it, fewer stages, then faster.
+ * fastest step: within CHOOSER_TIE_BAND of it, fewer stages, then faster.
  */
-bool auto_tie_prefers(double step, unsigned pp, double pick_step, unsigned pick_pp, double fastest);
+bool chooser_tie_prefers(double step, unsigned pp, double pick_step, unsigned pick_pp, double fastest);
 
 /* c's layout as step_layout_format writes it, and ",zero=N" when the chooser picked the sharding. */
-void auto_candidate_format(const struct auto_candidate *c, bool zero_auto, char *buf, size_t len);
+void chooser_candidate_format(const struct chooser_candidate *c, bool zero_auto, char *buf, size_t len);
 
 /* Why c lost to best, in a short sentence: memory over the GPU's, or the term that costs it the most time. */
-void auto_why_lost(const struct auto_candidate *c, const struct auto_candidate *best,
-		   const struct gpu_desc *g, char *buf, size_t len);
+void chooser_why_lost(const struct chooser_candidate *c, const struct chooser_candidate *best,
+		      const struct gpu_desc *g, char *buf, size_t len);
 
 #endif /* LLMP_AUTO_LAYOUT_H */

@@ -12,22 +12,22 @@
 #define BYTES_ACT 2.0  /* bf16 activations and parameters */
 #define BYTES_GRAD 4.0 /* fp32 gradient reduction */
 
-llmp_status topo_model_parse(const char *text, struct topo_model *m, char *msg, size_t len)
+llmp_status plan_model_parse(const char *text, struct plan_model *m, char *msg, size_t len)
 {
 	static const struct {
 		const char *key;
 		size_t offset;
 		bool required;
 	} keys[] = {
-		{ "hidden", offsetof(struct topo_model, hidden), true },
-		{ "layers", offsetof(struct topo_model, layers), true },
-		{ "seq", offsetof(struct topo_model, seq), true },
-		{ "mbs", offsetof(struct topo_model, mbs), true },
-		{ "heads", offsetof(struct topo_model, heads), false },
-		{ "kv-heads", offsetof(struct topo_model, kv_heads), false },
-		{ "experts", offsetof(struct topo_model, experts), false },
-		{ "topk", offsetof(struct topo_model, topk), false },
-		{ "gbs", offsetof(struct topo_model, gbs), false },
+		{ "hidden", offsetof(struct plan_model, hidden), true },
+		{ "layers", offsetof(struct plan_model, layers), true },
+		{ "seq", offsetof(struct plan_model, seq), true },
+		{ "mbs", offsetof(struct plan_model, mbs), true },
+		{ "heads", offsetof(struct plan_model, heads), false },
+		{ "kv-heads", offsetof(struct plan_model, kv_heads), false },
+		{ "experts", offsetof(struct plan_model, experts), false },
+		{ "topk", offsetof(struct plan_model, topk), false },
+		{ "gbs", offsetof(struct plan_model, gbs), false },
 	};
 	char buf[512], shown[LLMP_SHOW_MAX];
 	bool seen[sizeof keys / sizeof keys[0]] = { false };
@@ -81,20 +81,20 @@ llmp_status topo_model_parse(const char *text, struct topo_model *m, char *msg, 
  * member's link, an HCA's rate divided among the ranks of its node that use
  * it (share[rank]).
  */
-static double group_gbps(const struct topo *t, const struct topo_placement *p, const unsigned *share,
-			 const uint32_t *members, size_t n, enum topo_span span)
+static double group_gbps(const struct topo *t, const struct plan_placement *p, const unsigned *share,
+			 const uint32_t *members, size_t n, enum plan_span span)
 {
 	double gbps = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct topo_slot *s = &p->rank[members[i]];
+		const struct plan_slot *s = &p->rank[members[i]];
 		const struct topo_type *ty = &t->types[t->nodes[s->node].type];
 		double here = 0;
-		if (span == TOPO_SPAN_NODE || span == TOPO_SPAN_NVLINK_DOMAIN) {
+		if (span == PLAN_SPAN_NODE || span == PLAN_SPAN_NVLINK_DOMAIN) {
 			const struct topo_gpu *g = s->gpu >= 0 ? &ty->gpus[s->gpu] : NULL;
 			bool nvlink = g &&
 				      (g->nvlink == TOPO_NVLINK_SWITCH || g->nvlink == TOPO_NVLINK_PEERS);
 			unsigned links = g && g->nvlinks ? g->nvlinks : 18;
-			here = nvlink ? links * TOPO_GBPS_NVLINK_LINK : TOPO_GBPS_PCIE;
+			here = nvlink ? links * PLAN_GBPS_NVLINK_LINK : PLAN_GBPS_PCIE;
 		} else if (s->hca >= 0) {
 			const struct topo_hca *h = &ty->hcas[s->hca];
 			for (unsigned k = 0; k < h->nports; k++)
@@ -113,7 +113,7 @@ static double group_gbps(const struct topo *t, const struct topo_placement *p, c
  * NULL when out of memory). A host's ranks are consecutive in p->rank
  * (placement.c).
  */
-static unsigned *hca_share(const struct topo_placement *p)
+static unsigned *hca_share(const struct plan_placement *p)
 {
 	uint32_t world = p->world;
 	unsigned *share = calloc(world ? world : 1, sizeof *share);
@@ -127,37 +127,37 @@ static unsigned *hca_share(const struct topo_placement *p)
 	return share;
 }
 
-const char *topo_link_name(enum topo_link l)
+const char *plan_link_name(enum plan_link l)
 {
 	static const char *const names[] = { "NVLink", "PCIe", "IB leaf", "IB spine" };
-	return (unsigned)l < TOPO_NLINKS ? names[l] : "?";
+	return (unsigned)l < PLAN_NLINKS ? names[l] : "?";
 }
 
 /* The link class a group of the given span crosses: inside a node, NVLink when all its GPUs have it. */
-static enum topo_link link_of(const struct topo *t, const struct topo_placement *p, const uint32_t *members,
-			      size_t n, enum topo_span span)
+static enum plan_link link_of(const struct topo *t, const struct plan_placement *p, const uint32_t *members,
+			      size_t n, enum plan_span span)
 {
 	switch (span) {
-	case TOPO_SPAN_NVLINK_DOMAIN: return TOPO_LINK_NVLINK;
-	case TOPO_SPAN_LEAF: return TOPO_LINK_IB_LEAF;
-	case TOPO_SPAN_TREE:
-	case TOPO_SPAN_NONE: return TOPO_LINK_IB_SPINE;
+	case PLAN_SPAN_NVLINK_DOMAIN: return PLAN_LINK_NVLINK;
+	case PLAN_SPAN_LEAF: return PLAN_LINK_IB_LEAF;
+	case PLAN_SPAN_TREE:
+	case PLAN_SPAN_NONE: return PLAN_LINK_IB_SPINE;
 	default: break;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct topo_slot *s = &p->rank[members[i]];
+		const struct plan_slot *s = &p->rank[members[i]];
 		const struct topo_type *ty = &t->types[t->nodes[s->node].type];
 		const struct topo_gpu *g = s->gpu >= 0 ? &ty->gpus[s->gpu] : NULL;
 		if (!g || (g->nvlink != TOPO_NVLINK_SWITCH && g->nvlink != TOPO_NVLINK_PEERS))
-			return TOPO_LINK_PCIE;
+			return PLAN_LINK_PCIE;
 	}
-	return TOPO_LINK_NVLINK;
+	return PLAN_LINK_NVLINK;
 }
 
 /* --------------------------------------------------------------- bytes */
 
 /* Bytes per rank and step that each dimension moves (cost.h). */
-double topo_cost_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct topo_model *m, double micro)
+double plan_cost_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct plan_model *m, double micro)
 {
 	double t = llmp_plan_size(plan, LLMP_AXIS_TP), c = llmp_plan_size(plan, LLMP_AXIS_CP),
 	       e = llmp_plan_size(plan, LLMP_AXIS_EP), d = llmp_plan_size(plan, LLMP_AXIS_DP),
@@ -200,8 +200,8 @@ static enum llmp_group group_of(enum llmp_axis axis, const llmp_plan *plan)
 	}
 }
 
-llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p,
-		      const struct topo_model *m, struct topo_cost *out, char *msg, size_t len)
+llmp_status plan_cost(const struct topo *t, const llmp_plan *plan, const struct plan_placement *p,
+		      const struct plan_model *m, struct plan_cost *out, char *msg, size_t len)
 {
 	static const enum llmp_axis axes[] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
 					       LLMP_AXIS_PP };
@@ -222,21 +222,21 @@ llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct 
 	for (size_t a = 0; a < sizeof axes / sizeof axes[0]; a++) {
 		enum llmp_group kind = group_of(axes[a], plan);
 		uint32_t groups = llmp_plan_group_count(plan, kind), size = llmp_plan_group_size(plan, kind);
-		double bytes = topo_cost_bytes(axes[a], plan, m, out->microbatches);
+		double bytes = plan_cost_bytes(axes[a], plan, m, out->microbatches);
 		if (size <= 1 || bytes <= 0)
 			continue;
-		struct topo_cost_dim *dim = &out->dim[out->ndims++];
-		*dim = (struct topo_cost_dim){ .axis = axes[a], .bytes = bytes, .span = TOPO_SPAN_GPU };
+		struct plan_cost_dim *dim = &out->dim[out->ndims++];
+		*dim = (struct plan_cost_dim){ .axis = axes[a], .bytes = bytes, .span = PLAN_SPAN_GPU };
 		for (uint32_t g = 0; g < groups; g++) {
 			uint32_t n = 0;
 			if (llmp_plan_group(plan, kind, g, members, world, &n) != LLMP_OK)
 				continue;
-			enum topo_span span = topo_group_span(t, p, members, n);
+			enum plan_span span = plan_group_span(t, p, members, n);
 			double gbps = group_gbps(t, p, share, members, n, span);
 			double seconds = gbps > 0 ? bytes / (gbps * 1e9) : 0;
-			if (span >= TOPO_SPAN_TREE)
+			if (span >= PLAN_SPAN_TREE)
 				dim->switch_bytes += bytes * n;
-			if (span > TOPO_SPAN_NODE)
+			if (span > PLAN_SPAN_NODE)
 				dim->node_bytes += bytes * n;
 			dim->link_bytes[link_of(t, p, members, n, span)] += bytes * n;
 			if (g == 0 || seconds > dim->seconds || (gbps <= 0 && dim->gbps > 0)) {
@@ -256,16 +256,16 @@ llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct 
 
 /* ------------------------------------------------------------- advice */
 
-static const char *span_words(enum topo_span s)
+static const char *span_words(enum plan_span s)
 {
 	switch (s) {
-	case TOPO_SPAN_LEAF: return "under one leaf switch";
-	case TOPO_SPAN_TREE: return "across leaf switches";
+	case PLAN_SPAN_LEAF: return "under one leaf switch";
+	case PLAN_SPAN_TREE: return "across leaf switches";
 	default: return "with no switch between them in the topology";
 	}
 }
 
-int topo_span_advice(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p, char *buf,
+int plan_span_advice(const struct topo *t, const llmp_plan *plan, const struct plan_placement *p, char *buf,
 		     size_t len)
 {
 	static const struct {
@@ -283,11 +283,11 @@ int topo_span_advice(const struct topo *t, const llmp_plan *plan, const struct t
 		for (uint32_t g = 0, n = 0; found == 0 && g < groups; g++) {
 			if (llmp_plan_group(plan, dims[d].group, g, members, world, &n) != LLMP_OK || n < 2)
 				continue;
-			enum topo_span span = topo_group_span(t, p, members, n);
-			if (span <= TOPO_SPAN_NVLINK_DOMAIN)
+			enum plan_span span = plan_group_span(t, p, members, n);
+			if (span <= PLAN_SPAN_NVLINK_DOMAIN)
 				continue;
 			double out = group_gbps(t, p, share, members, n, span);
-			double in = group_gbps(t, p, share, members, n, TOPO_SPAN_NODE);
+			double in = group_gbps(t, p, share, members, n, PLAN_SPAN_NODE);
 			char cost[160];
 			if (out > 0)
 				snprintf(cost, sizeof cost,

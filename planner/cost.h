@@ -24,7 +24,7 @@
 #include "topology/topo.h"
 
 /* hidden=,layers=,seq=,mbs= [,heads=,kv-heads=,experts=,topk=,gbs=] */
-struct topo_model {
+struct plan_model {
 	double hidden, layers, seq, mbs;
 	double heads, kv_heads; /* 0: kv-heads = heads (no grouped-query attention) */
 	double experts, topk;   /* experts 0: dense */
@@ -32,29 +32,29 @@ struct topo_model {
 };
 
 /* Parse "hidden=8192,layers=80,..."; every key once, every value a positive integer. */
-llmp_status topo_model_parse(const char *text, struct topo_model *m, char *msg, size_t len);
+llmp_status plan_model_parse(const char *text, struct plan_model *m, char *msg, size_t len);
 
 /* Bandwidth per GPU and direction, GB/s, of each link class. */
-#define TOPO_GBPS_NVLINK_LINK 25.0 /* one NVLink 4 link (H100: 18 of them, 450 GB/s) */
-#define TOPO_GBPS_PCIE 24.0        /* PCIe Gen4 x16 as NCCL models it */
+#define PLAN_GBPS_NVLINK_LINK 25.0 /* one NVLink 4 link (H100: 18 of them, 450 GB/s) */
+#define PLAN_GBPS_PCIE 24.0        /* PCIe Gen4 x16 as NCCL models it */
 
 /* The link classes a group's traffic crosses, by its span (placement.h). */
-enum topo_link { TOPO_LINK_NVLINK, TOPO_LINK_PCIE, TOPO_LINK_IB_LEAF, TOPO_LINK_IB_SPINE, TOPO_NLINKS };
-const char *topo_link_name(enum topo_link l);
+enum plan_link { PLAN_LINK_NVLINK, PLAN_LINK_PCIE, PLAN_LINK_IB_LEAF, PLAN_LINK_IB_SPINE, PLAN_NLINKS };
+const char *plan_link_name(enum plan_link l);
 
-struct topo_cost_dim {
+struct plan_cost_dim {
 	enum llmp_axis axis;
 	double bytes;                   /* per rank and step */
-	enum topo_span span;            /* the widest span among its groups */
+	enum plan_span span;            /* the widest span among its groups */
 	double gbps;                    /* the bandwidth of the link that span crosses */
 	double seconds;                 /* bytes / gbps */
 	double switch_bytes;            /* summed over the ranks whose group crosses a switch above a leaf */
 	double node_bytes;              /* summed over the ranks whose group leaves its node */
-	double link_bytes[TOPO_NLINKS]; /* summed over ranks, by the class of link their group crosses */
+	double link_bytes[PLAN_NLINKS]; /* summed over ranks, by the class of link their group crosses */
 };
 
-struct topo_cost {
-	struct topo_cost_dim dim[5]; /* tp, cp, ep, dp, pp: those of size > 1 */
+struct plan_cost {
+	struct plan_cost_dim dim[5]; /* tp, cp, ep, dp, pp: those of size > 1 */
 	size_t ndims;
 	double microbatches;
 	double seconds;      /* the sum over dimensions */
@@ -63,10 +63,10 @@ struct topo_cost {
 };
 
 /* Bytes per rank and step that one dimension moves, micro micro-batches a step (also step_model.c). */
-double topo_cost_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct topo_model *m, double micro);
+double plan_cost_bytes(enum llmp_axis axis, const llmp_plan *plan, const struct plan_model *m, double micro);
 
-llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p,
-		      const struct topo_model *m, struct topo_cost *out, char *msg, size_t len);
+llmp_status plan_cost(const struct topo *t, const llmp_plan *plan, const struct plan_placement *p,
+		      const struct plan_model *m, struct plan_cost *out, char *msg, size_t len);
 
 /*
  * The first tensor-, context- or expert-parallel group (in that order) that
@@ -75,7 +75,7 @@ llmp_status topo_cost(const struct topo *t, const llmp_plan *plan, const struct 
  * Returns 1 with buf filled, 0 when every such group stays in, -1 when out
  * of memory. No model needed: a ratio of bandwidths, not a time.
  */
-int topo_span_advice(const struct topo *t, const llmp_plan *plan, const struct topo_placement *p, char *buf,
+int plan_span_advice(const struct topo *t, const llmp_plan *plan, const struct plan_placement *p, char *buf,
 		     size_t len);
 
 #endif /* LLMP_COST_H */

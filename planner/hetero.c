@@ -43,7 +43,7 @@ bool hetero_mixed(const struct gpu_desc *stage_gpus, unsigned pp)
 	return false;
 }
 
-llmp_status hetero_stage_gpus(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+llmp_status hetero_stage_gpus(const struct topo *t, const struct plan_placement *p, const llmp_plan *plan,
 			      const struct gpu_desc *fallback, struct gpu_desc *stage_gpus, char *msg,
 			      size_t len)
 {

@@ -31,7 +31,7 @@ bool hetero_mixed(const struct gpu_desc *stage_gpus, unsigned pp);
  * its ranks' node types' "gpu"; a type without one takes fallback (NULL:
  * an error naming the type). stage_gpus has room for the plan's pp.
  */
-llmp_status hetero_stage_gpus(const struct topo *t, const struct topo_placement *p, const llmp_plan *plan,
+llmp_status hetero_stage_gpus(const struct topo *t, const struct plan_placement *p, const llmp_plan *plan,
 			      const struct gpu_desc *fallback, struct gpu_desc *stage_gpus, char *msg,
 			      size_t len);
 

@@ -52,14 +52,14 @@ static llmp_status fit_sizes(llmp_plan *plan, char *msg, size_t msglen)
 				 "tp*pp*cp = %llu*%llu*%llu = %llu does not divide %llu tasks",
 				 (unsigned long long)tp, (unsigned long long)pp, (unsigned long long)cp,
 				 (unsigned long long)model, (unsigned long long)world);
-	uint64_t dp = world / model;
-	if (s->size[LLMP_DIM_DP] && s->size[LLMP_DIM_DP] != dp)
+	uint64_t dp_fill = world / model; /* what dp=auto gives */
+	if (s->size[LLMP_DIM_DP] != PLAN_DP_FILL && s->size[LLMP_DIM_DP] != dp_fill)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
 				 "tp*pp*cp*dp = %llu*%llu*%llu*%u = %llu, but the job has "
 				 "%llu tasks (dp=auto would give dp=%llu)",
 				 (unsigned long long)tp, (unsigned long long)pp, (unsigned long long)cp,
 				 s->size[LLMP_DIM_DP], (unsigned long long)(model * s->size[LLMP_DIM_DP]),
-				 (unsigned long long)world, (unsigned long long)dp);
+				 (unsigned long long)world, (unsigned long long)dp_fill);
 	if (world % expert)
 		return llmp_fail(LLMP_ERR_LAYOUT, msg, msglen,
 				 "expert grid: etp*ep*pp = %llu*%llu*%llu = %llu does not divide %llu tasks",
@@ -69,7 +69,7 @@ static llmp_status fit_sizes(llmp_plan *plan, char *msg, size_t msglen)
 	plan->size[LLMP_AXIS_TP] = (uint32_t)tp;
 	plan->size[LLMP_AXIS_CP] = (uint32_t)cp;
 	plan->size[LLMP_AXIS_EP] = (uint32_t)ep;
-	plan->size[LLMP_AXIS_DP] = (uint32_t)dp;
+	plan->size[LLMP_AXIS_DP] = (uint32_t)dp_fill;
 	plan->size[LLMP_AXIS_PP] = (uint32_t)pp;
 	plan->size[LLMP_AXIS_ETP] = (uint32_t)etp;
 	plan->size[LLMP_AXIS_EDP] = (uint32_t)(world / expert);

@@ -17,6 +17,7 @@
 
 #include "common/fail.h"
 #include "items.h"
+#include "plan_internal.h"
 
 static const char *const dim_names[LLMP_NDIMS] = { "tp", "cp", "ep", "dp", "pp" };
 
@@ -45,7 +46,7 @@ void llmp_spec_init(llmp_spec *spec)
 	memset(spec, 0, sizeof *spec);
 	for (int d = 0; d < LLMP_NDIMS; d++)
 		spec->size[d] = 1;
-	spec->size[LLMP_DIM_DP] = 0; /* auto */
+	spec->size[LLMP_DIM_DP] = PLAN_DP_FILL;
 	memcpy(spec->order, default_order, sizeof default_order);
 }
 
@@ -170,7 +171,7 @@ static llmp_status parse_item(const char *item, size_t n, void *state, char *msg
 	case LLMP_KEY_ORDER: st = parse_order(v, vn, spec, msg, msglen); break;
 	case LLMP_KEY_DP:
 		if (vn == 4 && memcmp(v, "auto", 4) == 0)
-			spec->size[LLMP_DIM_DP] = 0;
+			spec->size[LLMP_DIM_DP] = PLAN_DP_FILL;
 		else
 			st = parse_size(name, v, vn, &spec->size[LLMP_DIM_DP], msg, msglen);
 		break;
@@ -330,7 +331,7 @@ size_t llmp_spec_format(const llmp_spec *spec, char *buf, size_t buflen)
 				put(buf, buflen, &off, "%s%s", j ? "-" : "", dim_names[spec->order[j]]);
 			break;
 		case LLMP_KEY_DP:
-			if (spec->size[LLMP_DIM_DP] == 0)
+			if (spec->size[LLMP_DIM_DP] == PLAN_DP_FILL)
 				put(buf, buflen, &off, "auto");
 			else
 				put(buf, buflen, &off, "%u", spec->size[LLMP_DIM_DP]);

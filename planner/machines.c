@@ -25,7 +25,7 @@ struct machines_cache {
 	const struct machines *owner; /* the machines (an order of the hosts) it was placed on */
 	struct step_layout key;
 	llmp_plan *plan;
-	struct topo_placement p;
+	struct plan_placement p;
 	struct gpu_desc *stage_gpus;
 	llmp_status st;
 	char msg[LLMP_MSG_MAX];
@@ -35,7 +35,7 @@ struct machines_cache {
 
 static void forget(struct machines_cache *c)
 {
-	topo_placement_free(&c->p);
+	plan_placement_free(&c->p);
 	llmp_plan_destroy(c->plan);
 	free(c->stage_gpus);
 	memset(c, 0, sizeof *c);
@@ -62,7 +62,7 @@ static llmp_status place_spec(const struct machines *on, const llmp_spec *spec, 
 						 sizeof c->msg)
 			      : llmp_fail(LLMP_ERR_NOMEM, c->msg, sizeof c->msg, "out of memory");
 	if (c->st == LLMP_OK)
-		c->st = topo_place(on->t, c->plan, on->hosts, on->nhosts, on->tasks, on->renumber, &c->p,
+		c->st = plan_place(on->t, c->plan, on->hosts, on->nhosts, on->tasks, on->renumber, &c->p,
 				   c->msg, sizeof c->msg);
 	if (c->st == LLMP_OK)
 		c->st = hetero_stage_gpus(on->t, &c->p, c->plan, on->fallback, c->stage_gpus, c->msg,
@@ -89,8 +89,8 @@ llmp_status machines_place(void *ctx, const struct step_layout *l, double networ
 {
 	const struct machines *on = ctx;
 	struct machines_cache own = { 0 }, *c = on->cache ? on->cache : &own;
-	struct topo_cost cost;
-	struct topo_model model = *on->model;
+	struct plan_cost cost;
+	struct plan_model model = *on->model;
 	model.mbs = l->mbs;
 	llmp_status st = placed(on, l, c, msg, len);
 	if (st == LLMP_OK && c->mbs == l->mbs) { /* the same but for recompute, which moves no bytes */
@@ -100,7 +100,7 @@ llmp_status machines_place(void *ctx, const struct step_layout *l, double networ
 		return LLMP_OK;
 	}
 	if (st == LLMP_OK)
-		st = topo_cost(on->t, c->plan, &c->p, &model, &cost, msg, len);
+		st = plan_cost(on->t, c->plan, &c->p, &model, &cost, msg, len);
 	if (st == LLMP_OK) {
 		static const enum llmp_axis axes[5] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP,
 							LLMP_AXIS_DP, LLMP_AXIS_PP };
@@ -118,9 +118,9 @@ llmp_status machines_place(void *ctx, const struct step_layout *l, double networ
 	return st;
 }
 
-struct auto_machines machines_auto(struct machines *on)
+struct chooser_machines machines_chooser(struct machines *on)
 {
-	return (struct auto_machines){ .place = machines_place, .ctx = on };
+	return (struct chooser_machines){ .place = machines_place, .ctx = on };
 }
 
 llmp_status machines_weakest(const struct machines *on, struct gpu_desc *weakest, char *msg, size_t len)

@@ -2,7 +2,7 @@
 /*
  * machines.h - these layouts on these machines: the hosts of a topology
  * (topology/topo.h) with the tasks each runs, as the step model's machines
- * (auto_layout.h's struct auto_machines). A layout is placed there
+ * (auto_layout.h's struct chooser_machines). A layout is placed there
  * (placement.h), each dimension's network seconds come from cost.c, and
  * each pipeline stage's GPU from the node types' "gpu" (hetero.h). One
  * function for `llmp plan --topology` (cli/plan_place.c) and for srun's
@@ -32,7 +32,7 @@ struct machines {
 	const uint32_t *tasks;           /* on each host */
 	uint32_t world, tasks_per_node;  /* tasks_per_node 0: uneven */
 	bool renumber;                   /* --placement topology */
-	const struct topo_model *model;  /* cost.c's view of the model; mbs from each layout */
+	const struct plan_model *model;  /* cost.c's view of the model; mbs from each layout */
 	const struct gpu_desc *fallback; /* for node types without "gpu"; NULL: none (an error) */
 	struct machines_cache *cache;    /* the last grid placed, reused; NULL: each placed anew */
 };
@@ -48,15 +48,15 @@ struct machines_cache *machines_cache_new(void);
 void machines_cache_free(struct machines_cache *c);
 
 /*
- * auto_machines' place with ctx a struct machines: checked layout l placed
+ * chooser_machines' place with ctx a struct machines: checked layout l placed
  * on the machines, network_s its network seconds (tp, cp, ep, dp, pp) and
  * stage_gpus the GPU of each of its l->pp stages. msg may be NULL.
  */
 llmp_status machines_place(void *ctx, const struct step_layout *l, double network_s[5],
 			   struct gpu_desc *stage_gpus, char *msg, size_t len);
 
-/* The machines as auto_layout_on's callback; valid while on is. */
-struct auto_machines machines_auto(struct machines *on);
+/* The machines as chooser_run_on's callback; valid while on is. */
+struct chooser_machines machines_chooser(struct machines *on);
 
 /*
  * The weakest GPU of the machines (hetero_weakest over every rank's, in

@@ -110,7 +110,7 @@ static uint64_t traffic_key(const llmp_plan *plan, uint32_t rank)
 	return key;
 }
 
-llmp_status topo_place_node(const struct topo_type *ty, const llmp_plan *plan, const uint32_t *ranks,
+llmp_status plan_place_node(const struct topo_type *ty, const llmp_plan *plan, const uint32_t *ranks,
 			    uint32_t n, int *gpu, int *hca, char *msg, size_t len)
 {
 	struct local_rank *order = malloc((n ? n : 1) * sizeof *order);
@@ -161,7 +161,7 @@ llmp_status topo_place_node(const struct topo_type *ty, const llmp_plan *plan, c
 }
 
 /* GPUs and HCAs for the ranks [first, first + n) of one host. */
-static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struct topo_placement *p,
+static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struct plan_placement *p,
 			      uint32_t first, uint32_t n, char *msg, size_t len)
 {
 	const struct topo_type *ty = &t->types[t->nodes[p->rank[first].node].type];
@@ -173,7 +173,7 @@ static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struc
 	for (uint32_t i = 0; st == LLMP_OK && i < n; i++)
 		ranks[i] = first + i;
 	if (st == LLMP_OK)
-		st = topo_place_node(ty, plan, ranks, n, gpu, hca, msg, len);
+		st = plan_place_node(ty, plan, ranks, n, gpu, hca, msg, len);
 	for (uint32_t i = 0; st == LLMP_OK && i < n; i++) {
 		p->rank[first + i].gpu = gpu[i];
 		p->rank[first + i].hca = hca[i];
@@ -186,8 +186,8 @@ static llmp_status place_node(const struct topo *t, const llmp_plan *plan, struc
 
 /* ------------------------------------------------------------- placing */
 
-llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const *hosts, size_t nhosts,
-		       const uint32_t *tasks, bool renumber, struct topo_placement *out, char *msg,
+llmp_status plan_place(const struct topo *t, const llmp_plan *plan, char *const *hosts, size_t nhosts,
+		       const uint32_t *tasks, bool renumber, struct plan_placement *out, char *msg,
 		       size_t len)
 {
 	char shown[LLMP_SHOW_MAX];
@@ -243,7 +243,7 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 		for (size_t k = 0; k < nhosts; k++) {
 			uint32_t h = keys[k].host, first = rank;
 			for (uint32_t l = 0; l < tasks[h]; l++, rank++) {
-				out->rank[rank] = (struct topo_slot){ .task = first_task[h] + l,
+				out->rank[rank] = (struct plan_slot){ .task = first_task[h] + l,
 								      .host = h,
 								      .node = keys[k].node,
 								      .local = l,
@@ -260,11 +260,11 @@ llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const 
 	free(sorted);
 	free(keys);
 	if (st != LLMP_OK)
-		topo_placement_free(out);
+		plan_placement_free(out);
 	return st;
 }
 
-void topo_placement_free(struct topo_placement *p)
+void plan_placement_free(struct plan_placement *p)
 {
 	free(p->rank);
 	free(p->rank_of_task);
@@ -281,7 +281,7 @@ static uint64_t fnv_word(uint64_t h, uint32_t w)
 	return h;
 }
 
-uint64_t topo_placement_digest(const struct topo_placement *p)
+uint64_t plan_placement_digest(const struct plan_placement *p)
 {
 	uint64_t h = fnv_word(0xcbf29ce484222325u, p->world);
 	for (uint32_t t = 0; t < p->world; t++)
@@ -291,17 +291,17 @@ uint64_t topo_placement_digest(const struct topo_placement *p)
 
 /* ---------------------------------------------------------------- spans */
 
-const char *topo_span_name(enum topo_span s)
+const char *plan_span_name(enum plan_span s)
 {
 	static const char *const names[] = { "gpu", "node", "nvlink-domain", "leaf", "tree", "none" };
 	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
 }
 
-enum topo_span topo_group_span(const struct topo *t, const struct topo_placement *p, const uint32_t *members,
+enum plan_span plan_group_span(const struct topo *t, const struct plan_placement *p, const uint32_t *members,
 			       size_t n)
 {
 	if (n <= 1)
-		return TOPO_SPAN_GPU;
+		return PLAN_SPAN_GPU;
 	size_t node0 = p->rank[members[0]].node;
 	const char *domain = domain_of(t, node0);
 	long leaf = t->nodes[node0].leaf;
@@ -313,11 +313,11 @@ enum topo_span topo_group_span(const struct topo *t, const struct topo_placement
 		one_leaf &= t->nodes[node].leaf == leaf;
 	}
 	if (one_node)
-		return TOPO_SPAN_NODE;
+		return PLAN_SPAN_NODE;
 	if (one_domain)
-		return TOPO_SPAN_NVLINK_DOMAIN;
+		return PLAN_SPAN_NVLINK_DOMAIN;
 	if (one_leaf)
-		return TOPO_SPAN_LEAF;
+		return PLAN_SPAN_LEAF;
 	/* One tree: every member's root is the first one's. */
 	long root = leaf;
 	while (root >= 0 && t->switches[root].parent >= 0)
@@ -327,7 +327,7 @@ enum topo_span topo_group_span(const struct topo *t, const struct topo_placement
 		while (r >= 0 && t->switches[r].parent >= 0)
 			r = t->switches[r].parent;
 		if (r != root)
-			return TOPO_SPAN_NONE;
+			return PLAN_SPAN_NONE;
 	}
-	return root >= 0 ? TOPO_SPAN_TREE : TOPO_SPAN_NONE;
+	return root >= 0 ? PLAN_SPAN_TREE : PLAN_SPAN_NONE;
 }

@@ -31,7 +31,7 @@
 #include "topology/topo.h"
 
 /* Where one rank runs. */
-struct topo_slot {
+struct plan_slot {
 	uint32_t task;  /* Slurm's task id (SLURM_PROCID) */
 	uint32_t host;  /* index in the job's host list */
 	size_t node;    /* index in the topology's nodes */
@@ -40,9 +40,9 @@ struct topo_slot {
 	int hca;        /* index among its HCAs; -1: none usable */
 };
 
-struct topo_placement {
+struct plan_placement {
 	uint32_t world;
-	struct topo_slot *rank; /* by grid rank */
+	struct plan_slot *rank; /* by grid rank */
 	uint32_t *rank_of_task; /* by task id */
 };
 
@@ -52,38 +52,38 @@ struct topo_placement {
  * host), summing to the plan's world. Every host must be a node of t.
  * renumber: grid ranks follow topology order instead of task ids.
  */
-llmp_status topo_place(const struct topo *t, const llmp_plan *plan, char *const *hosts, size_t nhosts,
-		       const uint32_t *tasks, bool renumber, struct topo_placement *out, char *msg,
+llmp_status plan_place(const struct topo *t, const llmp_plan *plan, char *const *hosts, size_t nhosts,
+		       const uint32_t *tasks, bool renumber, struct plan_placement *out, char *msg,
 		       size_t len);
-void topo_placement_free(struct topo_placement *p);
+void plan_placement_free(struct plan_placement *p);
 
 /*
  * A fingerprint of the placement (which task holds which grid rank): equal
  * placements give equal values, so tasks that computed theirs apart can
  * compare them (FNV-1a, 64 bits, over the world and rank_of_task).
  */
-uint64_t topo_placement_digest(const struct topo_placement *p);
+uint64_t plan_placement_digest(const struct plan_placement *p);
 
 /*
  * One node's share: the GPU (index among ty's, PCI bus order; -1 none
  * left) and HCA (-1 none usable) of each of the n tasks whose grid ranks
- * are ranks[] (in the node's own order), as topo_place gives them. The
+ * are ranks[] (in the node's own order), as plan_place gives them. The
  * plugin calls it for the tasks of its node alone.
  */
-llmp_status topo_place_node(const struct topo_type *ty, const llmp_plan *plan, const uint32_t *ranks,
+llmp_status plan_place_node(const struct topo_type *ty, const llmp_plan *plan, const uint32_t *ranks,
 			    uint32_t n, int *gpu, int *hca, char *msg, size_t len);
 
 /* How far a group's members are from one another: the smallest thing holding them all. */
-enum topo_span {
-	TOPO_SPAN_GPU,
-	TOPO_SPAN_NODE,
-	TOPO_SPAN_NVLINK_DOMAIN,
-	TOPO_SPAN_LEAF,
-	TOPO_SPAN_TREE,
-	TOPO_SPAN_NONE
+enum plan_span {
+	PLAN_SPAN_GPU,
+	PLAN_SPAN_NODE,
+	PLAN_SPAN_NVLINK_DOMAIN,
+	PLAN_SPAN_LEAF,
+	PLAN_SPAN_TREE,
+	PLAN_SPAN_NONE
 };
-const char *topo_span_name(enum topo_span s);
-enum topo_span topo_group_span(const struct topo *t, const struct topo_placement *p, const uint32_t *members,
+const char *plan_span_name(enum plan_span s);
+enum plan_span plan_group_span(const struct topo *t, const struct plan_placement *p, const uint32_t *members,
 			       size_t n);
 
 #endif /* LLMP_PLACEMENT_H */

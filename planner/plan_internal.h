@@ -20,6 +20,13 @@ struct llmp_grid {
 
 #define LLMP_PLAN_MAX_WARNINGS 4
 
+/*
+ * dp=auto, as a spec holds it (spec.size[LLMP_DIM_DP], llmp_spec.h): data
+ * parallel fills the world, dp = world / (tp*pp*cp) (fit_sizes). Not the
+ * chooser's whole layout (--parallel auto, auto_layout.h) nor zero=auto.
+ */
+#define PLAN_DP_FILL 0u
+
 struct llmp_plan {
 	llmp_spec spec;
 	uint32_t world;

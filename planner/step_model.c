@@ -404,7 +404,7 @@ static llmp_status network(const struct model_desc *m, const struct gpu_desc *g,
 	llmp_status st = llmp_plan_create(&spec, world, 0, &plan, why, sizeof why);
 	if (st != LLMP_OK)
 		return llmp_fail(st, msg, len, "%s", why);
-	struct topo_model tm = step_topo_model(m, l->mbs);
+	struct plan_model tm = step_topo_model(m, l->mbs);
 	static const enum llmp_axis axes[5] = { LLMP_AXIS_TP, LLMP_AXIS_CP, LLMP_AXIS_EP, LLMP_AXIS_DP,
 						LLMP_AXIS_PP };
 	static const enum llmp_group groups[5] = { LLMP_GROUP_TP, LLMP_GROUP_CP, LLMP_GROUP_EP,
@@ -414,7 +414,7 @@ static llmp_status network(const struct model_desc *m, const struct gpu_desc *g,
 		raw[a] = 0;
 		if (llmp_plan_size(plan, axes[a]) <= 1 && !(a == 3 && l->cp > 1))
 			continue;
-		double bytes = topo_cost_bytes(axes[a], plan, &tm, micro);
+		double bytes = plan_cost_bytes(axes[a], plan, &tm, micro);
 		double gbps = in_domain(plan, groups[a], domain) ? g->nvlink_gbps : g->net_gbps;
 		raw[a] = bytes / (gbps * 1e9);
 	}
@@ -982,9 +982,9 @@ void step_layout_spec(const struct step_layout *l, const llmp_spec *base, bool d
 		spec->given &= ~(1u << LLMP_KEY_VPP);
 }
 
-struct topo_model step_topo_model(const struct model_desc *m, double mbs)
+struct plan_model step_topo_model(const struct model_desc *m, double mbs)
 {
-	return (struct topo_model){ .hidden = m->hidden,
+	return (struct plan_model){ .hidden = m->hidden,
 				    .layers = m->layers,
 				    .seq = m->seq,
 				    .mbs = mbs,

@@ -259,6 +259,6 @@ unsigned step_chunk_layers_max(const struct model_desc *m, const struct step_lay
 void step_layout_format(const struct step_layout *l, char *buf, size_t len);
 
 /* The network cost model's view of m (planner/cost.h) at micro-batch mbs. */
-struct topo_model step_topo_model(const struct model_desc *m, double mbs);
+struct plan_model step_topo_model(const struct model_desc *m, double mbs);
 
 #endif /* LLMP_STEP_MODEL_H */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * job_place.c - the whole step on the topology, in each node's slurmstepd
- * (job_place.h): topo_place over the step's hosts and task counts, then
+ * (job_place.h): plan_place over the step's hosts and task counts, then
  * this node's share of the answer.
  *
- * topo_place counts task ids host by host (Slurm's block distribution);
+ * plan_place counts task ids host by host (Slurm's block distribution);
  * a node whose tasks are numbered otherwise (-m cyclic) says so instead of
  * computing a placement that other nodes would not share. Each node checks
  * its own tasks, so a step placed at all has block ids everywhere.
@@ -51,7 +51,7 @@ static int check_block(const struct plugin_job_inputs *in, const uint32_t *tasks
 
 /* This node's part of p into np and jp. */
 static int take_share(struct plugin_node_place *np, struct plugin_job_place *jp,
-		      const struct topo_placement *p, const struct plugin_job_inputs *in,
+		      const struct plan_placement *p, const struct plugin_job_inputs *in,
 		      const llmp_plan *plan, char *const *hosts, char *msg, size_t len)
 {
 	size_t n = in->ntasks ? in->ntasks : 1;
@@ -65,7 +65,7 @@ static int take_share(struct plugin_node_place *np, struct plugin_job_place *jp,
 	}
 	for (uint32_t i = 0; i < in->ntasks; i++) {
 		uint32_t r = p->rank_of_task[in->tasks[i]];
-		const struct topo_slot *s = &p->rank[r];
+		const struct plan_slot *s = &p->rank[r];
 		jp->rank[i] = r;
 		np->gpu[i] = s->gpu;
 		np->hca[i] = s->hca;
@@ -76,8 +76,8 @@ static int take_share(struct plugin_node_place *np, struct plugin_job_place *jp,
 			 hosts[p->rank[0].host]);
 		return -1;
 	}
-	jp->digest = topo_placement_digest(p);
-	if (topo_span_advice(&np->topo, plan, p, jp->advice, sizeof jp->advice) < 0) {
+	jp->digest = plan_placement_digest(p);
+	if (plan_span_advice(&np->topo, plan, p, jp->advice, sizeof jp->advice) < 0) {
 		snprintf(msg, len, "placement: out of memory");
 		return -1;
 	}
@@ -90,7 +90,7 @@ int plugin_job_place(struct plugin_node_place *np, struct plugin_job_place *jp,
 	char **hosts = NULL;
 	size_t nhosts = 0;
 	uint32_t *tasks = NULL;
-	struct topo_placement p = { 0 };
+	struct plan_placement p = { 0 };
 	int rc = -1;
 	memset(np, 0, sizeof *np);
 	memset(jp, 0, sizeof *jp);
@@ -122,13 +122,13 @@ int plugin_job_place(struct plugin_node_place *np, struct plugin_job_place *jp,
 	if (check_block(in, tasks, msg, len) < 0)
 		goto out;
 	char why[LLMP_MSG_MAX];
-	if (topo_place(&np->topo, plan, hosts, nhosts, tasks, in->renumber, &p, why, sizeof why) != LLMP_OK) {
+	if (plan_place(&np->topo, plan, hosts, nhosts, tasks, in->renumber, &p, why, sizeof why) != LLMP_OK) {
 		snprintf(msg, len, "%s: %s", in->file, why);
 		goto out;
 	}
 	rc = take_share(np, jp, &p, in, plan, hosts, msg, len);
 out:
-	topo_placement_free(&p);
+	plan_placement_free(&p);
 	free(tasks);
 	if (hosts)
 		hostlist_free(hosts, nhosts);

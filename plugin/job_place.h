@@ -36,8 +36,8 @@ struct plugin_job_inputs {
 struct plugin_job_place {
 	uint32_t *rank;            /* by local task id: the task's grid rank */
 	char master[64];           /* the host of grid rank 0 (MASTER_ADDR) */
-	uint64_t digest;           /* topo_placement_digest of the whole step */
-	char advice[LLMP_MSG_MAX]; /* topo_span_advice; "" when none */
+	uint64_t digest;           /* plan_placement_digest of the whole step */
+	char advice[LLMP_MSG_MAX]; /* plan_span_advice; "" when none */
 };
 
 /*

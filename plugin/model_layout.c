@@ -152,7 +152,7 @@ static void peaks_text(const struct step_stage *stages, const struct gpu_desc *g
 }
 
 static int estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-		    const struct auto_machines *on, struct step_layout *l, unsigned **split,
+		    const struct chooser_machines *on, struct step_layout *l, unsigned **split,
 		    struct step_estimate *e, struct step_stage *peak, struct gpu_desc *peak_gpu, char *msg,
 		    size_t msglen, char *peaks, size_t peaks_len)
 {
@@ -191,12 +191,12 @@ static int estimate(const struct model_desc *m, const struct gpu_desc *g, uint32
 }
 
 static int choose(const struct plugin_site *site, const struct model_desc *m, const struct gpu_desc *g,
-		  const struct plugin_model_request *rq, const struct auto_machines *on,
+		  const struct plugin_model_request *rq, const struct chooser_machines *on,
 		  struct plugin_model_answer *a, char *msg, size_t msglen)
 {
-	struct auto_result r;
+	struct chooser_result r;
 	char why[LLMP_MSG_MAX], layout[PEAK_TEXT];
-	if (auto_layout_on(m, g, rq->world, on, &r, why, sizeof why) != LLMP_OK)
+	if (chooser_run_on(m, g, rq->world, on, &r, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "--llm-parallel=auto: %s", why);
 	bool zero_auto = m->zero == MODEL_ZERO_AUTO;
 	struct model_desc chosen = *m; /* with zero=auto, the sharding the candidate was scored with */
@@ -215,7 +215,7 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 			       m->name, rq->world, peak_gpu.mem_bytes / GIB, peak_gpu.name, r.n, layout);
 		}
 		free(split);
-		auto_result_free(&r);
+		chooser_result_free(&r);
 		return -1;
 	}
 	/* The choice (auto_layout.h), else the next that fits and that the site allows (max_tp=, ...). */
@@ -231,15 +231,15 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 		       "--llm-parallel=auto: the %zu layouts of %s that fit %u GPUs are all beyond this "
 		       "site's limits (%s)",
 		       r.fitting, m->name, rq->world, why);
-		auto_result_free(&r);
+		chooser_result_free(&r);
 		return -1;
 	}
-	const struct auto_candidate *c = &r.all[i];
+	const struct chooser_candidate *c = &r.all[i];
 	chosen.zero = c->zero;
 	m = &chosen;
 	megatron_flags(m, &c->layout, a);
 	if (a->megatron_cut) {
-		auto_result_free(&r);
+		chooser_result_free(&r);
 		return refuse(msg, msglen, "--llm-parallel=auto: %s", flags_too_long);
 	}
 	{ /* the chosen layout's stages again, for the tasks' check of their GPU */
@@ -253,7 +253,7 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 			a->peaks[0] = '\0';
 		free(split);
 	}
-	auto_candidate_format(c, zero_auto, layout, sizeof layout);
+	chooser_candidate_format(c, zero_auto, layout, sizeof layout);
 	int n = snprintf(
 		a->note, sizeof a->note,
 		"--llm-parallel=auto chose %s for %s on %u GPUs (%s%s): %.1f of %.1f GiB, about %.2f s a step; "
@@ -266,7 +266,7 @@ static int choose(const struct plugin_site *site, const struct model_desc *m, co
 			 ", the layout file's stage_layers): more than Megatron's first/last stage flags say",
 			 a->stage_layers);
 	a->decided = true;
-	auto_result_free(&r);
+	chooser_result_free(&r);
 	return 0;
 }
 
@@ -281,7 +281,7 @@ struct guarded {
 };
 
 static int guarded_estimate(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-			    const struct auto_machines *on, struct guarded *t, char *msg, size_t msglen)
+			    const struct chooser_machines *on, struct guarded *t, char *msg, size_t msglen)
 {
 	t->l.stage_layers = NULL;
 	return estimate(m, g, world, on, &t->l, &t->split, &t->e, &t->peak, &t->peak_gpu, msg, msglen,
@@ -293,7 +293,7 @@ struct block_try {
 	const struct model_desc *m;
 	const struct gpu_desc *g;
 	uint32_t world;
-	const struct auto_machines *on;
+	const struct chooser_machines *on;
 	struct step_layout l;
 };
 
@@ -315,7 +315,7 @@ static bool block_fits(void *ctx, unsigned n)
  * (Megatron's block method), replaces it where it fits.
  */
 static int recompute_to_fit(const struct model_desc *m, const struct gpu_desc *g, uint32_t world,
-			    const struct auto_machines *on, struct guarded *best, char *msg, size_t msglen)
+			    const struct chooser_machines *on, struct guarded *best, char *msg, size_t msglen)
 {
 	struct guarded act = { .l = best->l }, full = { .l = best->l }, block = { .l = best->l };
 	int rc = 0;
@@ -457,7 +457,7 @@ static int judge_memory(const struct plugin_site *site, const struct model_desc 
  * of each chunk that fit (Megatron's block method).
  */
 static int guard(const struct plugin_site *site, const struct model_desc *m, const struct gpu_desc *g,
-		 const struct plugin_model_request *rq, const struct auto_machines *on,
+		 const struct plugin_model_request *rq, const struct chooser_machines *on,
 		 struct plugin_model_answer *a, char *msg, size_t msglen)
 {
 	struct guarded b = { .l = step_layout_of_spec(rq->spec, m) };
@@ -577,7 +577,7 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 
 	memset(a, 0, sizeof *a);
 	if (!rq->model) {
-		if (rq->automatic)
+		if (rq->choose_layout)
 			return refuse(
 				msg, msglen,
 				"--llm-parallel=auto needs the model: --llm-model=NAME|KEYS|config.json or "
@@ -593,11 +593,11 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 		return refuse(msg, msglen, "%s: %s", rq->model_source, why);
 	if (rq->gpu && gpu_desc_parse(rq->gpu, &given, why, sizeof why) != LLMP_OK)
 		return refuse(msg, msglen, "%s: %s", rq->gpu_source, why);
-	if (rq->automatic && !m.gbs)
+	if (rq->choose_layout && !m.gbs)
 		return refuse(msg, msglen,
 			      "--llm-parallel=auto needs the global batch: add gbs= (sequences) to %s",
 			      rq->model_source);
-	if (!rq->automatic && m.zero == MODEL_ZERO_AUTO)
+	if (!rq->choose_layout && m.zero == MODEL_ZERO_AUTO)
 		return refuse(msg, msglen,
 			      "%s: zero=auto: llmp chooses the sharding with the layout "
 			      "(--llm-parallel=auto); a written layout says zero=0, 1, 2 or 3",
@@ -607,7 +607,7 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 	if (!rq->gpu && !rq->world && rq->machines)
 		return 0; /* sbatch: the topology's node types may say the GPU; each srun looks */
 	if (!pm && !rq->gpu) {
-		if (rq->automatic)
+		if (rq->choose_layout)
 			return refuse(msg, msglen,
 				      "--llm-parallel=auto needs the GPU: set LLMP_GPU (e.g. h100, or "
 				      "mem=GiB,tflops=N), ask the administrator for the plugin's gpu= "
@@ -621,13 +621,13 @@ int plugin_model_decide(const struct plugin_site *site, const struct plugin_mode
 	if (!pm)
 		g = given;
 	if (!rq->world) {
-		if (rq->automatic)
+		if (rq->choose_layout)
 			return 0; /* each srun chooses for its own task count */
 		return guard_any_size(site, &m, &g, rq, msg, msglen);
 	}
-	const struct auto_machines *on = pm ? plugin_machines_of(pm) : NULL;
-	int rc = rq->automatic ? choose(site, &m, &g, rq, on, a, msg, msglen)
-			       : guard(site, &m, &g, rq, on, a, msg, msglen);
+	const struct chooser_machines *on = pm ? plugin_machines_of(pm) : NULL;
+	int rc = rq->choose_layout ? choose(site, &m, &g, rq, on, a, msg, msglen)
+				   : guard(site, &m, &g, rq, on, a, msg, msglen);
 	plugin_machines_close(pm);
 	return rc;
 }

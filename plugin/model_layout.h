@@ -32,8 +32,8 @@ struct plugin_model_request {
 	const char *model_source; /* which of them, for messages */
 	const char *gpu;          /* LLMP_GPU or the site's gpu=; NULL: unknown */
 	const char *gpu_source;
-	bool automatic;        /* --llm-parallel=auto */
-	const llmp_spec *spec; /* the resolved layout when not automatic */
+	bool choose_layout;    /* --llm-parallel=auto */
+	const llmp_spec *spec; /* the resolved layout when not choose_layout */
 	uint32_t world;        /* the step's tasks; 0 when unknown (sbatch, salloc) */
 	/* The step's nodes on a topology file, when one is named: srun scores
 	 * each layout with its placement's network and its stages' GPUs, and
@@ -53,7 +53,7 @@ struct plugin_model_request {
 
 struct plugin_model_answer {
 	bool decided;     /* false: nothing to hand the step (no model, or no task count yet) */
-	llmp_spec layout; /* automatic: the choice, every size given */
+	llmp_spec layout; /* choose_layout: the choice, every size given */
 	/* Megatron-LM's flags for what the estimate assumed (micro-batch, global batch,
 	 * recompute, uneven first/last stages, sequence parallelism, distributed
 	 * optimizer), for LLMP_MODEL_ARGS; "" when not decided */

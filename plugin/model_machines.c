@@ -27,10 +27,10 @@ struct plugin_machines {
 	char **hosts;
 	size_t nhosts;
 	uint32_t *tasks;
-	struct topo_model model;
+	struct plan_model model;
 	struct gpu_desc fallback;
-	struct machines on;      /* planner/machines.h: the hosts, tasks and model above */
-	struct auto_machines am; /* on as the step model's machines */
+	struct machines on;         /* planner/machines.h: the hosts, tasks and model above */
+	struct chooser_machines am; /* on as the step model's machines */
 };
 
 /* The file's bytes: a regular file, at most PLUGIN_TOPOLOGY_FILE_MAX; never waits on a FIFO. */
@@ -158,11 +158,11 @@ struct plugin_machines *plugin_machines_open(const struct plugin_machines_reques
 		plugin_machines_close(pm);
 		return NULL;
 	}
-	pm->am = machines_auto(&pm->on);
+	pm->am = machines_chooser(&pm->on);
 	return pm;
 }
 
-const struct auto_machines *plugin_machines_of(const struct plugin_machines *pm)
+const struct chooser_machines *plugin_machines_of(const struct plugin_machines *pm)
 {
 	return &pm->am;
 }

@@ -44,8 +44,8 @@ struct plugin_machines *plugin_machines_open(const struct plugin_machines_reques
 					     const struct model_desc *m, struct gpu_desc *weakest, char *msg,
 					     size_t len);
 
-/* The machines as auto_layout_on's callback; valid until closed. */
-const struct auto_machines *plugin_machines_of(const struct plugin_machines *pm);
+/* The machines as chooser_run_on's callback; valid until closed. */
+const struct chooser_machines *plugin_machines_of(const struct plugin_machines *pm);
 
 void plugin_machines_close(struct plugin_machines *pm);
 

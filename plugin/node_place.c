@@ -69,7 +69,7 @@ int plugin_node_place(struct plugin_node_place *np, const struct plugin_node_inp
 	np->gpu = malloc((np->n ? np->n : 1) * sizeof *np->gpu);
 	np->hca = malloc((np->n ? np->n : 1) * sizeof *np->hca);
 	if (!np->gpu || !np->hca ||
-	    topo_place_node(np->type, plan, in->ranks, np->n, np->gpu, np->hca, msg, sizeof msg) != LLMP_OK) {
+	    plan_place_node(np->type, plan, in->ranks, np->n, np->gpu, np->hca, msg, sizeof msg) != LLMP_OK) {
 		snprintf(warning, len, "placement: %s", np->gpu && np->hca ? msg : "out of memory");
 		plugin_node_place_free(np);
 		return -1;

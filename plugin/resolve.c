@@ -20,14 +20,14 @@ static int parse_layer(const char *source, const char *text, llmp_spec *layer, c
 	return -1;
 }
 
-static bool is_auto(const char *text)
+static bool asks_choice(const char *text)
 {
 	return text && strcmp(text, "auto") == 0;
 }
 
-bool plugin_auto_asked(const char *env_text, const char *option_text)
+bool plugin_choice_asked(const char *env_text, const char *option_text)
 {
-	return option_text ? is_auto(option_text) : is_auto(env_text);
+	return option_text ? asks_choice(option_text) : asks_choice(env_text);
 }
 
 enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *env_text,
@@ -40,9 +40,9 @@ enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *
 	if (!env_text && !option_text && !wanted)
 		return PLUGIN_INACTIVE;
 	*spec = site->defaults;
-	if (plugin_auto_asked(env_text, option_text))
+	if (plugin_choice_asked(env_text, option_text))
 		return PLUGIN_ACTIVE; /* the site's defaults, until the model decides */
-	if (env_text && !is_auto(env_text)) {
+	if (env_text && !asks_choice(env_text)) {
 		if (parse_layer(LLMP_ENV_PARALLEL, env_text, &layer, msg, msglen))
 			return PLUGIN_INVALID;
 		llmp_spec_overlay(spec, &layer);

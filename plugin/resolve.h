@@ -29,7 +29,7 @@ enum plugin_resolved {
  * variable does and the option is not given? The layout then comes from
  * the model (model_layout.h); plugin_resolve skips an "auto" source.
  */
-bool plugin_auto_asked(const char *env_text, const char *option_text);
+bool plugin_choice_asked(const char *env_text, const char *option_text);
 
 /* wanted: active even when neither source gives a layout. */
 enum plugin_resolved plugin_resolve(const struct plugin_site *site, const char *env_text,

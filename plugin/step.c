@@ -365,7 +365,7 @@ static void place_node_tasks(spank_t sp)
  * option and the variable, and the Megatron flags of the model, which
  * LLMP_MEGATRON_ARGS carries on. Strings, checked and bounded.
  */
-static bool auto_layout_of_step(spank_t sp, char *buf, int len, const char **layout)
+static bool chosen_layout_of_step(spank_t sp, char *buf, int len, const char **layout)
 {
 	static const char start[] = "start the step with srun, whose llm_parallel plugin chooses";
 	char why[LLMP_MSG_MAX], shown[LLMP_SHOW_MAX];
@@ -536,7 +536,7 @@ static int prepare_serve_step(spank_t sp)
 	if (step_env_whole(sp, LLMP_ENV_PARALLEL, env, sizeof env, &env_text) < 0)
 		return fail_step(LLMP_ENV_PARALLEL ": layout is longer than %d characters",
 				 LLMP_SPEC_MAX_LEN);
-	if (plugin_auto_asked(env_text, c->option))
+	if (plugin_choice_asked(env_text, c->option))
 		return fail_step("--llm-serve: give the layout (--llm-parallel=tp=N,pp=N[,dp=N])");
 	if (plugin_resolve(&c->site, env_text, c->option, true, &c->serve_spec, msg, sizeof msg) !=
 	    PLUGIN_ACTIVE)
@@ -583,8 +583,8 @@ static int prepare_normal_step(spank_t sp)
 				 LLMP_SPEC_MAX_LEN);
 	}
 	const char *option = c->option;
-	if (plugin_auto_asked(env_text, option)) {
-		if (!auto_layout_of_step(sp, env, sizeof env, &env_text))
+	if (plugin_choice_asked(env_text, option)) {
+		if (!chosen_layout_of_step(sp, env, sizeof env, &env_text))
 			return 0;
 		option = NULL; /* the choice replaces the option's "auto" */
 	}

@@ -80,17 +80,17 @@ static const char *model_text(const char **source)
 /*
  * The layout from site defaults, LLMP_PARALLEL and the option; -1 if
  * invalid. Checkpointing or a model turns the plugin on with the default
- * layout; *automatic says --llm-parallel=auto (the spec is then the site's
+ * layout; *choose_layout says --llm-parallel=auto (the spec is then the site's
  * defaults until the model decides).
  */
-static int resolve_here(llmp_spec *spec, bool *active, bool *automatic)
+static int resolve_here(llmp_spec *spec, bool *active, bool *choose_layout)
 {
 	char msg[LLMP_MSG_MAX];
 	struct plugin_ctx *c = plugin_ctx();
 	const char *env = getenv(LLMP_ENV_PARALLEL), *source;
 	bool ckpt;
 
-	*automatic = false;
+	*choose_layout = false;
 	if (resolve_ckpt_here(&ckpt) < 0) {
 		*active = false;
 		return -1;
@@ -99,7 +99,7 @@ static int resolve_here(llmp_spec *spec, bool *active, bool *automatic)
 				  sizeof msg),
 		   llmp_spec_grammar(), msg, active) < 0)
 		return -1;
-	*automatic = *active && plugin_auto_asked(env, c->option);
+	*choose_layout = *active && plugin_choice_asked(env, c->option);
 	return 0;
 }
 
@@ -107,7 +107,7 @@ static int resolve_here(llmp_spec *spec, bool *active, bool *automatic)
  * The model's verdict on the layout (model_layout.h) for world tasks (0:
  * not known yet); -1 after telling the user why the job cannot run.
  */
-static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, uint32_t nnodes,
+static int decide_model(const llmp_spec *spec, bool choose_layout, uint32_t world, uint32_t nnodes,
 			struct plugin_model_answer *a)
 {
 	struct plugin_ctx *c = plugin_ctx();
@@ -129,7 +129,7 @@ static int decide_model(const llmp_spec *spec, bool automatic, uint32_t world, u
 		.renumber = plugin_renumber_asked(),
 	};
 	struct plugin_model_request rq = {
-		.automatic = automatic,
+		.choose_layout = choose_layout,
 		.spec = spec,
 		.world = world,
 		.machines = machines.file[0] ? &machines : NULL,
@@ -256,13 +256,13 @@ static void warn_arbitrary_tree(void)
  * --llm-parallel=auto and the model's guard decide later (local_user_init),
  * where srun knows its nodes too.
  */
-static int check_srun_count(const llmp_spec *spec, bool automatic)
+static int check_srun_count(const llmp_spec *spec, bool choose_layout)
 {
 	char msg[LLMP_MSG_MAX];
 	llmp_plan *plan;
 	struct plugin_srun_count c;
 
-	if (automatic)
+	if (choose_layout)
 		return 0;
 	c = srun_count();
 	if (!c.tasks)
@@ -335,7 +335,7 @@ static int submit_serve(spank_t sp, bool tasks_known)
 				    llmp_show(shown, c->serve_option, strlen(c->serve_option)));
 		return -1;
 	}
-	if (plugin_auto_asked(env, c->option)) {
+	if (plugin_choice_asked(env, c->option)) {
 		plugin_user_message("--llm-serve: give the layout (--llm-parallel=tp=N,pp=N[,dp=N]); "
 				    "'auto' chooses training layouts");
 		return -1;
@@ -376,19 +376,19 @@ int plugin_submit_check(spank_t sp)
 {
 	struct plugin_model_answer model;
 	llmp_spec spec;
-	bool active, automatic;
+	bool active, choose_layout;
 
 	if (plugin_ctx()->serve_option)
 		return submit_serve(sp, false);
-	if (resolve_here(&spec, &active, &automatic) < 0)
+	if (resolve_here(&spec, &active, &choose_layout) < 0)
 		return -1;
 	if (!active || check_placement() < 0)
 		return active ? -1 : 0;
 	/* srun decides in local_user_init, where it knows its task count. */
-	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, automatic, 0, 0, &model) < 0)
+	if (spank_context() == S_CTX_ALLOCATOR && decide_model(&spec, choose_layout, 0, 0, &model) < 0)
 		return -1;
 	if (spank_context() == S_CTX_LOCAL) {
-		if (check_srun_count(&spec, automatic) < 0)
+		if (check_srun_count(&spec, choose_layout) < 0)
 			return -1;
 		warn_arbitrary_tree();
 	}
@@ -419,12 +419,12 @@ static int give_port_salt(void)
  * (SPANK's setenv is for remote contexts only). Cleared when nothing was
  * decided, so a value from an outer step never reaches this one.
  */
-static int hand_to_step(const struct plugin_model_answer *a, bool automatic)
+static int hand_to_step(const struct plugin_model_answer *a, bool choose_layout)
 {
 	char layout[LLMP_SPEC_MAX_LEN + 1];
 	int rc = 0;
 
-	if (automatic && a->decided) {
+	if (choose_layout && a->decided) {
 		llmp_spec_format(&a->layout, layout, sizeof layout);
 		rc |= setenv(LLMP_ENV_AUTO_LAYOUT, layout, 1);
 	} else {
@@ -449,24 +449,25 @@ int plugin_submit_check_tasks(spank_t sp)
 	llmp_spec spec;
 	struct plugin_model_answer model;
 	llmp_plan *plan;
-	bool active, automatic;
+	bool active, choose_layout;
 
 	if (plugin_ctx()->serve_option)
 		return submit_serve(sp, true);
-	if (resolve_here(&spec, &active, &automatic) < 0)
+	if (resolve_here(&spec, &active, &choose_layout) < 0)
 		return -1;
 	if (!active)
 		return 0;
 	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS || !tasks) {
-		if (automatic)
+		if (choose_layout)
 			plugin_user_message(
 				"--llm-parallel=auto: srun cannot tell the step's task count here");
-		return automatic ? -1 : 0; /* else unknown here: the step checks it */
+		return choose_layout ? -1 : 0; /* else unknown here: the step checks it */
 	}
-	if (decide_model(&spec, automatic, tasks, nodes, &model) < 0 || hand_to_step(&model, automatic) < 0)
+	if (decide_model(&spec, choose_layout, tasks, nodes, &model) < 0 ||
+	    hand_to_step(&model, choose_layout) < 0)
 		return -1;
-	if (automatic)
+	if (choose_layout)
 		spec = model.layout;
 
 	/* With an even spread, advise about groups that cross nodes; renumbered, the step advises. */

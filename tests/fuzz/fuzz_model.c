@@ -131,13 +131,13 @@ static void check_written(const struct model_desc *m, const struct gpu_desc *g, 
 static void check_auto(const struct model_desc *m, const struct gpu_desc *g, uint32_t world)
 {
 	char msg[LLMP_MSG_MAX];
-	struct auto_result r;
-	if (!m->gbs || auto_layout(m, g, world, &r, msg, sizeof msg) != LLMP_OK)
+	struct chooser_result r;
+	if (!m->gbs || chooser_run(m, g, world, &r, msg, sizeof msg) != LLMP_OK)
 		return;
 	CHECK(r.fitting <= r.n);
 	double fastest = INFINITY;
 	for (size_t i = 0; i < r.n; i++) {
-		const struct auto_candidate *c = &r.all[i];
+		const struct chooser_candidate *c = &r.all[i];
 		CHECK(c->est.fits == (i < r.fitting));
 		check_estimate(g, c->layout.pp, NULL, &c->est);
 		if (i < r.fitting && c->est.step_s < fastest)
@@ -145,8 +145,8 @@ static void check_auto(const struct model_desc *m, const struct gpu_desc *g, uin
 	}
 	if (r.fitting) {
 		/* The choice, written out and estimated alone, says what the chooser said. */
-		const struct auto_candidate *c = &r.all[0];
-		CHECK(c->est.step_s <= fastest * (1 + AUTO_TIE_BAND) * (1 + 1e-12));
+		const struct chooser_candidate *c = &r.all[0];
+		CHECK(c->est.step_s <= fastest * (1 + CHOOSER_TIE_BAND) * (1 + 1e-12));
 		struct model_desc alone = *m;
 		alone.zero = c->zero;
 		struct step_layout l = c->layout;
@@ -156,7 +156,7 @@ static void check_auto(const struct model_desc *m, const struct gpu_desc *g, uin
 		CHECK(fabs(e.step_s - c->est.step_s) <= 1e-9 * c->est.step_s);
 		CHECK(fabs(e.peak_bytes - c->est.peak_bytes) <= 1e-9 * c->est.peak_bytes);
 	}
-	auto_result_free(&r);
+	chooser_result_free(&r);
 }
 
 /*
@@ -183,7 +183,7 @@ static void check_plugin_under(const char *model, const char *gpu, uint32_t worl
 						   .model_source = "--llm-model",
 						   .gpu = gpu,
 						   .gpu_source = "LLMP_GPU",
-						   .automatic = automatic,
+						   .choose_layout = automatic,
 						   .spec = automatic ? NULL : &spec,
 						   .world = at ? world : 0,
 						   .guard_override = override };

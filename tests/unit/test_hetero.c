@@ -221,10 +221,10 @@ static llmp_status stage_gpus(const struct topo *t, const char *spec_text, const
 	assert_int_equal(llmp_plan_create(&spec, 4, 2, &plan, msg, len), LLMP_OK);
 	char *hosts[2] = { "n1", "n2" };
 	uint32_t tasks[2] = { 2, 2 };
-	struct topo_placement p;
-	assert_int_equal(topo_place(t, plan, hosts, 2, tasks, false, &p, msg, len), LLMP_OK);
+	struct plan_placement p;
+	assert_int_equal(plan_place(t, plan, hosts, 2, tasks, false, &p, msg, len), LLMP_OK);
 	llmp_status st = hetero_stage_gpus(t, &p, plan, fallback, gpus, msg, len);
-	topo_placement_free(&p);
+	plan_placement_free(&p);
 	llmp_plan_destroy(plan);
 	return st;
 }
@@ -280,7 +280,7 @@ static void machines_place_alike_cached_or_not(void **state)
 	struct topo t;
 	char msg[LLMP_MSG_MAX] = "";
 	struct model_desc m = model_of(SMALL);
-	struct topo_model tm = step_topo_model(&m, m.mbs);
+	struct plan_model tm = step_topo_model(&m, m.mbs);
 	struct gpu_desc h100 = gpu_of("h100"), a100 = gpu_of("a100-40gb"), w, g1[2], g2[2];
 	char *fwd[2] = { "n1", "n2" }, *back[2] = { "n2", "n1" };
 	uint32_t tasks[2] = { 2, 2 };
@@ -298,7 +298,7 @@ static void machines_place_alike_cached_or_not(void **state)
 			      .cache = cache };
 	struct machines b = a, plain = a;
 	b.hosts = back, plain.cache = NULL;
-	struct auto_machines on = machines_auto(&a);
+	struct chooser_machines on = machines_chooser(&a);
 	assert_ptr_equal(on.ctx, &a);
 	struct step_layout l = checked(&m, 4,
 				       (struct step_layout){ .tp = 2, .pp = 2, .cp = 1, .ep = 1, .mbs = 1 });

@@ -55,7 +55,7 @@ static int decide(const struct plugin_site *site, const char *model, const char 
 		.model_source = "--llm-model",
 		.gpu = gpu,
 		.gpu_source = "LLMP_GPU",
-		.automatic = spec == NULL,
+		.choose_layout = spec == NULL,
 		.spec = spec,
 		.world = world,
 	};
@@ -578,13 +578,13 @@ static void model_args_are_flags_only(void **state)
 static void auto_is_asked_by_the_option_first(void **state)
 {
 	(void)state;
-	assert_true(plugin_auto_asked(NULL, "auto"));
-	assert_true(plugin_auto_asked("tp=2", "auto"));
-	assert_true(plugin_auto_asked("auto", NULL));
-	assert_false(plugin_auto_asked("auto", "tp=2"));
-	assert_false(plugin_auto_asked(NULL, "tp=2"));
-	assert_false(plugin_auto_asked(NULL, NULL));
-	assert_false(plugin_auto_asked("automatic", NULL));
+	assert_true(plugin_choice_asked(NULL, "auto"));
+	assert_true(plugin_choice_asked("tp=2", "auto"));
+	assert_true(plugin_choice_asked("auto", NULL));
+	assert_false(plugin_choice_asked("auto", "tp=2"));
+	assert_false(plugin_choice_asked(NULL, "tp=2"));
+	assert_false(plugin_choice_asked(NULL, NULL));
+	assert_false(plugin_choice_asked("automatic", NULL));
 }
 
 static void site_gpu_is_checked(void **state)
@@ -633,7 +633,7 @@ static int decide_on(const char *file, const char *nodelist, const char *per_nod
 		.model_source = "--llm-model",
 		.gpu = gpu,
 		.gpu_source = "LLMP_GPU",
-		.automatic = spec == NULL,
+		.choose_layout = spec == NULL,
 		.spec = spec,
 		.world = world,
 		.machines = &machines,

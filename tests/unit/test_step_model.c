@@ -665,8 +665,8 @@ static void auto_enumerates_every_valid_layout(void **state)
 	char msg[LLMP_MSG_MAX];
 	struct model_desc m = model_of("layers=4,hidden=256,heads=2,seq=64,gbs=4,vocab=1000,recompute=full");
 	struct gpu_desc g = gpu_of("mem=16,tflops=100");
-	struct auto_result r;
-	assert_int_equal(auto_layout(&m, &g, 4, &r, msg, sizeof msg), LLMP_OK);
+	struct chooser_result r;
+	assert_int_equal(chooser_run(&m, &g, 4, &r, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(r.n, 30);
 	assert_int_equal(r.fitting, 30);
 	for (size_t i = 0; i < r.n; i++) {
@@ -677,20 +677,20 @@ static void auto_enumerates_every_valid_layout(void **state)
 			assert_true(r.all[i - 1].est.step_s <= r.all[i].est.step_s);
 	}
 	char why[256];
-	auto_why_lost(&r.all[r.n - 1], &r.all[0], &g, why, sizeof why);
+	chooser_why_lost(&r.all[r.n - 1], &r.all[0], &g, why, sizeof why);
 	assert_non_null(strstr(why, "slower"));
-	auto_result_free(&r);
+	chooser_result_free(&r);
 
 	/* No gbs: the chooser cannot compare layouts at one batch. */
 	m = model_of("layers=4,hidden=256,heads=2,seq=64");
-	assert_int_equal(auto_layout(&m, &g, 4, &r, msg, sizeof msg), LLMP_ERR_ARG);
+	assert_int_equal(chooser_run(&m, &g, 4, &r, msg, sizeof msg), LLMP_ERR_ARG);
 	assert_non_null(strstr(msg, "gbs="));
 }
 
 /*
  * Near-ties go to the shallower pipeline. On 16 A100s an 18B model has
  * layouts at pp 1 and pp 2 within 1% of each other. Checked against the
- * estimates themselves: the choice is within AUTO_TIE_BAND of the fastest,
+ * estimates themselves: the choice is within CHOOSER_TIE_BAND of the fastest,
  * no layout in the band has fewer stages, none with its stages is faster,
  * and here the fastest is not the choice.
  */
@@ -700,19 +700,19 @@ static void auto_prefers_fewer_stages_on_a_tie(void **state)
 	char msg[LLMP_MSG_MAX], why[256];
 	struct model_desc m = model_of("layers=40,hidden=6144,heads=48,seq=2048,vocab=51200,gbs=512");
 	struct gpu_desc g = gpu_of("a100");
-	struct auto_result r;
-	assert_int_equal(auto_layout(&m, &g, 16, &r, msg, sizeof msg), LLMP_OK);
+	struct chooser_result r;
+	assert_int_equal(chooser_run(&m, &g, 16, &r, msg, sizeof msg), LLMP_OK);
 	assert_true(r.fitting > 1);
 	size_t fastest = 0;
 	for (size_t i = 1; i < r.fitting; i++)
 		if (r.all[i].est.step_s < r.all[fastest].est.step_s)
 			fastest = i;
 	double band = r.all[fastest].est.step_s * 1.01;
-	const struct auto_candidate *choice = &r.all[0];
+	const struct chooser_candidate *choice = &r.all[0];
 	assert_true(choice->est.fits);
 	assert_true(choice->est.step_s <= band);
 	for (size_t i = 1; i < r.fitting; i++) {
-		const struct auto_candidate *c = &r.all[i];
+		const struct chooser_candidate *c = &r.all[i];
 		if (c->est.step_s <= band)
 			assert_true(c->layout.pp >= choice->layout.pp);
 		if (c->layout.pp == choice->layout.pp)
@@ -720,10 +720,10 @@ static void auto_prefers_fewer_stages_on_a_tie(void **state)
 	}
 	assert_true(fastest != 0);
 	assert_true(r.all[fastest].layout.pp > choice->layout.pp);
-	auto_why_lost(&r.all[fastest], choice, &g, why, sizeof why);
+	chooser_why_lost(&r.all[fastest], choice, &g, why, sizeof why);
 	assert_non_null(strstr(why, "faster"));
 	assert_non_null(strstr(why, "fewer pipeline stages"));
-	auto_result_free(&r);
+	chooser_result_free(&r);
 }
 
 /*
@@ -788,18 +788,18 @@ static void moe_act_recompute_drops_the_experts_activation_output(void **state)
 	assert_true(with_act < plain);
 	struct gpu_desc tight = g;
 	tight.mem_bytes = (plain + with_act) / 2;
-	struct auto_result r;
-	assert_int_equal(auto_layout(&one, &tight, 1, &r, msg, sizeof msg), LLMP_OK);
+	struct chooser_result r;
+	assert_int_equal(chooser_run(&one, &tight, 1, &r, msg, sizeof msg), LLMP_OK);
 	assert_true(r.fitting >= 1);
 	assert_int_equal(r.all[0].layout.recompute, MODEL_RECOMPUTE_SELECTIVE);
 	assert_true(r.all[0].layout.moe_act);
-	auto_result_free(&r);
+	chooser_result_free(&r);
 	/* recompute=selective said: the chooser keeps to it, and nothing fits */
 	one = model_of("layers=4,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,topk=2,moe-ffn=512,"
 		       "mlp=swiglu,gbs=1,recompute=selective");
-	assert_int_equal(auto_layout(&one, &tight, 1, &r, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(chooser_run(&one, &tight, 1, &r, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(r.fitting, 0);
-	auto_result_free(&r);
+	chooser_result_free(&r);
 }
 
 static void block_recompute_keeps_the_other_layers(void **state)
@@ -877,8 +877,8 @@ static void block_recompute_keeps_the_other_layers(void **state)
 	 * where selective does not fit: on that GPU some candidate has recompute-layers=2. */
 	m = model_of("gpt3-175b,gbs=1536");
 	tight.mem_bytes = (one + two) / 2;
-	struct auto_result r;
-	assert_int_equal(auto_layout(&m, &tight, 1024, &r, msg, sizeof msg), LLMP_OK);
+	struct chooser_result r;
+	assert_int_equal(chooser_run(&m, &tight, 1024, &r, msg, sizeof msg), LLMP_OK);
 	bool seen = false;
 	for (size_t i = 0; i < r.n; i++) {
 		const struct step_layout *c = &r.all[i].layout;
@@ -888,7 +888,7 @@ static void block_recompute_keeps_the_other_layers(void **state)
 		assert_true(c->recompute_layers == 0 || c->recompute == MODEL_RECOMPUTE_FULL);
 	}
 	assert_true(seen);
-	auto_result_free(&r);
+	chooser_result_free(&r);
 
 	/* What Megatron cannot run is refused with its reason. */
 	struct step_layout bad = sel;
@@ -904,15 +904,15 @@ static void auto_says_when_nothing_fits(void **state)
 	char msg[LLMP_MSG_MAX], why[256];
 	struct model_desc m = model_of("llama3-405b,gbs=8");
 	struct gpu_desc g = gpu_of("a100-40gb");
-	struct auto_result r;
-	assert_int_equal(auto_layout(&m, &g, 8, &r, msg, sizeof msg), LLMP_OK);
+	struct chooser_result r;
+	assert_int_equal(chooser_run(&m, &g, 8, &r, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(r.fitting, 0);
 	assert_true(r.n > 0);
 	assert_false(r.all[0].est.fits);
 	assert_true(r.all[0].est.peak_bytes > 406e9 * 2 / 8);
-	auto_why_lost(&r.all[0], &r.all[0], &g, why, sizeof why);
+	chooser_why_lost(&r.all[0], &r.all[0], &g, why, sizeof why);
 	assert_non_null(strstr(why, "memory:"));
-	auto_result_free(&r);
+	chooser_result_free(&r);
 }
 
 /*
@@ -979,11 +979,11 @@ static void auto_chooses_the_sharding(void **state)
 	const char *base = "layers=2,hidden=16384,heads=128,seq=1024,vocab=32000,gbs=64,recompute=full";
 	double least[4] = { 0 };
 	size_t n[4] = { 0 };
-	struct auto_result one[4];
+	struct chooser_result one[4];
 	for (unsigned z = 1; z <= 3; z++) {
 		snprintf(text, sizeof text, "%s,zero=%u", base, z);
 		struct model_desc m = model_of(text);
-		assert_int_equal(auto_layout(&m, &g, 64, &one[z], msg, sizeof msg), LLMP_OK);
+		assert_int_equal(chooser_run(&m, &g, 64, &one[z], msg, sizeof msg), LLMP_OK);
 		n[z] = one[z].n;
 		least[z] = one[z].all[0].est.peak_bytes;
 		for (size_t i = 0; i < one[z].n; i++) {
@@ -1000,30 +1000,30 @@ static void auto_chooses_the_sharding(void **state)
 	snprintf(text, sizeof text, "%s,zero=auto", base);
 	struct model_desc m = model_of(text);
 	assert_int_equal(m.zero, MODEL_ZERO_AUTO);
-	struct auto_result r;
-	assert_int_equal(auto_layout(&m, &g, 64, &r, msg, sizeof msg), LLMP_OK);
+	struct chooser_result r;
+	assert_int_equal(chooser_run(&m, &g, 64, &r, msg, sizeof msg), LLMP_OK);
 	assert_int_equal(r.n, n[1] + n[2] + n[3]);
 	for (size_t i = 0; i < r.n; i++) { /* each candidate as its own search scored it */
-		const struct auto_candidate *c = &r.all[i];
+		const struct chooser_candidate *c = &r.all[i];
 		bool found = false;
 		for (size_t j = 0; j < one[c->zero].n && !found; j++) {
-			const struct auto_candidate *d = &one[c->zero].all[j];
+			const struct chooser_candidate *d = &one[c->zero].all[j];
 			found = !memcmp(&c->layout, &d->layout, sizeof c->layout) &&
 				c->est.step_s == d->est.step_s && c->est.peak_bytes == d->est.peak_bytes;
 		}
 		if (!found)
 			fail_msg("candidate %zu (zero=%u) is in no search of its zero", i, c->zero);
 	}
-	auto_result_free(&r);
+	chooser_result_free(&r);
 
 	g.mem_bytes = (least[3] + least[2]) / 2;
-	assert_int_equal(auto_layout(&m, &g, 64, &r, msg, sizeof msg), LLMP_OK);
+	assert_int_equal(chooser_run(&m, &g, 64, &r, msg, sizeof msg), LLMP_OK);
 	assert_true(r.fitting > 0);
 	for (size_t i = 0; i < r.fitting; i++)
 		assert_int_equal(r.all[i].zero, 3);
-	auto_result_free(&r);
+	chooser_result_free(&r);
 	for (unsigned z = 1; z <= 3; z++)
-		auto_result_free(&one[z]);
+		chooser_result_free(&one[z]);
 
 	/* a written layout cannot say zero=auto: the sharding is chosen with the layout */
 	struct step_layout l = { .tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1 };
