@@ -322,7 +322,11 @@ void plugin_node_check(spank_t sp)
 	/* The job's GPUs as its steps see them: the user's to misstate, which only fails the user's own check. */
 	if (spank_getenv(sp, "SLURM_JOB_GPUS", gpus, sizeof gpus) != ESPANK_SUCCESS)
 		gpus[0] = '\0';
-	if (spank_getenv(sp, "SLURMD_NODENAME", host, sizeof host) != ESPANK_SUCCESS)
+	/* slurmstepd's own environment has slurmd's name for the node; the task's gets it later */
+	const char *node = getenv("SLURMD_NODENAME");
+	if (node && *node)
+		snprintf(host, sizeof host, "%s", node);
+	else if (spank_getenv(sp, "SLURMD_NODENAME", host, sizeof host) != ESPANK_SUCCESS)
 		gethostname(host, sizeof host - 1);
 	/* This task is still root's: none of the job's processes is this check's own. */
 	struct plugin_clean_facts f = facts_now(&c->site, &j, devs, gpus);

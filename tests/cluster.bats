@@ -901,23 +901,23 @@ write_mixed_topology() { # OUT
 	fake_nvml_node node3 - - 1
 	# clean=check alone: these jobs' epilogs leave the nodes as they are.
 	write_plugstack "nvml=$WORK/nvml.so clean_gpus=all clean=check"
-	run srun -w node1 -N1 --llm-node-check echo fit
+	run srun --quiet -w node1 -N1 --llm-node-check echo fit
 	[ "$status" -eq 0 ] && [ "$output" = fit ] || { echo "$output"; false; }
-	run srun -w node2 -N1 --llm-node-check echo fit
+	run srun --quiet -w node2 -N1 --llm-node-check echo fit
 	[ "$status" -ne 0 ] || { echo "$output"; false; }
 	! grep -q '^fit' <<<"$output" || { echo "$output"; false; }
 	grep -q "^llm_parallel: node2 is unfit for the job's next run: llmp: GPU GPU-1B pid $zombie uid $(id -u nobody) 812 MiB; " <<<"$output" ||
 		{ echo "$output"; false; }
-	run srun -w node3 -N1 --llm-node-check echo fit
+	run srun --quiet -w node3 -N1 --llm-node-check echo fit
 	[ "$status" -ne 0 ] || { echo "$output"; false; }
 	grep -q "^llm_parallel: node3 is unfit for the job's next run: llmp: GPU GPU-1B asks for a GPU reset (NVML recovery action 1); " <<<"$output" ||
 		{ echo "$output"; false; }
 	# The site without check: the same node passes; no check asked: no NVML read.
 	write_plugstack "nvml=$WORK/nvml.so clean_gpus=all clean=off"
-	run srun -w node3 -N1 --llm-node-check echo fit
+	run srun --quiet -w node3 -N1 --llm-node-check echo fit
 	[ "$status" -eq 0 ] && [ "$output" = fit ] || { echo "$output"; false; }
 	write_plugstack "nvml=$WORK/nvml.so clean_gpus=all clean=check"
-	run srun -w node3 -N1 echo fit
+	run srun --quiet -w node3 -N1 echo fit
 	kill "$zombie"
 	[ "$status" -eq 0 ] && [ "$output" = fit ] || { echo "$output"; false; }
 	assert_cluster_idle
