@@ -331,23 +331,26 @@ assert_no_tasks_left() {
 	# batch host read the driver's heartbeat (llmp-driver under the
 	# checkpoint root), find it stopped, and one of them requeues the job.
 	reference
-	local out="$WORK/job.out" batch claim
+	local out="$WORK/job.out" batch claim killed
 	LLMP_SPARES=1 submit_mlp "$out" -N3 --no-kill --ntasks-per-node=2 --llm-parallel=tp=2 \
 		--llm-checkpoint="$WORK/ckpt,every=5" -- "${TRAIN_ARGS[@]}"
 	wait_line "$out" '^step 12 loss'
 	batch=$(squeue -h -j "$JOB" -o %B)
 	[ -s "$WORK/ckpt/llmp-driver" ] || { cat "$out"; false; }
+	killed=$(date +%s.%N)
 	"$CLUSTER" kill-node "$CLUSTER_STATE" "$batch"
 	# The rank that requeued says so in the claim (its log went with srun).
 	claim="$WORK/ckpt/llmp-orphan.$JOB.0"
-	for _ in $(seq 1 60); do [ -s "$claim" ] && break; sleep 0.5; done
+	for _ in $(seq 1 120); do [ -s "$claim" ] && break; sleep 0.25; done
 	[ -s "$claim" ] || { ls -la "$WORK/ckpt"; squeue -j "$JOB"; false; }
-	echo "# $(cat "$claim") requeued job $JOB; $(squeue -h -j "$JOB" -o '%T %r')" >&3
+	echo "# $(cat "$claim") requeued job $JOB $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed") s after the kill; $(squeue -h -j "$JOB" -o '%T')" >&3
 	# Slurm ends the requeue when it declares the node down (SlurmdTimeout), then waits for 3 nodes.
 	for _ in $(seq 1 120); do sinfo -h -n "$batch" -o %T | grep -q '^down' && break; sleep 1; done
 	"$CLUSTER" start-node "$CLUSTER_STATE" "$batch"
 	wait_line "$out" '^mlp-train.sbatch: run 1 ' 180
+	echo "# run 1 started $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed") s after the kill (SlurmdTimeout=30, the node restarted once down)" >&3
 	wait_job_gone "$JOB" 300
+	! grep -q 'no heartbeat' "$out" || { cat "$out"; false; }
 	grep '^llmp job run: \|^mlp-train.sbatch: run ' "$out" | sed 's/^/# /' >&3
 	[ "$(grep -c '^mlp-train.sbatch: run ' "$out")" -eq 2 ]
 	grep -q 'rank 0: run 1 (.*resuming at step' "$out" || { cat "$out"; false; }
