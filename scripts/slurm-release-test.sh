@@ -59,11 +59,20 @@ if [ "$release" = --inside ]; then
 	if [ ! -x /llmp/src/configure ]; then
 		die "run autoreconf -fi in the source tree first (scripts/build.sh does)"
 	fi
-	cd "$build"
-	if [ ! -f Makefile ] || [ /llmp/src/configure -nt Makefile ]; then
+	# The build is kept for the next run, which may be of another checkout
+	# (a clone for CI, the working tree): configured afresh, in an empty
+	# folder, whenever configure or a Makefile.in of the tree differ from
+	# those it was configured from.
+	stamp=$(cd /llmp/src && find . -name Makefile.in -not -path './build*' | sort | xargs cat configure | md5sum)
+	if [ ! -f "$build/Makefile" ] || [ "$(cat "$build/.llmp-configured" 2>/dev/null)" != "$stamp" ]; then
+		rm -rf "$build"
+		mkdir -p "$build"
+		cd "$build"
 		/llmp/src/configure --without-cuda --without-nccl >configure.log 2>&1 ||
 			{ tail -30 configure.log; die "configure failed ($build/configure.log)"; }
+		echo "$stamp" >.llmp-configured
 	fi
+	cd "$build"
 	make -j"$(nproc)" >make.log 2>&1 || { tail -30 make.log; die "build failed ($build/make.log)"; }
 	version=$(sed -n 's/^#define LLMP_SLURM_VERSION "\(.*\)"/\1/p' config.h)
 	echo "slurm-release-test: llmp built against Slurm $version in ${SECONDS} s"
@@ -127,6 +136,11 @@ exec unshare --mount --propagation private -- bash -euc '
 	mount --rbind /dev "$root/dev"
 	mount --rbind /run "$root/run"
 	mount -t tmpfs tmpfs "$root/tmp"
+	# The host names of the machine: the name of the host srun runs on must
+	# resolve inside too, or every reply of slurmctld to srun waits out DNS
+	# retries (about 10 s with no network) and the completion of a job can
+	# outlast the test that ran it.
+	mount --bind /etc/hosts "$root/etc/hosts"
 	exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
 		TERM=dumb bash /llmp/src/scripts/slurm-release-test.sh --inside "$@"
 ' bash "$root" "$src" "$release" "$@"
