@@ -711,7 +711,7 @@ static void heartbeat_start(struct heartbeat *h, const struct job_run *r)
 	pthread_cond_init(&h->wake, NULL);
 	h->root = r->root;
 	snprintf(h->beat.job_id, sizeof h->beat.job_id, "%s", r->job_id);
-	snprintf(h->beat.host, sizeof h->beat.host, "%s", r->batch_host);
+	snprintf(h->beat.host, sizeof h->beat.host, "%.63s", r->batch_host);
 	snprintf(h->beat.how, sizeof h->beat.how, "%s", r->requeue ? r->requeue : "auto");
 	h->started = pthread_create(&h->thread, NULL, beat_loop, h) == 0;
 	if (!h->started)
