@@ -25,14 +25,15 @@ need_python() {
 
 # The setup of a test of ck_check's checkpoints run as a PMIx singleton or
 # under mpirun: llmp and ck_check built, python3, the sanitizer build's leak
-# suppressions (libpmix keeps memory past PMIx_Finalize, tests/lsan.supp), and
-# ROOT, the checkpoint root in the test's own directory.
+# suppressions (libpmix keeps memory past PMIx_Finalize, tests/lsan.supp;
+# their summary kept off stderr, which tests read), and ROOT, the checkpoint
+# root in the test's own directory.
 ckpt_setup() {
 	CK_CHECK="$LLMP_BUILDDIR/tests/ckpt/ck_check"
 	llmp_setup
 	[ -x "$CK_CHECK" ] || skip "ck_check not built ($CK_CHECK)"
 	need_python
-	export LSAN_OPTIONS="suppressions=$LLMP_SRCDIR/tests/lsan.supp"
+	export LSAN_OPTIONS="suppressions=$LLMP_SRCDIR/tests/lsan.supp:print_suppressions=0"
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 	ROOT="$BATS_TEST_TMPDIR/ckpt"
 }
