@@ -24,6 +24,14 @@ int cli_usage_error(const char *prog, const char *what, const char *text)
 	return CLI_EXIT_USAGE;
 }
 
+int cli_parse_format(const char *prog, const char *text, bool *json)
+{
+	if (strcmp(text, "text") != 0 && strcmp(text, "json") != 0)
+		return cli_usage_error(prog, "--format: expected text or json, not", text);
+	*json = strcmp(text, "json") == 0;
+	return 0;
+}
+
 const char *cli_one_dir(const char *prog, int argc, char **argv)
 {
 	if (optind + 1 == argc)

@@ -89,9 +89,8 @@ int ckpt_parse_args(const char *prog, int argc, char **argv, unsigned allowed, v
 		switch (c) {
 		case 'j': a->json = true; break;
 		case 'f':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
-				return cli_usage_error(prog, "--format: expected text or json, not", optarg);
-			a->json = strcmp(optarg, "json") == 0;
+			if (cli_parse_format(prog, optarg, &a->json))
+				return CLI_EXIT_USAGE;
 			break;
 		case 's':
 			if (cli_parse_count(prog, "--step", optarg, 0, LLMP_CKPT_NEWEST - 1, &a->step))

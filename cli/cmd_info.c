@@ -198,9 +198,8 @@ int cli_info(int argc, char **argv)
 		switch (c) {
 		case 's': settings = true; break;
 		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return cli_usage_error(PROG, "--format: expected text or json, not", optarg);
-			json = strcmp(optarg, "json") == 0;
+			if (cli_parse_format(PROG, optarg, &json))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'h': help(); return CLI_EXIT_OK;
 		case ':': return cli_usage_error(PROG, "a value is missing after", cli_culprit(argv));

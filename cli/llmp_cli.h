@@ -28,6 +28,10 @@ const char *cli_printable(const char *s);
 /* "PROG: WHAT 'TEXT' (see --help)" on stderr, TEXT as cli_printable shows it; CLI_EXIT_USAGE. */
 int cli_usage_error(const char *prog, const char *what, const char *text);
 
+/* --format's TEXT: text or json, *json set; else "PROG: --format: expected
+ * text or json, not 'TEXT'" on stderr and CLI_EXIT_USAGE. 0 when read. */
+int cli_parse_format(const char *prog, const char *text, bool *json);
+
 /* The one DIR operand left after getopt_long; NULL, with "PROG: no DIR
  * given" or "PROG: more than one DIR" on stderr, when there is not exactly one. */
 const char *cli_one_dir(const char *prog, int argc, char **argv);

@@ -35,9 +35,8 @@ int cli_topo_job(int argc, char **argv)
 		switch (c) {
 		case 'j': break;
 		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return cli_usage_error(PROG, "--format: expected text or json, not", optarg);
-			json = strcmp(optarg, "json") == 0;
+			if (cli_parse_format(PROG, optarg, &json))
+				return CLI_EXIT_USAGE;
 			break;
 		case ':': return cli_usage_error(PROG, "a value is missing after", cli_culprit(argv));
 		default: return cli_usage_error(PROG, "with --job, only --format; not", cli_culprit(argv));
