@@ -60,30 +60,6 @@ reference() {
 	[ "$(runs_of "$REF")" -eq 1 ]
 }
 
-# Pid of the task with LLMP_RANK=R of the running mlp_train (all nodes share a kernel).
-rank_pid() { # R
-	local pid
-	for pid in $(pgrep -x mlp_train); do
-		if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "LLMP_RANK=$1"; then
-			echo "$pid"
-			return 0
-		fi
-	done
-	return 1
-}
-
-# Pid of a task of the running mlp_train on NODE.
-task_pid_on() { # NODE
-	local pid
-	for pid in $(pgrep -x mlp_train); do
-		if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=$1"; then
-			echo "$pid"
-			return 0
-		fi
-	done
-	return 1
-}
-
 assert_no_tasks_left() {
 	local left pid
 	left=$(pgrep -x mlp_train || true)
@@ -198,7 +174,7 @@ assert_no_tasks_left() {
 	"$CLUSTER" kill-node "$CLUSTER_STATE" "$victim"
 	wait_line "$out" '^llmp job run: [^ ]*: run 1 on ' 60
 	wait_line "$out" 'rank 0: run 0 \(.*resuming at step' 60
-	echo "# $victim killed; run 1 resumed $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed") s later" >&3
+	echo "# $victim killed; run 1 resumed $(seconds_since "$killed") s later" >&3
 	wait_job_gone "$JOB"
 	grep '^llmp job run: ' "$out" | sed 's/^/# /' >&3
 	# The same job, never requeued: the batch script ran once; the lost node never again.
@@ -227,7 +203,7 @@ assert_no_tasks_left() {
 	"$CLUSTER" freeze-node "$CLUSTER_STATE" "$victim"
 	wait_line "$out" '^llmp job run: [^ ]*: run 1 on ' 60
 	wait_line "$out" 'rank 0: run 0 \(.*resuming at step' 60
-	echo "# $victim frozen; run 1 resumed $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$frozen") s later (LLMP_STEP_DEADLINE=10)" >&3
+	echo "# $victim frozen; run 1 resumed $(seconds_since "$frozen") s later (LLMP_STEP_DEADLINE=10)" >&3
 	wait_job_gone "$JOB"
 	"$CLUSTER" thaw-node "$CLUSTER_STATE" "$victim"
 	grep '^llmp job run: ' "$out" | sed 's/^/# /' >&3
@@ -343,12 +319,12 @@ assert_no_tasks_left() {
 	claim="$WORK/ckpt/llmp-orphan.$JOB.0"
 	for _ in $(seq 1 120); do [ -s "$claim" ] && break; sleep 0.25; done
 	[ -s "$claim" ] || { ls -la "$WORK/ckpt"; squeue -j "$JOB"; false; }
-	echo "# $(cat "$claim") requeued job $JOB $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed") s after the kill; $(squeue -h -j "$JOB" -o '%T')" >&3
+	echo "# $(cat "$claim") requeued job $JOB $(seconds_since "$killed") s after the kill; $(squeue -h -j "$JOB" -o '%T')" >&3
 	# Slurm ends the requeue when it declares the node down (SlurmdTimeout), then waits for 3 nodes.
 	for _ in $(seq 1 120); do sinfo -h -n "$batch" -o %T | grep -q '^down' && break; sleep 1; done
 	"$CLUSTER" start-node "$CLUSTER_STATE" "$batch"
 	wait_line "$out" '^mlp-train.sbatch: run 1 ' 180
-	echo "# run 1 started $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed") s after the kill (SlurmdTimeout=30, the node restarted once down)" >&3
+	echo "# run 1 started $(seconds_since "$killed") s after the kill (SlurmdTimeout=30, the node restarted once down)" >&3
 	wait_job_gone "$JOB" 300
 	! grep -q 'no heartbeat' "$out" || { cat "$out"; false; }
 	grep '^llmp job run: \|^mlp-train.sbatch: run ' "$out" | sed 's/^/# /' >&3

@@ -105,18 +105,6 @@ preempt_node1() { # OUT
 	[ "$resumed" = "$((stopped + 1)) $stopped" ] || { cat "$out"; false; }
 }
 
-# Pid of the task with LLMP_RANK=R of the running mlp_train (all nodes share a kernel).
-rank_pid() { # R
-	local pid
-	for pid in $(pgrep -x mlp_train); do
-		if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "LLMP_RANK=$1"; then
-			echo "$pid"
-			return 0
-		fi
-	done
-	return 1
-}
-
 # Freeze a process in a cgroup of its own (v2 cgroup.freeze, else v1's freezer):
 # unlike SIGSTOP, Slurm's SIGCONT does not wake it, so it stands for a rank whose
 # stop checkpoint cannot finish in time. Sets FROZEN_CG.

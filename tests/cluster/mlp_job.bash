@@ -89,3 +89,23 @@ completion_requeues_ended() { # OUT
 	fi
 	echo "$ended"
 }
+
+# Pid of a task of the running mlp_train whose environment has NAME=VALUE
+# (all nodes share a kernel): LLMP_RANK=3, SLURMD_NODENAME=node1.
+mlp_task_pid() { # NAME=VALUE
+	local pid
+	for pid in $(pgrep -x mlp_train); do
+		if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "$1"; then
+			echo "$pid"
+			return 0
+		fi
+	done
+	return 1
+}
+rank_pid() { mlp_task_pid "LLMP_RANK=$1"; }            # R
+task_pid_on() { mlp_task_pid "SLURMD_NODENAME=$1"; } # NODE
+
+# Seconds from the `date +%s.%N` given to now, to a tenth.
+seconds_since() { # T
+	python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$1"
+}
