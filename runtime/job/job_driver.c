@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L /* O_CLOEXEC, O_NOFOLLOW: this library is built without _GNU_SOURCE */
 
 #include "job_driver.h"
+#include "job_record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +25,9 @@ static bool only(const char *s, const char *set, size_t max)
 	return n > 0 && n < max && strspn(s, set) == n;
 }
 
-#define HOST_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
-
 static bool beat_ok(const struct job_driver_beat *b)
 {
-	return only(b->job_id, "0123456789_", sizeof b->job_id) &&
-	       only(b->host, HOST_CHARS, sizeof b->host) &&
+	return only(b->job_id, "0123456789_", sizeof b->job_id) && job_record_host_ok(b->host) &&
 	       (!strcmp(b->how, "auto") || !strcmp(b->how, "exit") || !strcmp(b->how, "scontrol") ||
 		!strcmp(b->how, "none")) &&
 	       b->ms > 0;

@@ -62,8 +62,7 @@ static void format_step(uint64_t step, char *buf, size_t len)
 		snprintf(buf, len, "%" PRIu64, step);
 }
 
-/* A host name as Slurm writes one: letters, digits, '.', '_' and '-', 1 to 63 of them. */
-static bool host_ok(const char *host)
+bool job_record_host_ok(const char *host)
 {
 	size_t n = strlen(host);
 	return n > 0 && n < 64 &&
@@ -90,7 +89,7 @@ llmp_status job_record_write(const char *root, const llmp_run_record *rec, const
 			*c = ' ';
 	format_step(rec->ckpt_at_start, at_start, sizeof at_start);
 	format_step(rec->step, step, sizeof step);
-	if (run && host_ok(run->suspect))
+	if (run && job_record_host_ok(run->suspect))
 		snprintf(blamed, sizeof blamed, "suspect %s\n", run->suspect);
 	if (run && step_id_ok(run->slurm_step))
 		snprintf(slurm_step, sizeof slurm_step, "slurm-step %s\n", run->slurm_step);
@@ -149,7 +148,7 @@ static bool parse_line(char *line, llmp_run_record *rec, struct job_record_run *
 		return parse_u64(value, &n) && n >= 1 && n <= RECORD_VERSION;
 	}
 	if (strcmp(line, "suspect") == 0) {
-		if (!host_ok(value))
+		if (!job_record_host_ok(value))
 			return false;
 		snprintf(run->suspect, sizeof run->suspect, "%s", value);
 		return true;

@@ -8,6 +8,7 @@
 #ifndef LLMP_JOB_RECORD_H
 #define LLMP_JOB_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,9 @@ struct job_record_run {
 /* Write rec as ROOT/llmp-run, atomically (rank names the temporary file); run may be NULL. */
 llmp_status job_record_write(const char *root, const llmp_run_record *rec, const struct job_record_run *run,
 			     uint32_t rank, char *msg, size_t msglen);
+
+/* A host name as Slurm writes one: letters, digits, '.', '_' and '-', 1 to 63 of them. */
+bool job_record_host_ok(const char *host);
 
 /* Read ROOT/llmp-run into rec and run (llmp_run_record_read, with the version 2 lines). */
 llmp_status job_record_read(const char *root, llmp_run_record *rec, struct job_record_run *run, char *msg,

@@ -82,9 +82,10 @@ tests_unit_test_log_conf_LDADD = $(CMOCKA_LIBS)
 tests_unit_test_job_run_SOURCES = tests/unit/test_job_run.c cli/job_run_plan.c
 tests_unit_test_job_run_CFLAGS = $(test_cflags)
 tests_unit_test_job_run_LDADD = $(test_ldadd)
-tests_unit_test_job_driver_SOURCES = tests/unit/test_job_driver.c runtime/job/job_driver.c
+tests_unit_test_job_driver_SOURCES = tests/unit/test_job_driver.c
 tests_unit_test_job_driver_CFLAGS = $(test_cflags)
-tests_unit_test_job_driver_LDADD = $(test_ldadd)
+tests_unit_test_job_driver_LDADD = runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
+	$(LLMP_PLANNER_LIBS) kernels/libkernels.la $(CMOCKA_LIBS)
 tests_unit_test_plugin_paths_CFLAGS = $(test_cflags)
 tests_unit_test_plugin_paths_LDADD = plugin/libplugin_core.la $(test_ldadd)
 tests_fuzz_fuzz_replay_SOURCES = tests/fuzz/fuzz_replay.c tests/fuzz/fuzz_spec.c tests/fuzz/fuzz_check.h
