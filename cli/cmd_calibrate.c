@@ -19,6 +19,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -58,8 +59,8 @@ static void help(void)
 	       "   \"step_s\": 3.21, \"peak_gib\": 61.5}\n"
 	       "(model and gpu as llmp plan takes them, mbs= and recompute= in the model; peak_gib\n"
 	       "optional). A RUNS directory is a job's LLMP_METRICS=DIR: one run, from rank 0's newest\n"
-	       "record (layout, world, step_s / steps; model, gpu and peak_gib when it has them, else\n"
-	       "--model and --gpu). Prints what changed and by how much; -o writes the plugstack arguments\n"
+	       "record (layout, world, step_s / steps; model and gpu when it has them, else --model and\n"
+	       "--gpu) and the largest peak_gib of every rank's newest record. Prints what changed and by how much; -o writes the plugstack arguments\n"
 	       "(gpu=...,eff=...,layer-ms=... guard_band=...) for llm_parallel.so, llmp plan --gpu and\n"
 	       "LLMP_GPU. See doc/step-model.md.\n"
 	       "Exit status: 0 success, 1 a file could not be read or written, 2 bad input.\n");
@@ -169,24 +170,15 @@ static void spec_of_metrics(const char *layout, char *spec, size_t len)
 	}
 }
 
-/*
- * A metrics directory (LLMP_METRICS=DIR, doc/metrics-json.md): one run, from
- * rank 0's newest complete record: its layout and world, step_s / steps,
- * and "model", "gpu", "peak_gib" when the record has them, else d's.
- */
-static int read_metrics_dir(const char *dir, const struct defaults *d, struct run *r)
+/* The newest complete line of a metrics file (a last line without its newline is a write cut
+ * short), malloc'd; NULL with errno set when the file cannot be read, with errno 0 when it has
+ * no complete line. */
+static char *newest_record(const char *path)
 {
-	char path[4200], *text = NULL, *line = NULL, msg[LLMP_MSG_MAX];
-	size_t size = 0;
-	snprintf(path, sizeof path, "%.4096s/rank-00000.jsonl", dir);
-	snprintf(r->where, sizeof r->where, "%.280s", path);
 	FILE *f = fopen(path, "r");
-	if (!f) {
-		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
-		return CLI_EXIT_FAILURE;
-	}
-	/* the newest complete line: a last line without its newline is a write cut short */
-	char *buf = NULL;
+	if (!f)
+		return NULL;
+	char *buf = NULL, *line = NULL;
 	size_t cap = 0;
 	for (ssize_t len; (len = getline(&buf, &cap, f)) >= 0;)
 		if (len > 1 && buf[len - 1] == '\n') {
@@ -195,8 +187,62 @@ static int read_metrics_dir(const char *dir, const struct defaults *d, struct ru
 		}
 	free(buf);
 	fclose(f);
-	if (!line)
-		return bad_run(r->where, "no complete metrics record");
+	errno = 0;
+	return line;
+}
+
+/*
+ * The largest "peak_gib" over the newest complete records of every rank's
+ * file in dir (rank-NNNNN.jsonl): the rank that held the most memory is the
+ * one the model's peak describes. 0 when no record has one.
+ */
+static double peak_over_ranks(const char *dir)
+{
+	DIR *d = opendir(dir);
+	double peak = 0;
+	if (!d)
+		return 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		const char *n = e->d_name;
+		char path[4400], *line;
+		struct json_value o;
+		double p;
+		if (strlen(n) != strlen("rank-00000.jsonl") || strncmp(n, "rank-", 5) != 0 ||
+		    strspn(n + 5, "0123456789") != 5 || strcmp(n + 10, ".jsonl") != 0)
+			continue;
+		snprintf(path, sizeof path, "%.4096s/%s", dir, e->d_name);
+		if (!(line = newest_record(path)))
+			continue;
+		char msg[LLMP_MSG_MAX];
+		if (json_parse(line, strlen(line), &o, msg, sizeof msg) == LLMP_OK) {
+			if (number_of(&o, "peak_gib", &p) == 0 && p > peak)
+				peak = p;
+			json_free(&o);
+		}
+		free(line);
+	}
+	closedir(d);
+	return peak;
+}
+
+/*
+ * A metrics directory (LLMP_METRICS=DIR, doc/metrics-json.md): one run, from
+ * rank 0's newest complete record: its layout and world, step_s / steps,
+ * "model" and "gpu" when the record has them, else d's; and the largest
+ * "peak_gib" of any rank's newest record.
+ */
+static int read_metrics_dir(const char *dir, const struct defaults *d, struct run *r)
+{
+	char path[4200], *text = NULL, *line, msg[LLMP_MSG_MAX];
+	size_t size = 0;
+	snprintf(path, sizeof path, "%.4096s/rank-00000.jsonl", dir);
+	snprintf(r->where, sizeof r->where, "%.280s", path);
+	if (!(line = newest_record(path))) {
+		if (errno == 0)
+			return bad_run(r->where, "no complete metrics record");
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return CLI_EXIT_FAILURE;
+	}
 	struct json_value o;
 	int rc = CLI_EXIT_USAGE;
 	if (json_parse(line, strlen(line), &o, msg, sizeof msg) != LLMP_OK) {
@@ -224,7 +270,7 @@ static int read_metrics_dir(const char *dir, const struct defaults *d, struct ru
 		ok = ok && fputs(", \"gpu\": ", out) >= 0 && put_json_string(out, gpu);
 		ok = ok && fputs(", \"layout\": ", out) >= 0 && put_json_string(out, spec);
 		fprintf(out, ", \"world\": %.0f, \"step_s\": %.9g", world, step_s / steps);
-		if (number_of(&o, "peak_gib", &peak) == 0)
+		if ((peak = peak_over_ranks(dir)) > 0)
 			fprintf(out, ", \"peak_gib\": %.9g", peak);
 		fputc('}', out);
 		if (fclose(out) == 0 && ok)

@@ -1006,7 +1006,7 @@ stderr_matches() {
 	stderr_matches '^llmp calibrate: no RUNS files given'
 }
 
-@test "calibrate: a metrics directory is one run, from rank 0's newest complete record" {
+@test "calibrate: a metrics directory is one run, from rank 0's newest complete record, the peak of all ranks" {
 	need_python
 	model=llama3-8b,seq=4096,gbs=256,mbs=1,recompute=selective
 	llmp plan --world 8 --parallel tp=2 --model "$model" --gpu h100,eff=0.3 --format json
@@ -1032,4 +1032,20 @@ stderr_matches() {
 	llmp calibrate --model "$model" --gpu h100 "$dir"
 	assert_status 0
 	assert_line_matches '^  efficiency +0\.500 -> 0\.300 \(-40%\)$'
+	# The peak is the largest of every rank's newest complete record (rank 1's 41.5 here):
+	# not rank 0's 20, not an older record's, a line cut short or a file of another name.
+	local fields=",\"model\":\"$model\",\"gpu\":\"h100\",\"peak_gib\""
+	{ record 10 "$(python3 -c "print(10 * $step)")" "$fields:20"; echo; } >"$dir/rank-00000.jsonl"
+	{ record 2 1 "$fields:70"; echo; record 10 1 "$fields:41.5"; echo; } >"$dir/rank-00001.jsonl"
+	{ record 10 1 "$fields:30"; echo; record 12 1 "$fields:99" | head -c 300; } >"$dir/rank-00002.jsonl"
+	{ record 10 1 "$fields:200"; echo; } >"$dir/rank-00003.jsonl.old"
+	llmp calibrate "$dir"
+	assert_status 0
+	local from_dir=$output
+	printf '{"model": "%s", "gpu": "h100", "layout": "tp=2", "world": 8, "step_s": %s, "peak_gib": 41.5}\n' \
+		"$model" "$step" >"$BATS_TEST_TMPDIR/one.jsonl"
+	llmp calibrate "$BATS_TEST_TMPDIR/one.jsonl"
+	assert_status 0
+	[ "$from_dir" = "$output" ] || fail "the directory's run is not the one with peak_gib 41.5: $from_dir"
+	assert_line_matches '^  memory error band '
 }
