@@ -43,15 +43,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <llmp/llmp_ckpt_spec.h>
+#include "common/run_bounded.h"
 #include "llmp_cli.h"
 #include <llmp/llmp_env.h>
 #include <llmp/llmp_job.h>
 
 #define PROG "llmp job-end"
+#define SCONTROL_TIMEOUT_S 30.0 /* slurmctld answers a requeue in well under a second */
 
 enum requeue_how { REQUEUE_AUTO, REQUEUE_EXIT, REQUEUE_SCONTROL, REQUEUE_NONE };
 
@@ -208,17 +209,12 @@ static int requeue(const struct job_end *e)
 		how = site_requeues_on_exit() ? REQUEUE_EXIT : REQUEUE_SCONTROL;
 	if (how != REQUEUE_SCONTROL)
 		return LLMP_EXIT_REQUEUE;
+	char *argv[] = { "scontrol", "requeue", (char *)e->job_id, NULL }, why[300];
+	const struct llmp_run_how run = { .search_path = 1, .timeout_s = SCONTROL_TIMEOUT_S };
 	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execlp("scontrol", "scontrol", "requeue", e->job_id, (char *)NULL);
-		fprintf(stderr, PROG ": cannot run scontrol: %s\n", strerror(errno));
-		_exit(127);
-	}
-	int status = 0;
-	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fprintf(stderr, PROG ": `scontrol requeue %s` failed; the job will not come back by itself\n",
-			e->job_id);
+	if (llmp_run_bounded(argv, &run, why, sizeof why) < 0)
+		fprintf(stderr, PROG ": `scontrol requeue %s`: %s; the job will not come back by itself\n",
+			e->job_id, why);
 	return LLMP_EXIT_REQUEUE;
 }
 

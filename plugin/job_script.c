@@ -17,24 +17,22 @@
 
 #include "plugin.h"
 #include "node_clean.h"
+#include "common/run_bounded.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define LEFTOVERS_MAX 8           /* named in a reason: enough to find the rest */
-#define SCONTROL_TIMEOUT_MS 15000 /* slurmctld answers an update in well under a second */
-#define ENVIRON_MAX (256 * 1024)  /* the most of a process's initial environment read */
+#define LEFTOVERS_MAX 8          /* named in a reason: enough to find the rest */
+#define SCONTROL_TIMEOUT_S 15.0  /* slurmctld answers an update in well under a second */
+#define ENVIRON_MAX (256 * 1024) /* the most of a process's initial environment read */
 
 struct job {
 	uint32_t id;
@@ -205,52 +203,21 @@ static unsigned check_once(const struct plugin_site *site, struct job *j, char *
 /* scontrol update NodeName=node State=DRAIN Reason=reason, bounded; 0 when it said yes. */
 static int drain(const struct plugin_site *site, const char *node, const char *reason, char *why, size_t len)
 {
-	char name_arg[320], reason_arg[LLMP_MSG_MAX + 16], conf[1100];
+	char name_arg[320], reason_arg[LLMP_MSG_MAX + 16], conf[1100], failed[320];
 	char *argv[] = { (char *)site->scontrol, "update", name_arg, "State=DRAIN", reason_arg, NULL };
 	/* scontrol finds slurmctld through slurm.conf: slurmd's own SLURM_CONF, nothing of the job's */
 	const char *slurm_conf = getenv("SLURM_CONF");
 	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", slurm_conf ? conf : NULL, NULL };
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int status = 0;
+	const struct llmp_run_how how = { .env = envp, .quiet = 1, .timeout_s = SCONTROL_TIMEOUT_S };
 
 	snprintf(name_arg, sizeof name_arg, "NodeName=%s", node);
 	snprintf(reason_arg, sizeof reason_arg, "Reason=%s", reason);
 	if (slurm_conf)
 		snprintf(conf, sizeof conf, "SLURM_CONF=%s", slurm_conf);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	int rc = posix_spawn(&pid, site->scontrol, &fa, NULL, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0) {
-		snprintf(why, len, "%.200s: %s", site->scontrol, strerror(rc));
-		return -1;
-	}
-	for (int waited = 0;; waited += 50) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR) {
-			snprintf(why, len, "waiting for %.200s: %s", site->scontrol, strerror(errno));
-			return -1;
-		}
-		if (waited >= SCONTROL_TIMEOUT_MS) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			snprintf(why, len, "%.200s gave no answer in %d s", site->scontrol,
-				 SCONTROL_TIMEOUT_MS / 1000);
-			return -1;
-		}
-		usleep(50 * 1000);
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(why, len, "%.200s update NodeName=%.64s State=DRAIN failed (status %d)",
-			 site->scontrol, node,
-			 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-		return -1;
-	}
-	return 0;
+	if (llmp_run_bounded(argv, &how, failed, sizeof failed) == 0)
+		return 0;
+	snprintf(why, len, "update NodeName=%.64s State=DRAIN: %s", node, failed);
+	return -1;
 }
 
 int plugin_job_script(spank_t sp, int argc, char **argv, bool prolog)

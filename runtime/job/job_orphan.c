@@ -22,21 +22,17 @@
 
 #include "job_internal.h"
 #include "job_driver.h"
+#include "common/run_bounded.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SLURM_CMD_TIMEOUT_S 15.0
-
-extern char **environ;
 
 static double wall_ms(void)
 {
@@ -73,37 +69,6 @@ static bool driver_gone(const char *root, const struct job_driver_beat *b, doubl
 			return true;
 		usleep((useconds_t)(JOB_DRIVER_PERIOD_S * 1e6));
 	}
-}
-
-/* Run scontrol or scancel (from PATH, as the job's user) under a deadline; 0 when it said yes. */
-static int slurm_cmd(char *const *argv, char *why, size_t len)
-{
-	pid_t pid;
-	int status = 0;
-	int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
-	if (rc != 0) {
-		snprintf(why, len, "cannot run %s: %s", argv[0], strerror(rc));
-		return -1;
-	}
-	double until = mono_s() + SLURM_CMD_TIMEOUT_S;
-	for (;;) {
-		pid_t got = waitpid(pid, &status, WNOHANG);
-		if (got == pid)
-			break;
-		if ((got < 0 && errno != EINTR) || mono_s() > until) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			snprintf(why, len, "%s gave no answer within %.0f s", argv[0], SLURM_CMD_TIMEOUT_S);
-			return -1;
-		}
-		usleep(50 * 1000);
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(why, len, "%s failed (status %d)", argv[0],
-			 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-		return -1;
-	}
-	return 0;
 }
 
 void job_orphan(llmp_job *job, const char *suspect, bool give_up)
@@ -143,7 +108,9 @@ void job_orphan(llmp_job *job, const char *suspect, bool give_up)
 	close(fd);
 	char *requeue[] = { "scontrol", "requeue", job->run.job_id, NULL };
 	char *cancel[] = { "scancel", job->run.job_id, NULL };
-	if (slurm_cmd(give_up ? cancel : requeue, why, sizeof why) < 0)
+	/* from PATH, as the job's user */
+	const struct llmp_run_how how = { .search_path = 1, .timeout_s = SLURM_CMD_TIMEOUT_S };
+	if (llmp_run_bounded(give_up ? cancel : requeue, &how, why, sizeof why) < 0)
 		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_WARN,
 		       "the job's driver on %s is gone (its beat %.1f s old) and the job could not be %s: %s",
 		       b.host, age, give_up ? "cancelled" : "requeued", why);

@@ -11,7 +11,7 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/unit/test_plugin_model tests/unit/test_plugin_gpu_check tests/unit/test_plugin_node_clean tests/unit/test_task_map \
 	tests/unit/test_plugin_serve \
 	tests/fuzz/fuzz_replay tests/fuzz/fuzz_replay_topo tests/fuzz/fuzz_replay_model tests/unit/test_kernels tests/unit/test_crc32c \
-	tests/unit/test_json_writer tests/unit/test_topo tests/unit/test_metrics \
+	tests/unit/test_json_writer tests/unit/test_run_bounded tests/unit/test_topo tests/unit/test_metrics \
 	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_mem_guard tests/unit/test_hetero \
 	tests/unit/test_gdr tests/unit/test_nccl_topo tests/unit/test_nccl_log tests/unit/test_log_conf
 if BUILD_RUNTIME
@@ -104,6 +104,9 @@ tests_unit_test_crc32c_LDADD = kernels/libkernels.la $(test_ldadd)
 tests_unit_test_json_writer_SOURCES = tests/unit/test_json_writer.c
 tests_unit_test_json_writer_CFLAGS = $(test_cflags)
 tests_unit_test_json_writer_LDADD = common/libcommon.la $(CMOCKA_LIBS) -lm
+tests_unit_test_run_bounded_SOURCES = tests/unit/test_run_bounded.c
+tests_unit_test_run_bounded_CFLAGS = $(test_cflags)
+tests_unit_test_run_bounded_LDADD = common/libcommon.la $(CMOCKA_LIBS)
 # The metrics files and their reader, as libllmp writes them and `llmp top` reads them.
 tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c
 tests_unit_test_metrics_CFLAGS = $(test_cflags)
