@@ -79,5 +79,8 @@ void job_metrics_step(llmp_job *job, uint64_t step, double step_end_at, double s
 void job_metrics_stop(llmp_job *job);
 /* llmp_job_note_memory: the largest peak given, for the next lines' "peak_gib". */
 void job_metrics_note_memory(llmp_job *job, uint64_t peak_bytes);
+/* job_gpu_mem.c: this process's GPU memory as NVML lists it now (0 when it lists none);
+ * false with why when NVML cannot be read (no driver). */
+bool job_gpu_mem_self(uint64_t *bytes, char *why, size_t len);
 
 #endif /* LLMP_JOB_INTERNAL_H */

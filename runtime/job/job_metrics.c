@@ -37,6 +37,8 @@ struct job_metrics {
 	double stall_s; /* checkpoints: time the steps were held */
 	uint64_t stalls;
 	uint64_t peak_bytes; /* the largest llmp_job_note_memory gave; 0: none */
+	uint64_t nvml_peak;  /* without it: the largest of NVML's samples (job_gpu_mem.c); 0: none */
+	bool nvml_off;       /* NVML could not be read: not asked again */
 	char host[64];
 	/* LLMP_MODEL and LLMP_GPU as the job had them ("" when unset or too long): what the
 	 * run was planned with, for llmp calibrate (doc/step-model.md) */
@@ -181,8 +183,10 @@ static char *format_line(const llmp_job *job, bool final, size_t *len)
 		",\"steps\":%" PRIu64 ",\"step_s\":%.6f,\"step_last_s\":%.6f,\"step_max_s\":%.6f"
 		",\"ckpt_stall_s\":%.6f,\"ckpt_stalls\":%" PRIu64,
 		m->steps, m->step_s, m->step_last_s, m->step_max_s, m->stall_s, m->stalls);
-	if (m->peak_bytes)
-		fprintf(f, ",\"peak_gib\":%.4f", (double)m->peak_bytes / (1024.0 * 1024.0 * 1024.0));
+	if (m->peak_bytes || m->nvml_peak)
+		fprintf(f, ",\"peak_gib\":%.4f,\"peak_by\":\"%s\"",
+			(double)(m->peak_bytes ? m->peak_bytes : m->nvml_peak) / (1024.0 * 1024.0 * 1024.0),
+			m->peak_bytes ? "program" : "nvml");
 	fprintf(f, ",\"final\":%s,\"comms\":[", final ? "true" : "false");
 	bool first = true;
 	for (int k = 0; k < RT_NCOMMS; k++) {
@@ -246,11 +250,28 @@ static void write_prom(llmp_job *job, char *msg, size_t msglen)
 	free(buf);
 }
 
+/* Without a peak from the program, NVML's view of this process now, kept when the largest. */
+static void sample_gpu_memory(llmp_job *job)
+{
+	struct job_metrics *m = job->metrics;
+	char why[LLMP_MSG_MAX];
+	uint64_t bytes;
+	if (m->peak_bytes || m->nvml_off)
+		return;
+	if (!job_gpu_mem_self(&bytes, why, sizeof why)) {
+		m->nvml_off = true;
+		rt_log(job->ctx, RT_LOG_JOB, RT_LOG_DEBUG, "metrics: no GPU memory from NVML (%s)", why);
+	} else if (bytes > m->nvml_peak) {
+		m->nvml_peak = bytes;
+	}
+}
+
 static void write_record(llmp_job *job, bool final)
 {
 	struct job_metrics *m = job->metrics;
 	char msg[LLMP_MSG_MAX];
 	size_t len = 0;
+	sample_gpu_memory(job);
 	char *line = format_line(job, final, &len);
 	llmp_status st = line ? job_metrics_append(m->fd, line, len, msg, sizeof msg) : LLMP_ERR_NOMEM;
 	free(line);

@@ -13,4 +13,4 @@ runtime_job_libjob_record_la_SOURCES = runtime/job/job_record.h runtime/job/job_
 # The metrics files' writer and reader are libmetrics (runtime/job/metrics.mk).
 runtime_sources += \
 	runtime/job/job_internal.h runtime/job/job.c runtime/job/job_signal.c \
-	runtime/job/job_metrics.c runtime/job/job_orphan.c
+	runtime/job/job_metrics.c runtime/job/job_gpu_mem.c runtime/job/job_orphan.c

@@ -13,7 +13,8 @@
  * separated UUID:PROFILE:MIB ("MIG-a1:3g.20gb:19968"), each named as NVML
  * names one ("NAME MIG PROFILE"); slot 0 of its MIG slots is left empty,
  * as a destroyed instance leaves one. PROCS "-" or the compute processes
- * on the GPU, comma-separated PID:MIB (nvmlDeviceGetComputeRunningProcesses_v3),
+ * on the GPU, comma-separated PID:MIB (nvmlDeviceGetComputeRunningProcesses_v3;
+ * PID "self": the process that loaded this library),
  * USED "-" or the memory in use in MiB (nvmlDeviceGetMemoryInfo_v2's used;
  * none: 0), RECOVERY "-" or the driver's recovery action (the field
  * NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; none: the field is not supported).
@@ -176,7 +177,9 @@ int nvmlInit_v2(void)
 		g->recovery = n >= 11 && strcmp(field[10], "-") != 0 ? atoi(field[10]) : -1;
 		for (char *p = n >= 9 && strcmp(field[8], "-") != 0 ? strtok_r(field[8], ",", &save) : NULL;
 		     p && g->nprocs < 8; p = strtok_r(NULL, ",", &save))
-			if (sscanf(p, "%u:%u", &g->procs[g->nprocs][0], &g->procs[g->nprocs][1]) == 2)
+			if (sscanf(p, "%u:%u", &g->procs[g->nprocs][0], &g->procs[g->nprocs][1]) == 2 ||
+			    (sscanf(p, "self:%u", &g->procs[g->nprocs][1]) == 1 &&
+			     (g->procs[g->nprocs][0] = (unsigned)getpid())))
 				g->nprocs++;
 		if (strcmp(field[5], "-") != 0)
 			for (char *p = strtok_r(field[5], ",", &save); p && g->ntargets < MAX_LINKS;
