@@ -73,11 +73,30 @@ if [ "$release" = --inside ]; then
 		echo "$stamp" >.llmp-configured
 	fi
 	cd "$build"
-	make -j"$(nproc)" >make.log 2>&1 || { tail -30 make.log; die "build failed ($build/make.log)"; }
+	# What the suites run beside the installed parts: the test programs and
+	# libraries of `make check` (rt_check, the NVML double), built, not run.
+	make -j"$(nproc)" check TESTS= >make.log 2>&1 || { tail -30 make.log; die "build failed ($build/make.log)"; }
 	version=$(sed -n 's/^#define LLMP_SLURM_VERSION "\(.*\)"/\1/p' config.h)
 	echo "slurm-release-test: llmp built against Slurm $version in ${SECONDS} s"
 	[ "${1:-}" != --build ] || exit 0
 	export LLMP_SRCDIR=/llmp/src LLMP_BUILDDIR=$build
+	# The whole suites run the PyTorch test too: torch and numpy at the
+	# versions python/requirements-test.txt pins, from PyPI, in a venv kept in
+	# the root file system (its Python is not this machine's).
+	if [ "${1:-}" = --full ]; then
+		venv=/var/tmp/llmp-venv
+		if ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+			echo "slurm-release-test: PyTorch into $venv (once) ..."
+			{ dpkg -s python3-venv >/dev/null 2>&1 ||
+				{ apt-get update -qq && apt-get install -y -qq python3-venv; }; } >/var/tmp/llmp-venv.log 2>&1 &&
+				python3 -m venv "$venv" >>/var/tmp/llmp-venv.log 2>&1 &&
+				"$venv/bin/python" -m pip install -q --disable-pip-version-check \
+					$(grep -E '^(torch|numpy)==' /llmp/src/python/requirements-test.txt) \
+					>>/var/tmp/llmp-venv.log 2>&1 ||
+				echo "slurm-release-test: no PyTorch in $venv (see /var/tmp/llmp-venv.log in the root file system)"
+		fi
+		export LLMP_PYTHON=$venv/bin/python
+	fi
 	# The daemons' logs of each file, kept in the root file system's
 	# /var/tmp/llmp-logs (ROOTFS/var/tmp/llmp-logs outside it).
 	export LLMP_TEST_KEEP_LOGS=/var/tmp/llmp-logs

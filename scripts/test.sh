@@ -276,8 +276,14 @@ stage_packaging() {
 		env LLMP_SRCDIR="$src" LLMP_BUILDDIR="$build" bats tests/packages.bats
 }
 
+# Each stage's minutes, said after it: what to look at when CI grows long.
+timed() { # STAGE-FUNCTION [ARGS]
+	local start=$SECONDS
+	"$@"
+	echo "-- $1 ${2:-}: $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
+}
 for stage in "${all_stages[@]}"; do
-	[[ " ${stages[*]} " == *" $stage "* ]] && "stage_$stage"
+	[[ " ${stages[*]} " == *" $stage "* ]] && timed "stage_$stage"
 done
 
 # The smoke set on another Slurm release: its own counts, from its last line.
@@ -307,7 +313,7 @@ slurm_release() { # RELEASE
 	[ "$f" -eq 0 ] || failures+=("Slurm $1: $f failed, see $log")
 }
 for release in "${releases[@]}"; do
-	slurm_release "$release"
+	timed slurm_release "$release"
 done
 
 for f in "${failures[@]}"; do
