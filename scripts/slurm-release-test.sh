@@ -160,6 +160,10 @@ exec unshare --mount --propagation private -- bash -euc '
 	# retries (about 10 s with no network) and the completion of a job can
 	# outlast the test that ran it.
 	mount --bind /etc/hosts "$root/etc/hosts"
+	# And its trust store, for pip (--full): a proxy this machine trusts is
+	# then trusted inside too.
+	ca=/etc/ssl/certs/ca-certificates.crt
+	if [ -f "$ca" ] && [ -f "$root$ca" ]; then mount --bind "$ca" "$root$ca"; fi
 	exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
 		TERM=dumb bash /llmp/src/scripts/slurm-release-test.sh --inside "$@"
 ' bash "$root" "$src" "$release" "$@"
