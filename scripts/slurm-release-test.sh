@@ -83,19 +83,27 @@ if [ "$release" = --inside ]; then
 	echo "slurm-release-test: llmp built against Slurm $version in ${SECONDS} s"
 	[ "${1:-}" != --build ] || exit 0
 	export LLMP_SRCDIR=/llmp/src LLMP_BUILDDIR=$build
-	# The whole suites run the PyTorch test too: torch and numpy at the
-	# versions python/requirements-test.txt pins, from PyPI, in a venv kept in
-	# the root file system (its Python is not this machine's).
+	# The whole suites need more than the smoke set: strace (ckpt.bats),
+	# chromium (the report's page, metrics.bats), and PyTorch (torch and
+	# numpy at the versions python/requirements-test.txt pins, from PyPI, in
+	# a venv kept in the root file system: its Python is not this machine's).
+	# Installed once, when first missing; the root file system's stamp, and
+	# so the smoke set's, is left as it was.
 	if [ "${1:-}" = --full ]; then
+		extra=()
+		for p in python3-venv strace chromium; do dpkg -s "$p" >/dev/null 2>&1 || extra+=("$p"); done
+		if [ "${#extra[@]}" -gt 0 ]; then
+			echo "slurm-release-test: installing ${extra[*]} (once) ..."
+			{ apt-get update -qq && apt-get install -y -qq "${extra[@]}"; } >/var/tmp/llmp-extra.log 2>&1 ||
+				echo "slurm-release-test: could not install ${extra[*]} (see /var/tmp/llmp-extra.log in the root file system)"
+		fi
 		venv=/var/tmp/llmp-venv
 		if ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
 			echo "slurm-release-test: PyTorch into $venv (once) ..."
-			{ dpkg -s python3-venv >/dev/null 2>&1 ||
-				{ apt-get update -qq && apt-get install -y -qq python3-venv; }; } >/var/tmp/llmp-venv.log 2>&1 &&
-				python3 -m venv "$venv" >>/var/tmp/llmp-venv.log 2>&1 &&
+			{ python3 -m venv "$venv" &&
 				"$venv/bin/python" -m pip install -q --disable-pip-version-check \
-					$(grep -E '^(torch|numpy)==' /llmp/src/python/requirements-test.txt) \
-					>>/var/tmp/llmp-venv.log 2>&1 ||
+					$(grep -E '^(torch|numpy)==' /llmp/src/python/requirements-test.txt); } \
+				>/var/tmp/llmp-venv.log 2>&1 ||
 				echo "slurm-release-test: no PyTorch in $venv (see /var/tmp/llmp-venv.log in the root file system)"
 		fi
 		export LLMP_PYTHON=$venv/bin/python
