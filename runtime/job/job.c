@@ -630,20 +630,16 @@ static int end_failed(llmp_job *job, llmp_status status)
 	/*
 	 * A rank that gave up for good is not overruled by one that saw only the
 	 * fallout; nor is the host another rank of this run blamed first
-	 * forgotten or replaced by a later rank's word. One that blames none is
-	 * the blamed rank itself, or one told by a report. One that blames
-	 * another host saw a peer end after the failure: a rank records its
-	 * blame before it exits, so the first blame is the cause and a later
-	 * one, of the host of a rank that had already written, its fallout.
+	 * forgotten or replaced (job_record_blame).
 	 */
 	char suspect[64];
-	struct job_record_run current_run;
-	snprintf(suspect, sizeof suspect, "%s", job->ctx->failed_host);
+	struct job_record_run current_run = { 0 };
 	bool same_run = job_record_read(job->spec.dir, &current, &current_run, msg, sizeof msg) == LLMP_OK &&
 			current.restart == job->run.restart && strcmp(current.job_id, job->run.job_id) == 0 &&
 			strcmp(current_run.slurm_step, job->slurm_step) == 0;
-	if (same_run && current.outcome == LLMP_RUN_FAILED && current_run.suspect[0])
-		snprintf(suspect, sizeof suspect, "%s", current_run.suspect);
+	snprintf(suspect, sizeof suspect, "%s",
+		 job_record_blame(job->ctx->failed_host, same_run && current.outcome == LLMP_RUN_FAILED,
+				  current_run.suspect));
 	if (same_run && current.outcome == LLMP_RUN_GAVE_UP)
 		give_up = true;
 	else

@@ -243,3 +243,8 @@ llmp_status llmp_run_record_get(const char *root, const char *key, char *value, 
 		snprintf(value, len, "%s", strcmp(key, "suspect") == 0 ? run.suspect : run.slurm_step);
 	return st;
 }
+
+const char *job_record_blame(const char *mine, bool same_failed_run, const char *recorded)
+{
+	return same_failed_run && recorded && recorded[0] ? recorded : mine;
+}

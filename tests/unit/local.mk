@@ -15,7 +15,8 @@ unit_tests = tests/unit/test_spec tests/unit/test_ckpt_spec tests/unit/test_plan
 	tests/unit/test_metrics_sample tests/unit/test_idle tests/unit/test_step_model tests/unit/test_mem_guard tests/unit/test_hetero \
 	tests/unit/test_gdr tests/unit/test_nccl_topo tests/unit/test_nccl_log tests/unit/test_log_conf
 if BUILD_RUNTIME
-unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node tests/unit/test_job_run tests/unit/test_job_driver
+unit_tests += tests/unit/test_ckpt_format tests/unit/test_ckpt_node tests/unit/test_job_run tests/unit/test_job_driver \
+	tests/unit/test_job_record
 endif
 # The goodput simulator of bench/bench_goodput (bench/goodput_sim.c).
 unit_tests += tests/unit/test_goodput
@@ -85,6 +86,10 @@ tests_unit_test_job_run_LDADD = $(test_ldadd)
 tests_unit_test_job_driver_SOURCES = tests/unit/test_job_driver.c
 tests_unit_test_job_driver_CFLAGS = $(test_cflags)
 tests_unit_test_job_driver_LDADD = runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
+	$(LLMP_PLANNER_LIBS) kernels/libkernels.la $(CMOCKA_LIBS)
+tests_unit_test_job_record_SOURCES = tests/unit/test_job_record.c
+tests_unit_test_job_record_CFLAGS = $(test_cflags)
+tests_unit_test_job_record_LDADD = runtime/job/libjob_record.la runtime/ckpt/format/libckpt_format.la \
 	$(LLMP_PLANNER_LIBS) kernels/libkernels.la $(CMOCKA_LIBS)
 tests_unit_test_plugin_paths_CFLAGS = $(test_cflags)
 tests_unit_test_plugin_paths_LDADD = plugin/libplugin_core.la $(test_ldadd)
