@@ -19,7 +19,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -33,6 +32,7 @@
 #include "llmp_cli.h"
 #include "planner/mem_guard.h"
 #include "planner/step_model.h"
+#include "runtime/job/metrics_read.h"
 
 #define PROG "llmp calibrate"
 #define MAX_RUNS 1024
@@ -193,27 +193,23 @@ static char *newest_record(const char *path)
 
 /*
  * The largest "peak_gib" over the newest complete records of every rank's
- * file in dir (rank-NNNNN.jsonl): the rank that held the most memory is the
+ * file in dir (rank-*.jsonl, job_metrics_list): the rank that held the most memory is the
  * one the model's peak describes. 0 when no record has one.
  */
 static double peak_over_ranks(const char *dir)
 {
-	DIR *d = opendir(dir);
+	char **names;
+	size_t n;
 	double peak = 0;
-	if (!d)
+	if (job_metrics_list(dir, &names, &n) != 0)
 		return 0;
-	for (struct dirent *e; (e = readdir(d));) {
-		const char *n = e->d_name;
-		char path[4400], *line;
+	for (size_t i = 0; i < n; i++) {
+		char path[4400], *line, msg[LLMP_MSG_MAX];
 		struct json_value o;
 		double p;
-		if (strlen(n) != strlen("rank-00000.jsonl") || strncmp(n, "rank-", 5) != 0 ||
-		    strspn(n + 5, "0123456789") != 5 || strcmp(n + 10, ".jsonl") != 0)
-			continue;
-		snprintf(path, sizeof path, "%.4096s/%s", dir, e->d_name);
+		snprintf(path, sizeof path, "%.4096s/%s", dir, names[i]);
 		if (!(line = newest_record(path)))
 			continue;
-		char msg[LLMP_MSG_MAX];
 		if (json_parse(line, strlen(line), &o, msg, sizeof msg) == LLMP_OK) {
 			if (number_of(&o, "peak_gib", &p) == 0 && p > peak)
 				peak = p;
@@ -221,7 +217,7 @@ static double peak_over_ranks(const char *dir)
 		}
 		free(line);
 	}
-	closedir(d);
+	job_metrics_list_free(names, n);
 	return peak;
 }
 

@@ -61,12 +61,8 @@ reference() {
 }
 
 # Slurm 24.11 (seen on 24.11.5; 22.05.8 goes on from the last step id)
-# starts a requeued job's step ids at 0 again. From srun's own --version.
-requeue_numbers_steps_afresh() {
-	local v
-	v=$(srun --version | grep -oE '[0-9]+\.[0-9]+' | head -n1)
-	[ -n "$v" ] && [ "$((10#${v%.*} * 100 + 10#${v#*.}))" -ge 2411 ]
-}
+# starts a requeued job's step ids at 0 again.
+requeue_numbers_steps_afresh() { slurm_at_least 24.11; }
 
 assert_no_tasks_left() {
 	local left pid

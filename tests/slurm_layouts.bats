@@ -56,11 +56,7 @@ assert_layout_right() { # HOST_OF_TASK_0 NTASKS
 # Slurm 23.11 and later, with the cluster's topology/tree: a new allocation
 # with -m arbitrary stays PENDING (llm_parallel(8), README.md). From srun's
 # own --version, not from llmp.
-tree_pends_arbitrary() {
-	local v
-	v=$(srun --version | grep -oE '[0-9]+\.[0-9]+' | head -n1)
-	[ -n "$v" ] && [ "$((10#${v%.*} * 100 + 10#${v#*.}))" -ge 2311 ]
-}
+tree_pends_arbitrary() { slurm_at_least 23.11; }
 
 # A test whose srun asks for a new allocation with -m arbitrary: on 23.11+
 # under the tree it would only pend (asserted once, in the next test).

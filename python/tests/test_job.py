@@ -130,11 +130,13 @@ def last_record(metrics_dir):
     return json.loads(lines[-1])
 
 
-def test_the_allocator_peak_reaches_the_metrics_file(tmp_path):
+def run_peaks(tmp_path, **extra_env):
+    """PEAKS as a singleton, with the allocator faked (metrics in m-gpu) and without CUDA (m-cpu)."""
     e = dict(os.environ)
     for name in SINGLETON_UNSET:
         e.pop(name, None)
-    e.update(LLMP_LIBRARY=_libllmp(), PYTHONPATH=PACKAGE_ROOT + os.pathsep + e.get("PYTHONPATH", ""))
+    e.update(LLMP_LIBRARY=_libllmp(), PYTHONPATH=PACKAGE_ROOT + os.pathsep + e.get("PYTHONPATH", ""),
+             **extra_env)
     script = tmp_path / "peaks.py"
     script.write_text(PEAKS)
     for fake, name in (("1", "gpu"), ("", "cpu")):
@@ -142,6 +144,10 @@ def test_the_allocator_peak_reaches_the_metrics_file(tmp_path):
                    LLMP_METRICS="%s,every=0" % (tmp_path / ("m-" + name)))
         r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_allocator_peak_reaches_the_metrics_file(tmp_path):
+    run_peaks(tmp_path)
     # The largest value the allocator gave, in GiB: 5; none without CUDA in use.
     assert last_record(tmp_path / "m-gpu")["peak_gib"] == 5.0
     assert last_record(tmp_path / "m-gpu")["peak_by"] == "program"
@@ -163,18 +169,7 @@ def test_without_a_peak_from_the_program_nvml_says_what_this_process_holds(tmp_p
     rows = [("1B", "self:1536,4242:9000"), ("3D", "self:512"), ("9A", "4242:1024")]
     table.write_text("".join("00000000:%s:00.0\tNVIDIA H100 80GB HBM3\tGPU-%s\t%s\t0\t-\t81559\t-\t%s\t-\t-\n"
                              % (bus, bus, "0" * 32, procs) for bus, procs in rows))
-    e = dict(os.environ)
-    for name in SINGLETON_UNSET:
-        e.pop(name, None)
-    e.update(LLMP_LIBRARY=_libllmp(), PYTHONPATH=PACKAGE_ROOT + os.pathsep + e.get("PYTHONPATH", ""),
-             LLMP_NVML_LIBRARY=fake_nvml_library(), FAKE_NVML_FILE=str(table))
-    script = tmp_path / "peaks.py"
-    script.write_text(PEAKS)
-    for fake, name in (("1", "gpu"), ("", "cpu")):
-        env = dict(e, FAKE_CUDA=fake, LLMP_CHECKPOINT=str(tmp_path / ("ck-" + name)),
-                   LLMP_METRICS="%s,every=0" % (tmp_path / ("m-" + name)))
-        r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stdout + r.stderr
+    run_peaks(tmp_path, LLMP_NVML_LIBRARY=fake_nvml_library(), FAKE_NVML_FILE=str(table))
     # (1536 + 512) MiB = 2 GiB, by NVML; the program's own peak, when it gives one, wins.
     cpu = last_record(tmp_path / "m-cpu")
     assert (cpu["peak_gib"], cpu["peak_by"]) == (2.0, "nvml"), cpu

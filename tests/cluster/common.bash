@@ -165,6 +165,14 @@ cluster_teardown() {
 }
 teardown() { cluster_teardown; }
 
+# Whether the cluster's Slurm is release MAJOR.MINOR or later, from srun's
+# own --version (not from llmp): for behaviours that differ by release.
+slurm_at_least() { # MAJOR.MINOR
+	local v
+	v=$(srun --version | grep -oE '[0-9]+\.[0-9]+' | head -n1)
+	[ -n "$v" ] && [ "$((10#${v%.*} * 100 + 10#${v#*.}))" -ge "$((10#${1%.*} * 100 + 10#${1#*.}))" ]
+}
+
 # Skips a test that needs srun --mpi=pmix where this Slurm has no mpi/pmix
 # plugin (Debian sid's slurm-wlm 26.05.5 is built without it).
 need_mpi_pmix() {
