@@ -72,7 +72,7 @@ static void help(void)
 	       "                           keys after a preset or file override it\n"
 	       "  -G, --gpu GPU            a100-40gb, a100, h100, h100-pcie, h800, h200, b200, gb200, l4, a10,\n"
 	       "                           rtx4090, mi300x, or mem=GiB,tflops=N[,eff=,hbm=,layer-ms=,nvlink=,net=,\n"
-	       "                           domain=]:\n"
+	       "                           domain=,alloc-gib=,alloc=]:\n"
 	       "                           memory per stage and step time of the layout (doc/step-model.md);\n"
 	       "                           with --parallel auto, the fastest layout that fits\n"
 	       "  -m, --measured-step S    with --gpu and a given layout: the seconds one step of it\n"

@@ -32,6 +32,14 @@ void hetero_weakest(struct gpu_desc *acc, const struct gpu_desc *g)
 		acc->net_gbps = g->net_gbps;
 	if (g->domain < acc->domain)
 		acc->domain = g->domain;
+	/* The larger memory allowance of the two, part by part; an unset fixed part is the default's. */
+	if (acc->alloc_fixed_given || g->alloc_fixed_given) {
+		double a = acc->alloc_fixed_given ? acc->alloc_fixed_bytes : STEP_ALLOWANCE_FIXED;
+		double b = g->alloc_fixed_given ? g->alloc_fixed_bytes : STEP_ALLOWANCE_FIXED;
+		acc->alloc_fixed_bytes = a > b ? a : b, acc->alloc_fixed_given = true;
+	}
+	if (g->alloc_share_given && (!acc->alloc_share_given || g->alloc_share > acc->alloc_share))
+		acc->alloc_share = g->alloc_share, acc->alloc_share_given = true;
 }
 
 bool hetero_mixed(const struct gpu_desc *stage_gpus, unsigned pp)

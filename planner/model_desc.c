@@ -321,6 +321,7 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		char *end = NULL;
 		m->overhead = strtod(v, &end);
 		ok = *v >= '0' && *v <= '9' && end && !*end && m->overhead >= 0 && m->overhead <= 1;
+		m->overhead_given = true;
 	} else if (!strcmp(item, "grad")) {
 		/* 6: bf16 gradients and an fp32 accumulation copy (DeepSpeed's 2022 BF16 optimizer) */
 		ok = !strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "6");

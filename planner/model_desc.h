@@ -74,7 +74,8 @@ struct model_desc {
 	bool overlap_param; /* with overlap_grad and zero=1: the parameters' all-gather behind the
 			     * forward too (--overlap-param-gather); 0: after the optimizer step */
 	double grad_bytes; /* gradient buffers a parameter: 4 (fp32, Megatron's default), 2 (bf16), 6 (both) */
-	double overhead;   /* allocator and temporaries, a share of the modelled bytes (0.05) */
+	double overhead;   /* allocator and temporaries, a share of the modelled bytes (0.15) */
+	bool overhead_given;            /* overhead= was said: it wins over a site's alloc= (gpu_desc.h) */
 	enum model_recompute recompute; /* AUTO: the chooser tries selective, then full */
 	/* With FULL: the layers of each model chunk recomputed, the first ones (Megatron's
 	 * --recompute-method block); 0: every layer (--recompute-method uniform) */

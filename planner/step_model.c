@@ -299,8 +299,8 @@ static double dense_among(const struct model_desc *m, unsigned first, unsigned n
 	return before <= 0 ? 0 : before < n ? before : n;
 }
 
-static void stage_memory(const struct model_desc *m, const struct step_layout *l, const struct layer_shape *x,
-			 unsigned k, double micro, struct step_stage *st)
+static void stage_memory(const struct model_desc *m, const struct gpu_desc *g, const struct step_layout *l,
+			 const struct layer_shape *x, unsigned k, double micro, struct step_stage *st)
 {
 	unsigned first, n;
 	step_stage_layers(m, l, k, &first, &n);
@@ -374,7 +374,9 @@ static void stage_memory(const struct model_desc *m, const struct step_layout *l
 		act += 4 * s * b * (h + m->vocab) / t;
 	st->activations = act;
 	double rest = st->weights + st->grads + st->optimizer + st->activations;
-	st->allowance = STEP_ALLOWANCE_FIXED + m->overhead * rest;
+	double fixed = g && g->alloc_fixed_given ? g->alloc_fixed_bytes : STEP_ALLOWANCE_FIXED;
+	double alloc_share = g && g->alloc_share_given && !m->overhead_given ? g->alloc_share : m->overhead;
+	st->allowance = fixed + alloc_share * rest;
 	st->total = rest + st->allowance;
 }
 
@@ -534,7 +536,7 @@ static llmp_status estimate(const struct model_desc *m, const struct gpu_desc *g
 	for (unsigned k = 0; k < l->pp; k++) {
 		const struct gpu_desc *gk = stage_gpus ? &stage_gpus[k] : g;
 		struct step_stage st;
-		stage_memory(m, l, &x, k, micro, &st);
+		stage_memory(m, gk, l, &x, k, micro, &st);
 		if (stages)
 			stages[k] = st;
 		out->fits &= st.total <= gk->mem_bytes;
@@ -640,7 +642,7 @@ void step_stage_eval(const struct model_desc *m, const struct gpu_desc *g, const
 {
 	struct layer_shape x;
 	layer_shape(m, l, &x);
-	stage_memory(m, l, &x, k, microbatches(m, l), st);
+	stage_memory(m, g, l, &x, k, microbatches(m, l), st);
 	struct stage_parts parts;
 	*seconds = stage_seconds(m, g, l, &x, k, st, stage_forward(m, l, &x, k, st), &parts);
 }

@@ -18,6 +18,9 @@
 #   torch    torch's own CUDA tensors through llmp.checkpoint (tests/gpu/torch_ckpt.py),
 #            and a job's peak GPU memory in its metrics file, the program's and
 #            NVML's, against torch's and nvidia-smi's (tests/gpu/job_peak.py)
+#   site     tests/gpu/site_runs.py: a small GPT trained as a site's jobs at eight shapes,
+#            llmp calibrate fitted on five runs' metrics directories, llmp plan's step
+#            error on the other three before and after (site.log)
 #   layers   tests/gpu/layer_probe.py: a Megatron-like layer's kept bytes and time at five
 #            shapes, JSON lines in layers.jsonl (the fixture tests/gpu/layer-probe-h200.jsonl
 #            came from here; cli.bats checks the step model's activations against it)
@@ -29,7 +32,7 @@ set -uo pipefail
 kit=$(cd "${1:?usage: gpu-run.sh KIT_DIR OUT_DIR}" && pwd)
 out=${2:?usage: gpu-run.sh KIT_DIR OUT_DIR}
 shift 2
-steps=" ${*:-kernels bench device torch layers topo} "
+steps=" ${*:-kernels bench device torch site layers topo} "
 want() { [[ $steps == *" $1 "* ]]; }
 src=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
@@ -183,6 +186,14 @@ if want torch; then
 	rc=$?
 	tee -a "$summary" <"$tmp/peak" >>"$out/torch.log"
 	step "peak (a job's peak GPU memory by the program and by NVML)" $rc
+fi
+
+# ------------------------------------------------------------------- site
+if want site; then
+	timeout 420 python3 "$src/tests/gpu/site_runs.py" "$llmp" "$tmp/site" >"$out/site.log" 2>&1
+	rc=$?
+	grep -E '^(#|site-runs: held-out|h200:|  [a-z]|plugstack|[a-z0-9-]+ +(fit|held-out) )' "$out/site.log" >>"$summary"
+	step "site (llmp calibrate from a site's runs on this GPU)" $rc
 fi
 
 # ----------------------------------------------------------------- layers

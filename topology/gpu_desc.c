@@ -25,23 +25,29 @@
  * are stated assumptions, not fitted: H100/H200/H800 0.50 (Llama 3 reports
  * 38-43% MFU end to end), Blackwell 0.45, PCIe cards 0.45, MI300X 0.40.
  */
+/* A table row: what the data sheet gives; no per-layer time or allowance of a software stack. */
+#define GPU(n, mem, flops, eff, hbm, nvlink, net, dom)                                                \
+	{                                                                                             \
+		.name = n, .mem_bytes = mem, .bf16_flops = flops, .efficiency = eff, .hbm_gbps = hbm, \
+		.nvlink_gbps = nvlink, .net_gbps = net, .domain = dom                                 \
+	}
 static const struct gpu_desc gpus[] = {
-	/* name     memory   bf16 dense   eff   HBM GB/s  NVLink GB/s  net GB/s  domain  layer s */
-	{ "a100-40gb", 40 * GIB, 312e12, 0.73, 1555, 300, 25, 8,
-	  0 },                                                     /* A100 data sheet; HDR 200 Gb/s per GPU */
-	{ "a100", 80 * GIB, 312e12, 0.73, 2039, 300, 25, 8, 0 },   /* A100 80GB SXM */
-	{ "h100", 79.6 * GIB, 989e12, 0.50, 3350, 450, 50, 8, 0 }, /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
-	{ "h100-pcie", 79.6 * GIB, 756e12, 0.50, 2000, 48, 50, 8, 0 }, /* H100 PCIe, Gen5 */
-	{ "h800", 79.6 * GIB, 989e12, 0.50, 3350, 200, 50, 8,
-	  0 }, /* H800 SXM: H100 with NVLink at 400 GB/s both ways */
-	{ "h200", 140.4 * GIB, 989e12, 0.50, 4800, 450, 50, 8, 0 },     /* H200 SXM: 141 GB */
-	{ "b200", 179.1 * GIB, 2250e12, 0.45, 8000, 900, 50, 8, 0 },    /* DGX B200: 1440 GB / 8 */
-	{ "gb200", 184.0 * GIB, 2500e12, 0.45, 8000, 900, 100, 72, 0 }, /* GB200 NVL72: 180 PF bf16 / 72 */
-	{ "l4", 22.5 * GIB, 121e12, 0.45, 300, 24, 12.5, 8, 0 },        /* L4: 242 TF with sparsity */
-	{ "a10", 22.2 * GIB, 125e12, 0.45, 600, 24, 12.5, 8, 0 },       /* A10 */
-	{ "rtx4090", 24 * GIB, 165e12, 0.45, 1008, 24, 12.5, 8,
-	  0 }, /* Ada whitepaper: 165 TF bf16, fp32 accumulate */
-	{ "mi300x", 192 * GIB, 1307e12, 0.40, 5300, 448, 50, 8, 0 }, /* MI300X data sheet; Infinity Fabric */
+	/* name     memory   bf16 dense   eff   HBM GB/s  NVLink GB/s  net GB/s  domain */
+	GPU("a100-40gb", 40 * GIB, 312e12, 0.73, 1555, 300, 25,
+	    8),                                                  /* A100 data sheet; HDR 200 Gb/s per GPU */
+	GPU("a100", 80 * GIB, 312e12, 0.73, 2039, 300, 25, 8),   /* A100 80GB SXM */
+	GPU("h100", 79.6 * GIB, 989e12, 0.50, 3350, 450, 50, 8), /* H100 SXM: 81559 MiB, NDR 400 Gb/s */
+	GPU("h100-pcie", 79.6 * GIB, 756e12, 0.50, 2000, 48, 50, 8), /* H100 PCIe, Gen5 */
+	GPU("h800", 79.6 * GIB, 989e12, 0.50, 3350, 200, 50,
+	    8), /* H800 SXM: H100 with NVLink at 400 GB/s both ways */
+	GPU("h200", 140.4 * GIB, 989e12, 0.50, 4800, 450, 50, 8),     /* H200 SXM: 141 GB */
+	GPU("b200", 179.1 * GIB, 2250e12, 0.45, 8000, 900, 50, 8),    /* DGX B200: 1440 GB / 8 */
+	GPU("gb200", 184.0 * GIB, 2500e12, 0.45, 8000, 900, 100, 72), /* GB200 NVL72: 180 PF bf16 / 72 */
+	GPU("l4", 22.5 * GIB, 121e12, 0.45, 300, 24, 12.5, 8),        /* L4: 242 TF with sparsity */
+	GPU("a10", 22.2 * GIB, 125e12, 0.45, 600, 24, 12.5, 8),       /* A10 */
+	GPU("rtx4090", 24 * GIB, 165e12, 0.45, 1008, 24, 12.5,
+	    8), /* Ada whitepaper: 165 TF bf16, fp32 accumulate */
+	GPU("mi300x", 192 * GIB, 1307e12, 0.40, 5300, 448, 50, 8), /* MI300X data sheet; Infinity Fabric */
 };
 #define NGPUS (sizeof gpus / sizeof gpus[0])
 
@@ -144,13 +150,19 @@ llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size
 			ok = parse_real(v, 0.1, 1e5, &g->nvlink_gbps);
 		} else if (!strcmp(item, "net")) {
 			ok = parse_real(v, 0.01, 1e5, &g->net_gbps);
+		} else if (!strcmp(item, "alloc-gib")) {
+			ok = parse_real(v, 0, 1024, &x);
+			g->alloc_fixed_bytes = x * GIB, g->alloc_fixed_given = true;
+		} else if (!strcmp(item, "alloc")) {
+			ok = parse_real(v, 0, 1, &g->alloc_share);
+			g->alloc_share_given = true;
 		} else if (!strcmp(item, "domain")) {
 			ok = parse_real(v, 1, 1 << 20, &x) && x == (double)(unsigned)x;
 			g->domain = (unsigned)x;
 		} else {
 			return llmp_fail(
 				LLMP_ERR_ARG, msg, len,
-				"--gpu: unknown key '%s' (mem, tflops, eff, hbm, layer-ms, nvlink, net, domain)",
+				"--gpu: unknown key '%s' (mem, tflops, eff, hbm, layer-ms, nvlink, net, domain, alloc-gib, alloc)",
 				llmp_show(shown, item, strlen(item)));
 		}
 		if (!ok)

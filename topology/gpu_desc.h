@@ -8,6 +8,7 @@
 #ifndef LLMP_GPU_DESC_H
 #define LLMP_GPU_DESC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <llmp/llmp_status.h>
@@ -24,12 +25,18 @@ struct gpu_desc {
 	/* The training framework's own time a layer and micro-batch, forward and backward
 	 * (kernel launches, Python): a software stack's, 0 unless layer-ms= says it. */
 	double layer_overhead_s;
+	/* The memory allowance of a site's software stack (the CUDA context, NCCL's
+	 * buffers, the allocator), as llmp calibrate fits it from the site's own peaks:
+	 * a fixed part (alloc-gib=) and a share of the modelled bytes (alloc=, used
+	 * where the model gives no overhead=). Unset: the step model's defaults. */
+	bool alloc_fixed_given, alloc_share_given;
+	double alloc_fixed_bytes, alloc_share;
 };
 
 /*
  * "--gpu" text: a name ("h100", "a100-40gb", ...) optionally followed by
  * keys that replace its values, or keys alone: mem=GiB,tflops=N
- * [,eff=F,hbm=GB/s,layer-ms=MS,nvlink=GB/s,net=GB/s,domain=N].
+ * [,eff=F,hbm=GB/s,layer-ms=MS,nvlink=GB/s,net=GB/s,domain=N,alloc-gib=GiB,alloc=F].
  */
 llmp_status gpu_desc_parse(const char *text, struct gpu_desc *g, char *msg, size_t len);
 const char *gpu_desc_names(void);

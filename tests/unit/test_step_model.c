@@ -119,6 +119,21 @@ static void weights_and_optimizer_are_megatrons_bytes_per_parameter(void **state
 	estimate(&m, &g, 256, &l, st);
 	assert_near(st[3].allowance - 3.0 * 1024 * 1024 * 1024,
 		    0.5 * (st[3].weights + st[3].grads + st[3].optimizer + st[3].activations), 1e-12);
+	/* A site's allowance in the GPU text (llmp calibrate's alloc=, or alloc-gib= by hand):
+	 * used where the model says no overhead=; the model's own wins. */
+	double rest = st[3].weights + st[3].grads + st[3].optimizer + st[3].activations;
+	struct gpu_desc site = gpu_of("a100,alloc-gib=1.5,alloc=0.02");
+	assert_true(site.alloc_fixed_given && site.alloc_share_given);
+	estimate(&m, &site, 256, &l, st);
+	assert_near(st[3].allowance, 1.5 * 1024 * 1024 * 1024 + 0.5 * rest, 1e-12);
+	m = model_of("gpt3-175b,gbs=256,grad=2");
+	estimate(&m, &site, 256, &l, st);
+	rest = st[3].weights + st[3].grads + st[3].optimizer + st[3].activations;
+	assert_near(st[3].allowance, 1.5 * 1024 * 1024 * 1024 + 0.02 * rest, 1e-12);
+	struct gpu_desc share_only = gpu_of("a100,alloc=0");
+	estimate(&m, &share_only, 256, &l, st);
+	assert_near(st[3].allowance, 3.0 * 1024 * 1024 * 1024, 1e-15);
+	m = model_of("gpt3-175b,gbs=256,overhead=0.5");
 	m = model_of("gpt3-175b,gbs=256");
 	l = (struct step_layout){
 		.tp = 8, .pp = 8, .cp = 2, .ep = 1, .mbs = 1, .recompute = MODEL_RECOMPUTE_SELECTIVE
