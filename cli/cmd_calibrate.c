@@ -9,13 +9,14 @@
  * peak GPU memory per rank. Per GPU text the command fits the efficiency
  * (the median over the runs of the one that gives each its measured step),
  * the per-layer overhead (on a pair of runs of one layout at two
- * micro-batch sizes, the two fitted in turn until they settle), the
- * allowance's share of the memory (the median that gives each measured
- * peak) and the band of the memory error left (the guard's guard_band=,
- * planner/mem_guard.h). It prints what changed and by how much, and writes
- * the plugstack arguments that carry them (gpu=TEXT,eff=,layer-ms=
- * guard_band=), which llmp plan --gpu, --llm-parallel=auto and the guard
- * read as they are.
+ * micro-batch sizes), the in-domain link rate (on a pair at two
+ * tensor-parallel sizes inside the NVLink domain), all fitted in turn until
+ * they settle, the allowance's share of the memory (least squares over the
+ * measured peaks) and the band of the memory error left (the guard's
+ * guard_band=, planner/mem_guard.h). It prints what changed and by how
+ * much, and writes the plugstack arguments that carry them
+ * (gpu=TEXT,eff=,layer-ms=,nvlink=,alloc= guard_band=), which llmp plan
+ * --gpu, --llm-parallel=auto and the guard read as they are.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -54,7 +55,8 @@ static void help(void)
 	printf("usage: llmp calibrate [-o FILE] [--model MODEL] [--gpu GPU] RUNS...\n\n"
 	       "Fit the step model's constants to a site's own recorded runs, per GPU text: the\n"
 	       "efficiency, the per-layer overhead (from two runs of one layout at two micro-batch\n"
-	       "sizes), the memory allowance's share and the memory error band left. RUNS are files\n"
+	       "sizes), the NVLink rate (from two at two tp sizes inside a node), the memory\n"
+	       "allowance's share and the memory error band left. RUNS are files\n"
 	       "of JSON lines, one run each:\n"
 	       "  {\"model\": \"llama3-8b,gbs=128\", \"gpu\": \"h100\", \"layout\": \"tp=2,pp=2\", \"world\": 16,\n"
 	       "   \"step_s\": 3.21, \"peak_gib\": 61.5}\n"
@@ -62,8 +64,8 @@ static void help(void)
 	       "optional). A RUNS directory is a job's LLMP_METRICS=DIR: one run, from rank 0's newest\n"
 	       "record (layout, world, step_s / steps; model and gpu when it has them, else --model and\n"
 	       "--gpu) and the largest peak_gib of every rank's newest record. Prints what changed and by how much; -o writes the plugstack arguments\n"
-	       "(gpu=...,eff=...,layer-ms=... guard_band=...) for llm_parallel.so, llmp plan --gpu and\n"
-	       "LLMP_GPU. See doc/step-model.md.\n"
+	       "(gpu=...,eff=...,layer-ms=...,nvlink=...,alloc=... guard_band=...) for llm_parallel.so,\n"
+	       "llmp plan --gpu and LLMP_GPU. See doc/step-model.md.\n"
 	       "Exit status: 0 success, 1 a file could not be read or written, 2 bad input.\n");
 }
 
@@ -336,6 +338,18 @@ static bool mbs_pair(const struct run *a, const struct run *b)
 	       x->gbs == y->gbs && x->experts == y->experts && !strcmp(a->gpu_text, b->gpu_text);
 }
 
+/* Runs a and b are one layout at two tensor-parallel sizes, a's the smaller, b's groups inside
+ * g's NVLink domain: the pair the link rate is fitted on. */
+static bool tp_pair(const struct run *a, const struct run *b)
+{
+	const struct model_desc *x = &a->m, *y = &b->m;
+	return a->world == b->world && a->l.tp < b->l.tp && b->l.tp <= b->g.domain && a->l.pp == b->l.pp &&
+	       a->l.cp == b->l.cp && a->l.ep == b->l.ep && a->l.vpp == b->l.vpp &&
+	       a->l.recompute == b->l.recompute && a->l.mbs == b->l.mbs && x->layers == y->layers &&
+	       x->hidden == y->hidden && x->seq == y->seq && x->gbs == y->gbs && x->experts == y->experts &&
+	       !strcmp(a->gpu_text, b->gpu_text);
+}
+
 /* The median relative step error of the runs on g, in *median_err. */
 static double step_error(struct run **runs, size_t n, const struct gpu_desc *g)
 {
@@ -390,13 +404,17 @@ static int calibrate_gpu(struct run **runs, size_t n, char *args, size_t len)
 {
 	struct gpu_desc was = runs[0]->g, g = was;
 	char msg[LLMP_MSG_MAX];
-	const struct run *pair[2] = { NULL, NULL };
-	for (size_t i = 0; i < n && !pair[0]; i++)
-		for (size_t j = 0; j < n && !pair[0]; j++)
-			if (mbs_pair(runs[i], runs[j]))
+	const struct run *pair[2] = { NULL, NULL }, *tps[2] = { NULL, NULL };
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++) {
+			if (!pair[0] && mbs_pair(runs[i], runs[j]))
 				pair[0] = runs[i], pair[1] = runs[j];
+			if (!tps[0] && tp_pair(runs[i], runs[j]))
+				tps[0] = runs[i], tps[1] = runs[j];
+		}
 	for (int round = 0; round < FIT_ROUNDS; round++) {
-		double eff[MAX_RUNS], before = g.efficiency, overhead = g.layer_overhead_s;
+		double eff[MAX_RUNS], before = g.efficiency, overhead = g.layer_overhead_s,
+				      link = g.nvlink_gbps;
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
 			if (step_fit_efficiency(&runs[i]->m, &g, runs[i]->world, &runs[i]->l, runs[i]->step_s,
@@ -415,8 +433,15 @@ static int calibrate_gpu(struct run **runs, size_t n, char *args, size_t len)
 				pair[0]->where, pair[1]->where, msg);
 			pair[0] = NULL;
 		}
+		if (tps[0] &&
+		    step_fit_link(&tps[0]->m, &g, tps[0]->world, &tps[0]->l, tps[0]->step_s, &tps[1]->l,
+				  tps[1]->step_s, &g.nvlink_gbps, msg, sizeof msg) != LLMP_OK) {
+			fprintf(stderr, PROG ": %s and %s: no link rate fits them: %s\n", tps[0]->where,
+				tps[1]->where, msg);
+			tps[0] = NULL;
+		}
 		if (fabs(g.efficiency - before) <= 1e-9 * before &&
-		    fabs(g.layer_overhead_s - overhead) <= 1e-12)
+		    fabs(g.layer_overhead_s - overhead) <= 1e-12 && fabs(g.nvlink_gbps - link) <= 1e-9 * link)
 			break;
 	}
 	printf("%s: %zu run%s\n", runs[0]->gpu_text, n, n == 1 ? "" : "s");
@@ -428,6 +453,14 @@ static int calibrate_gpu(struct run **runs, size_t n, char *args, size_t len)
 	else
 		printf("  per-layer overhead    %.2f ms, kept: no two runs of one layout at two micro-batch sizes\n",
 		       1e3 * was.layer_overhead_s);
+	if (tps[0])
+		printf("  NVLink                %.1f -> %.1f GB/s (from %s at tp %u and %s at tp %u)\n",
+		       was.nvlink_gbps, g.nvlink_gbps, tps[0]->where, tps[0]->l.tp, tps[1]->where,
+		       tps[1]->l.tp);
+	else
+		printf("  NVLink                %.1f GB/s, kept: no two runs of one layout at two tensor-parallel "
+		       "sizes inside the NVLink domain\n",
+		       was.nvlink_gbps);
 	printf("  step error (median)   %.1f%% -> %.1f%% over these runs\n", 100 * step_error(runs, n, &was),
 	       100 * step_error(runs, n, &g));
 	double terms[MAX_RUNS], peaks[MAX_RUNS], band = -1;
@@ -460,6 +493,8 @@ static int calibrate_gpu(struct run **runs, size_t n, char *args, size_t len)
 	int used = snprintf(args, len, "gpu=%s,eff=%.4f", runs[0]->gpu_text, g.efficiency);
 	if (pair[0] && used > 0 && (size_t)used < len)
 		used += snprintf(args + used, len - (size_t)used, ",layer-ms=%.3f", 1e3 * g.layer_overhead_s);
+	if (tps[0] && used > 0 && (size_t)used < len)
+		used += snprintf(args + used, len - (size_t)used, ",nvlink=%.1f", g.nvlink_gbps);
 	if (band >= 0 && used > 0 && (size_t)used < len)
 		snprintf(args + used, len - (size_t)used, ",alloc=%.4f guard_band=%.3f", g.alloc_share, band);
 	return 0;

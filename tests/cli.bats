@@ -936,11 +936,12 @@ stderr_matches() {
 	grep -Eq -- "$1" <<<"$stderr" || fail "no line of stderr matches /$1/"
 }
 
-@test "calibrate: five runs of a site 2x off the defaults fit its constants; its other layouts within 5%" {
+@test "calibrate: five runs of a site 2x off the defaults fit its constants, links too; its other layouts within 5%" {
 	need_python
 	# A site whose GPUs reach half the stated h100's efficiency, with 3 ms of framework time a
-	# layer and micro-batch and an allowance of 0.08: its runs are what llmp plan gives there.
-	truth=h100,eff=0.25,layer-ms=3,alloc=0.08
+	# layer and micro-batch, links at 123.4 GB/s inside a node and an allowance of 0.08: its
+	# runs are what llmp plan gives there.
+	truth=h100,eff=0.25,layer-ms=3,nvlink=123.4,alloc=0.08
 	model=llama3-8b,seq=4096,gbs=256,recompute=selective
 	run_of() { # SPEC MBS WORLD GPU [OVERHEAD]: step seconds and peak GiB
 		llmp plan --world "$3" --parallel "$1" --model "$model,mbs=$2${5:+,overhead=$5}" --gpu "$4" --format json
@@ -958,9 +959,10 @@ stderr_matches() {
 	assert_status 0
 	assert_line_matches '^  efficiency +0\.500 -> 0\.250 \(-50%\)$'
 	assert_line_matches '^  per-layer overhead +0\.00 -> 3\.00 ms a layer and micro-batch'
+	assert_line_matches '^  NVLink +450\.0 -> 123\.4 GB/s \(from .*runs\.jsonl:1 at tp 1 and .*runs\.jsonl:3 at tp 2\)$'
 	assert_line_matches '^  memory allowance +3\.00 GiB \+ 0\.150 -> 3\.00 GiB \+ 0\.080 of the rest \(alloc=\) from 5 runs$'
 	assert_line_matches '^  memory error band +0\.150 -> 0\.00[01] \(guard_band=\)$'
-	assert_line_matches '^plugstack: gpu=h100,eff=0\.2500,layer-ms=3\.000,alloc=0\.0800 guard_band=0\.00[01]$'
+	assert_line_matches '^plugstack: gpu=h100,eff=0\.2500,layer-ms=3\.000,nvlink=123\.4,alloc=0\.0800 guard_band=0\.00[01]$'
 	[ "$(cat "$BATS_TEST_TMPDIR/site.conf")" = "${lines[-1]#plugstack: }" ] || fail "the file is not the line"
 	# The site's other layouts: the stated h100 is far off, the calibrated text within 5% (median);
 	# their peaks as the site's (the guard judges with the allowance the band was measured at).

@@ -268,6 +268,7 @@ teardown() { cluster_teardown; }
 }
 
 @test "llmp topo --job: every node gathered in llmp_init's one fence, printed once by rank 0" {
+	need_mpi_pmix
 	run timeout -k 10 120 srun --mpi=pmix -N3 --ntasks-per-node=2 "$LLMP" topo --job --format json
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	printf '%s\n' "$output" >"$WORK/job-topo.json"
