@@ -21,7 +21,7 @@ setup() {
 	[ -x "$CK_CHECK" ] || skip "ck_check not built ($CK_CHECK)"
 	case $BATS_TEST_DESCRIPTION in
 	singleton*) WORK=$BATS_TEST_TMPDIR ;; # no cluster needed
-	*) cluster_setup ;;
+	*) cluster_setup && need_mpi_pmix_where_used 'save_reference|load_as|placement' ;;
 	esac
 	ROOT="$WORK/ckpt"
 }

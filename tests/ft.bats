@@ -413,6 +413,7 @@ assert_no_tasks_left() {
 }
 
 @test "crash loop: runs that exit 75 from the script, never reaching llmp, count against restarts=" {
+	need_mpi_pmix # the example job launches with srun --mpi=pmix
 	local out="$WORK/job.out"
 	# Runs 0 and 1 requeue themselves (RequeueExit=75) before any llmp call; run 2 trains.
 	cat >"$WORK/loop.sh" <<-EOF
@@ -431,6 +432,7 @@ assert_no_tasks_left() {
 }
 
 @test "demo: scripts/demo/story.sh on this cluster: a node lost, the spare takes over in the job, the reference's checksum" {
+	need_mpi_pmix # the example job launches with srun --mpi=pmix
 	# What scripts/demo.sh runs after its build and cluster start. Its verdict
 	# must pass, and the facts are checked again here from the files it left.
 	local d="$WORK/demo" victim
@@ -463,6 +465,7 @@ assert_no_tasks_left() {
 }
 
 @test "demo: story.sh --requeue: a node lost, requeued by Slurm, resumed, the reference's checksum" {
+	need_mpi_pmix # the example job launches with srun --mpi=pmix
 	local d="$WORK/demo"
 	run "$LLMP_SRCDIR/scripts/demo/story.sh" --requeue "$d"
 	echo "$output"

@@ -19,6 +19,7 @@ setup() {
 	[ -x "$RT_CHECK" ] || skip "rt_check not built ($RT_CHECK)"
 	[ -x "$MLP" ] || skip "mlp_train not built ($MLP)"
 	cluster_setup
+	need_mpi_pmix_where_used
 }
 
 # Debian's chromium without a display, as root (so no sandbox), a profile of the test's own.

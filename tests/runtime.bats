@@ -14,6 +14,7 @@ teardown_file() { cluster_teardown_file; }
 setup() {
 	[ -x "$RT_CHECK" ] || skip "rt_check not built ($RT_CHECK)"
 	cluster_setup
+	need_mpi_pmix_where_used fault_step
 }
 
 

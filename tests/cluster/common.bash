@@ -180,6 +180,14 @@ need_mpi_pmix() {
 		skip "this Slurm has no mpi/pmix plugin (srun --mpi=list): built without PMIx"
 }
 
+# need_mpi_pmix for the running test when its body launches with mpi/pmix:
+# srun --mpi=pmix, capped_srun (tests/runtime/common.bash) or one of the
+# suite's own helpers that do, named in HELPERS (a regular expression). For a
+# suite's setup, after cluster_setup.
+need_mpi_pmix_where_used() { # [HELPERS]
+	! declare -f "$BATS_TEST_NAME" | grep -qE -- "--mpi=pmix|capped_srun${1:+|$1}" || need_mpi_pmix
+}
+
 # Cancel whatever a failed test left in the queue, so the next test starts clean.
 cancel_leftover_jobs() {
 	local jobs
