@@ -468,8 +468,7 @@ static int calibrate_gpu(struct run **runs, size_t n, char *args, size_t len)
 	for (size_t i = 0; i < n; i++)
 		if (runs[i]->peak_bytes > 0 && (terms[k] = peak_terms(runs[i], &g)) > 0)
 			peaks[k++] = runs[i]->peak_bytes;
-	double fixed_was = was.alloc_fixed_given ? was.alloc_fixed_bytes : STEP_ALLOWANCE_FIXED;
-	double share_was = was.alloc_share_given ? was.alloc_share : runs[0]->m.overhead;
+	double fixed_was = step_alloc_fixed(&was), share_was = step_alloc_share(&runs[0]->m, &was);
 	if (k) {
 		double share = fit_share(terms, peaks, k, fixed_was);
 		g.alloc_share = share, g.alloc_share_given = true;

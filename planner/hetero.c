@@ -34,8 +34,7 @@ void hetero_weakest(struct gpu_desc *acc, const struct gpu_desc *g)
 		acc->domain = g->domain;
 	/* The larger memory allowance of the two, part by part; an unset fixed part is the default's. */
 	if (acc->alloc_fixed_given || g->alloc_fixed_given) {
-		double a = acc->alloc_fixed_given ? acc->alloc_fixed_bytes : STEP_ALLOWANCE_FIXED;
-		double b = g->alloc_fixed_given ? g->alloc_fixed_bytes : STEP_ALLOWANCE_FIXED;
+		double a = step_alloc_fixed(acc), b = step_alloc_fixed(g);
 		acc->alloc_fixed_bytes = a > b ? a : b, acc->alloc_fixed_given = true;
 	}
 	if (g->alloc_share_given && (!acc->alloc_share_given || g->alloc_share > acc->alloc_share))

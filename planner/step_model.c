@@ -299,6 +299,16 @@ static double dense_among(const struct model_desc *m, unsigned first, unsigned n
 	return before <= 0 ? 0 : before < n ? before : n;
 }
 
+double step_alloc_fixed(const struct gpu_desc *g)
+{
+	return g && g->alloc_fixed_given ? g->alloc_fixed_bytes : STEP_ALLOWANCE_FIXED;
+}
+
+double step_alloc_share(const struct model_desc *m, const struct gpu_desc *g)
+{
+	return g && g->alloc_share_given && !m->overhead_given ? g->alloc_share : m->overhead;
+}
+
 static void stage_memory(const struct model_desc *m, const struct gpu_desc *g, const struct step_layout *l,
 			 const struct layer_shape *x, unsigned k, double micro, struct step_stage *st)
 {
@@ -374,9 +384,7 @@ static void stage_memory(const struct model_desc *m, const struct gpu_desc *g, c
 		act += 4 * s * b * (h + m->vocab) / t;
 	st->activations = act;
 	double rest = st->weights + st->grads + st->optimizer + st->activations;
-	double fixed = g && g->alloc_fixed_given ? g->alloc_fixed_bytes : STEP_ALLOWANCE_FIXED;
-	double alloc_share = g && g->alloc_share_given && !m->overhead_given ? g->alloc_share : m->overhead;
-	st->allowance = fixed + alloc_share * rest;
+	st->allowance = step_alloc_fixed(g) + step_alloc_share(m, g) * rest;
 	st->total = rest + st->allowance;
 }
 

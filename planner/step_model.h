@@ -48,6 +48,12 @@
 
 #define STEP_ALLOWANCE_FIXED (3.0 * 1024 * 1024 * 1024) /* CUDA context, cuBLAS, NCCL buffers */
 
+/* The memory allowance's fixed part on g (its alloc-gib=, else STEP_ALLOWANCE_FIXED), and its
+ * share of the modelled bytes for m on g (m's overhead= when said, else g's alloc=, else m's
+ * default): what every stage adds, and what llmp calibrate starts from. */
+double step_alloc_fixed(const struct gpu_desc *g);
+double step_alloc_share(const struct model_desc *m, const struct gpu_desc *g);
+
 #define STEP_GEMM_TOKENS 256.0  /* rows at which a GEMM reaches half its large-size rate */
 #define STEP_GEMM_WIDTH 64.0    /* columns (hidden / tp) likewise */
 #define STEP_HBM_EFFICIENCY 0.8 /* the share of HBM bandwidth a streaming elementwise kernel reaches */
