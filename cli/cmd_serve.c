@@ -21,6 +21,11 @@
  * (`scancel JOB.STEP`: the other nodes' engines are killed by Slurm) and
  * exits non-zero. SIGTERM or SIGINT (scancel, srun's end) take the
  * engine's group down: TERM, then KILL after 5 s.
+ *
+ * This process is a child subreaper: what the engine leaves behind (Ray's
+ * workers, started in sessions of their own by a raylet that is gone)
+ * becomes its child rather than init's, so nothing escapes the step under
+ * proctrack/linuxproc either; at the end every such process is stopped too.
  */
 #define _GNU_SOURCE
 
@@ -30,11 +35,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -225,6 +232,66 @@ static void stop_group(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
+/* This process's children from /proc (at most max); how many. */
+static int children(pid_t *out, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+	if (!d)
+		return 0;
+	while (n < max && (e = readdir(d))) {
+		char path[300], stat[512], *close_paren;
+		int ppid;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t got = read(fd, stat, sizeof stat - 1);
+		close(fd);
+		if (got <= 0)
+			continue;
+		stat[got] = '\0';
+		/* pid (comm) state ppid ...: comm may hold spaces and parentheses */
+		close_paren = strrchr(stat, ')');
+		if (close_paren && sscanf(close_paren + 1, " %*c %d", &ppid) == 1 && ppid == (int)getpid())
+			out[n++] = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Every process still under this one (the engine's orphans, adopted): TERM to
+ * each and its group, KILL from `grace` s on, until none is left; all reaped.
+ */
+static void stop_orphans(double grace)
+{
+	double t0 = now_s();
+	bool termed = false;
+	for (;;) {
+		pid_t kids[256];
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		int n = children(kids, 256);
+		if (n == 0)
+			return;
+		bool late = now_s() - t0 >= grace;
+		if (!termed || late) {
+			for (int i = 0; i < n; i++) {
+				pid_t group = getpgid(kids[i]);
+				if (group > 0 && group != getpgrp())
+					kill(-group, late ? SIGKILL : SIGTERM);
+				kill(kids[i], late ? SIGKILL : SIGTERM);
+			}
+			termed = true;
+		}
+		usleep(100000);
+	}
+}
+
 /* The whole step ended through Slurm: the other nodes' engines go too. */
 static void end_step(void)
 {
@@ -387,6 +454,8 @@ int cli_serve(int argc, char **argv)
 	}
 	args[n] = NULL;
 
+	/* the engine's orphans become ours, not init's (see the top of this file) */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -503,6 +572,7 @@ int cli_serve(int argc, char **argv)
 		stop_group(base);
 	else
 		kill(-base, SIGKILL); /* whatever it left in its group */
+	stop_orphans(3.0);
 	if (is_head && healthy) {
 		char tokpath[4200];
 		snprintf(tokpath, sizeof tokpath, "%s.token", endpoint);

@@ -245,3 +245,87 @@ s = socket.socket(); s.bind(("0.0.0.0", 40007)); s.listen(1); time.sleep(120)' &
 	[ -z "$(engines_left)" ]
 	assert_cluster_idle
 }
+
+# Ray and Ray Serve for real, from PyPI, in a virtual environment of their
+# own (Ray pins its own dependencies): LLMP_TEST_RAY_VENV, else made once
+# in the build tree and reused (python/requirements-ray.txt).
+ray_venv() {
+	local venv=${LLMP_TEST_RAY_VENV:-$LLMP_BUILDDIR/ray-venv} reqs=$LLMP_SRCDIR/python/requirements-ray.txt
+	if ! { [ -x "$venv/bin/ray" ] && cmp -s "$reqs" "$venv/.llmp-requirements"; }; then
+		rm -rf "$venv"
+		python3 -m venv "$venv" >&2 &&
+			"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqs" >&2 &&
+			cp "$reqs" "$venv/.llmp-requirements" || return 1
+	fi
+	echo "$venv"
+}
+
+# Ray's processes (raylet, gcs_server, its workers) on the cluster's nodes.
+ray_left() {
+	local n pid
+	for n in node1 node2 node3; do
+		for pid in $(ip netns pids "llmp-$n"); do
+			case $(cat "/proc/$pid/comm" 2>/dev/null) in raylet | gcs_server | ray::*) echo "$pid" ;; esac
+		done
+	done
+}
+
+# The step is ended as scancel ends a job: SIGTERM to every task (this
+# cluster's KillWait of 2 s is shorter than Ray's own shutdown, so only the
+# signal is sent); `llmp serve` takes its engine and every process the engine
+# left down, so nothing of Ray outlives the step.
+@test "Ray Serve: three stages pipelined over the three nodes, token enforced, nothing left" {
+	local venv
+	venv=$(ray_venv) || { echo "could not make a venv with ray[serve] (python/requirements-ray.txt)"; false; }
+	local t0 t1 ep
+	t0=$(date +%s.%N)
+	PATH="$venv/bin:$PATH" timeout -k 10 300 srun -N3 --ntasks-per-node=1 --llm-serve=ray --llm-parallel=pp=3 \
+		"$LLMP" serve --health / --timeout 120 --endpoint "$WORK/ep" -- \
+		python "$LLMP_SRCDIR/tests/cluster/serve_ray_app.py" >"$WORK/out" 2>&1 &
+	local srun_pid=$!
+	BG_PIDS+=($!)
+	wait_file "$WORK/ep" 150 || { cat "$WORK/out"; return 1; }
+	t1=$(date +%s.%N)
+	ep=$(cat "$WORK/ep")
+	grep -o 'all 3 nodes in Ray [0-9.]* s' "$WORK/out" | sed 's/^/# /' >&3
+	echo "# first HTTP 200 $(python3 -c "print(round($t1 - $t0, 1))") s after srun started" >&3
+	# The answer against a single-process forward pass of the same three layers.
+	curl -s -X POST -d '{"x": [0.5, -1, 2, 0, 0.25, -0.5, 1, 3]}' "http://$ep/" >"$WORK/answer"
+	"$venv/bin/python" - "$WORK/answer" <<'PY'
+import json, sys
+import numpy as np
+got = json.load(open(sys.argv[1]))
+x = np.array([0.5, -1, 2, 0, 0.25, -0.5, 1, 3])
+for k in range(3):
+    rng = np.random.default_rng(1000 + k)
+    w, b = rng.standard_normal((8, 8)), rng.standard_normal(8)
+    x = np.tanh(x @ w + b)
+assert np.allclose(got["y"], x, rtol=0, atol=1e-12), (got, x)
+assert got["hosts"] == ["node1", "node2", "node3"], got
+PY
+	# Ray's GCS with the job's token, and with another.
+	local gcs=$((${ep##*:} + 1))
+	RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$WORK/ep.token" timeout 60 "$venv/bin/ray" status \
+		--address "node1:$gcs" >"$WORK/status" 2>&1
+	[ "$(grep -c '^ 1 node_' "$WORK/status")" -eq 3 ] || { cat "$WORK/status"; false; }
+	printf '%064d' 0 >"$WORK/bad"
+	! RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$WORK/bad" timeout 60 "$venv/bin/ray" status \
+		--address "node1:$gcs" >"$WORK/bad.out" 2>&1
+	grep -q InvalidAuthToken "$WORK/bad.out"
+	[ -n "$(ray_left)" ] # what must go, there while the step runs
+	local job
+	job=$(squeue -h -o %i | head -n 1)
+	[ -n "$job" ]
+	t0=$(date +%s.%N)
+	scancel --signal=TERM "$job.0"
+	local rc=0
+	wait "$srun_pid" || rc=$?
+	BG_PIDS=()
+	t1=$(date +%s.%N)
+	echo "# the step ended $(python3 -c "print(round($t1 - $t0, 1))") s after SIGTERM (srun status $rc)" >&3
+	[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || { cat "$WORK/out"; false; }
+	local left
+	left=$(ray_left)
+	[ -z "$left" ] || { echo "left: $left"; ps -o pid,ppid,pgid,sid,comm -p "$(echo $left | tr ' ' ,)"; false; }
+	assert_cluster_idle
+}

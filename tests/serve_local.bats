@@ -38,6 +38,7 @@ for base in range(24000, 32000, 32):
 
 teardown() {
 	[ -z "${SERVE_PID:-}" ] || kill "$SERVE_PID" 2>/dev/null || true
+	pkill -x -f "sleep 86$BASE" || true # the last test's stray, should it fail
 	rm -rf "$WORK"
 }
 
@@ -118,4 +119,26 @@ s = socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); time.sl
 	assert_status 1
 	[[ "$stderr" == *"port $((BASE + 5)) of the job's block $BASE-$((BASE + 31)) is held by another process"* ]]
 	[ -z "$(engine_pid)" ]
+}
+
+# An engine that leaves a process in a session of its own (as Ray's raylet
+# leaves its workers): when the engine's group is stopped, that process is
+# re-parented to `llmp serve` (a subreaper), which stops it too.
+@test "llmp serve: SIGTERM also stops what the engine left in a session of its own" {
+	local mark="86$BASE"
+	"$LLMP" serve --endpoint "$WORK/ep" -- sh -c 'm=$1; shift; setsid sleep "$m" </dev/null >/dev/null 2>&1 & exec python3 "$0" serve tiny "$@"' \
+		"$ENGINE" "$mark" 2>"$WORK/err" &
+	SERVE_PID=$!
+	wait_file "$WORK/ep" 30 || { cat "$WORK/err"; false; }
+	local stray
+	stray=$(pgrep -x -f "sleep $mark")
+	[ -n "$stray" ]
+	[ "$(ps -o sid= -p "$stray" | tr -d ' ')" -eq "$stray" ] # a session of its own
+	local rc=0
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID" || rc=$?
+	SERVE_PID=
+	[ "$rc" -eq 143 ]
+	[ -z "$(engine_pid)" ]
+	! kill -0 "$stray" 2>/dev/null || { ps -o pid,ppid,sid,args -p "$stray"; false; }
 }
