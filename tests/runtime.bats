@@ -301,3 +301,12 @@ assert_survivor() { # R [PATTERN]
 	run capped_srun 60 -N2 -n3 "$RT_CHECK" badargs --skip-bad-init
 	assert_ranks_ok 3 40
 }
+
+# Most Python programs, and many C ones, never call llmp_finalize: a rank that
+# ends so while others still run must not fail the step (Slurm's mpi/pmix kills
+# a step on its PMIx server's error events). Rank 0 leaves first, rank 2 4 s on.
+@test "leave: ranks that end without llmp_finalize, one after another; the step succeeds" {
+	run capped_srun 60 -N3 -n3 "$RT_CHECK" leave --sleep 2
+	assert_ranks_ok 3 1
+	[ "$(grep -c '^rank [0-2]: leaving without llmp_finalize$' <<<"$output")" -eq 3 ]
+}

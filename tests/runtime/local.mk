@@ -17,6 +17,7 @@ tests_runtime_rt_check_SOURCES = \
 	tests/runtime/rt_fault.c \
 	tests/runtime/rt_singleton.c \
 	tests/runtime/rt_badargs.c \
+	tests/runtime/rt_leave.c \
 	tests/runtime/rt_metrics.c
 tests_runtime_rt_check_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 tests_runtime_rt_check_LDADD = runtime/libllmp.la -lm

@@ -30,6 +30,7 @@ static const struct {
 	{ "disagree", chk_cmd_disagree, "--odd R allreduces one element more: every rank fails, none hangs" },
 	{ "singleton", chk_cmd_singleton, "no launcher: a world of one, every collective" },
 	{ "badargs", chk_cmd_badargs, "every call with bad arguments fails cleanly" },
+	{ "leave", chk_cmd_leave, "rank r leaves r * --sleep s after init, without llmp_finalize" },
 	{ "metrics", chk_cmd_metrics,
 	  "llmp_comm_get_stats: bytes as computed here; --sleep S slows --victim" },
 };
@@ -55,7 +56,8 @@ static void usage(FILE *out)
 		"  --odd R                mismatch, disagree: the rank that differs (default 1)\n"
 		"  --skip-bad-init        badargs: leave out the failing llmp_init calls\n"
 		"  --seed N               seed of the random pass (default 1)\n"
-		"  --sleep S              metrics: the victim sleeps S seconds before each allreduce\n");
+		"  --sleep S              metrics: the victim sleeps S seconds before each allreduce;\n"
+		"                         leave: rank r sleeps r * S seconds before it leaves\n");
 }
 
 static bool parse_number(const char *text, double *out)

@@ -78,6 +78,7 @@ int chk_cmd_kill(const chk_args *args);
 int chk_cmd_disagree(const chk_args *args);
 int chk_cmd_singleton(const chk_args *args);
 int chk_cmd_badargs(const chk_args *args);
+int chk_cmd_leave(const chk_args *args);
 int chk_cmd_metrics(const chk_args *args);
 
 /* The collective sweep over the world and every group of ctx (rt_coll.c). */
