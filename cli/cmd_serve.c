@@ -50,6 +50,7 @@
 
 #include <llmp/llmp_env.h>
 #include "llmp_cli.h"
+#include "serve_nic.h"
 
 #define PROG "llmp serve"
 #define MAX_ARGS 256
@@ -431,6 +432,17 @@ int cli_serve(int argc, char **argv)
 			end_step();
 			return CLI_EXIT_FAILURE;
 		}
+
+	/* An interface named for the engine's traffic that is not up here: said now, naming it. */
+	char why_nic[768];
+	int nic = serve_check_nics(is_head ? NULL : head, why_nic, sizeof why_nic);
+	if (nic != 0)
+		fprintf(stderr, PROG ": node %s: %s%s\n", node, why_nic, /* its user text shown safely */
+			nic < 0 ? "; ending the step" : "");
+	if (nic < 0) {
+		end_step();
+		return CLI_EXIT_FAILURE;
+	}
 
 	read_token(token, sizeof token);
 	if (strcmp(engine, "vllm") == 0 && token[0])

@@ -6,6 +6,7 @@ bin_PROGRAMS += cli/llmp
 cli_llmp_SOURCES = cli/llmp.c cli/llmp_cli.h cli/args.c cli/cmd_plan.c cli/cmd_calibrate.c cli/plan_text.c cli/cmd_topo.c cli/topo_gdr.c cli/topo_gdr_json.c cli/gdr_nccl_log.c cli/ibv_probe.c cli/cuda_probe.c cli/topo_nccl_xml.c cli/topo_rails.c \
 	cli/plan_place.c cli/plan_svg.c cli/plan_step.c \
 	cli/cmd_top.c cli/cmd_report.c cli/report_fr.c cli/report_fr.h cli/cmd_serve.c \
+	cli/serve_nic.c cli/serve_nic.h \
 	cli/cmd_info.c cli/settings.c cli/settings.h runtime/comm/log_conf.c
 ckpt_cli_sources = cli/cmd_ckpt.c cli/ckpt_cli.h cli/ckpt_list.c cli/ckpt_verify.c \
 	cli/ckpt_inspect.c cli/ckpt_export.c

@@ -246,6 +246,42 @@ s = socket.socket(); s.bind(("0.0.0.0", 40007)); s.listen(1); time.sleep(120)' &
 	assert_cluster_idle
 }
 
+# The interface the engine's traffic is told to use, wrong: a name no node has
+# (a job script copied from a cluster with InfiniBand) is refused before any
+# engine starts, naming node and name, instead of gloo's rendezvous timing out
+# after 30 minutes; one that is up but not the way to the head is warned about.
+@test "llmp serve: an interface that is not up on a node is named with the node within 10 s" {
+	local t0 t1
+	t0=$(date +%s.%N)
+	GLOO_SOCKET_IFNAME=ib0 run srun -N3 --ntasks-per-node=1 --gpus-per-node=2 --llm-serve=vllm \
+		--llm-parallel=tp=2,pp=3 "$LLMP" serve --endpoint "$WORK/ep" -- python3 "$ENGINE" serve tiny
+	t1=$(date +%s.%N)
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"llmp serve: node node"[123]": GLOO_SOCKET_IFNAME=ib0: no interface ib0 is up with an IPv4 address on this node (it has: "*"); the engine's processes would wait for peers that never reach them; ending the step"* ]]
+	echo "# a wrong interface: the step failed in $(python3 -c "print(round($t1 - $t0, 1))") s" >&3
+	python3 -c "assert $t1 - $t0 < 10"
+	# NCCL's names are prefixes; an exclusion is NCCL's own choice, not checked.
+	NCCL_SOCKET_IFNAME=ibp run srun -N3 --ntasks-per-node=1 --gpus-per-node=2 --llm-serve=vllm \
+		--llm-parallel=tp=2,pp=3 "$LLMP" serve --endpoint "$WORK/ep" -- python3 "$ENGINE" serve tiny
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"NCCL_SOCKET_IFNAME=ibp: no interface starting with ibp is up"* ]]
+	[ -z "$(engines_left)" ]
+	[ ! -e "$WORK/ep" ]
+	# lo is up everywhere, but the workers reach the head through their own link: warned, and run.
+	GLOO_SOCKET_IFNAME=lo serve_step "$WORK/out" "$WORK/ep"
+	wait_file "$WORK/ep" 30 || { cat "$WORK/out"; false; }
+	scancel -u root
+	stop_bg
+	cat "$WORK/out"
+	local n
+	for n in node2 node3; do
+		grep -q "^llmp serve: node $n: the head node1 is reached through [a-z0-9-]*, which GLOO_SOCKET_IFNAME=lo does not name: if the engine waits at its rendezvous, this is why\$" "$WORK/out"
+	done
+	! grep -q "node node1: the head" "$WORK/out"
+	assert_cluster_idle
+}
+
 # Ray and Ray Serve for real, from PyPI, in a virtual environment of their
 # own (Ray pins its own dependencies): LLMP_TEST_RAY_VENV, else made once
 # in the build tree and reused (python/requirements-ray.txt).
