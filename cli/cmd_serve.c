@@ -267,6 +267,7 @@ static int children(pid_t *out, int max)
 /*
  * Every process still under this one (the engine's orphans, adopted): TERM to
  * each and its group, KILL from `grace` s on, until none is left; all reaped.
+ * One that outlives KILL by 5 s (stuck in the kernel) is named and left.
  */
 static void stop_orphans(double grace)
 {
@@ -279,6 +280,13 @@ static void stop_orphans(double grace)
 		int n = children(kids, 256);
 		if (n == 0)
 			return;
+		if (now_s() - t0 >= grace + 5.0) {
+			fprintf(stderr,
+				PROG
+				": node %s: %d process(es) left by the engine outlived SIGKILL (pid %d ...)\n",
+				node_name(), n, (int)kids[0]);
+			return;
+		}
 		bool late = now_s() - t0 >= grace;
 		if (!termed || late) {
 			for (int i = 0; i < n; i++) {
