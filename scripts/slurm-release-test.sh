@@ -153,9 +153,18 @@ root=$("$src/scripts/slurm-rootfs.sh" "$release")
 [ -x "$src/configure" ] || (cd "$src" && autoreconf -fi >/dev/null)
 mkdir -p "$root/llmp/src"
 # A mount namespace of our own: the binds below vanish with it, whatever happens.
-exec unshare --mount --propagation private -- bash -euc '
-	root=$1 src=$2
-	shift 2
+# It is made on the first CPU this process may use, and the nodes' slurmd run
+# pinned there under job_container/tmpfs (tests/cluster/cluster.sh): Linux 6.18
+# numbers namespaces from per-CPU batches, so a namespace made on one CPU can
+# get a lower id than an older one made on another, and the kernel then refuses
+# slurmstepd's bind of a job's new mount namespace into slurmd's (EINVAL, taken
+# for a loop: fs/namespace.c mnt_ns_loop). Made on one CPU, ids only grow.
+# On the host slurmd runs in the initial namespace, whose id is the lowest.
+cpus=$(taskset -p -c $$ | sed 's/.*: //')
+exec taskset -c "${cpus%%[-,]*}" unshare --mount --propagation private -- bash -euc '
+	root=$1 src=$2 cpus=$3
+	shift 3
+	taskset -a -p -c "$cpus" $$ >/dev/null # every CPU again for what runs inside
 	# The root a mount point of its own: ip netns exec and ip -n make "/" a
 	# slave mount, which fails on a directory that is not one.
 	mount --bind "$root" "$root"
@@ -177,4 +186,4 @@ exec unshare --mount --propagation private -- bash -euc '
 	if [ -f "$ca" ] && [ -f "$root$ca" ]; then mount --bind "$ca" "$root$ca"; fi
 	exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
 		TERM=dumb bash /llmp/src/scripts/slurm-release-test.sh --inside "$@"
-' bash "$root" "$src" "$release" "$@"
+' bash "$root" "$src" "$cpus" "$release" "$@"

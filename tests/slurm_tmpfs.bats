@@ -43,9 +43,11 @@ print(\"task\", os.environ[\"SLURM_PROCID\"], \"marker\", sys.argv[1], \"mode\",
 @test "job_container/tmpfs: nothing of the job's layout is left on the host" {
 	run srun --chdir=/ -N2 -n2 --llm-parallel=tp=2 sh -c 'echo "file $LLMP_LAYOUT_FILE"'
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	# srun returns when the tasks have; slurmstepd removes the file at the step's
+	# end after that: judged once the job has ended and its nodes are idle.
+	assert_cluster_idle
 	local f
 	for f in $(sed -n 's/^file //p' <<<"$output"); do
 		[ ! -e "$f" ] || { echo "$f left on the host"; false; }
 	done
-	assert_cluster_idle
 }

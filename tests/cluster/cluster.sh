@@ -646,6 +646,15 @@ launch_slurmd() { # statedir node
 		argv=(unshare --mount --propagation slave -- sh -ec "$DFS_SLURMD_SH" sh
 			"$DFS_MNT" "$node" "$DFS_VOLUME" "$statedir/log/glusterfs-$node.log")
 	fi
+	# job_container/tmpfs: slurmstepd binds a job's new mount namespace into
+	# slurmd's, which Linux 6.18 refuses when the new one's id is lower; ids
+	# come from per-CPU batches, so slurmd and its steps make theirs on one
+	# CPU, the one the caller's namespace was made on (scripts/slurm-release-test.sh).
+	if [ "$JOB_CONTAINER" = tmpfs ]; then
+		local cpus
+		cpus=$(taskset -p -c $$ | sed 's/.*: //')
+		argv=(taskset -c "${cpus%%[-,]*}" "${argv[@]}")
+	fi
 	launch "$statedir" "slurmd-$node" "$(node_ns "$node")" "$statedir/log/slurmd-$node.out" "${argv[@]}"
 }
 
