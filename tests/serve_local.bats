@@ -42,6 +42,16 @@ teardown() {
 	rm -rf "$WORK"
 }
 
+# SIGTERM to the backgrounded `llmp serve` ($SERVE_PID): it exits 143, its engine gone.
+term_serve() {
+	local rc=0
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID" || rc=$?
+	SERVE_PID=
+	[ "$rc" -eq 143 ] || { echo "llmp serve exited $rc after SIGTERM, not 143"; return 1; }
+	[ -z "$(engine_pid)" ] || { echo "the engine is still running"; return 1; }
+}
+
 # The stand-in engine's pid serving $BASE, or nothing.
 engine_pid() {
 	local d
@@ -103,12 +113,7 @@ wait_file() { # FILE SECONDS
 	"$LLMP" serve --endpoint "$WORK/ep" -- python3 "$ENGINE" serve tiny 2>"$WORK/err" &
 	SERVE_PID=$!
 	wait_file "$WORK/ep" 30 || { cat "$WORK/err"; false; }
-	local rc=0
-	kill -TERM "$SERVE_PID"
-	wait "$SERVE_PID" || rc=$?
-	SERVE_PID=
-	[ "$rc" -eq 143 ]
-	[ -z "$(engine_pid)" ]
+	term_serve
 	python3 -c '
 import socket, sys, time
 s = socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); time.sleep(30)' $((BASE + 5)) &
@@ -134,11 +139,6 @@ s = socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); time.sl
 	stray=$(pgrep -x -f "sleep $mark")
 	[ -n "$stray" ]
 	[ "$(ps -o sid= -p "$stray" | tr -d ' ')" -eq "$stray" ] # a session of its own
-	local rc=0
-	kill -TERM "$SERVE_PID"
-	wait "$SERVE_PID" || rc=$?
-	SERVE_PID=
-	[ "$rc" -eq 143 ]
-	[ -z "$(engine_pid)" ]
+	term_serve
 	! kill -0 "$stray" 2>/dev/null || { ps -o pid,ppid,sid,args -p "$stray"; false; }
 }
