@@ -34,7 +34,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -49,6 +48,7 @@
 #include <unistd.h>
 
 #include <llmp/llmp_env.h>
+#include "common/netif.h"
 #include "llmp_cli.h"
 #include "serve_nic.h"
 
@@ -121,22 +121,6 @@ static int port_range(const char *text, unsigned *first, unsigned *last)
 	*first = (unsigned)a;
 	*last = (unsigned)b;
 	return 0;
-}
-
-/* Whether a TCP port of this node is held: a bind on every IPv4 address fails with EADDRINUSE. */
-static bool port_held(unsigned port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	a.sin_addr.s_addr = htonl(INADDR_ANY);
-	/* As servers bind (uvicorn, Python's http.server): a connection in TIME_WAIT is no holder. */
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	bool held = bind(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno == EADDRINUSE;
-	close(fd);
-	return held;
 }
 
 /* A TCP connection to host:port within timeout_ms; the descriptor, or -1. */
@@ -430,7 +414,7 @@ int cli_serve(int argc, char **argv)
 
 	/* A port of the block already held: said now, naming the node, not as the engine's timeout. */
 	for (unsigned p = first; p <= last; p++)
-		if (port_held(p)) {
+		if (netif_port_held(p) == 1) {
 			fprintf(stderr,
 				PROG
 				": node %s: port %u of the job's block %u-%u is held by another process; the "

@@ -10,17 +10,15 @@
 #include "serve_nic.h"
 
 #include "common/fail.h"
+#include "common/netif.h"
 
 #include <ifaddrs.h>
 #include <net/if.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 /* Whether an interface called name (or starting with it, when prefix) is up with an IPv4 address. */
 static bool interface_up(const struct ifaddrs *list, const char *name, size_t n, bool prefix)
@@ -83,33 +81,6 @@ static int check_list(const struct ifaddrs *list, const char *var, const char *v
 	return 0;
 }
 
-/* The interface this node sends from toward host, in name; 0, or -1 when unknown. */
-static int route_interface(const struct ifaddrs *list, const char *host, char *name, size_t len)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *res = NULL;
-	int rc = -1;
-	if (getaddrinfo(host, "9", &hints, &res) != 0)
-		return -1;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in local;
-	socklen_t n = sizeof local;
-	/* a connected UDP socket sends nothing: the kernel only picks the route */
-	if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&local, &n) == 0) {
-		for (const struct ifaddrs *i = list; i; i = i->ifa_next)
-			if (i->ifa_name && i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-			    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == local.sin_addr.s_addr) {
-				snprintf(name, len, "%s", i->ifa_name);
-				rc = 0;
-				break;
-			}
-	}
-	if (fd >= 0)
-		close(fd);
-	freeaddrinfo(res);
-	return rc;
-}
-
 /* Whether name is one of a comma list. */
 static bool in_list(const char *list, const char *name)
 {
@@ -146,7 +117,7 @@ int serve_check_nics(const char *head, char *msg, size_t len)
 	}
 	const char *gloo = getenv("GLOO_SOCKET_IFNAME");
 	char via[IF_NAMESIZE + 1];
-	if (rc == 0 && head && gloo && *gloo && route_interface(list, head, via, sizeof via) == 0 &&
+	if (rc == 0 && head && gloo && *gloo && netif_route_ifname(head, via, sizeof via) == 0 &&
 	    !in_list(gloo, via)) {
 		char shown_head[LLMP_SHOW_MAX], shown_gloo[LLMP_SHOW_MAX];
 		snprintf(msg, len,

@@ -2,7 +2,8 @@
 # common/local.mk - what every part of llmp uses: status codes and messages,
 # the bounded JSON reader and the one JSON writer, Slurm hostlists, the
 # directory-ownership rule, opening a user's file without waiting on it,
-# a Slurm command run under a deadline
+# a Slurm command run under a deadline, the interface and address toward
+# a host and whether a port is held
 # (included by Makefile.am; paths are from the top of the tree).
 #
 # Compiled once, position-independent, into a convenience library that the
@@ -15,6 +16,7 @@ common_sources = \
 	common/own_dir.c common/own_dir.h \
 	common/open_regular.c common/open_regular.h \
 	common/run_bounded.c common/run_bounded.h \
+	common/netif.c common/netif.h \
 	common/json_writer.c common/json_writer.h
 noinst_LTLIBRARIES += common/libcommon.la
 common_libcommon_la_SOURCES = $(common_sources)

@@ -13,7 +13,6 @@ plugin_core_sources = \
 	plugin/resolve_ckpt.c plugin/resolve_ckpt.h \
 	plugin/task_env.c plugin/task_env.h \
 	plugin/task_map.c plugin/task_map.h \
-	plugin/netif.c plugin/netif.h \
 	plugin/node_place.c plugin/node_place.h \
 	plugin/nccl_env.c plugin/nccl_env.h \
 	plugin/job_place.c plugin/job_place.h \

@@ -32,8 +32,8 @@
 #include "common/fail.h" /* llmp_show */
 #include "gpu_bind.h"
 #include "layout_file.h"
-#include "netif.h"
 #include "common/hostlist.h"
+#include "common/netif.h"
 #include "common/own_dir.h"
 #include <llmp/llmp_env.h>
 #include "resolve.h"
@@ -754,7 +754,11 @@ static int batch_task(spank_t sp)
 /*
  * GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME, where the task has neither
  * its own nor the user's: the interface toward the node srun ran on
- * (netif.h). Nothing is set when there is no such route to name.
+ * (common/netif.h), the network Slurm itself reaches the job through.
+ * gloo and NCCL would pick theirs from the address the host name resolves
+ * to; where that is loopback (Debian's 127.0.1.1 line, the test cluster) a
+ * PyTorch job hangs in its rendezvous. Nothing is set when there is no
+ * such route to name.
  */
 static void socket_ifname(spank_t sp);
 
@@ -865,7 +869,7 @@ static void socket_ifname(spank_t sp)
 	static const char *const names[] = { "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME" };
 	char launch[256], ifname[64];
 	if (!step_env(sp, "SLURM_LAUNCH_NODE_IPADDR", launch, sizeof launch) ||
-	    plugin_route_ifname(launch, ifname, sizeof ifname) < 0)
+	    netif_route_ifname(launch, ifname, sizeof ifname) < 0)
 		return;
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		spank_setenv(sp, names[i], ifname, 0); /* 0: a value already there stays */
@@ -889,7 +893,7 @@ static uint32_t master_port(spank_t sp)
  */
 static int master_port_held(uint32_t port, const char *host)
 {
-	if (plugin_port_held(port) != 1)
+	if (netif_port_held(port) != 1)
 		return 0;
 	/*
 	 * Only a denial, but nothing the plugin can prevent: any process on the
@@ -1027,9 +1031,9 @@ static int serve_task(spank_t sp)
 	}
 	/* The interface and address toward the node srun ran on: the network Slurm reaches the job by. */
 	if (step_env(sp, "SLURM_LAUNCH_NODE_IPADDR", launch, sizeof launch)) {
-		if (plugin_route_addr(launch, addr, sizeof addr) < 0)
+		if (netif_route_addr(launch, addr, sizeof addr) < 0)
 			addr[0] = '\0';
-		if (plugin_route_ifname(launch, ifname, sizeof ifname) == 0) {
+		if (netif_route_ifname(launch, ifname, sizeof ifname) == 0) {
 			static const char *const names_if[] = { "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
 								"TP_SOCKET_IFNAME" };
 			for (size_t i = 0; i < sizeof names_if / sizeof names_if[0]; i++)

@@ -23,10 +23,10 @@
 #include <cmocka.h>
 
 #include "common/fail.h"
+#include "common/netif.h"
 #include "plugin/gpu_bind.h"
 #include "plugin/job_place.h"
 #include "plugin/nccl_env.h"
-#include "plugin/netif.h"
 #include "plugin/resolve.h"
 #include "plugin/resolve_ckpt.h"
 #include "plugin/srun_args.h"
@@ -893,19 +893,19 @@ static void socket_interface(void **state)
 			      .ifa_flags = IFF_UP | IFF_LOOPBACK,
 			      .ifa_addr = (struct sockaddr *)&lo4 };
 	char name[16] = "";
-	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&ib4, name, sizeof name), 0);
+	assert_int_equal(netif_ifname_of(&lo, (struct sockaddr *)&ib4, name, sizeof name), 0);
 	assert_string_equal(name, "ib0");
-	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&eth4, name, sizeof name), 0);
+	assert_int_equal(netif_ifname_of(&lo, (struct sockaddr *)&eth4, name, sizeof name), 0);
 	assert_string_equal(name, "eth0");
-	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&ib6, name, sizeof name), 0);
+	assert_int_equal(netif_ifname_of(&lo, (struct sockaddr *)&ib6, name, sizeof name), 0);
 	assert_string_equal(name, "ib0");
-	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&lo4, name, sizeof name), -1);
-	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&other4, name, sizeof name), -1);
-	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&other6, name, sizeof name), -1);
-	assert_int_equal(plugin_ifname_of(&lo, (struct sockaddr *)&eth4, name, 4), -1); /* "eth0" needs 5 */
+	assert_int_equal(netif_ifname_of(&lo, (struct sockaddr *)&lo4, name, sizeof name), -1);
+	assert_int_equal(netif_ifname_of(&lo, (struct sockaddr *)&other4, name, sizeof name), -1);
+	assert_int_equal(netif_ifname_of(&lo, (struct sockaddr *)&other6, name, sizeof name), -1);
+	assert_int_equal(netif_ifname_of(&lo, (struct sockaddr *)&eth4, name, 4), -1); /* "eth0" needs 5 */
 	/* The kernel's own route: to this machine's loopback there is no interface to name. */
-	assert_int_equal(plugin_route_ifname("127.0.0.1", name, sizeof name), -1);
-	assert_int_equal(plugin_route_ifname("", name, sizeof name), -1);
+	assert_int_equal(netif_route_ifname("127.0.0.1", name, sizeof name), -1);
+	assert_int_equal(netif_route_ifname("", name, sizeof name), -1);
 }
 
 /*

@@ -3,7 +3,7 @@
  * test_plugin_paths.c - what the plugin does on paths a user names: work in
  * a child under a deadline (plugin/bounded.h), the topology file refused
  * when it is a FIFO, a device, too large or someone else's, the layout
- * file's name and mode, the check of a held port (plugin/netif.h), and the
+ * file's name and mode, the check of a held port (common/netif.h), and the
  * rule for a directory llmp writes in for a user (common/own_dir.h): every
  * directory and link on its path.
  */
@@ -30,7 +30,7 @@
 #include <llmp/llmp_spec.h>
 #include "plugin/bounded.h"
 #include "plugin/layout_file.h"
-#include "plugin/netif.h"
+#include "common/netif.h"
 #include "common/own_dir.h"
 
 static char dir[] = "/tmp/llmp-test-paths.XXXXXX";
@@ -274,11 +274,11 @@ static void held_port_is_seen(void **state)
 	}
 	assert_true(port < 32000);
 	assert_int_equal(listen(fd, 1), 0);
-	assert_int_equal(plugin_port_held(port), 1);
+	assert_int_equal(netif_port_held(port), 1);
 	close(fd);
-	assert_int_equal(plugin_port_held(port), 0); /* no connection, so nothing left in TIME_WAIT */
-	assert_int_equal(plugin_port_held(0), -1);
-	assert_int_equal(plugin_port_held(70000), -1);
+	assert_int_equal(netif_port_held(port), 0); /* no connection, so nothing left in TIME_WAIT */
+	assert_int_equal(netif_port_held(0), -1);
+	assert_int_equal(netif_port_held(70000), -1);
 }
 
 static void directories_of_the_user_alone(void **state)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* netif.c - the interface toward a host (netif.h). */
+/* netif.c - the interface and address toward a host, whether a port is held (netif.h). */
 #define _GNU_SOURCE
 #include "netif.h"
 
@@ -27,7 +27,7 @@ static bool same_address(const struct sockaddr *a, const struct sockaddr *b)
 	return false;
 }
 
-int plugin_ifname_of(const struct ifaddrs *list, const struct sockaddr *addr, char *name, size_t len)
+int netif_ifname_of(const struct ifaddrs *list, const struct sockaddr *addr, char *name, size_t len)
 {
 	for (const struct ifaddrs *i = list; i; i = i->ifa_next) {
 		if (!i->ifa_name || !same_address(i->ifa_addr, addr))
@@ -80,7 +80,7 @@ static int ifname_of_local(const struct sockaddr *local, socklen_t n, void *arg)
 	(void)n;
 	if (getifaddrs(&list) != 0)
 		return -1;
-	int rc = plugin_ifname_of(list, local, o->buf, o->len);
+	int rc = netif_ifname_of(list, local, o->buf, o->len);
 	freeifaddrs(list);
 	return rc;
 }
@@ -91,13 +91,13 @@ static int numeric_local(const struct sockaddr *local, socklen_t n, void *arg)
 	return getnameinfo(local, n, o->buf, (socklen_t)o->len, NULL, 0, NI_NUMERICHOST) == 0 ? 0 : -1;
 }
 
-int plugin_route_ifname(const char *host, char *name, size_t len)
+int netif_route_ifname(const char *host, char *name, size_t len)
 {
 	struct out o = { name, len };
 	return route_source(host, ifname_of_local, &o);
 }
 
-int plugin_route_addr(const char *host, char *addr, size_t len)
+int netif_route_addr(const char *host, char *addr, size_t len)
 {
 	struct out o = { addr, len };
 	return route_source(host, numeric_local, &o);
@@ -124,14 +124,14 @@ static int bind_probe(int family, unsigned port)
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc = -1;
 	if (fd < 0)
 		return -1;
-	/* As PyTorch's TCPStore binds: a socket of an ended job in TIME_WAIT does not count. */
+	/* As servers bind (PyTorch's TCPStore, uvicorn): a connection in TIME_WAIT is no holder. */
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0)
 		rc = bind(fd, (struct sockaddr *)&sa, n) == 0 ? 0 : errno == EADDRINUSE ? 1 : -1;
 	close(fd);
 	return rc;
 }
 
-int plugin_port_held(unsigned port)
+int netif_port_held(unsigned port)
 {
 	if (port == 0 || port > 65535)
 		return -1;
