@@ -11,10 +11,10 @@ $LLMP_BIN; a missing tool fails the tests, it does not skip them.
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -166,54 +166,61 @@ def free_port():
 
 def launch(world, layout_path, scenario, outdir, args=(), timeout=240, env_extra=None):
     """Run dist_worker.py SCENARIO as `world` local processes, rendezvous by
-    env:// on a free loopback port. Returns {rank: its JSON}, or fails the
-    test naming the ranks that had not finished after `timeout` seconds
+    env:// on a free loopback port: forked from one process that imported
+    torch once (dist_worker.fork_ranks). Returns {rank: its JSON}, or fails
+    the test naming the ranks that had not finished after `timeout` seconds
     (a deadlock) or that failed."""
     os.makedirs(outdir, exist_ok=True)
     port = free_port()
-    procs = []
-    for rank in range(world):
-        env = dict(os.environ)
-        env.update({
-            "RANK": str(rank), "WORLD_SIZE": str(world),
-            "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world),
-            "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-            "LLMP_RANK": str(rank), "LLMP_WORLD_SIZE": str(world),
-            "LLMP_LAYOUT_FILE": layout_path,
-            # loopback: the host name may resolve to an address gloo cannot use
-            "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-            "CUDA_VISIBLE_DEVICES": "",
-            "PYTHONPATH": os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        })
-        env.update(env_extra or {})
-        log = open(os.path.join(outdir, "rank%d.log" % rank), "w")
-        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "dist_worker.py"), scenario,
-                                       outdir] + list(args), env=env, stdout=log, stderr=subprocess.STDOUT))
-        log.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(p.poll() is None for p in procs):
-        time.sleep(0.2)
-    hung = [r for r, p in enumerate(procs) if p.poll() is None]
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    env = dict(os.environ)
+    env.update({
+        "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
+        "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+        "LLMP_WORLD_SIZE": str(world), "LLMP_LAYOUT_FILE": layout_path,
+        # loopback: the host name may resolve to an address gloo cannot use
+        "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "PYTHONPATH": os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    env.update(env_extra or {})
+    with open(os.path.join(outdir, "launcher.log"), "w") as log:
+        # a session of its own: the ranks are killed with it at the deadline
+        zygote = subprocess.Popen([sys.executable, os.path.join(HERE, "dist_worker.py"), "--world", str(world),
+                                   scenario, outdir] + list(args), env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        zygote.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    hung = [r for r in range(world) if not os.path.exists(os.path.join(outdir, "rank%d.exit" % r))]
+    launcher_failed = zygote.poll() not in (None, 0)
+    try:
+        os.killpg(zygote.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    zygote.wait()
+    if hung and launcher_failed:
+        with open(os.path.join(outdir, "launcher.log")) as f:
+            pytest.fail("%s, %d ranks: the launcher exited %d before ranks %s ended:\n%s"
+                        % (scenario, world, zygote.returncode, hung, f.read()[-3000:]))
     if hung:
         pytest.fail("%s, %d ranks: ranks %s had not finished after %d s (deadlock?); logs in %s"
                     % (scenario, world, hung, timeout, outdir))
     results = {}
-    for rank, p in enumerate(procs):
+    for rank in range(world):
         path = os.path.join(outdir, "rank%d.json" % rank)
+        with open(os.path.join(outdir, "rank%d.exit" % rank)) as f:
+            code = int(f.read())
         with open(os.path.join(outdir, "rank%d.log" % rank)) as f:
             log = f.read()
         if not os.path.exists(path):
-            pytest.fail("rank %d exited %d without a result:\n%s" % (rank, p.returncode, log[-3000:]))
+            pytest.fail("rank %d exited %d without a result:\n%s" % (rank, code, log[-3000:]))
         with open(path) as f:
             results[rank] = json.load(f)
-        if p.returncode != 0:
-            pytest.fail("rank %d exited %d:\n%s\n%s" % (rank, p.returncode,
-                                                        results[rank].get("exception", ""), log[-3000:]))
+        if code != 0:
+            pytest.fail("rank %d exited %d:\n%s\n%s" % (rank, code, results[rank].get("exception", ""),
+                                                        log[-3000:]))
     return results
 
 
