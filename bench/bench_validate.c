@@ -660,11 +660,14 @@ int main(int argc, char **argv)
 	}
 
 	size_t ran = 0, accepted = 0, warned = 0, oom = 0, refused = 0, mems = 0, timed = 0, within20 = 0;
-	char warned_rows[1024] = "", judged_rows[4096] = "", missed_rows[256] = "";
+	char warned_rows[1024] = "", judged_rows[4096] = "", missed_rows[1024] = "";
 	double stack_err[MAX_ROWS]; /* each timed row's error and gpu text, for the per-stack figures */
 	const char *stack_of[MAX_ROWS];
 	size_t chooser = 0, same = 0, close10 = 0;
 	double errors[MAX_ROWS], mem_err_max = 0;
+	/* Each judged row's peak estimate, for the rows the guard cannot refuse (below). */
+	double peak_of[MAX_ROWS];
+	bool ran_of[MAX_ROWS] = { false }, oom_missed[MAX_ROWS] = { false };
 	printf("\n%-19s %-13s %4s %9s %7s %9s %9s %7s  %-30s %s\n", "row", "gpu", "fits", "peak", "measured",
 	       "step", "measured", "error", "auto's choice (tp,pp,cp,ep)", "published/chosen");
 	for (size_t i = 0; i < n; i++) {
@@ -692,11 +695,8 @@ int main(int argc, char **argv)
 		accepted += did_run && v != MEM_GUARD_CANNOT;
 		warned += did_run && v == MEM_GUARD_DOUBTFUL;
 		refused += !did_run && v == MEM_GUARD_CANNOT;
-		if (!did_run && v != MEM_GUARD_CANNOT) {
-			size_t at = strlen(missed_rows);
-			snprintf(missed_rows + at, sizeof missed_rows - at, "%s%s (%.1f GiB)", at ? ", " : "",
-				 r->id, peak / GIB);
-		}
+		peak_of[i] = peak, ran_of[i] = did_run && o.valid;
+		oom_missed[i] = !did_run && v != MEM_GUARD_CANNOT;
 		size_t used = strlen(warned_rows);
 		if (v == MEM_GUARD_DOUBTFUL)
 			snprintf(warned_rows + used, sizeof warned_rows - used,
@@ -848,6 +848,30 @@ int main(int argc, char **argv)
 	       accepted, ran, ran ? 100.0 * accepted / ran : 0, warned, warned ? ": " : "", warned_rows);
 	printf("  guard: judged with the band, held out of its measurement (no measured memory): %s\n",
 	       judged_rows);
+	/* An out-of-memory layout the guard accepts: the run on the same GPU text whose estimate is
+	 * the nearest at or above its own. When one ran, no threshold on the estimate refuses the
+	 * one and accepts the other: the model does not tell them apart. */
+	for (size_t i = 0; i < n; i++) {
+		if (!oom_missed[i])
+			continue;
+		size_t twin = n;
+		for (size_t j = 0; j < n; j++)
+			if (ran_of[j] && !strcmp(rows[j].gpu, rows[i].gpu) && peak_of[j] >= peak_of[i] &&
+			    (twin == n || peak_of[j] < peak_of[twin]))
+				twin = j;
+		size_t at = strlen(missed_rows);
+		char seen[32] = "no memory measured";
+		if (twin < n && strcmp(rows[twin].mem, "-"))
+			snprintf(seen, sizeof seen, "%s GiB measured", rows[twin].mem);
+		if (twin < n)
+			snprintf(missed_rows + at, sizeof missed_rows - at,
+				 "%s%s (%.1f GiB), while %s ran with an estimate of %.1f GiB (%s)",
+				 at ? "; " : "", rows[i].id, peak_of[i] / GIB, rows[twin].id,
+				 peak_of[twin] / GIB, seen);
+		else
+			snprintf(missed_rows + at, sizeof missed_rows - at, "%s%s (%.1f GiB)", at ? "; " : "",
+				 rows[i].id, peak_of[i] / GIB);
+	}
 	if (oom)
 		printf("  guard: refuses %zu of %zu known out-of-memory layouts (goal: all)%s%s\n", refused,
 		       oom, missed_rows[0] ? "; the estimate fits, so no band refuses: " : "", missed_rows);
@@ -863,8 +887,9 @@ int main(int argc, char **argv)
 	printf("  chooser: the published layout's modelled step within 10%% of the choice's in %zu of %zu (goal 90%%)\n",
 	       close10, chooser);
 	if (timed)
-		printf("  step time: within 20%% of the published in %zu of %zu rows; median error %.0f%%, largest "
-		       "%.0f%% (goals: all within 20%%, median within 10%%)\n",
-		       within20, timed, 100 * errors[timed / 2], 100 * errors[timed - 1]);
+		printf("  step time: within 20%% of the published in %zu of %zu rows (%.0f%%); median error %.0f%%, "
+		       "largest %.0f%% (goals: 90%% within 20%%, median within 10%%)\n",
+		       within20, timed, 100.0 * within20 / timed, 100 * errors[timed / 2],
+		       100 * errors[timed - 1]);
 	return 0;
 }
