@@ -68,7 +68,7 @@ static void help(void)
 	       "                           moe-ffn=,shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=,\n"
 	       "                           distopt=|zero=,sp=,flash=,dropout=,overlap-grad=,overlap-param=,\n"
 	       "                           engine=,grad=,overhead=,recompute=,recompute-layers=,\n"
-	       "                           recompute-moe-act=];\n"
+	       "                           recompute-moe-act=,offload-layers=];\n"
 	       "                           keys after a preset or file override it\n"
 	       "  -G, --gpu GPU            a100-40gb, a100, h100, h100-pcie, h800, h200, b200, gb200, l4, a10,\n"
 	       "                           rtx4090, mi300x, or mem=GiB,tflops=N[,eff=,hbm=,layer-ms=,nvlink=,net=,\n"

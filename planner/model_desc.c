@@ -338,6 +338,10 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 		double n = 0;
 		ok = parse_count(v, false, &n) && n <= 1e6;
 		m->recompute_layers = (unsigned)n;
+	} else if (!strcmp(item, "offload-layers")) {
+		double n = 0;
+		ok = parse_count(v, false, &n) && n <= 1e6;
+		m->offload_layers = (unsigned)n;
 	} else {
 		return llmp_fail(
 			LLMP_ERR_ARG, msg, len,
@@ -345,20 +349,21 @@ static llmp_status model_item(char *item, struct model_desc *m, unsigned *seen, 
 			"experts, topk, moe-ffn, shared-ffn, dense-layers, gbs, mbs, mlp, tied, "
 			"distopt, zero, sp, flash, fp8, dropout, overlap-grad, overlap-param, engine, grad, overhead, "
 			"recompute, "
-			"recompute-layers, recompute-moe-act; or a preset: %s)",
+			"recompute-layers, recompute-moe-act, offload-layers; or a preset: %s)",
 			llmp_show(shown, item, strlen(item)), model_desc_preset_names());
 	}
 	if (!ok)
 		return llmp_fail(LLMP_ERR_ARG, msg, len, "--model: %s='%s' is not one of %s", item,
 				 llmp_show(shown, v, strlen(v)),
-				 !strcmp(item, "mlp")                ? "gelu, swiglu"
-				 : !strcmp(item, "recompute")        ? "auto, none, selective, full"
-				 : !strcmp(item, "grad")             ? "2, 4, 6"
-				 : !strcmp(item, "zero")             ? "0, 1, 2, 3, auto"
-				 : !strcmp(item, "overhead")         ? "a number from 0 to 1"
-				 : !strcmp(item, "recompute-layers") ? "a whole number of layers, 1 or more"
-				 : !strcmp(item, "engine")           ? "megatron, deepspeed, torch"
-								     : "0, 1");
+				 !strcmp(item, "mlp")         ? "gelu, swiglu"
+				 : !strcmp(item, "recompute") ? "auto, none, selective, full"
+				 : !strcmp(item, "grad")      ? "2, 4, 6"
+				 : !strcmp(item, "zero")      ? "0, 1, 2, 3, auto"
+				 : !strcmp(item, "overhead")  ? "a number from 0 to 1"
+				 : !strcmp(item, "recompute-layers") || !strcmp(item, "offload-layers")
+					 ? "a whole number of layers, 1 or more"
+				 : !strcmp(item, "engine") ? "megatron, deepspeed, torch"
+							   : "0, 1");
 	return LLMP_OK;
 }
 
@@ -546,6 +551,19 @@ static llmp_status model_check(struct model_desc *m, char *msg, size_t len)
 				 "--model: recompute-layers=%u recomputes that many layers of each chunk in "
 				 "full: it needs recompute=full",
 				 m->recompute_layers);
+	/* Megatron-Core's TransformerConfig refuses offloading beside recomputation, and
+	 * offloading every layer (megatron/core/transformer/transformer_config.py). */
+	if (m->offload_layers && (m->recompute != MODEL_RECOMPUTE_NONE || m->engine != MODEL_ENGINE_MEGATRON))
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "--model: offload-layers=%u is Megatron-Core's --cpu-offloading-num-layers, "
+				 "which refuses activation recomputation: it needs recompute=none and "
+				 "engine=megatron",
+				 m->offload_layers);
+	if (m->offload_layers && m->offload_layers >= m->layers)
+		return llmp_fail(LLMP_ERR_ARG, msg, len,
+				 "--model: offload-layers=%u: Megatron-Core offloads fewer layers than the "
+				 "model's %.0f",
+				 m->offload_layers, m->layers);
 	if (m->experts) {
 		if (!m->topk)
 			m->topk = 2;

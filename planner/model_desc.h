@@ -83,6 +83,10 @@ struct model_desc {
 	/* With SELECTIVE on an MoE model: the routed experts' activation recomputed too
 	 * (Megatron's --recompute-modules moe_act) */
 	bool recompute_moe_act;
+	/* The activations of the first N layers copied to host memory during the forward and
+	 * back for the backward (Megatron-Core's --cpu-offloading-num-layers N): with
+	 * recompute=none and pp=1 only, as Megatron-Core allows it; 0: none */
+	unsigned offload_layers;
 	enum model_engine engine;
 };
 
@@ -92,7 +96,7 @@ struct model_desc {
  * layers=,hidden=,seq=[,ffn=,heads=,kv-heads=,vocab=,experts=,topk=,moe-ffn=,
  * shared-ffn=,dense-layers=,gbs=,mbs=,mlp=gelu|swiglu,tied=0|1,distopt=0|1 or zero=0-3|auto,
  * sp=0|1,flash=0|1,dropout=0|1,overlap-grad=0|1,overlap-param=0|1,engine=megatron|deepspeed|torch,grad=2|4|6,overhead=F,recompute=none|selective|full,
- * recompute-layers=N,recompute-moe-act=0|1]. A preset or a file may be followed by
+ * recompute-layers=N,recompute-moe-act=0|1,offload-layers=N]. A preset or a file may be followed by
  * keys that replace its values: "llama3-70b,gbs=512,seq=4096".
  */
 llmp_status model_desc_parse(const char *text, struct model_desc *m, char *msg, size_t len);

@@ -194,6 +194,11 @@ llmp_status step_layout_check(const struct model_desc *m, uint32_t world, struct
 				 "--checkpoint-num-layers groups them) and has no block method; the model "
 				 "says engine=deepspeed",
 				 l->recompute_layers);
+	if (m->offload_layers && l->pp > 1)
+		return llmp_fail(LLMP_ERR_LAYOUT, msg, len,
+				 "pp=%u with offload-layers=%u: Megatron-Core offloads activations only "
+				 "without pipeline parallelism (transformer_config.py); pp=1",
+				 l->pp, m->offload_layers);
 	if (l->recompute == MODEL_RECOMPUTE_AUTO)
 		l->recompute = MODEL_RECOMPUTE_SELECTIVE;
 	if (l->moe_act &&
@@ -231,15 +236,23 @@ static void layer_shape(const struct model_desc *m, const struct step_layout *l,
 	 * the MLP, which a model without dropout does not keep (PyTorch's dropout
 	 * at p = 0 returns its input). */
 	double masks = m->dropout ? 2 : 0;
-	double common = s * b * (12 * h + masks * h + 4 * kv);
+	/* Under FP8 Transformer Engine keeps for the backward the FP8 copy of each linear
+	 * layer's input that its forward GEMM read (transformer_engine/pytorch/module/
+	 * linear.py, layernorm_linear.py, layernorm_mlp.py, grouped_linear.py), one byte an
+	 * element. Where nothing else keeps the bf16 tensor that replaces Korthikanti's two
+	 * bytes: the QKV and FC1 inputs (the norms' outputs), FC2's (the activation's
+	 * output), the routed experts' FC1 and FC2 inputs (FC2's not kept under moe_act
+	 * recompute): h, h and ffn bytes less a token. The projection's input is the
+	 * attention's output, which the flash kernels keep in bf16 for their own backward:
+	 * its FP8 copy is h bytes more. */
+	double f8 = m->fp8 ? 1 : 0;
+	double common = s * b * ((12 - f8) * h + masks * h + 4 * kv);
 	/* Without sequence parallelism Korthikanti's 10 s b h (norms, dropout masks,
 	 * the inputs of the first matrices) stay whole on every tp rank. */
-	double whole = l->tp > 1 && !m->sp ? (8 + masks) * s * b * h : 0;
-	x->act_dense = whole + (common + s * b * c * m->ffn - whole) / t;
-	x->act_moe = whole +
-		     (common + s * b * (m->topk * (c_routed * m->moe_ffn + 2 * h) + c * m->shared_ffn) -
-		      whole) /
-			     t;
+	double whole = l->tp > 1 && !m->sp ? (8 - 2 * f8 + masks) * s * b * h : 0;
+	double routed = m->topk * ((c_routed - (l->moe_act ? 0 : f8)) * m->moe_ffn + (2 - f8) * h);
+	x->act_dense = whole + (common + s * b * (c - f8) * m->ffn - whole) / t;
+	x->act_moe = whole + (common + s * b * (routed + (c - f8) * m->shared_ffn) - whole) / t;
 	x->act_full = 2 * s * b * h / (m->sp ? t : 1);
 	x->act_embedding = 2 * s * b * h / (m->sp ? t : 1);
 	/* The softmax's output (2 bytes a score), and with dropout its mask and output (1 + 2). */
@@ -376,7 +389,12 @@ static void stage_memory(const struct model_desc *m, const struct gpu_desc *g, c
 		act = in_flight(l, k, n, micro) *
 			      (share * x->act_full + (1 - share) * (per_layer + x->act_scores)) +
 		      (x->act_moe > x->act_dense && nm ? x->act_moe : x->act_dense) + x->act_scores;
-	else
+	else if (m->offload_layers) {
+		/* pp=1: the layers not offloaded, and one offloaded layer still on its way to
+		 * the host (Transformer Engine's double-buffered offload handler) */
+		double kept = n - m->offload_layers + 1.0;
+		act = in_flight(l, k, kept < n ? kept : n, micro) * per_layer;
+	} else
 		act = in_flight(l, k, n, micro) * per_layer;
 	if (k == 0) /* the embedding's output, per micro-batch in flight */
 		act += in_flight(l, k, 1, micro) * x->act_embedding;

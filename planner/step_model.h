@@ -65,8 +65,9 @@ double step_alloc_share(const struct model_desc *m, const struct gpu_desc *g);
  * Engine keeps an FP8 copy of each such weight beside the bf16 one
  * (transformer_engine/pytorch/module/linear.py caches the cast weight across
  * micro-batches): STEP_FP8_WEIGHT_BYTES a parameter of the layers, unless zero=3
- * gathers them per use. Activations are counted as bf16 (TE saves some GEMM
- * inputs in FP8: the estimate is then high, the guard's safe side).
+ * gathers them per use. The inputs the linear GEMMs read are kept for the
+ * backward in FP8, one byte an element (step_model.c, layer_shape); the other
+ * activations in bf16.
  */
 #define STEP_FP8_SPEEDUP 2.0
 #define STEP_FP8_WEIGHT_BYTES 1.0

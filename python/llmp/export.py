@@ -192,7 +192,8 @@ _KEYS = {"layers": int, "hidden": int, "ffn": int, "heads": int, "kv-heads": int
 # llmp plan's keys about training, not the model's shape: accepted and not used.
 _TRAINING_KEYS = {"gbs", "mbs", "experts", "topk", "moe-ffn", "shared-ffn", "dense-layers", "distopt",
                   "zero", "sp", "flash", "dropout", "overlap-grad", "overlap-param", "engine", "grad",
-                  "overhead", "recompute", "recompute-layers", "recompute-moe-act"}
+                  "overhead", "recompute", "recompute-layers", "recompute-moe-act",
+                  "offload-layers"}
 
 
 def parse_model(text):

@@ -321,6 +321,65 @@ static void flops_are_narayanans_count_with_causal_attention(void **state)
 }
 
 /*
+ * fp8=1 keeps the inputs of the linear GEMMs in FP8 for the backward, one byte
+ * an element (Transformer Engine): of Korthikanti's count a token keeps h bytes
+ * less for the QKV input, h less for FC1's, ffn less for FC2's, and h more for
+ * the projection's FP8 copy beside the bf16 attention output the flash kernels
+ * keep. Llama 3 8B (h 4096, ffn 14336), seq 8192, mbs 1, pp 1 (every layer in
+ * flight, once): with sequence parallelism on tp=2 all of it splits, 32 s (h +
+ * ffn) / 2 bytes less; without it the QKV and FC1 inputs are whole on each rank,
+ * 32 s (2h - h / 2 + ffn / 2) less. The embedding and the logits are unchanged.
+ */
+static void fp8_keeps_linear_inputs_in_one_byte(void **state)
+{
+	(void)state;
+	struct gpu_desc g = gpu_of("h100,mem=1000");
+	double s = 8192, h = 4096, ffn = 14336;
+	for (int sp = 1; sp >= 0; sp--) {
+		char bf[64], f8[128];
+		snprintf(bf, sizeof bf, "llama3-8b,gbs=16,recompute=none,sp=%d", sp);
+		snprintf(f8, sizeof f8, "%s,fp8=1", bf);
+		struct model_desc m = model_of(bf), m8 = model_of(f8);
+		struct step_layout l = { .tp = 2, .pp = 1, .cp = 1, .ep = 1, .mbs = 1 }, l8 = l;
+		l.recompute = l8.recompute = MODEL_RECOMPUTE_NONE;
+		struct step_stage st[1], st8[1];
+		estimate(&m, &g, 16, &l, st);
+		estimate(&m8, &g, 16, &l8, st8);
+		double less = sp ? 32 * s * (h + ffn) / 2 : 32 * s * (2 * h - h / 2 + ffn / 2);
+		assert_near(st[0].activations - st8[0].activations, less, 1e-12);
+	}
+}
+
+/*
+ * offload-layers=N (Megatron-Core's --cpu-offloading-num-layers): the first N
+ * layers' activations go to the host; the GPU keeps the others and one
+ * offloaded layer on its way. Llama 3 8B without recompute on one GPU, mbs 1:
+ * a layer keeps s (12h + 4 kv + 6 ffn) bytes (SwiGLU, GQA kv = 1024, no
+ * dropout), so offloading 30 of 32 keeps 29 layers' fewer. Megatron-Core
+ * refuses it with pp > 1.
+ */
+static void offload_layers_leave_the_gpu(void **state)
+{
+	(void)state;
+	char msg[LLMP_MSG_MAX] = "";
+	struct gpu_desc g = gpu_of("h100,mem=1000");
+	struct model_desc m = model_of("llama3-8b,gbs=8,recompute=none"),
+			  off = model_of("llama3-8b,gbs=8,recompute=none,offload-layers=30");
+	struct step_layout l = { .tp = 1, .pp = 1, .cp = 1, .ep = 1, .mbs = 1 }, lo = l;
+	l.recompute = lo.recompute = MODEL_RECOMPUTE_NONE;
+	struct step_stage st[1], sto[1];
+	estimate(&m, &g, 8, &l, st);
+	estimate(&off, &g, 8, &lo, sto);
+	double s = 8192, h = 4096, kv = 1024, ffn = 14336;
+	assert_near(st[0].activations - sto[0].activations, 29 * s * (12 * h + 4 * kv + 6 * ffn), 1e-12);
+	struct step_layout p2 = lo;
+	p2.pp = 2, p2.dp = 0;
+	assert_int_equal(step_layout_check(&off, 8, &p2, msg, sizeof msg), LLMP_ERR_LAYOUT);
+	if (!strstr(msg, "pp=2 with offload-layers=30: Megatron-Core offloads activations only"))
+		fail_msg("%s", msg);
+}
+
+/*
  * fp8=1 (step_model.h): the layers' linear GEMMs at twice the bf16 rate, the
  * attention core and the output layer not. GPT-3 175B on tp=8, pp=8: the
  * last stage (the slowest, with the logits) runs per micro-batch 3 (Ly + Lg)
@@ -348,7 +407,9 @@ static void fp8_runs_linear_gemms_twice_as_fast(void **state)
 	assert_near(e8.elementwise_s, e.elementwise_s, 1e-12); /* bf16 elementwise kernels alike */
 	assert_near(e8.flops, e.flops, 1e-15);                 /* the model's FLOPs do not change */
 	assert_near(st8[3].weights, 1.5 * st[3].weights, 1e-12);
-	assert_near(st8[3].activations, st[3].activations, 1e-15);
+	/* its 12 layers in flight for 5 micro-batches (1F1B on stage 3 of 8), each keeping
+	 * s (h + ffn) / t bytes less (fp8_keeps_linear_inputs_in_one_byte) */
+	assert_near(st[3].activations - st8[3].activations, 5 * 12 * s * (h + 4 * h) / 8, 1e-12);
 	assert_near(st8[3].optimizer, st[3].optimizer, 1e-15);
 }
 
@@ -1169,6 +1230,16 @@ static void descriptions_parse_and_name_the_culprit(void **state)
 		  "recompute-layers=2 recomputes that many layers of each chunk in full: it needs recompute=full" },
 		{ "layers=2,hidden=512,seq=8,recompute-layers=2x",
 		  "recompute-layers='2x' is not one of a whole number of layers, 1 or more" },
+		{ "layers=2,hidden=512,seq=8,offload-layers=1",
+		  "offload-layers=1 is Megatron-Core's --cpu-offloading-num-layers, which refuses activation "
+		  "recomputation: it needs recompute=none and engine=megatron" },
+		{ "layers=2,hidden=512,seq=8,recompute=none,offload-layers=1,engine=torch",
+		  "needs recompute=none and "
+		  "engine=megatron" },
+		{ "layers=2,hidden=512,seq=8,recompute=none,offload-layers=2",
+		  "offload-layers=2: Megatron-Core offloads fewer layers than the model's 2" },
+		{ "layers=2,hidden=512,seq=8,offload-layers=0",
+		  "offload-layers='0' is not one of a whole number of layers, 1 or more" },
 		{ "layers=2,hidden=512,seq=8,distopt=auto", "distopt='auto' is not one of 0, 1" },
 		{ "layers=2,hidden=512,seq=8,distopt=1,zero=2", "distopt= and zero= set one thing" },
 		{ "layers=2,hidden=512,seq=8,zero=2,grad=6", "grad=6 (16-bit gradients and an fp32" },
@@ -1327,6 +1398,8 @@ int main(void)
 		cmocka_unit_test(activations_are_korthikantis_34sbh_over_t),
 		cmocka_unit_test(flops_are_narayanans_count_with_causal_attention),
 		cmocka_unit_test(fp8_runs_linear_gemms_twice_as_fast),
+		cmocka_unit_test(fp8_keeps_linear_inputs_in_one_byte),
+		cmocka_unit_test(offload_layers_leave_the_gpu),
 		cmocka_unit_test(elementwise_bytes_and_per_layer_overhead),
 		cmocka_unit_test(deepspeed_engine_exposes_dp_and_never_interleaves),
 		cmocka_unit_test(a_measured_step_gives_back_its_efficiency),
