@@ -109,6 +109,8 @@ static void megatron_lm_flags(const struct model_desc *m, const struct step_layo
 		     l->recompute_layers);
 	else if (l->recompute == MODEL_RECOMPUTE_FULL)
 		flag(f, "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+	if (m->offload_layers) /* the first N layers' activations to the host (model_desc.h) */
+		flag(f, "--cpu-offloading --cpu-offloading-num-layers %u", m->offload_layers);
 }
 
 bool megatron_model_args(const struct model_desc *m, const struct step_layout *l, char *out, size_t len,

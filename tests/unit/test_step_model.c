@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "planner/auto_layout.h"
+#include "planner/megatron_args.h"
 
 static struct model_desc model_of(const char *text)
 {
@@ -355,8 +356,9 @@ static void fp8_keeps_linear_inputs_in_one_byte(void **state)
  * layers' activations go to the host; the GPU keeps the others and one
  * offloaded layer on its way. Llama 3 8B without recompute on one GPU, mbs 1:
  * a layer keeps s (12h + 4 kv + 6 ffn) bytes (SwiGLU, GQA kv = 1024, no
- * dropout), so offloading 30 of 32 keeps 29 layers' fewer. Megatron-Core
- * refuses it with pp > 1.
+ * dropout), so offloading 30 of 32 keeps 29 layers' fewer; Megatron-LM is
+ * told --cpu-offloading --cpu-offloading-num-layers 30. Megatron-Core refuses
+ * it with pp > 1.
  */
 static void offload_layers_leave_the_gpu(void **state)
 {
@@ -372,6 +374,10 @@ static void offload_layers_leave_the_gpu(void **state)
 	estimate(&off, &g, 8, &lo, sto);
 	double s = 8192, h = 4096, kv = 1024, ffn = 14336;
 	assert_near(st[0].activations - sto[0].activations, 29 * s * (12 * h + 4 * kv + 6 * ffn), 1e-12);
+	char flags[1024];
+	assert_true(megatron_model_args(&off, &lo, flags, sizeof flags, NULL));
+	if (!strstr(flags, " --cpu-offloading --cpu-offloading-num-layers 30"))
+		fail_msg("Megatron's flags do not say the offload: %s", flags);
 	struct step_layout p2 = lo;
 	p2.pp = 2, p2.dp = 0;
 	assert_int_equal(step_layout_check(&off, 8, &p2, msg, sizeof msg), LLMP_ERR_LAYOUT);
