@@ -14,7 +14,7 @@ EXTRA_DIST += $(python_package) python/pyproject.toml python/README.md python/re
 	python/tests/conftest.py python/tests/dist_worker.py python/tests/test_layout.py \
 	python/tests/test_torch.py python/tests/test_checkpoint.py python/tests/test_job.py python/tests/test_fr.py \
 	python/tests/test_megatron.py python/tests/test_dcp.py \
-	python/tests/test_export.py python/tests/llama_tp.py tests/distfs.bats tests/ckpt/common.bash \
+	python/tests/test_export.py python/tests/llama_tp.py python/tests/README.md tests/distfs.bats tests/ckpt/common.bash \
 	python/bench_checkpoint.py python/bench_groups.py python/bench_export.py \
 	tests/python.bats tests/python_cluster.bats
 pythondir =
