@@ -28,7 +28,7 @@ bench_bench_auto_layout_LDADD = $(LLMP_PLANNER_LIBS)
 bench_bench_validate_CPPFLAGS = $(AM_CPPFLAGS) -DLLMP_SRCDIR='"$(abs_top_srcdir)"'
 bench_bench_validate_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_validate_LDADD = $(LLMP_PLANNER_LIBS)
-EXTRA_DIST += bench/data/published_layouts.tsv
+EXTRA_DIST += bench/data/published_layouts.tsv bench/data/README.md
 bench_bench_reduce_CFLAGS = $(LLMP_CFLAGS)
 bench_bench_reduce_LDADD = kernels/libkernels.la $(LLMP_PLANNER_LIBS)
 bench_bench_crc32c_CFLAGS = $(LLMP_CFLAGS)

@@ -39,5 +39,5 @@ cli_llmp_CPPFLAGS = $(AM_CPPFLAGS)
 cli_llmp_LDADD = topology/discover/libdiscover.la runtime/job/libmetrics.la $(LLMP_PLANNER_LIBS) -lm
 endif
 EXTRA_DIST += cli/cmd_job_end.c cli/cmd_job_run.c cli/job_run_plan.c cli/job_run_plan.h cli/bench_exec.c \
-	$(ckpt_cli_sources) $(bench_cli_sources)
+	$(ckpt_cli_sources) $(bench_cli_sources) cli/bench/README.md
 

@@ -28,7 +28,7 @@ plugin_core_sources = \
 noinst_LTLIBRARIES += plugin/libplugin_core.la
 plugin_libplugin_core_la_SOURCES = $(plugin_core_sources)
 
-EXTRA_DIST += plugin/llm_parallel.map etc/plugstack.conf.d/llm_parallel.conf.in
+EXTRA_DIST += plugin/llm_parallel.map etc/plugstack.conf.d/llm_parallel.conf.in etc/plugstack.conf.d/README.md
 if BUILD_PLUGIN
 # llm_parallel.so runs inside srun, sbatch and slurmstepd: it links the
 # planner statically and exports only the SPANK symbols.
@@ -49,6 +49,12 @@ etc/plugstack.conf.d/llm_parallel.conf: $(srcdir)/etc/plugstack.conf.d/llm_paral
 	$(AM_V_GEN)$(MKDIR_P) etc/plugstack.conf.d && \
 	sed 's|@pkglibdir[@]|$(pkglibdir)|g' $< > $@
 CLEANFILES = etc/plugstack.conf.d/llm_parallel.conf
+
+# The nodes' Epilog that removes layout files a killed slurmstepd left
+# (etc/slurm/llmp-epilog.sh: slurm.conf Epilog=$(pkgdatadir)/llmp-epilog.sh);
+# etc/slurm ships whole (EXTRA_DIST in Makefile.am).
+epilogdir = $(pkgdatadir)
+epilog_SCRIPTS = etc/slurm/llmp-epilog.sh
 
 dist_man_MANS += doc/llm_parallel.8
 endif

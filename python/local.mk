@@ -9,7 +9,7 @@
 python_package = python/llmp/__init__.py python/llmp/layout.py python/llmp/torch.py \
 	python/llmp/_libllmp.py python/llmp/checkpoint.py python/llmp/job.py python/llmp/fr.py python/llmp/dcp.py \
 	python/llmp/export.py
-EXTRA_DIST += $(python_package) python/pyproject.toml python/README.md python/requirements-test.txt \
+EXTRA_DIST += $(python_package) python/pyproject.toml python/README.md python/llmp/README.md python/requirements-test.txt \
 	python/requirements-deepspeed.txt python/requirements-ray.txt \
 	python/tests/conftest.py python/tests/dist_worker.py python/tests/test_layout.py \
 	python/tests/test_torch.py python/tests/test_checkpoint.py python/tests/test_job.py python/tests/test_fr.py \

@@ -86,7 +86,7 @@ setup() {
 
 teardown() { cluster_teardown; }
 
-@test "packages: version and dependency pinned to this Slurm release; snippet installed, not enabled" {
+@test "packages: version and dependency pinned to this Slurm release; snippet and epilog installed, not enabled" {
 	release=$(slurm_version | cut -d. -f1-2)
 	end=$(awk -F. '{ printf "%s.%02d", $1, $2 + 1 }' <<<"$release")
 	for p in $DEB_PACKAGES; do
@@ -100,6 +100,8 @@ teardown() { cluster_teardown; }
 	# the snippet names the installed plugin, and the package enables nothing
 	[ "$(grep -v '^#' "$SNIPPET")" = "required /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/llmp/llm_parallel.so" ]
 	! dpkg -L llmp-slurm-plugin | grep -q '^/etc/'
+	# the Epilog its header and llm_parallel(8) name, where they name it
+	[ -x /usr/share/llmp/llmp-epilog.sh ] && dpkg -S /usr/share/llmp/llmp-epilog.sh | grep -q '^llmp-slurm-plugin:'
 	man -w llm_parallel >/dev/null
 	man -w llmp >/dev/null
 }

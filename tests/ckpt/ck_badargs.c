@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cc_badargs.c - what the checkpoint API refuses.
+ * ck_badargs.c - what the checkpoint API refuses.
  *
  * badargs: every call with a bad argument returns an error, with a message
  * naming what was wrong, and crashes nothing; the handle still works after.
