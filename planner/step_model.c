@@ -390,10 +390,10 @@ static void stage_memory(const struct model_desc *m, const struct gpu_desc *g, c
 			      (share * x->act_full + (1 - share) * (per_layer + x->act_scores)) +
 		      (x->act_moe > x->act_dense && nm ? x->act_moe : x->act_dense) + x->act_scores;
 	else if (m->offload_layers) {
-		/* pp=1: the layers not offloaded, and one offloaded layer still on its way to
-		 * the host (Transformer Engine's double-buffered offload handler) */
-		double kept = n - m->offload_layers + 1.0;
-		act = in_flight(l, k, kept < n ? kept : n, micro) * per_layer;
+		/* pp=1 (step_layout_check), so n is every layer and fewer are offloaded
+		 * (model_desc.c): the layers not offloaded, and one offloaded layer still on
+		 * its way to the host (Transformer Engine's double-buffered offload handler) */
+		act = in_flight(l, k, n - m->offload_layers + 1.0, micro) * per_layer;
 	} else
 		act = in_flight(l, k, n, micro) * per_layer;
 	if (k == 0) /* the embedding's output, per micro-batch in flight */
